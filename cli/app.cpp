@@ -1,0 +1,29 @@
+#include "cli/app.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "model/errors.hpp"
+
+namespace epochcast::cli {
+
+void run(const std::vector<std::string>& args, std::ostream& out) {
+    CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Show the help of every subcommand");
+    register_catalog(app, out);
+    register_predict(app, out);
+
+    // CLI11 parses the arguments in reverse order when given a vector.
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+        app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+        out << app.help();
+    } catch (const CLI::CallForAllHelp&) {
+        out << app.help("", CLI::AppFormatMode::All);
+    } catch (const CLI::ParseError& error) {
+        throw InputError(error.what());
+    }
+}
+
+}  // namespace epochcast::cli

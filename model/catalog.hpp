@@ -1,0 +1,72 @@
+// The hardware catalog: GPUs and instances with prices, as data (model/catalog.json, schema
+// "epochcast.catalog/1" in DESIGN.md) with a source for every figure. The built-in file is
+// compiled into the binary; a user file given with --catalog adds entries or overrides them by name.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace epochcast {
+
+/// One GPU as AWS counts it (a K80 board is two GPUs; "K80" here is one GK210).
+struct GpuSpec {
+    std::string name;            ///< e.g. "V100-SXM2-16GB"
+    double fp32_tflops = 0;      ///< peak dense fp32, in 10^12 FLOP/s
+    double fp16_tflops = 0;      ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s
+    double bf16_tflops = 0;      ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
+    double memory_gib = 0;       ///< device memory, in GiB
+    double memory_GBps = 0;      ///< device memory bandwidth, in 10^9 bytes/s
+    std::string source;          ///< where the figures come from
+};
+
+/// One instance type. CPU-only instances (parameter servers) have gpus == 0 and an empty gpu.
+struct InstanceSpec {
+    std::string name;               ///< e.g. "p3.16xlarge"
+    std::string gpu;                ///< GpuSpec::name, empty for CPU-only instances
+    int gpus = 0;                   ///< GPUs per instance
+    int vcpus = 0;                  ///< virtual CPUs
+    double memory_gib = 0;          ///< host memory, in GiB
+    double network_gbps = 0;        ///< NIC line rate, in 10^9 bit/s
+    int efa_adapters = 0;           ///< Elastic Fabric Adapters (0 = plain ENA/TCP networking)
+    double intra_node_GBps = 0;     ///< GPU-to-GPU bandwidth inside the node per GPU (NVLink or PCIe), in 10^9 bytes/s
+    double price_usd_per_hour = 0;  ///< us-east-1 Linux on-demand price, in US dollars per hour
+    double spot_usd_per_hour = 0;   ///< us-east-1 spot price, in US dollars per hour
+    std::string source;             ///< where the figures come from
+};
+
+/// Every GPU and instance known, built in plus user files.
+class Catalog {
+public:
+    /// The built-in catalog (model/catalog.json compiled in).
+    static Catalog built_in();
+
+    /// Parse catalog JSON text; `origin` names it in error messages (a path, or "built-in catalog").
+    /// Throws InputError on malformed JSON, a wrong schema, a missing key or wrong type (naming the
+    /// entry and the key), a negative or zero count or price where it must be positive, or an
+    /// instance whose gpu names no GPU known to this catalog.
+    static Catalog parse(std::string_view json_text, std::string_view origin);
+
+    /// Read and parse a file; throws InputError when it is missing or unreadable (naming the path).
+    static Catalog load(const std::filesystem::path& path);
+
+    /// Add the other catalog's entries, replacing ours of the same name, then re-check that every
+    /// instance's gpu is known.
+    void merge(const Catalog& other);
+
+    /// Look up by exact name; throws InputError listing the known names when there is none.
+    const GpuSpec& gpu(std::string_view name) const;
+    const InstanceSpec& instance(std::string_view name) const;
+    /// The GPU of an instance; throws InputError for a CPU-only instance.
+    const GpuSpec& gpu_of(const InstanceSpec& instance) const;
+
+    const std::vector<GpuSpec>& gpus() const { return gpus_; }
+    const std::vector<InstanceSpec>& instances() const { return instances_; }
+
+private:
+    std::vector<GpuSpec> gpus_;
+    std::vector<InstanceSpec> instances_;
+};
+
+}  // namespace epochcast

@@ -1,0 +1,59 @@
+#include "model/types.hpp"
+
+#include <array>
+#include <string>
+#include <utility>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+template <typename Enum, std::size_t N>
+Enum parse_enum(const std::array<std::pair<std::string_view, Enum>, N>& names, std::string_view text,
+                std::string_view what) {
+    for (const auto& [name, value] : names) {
+        if (name == text) return value;
+    }
+    std::string accepted;
+    for (const auto& [name, value] : names) {
+        if (!accepted.empty()) accepted += ", ";
+        accepted += name;
+    }
+    throw InputError(std::string(what) + ": unknown value '" + std::string(text) + "' (expected one of " +
+                     accepted + ")");
+}
+
+constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{{
+    {"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
+constexpr std::array<std::pair<std::string_view, Strategy>, 4> kStrategies{{
+    {"ring", Strategy::ring}, {"hierarchical", Strategy::hierarchical}, {"tree", Strategy::tree}, {"ps", Strategy::ps}}};
+constexpr std::array<std::pair<std::string_view, Framework>, 3> kFrameworks{{
+    {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch}}};
+constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
+    {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>& names, Enum value) {
+    for (const auto& [name, v] : names) {
+        if (v == value) return name;
+    }
+    return "?";
+}
+
+}  // namespace
+
+std::string_view to_string(Precision precision) { return name_of(kPrecisions, precision); }
+std::string_view to_string(Strategy strategy) { return name_of(kStrategies, strategy); }
+std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
+std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
+
+Precision parse_precision(std::string_view text, std::string_view what) { return parse_enum(kPrecisions, text, what); }
+Strategy parse_strategy(std::string_view text, std::string_view what) { return parse_enum(kStrategies, text, what); }
+Framework parse_framework(std::string_view text, std::string_view what) { return parse_enum(kFrameworks, text, what); }
+Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }
+
+double gradient_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }
+double activation_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }
+
+}  // namespace epochcast

@@ -1,0 +1,51 @@
+// Small closed vocabularies of the model (precision, strategy, framework, pricing), each with
+// the one spelling the CLI, the JSON files and the GUI use. No stringly-typed configuration
+// past the edges: parse once, then carry the enum.
+#pragma once
+
+#include <string_view>
+
+namespace epochcast {
+
+/// Arithmetic of the training step.
+enum class Precision {
+    fp32,  ///< single precision everywhere
+    amp,   ///< fp16 compute on tensor cores, fp32 master weights, fp16 gradients (NVIDIA AMP)
+    bf16,  ///< bf16 compute, fp32 master weights, bf16 gradients
+};
+
+/// How gradients are synchronised between data-parallel workers.
+enum class Strategy {
+    ring,          ///< one flat ring over every GPU (Horovod/NCCL ring all-reduce)
+    hierarchical,  ///< NVLink/PCIe ring inside a node, ring across nodes over the NIC
+    tree,          ///< ring inside a node, double binary tree across nodes (NCCL >= 2.4)
+    ps,            ///< parameter servers: push gradients, pull weights, sharded over servers
+};
+
+/// The training framework, each a profile of overheads and overlap that calibration refines.
+enum class Framework { mxnet, tensorflow, pytorch };
+
+/// Which price list the cost uses.
+enum class Pricing { on_demand, spot };
+
+/// The spelling used on the command line and in files ("fp32", "amp", "bf16").
+std::string_view to_string(Precision precision);
+std::string_view to_string(Strategy strategy);
+std::string_view to_string(Framework framework);
+std::string_view to_string(Pricing pricing);
+
+/// Parse the spelling above; throws InputError naming `what` (e.g. "--precision") and the
+/// accepted values when the text is none of them. "fp16" is accepted as a synonym of amp.
+Precision parse_precision(std::string_view text, std::string_view what = "precision");
+Strategy parse_strategy(std::string_view text, std::string_view what = "strategy");
+Framework parse_framework(std::string_view text, std::string_view what = "framework");
+Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");
+
+/// Bytes of one stored element of gradients (what all-reduce and push/pull move) for a
+/// precision: 4 for fp32, 2 for amp and bf16.
+double gradient_element_bytes(Precision precision);
+
+/// Bytes of one stored activation element for a precision: 4 for fp32, 2 for amp and bf16.
+double activation_element_bytes(Precision precision);
+
+}  // namespace epochcast
