@@ -1,0 +1,223 @@
+#include "model/calibration.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/embedded.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kSchema = "epochcast.calibration/1";
+
+/// Reads one JSON object's keys, naming the file and the path of the key in every error.
+class Fields {
+public:
+    Fields(const json& object, std::string origin, std::string path)
+        : object_(object), origin_(std::move(origin)), path_(std::move(path)) {
+        if (!object_.is_object()) fail("", "must be an object");
+    }
+
+    double number(const char* key, double min, double max) const {
+        const json& value = at(key);
+        if (!value.is_number()) fail(key, "must be a number");
+        const double x = value.get<double>();
+        if (!(x >= min && x <= max)) {
+            std::ostringstream message;
+            message << "is " << x << ", must be between " << min << " and " << max;
+            fail(key, message.str());
+        }
+        return x;
+    }
+    std::string text(const char* key) const {
+        const json& value = at(key);
+        if (!value.is_string()) fail(key, "must be a string");
+        return value.get<std::string>();
+    }
+    std::string text_or(const char* key, std::string fallback) const {
+        return object_.contains(key) ? text(key) : fallback;
+    }
+    int integer(const char* key, int min, int max) const {
+        const json& value = at(key);
+        if (!value.is_number_integer()) fail(key, "must be a whole number");
+        const auto x = value.get<long long>();
+        if (x < min || x > max) fail(key, "is out of range");
+        return static_cast<int>(x);
+    }
+    bool object_contains(const char* key) const { return object_.contains(key); }
+    Fields child(const char* key) const { return Fields(at(key), origin_, path_ + "." + key); }
+    const json& at(const char* key) const {
+        if (!object_.contains(key)) fail(key, "is missing");
+        return object_.at(key);
+    }
+    [[noreturn]] void fail(std::string_view key, std::string_view what) const {
+        std::string where = path_;
+        if (!key.empty()) where += (where.empty() ? "" : ".") + std::string(key);
+        throw InputError(origin_ + ": " + (where.empty() ? "document" : where) + " " + std::string(what));
+    }
+    const std::string& origin() const { return origin_; }
+    const std::string& path() const { return path_; }
+
+private:
+    const json& object_;
+    std::string origin_;
+    std::string path_;
+};
+
+RooflinePrior read_roofline(const Fields& f) {
+    RooflinePrior r;
+    r.fp32_compute_efficiency = f.number("fp32_compute_efficiency", 1e-3, 1.0);
+    r.tensor_compute_efficiency = f.number("tensor_compute_efficiency", 1e-3, 1.0);
+    r.memory_efficiency = f.number("memory_efficiency", 1e-3, 1.0);
+    r.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
+    r.source = f.text_or("source", "");
+    return r;
+}
+
+FrameworkProfile read_framework(const Fields& f) {
+    FrameworkProfile p;
+    p.fixed_overhead_s = f.number("fixed_overhead_s", 0.0, 10.0);
+    p.sync_jitter = f.number("sync_jitter", 0.0, 10.0);
+    p.allreduce_overlap = f.number("allreduce_overlap", 0.0, 1.0);
+    p.ps_overlap = f.number("ps_overlap", 0.0, 1.0);
+    p.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
+    p.source = f.text_or("source", "");
+    return p;
+}
+
+ComputeCurve read_curve(const Fields& f) {
+    ComputeCurve c;
+    c.gpu = f.text("gpu");
+    c.precision = parse_precision(f.text("precision"), f.origin() + ": " + f.path() + ".precision");
+    c.framework = parse_framework(f.text("framework"), f.origin() + ": " + f.path() + ".framework");
+    c.model = f.text_or("model", "resnet50");
+    c.image_size = f.object_contains("image_size") ? f.integer("image_size", 32, 100000) : 224;
+    c.time_per_image_s = f.number("time_per_image_s", 1e-9, 100.0);
+    c.fixed_s = f.number("fixed_s", 0.0, 100.0);
+    c.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
+    c.source = f.text_or("source", "");
+    return c;
+}
+
+NetworkParams read_network(const Fields& f) {
+    NetworkParams n;
+    n.tcp_efficiency = f.number("tcp_efficiency", 1e-3, 1.0);
+    n.tcp_cap_GBps = f.number("tcp_cap_GBps", 1e-3, 1e6);
+    n.efa_efficiency = f.number("efa_efficiency", 1e-3, 1.0);
+    n.tcp_latency_s = f.number("tcp_latency_s", 0.0, 1.0);
+    n.efa_latency_s = f.number("efa_latency_s", 0.0, 1.0);
+    n.intra_efficiency = f.number("intra_efficiency", 1e-3, 1.0);
+    n.intra_latency_s = f.number("intra_latency_s", 0.0, 1.0);
+    n.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
+    n.source = f.text_or("source", "");
+    return n;
+}
+
+}  // namespace
+
+const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework) const {
+    for (const ComputeCurve& curve : compute) {
+        if (curve.gpu == gpu && curve.precision == precision && curve.framework == framework) return &curve;
+    }
+    return nullptr;
+}
+
+Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }
+
+Calibration Calibration::parse(std::string_view json_text, std::string_view origin_view) {
+    const std::string origin(origin_view);
+    json document;
+    try {
+        document = json::parse(json_text);
+    } catch (const json::parse_error& error) {
+        throw InputError(origin + ": not valid JSON (" + error.what() + ")");
+    }
+    const Fields root(document, origin, "");
+    if (root.text("schema") != kSchema) {
+        root.fail("schema", "is '" + root.text("schema") + "', expected '" + std::string(kSchema) + "'");
+    }
+    Calibration c;
+    c.description = root.text_or("description", "");
+    if (document.contains("fitted_from")) {
+        const json& runs = document.at("fitted_from");
+        if (!runs.is_array()) root.fail("fitted_from", "must be an array of strings");
+        for (const json& run : runs) {
+            if (!run.is_string()) root.fail("fitted_from", "must be an array of strings");
+            c.fitted_from.push_back(run.get<std::string>());
+        }
+    }
+    c.roofline = read_roofline(root.child("roofline"));
+    const Fields frameworks = root.child("frameworks");
+    for (Framework f : {Framework::mxnet, Framework::tensorflow, Framework::pytorch}) {
+        const std::string name(to_string(f));
+        c.framework(f) = read_framework(frameworks.child(name.c_str()));
+    }
+    const json& curves = root.at("compute");
+    if (!curves.is_array()) root.fail("compute", "must be an array");
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+        c.compute.push_back(read_curve(Fields(curves[i], origin, "compute[" + std::to_string(i) + "]")));
+    }
+    c.network = read_network(root.child("network"));
+    const Fields pipeline = root.child("input_pipeline");
+    c.decode_images_per_s_per_vcpu = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
+    const Fields schedule = root.child("schedule");
+    c.startup_s = schedule.number("startup_s", 0.0, 1e6);
+    c.checkpoint_write_GBps = schedule.number("checkpoint_write_GBps", 1e-6, 1e6);
+    return c;
+}
+
+Calibration Calibration::load(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw InputError("cannot read calibration file '" + path.string() + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse(text.str(), path.string());
+}
+
+std::string Calibration::to_json() const {
+    json root;
+    root["schema"] = kSchema;
+    root["description"] = description;
+    root["fitted_from"] = fitted_from;
+    root["roofline"] = {{"fp32_compute_efficiency", roofline.fp32_compute_efficiency},
+                        {"tensor_compute_efficiency", roofline.tensor_compute_efficiency},
+                        {"memory_efficiency", roofline.memory_efficiency},
+                        {"relative_sigma", roofline.relative_sigma},
+                        {"source", roofline.source}};
+    for (Framework f : {Framework::mxnet, Framework::tensorflow, Framework::pytorch}) {
+        const FrameworkProfile& p = framework(f);
+        root["frameworks"][std::string(to_string(f))] = {{"fixed_overhead_s", p.fixed_overhead_s},
+                                                         {"sync_jitter", p.sync_jitter},
+                                                         {"allreduce_overlap", p.allreduce_overlap},
+                                                         {"ps_overlap", p.ps_overlap},
+                                                         {"relative_sigma", p.relative_sigma},
+                                                         {"source", p.source}};
+    }
+    root["compute"] = json::array();
+    for (const ComputeCurve& curve : compute) {
+        root["compute"].push_back({{"gpu", curve.gpu},
+                                   {"precision", to_string(curve.precision)},
+                                   {"framework", to_string(curve.framework)},
+                                   {"model", curve.model},
+                                   {"image_size", curve.image_size},
+                                   {"time_per_image_s", curve.time_per_image_s},
+                                   {"fixed_s", curve.fixed_s},
+                                   {"relative_sigma", curve.relative_sigma},
+                                   {"source", curve.source}});
+    }
+    root["network"] = {{"tcp_efficiency", network.tcp_efficiency},   {"tcp_cap_GBps", network.tcp_cap_GBps},
+                       {"efa_efficiency", network.efa_efficiency},   {"tcp_latency_s", network.tcp_latency_s},
+                       {"efa_latency_s", network.efa_latency_s},     {"intra_efficiency", network.intra_efficiency},
+                       {"intra_latency_s", network.intra_latency_s}, {"relative_sigma", network.relative_sigma},
+                       {"source", network.source}};
+    root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu}};
+    root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
+    return root.dump(2) + "\n";
+}
+
+}  // namespace epochcast

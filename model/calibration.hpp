@@ -1,0 +1,93 @@
+// The model's fitted parameters (schema "epochcast.calibration/1"): what `epochcast calibrate`
+// writes and `--calibration` reads. The built-in default (model/default_calibration.json) is
+// derived from the seeds' published figures; docs/model.md shows how.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/types.hpp"
+
+namespace epochcast {
+
+/// A measured compute curve for one GPU type, precision and framework:
+/// compute_s(batch) = fixed_s + batch x time_per_image_s, so throughput saturates at
+/// 1 / time_per_image_s as the batch grows (docs/model.md, "Compute").
+struct ComputeCurve {
+    std::string gpu;                 ///< GpuSpec::name
+    Precision precision = Precision::amp;
+    Framework framework = Framework::tensorflow;
+    std::string model = "resnet50";  ///< architecture the curve was measured on; other models scale by FLOPs
+    int image_size = 224;            ///< image side it was measured at
+    double time_per_image_s = 0;     ///< marginal seconds per image on one GPU
+    double fixed_s = 0;              ///< seconds per iteration independent of the batch
+    double relative_sigma = 0;       ///< 1-sigma relative uncertainty of the curve's throughput
+    std::string source;              ///< the runs it was fitted to
+};
+
+/// Where no curve was measured: a roofline prior from the catalog's peak figures,
+/// time_per_image = FLOPs / (peak x compute efficiency) + bytes moved / (bandwidth x memory efficiency).
+struct RooflinePrior {
+    double fp32_compute_efficiency = 0;    ///< fraction of fp32 peak reached by convolutions
+    double tensor_compute_efficiency = 0;  ///< fraction of fp16/bf16 tensor-core peak reached
+    double memory_efficiency = 0;          ///< fraction of memory bandwidth reached by memory-bound layers
+    double relative_sigma = 0;             ///< 1-sigma relative uncertainty of a prior-only throughput
+    std::string source;
+};
+
+/// A framework's overheads (MXNet, TensorFlow, PyTorch each have one).
+struct FrameworkProfile {
+    double fixed_overhead_s = 0;    ///< per-iteration overhead of a GPU without a measured curve, in seconds
+    double sync_jitter = 0;         ///< relative standard deviation of one worker's compute time (stragglers)
+    double allreduce_overlap = 0;   ///< fraction of the backward pass that hides all-reduce traffic, 0..1
+    double ps_overlap = 0;          ///< same for parameter-server push/pull, 0..1
+    double relative_sigma = 0;      ///< 1-sigma relative uncertainty of the sync and overlap terms
+    std::string source;
+};
+
+/// Network priors (docs/model.md, "Communication"); `epochcast import-nccl` measurements refine them.
+struct NetworkParams {
+    double tcp_efficiency = 0;      ///< fraction of the NIC line rate TCP reaches
+    double tcp_cap_GBps = 0;        ///< ceiling of NCCL's socket transport per node, in 10^9 bytes/s (seed 004)
+    double efa_efficiency = 0;      ///< fraction of the line rate reached over EFA (seed 004, 4 adapters)
+    double tcp_latency_s = 0;       ///< per-message latency across nodes over TCP, in seconds
+    double efa_latency_s = 0;       ///< per-message latency across nodes over EFA, in seconds
+    double intra_efficiency = 0;    ///< fraction of the intra-node GPU bandwidth a ring reaches
+    double intra_latency_s = 0;     ///< per-message latency between GPUs of one node, in seconds
+    double relative_sigma = 0;      ///< 1-sigma relative uncertainty of communication times
+    std::string source;
+};
+
+/// Everything the cost model reads besides the catalog.
+struct Calibration {
+    std::string description;                ///< what it was made from
+    std::vector<std::string> fitted_from;   ///< the runs (file#index) it was fitted to
+    RooflinePrior roofline;
+    std::array<FrameworkProfile, 3> frameworks;  ///< indexed by Framework
+    std::vector<ComputeCurve> compute;
+    NetworkParams network;
+    double decode_images_per_s_per_vcpu = 0;  ///< JPEG decode + augmentation, per vCPU (seed 002)
+    double startup_s = 0;                     ///< launch to first iteration (seed 001: 1.5 minutes)
+    double checkpoint_write_GBps = 0;         ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
+
+    const FrameworkProfile& framework(Framework f) const { return frameworks[static_cast<int>(f)]; }
+    FrameworkProfile& framework(Framework f) { return frameworks[static_cast<int>(f)]; }
+
+    /// The measured curve for this GPU, precision and framework, or nullptr.
+    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework) const;
+
+    /// The built-in default (model/default_calibration.json compiled in).
+    static Calibration built_in();
+    /// Parse calibration JSON; `origin` names it in errors. Throws InputError naming the key on a
+    /// malformed file, a wrong schema, a missing or mistyped key, or an out-of-range value.
+    static Calibration parse(std::string_view json_text, std::string_view origin);
+    /// Read and parse a file; throws InputError when it is missing or unreadable.
+    static Calibration load(const std::filesystem::path& path);
+    /// The epochcast.calibration/1 JSON text.
+    std::string to_json() const;
+};
+
+}  // namespace epochcast

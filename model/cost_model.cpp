@@ -1,0 +1,309 @@
+#include "model/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "model/collectives.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBitsPerByte = 8.0;
+/// Two-sided 95% band of a normal distribution, in standard deviations.
+constexpr double kInterval95Sigmas = 1.96;
+/// A checkpoint holds the fp32 weights and the fp32 momentum: 8 bytes per parameter.
+constexpr double kCheckpointBytesPerParameter = 8.0;
+
+std::string format_gib(double bytes) {
+    std::ostringstream out;
+    out.precision(3);
+    out << bytes / kBytesPerGiB;
+    return out.str();
+}
+
+/// Bandwidth one node gets across the network, in bytes/s (docs/model.md, eq. N1).
+double node_network_Bps(const InstanceSpec& instance, const NetworkParams& network) {
+    const double line_GBps = instance.network_gbps / kBitsPerByte;
+    if (instance.efa_adapters > 0) return line_GBps * network.efa_efficiency * 1e9;
+    return std::min(line_GBps * network.tcp_efficiency, network.tcp_cap_GBps) * 1e9;
+}
+
+double node_latency_s(const InstanceSpec& instance, const NetworkParams& network) {
+    return instance.efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
+}
+
+double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
+    switch (precision) {
+        case Precision::fp32: return gpu.fp32_tflops * 1e12;
+        case Precision::amp: return gpu.fp16_tflops * 1e12;
+        case Precision::bf16: return gpu.bf16_tflops * 1e12;
+    }
+    return gpu.fp32_tflops * 1e12;
+}
+
+}  // namespace
+
+std::string_view to_string(Bottleneck bottleneck) {
+    switch (bottleneck) {
+        case Bottleneck::compute: return "compute";
+        case Bottleneck::communication: return "communication";
+        case Bottleneck::data: return "data";
+    }
+    return "?";
+}
+
+double compute_time_s(double fixed_s, double time_per_image_s, int batch) { return fixed_s + batch * time_per_image_s; }
+
+double backward_time_s(double time_per_image_s, int batch) { return 2.0 / 3.0 * batch * time_per_image_s; }
+
+double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,
+                                 double memory_bytes, double memory_Bps, double memory_efficiency) {
+    return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
+}
+
+double straggler_wait_s(double compute_s, double jitter, int workers) {
+    if (workers <= 1) return 0.0;
+    return jitter * compute_s * std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+}
+
+double exposed_communication_s(double communication_s, double backward_s, double overlap) {
+    return std::max(0.0, communication_s - overlap * backward_s);
+}
+
+double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
+
+double communication_time_s(const ResolvedScenario& s) {
+    const double g = s.gradient_bytes;
+    const int k = s.gpus_per_node;
+    const int m = s.nodes;
+    // Inside a node: reduce-scatter then all-gather over NVLink/PCIe (half a ring each way).
+    const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+    switch (s.strategy) {
+        case Strategy::ring:
+            if (m == 1) return ring_allreduce_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+            // One ring through every GPU: each step waits for its slowest link, the NIC.
+            return ring_allreduce_s(g, m * k, s.inter_latency_s,
+                                    std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps));
+        case Strategy::hierarchical:
+            return intra + ring_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+        case Strategy::tree:
+            return intra + tree_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+        case Strategy::ps:
+            if (s.ps_colocated) return intra + ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+            return intra + ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s, s.inter_bandwidth_Bps,
+                                          s.server_bandwidth_Bps);
+    }
+    return 0.0;
+}
+
+CostModel::CostModel(Catalog catalog, Calibration calibration)
+    : catalog_(std::move(catalog)), calibration_(std::move(calibration)) {}
+
+const Workload& CostModel::workload(const std::string& model, int image_size, int classes) const {
+    std::lock_guard<std::mutex> lock(workloads_mutex_);
+    const auto key = std::make_tuple(model, image_size, classes);
+    auto found = workloads_.find(key);
+    if (found == workloads_.end()) {
+        found = workloads_.emplace(key, make_workload(build_resnet(model, image_size, classes))).first;
+    }
+    return found->second;
+}
+
+ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
+    if (scenario.nodes < 1) throw InputError("--nodes must be at least 1 (got " + std::to_string(scenario.nodes) + ")");
+    if (scenario.batch_per_gpu < 1) {
+        throw InputError("--batch-per-gpu must be at least 1 (got " + std::to_string(scenario.batch_per_gpu) + ")");
+    }
+    if (scenario.gpus_per_node < 0) {
+        throw InputError("--gpus-per-node must be positive (got " + std::to_string(scenario.gpus_per_node) + ")");
+    }
+    if (scenario.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
+    if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive");
+    if (!(scenario.fusion_threshold_MiB > 0)) throw InputError("the fusion threshold must be positive");
+
+    const InstanceSpec& instance = catalog_.instance(scenario.instance);
+    if (instance.gpus == 0) {
+        throw InputError("instance '" + instance.name + "' has no GPUs: it can serve as --ps-instance, not as a worker");
+    }
+    const GpuSpec& gpu = catalog_.gpu_of(instance);
+    const int k = scenario.gpus_per_node == 0 ? instance.gpus : scenario.gpus_per_node;
+    if (k > instance.gpus) {
+        throw InputError("--gpus-per-node " + std::to_string(k) + " is more than " + instance.name + " has (" +
+                         std::to_string(instance.gpus) + ")");
+    }
+    if (k > 1 && !(instance.intra_node_GBps > 0)) {
+        throw InputError("catalog entry '" + instance.name + "' gives no intra_node_GBps for its " +
+                         std::to_string(instance.gpus) + " GPUs");
+    }
+
+    // Parameter servers
+    const InstanceSpec* server = nullptr;
+    if (scenario.strategy == Strategy::ps) {
+        if (scenario.ps_colocated && scenario.ps_nodes > 0) {
+            throw InputError("--ps-colocated puts one server on each worker: leave out --ps-nodes");
+        }
+        if (!scenario.ps_colocated) {
+            if (scenario.ps_nodes < 1) {
+                throw InputError("--strategy ps needs parameter servers: --ps-nodes N (at least 1) with --ps-instance, "
+                                 "or --ps-colocated");
+            }
+            if (scenario.ps_instance.empty()) {
+                throw InputError("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)");
+            }
+            server = &catalog_.instance(scenario.ps_instance);
+        }
+    } else if (scenario.ps_nodes != 0 || scenario.ps_colocated || !scenario.ps_instance.empty()) {
+        throw InputError("--ps-nodes, --ps-instance and --ps-colocated go with --strategy ps (strategy is " +
+                         std::string(to_string(scenario.strategy)) + ")");
+    }
+
+    const Workload& work = workload(scenario.model, scenario.image_size, scenario.classes);
+    const double peak = peak_flops_per_s(gpu, scenario.precision);
+    if (!(peak > 0)) {
+        throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(scenario.precision)) +
+                         " arithmetic; use --precision fp32 or amp");
+    }
+
+    // Memory
+    const MemoryEstimate memory = training_memory(work, scenario.precision, scenario.batch_per_gpu);
+    const double capacity = gpu.memory_gib * kBytesPerGiB;
+    if (memory.total_bytes() > capacity) {
+        int fits = 0;
+        for (int b = scenario.batch_per_gpu - 1; b >= 1; b /= 2) {
+            if (training_memory(work, scenario.precision, b).total_bytes() <= capacity) {
+                // Refine upward from the power-of-two step to the exact largest batch.
+                fits = b;
+                while (training_memory(work, scenario.precision, fits + 1).total_bytes() <= capacity) ++fits;
+                break;
+            }
+        }
+        throw InfeasibleError("batch " + std::to_string(scenario.batch_per_gpu) + " per GPU of " + scenario.model + " at " +
+                              std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
+                              " GiB, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
+                              (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
+                                        : " (not even a batch of 1 fits)"));
+    }
+
+    ResolvedScenario r;
+    r.nodes = scenario.nodes;
+    r.gpus_per_node = k;
+    r.batch_per_gpu = scenario.batch_per_gpu;
+    r.strategy = scenario.strategy;
+    r.ps_nodes = server ? scenario.ps_nodes : 0;
+    r.ps_colocated = scenario.strategy == Strategy::ps && scenario.ps_colocated;
+
+    // Compute curve: measured for this GPU/precision/framework, scaled by FLOPs to other
+    // architectures, or the roofline prior.
+    const FrameworkProfile& profile = calibration_.framework(scenario.framework);
+    if (const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework)) {
+        const Workload& measured = workload(curve->model, curve->image_size, 1000);
+        const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
+        r.time_per_image_s = curve->time_per_image_s * flops_ratio;
+        r.fixed_s = curve->fixed_s;
+        r.compute_sigma = curve->relative_sigma;
+        r.measured_curve = true;
+        if (flops_ratio != 1.0) r.compute_sigma = std::max(curve->relative_sigma, 0.5 * calibration_.roofline.relative_sigma);
+    } else {
+        const RooflinePrior& prior = calibration_.roofline;
+        // GPUs without tensor cores (K80, M60) run fp16 at the fp32 rate and efficiency.
+        const bool tensor = scenario.precision != Precision::fp32 && gpu.fp16_tflops > 1.5 * gpu.fp32_tflops;
+        const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
+        const double traffic_bytes =
+            work.memory_traffic_elements_per_image * activation_element_bytes(scenario.precision);
+        r.time_per_image_s = roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
+                                                       gpu.memory_GBps * 1e9, prior.memory_efficiency);
+        r.fixed_s = profile.fixed_overhead_s;
+        r.compute_sigma = prior.relative_sigma;
+    }
+    r.sync_jitter = profile.sync_jitter;
+    r.overlap = scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
+    r.framework_sigma = profile.relative_sigma;
+
+    const NetworkParams& net = calibration_.network;
+    r.gradient_bytes = gradient_bytes(work, scenario.precision);
+    r.intra_bandwidth_Bps = instance.intra_node_GBps * net.intra_efficiency * 1e9;
+    r.intra_latency_s = net.intra_latency_s;
+    r.inter_bandwidth_Bps = node_network_Bps(instance, net);
+    r.inter_latency_s = node_latency_s(instance, net);
+    if (server) {
+        r.server_bandwidth_Bps = node_network_Bps(*server, net);
+        // A message between a worker and a server takes the slower transport of the two.
+        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(*server, net));
+    }
+    r.network_sigma = net.relative_sigma;
+
+    r.decode_images_per_s_per_gpu = calibration_.decode_images_per_s_per_vcpu * instance.vcpus / k;
+
+    r.dataset_images = static_cast<double>(scenario.dataset_images);
+    r.epochs = scenario.epochs;
+    r.checkpoint_s = work.parameters * kCheckpointBytesPerParameter / (calibration_.checkpoint_write_GBps * 1e9);
+    r.startup_s = calibration_.startup_s;
+
+    const bool spot = scenario.pricing == Pricing::spot;
+    auto hourly = [&](const InstanceSpec& spec) {
+        const double price = spot ? spec.spot_usd_per_hour : spec.price_usd_per_hour;
+        if (!(price > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
+        return price;
+    };
+    r.cluster_usd_per_hour = scenario.nodes * hourly(instance) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
+    r.memory_per_gpu_bytes = memory.total_bytes();
+    return r;
+}
+
+Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
+    Prediction p;
+    p.nodes = s.nodes;
+    p.gpus = s.nodes * s.gpus_per_node;
+    p.global_batch = p.gpus * s.batch_per_gpu;
+
+    p.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
+    p.data_s = data_time_s(s.batch_per_gpu, s.decode_images_per_s_per_gpu);
+    p.communication_s = communication_time_s(s);
+    p.exposed_communication_s =
+        exposed_communication_s(p.communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
+    p.sync_s = straggler_wait_s(p.compute_s, s.sync_jitter, p.gpus);
+    const double step_s = p.compute_s + p.sync_s + p.exposed_communication_s;
+    p.iteration_s = std::max(step_s, p.data_s);
+    if (p.data_s >= step_s) {
+        p.bottleneck = Bottleneck::data;
+    } else if (p.exposed_communication_s > p.compute_s) {
+        p.bottleneck = Bottleneck::communication;
+    } else {
+        p.bottleneck = Bottleneck::compute;
+    }
+
+    if (p.communication_s > 0) {
+        p.algorithm_bandwidth_GBps = s.gradient_bytes / p.communication_s / 1e9;
+        p.bus_bandwidth_GBps = p.algorithm_bandwidth_GBps * allreduce_bus_factor(p.gpus);
+    }
+
+    p.throughput_images_per_s = p.global_batch / p.iteration_s;
+    p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
+    p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / p.compute_s);
+
+    // Uncertainty: each group's relative sigma weighted by its share of the iteration (eq. U1).
+    const double compute_share = (p.compute_s + p.sync_s) / p.iteration_s;
+    const double network_share = p.exposed_communication_s / p.iteration_s;
+    const double framework_share = (p.sync_s + p.exposed_communication_s) / p.iteration_s;
+    const double sigma = std::sqrt(std::pow(s.compute_sigma * compute_share, 2) +
+                                   std::pow(s.network_sigma * network_share, 2) +
+                                   std::pow(s.framework_sigma * framework_share, 2));
+    p.interval.low = p.throughput_images_per_s * std::max(0.0, 1.0 - kInterval95Sigmas * sigma);
+    p.interval.high = p.throughput_images_per_s * (1.0 + kInterval95Sigmas * sigma);
+
+    p.checkpoint_s = s.checkpoint_s;
+    p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
+    p.startup_s = s.startup_s;
+    p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
+    p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
+
+    p.cluster_usd_per_hour = s.cluster_usd_per_hour;
+    p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
+    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+    return p;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,114 @@
+// The analytic cost model: Scenario -> Prediction in closed form. Each term is a small function
+// of its own (model/compute.hpp terms below, model/collectives.hpp), derived in docs/model.md.
+//
+// Two steps so that sweeps are fast: resolve() validates a Scenario against the catalog and the
+// calibration and reduces it to numbers (it may throw and allocate); predict() is arithmetic on
+// those numbers only: it neither throws nor allocates.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "model/calibration.hpp"
+#include "model/catalog.hpp"
+#include "model/prediction.hpp"
+#include "model/scenario.hpp"
+#include "model/workload.hpp"
+
+namespace epochcast {
+
+/// A Scenario reduced to the numbers the formulas use. Plain values, cheap to copy.
+struct ResolvedScenario {
+    // Cluster shape
+    int nodes = 0;              ///< worker instances
+    int gpus_per_node = 0;      ///< GPUs used per worker instance
+    int batch_per_gpu = 0;      ///< images per GPU per iteration
+    Strategy strategy = Strategy::hierarchical;
+    int ps_nodes = 0;           ///< dedicated parameter-server instances (0 when co-located)
+    bool ps_colocated = false;  ///< servers on the worker instances
+
+    // One GPU's compute curve: compute_s = fixed_s + batch x time_per_image_s
+    double time_per_image_s = 0;   ///< seconds per image
+    double fixed_s = 0;            ///< seconds per iteration
+    double compute_sigma = 0;      ///< relative 1-sigma of the curve
+    bool measured_curve = false;   ///< true when the calibration measured this GPU/precision/framework
+
+    // Framework profile
+    double sync_jitter = 0;        ///< relative std of a worker's compute time
+    double overlap = 0;            ///< fraction of the backward pass hiding communication
+    double framework_sigma = 0;    ///< relative 1-sigma of sync and overlap
+
+    // Communication
+    double gradient_bytes = 0;         ///< bytes synchronised per iteration
+    double intra_bandwidth_Bps = 0;    ///< GPU-to-GPU inside a node, in bytes/s
+    double intra_latency_s = 0;        ///< per message inside a node, in seconds
+    double inter_bandwidth_Bps = 0;    ///< one worker node's network, in bytes/s
+    double inter_latency_s = 0;        ///< per message across nodes, in seconds
+    double server_bandwidth_Bps = 0;   ///< one parameter-server node's network, in bytes/s
+    double network_sigma = 0;          ///< relative 1-sigma of communication times
+
+    // Input pipeline
+    double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU
+
+    // Run and money
+    double dataset_images = 0;         ///< images per epoch
+    double epochs = 0;                 ///< epochs to train
+    double checkpoint_s = 0;           ///< one checkpoint write, seconds
+    double startup_s = 0;              ///< launch to first iteration, seconds
+    double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
+    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch
+};
+
+/// Per-iteration compute of one GPU: fixed + batch x per-image time (docs/model.md, eq. C1).
+double compute_time_s(double fixed_s, double time_per_image_s, int batch);
+
+/// Backward share of the batch-proportional compute: backward is 2 of the 3 forward-equivalents
+/// of a training step (docs/model.md, eq. C2).
+double backward_time_s(double time_per_image_s, int batch);
+
+/// Roofline prior for one image: FLOPs / (peak x efficiency) + bytes / (bandwidth x efficiency) (eq. C3).
+double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,
+                                 double memory_bytes, double memory_Bps, double memory_efficiency);
+
+/// Expected wait for the slowest of `workers` whose compute time has relative std `jitter`:
+/// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.
+double straggler_wait_s(double compute_s, double jitter, int workers);
+
+/// Communication the backward pass cannot hide: max(0, comm - overlap x backward) (eq. O1).
+double exposed_communication_s(double communication_s, double backward_s, double overlap);
+
+/// Input pipeline time for one GPU's batch (eq. D1).
+double data_time_s(int batch, double decode_images_per_s);
+
+/// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. R1-P2).
+double communication_time_s(const ResolvedScenario& s);
+
+class CostModel {
+public:
+    CostModel(Catalog catalog, Calibration calibration);
+
+    /// Validate and reduce. Throws InputError naming the problem (unknown instance, a count out of
+    /// range, ps without servers, ...) and InfeasibleError when the batch does not fit in memory.
+    ResolvedScenario resolve(const Scenario& scenario) const;
+
+    /// The closed form. No allocation, no exception.
+    Prediction predict(const ResolvedScenario& scenario) const noexcept;
+
+    Prediction predict(const Scenario& scenario) const { return predict(resolve(scenario)); }
+
+    /// The architecture's workload figures, built once per (model, image size, classes).
+    const Workload& workload(const std::string& model, int image_size, int classes) const;
+
+    const Catalog& catalog() const { return catalog_; }
+    const Calibration& calibration() const { return calibration_; }
+
+private:
+    Catalog catalog_;
+    Calibration calibration_;
+    mutable std::mutex workloads_mutex_;
+    mutable std::map<std::tuple<std::string, int, int>, Workload> workloads_;
+};
+
+}  // namespace epochcast

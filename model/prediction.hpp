@@ -1,0 +1,61 @@
+// What the model says about a Scenario: the breakdown of one iteration, then the epoch, the
+// whole training run and its cost. The CLI's table and JSON and the GUI are views of this type.
+#pragma once
+
+#include <string_view>
+
+namespace epochcast {
+
+/// What limits the iteration.
+enum class Bottleneck {
+    compute,        ///< the GPUs' forward and backward pass (with the straggler wait)
+    communication,  ///< gradient synchronisation that the backward pass cannot hide
+    data,           ///< the input pipeline (JPEG decode and augmentation on the vCPUs)
+};
+std::string_view to_string(Bottleneck bottleneck);
+
+/// A low/high pair around a central value (about a 95% band).
+struct Interval {
+    double low = 0;   ///< lower bound, same unit as the value
+    double high = 0;  ///< upper bound, same unit as the value
+};
+
+struct Prediction {
+    // Cluster
+    int gpus = 0;                        ///< worker GPUs in the cluster
+    int nodes = 0;                       ///< worker instances
+    int global_batch = 0;                ///< images per iteration over all GPUs
+
+    // One iteration, in seconds per iteration on each worker
+    double compute_s = 0;                ///< forward + backward + update on one GPU
+    double data_s = 0;                   ///< input pipeline time for one GPU's batch (runs ahead, a lower bound)
+    double communication_s = 0;          ///< gradient synchronisation, whole
+    double exposed_communication_s = 0;  ///< the part of it the backward pass does not hide
+    double sync_s = 0;                   ///< expected wait for the slowest worker (stragglers)
+    double iteration_s = 0;              ///< max(compute + sync + exposed communication, data)
+    Bottleneck bottleneck = Bottleneck::compute;
+
+    // Bandwidth of the gradient collective, reported as nccl-tests does (doc/PERFORMANCE.md there)
+    double algorithm_bandwidth_GBps = 0; ///< gradient bytes / communication_s, in 10^9 bytes/s
+    double bus_bandwidth_GBps = 0;       ///< algorithm bandwidth x 2(n-1)/n for all-reduce, in 10^9 bytes/s
+
+    // Throughput
+    double throughput_images_per_s = 0;  ///< global images per second
+    Interval interval;                   ///< throughput band from the calibration's uncertainty, in images/s
+    double per_gpu_images_per_s = 0;     ///< throughput / gpus
+    double scaling_efficiency = 0;       ///< throughput / (gpus x one GPU alone at the same batch)
+
+    // Training run
+    double checkpoint_s = 0;             ///< writing one checkpoint, once per epoch
+    double epoch_s = 0;                  ///< dataset_images / throughput + checkpoint_s
+    double startup_s = 0;                ///< launch and warm-up before the first epoch (seed 001: 1.5 min)
+    double time_to_train_s = 0;          ///< startup + epochs x epoch
+    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch
+
+    // Money, in US dollars
+    double cluster_usd_per_hour = 0;     ///< workers plus dedicated parameter servers, at the chosen pricing
+    double cost_per_epoch_usd = 0;       ///< one epoch's share
+    double cost_usd = 0;                 ///< the whole run, billed per second
+};
+
+}  // namespace epochcast

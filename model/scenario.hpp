@@ -1,0 +1,39 @@
+// What the user asks about: one training configuration on one cluster.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/types.hpp"
+
+namespace epochcast {
+
+/// The ImageNet-1k training set (ILSVRC2012), in images (seed 000: "1.28M images").
+inline constexpr std::int64_t kImageNetTrainImages = 1'281'167;
+
+/// One configuration. Field names follow the trace runs and the sweep spec (DESIGN.md).
+/// The defaults are seed 000's cluster with TensorFlow + Horovod.
+struct Scenario {
+    std::string model = "resnet50";        ///< resnet18|34|50|101|152
+    int image_size = 224;                  ///< input side, in pixels
+    int classes = 1000;                    ///< outputs of the classifier
+    std::int64_t dataset_images = kImageNetTrainImages;  ///< images in one epoch
+    double epochs = 90;                    ///< epochs to train (seed 000: 90)
+
+    std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
+    int nodes = 8;                         ///< worker instances
+    int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has
+    int batch_per_gpu = 256;               ///< images per GPU per iteration
+    Precision precision = Precision::amp;
+    Strategy strategy = Strategy::hierarchical;
+    Framework framework = Framework::tensorflow;
+
+    std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)
+    int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located)
+    bool ps_colocated = false;             ///< one server per worker node, on the workers themselves
+
+    Pricing pricing = Pricing::on_demand;
+    double fusion_threshold_MiB = 64;      ///< gradient fusion buffer (Horovod default 64 MiB)
+};
+
+}  // namespace epochcast
