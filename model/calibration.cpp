@@ -73,7 +73,7 @@ RooflinePrior read_roofline(const Fields& f) {
     RooflinePrior r;
     r.fp32_compute_efficiency = f.number("fp32_compute_efficiency", 1e-3, 1.0);
     r.tensor_compute_efficiency = f.number("tensor_compute_efficiency", 1e-3, 1.0);
-    r.memory_efficiency = f.number("memory_efficiency", 1e-3, 1.0);
+    r.memory_efficiency = f.number("memory_efficiency", 1e-3, 10.0);
     r.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
     r.source = f.text_or("source", "");
     return r;

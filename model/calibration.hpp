@@ -33,7 +33,8 @@ struct ComputeCurve {
 struct RooflinePrior {
     double fp32_compute_efficiency = 0;    ///< fraction of fp32 peak reached by convolutions
     double tensor_compute_efficiency = 0;  ///< fraction of fp16/bf16 tensor-core peak reached
-    double memory_efficiency = 0;          ///< fraction of memory bandwidth reached by memory-bound layers
+    double memory_efficiency = 0;          ///< bandwidth reached over the unfused traffic count (Workload);
+                                           ///< above 1 where frameworks fuse BN, ReLU and add into convolutions
     double relative_sigma = 0;             ///< 1-sigma relative uncertainty of a prior-only throughput
     std::string source;
 };

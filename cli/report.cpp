@@ -1,0 +1,153 @@
+#include "cli/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "cli/table.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+/// 41020.4 -> "41,020": whole numbers with thousands separators.
+std::string grouped(double value) {
+    const long long whole = std::llround(value);
+    std::string digits = std::to_string(whole < 0 ? -whole : whole);
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return whole < 0 ? "-" + out : out;
+}
+
+std::string fixed(double value, int decimals) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    return buffer;
+}
+
+std::string duration(double seconds) {
+    if (seconds < 120) return fixed(seconds, 1) + " s";
+    if (seconds < 2 * 3600) return fixed(seconds / 60, 1) + " min";
+    if (seconds < 2 * 86400) return fixed(seconds / 3600, 2) + " h";
+    return fixed(seconds / 86400, 2) + " days";
+}
+
+std::string dollars(double usd) {
+    const std::string text = fixed(usd, 2);  // "1234.56"
+    const auto dot = text.find('.');
+    return "$" + grouped(std::stod(text.substr(0, dot))) + text.substr(dot);
+}
+
+std::string strategy_label(const Scenario& s) {
+    switch (s.strategy) {
+        case Strategy::ring: return "ring all-reduce";
+        case Strategy::hierarchical: return "hierarchical all-reduce";
+        case Strategy::tree: return "tree all-reduce";
+        case Strategy::ps:
+            if (s.ps_colocated) return "parameter servers, co-located";
+            return "parameter servers, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
+    }
+    return "?";
+}
+
+}  // namespace
+
+nlohmann::json prediction_json(const ScenarioResult& result) {
+    const Scenario& s = result.scenario;
+    const Prediction& p = result.prediction;
+    nlohmann::json scenario = {{"model", s.model},
+                               {"image_size", s.image_size},
+                               {"classes", s.classes},
+                               {"dataset_images", s.dataset_images},
+                               {"epochs", s.epochs},
+                               {"instance", s.instance},
+                               {"nodes", s.nodes},
+                               {"gpus_per_node", p.nodes > 0 ? p.gpus / p.nodes : 0},
+                               {"batch_per_gpu", s.batch_per_gpu},
+                               {"precision", to_string(s.precision)},
+                               {"strategy", to_string(s.strategy)},
+                               {"framework", to_string(s.framework)},
+                               {"pricing", to_string(s.pricing)}};
+    if (s.strategy == Strategy::ps) {
+        scenario["ps_colocated"] = s.ps_colocated;
+        if (!s.ps_colocated) {
+            scenario["ps_instance"] = s.ps_instance;
+            scenario["ps_nodes"] = s.ps_nodes;
+        }
+    }
+    return {{"scenario", scenario},
+            {"throughput_images_per_s", p.throughput_images_per_s},
+            {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
+            {"per_gpu_images_per_s", p.per_gpu_images_per_s},
+            {"iteration_s", p.iteration_s},
+            {"compute_s", p.compute_s},
+            {"data_s", p.data_s},
+            {"communication_s", p.communication_s},
+            {"exposed_communication_s", p.exposed_communication_s},
+            {"sync_s", p.sync_s},
+            {"bottleneck", to_string(p.bottleneck)},
+            {"algorithm_bandwidth_GBps", p.algorithm_bandwidth_GBps},
+            {"bus_bandwidth_GBps", p.bus_bandwidth_GBps},
+            {"checkpoint_s", p.checkpoint_s},
+            {"epoch_s", p.epoch_s},
+            {"startup_s", p.startup_s},
+            {"time_to_train_s", p.time_to_train_s},
+            {"cluster_usd_per_hour", p.cluster_usd_per_hour},
+            {"cost_usd", p.cost_usd},
+            {"cost_per_epoch_usd", p.cost_per_epoch_usd},
+            {"scaling_efficiency", p.scaling_efficiency},
+            {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
+            {"gpus", p.gpus},
+            {"global_batch", p.global_batch},
+            {"compute_curve", result.measured_curve ? "measured" : "roofline prior"}};
+}
+
+void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {
+    std::vector<std::string> header{""};
+    for (const ScenarioResult& r : results) {
+        header.push_back(std::string(to_string(r.scenario.framework)) + " / " + std::string(to_string(r.scenario.strategy)));
+    }
+    Table table(header);
+    auto row = [&](const std::string& label, auto cell) {
+        std::vector<std::string> cells{label};
+        for (const ScenarioResult& r : results) cells.push_back(cell(r.scenario, r.prediction));
+        table.add_row(cells);
+    };
+    row("cluster", [&](const Scenario& s, const Prediction& p) {
+        const InstanceSpec& instance = catalog.instance(s.instance);
+        return std::to_string(s.nodes) + " x " + s.instance + " = " + std::to_string(p.gpus) + " x " + instance.gpu;
+    });
+    row("synchronisation", [](const Scenario& s, const Prediction&) { return strategy_label(s); });
+    row("precision, batch per GPU", [](const Scenario& s, const Prediction&) {
+        return std::string(to_string(s.precision)) + ", " + std::to_string(s.batch_per_gpu);
+    });
+    row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.throughput_images_per_s); });
+    row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {
+        return grouped(p.interval.low) + " - " + grouped(p.interval.high);
+    });
+    row("  per GPU (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.per_gpu_images_per_s); });
+    row("scaling efficiency", [](const Scenario&, const Prediction& p) { return fixed(100 * p.scaling_efficiency, 1) + " %"; });
+    row("iteration (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.iteration_s, 1); });
+    row("  compute (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.compute_s, 1); });
+    row("  straggler wait (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.sync_s, 1); });
+    row("  communication, exposed/all (ms)", [](const Scenario&, const Prediction& p) {
+        return fixed(1e3 * p.exposed_communication_s, 1) + " / " + fixed(1e3 * p.communication_s, 1);
+    });
+    row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.data_s, 1); });
+    row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
+    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) { return fixed(p.memory_per_gpu_GiB, 2); });
+    row("epoch", [](const Scenario&, const Prediction& p) { return duration(p.epoch_s); });
+    row("time to train", [](const Scenario& s, const Prediction& p) {
+        return duration(p.time_to_train_s) + " (" + format_number(s.epochs, 2) + " epochs)";
+    });
+    row("cluster price ($/h)", [](const Scenario& s, const Prediction& p) {
+        return dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
+    });
+    row("cost per epoch", [](const Scenario&, const Prediction& p) { return dollars(p.cost_per_epoch_usd); });
+    row("cost to train", [](const Scenario&, const Prediction& p) { return dollars(p.cost_usd); });
+    table.print(out);
+}
+
+}  // namespace epochcast::cli

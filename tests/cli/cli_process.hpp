@@ -1,0 +1,59 @@
+// Runs the built `epochcast` binary as a user would, capturing exit code, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace epochcast::testing {
+
+struct ProcessResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+inline std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+/// Runs `EPOCHCAST_CLI_PATH <arguments>` through the shell (arguments are passed as written).
+inline ProcessResult run_epochcast(const std::string& arguments) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("epochcast-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
+    std::filesystem::create_directories(dir);
+    const std::string command = std::string("'") + EPOCHCAST_CLI_PATH + "' " + arguments + " > '" +
+                                (dir / "out").string() + "' 2> '" + (dir / "err").string() + "' < /dev/null";
+    const int status = std::system(command.c_str());
+    ProcessResult result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = read_text(dir / "out");
+    result.err = read_text(dir / "err");
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+/// A file with the given text under the temporary directory, removed on destruction.
+class TempFile {
+public:
+    TempFile(const std::string& name, const std::string& text)
+        : path_(std::filesystem::temp_directory_path() / ("epochcast-" + std::to_string(::getpid()) + "-" + name)) {
+        std::ofstream(path_) << text;
+    }
+    ~TempFile() { std::filesystem::remove(path_); }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    std::string path() const { return path_.string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace epochcast::testing

@@ -1,0 +1,121 @@
+// `epochcast predict` as a user runs it: the table, the --json contract, and a one-line error
+// with exit code 2 for every kind of bad input named in issue 2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "model/errors.hpp"
+#include "tests/cli/cli_process.hpp"
+
+namespace epochcast {
+namespace {
+
+using testing::run_epochcast;
+using testing::TempFile;
+
+std::string run_in_process(const std::vector<std::string>& args) {
+    std::ostringstream out;
+    cli::run(args, out);
+    return out.str();
+}
+
+TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
+    const std::string table = run_in_process({"predict"});
+    EXPECT_NE(table.find("mxnet / ps"), std::string::npos) << table;
+    EXPECT_NE(table.find("tensorflow / ring"), std::string::npos);
+    EXPECT_NE(table.find("16 x m4.16xlarge"), std::string::npos);
+    EXPECT_NE(table.find("8 x p3.16xlarge = 64 x V100-SXM2-16GB"), std::string::npos);
+    EXPECT_NE(table.find("throughput (images/s)"), std::string::npos);
+    EXPECT_NE(table.find("cost to train"), std::string::npos);
+}
+
+TEST(PredictCli, JsonHasTheContractKeys) {
+    const auto json = nlohmann::json::parse(run_in_process(
+        {"predict", "--instance", "p3.16xlarge", "--nodes", "8", "--batch-per-gpu", "256", "--precision", "amp",
+         "--strategy", "ps", "--ps-instance", "m4.16xlarge", "--ps-nodes", "16", "--framework", "mxnet", "--json"}));
+    for (const char* key : {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s",
+                            "exposed_communication_s", "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd",
+                            "scaling_efficiency", "gpus", "interval"}) {
+        EXPECT_TRUE(json.contains(key)) << key;
+    }
+    EXPECT_EQ(json["gpus"], 64);
+    const double throughput = json["throughput_images_per_s"];
+    EXPECT_NEAR(throughput, 44000, 0.05 * 44000);
+    EXPECT_LT(json["interval"]["low"].get<double>(), throughput);
+    EXPECT_GT(json["interval"]["high"].get<double>(), throughput);
+    EXPECT_EQ(json["scenario"]["ps_nodes"], 16);
+}
+
+TEST(PredictCli, GpusPerNodeAndDefaultStrategy) {
+    const auto json = nlohmann::json::parse(
+        run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--json"}));
+    EXPECT_EQ(json["gpus"], 4);
+    EXPECT_EQ(json["scenario"]["strategy"], "hierarchical");
+    EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 3012, 0.05 * 3012);
+}
+
+TEST(PredictCli, ProcessPrintsTableAndExitsZero) {
+    const auto result = run_epochcast("predict");
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("time to train"), std::string::npos);
+    EXPECT_TRUE(result.err.empty()) << result.err;
+}
+
+/// Exit code 2, nothing on stdout, exactly one line on stderr that contains `fragment`.
+void expect_bad_input(const std::string& arguments, const std::string& fragment) {
+    const auto result = run_epochcast(arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
+    EXPECT_TRUE(result.out.empty()) << arguments << "\n" << result.out;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << arguments << "\n" << result.err;
+    EXPECT_NE(result.err.find(fragment), std::string::npos) << arguments << "\n" << result.err;
+}
+
+TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
+    expect_bad_input("predict --instance p9.large", "unknown instance 'p9.large'");
+    expect_bad_input("predict --nodes 0", "--nodes must be at least 1");
+    expect_bad_input("predict --batch-per-gpu -8", "--batch-per-gpu");
+    expect_bad_input("predict --batch-per-gpu lots", "--batch-per-gpu");
+    expect_bad_input("predict --batch-per-gpu 1024", "largest batch that fits");
+    expect_bad_input("predict --gpus-per-node 16", "more than p3.16xlarge has (8)");
+    expect_bad_input("predict --strategy allgather", "--strategy: unknown value 'allgather'");
+    expect_bad_input("predict --strategy ps", "needs parameter servers");
+    expect_bad_input("predict --precision fp8", "--precision");
+    expect_bad_input("predict --framework caffe", "--framework");
+    expect_bad_input("predict --pricing cheap", "--pricing");
+    expect_bad_input("predict --model resnet51", "resnet51");
+    expect_bad_input("predict --catalog /nonexistent/catalog.json", "/nonexistent/catalog.json");
+    expect_bad_input("predict --calibration /nonexistent/cal.json", "/nonexistent/cal.json");
+    expect_bad_input("predict --frobnicate", "frobnicate");
+}
+
+TEST(PredictCliErrors, MalformedFilesAreNamed) {
+    const TempFile broken_catalog("broken-catalog.json", "{ \"schema\": \"epochcast.catalog/1\", \"gpus\": [ ");
+    expect_bad_input("predict --catalog " + broken_catalog.path(), broken_catalog.path());
+    const TempFile negative_catalog("negative-catalog.json", R"({ "schema": "epochcast.catalog/1", "gpus": [],
+        "instances": [ { "name": "p3.16xlarge", "gpu": "V100-SXM2-16GB", "gpus": -8, "vcpus": 64, "memory_gib": 488,
+        "network_gbps": 25, "efa_adapters": 0, "intra_node_GBps": 300, "price_usd_per_hour": 24.48,
+        "spot_usd_per_hour": 7.34, "source": "test" } ] })");
+    expect_bad_input("predict --catalog " + negative_catalog.path(), "gpus");
+    const TempFile broken_calibration("broken-cal.json", "not json at all");
+    expect_bad_input("predict --calibration " + broken_calibration.path(), broken_calibration.path());
+    const TempFile wrong_schema("wrong-schema-cal.json", R"({ "schema": "epochcast.trace/1" })");
+    expect_bad_input("predict --calibration " + wrong_schema.path(), "schema");
+}
+
+TEST(PredictCli, UserCatalogAddsAnInstance) {
+    const TempFile extra("extra-catalog.json", R"({ "schema": "epochcast.catalog/1", "gpus": [],
+        "instances": [ { "name": "my.v100x4", "gpu": "V100-SXM2-16GB", "gpus": 4, "vcpus": 32, "memory_gib": 244,
+        "network_gbps": 10, "efa_adapters": 0, "intra_node_GBps": 300, "price_usd_per_hour": 10,
+        "spot_usd_per_hour": 3, "source": "test" } ] })");
+    const auto json = nlohmann::json::parse(
+        run_in_process({"predict", "--instance", "my.v100x4", "--nodes", "2", "--catalog", extra.path(), "--json"}));
+    EXPECT_EQ(json["gpus"], 8);
+    EXPECT_NEAR(json["cost_usd"].get<double>(), json["time_to_train_s"].get<double>() / 3600 * 20, 1e-6);
+}
+
+}  // namespace
+}  // namespace epochcast
