@@ -1,7 +1,73 @@
+// `epochcast catalog [--catalog FILE]... [--json]`: the GPUs and instances known, built in plus
+// user files, as two tables with units or as "epochcast.catalog/1" JSON.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/table.hpp"
 
 namespace epochcast::cli {
-void register_catalog(CLI::App& app, std::ostream& out) { (void)app; (void)out; }  // written next
+namespace {
+
+struct CatalogOptions {
+    std::vector<std::string> catalog_files;  ///< --catalog, merged in order over the built-in catalog
+    bool json = false;                       ///< --json
+};
+
+/// A figure where 0 means "none" or "unknown" (bf16 rate, spot price, single-GPU interconnect).
+std::string or_dash(double value, int max_decimals = 4) {
+    return value > 0 ? format_number(value, max_decimals) : "-";
+}
+
+void print_tables(const Catalog& catalog, std::ostream& out) {
+    out << "GPUs (per GPU as AWS counts them: one GK210 per K80, one GM204 per M60)\n";
+    Table gpus({"GPU", "fp32 TFLOPS", "fp16 TFLOPS", "bf16 TFLOPS", "memory GiB", "memory GB/s"});
+    for (const GpuSpec& gpu : catalog.gpus()) {
+        gpus.add_row({gpu.name, format_number(gpu.fp32_tflops, 2), format_number(gpu.fp16_tflops, 2),
+                      or_dash(gpu.bf16_tflops, 2), format_number(gpu.memory_gib, 2),
+                      format_number(gpu.memory_GBps, 1)});
+    }
+    gpus.print(out);
+
+    out << "\nInstances (us-east-1, Linux; network in 10^9 bit/s, intra-node in 10^9 byte/s per GPU)\n";
+    Table instances({"instance", "GPU", "GPUs", "vCPUs", "memory GiB", "network Gb/s", "EFA", "intra-node GB/s",
+                     "on-demand $/h", "spot $/h"});
+    for (const InstanceSpec& instance : catalog.instances()) {
+        instances.add_row({instance.name, instance.gpu.empty() ? "(CPU only)" : instance.gpu,
+                           std::to_string(instance.gpus), std::to_string(instance.vcpus),
+                           format_number(instance.memory_gib, 2), format_number(instance.network_gbps, 2),
+                           std::to_string(instance.efa_adapters), or_dash(instance.intra_node_GBps, 1),
+                           format_number(instance.price_usd_per_hour, 4), or_dash(instance.spot_usd_per_hour, 4)});
+    }
+    instances.print(out);
+    out << "\n'-' means none or unknown. Spot prices are representative estimates and vary; see each entry's\n"
+           "source with --json, and override any figure with --catalog FILE.\n";
+}
+
+}  // namespace
+
+void register_catalog(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<CatalogOptions>();
+    CLI::App* command = app.add_subcommand("catalog", "List the GPUs and instances known, with prices and sources");
+    command
+        ->add_option("--catalog", options->catalog_files,
+                     "Extra catalog file (epochcast.catalog/1) merged over the built-in one; repeatable, "
+                     "later files override earlier ones by name")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
+    command->add_flag("--json", options->json, "Print the merged catalog as epochcast.catalog/1 JSON");
+    command->callback([options, &out] {
+        const Catalog catalog = load_catalog(options->catalog_files);
+        if (options->json) {
+            out << catalog.to_json_text() << '\n';
+        } else {
+            print_tables(catalog, out);
+        }
+    });
+}
+
 }  // namespace epochcast::cli

@@ -51,6 +51,13 @@ public:
     /// Read and parse a file; throws InputError when it is missing or unreadable (naming the path).
     static Catalog load(const std::filesystem::path& path);
 
+    /// As parse(), but an instance's gpu may also name a GPU of `known` (a user file that adds an
+    /// instance with a built-in GPU need not repeat the GPU). The result holds only this text's entries.
+    static Catalog parse(std::string_view json_text, std::string_view origin, const Catalog& known);
+
+    /// As load(), resolving GPU names against this file and `known` (see parse above).
+    static Catalog load(const std::filesystem::path& path, const Catalog& known);
+
     /// Add the other catalog's entries, replacing ours of the same name, then re-check that every
     /// instance's gpu is known.
     void merge(const Catalog& other);
@@ -63,6 +70,10 @@ public:
 
     const std::vector<GpuSpec>& gpus() const { return gpus_; }
     const std::vector<InstanceSpec>& instances() const { return instances_; }
+
+    /// The catalog as "epochcast.catalog/1" JSON text (indented by `indent` spaces), which
+    /// parse() reads back to an equal catalog. CPU-only instances are written without "gpu".
+    std::string to_json_text(int indent = 2) const;
 
 private:
     std::vector<GpuSpec> gpus_;

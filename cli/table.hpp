@@ -1,0 +1,35 @@
+// A small aligned text table for the CLI's human-readable output (catalog, predict, sweep, ...).
+// Columns whose body cells are all numbers (or "-") are right-aligned, header included; others
+// are left-aligned. Columns are separated by two spaces; a dashed rule follows the header.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace epochcast::cli {
+
+class Table {
+public:
+    /// `header` names the columns, with their units ("network Gb/s").
+    explicit Table(std::vector<std::string> header);
+
+    /// Add one row; it must have as many cells as the header (throws std::invalid_argument otherwise).
+    void add_row(std::vector<std::string> cells);
+
+    /// Print the header, a rule and every row, each line ending in '\n'.
+    void print(std::ostream& out) const;
+
+private:
+    std::vector<std::string> header_;
+    std::vector<std::vector<std::string>> rows_;
+};
+
+/// `value` in fixed notation with at most `max_decimals` decimals and no trailing zeros
+/// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
+std::string format_number(double value, int max_decimals = 4);
+
+/// True when `text` is a number as format_number writes it (or "-", the placeholder for none).
+bool looks_numeric(const std::string& text);
+
+}  // namespace epochcast::cli

@@ -1,0 +1,362 @@
+// The hardware catalog (model/catalog.hpp): parsing and validating "epochcast.catalog/1" JSON,
+// merging user files over the built-in one, and lookups whose errors list the known names.
+#include "model/catalog.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/embedded.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kSchema = "epochcast.catalog/1";
+constexpr std::string_view kBuiltInOrigin = "built-in catalog";
+
+/// Which values a number may take.
+enum class Bound { positive, non_negative };
+
+/// Where a value sits, for error messages: the file (or "built-in catalog") and the entry,
+/// e.g. `instances[3] "p3.16xlarge"`.
+struct Where {
+    std::string_view origin;
+    std::string entry;
+
+    [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+        std::string message(origin);
+        message += ": ";
+        message += entry;
+        message += ": key \"";
+        message += key;
+        message += "\" ";
+        message += what;
+        throw InputError(message);
+    }
+};
+
+std::string type_name(const json& value) { return value.type_name(); }
+
+std::string format_value(const json& value) { return value.dump(); }
+
+std::string required_string(const json& object, std::string_view key, const Where& where) {
+    const auto it = object.find(std::string(key));
+    if (it == object.end()) where.fail(key, "is missing (a string is required)");
+    if (!it->is_string()) where.fail(key, "must be a string, got " + type_name(*it) + " " + format_value(*it));
+    std::string text = it->get<std::string>();
+    if (text.empty()) where.fail(key, "must not be empty");
+    return text;
+}
+
+void check_bound(double value, std::string_view key, Bound bound, const Where& where) {
+    if (bound == Bound::positive && !(value > 0)) {
+        std::ostringstream out;
+        out << "must be > 0, got " << value;
+        where.fail(key, out.str());
+    }
+    if (bound == Bound::non_negative && !(value >= 0)) {
+        std::ostringstream out;
+        out << "must be >= 0, got " << value;
+        where.fail(key, out.str());
+    }
+}
+
+/// A number; absent optional keys give `fallback`.
+double number(const json& object, std::string_view key, Bound bound, const Where& where, bool required,
+              double fallback = 0) {
+    const auto it = object.find(std::string(key));
+    if (it == object.end()) {
+        if (required) where.fail(key, "is missing (a number is required)");
+        return fallback;
+    }
+    if (!it->is_number()) where.fail(key, "must be a number, got " + type_name(*it) + " " + format_value(*it));
+    const double value = it->get<double>();
+    check_bound(value, key, bound, where);
+    return value;
+}
+
+/// A whole number (8 or 8.0, not 8.5); absent optional keys give `fallback`.
+int count(const json& object, std::string_view key, Bound bound, const Where& where, bool required,
+          int fallback = 0) {
+    const auto it = object.find(std::string(key));
+    if (it == object.end()) {
+        if (required) where.fail(key, "is missing (a whole number is required)");
+        return fallback;
+    }
+    if (!it->is_number()) where.fail(key, "must be a whole number, got " + type_name(*it) + " " + format_value(*it));
+    const double value = it->get<double>();
+    if (std::floor(value) != value || std::abs(value) > std::numeric_limits<int>::max()) {
+        where.fail(key, "must be a whole number, got " + format_value(*it));
+    }
+    check_bound(value, key, bound, where);
+    return static_cast<int>(value);
+}
+
+/// `gpus[2] "T4"`, or `gpus[2]` when the entry has no usable name.
+std::string entry_label(std::string_view section, std::size_t index, const json& entry) {
+    std::string label(section);
+    label += '[';
+    label += std::to_string(index);
+    label += ']';
+    if (entry.is_object()) {
+        const auto it = entry.find("name");
+        if (it != entry.end() && it->is_string()) label += " \"" + it->get<std::string>() + "\"";
+    }
+    return label;
+}
+
+/// The array under `key` of the root object; an absent key is an empty list.
+const json& section(const json& root, std::string_view key, std::string_view origin) {
+    static const json empty = json::array();
+    const auto it = root.find(std::string(key));
+    if (it == root.end()) return empty;
+    if (!it->is_array()) {
+        throw InputError(std::string(origin) + ": key \"" + std::string(key) + "\" must be an array, got " +
+                         type_name(*it));
+    }
+    return *it;
+}
+
+GpuSpec parse_gpu(const json& entry, const Where& where) {
+    if (!entry.is_object()) {
+        throw InputError(std::string(where.origin) + ": " + where.entry + " must be an object, got " +
+                         type_name(entry));
+    }
+    GpuSpec gpu;
+    gpu.name = required_string(entry, "name", where);
+    gpu.fp32_tflops = number(entry, "fp32_tflops", Bound::positive, where, true);
+    gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::positive, where, true);
+    gpu.bf16_tflops = number(entry, "bf16_tflops", Bound::non_negative, where, false, 0);
+    gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
+    gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, true);
+    gpu.source = required_string(entry, "source", where);
+    return gpu;
+}
+
+InstanceSpec parse_instance(const json& entry, const Where& where) {
+    if (!entry.is_object()) {
+        throw InputError(std::string(where.origin) + ": " + where.entry + " must be an object, got " +
+                         type_name(entry));
+    }
+    InstanceSpec instance;
+    instance.name = required_string(entry, "name", where);
+    instance.gpus = count(entry, "gpus", Bound::non_negative, where, true);
+    const auto gpu = entry.find("gpu");
+    const bool names_gpu = gpu != entry.end() && !gpu->is_null();
+    if (instance.gpus > 0) {
+        if (!names_gpu) where.fail("gpu", "is missing: an instance with gpus > 0 must name its GPU");
+        instance.gpu = required_string(entry, "gpu", where);
+    } else if (names_gpu) {
+        where.fail("gpu", "must be absent for a CPU-only instance (gpus is 0), got " + format_value(*gpu));
+    }
+    instance.vcpus = count(entry, "vcpus", Bound::positive, where, true);
+    instance.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
+    instance.network_gbps = number(entry, "network_gbps", Bound::positive, where, true);
+    instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, 0);
+    instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, 0);
+    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::positive, where, true);
+    instance.spot_usd_per_hour = number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, 0);
+    instance.source = required_string(entry, "source", where);
+    return instance;
+}
+
+template <typename Spec>
+std::string known_names(const std::vector<Spec>& specs) {
+    std::string names;
+    for (const Spec& spec : specs) {
+        if (!names.empty()) names += ", ";
+        names += spec.name;
+    }
+    return names.empty() ? "none" : names;
+}
+
+template <typename Spec>
+const Spec* find_by_name(const std::vector<Spec>& specs, std::string_view name) {
+    for (const Spec& spec : specs) {
+        if (spec.name == name) return &spec;
+    }
+    return nullptr;
+}
+
+/// Replace the entry of the same name, or append.
+template <typename Spec>
+void upsert(std::vector<Spec>& specs, const Spec& spec) {
+    for (Spec& existing : specs) {
+        if (existing.name == spec.name) {
+            existing = spec;
+            return;
+        }
+    }
+    specs.push_back(spec);
+}
+
+void parse_impl(std::string_view json_text, std::string_view origin, const Catalog* known,
+                   std::vector<GpuSpec>& gpus, std::vector<InstanceSpec>& instances) {
+    json root;
+    try {
+        root = json::parse(json_text.begin(), json_text.end());
+    } catch (const json::parse_error& error) {
+        throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
+                         error.what());
+    }
+    if (!root.is_object()) {
+        throw InputError(std::string(origin) + ": a catalog must be a JSON object, got " + type_name(root));
+    }
+    const auto schema = root.find("schema");
+    if (schema == root.end()) {
+        throw InputError(std::string(origin) + ": key \"schema\" is missing (expected \"" + std::string(kSchema) +
+                         "\")");
+    }
+    if (!schema->is_string() || schema->get<std::string>() != kSchema) {
+        throw InputError(std::string(origin) + ": key \"schema\" is " + format_value(*schema) + ", expected \"" +
+                         std::string(kSchema) + "\"");
+    }
+
+    std::map<std::string, std::string, std::less<>> seen;  // name -> label of its first entry
+    const json& gpu_entries = section(root, "gpus", origin);
+    for (std::size_t i = 0; i < gpu_entries.size(); ++i) {
+        const Where where{origin, entry_label("gpus", i, gpu_entries[i])};
+        GpuSpec gpu = parse_gpu(gpu_entries[i], where);
+        if (const auto [it, inserted] = seen.emplace(gpu.name, where.entry); !inserted) {
+            where.fail("name", "duplicates " + it->second + " in the same file");
+        }
+        gpus.push_back(std::move(gpu));
+    }
+
+    seen.clear();
+    const json& instance_entries = section(root, "instances", origin);
+    for (std::size_t i = 0; i < instance_entries.size(); ++i) {
+        const Where where{origin, entry_label("instances", i, instance_entries[i])};
+        InstanceSpec instance = parse_instance(instance_entries[i], where);
+        if (const auto [it, inserted] = seen.emplace(instance.name, where.entry); !inserted) {
+            where.fail("name", "duplicates " + it->second + " in the same file");
+        }
+        if (!instance.gpu.empty() && find_by_name(gpus, instance.gpu) == nullptr &&
+            (known == nullptr || find_by_name(known->gpus(), instance.gpu) == nullptr)) {
+            std::vector<GpuSpec> candidates = gpus;
+            if (known != nullptr) {
+                for (const GpuSpec& gpu : known->gpus()) {
+                    if (find_by_name(gpus, gpu.name) == nullptr) candidates.push_back(gpu);
+                }
+            }
+            where.fail("gpu", "names unknown GPU '" + instance.gpu + "' (known: " + known_names(candidates) + ")");
+        }
+        instances.push_back(std::move(instance));
+    }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) {
+        throw InputError("cannot read catalog file '" + path.string() + "': " + std::strerror(ENOENT));
+    }
+    if (std::filesystem::is_directory(path, error)) {
+        throw InputError("cannot read catalog file '" + path.string() + "': " + std::strerror(EISDIR));
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int code = errno;
+        throw InputError("cannot read catalog file '" + path.string() + "': " +
+                         (code != 0 ? std::strerror(code) : "cannot open"));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw InputError("cannot read catalog file '" + path.string() + "': read error");
+    return text.str();
+}
+
+}  // namespace
+
+Catalog Catalog::built_in() { return parse(embedded::catalog_json, kBuiltInOrigin); }
+
+Catalog Catalog::parse(std::string_view json_text, std::string_view origin) {
+    Catalog catalog;
+    parse_impl(json_text, origin, nullptr, catalog.gpus_, catalog.instances_);
+    return catalog;
+}
+
+Catalog Catalog::parse(std::string_view json_text, std::string_view origin, const Catalog& known) {
+    Catalog catalog;
+    parse_impl(json_text, origin, &known, catalog.gpus_, catalog.instances_);
+    return catalog;
+}
+
+Catalog Catalog::load(const std::filesystem::path& path) { return parse(read_file(path), path.string()); }
+
+Catalog Catalog::load(const std::filesystem::path& path, const Catalog& known) {
+    return parse(read_file(path), path.string(), known);
+}
+
+void Catalog::merge(const Catalog& other) {
+    for (const GpuSpec& gpu : other.gpus_) upsert(gpus_, gpu);
+    for (const InstanceSpec& instance : other.instances_) upsert(instances_, instance);
+    for (const InstanceSpec& instance : instances_) {
+        if (!instance.gpu.empty() && find_by_name(gpus_, instance.gpu) == nullptr) {
+            throw InputError("instance '" + instance.name + "' names unknown GPU '" + instance.gpu +
+                             "' (known: " + known_names(gpus_) + ")");
+        }
+    }
+}
+
+const GpuSpec& Catalog::gpu(std::string_view name) const {
+    if (const GpuSpec* spec = find_by_name(gpus_, name)) return *spec;
+    throw InputError("unknown GPU '" + std::string(name) + "' (known: " + known_names(gpus_) + ")");
+}
+
+const InstanceSpec& Catalog::instance(std::string_view name) const {
+    if (const InstanceSpec* spec = find_by_name(instances_, name)) return *spec;
+    throw InputError("unknown instance '" + std::string(name) + "' (known: " + known_names(instances_) + ")");
+}
+
+const GpuSpec& Catalog::gpu_of(const InstanceSpec& instance) const {
+    if (instance.gpus == 0 || instance.gpu.empty()) {
+        throw InputError("instance '" + instance.name + "' is CPU-only: it has no GPU");
+    }
+    return gpu(instance.gpu);
+}
+
+std::string Catalog::to_json_text(int indent) const {
+    using ordered = nlohmann::ordered_json;  // keys in the order of DESIGN.md, not sorted
+    ordered root = ordered::object();
+    root["schema"] = std::string(kSchema);
+    ordered gpus = ordered::array();
+    for (const GpuSpec& gpu : gpus_) {
+        gpus.push_back({{"name", gpu.name},
+                        {"fp32_tflops", gpu.fp32_tflops},
+                        {"fp16_tflops", gpu.fp16_tflops},
+                        {"bf16_tflops", gpu.bf16_tflops},
+                        {"memory_gib", gpu.memory_gib},
+                        {"memory_GBps", gpu.memory_GBps},
+                        {"source", gpu.source}});
+    }
+    ordered instances = ordered::array();
+    for (const InstanceSpec& instance : instances_) {
+        ordered entry = ordered::object();
+        entry["name"] = instance.name;
+        if (!instance.gpu.empty()) entry["gpu"] = instance.gpu;
+        entry["gpus"] = instance.gpus;
+        entry["vcpus"] = instance.vcpus;
+        entry["memory_gib"] = instance.memory_gib;
+        entry["network_gbps"] = instance.network_gbps;
+        entry["efa_adapters"] = instance.efa_adapters;
+        entry["intra_node_GBps"] = instance.intra_node_GBps;
+        entry["price_usd_per_hour"] = instance.price_usd_per_hour;
+        entry["spot_usd_per_hour"] = instance.spot_usd_per_hour;
+        entry["source"] = instance.source;
+        instances.push_back(std::move(entry));
+    }
+    root["gpus"] = std::move(gpus);
+    root["instances"] = std::move(instances);
+    return root.dump(indent);
+}
+
+}  // namespace epochcast

@@ -1,0 +1,300 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+#include "model/catalog.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+/// A file under the temporary directory with a unique name, removed when the test ends.
+class TempFile {
+public:
+    explicit TempFile(const std::string& text) {
+        static std::atomic<int> counter{0};
+        std::random_device random;
+        path_ = std::filesystem::temp_directory_path() /
+                ("epochcast_test_catalog_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+                 std::to_string(random()) + ".json");
+        std::ofstream(path_) << text;
+    }
+    ~TempFile() {
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// The message of the InputError that `action` throws ("" and a test failure when it throws none).
+template <typename Action>
+std::string input_error(Action action) {
+    try {
+        action();
+    } catch (const InputError& error) {
+        return error.what();
+    }
+    ADD_FAILURE() << "expected InputError";
+    return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string kGpu =
+    R"({ "name": "X1", "fp32_tflops": 10, "fp16_tflops": 20, "memory_gib": 16, "memory_GBps": 500, "source": "test" })";
+
+/// A catalog text with one GPU "X1" and one instance whose fields are `instance_fields`.
+std::string with_instance(const std::string& instance_fields) {
+    return R"({ "schema": "epochcast.catalog/1", "gpus": [ )" + kGpu + R"( ], "instances": [ { )" + instance_fields +
+           " } ] }";
+}
+
+const std::string kGoodInstanceFields =
+    R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128, "network_gbps": 50,
+       "price_usd_per_hour": 4.5, "source": "test")";
+
+TEST(Catalog, BuiltInParsesAndHasEveryRequiredName) {
+    const Catalog catalog = Catalog::built_in();
+    for (const char* name : {"K80", "M60", "T4", "A10G", "V100-SXM2-16GB", "V100-SXM2-32GB", "A100-SXM4-40GB",
+                             "A100-SXM4-80GB", "H100-SXM5-80GB"}) {
+        EXPECT_NO_THROW(catalog.gpu(name)) << name;
+    }
+    for (const char* name : {"p2.xlarge", "p2.8xlarge", "p2.16xlarge", "p3.2xlarge", "p3.8xlarge", "p3.16xlarge",
+                             "p3dn.24xlarge", "p4d.24xlarge", "p5.48xlarge", "g3.16xlarge", "g4dn.12xlarge",
+                             "g5.48xlarge", "m4.16xlarge", "c5.18xlarge", "c5n.18xlarge"}) {
+        EXPECT_NO_THROW(catalog.instance(name)) << name;
+    }
+}
+
+TEST(Catalog, P3_16xlargeMatchesThePublishedFigures) {
+    const Catalog catalog = Catalog::built_in();
+    const InstanceSpec& p3 = catalog.instance("p3.16xlarge");
+    EXPECT_EQ(p3.gpu, "V100-SXM2-16GB");
+    EXPECT_EQ(p3.gpus, 8);
+    EXPECT_EQ(p3.vcpus, 64);
+    EXPECT_DOUBLE_EQ(p3.network_gbps, 25);
+    EXPECT_DOUBLE_EQ(p3.price_usd_per_hour, 24.48);
+    EXPECT_DOUBLE_EQ(p3.memory_gib, 488);
+    const GpuSpec& v100 = catalog.gpu_of(p3);
+    EXPECT_DOUBLE_EQ(v100.fp32_tflops, 15.7);
+    EXPECT_DOUBLE_EQ(v100.fp16_tflops, 125);
+    EXPECT_DOUBLE_EQ(v100.bf16_tflops, 0);
+}
+
+TEST(Catalog, BuiltInFiguresAreConsistent) {
+    const Catalog catalog = Catalog::built_in();
+    // AWS counts one GK210 as a GPU: half a K80 board (8.73 TFLOPS, 24 GB, 480 GB/s).
+    EXPECT_NEAR(catalog.gpu("K80").fp32_tflops, 8.73 / 2, 0.01);
+    EXPECT_DOUBLE_EQ(catalog.gpu("K80").memory_gib, 12);
+    EXPECT_DOUBLE_EQ(catalog.gpu("K80").memory_GBps, 240);
+    EXPECT_EQ(catalog.instance("p2.16xlarge").gpus, 16);
+    EXPECT_EQ(catalog.instance("p3dn.24xlarge").gpu, "V100-SXM2-32GB");
+    EXPECT_EQ(catalog.instance("p4d.24xlarge").efa_adapters, 4);
+    EXPECT_EQ(catalog.instance("p5.48xlarge").efa_adapters, 32);
+    EXPECT_EQ(catalog.instance("g3.16xlarge").gpu, "M60");
+    for (const GpuSpec& gpu : catalog.gpus()) {
+        EXPECT_FALSE(gpu.source.empty()) << gpu.name;
+        EXPECT_GE(gpu.fp16_tflops, gpu.fp32_tflops) << gpu.name;
+    }
+    for (const InstanceSpec& instance : catalog.instances()) {
+        EXPECT_FALSE(instance.source.empty()) << instance.name;
+        EXPECT_GT(instance.price_usd_per_hour, 0) << instance.name;
+        EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
+        if (instance.gpus > 0) {
+            EXPECT_NO_THROW(catalog.gpu_of(instance)) << instance.name;
+        } else {
+            EXPECT_TRUE(instance.gpu.empty()) << instance.name;
+            EXPECT_THROW(catalog.gpu_of(instance), InputError) << instance.name;
+        }
+    }
+}
+
+TEST(Catalog, ParsesOptionalKeysWithDefaults) {
+    const Catalog catalog = Catalog::parse(with_instance(kGoodInstanceFields), "test.json");
+    const InstanceSpec& instance = catalog.instance("x1.big");
+    EXPECT_EQ(instance.efa_adapters, 0);
+    EXPECT_DOUBLE_EQ(instance.intra_node_GBps, 0);
+    EXPECT_DOUBLE_EQ(instance.spot_usd_per_hour, 0);
+    EXPECT_DOUBLE_EQ(catalog.gpu("X1").bf16_tflops, 0);
+}
+
+TEST(Catalog, UnknownExtraKeysAreIgnored) {
+    EXPECT_NO_THROW(Catalog::parse(with_instance(kGoodInstanceFields + R"(, "note": [1, 2])"), "test.json"));
+}
+
+TEST(Catalog, MergeOverridesByNameAndAppendsNewEntries) {
+    Catalog catalog = Catalog::built_in();
+    const std::size_t instances_before = catalog.instances().size();
+    const Catalog user = Catalog::parse(
+        R"({ "schema": "epochcast.catalog/1", "instances": [
+             { "name": "p3.16xlarge", "gpu": "V100-SXM2-16GB", "gpus": 8, "vcpus": 64, "memory_gib": 488,
+               "network_gbps": 25, "price_usd_per_hour": 20.0, "spot_usd_per_hour": 6.5, "source": "my quote" },
+             { "name": "p3.huge", "gpu": "V100-SXM2-16GB", "gpus": 16, "vcpus": 128, "memory_gib": 976,
+               "network_gbps": 50, "price_usd_per_hour": 48.0, "source": "imagined" } ] })",
+        "user.json", catalog);
+    catalog.merge(user);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").price_usd_per_hour, 20.0);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").spot_usd_per_hour, 6.5);
+    EXPECT_EQ(catalog.instance("p3.16xlarge").source, "my quote");
+    EXPECT_EQ(catalog.instance("p3.huge").gpus, 16);
+    EXPECT_EQ(catalog.instances().size(), instances_before + 1);
+    EXPECT_EQ(catalog.instances().back().name, "p3.huge");
+}
+
+TEST(Catalog, MergeAddsAGpuAndAnInstanceUsingIt) {
+    Catalog catalog = Catalog::built_in();
+    TempFile file(with_instance(kGoodInstanceFields));
+    catalog.merge(Catalog::load(file.path()));
+    EXPECT_EQ(catalog.gpu_of(catalog.instance("x1.big")).name, "X1");
+}
+
+TEST(Catalog, ToJsonRoundTrips) {
+    const Catalog catalog = Catalog::built_in();
+    const Catalog again = Catalog::parse(catalog.to_json_text(), "round trip");
+    ASSERT_EQ(again.gpus().size(), catalog.gpus().size());
+    ASSERT_EQ(again.instances().size(), catalog.instances().size());
+    for (std::size_t i = 0; i < catalog.instances().size(); ++i) {
+        const InstanceSpec& a = catalog.instances()[i];
+        const InstanceSpec& b = again.instances()[i];
+        EXPECT_EQ(a.name, b.name);
+        EXPECT_EQ(a.gpu, b.gpu);
+        EXPECT_EQ(a.gpus, b.gpus);
+        EXPECT_DOUBLE_EQ(a.price_usd_per_hour, b.price_usd_per_hour);
+        EXPECT_DOUBLE_EQ(a.spot_usd_per_hour, b.spot_usd_per_hour);
+        EXPECT_EQ(a.source, b.source);
+    }
+}
+
+TEST(CatalogErrors, MalformedJsonNamesTheOriginAndBytePosition) {
+    const std::string message = input_error([] { Catalog::parse(R"({ "schema": )", "broken.json"); });
+    EXPECT_TRUE(contains(message, "broken.json")) << message;
+    EXPECT_TRUE(contains(message, "malformed JSON")) << message;
+    EXPECT_TRUE(contains(message, "byte")) << message;
+}
+
+TEST(CatalogErrors, WrongOrMissingSchema) {
+    std::string message =
+        input_error([] { Catalog::parse(R"({ "schema": "epochcast.catalog/2", "gpus": [] })", "old.json"); });
+    EXPECT_TRUE(contains(message, "old.json")) << message;
+    EXPECT_TRUE(contains(message, "epochcast.catalog/1")) << message;
+    message = input_error([] { Catalog::parse(R"({ "gpus": [] })", "none.json"); });
+    EXPECT_TRUE(contains(message, "\"schema\"")) << message;
+}
+
+TEST(CatalogErrors, MissingKeyNamesTheEntryAndKey) {
+    const std::string message = input_error([] {
+        Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128,
+                                        "price_usd_per_hour": 4.5, "source": "test")"),
+                       "user.json");
+    });
+    EXPECT_TRUE(contains(message, "user.json")) << message;
+    EXPECT_TRUE(contains(message, R"(instances[0] "x1.big")")) << message;
+    EXPECT_TRUE(contains(message, "\"network_gbps\"")) << message;
+    EXPECT_TRUE(contains(message, "missing")) << message;
+}
+
+TEST(CatalogErrors, WrongTypeNamesTheEntryAndKey) {
+    const std::string message = input_error([] {
+        Catalog::parse(R"({ "schema": "epochcast.catalog/1", "gpus": [ { "name": "X1", "fp32_tflops": "fast",
+                          "fp16_tflops": 20, "memory_gib": 16, "memory_GBps": 500, "source": "s" } ] })",
+                       "user.json");
+    });
+    EXPECT_TRUE(contains(message, R"(gpus[0] "X1")")) << message;
+    EXPECT_TRUE(contains(message, "\"fp32_tflops\"")) << message;
+    EXPECT_TRUE(contains(message, "number")) << message;
+}
+
+TEST(CatalogErrors, NegativeCountNamesTheEntryAndKey) {
+    std::string fields = kGoodInstanceFields;
+    fields.replace(fields.find("\"gpus\": 4"), 9, "\"gpus\": -1");
+    const std::string message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, R"(instances[0] "x1.big")")) << message;
+    EXPECT_TRUE(contains(message, "\"gpus\"")) << message;
+    EXPECT_TRUE(contains(message, "-1")) << message;
+}
+
+TEST(CatalogErrors, ZeroPriceAndFractionalCountAreRejected) {
+    std::string fields = kGoodInstanceFields;
+    fields.replace(fields.find("4.5"), 3, "0");
+    std::string message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, "\"price_usd_per_hour\"")) << message;
+    fields = kGoodInstanceFields;
+    fields.replace(fields.find("\"vcpus\": 32"), 11, "\"vcpus\": 3.5");
+    message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, "\"vcpus\"")) << message;
+}
+
+TEST(CatalogErrors, GpuInstanceMustNameAGpuAndCpuInstanceMustNot) {
+    std::string fields = kGoodInstanceFields;
+    fields.replace(fields.find("\"gpu\": \"X1\", "), 13, "");
+    std::string message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, "\"gpu\"")) << message;
+    fields = kGoodInstanceFields;
+    fields.replace(fields.find("\"gpus\": 4"), 9, "\"gpus\": 0");
+    message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, "\"gpu\"")) << message;
+    EXPECT_TRUE(contains(message, "CPU-only")) << message;
+}
+
+TEST(CatalogErrors, UnknownGpuIsNamed) {
+    std::string fields = kGoodInstanceFields;
+    fields.replace(fields.find("\"X1\""), 4, "\"Z9\"");
+    const std::string message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
+    EXPECT_TRUE(contains(message, R"(instances[0] "x1.big")")) << message;
+    EXPECT_TRUE(contains(message, "'Z9'")) << message;
+    EXPECT_TRUE(contains(message, "X1")) << message;
+}
+
+TEST(CatalogErrors, UserFileMayUseBuiltInGpuOnlyWhenGivenTheBuiltIns) {
+    const std::string text = R"({ "schema": "epochcast.catalog/1", "instances": [
+        { "name": "p3.x", "gpu": "V100-SXM2-16GB", "gpus": 2, "vcpus": 16, "memory_gib": 122,
+          "network_gbps": 10, "price_usd_per_hour": 6.12, "source": "s" } ] })";
+    EXPECT_THROW(Catalog::parse(text, "user.json"), InputError);
+    EXPECT_NO_THROW(Catalog::parse(text, "user.json", Catalog::built_in()));
+}
+
+TEST(CatalogErrors, DuplicateNameInOneFile) {
+    const std::string message = input_error([] {
+        Catalog::parse(R"({ "schema": "epochcast.catalog/1", "gpus": [ )" + kGpu + ", " + kGpu + " ] }", "dup.json");
+    });
+    EXPECT_TRUE(contains(message, R"(gpus[1] "X1")")) << message;
+    EXPECT_TRUE(contains(message, "gpus[0]")) << message;
+}
+
+TEST(CatalogErrors, MissingFileNamesThePath) {
+    const auto path = std::filesystem::temp_directory_path() / "epochcast_test_catalog_does_not_exist.json";
+    const std::string message = input_error([&] { Catalog::load(path); });
+    EXPECT_TRUE(contains(message, "cannot read catalog file '" + path.string() + "'")) << message;
+    EXPECT_TRUE(contains(message, "No such file")) << message;
+}
+
+TEST(CatalogErrors, ErrorInAFileNamesThePath) {
+    TempFile file(R"({ "schema": "epochcast.catalog/1", "gpus": [ { "name": "X1" } ] })");
+    const std::string message = input_error([&] { Catalog::load(file.path()); });
+    EXPECT_TRUE(contains(message, file.path().string())) << message;
+    EXPECT_TRUE(contains(message, R"(gpus[0] "X1")")) << message;
+}
+
+TEST(CatalogErrors, LookupListsTheKnownNames) {
+    const Catalog catalog = Catalog::built_in();
+    std::string message = input_error([&] { catalog.instance("p9.large"); });
+    EXPECT_TRUE(contains(message, "unknown instance 'p9.large'")) << message;
+    EXPECT_TRUE(contains(message, "p2.xlarge")) << message;
+    EXPECT_TRUE(contains(message, "p3.16xlarge")) << message;
+    message = input_error([&] { catalog.gpu("B200"); });
+    EXPECT_TRUE(contains(message, "unknown GPU 'B200'")) << message;
+    EXPECT_TRUE(contains(message, "V100-SXM2-16GB")) << message;
+}
+
+}  // namespace
+}  // namespace epochcast
