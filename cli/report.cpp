@@ -98,6 +98,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"cost_usd", p.cost_usd},
             {"cost_per_epoch_usd", p.cost_per_epoch_usd},
             {"scaling_efficiency", p.scaling_efficiency},
+            {"node_scaling_efficiency", p.node_scaling_efficiency},
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
@@ -128,7 +129,12 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return grouped(p.interval.low) + " - " + grouped(p.interval.high);
     });
     row("  per GPU (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.per_gpu_images_per_s); });
-    row("scaling efficiency", [](const Scenario&, const Prediction& p) { return fixed(100 * p.scaling_efficiency, 1) + " %"; });
+    row("scaling efficiency vs 1 GPU", [](const Scenario&, const Prediction& p) {
+        return fixed(100 * p.scaling_efficiency, 1) + " %";
+    });
+    row("scaling efficiency vs 1 node", [](const Scenario&, const Prediction& p) {
+        return fixed(100 * p.node_scaling_efficiency, 1) + " %";
+    });
     row("iteration (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.iteration_s, 1); });
     row("  compute (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.compute_s, 1); });
     row("  straggler wait (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.sync_s, 1); });

@@ -220,6 +220,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     }
     r.sync_jitter = profile.sync_jitter;
     r.overlap = scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
+    r.node_overlap = profile.allreduce_overlap;
     r.framework_sigma = profile.relative_sigma;
 
     const NetworkParams& net = calibration_.network;
@@ -283,6 +284,15 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.throughput_images_per_s = p.global_batch / p.iteration_s;
     p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
     p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / p.compute_s);
+    // One node alone: the same GPUs all-reducing inside the node only (MXNet's 'device' kvstore in seed 000).
+    const double node_communication_s =
+        ring_allreduce_s(s.gradient_bytes, s.gpus_per_node, s.intra_latency_s, s.intra_bandwidth_Bps);
+    const double node_step_s =
+        p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +
+        exposed_communication_s(node_communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu),
+                                s.node_overlap);
+    const double node_throughput = s.gpus_per_node * s.batch_per_gpu / std::max(node_step_s, p.data_s);
+    p.node_scaling_efficiency = p.throughput_images_per_s / (s.nodes * node_throughput);
 
     // Uncertainty: each group's relative sigma weighted by its share of the iteration (eq. U1).
     const double compute_share = (p.compute_s + p.sync_s) / p.iteration_s;

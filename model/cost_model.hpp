@@ -38,6 +38,7 @@ struct ResolvedScenario {
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
     double overlap = 0;            ///< fraction of the backward pass hiding communication
+    double node_overlap = 0;       ///< the same for all-reduce inside one node (the one-node baseline)
     double framework_sigma = 0;    ///< relative 1-sigma of sync and overlap
 
     // Communication

@@ -44,6 +44,8 @@ struct Prediction {
     Interval interval;                   ///< throughput band from the calibration's uncertainty, in images/s
     double per_gpu_images_per_s = 0;     ///< throughput / gpus
     double scaling_efficiency = 0;       ///< throughput / (gpus x one GPU alone at the same batch)
+    double node_scaling_efficiency = 0;  ///< throughput / (nodes x one node alone), the seeds' convention
+                                         ///< (seed 000: 92% MXNet, 90% TensorFlow; seed 001: 90% at 256 GPUs)
 
     // Training run
     double checkpoint_s = 0;             ///< writing one checkpoint, once per epoch

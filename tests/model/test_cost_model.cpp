@@ -54,9 +54,10 @@ TEST(CostModel, Seed000TensorflowHorovod) {
     EXPECT_LT(relative_error(p.throughput_images_per_s, 41000), 0.05) << p.throughput_images_per_s;
     EXPECT_LT(relative_error(p.epoch_s, 33), 0.05) << p.epoch_s;
     EXPECT_LT(relative_error(p.time_to_train_s, 50 * 60), 0.05) << p.time_to_train_s;
-    // Seed 000's scaling efficiencies: 92% MXNet, 90% TensorFlow.
-    EXPECT_NEAR(model().predict(seed000_mxnet()).scaling_efficiency, 0.92, 0.03);
-    EXPECT_NEAR(p.scaling_efficiency, 0.90, 0.05);
+    // Seed 000's scaling efficiencies, measured against one node: 92% MXNet, 90% TensorFlow.
+    EXPECT_NEAR(model().predict(seed000_mxnet()).node_scaling_efficiency, 0.92, 0.01);
+    EXPECT_NEAR(p.node_scaling_efficiency, 0.90, 0.04);
+    EXPECT_LT(p.scaling_efficiency, p.node_scaling_efficiency);
 }
 
 TEST(CostModel, Seed001OneNodeFourAndEightGpus) {
