@@ -65,6 +65,15 @@ TEST(CostModel, Seed001OneNodeFourAndEightGpus) {
     EXPECT_LT(relative_error(model().predict(seed001_one_node(8)).throughput_images_per_s, 5874), 0.05);
 }
 
+TEST(CostModel, Seed001MultiNodeRunsHeldOutWithin10Percent) {
+    // Not used by the default calibration: 32 and 256 GPUs, Horovod ring across nodes.
+    Scenario s = seed000_horovod();
+    s.nodes = 4;
+    EXPECT_LT(relative_error(model().predict(s).throughput_images_per_s, 19559), 0.10);
+    s.nodes = 32;
+    EXPECT_LT(relative_error(model().predict(s).throughput_images_per_s, 143812), 0.10);
+}
+
 TEST(CostModel, BreakdownAddsUpAndCostFollowsTime) {
     const Prediction p = model().predict(seed000_mxnet());
     EXPECT_NEAR(p.iteration_s, p.compute_s + p.sync_s + p.exposed_communication_s, 1e-12);
