@@ -37,7 +37,10 @@ std::string duration(double seconds) {
 std::string dollars(double usd) {
     const std::string text = fixed(usd, 2);  // "1234.56"
     const auto dot = text.find('.');
-    return "$" + grouped(std::stod(text.substr(0, dot))) + text.substr(dot);
+    std::string out = "$";
+    out += grouped(std::stod(text.substr(0, dot)));
+    out += text.substr(dot);
+    return out;
 }
 
 std::string strategy_label(const Scenario& s) {

@@ -40,20 +40,5 @@ inline ProcessResult run_epochcast(const std::string& arguments) {
     return result;
 }
 
-/// A file with the given text under the temporary directory, removed on destruction.
-class TempFile {
-public:
-    TempFile(const std::string& name, const std::string& text)
-        : path_(std::filesystem::temp_directory_path() / ("epochcast-" + std::to_string(::getpid()) + "-" + name)) {
-        std::ofstream(path_) << text;
-    }
-    ~TempFile() { std::filesystem::remove(path_); }
-    TempFile(const TempFile&) = delete;
-    TempFile& operator=(const TempFile&) = delete;
-    std::string path() const { return path_.string(); }
-
-private:
-    std::filesystem::path path_;
-};
 
 }  // namespace epochcast::testing

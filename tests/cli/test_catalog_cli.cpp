@@ -1,9 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -15,32 +13,12 @@
 #include "cli/table.hpp"
 #include "model/catalog.hpp"
 #include "model/errors.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace epochcast::cli {
 namespace {
 
-/// A file under the temporary directory with a unique name, removed when the test ends.
-class TempFile {
-public:
-    explicit TempFile(const std::string& text) {
-        static std::atomic<int> counter{0};
-        std::random_device random;
-        path_ = std::filesystem::temp_directory_path() /
-                ("epochcast_test_catalog_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) +
-                 "_" + std::to_string(random()) + ".json");
-        std::ofstream(path_) << text;
-    }
-    ~TempFile() {
-        std::error_code ignored;
-        std::filesystem::remove(path_, ignored);
-    }
-    TempFile(const TempFile&) = delete;
-    TempFile& operator=(const TempFile&) = delete;
-    std::string path() const { return path_.string(); }
-
-private:
-    std::filesystem::path path_;
-};
+using testing::TempFile;
 
 std::string run_catalog(const std::vector<std::string>& args) {
     std::ostringstream out;

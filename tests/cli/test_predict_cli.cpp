@@ -10,6 +10,7 @@
 #include "cli/app.hpp"
 #include "model/errors.hpp"
 #include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace epochcast {
 namespace {
@@ -93,21 +94,21 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
 }
 
 TEST(PredictCliErrors, MalformedFilesAreNamed) {
-    const TempFile broken_catalog("broken-catalog.json", "{ \"schema\": \"epochcast.catalog/1\", \"gpus\": [ ");
+    const TempFile broken_catalog("{ \"schema\": \"epochcast.catalog/1\", \"gpus\": [ ");
     expect_bad_input("predict --catalog " + broken_catalog.path(), broken_catalog.path());
-    const TempFile negative_catalog("negative-catalog.json", R"({ "schema": "epochcast.catalog/1", "gpus": [],
+    const TempFile negative_catalog(R"({ "schema": "epochcast.catalog/1", "gpus": [],
         "instances": [ { "name": "p3.16xlarge", "gpu": "V100-SXM2-16GB", "gpus": -8, "vcpus": 64, "memory_gib": 488,
         "network_gbps": 25, "efa_adapters": 0, "intra_node_GBps": 300, "price_usd_per_hour": 24.48,
         "spot_usd_per_hour": 7.34, "source": "test" } ] })");
     expect_bad_input("predict --catalog " + negative_catalog.path(), "gpus");
-    const TempFile broken_calibration("broken-cal.json", "not json at all");
+    const TempFile broken_calibration("not json at all");
     expect_bad_input("predict --calibration " + broken_calibration.path(), broken_calibration.path());
-    const TempFile wrong_schema("wrong-schema-cal.json", R"({ "schema": "epochcast.trace/1" })");
+    const TempFile wrong_schema(R"({ "schema": "epochcast.trace/1" })");
     expect_bad_input("predict --calibration " + wrong_schema.path(), "schema");
 }
 
 TEST(PredictCli, UserCatalogAddsAnInstance) {
-    const TempFile extra("extra-catalog.json", R"({ "schema": "epochcast.catalog/1", "gpus": [],
+    const TempFile extra(R"({ "schema": "epochcast.catalog/1", "gpus": [],
         "instances": [ { "name": "my.v100x4", "gpu": "V100-SXM2-16GB", "gpus": 4, "vcpus": 32, "memory_gib": 244,
         "network_gbps": 10, "efa_adapters": 0, "intra_node_GBps": 300, "price_usd_per_hour": 10,
         "spot_usd_per_hour": 3, "source": "test" } ] })");

@@ -1,40 +1,18 @@
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <unistd.h>
 
 #include "model/catalog.hpp"
 #include "model/errors.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace epochcast {
 namespace {
 
-/// A file under the temporary directory with a unique name, removed when the test ends.
-class TempFile {
-public:
-    explicit TempFile(const std::string& text) {
-        static std::atomic<int> counter{0};
-        std::random_device random;
-        path_ = std::filesystem::temp_directory_path() /
-                ("epochcast_test_catalog_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-                 std::to_string(random()) + ".json");
-        std::ofstream(path_) << text;
-    }
-    ~TempFile() {
-        std::error_code ignored;
-        std::filesystem::remove(path_, ignored);
-    }
-    TempFile(const TempFile&) = delete;
-    TempFile& operator=(const TempFile&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
+using testing::TempFile;
 
 /// The message of the InputError that `action` throws ("" and a test failure when it throws none).
 template <typename Action>
@@ -281,7 +259,7 @@ TEST(CatalogErrors, MissingFileNamesThePath) {
 TEST(CatalogErrors, ErrorInAFileNamesThePath) {
     TempFile file(R"({ "schema": "epochcast.catalog/1", "gpus": [ { "name": "X1" } ] })");
     const std::string message = input_error([&] { Catalog::load(file.path()); });
-    EXPECT_TRUE(contains(message, file.path().string())) << message;
+    EXPECT_TRUE(contains(message, file.path())) << message;
     EXPECT_TRUE(contains(message, R"(gpus[0] "X1")")) << message;
 }
 
