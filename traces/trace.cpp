@@ -1,0 +1,243 @@
+#include "traces/trace.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "model/errors.hpp"
+#include "model/types.hpp"
+
+namespace epochcast {
+namespace {
+
+using nlohmann::json;
+
+/// Reads one run, naming the file, the run's index and the key in every error.
+class RunReader {
+public:
+    RunReader(const json& run, std::string where) : run_(run), where_(std::move(where)) {
+        if (!run_.is_object()) fail("", "must be an object");
+    }
+
+    [[noreturn]] void fail(std::string_view key, std::string_view what) const {
+        throw InputError(where_ + (key.empty() ? "" : ": key \"" + std::string(key) + "\"") + " " + std::string(what));
+    }
+    const json* find(const json& object, std::string_view key) const {
+        const auto it = object.find(std::string(key));
+        return it == object.end() ? nullptr : &*it;
+    }
+    std::string text(std::string_view key, const std::string* fallback = nullptr) const {
+        const json* value = find(run_, key);
+        if (!value) {
+            if (fallback) return *fallback;
+            fail(key, "is missing");
+        }
+        if (!value->is_string()) fail(key, "must be a string, got " + std::string(value->type_name()));
+        return value->get<std::string>();
+    }
+    long long integer(std::string_view key, long long min, const long long* fallback = nullptr) const {
+        const json* value = find(run_, key);
+        if (!value) {
+            if (fallback) return *fallback;
+            fail(key, "is missing");
+        }
+        if (!value->is_number_integer()) fail(key, "must be a whole number, got " + value->dump());
+        const long long x = value->get<long long>();
+        if (x < min) fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(x));
+        return x;
+    }
+    /// A measured figure: a number greater than zero.
+    std::optional<double> measured(const json& measured, std::string_view key, bool required) const {
+        const json* value = find(measured, key);
+        const std::string name = "measured." + std::string(key);
+        if (!value) {
+            if (required) fail(name, "is missing");
+            return std::nullopt;
+        }
+        if (!value->is_number()) fail(name, "must be a number, got " + value->dump());
+        const double x = value->get<double>();
+        if (!(x > 0)) fail(name, "must be positive, got " + value->dump());
+        return x;
+    }
+    const json& run() const { return run_; }
+
+private:
+    const json& run_;
+    std::string where_;
+};
+
+Observation read_run(const RunReader& r, const Catalog& catalog, const std::string& origin) {
+    Observation o;
+    o.origin = origin;
+    o.source = r.text("source");
+    Scenario& s = o.scenario;
+    const std::string default_model = s.model;
+    s.model = r.text("model", &default_model);
+    const long long default_image = 224, default_classes = 1000, default_images = kImageNetTrainImages,
+                    zero = 0;
+    s.image_size = static_cast<int>(r.integer("image_size", 32, &default_image));
+    s.classes = static_cast<int>(r.integer("classes", 1, &default_classes));
+    s.dataset_images = r.integer("dataset_images", 1, &default_images);
+    if (const json* epochs = r.find(r.run(), "epochs")) {
+        if (!epochs->is_number() || !(epochs->get<double>() > 0)) r.fail("epochs", "must be a positive number");
+        s.epochs = epochs->get<double>();
+    }
+    s.instance = r.text("instance");
+    try {
+        catalog.instance(s.instance);
+    } catch (const InputError& error) {
+        r.fail("instance", std::string("names ") + error.what());
+    }
+    s.nodes = static_cast<int>(r.integer("nodes", 1));
+    s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, &zero));
+    s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1));
+    auto parse = [&](std::string_view key, auto parser) {
+        const std::string value = r.text(key);
+        try {
+            return parser(value, key);
+        } catch (const InputError& error) {
+            r.fail(key, error.what());
+        }
+    };
+    s.precision = parse("precision", parse_precision);
+    s.strategy = parse("strategy", parse_strategy);
+    s.framework = parse("framework", parse_framework);
+    if (r.find(r.run(), "pricing")) s.pricing = parse("pricing", parse_pricing);
+    if (s.strategy == Strategy::ps) {
+        if (const json* colocated = r.find(r.run(), "ps_colocated")) {
+            if (!colocated->is_boolean()) r.fail("ps_colocated", "must be true or false");
+            s.ps_colocated = colocated->get<bool>();
+        }
+        if (!s.ps_colocated) {
+            s.ps_instance = r.text("ps_instance");
+            try {
+                catalog.instance(s.ps_instance);
+            } catch (const InputError& error) {
+                r.fail("ps_instance", std::string("names ") + error.what());
+            }
+            s.ps_nodes = static_cast<int>(r.integer("ps_nodes", 1));
+        }
+    }
+    const json* measured = r.find(r.run(), "measured");
+    if (!measured) r.fail("measured", "is missing");
+    if (!measured->is_object()) r.fail("measured", "must be an object");
+    o.throughput_images_per_s = *r.measured(*measured, "throughput_images_per_s", true);
+    o.epoch_s = r.measured(*measured, "epoch_s", false);
+    o.time_to_train_s = r.measured(*measured, "time_to_train_s", false);
+    o.iteration_s = r.measured(*measured, "iteration_s", false);
+    return o;
+}
+
+}  // namespace
+
+Trace parse_trace(std::string_view json_text, std::string_view origin_view, const Catalog& catalog) {
+    const std::string origin(origin_view);
+    json document;
+    try {
+        document = json::parse(json_text);
+    } catch (const json::parse_error& error) {
+        throw InputError(origin + ": not valid JSON (" + error.what() + ")");
+    }
+    if (!document.is_object()) throw InputError(origin + ": a trace must be a JSON object");
+    const auto schema = document.find("schema");
+    if (schema == document.end() || !schema->is_string() || schema->get<std::string>() != kTraceSchema) {
+        throw InputError(origin + ": key \"schema\" must be \"" + std::string(kTraceSchema) + "\"");
+    }
+    const auto runs = document.find("runs");
+    if (runs == document.end() || !runs->is_array()) throw InputError(origin + ": key \"runs\" must be an array");
+
+    Trace trace;
+    trace.origin = origin;
+    for (std::size_t i = 0; i < runs->size(); ++i) {
+        const std::string where = origin + ": run " + std::to_string(i);
+        const RunReader reader((*runs)[i], where);
+        trace.runs.push_back({read_run(reader, catalog, origin + "#" + std::to_string(i)), (*runs)[i]});
+    }
+    document.erase("runs");
+    trace.document = std::move(document);
+    return trace;
+}
+
+Trace read_trace(const std::filesystem::path& path, const Catalog& catalog) {
+    std::ifstream in(path);
+    if (!in) throw InputError("cannot read trace file '" + path.string() + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_trace(text.str(), path.string(), catalog);
+}
+
+json run_json(const Observation& o) {
+    const Scenario& s = o.scenario;
+    json run = {{"source", o.source},
+                {"model", s.model},
+                {"image_size", s.image_size},
+                {"classes", s.classes},
+                {"dataset_images", s.dataset_images},
+                {"epochs", s.epochs},
+                {"instance", s.instance},
+                {"nodes", s.nodes},
+                {"gpus_per_node", s.gpus_per_node},
+                {"framework", to_string(s.framework)},
+                {"strategy", to_string(s.strategy)},
+                {"precision", to_string(s.precision)},
+                {"batch_per_gpu", s.batch_per_gpu}};
+    if (s.strategy == Strategy::ps) {
+        if (s.ps_colocated) {
+            run["ps_colocated"] = true;
+        } else {
+            run["ps_instance"] = s.ps_instance;
+            run["ps_nodes"] = s.ps_nodes;
+        }
+    }
+    json measured = {{"throughput_images_per_s", o.throughput_images_per_s}};
+    if (o.epoch_s) measured["epoch_s"] = *o.epoch_s;
+    if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;
+    if (o.iteration_s) measured["iteration_s"] = *o.iteration_s;
+    run["measured"] = measured;
+    return run;
+}
+
+std::string trace_json(const Trace& trace) {
+    json document = trace.document.is_object() ? trace.document : json::object();
+    document["schema"] = kTraceSchema;
+    document["runs"] = json::array();
+    for (const TraceRun& run : trace.runs) {
+        // Keep every key as read, then let the typed view speak for the keys it owns.
+        json merged = run.raw.is_object() ? run.raw : json::object();
+        json typed = run_json(run.observation);
+        json measured = merged.contains("measured") && merged["measured"].is_object() ? merged["measured"] : json::object();
+        measured.update(typed["measured"]);
+        typed.erase("measured");
+        merged.update(typed);
+        merged["measured"] = measured;
+        document["runs"].push_back(merged);
+    }
+    return document.dump(2) + "\n";
+}
+
+void write_trace(const Trace& trace, const std::filesystem::path& path) {
+    const std::string text = trace_json(trace);
+    std::filesystem::path temporary = path;
+    temporary += ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        if (!out) throw InputError("cannot write trace file '" + path.string() + "'");
+        out << text;
+        out.flush();
+        if (!out) {
+            std::error_code ignored;
+            std::filesystem::remove(temporary, ignored);
+            throw InputError("cannot write trace file '" + path.string() + "'");
+        }
+    }
+    std::error_code error;
+    std::filesystem::rename(temporary, path, error);
+    if (error) {
+        std::filesystem::remove(temporary, error);
+        throw InputError("cannot write trace file '" + path.string() + "'");
+    }
+}
+
+}  // namespace epochcast
