@@ -12,6 +12,7 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     app.set_help_all_flag("--help-all", "Show the help of every subcommand");
     register_catalog(app, out);
     register_predict(app, out);
+    register_import_nccl(app, out);
 
     // CLI11 parses the arguments in reverse order when given a vector.
     std::vector<std::string> reversed(args.rbegin(), args.rend());

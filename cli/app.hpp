@@ -19,5 +19,6 @@ void run(const std::vector<std::string>& args, std::ostream& out);
 // One registration function per subcommand, each in its own file (cli/<name>.cpp).
 void register_catalog(CLI::App& app, std::ostream& out);
 void register_predict(CLI::App& app, std::ostream& out);
+void register_import_nccl(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

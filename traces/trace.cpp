@@ -130,6 +130,60 @@ Observation read_run(const RunReader& r, const Catalog& catalog, const std::stri
     return o;
 }
 
+NetworkMeasurement read_network(const json& entry, const std::string& where, const Catalog& catalog) {
+    if (!entry.is_object()) throw InputError(where + " must be an object");
+    auto number = [&](const char* key) {
+        const auto it = entry.find(key);
+        if (it == entry.end()) throw InputError(where + ": key \"" + std::string(key) + "\" is missing");
+        if (!it->is_number() || !(it->get<double>() >= 0)) {
+            throw InputError(where + ": key \"" + std::string(key) + "\" must be a number >= 0");
+        }
+        return it->get<double>();
+    };
+    NetworkMeasurement m;
+    const auto instance = entry.find("instance");
+    if (instance == entry.end() || !instance->is_string()) {
+        throw InputError(where + ": key \"instance\" must be a string");
+    }
+    m.instance = instance->get<std::string>();
+    try {
+        catalog.instance(m.instance);
+    } catch (const InputError& error) {
+        throw InputError(where + ": key \"instance\" names " + error.what());
+    }
+    m.source = entry.value("source", "");
+    m.ranks = static_cast<int>(number("ranks"));
+    if (m.ranks < 2) throw InputError(where + ": key \"ranks\" must be at least 2");
+    m.latency_s = number("latency_s");
+    m.bus_bandwidth_GBps = number("bus_bandwidth_GBps");
+    if (!(m.bus_bandwidth_GBps > 0)) throw InputError(where + ": key \"bus_bandwidth_GBps\" must be positive");
+    m.max_bus_bandwidth_GBps = entry.value("max_bus_bandwidth_GBps", 0.0);
+    m.average_bus_bandwidth_GBps = entry.value("average_bus_bandwidth_GBps", 0.0);
+    if (const auto samples = entry.find("samples"); samples != entry.end() && samples->is_array()) {
+        for (const json& s : *samples) {
+            m.samples.push_back({s.value("bytes", 0.0), s.value("time_s", 0.0), s.value("algorithm_GBps", 0.0),
+                                 s.value("bus_GBps", 0.0)});
+        }
+    }
+    return m;
+}
+
+json network_json(const NetworkMeasurement& m) {
+    json samples = json::array();
+    for (const NcclSample& s : m.samples) {
+        samples.push_back({{"bytes", s.bytes}, {"time_s", s.time_s}, {"algorithm_GBps", s.algorithm_GBps},
+                           {"bus_GBps", s.bus_GBps}});
+    }
+    return {{"instance", m.instance},
+            {"source", m.source},
+            {"ranks", m.ranks},
+            {"latency_s", m.latency_s},
+            {"bus_bandwidth_GBps", m.bus_bandwidth_GBps},
+            {"max_bus_bandwidth_GBps", m.max_bus_bandwidth_GBps},
+            {"average_bus_bandwidth_GBps", m.average_bus_bandwidth_GBps},
+            {"samples", samples}};
+}
+
 }  // namespace
 
 Trace parse_trace(std::string_view json_text, std::string_view origin_view, const Catalog& catalog) {
@@ -147,6 +201,10 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
     }
     const auto runs = document.find("runs");
     if (runs == document.end() || !runs->is_array()) throw InputError(origin + ": key \"runs\" must be an array");
+    const auto networks = document.find("networks");
+    if (networks != document.end() && !networks->is_array()) {
+        throw InputError(origin + ": key \"networks\" must be an array");
+    }
 
     Trace trace;
     trace.origin = origin;
@@ -155,7 +213,13 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
         const RunReader reader((*runs)[i], where);
         trace.runs.push_back({read_run(reader, catalog, origin + "#" + std::to_string(i)), (*runs)[i]});
     }
+    if (networks != document.end()) {
+        for (std::size_t i = 0; i < networks->size(); ++i) {
+            trace.networks.push_back(read_network((*networks)[i], origin + ": networks[" + std::to_string(i) + "]", catalog));
+        }
+    }
     document.erase("runs");
+    document.erase("networks");
     trace.document = std::move(document);
     return trace;
 }
@@ -213,6 +277,10 @@ std::string trace_json(const Trace& trace) {
         merged.update(typed);
         merged["measured"] = measured;
         document["runs"].push_back(merged);
+    }
+    if (!trace.networks.empty()) {
+        document["networks"] = json::array();
+        for (const NetworkMeasurement& m : trace.networks) document["networks"].push_back(network_json(m));
     }
     return document.dump(2) + "\n";
 }

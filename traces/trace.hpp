@@ -13,6 +13,7 @@
 
 #include "model/catalog.hpp"
 #include "model/observation.hpp"
+#include "traces/nccl_import.hpp"
 
 namespace epochcast {
 
@@ -25,8 +26,9 @@ struct TraceRun {
 
 struct Trace {
     std::string origin;           ///< the file it was read from ("" for a new trace)
-    nlohmann::json document;      ///< top-level keys besides "runs", kept as read
+    nlohmann::json document;      ///< top-level keys besides "runs" and "networks", kept as read
     std::vector<TraceRun> runs;
+    std::vector<NetworkMeasurement> networks;  ///< all-reduce measurements (`epochcast import-nccl`)
 };
 
 /// Parse trace JSON. `origin` names it in errors and in each Observation's origin ("file#index").

@@ -120,3 +120,36 @@ TEST(PredictCli, UserCatalogAddsAnInstance) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+TEST(ImportNcclCli, WritesATraceThatReadsBack) {
+    const auto out = std::filesystem::temp_directory_path() / ("epochcast-nccl-" + std::to_string(::getpid()) + ".json");
+    const auto result = testing::run_epochcast("import-nccl " EPOCHCAST_SOURCE_DIR
+                                               "/tests/traces/data/seed004_all_reduce_perf.log --instance p4d.24xlarge -o " +
+                                               out.string());
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("p4d.24xlarge"), std::string::npos) << result.out;
+    const auto json = nlohmann::json::parse(testing::read_text(out));
+    EXPECT_EQ(json["schema"], "epochcast.trace/1");
+    EXPECT_EQ(json["networks"][0]["ranks"], 16);
+    EXPECT_NEAR(json["networks"][0]["bus_bandwidth_GBps"].get<double>(), 42.03, 0.05 * 42.03);
+    std::filesystem::remove(out);
+}
+
+TEST(ImportNcclCli, UnknownInstanceOrMissingLogIsExitCode2AndWritesNothing) {
+    const auto out = std::filesystem::temp_directory_path() / ("epochcast-nccl-bad-" + std::to_string(::getpid()) + ".json");
+    auto result = testing::run_epochcast("import-nccl " EPOCHCAST_SOURCE_DIR
+                                         "/tests/traces/data/seed004_all_reduce_perf.log --instance p9.large -o " +
+                                         out.string());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("p9.large"), std::string::npos);
+    result = testing::run_epochcast("import-nccl /nonexistent.log --instance p4d.24xlarge -o " + out.string());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("/nonexistent.log"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace epochcast

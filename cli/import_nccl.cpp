@@ -1,0 +1,66 @@
+// `epochcast import-nccl LOG --instance NAME -o TRACE.json`: an nccl-tests all_reduce_perf log
+// becomes a network measurement (alpha-beta fit) in a trace, which calibration then uses.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/table.hpp"
+#include "model/errors.hpp"
+#include "traces/trace.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+struct ImportOptions {
+    std::string log;
+    std::string instance;
+    std::string output;
+    std::string source;
+    std::vector<std::string> catalogs;
+};
+
+void run_import(const ImportOptions& o, std::ostream& out) {
+    const Catalog catalog = load_catalog(o.catalogs);
+    catalog.instance(o.instance);  // an unknown instance fails before any work
+    std::ifstream in(o.log);
+    if (!in) throw InputError("cannot read nccl-tests log '" + o.log + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    int ranks = 0;
+    const std::vector<NcclSample> samples = parse_nccl_all_reduce(text.str(), o.log, &ranks);
+    NetworkMeasurement m = fit_alpha_beta(samples, ranks);
+    m.instance = o.instance;
+    m.source = o.source.empty() ? "nccl-tests all_reduce_perf log '" + o.log + "'" : o.source;
+
+    Trace trace;
+    trace.document = {{"description", "network measurement imported by epochcast import-nccl"}};
+    trace.networks.push_back(m);
+    write_trace(trace, o.output);
+
+    Table table({"instance", "ranks", "sizes", "alpha (us)", "fitted bus GB/s", "max bus GB/s", "avg bus GB/s"});
+    table.add_row({m.instance, std::to_string(m.ranks), std::to_string(m.samples.size()), format_number(m.latency_s * 1e6, 1),
+                   format_number(m.bus_bandwidth_GBps, 2), format_number(m.max_bus_bandwidth_GBps, 2),
+                   format_number(m.average_bus_bandwidth_GBps, 2)});
+    table.print(out);
+    out << "wrote " << o.output << '\n';
+}
+
+}  // namespace
+
+void register_import_nccl(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<ImportOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "import-nccl", "Fit latency and bus bandwidth to an nccl-tests all_reduce_perf log and write them as a trace");
+    cmd->add_option("log", options->log, "all_reduce_perf output")->required();
+    cmd->add_option("--instance", options->instance, "Instance type the test ran on")->required();
+    cmd->add_option("-o,--output", options->output, "Trace file to write")->required();
+    cmd->add_option("--source", options->source, "Where the log comes from (default: its path)");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    cmd->callback([options, &out] { run_import(*options, out); });
+}
+
+}  // namespace epochcast::cli

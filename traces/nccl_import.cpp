@@ -1,0 +1,111 @@
+#include "traces/nccl_import.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <sstream>
+
+#include "model/collectives.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+bool is_integer(const std::string& token) {
+    if (token.empty()) return false;
+    std::size_t start = token[0] == '-' ? 1 : 0;
+    return start < token.size() && std::all_of(token.begin() + start, token.end(), [](char c) { return std::isdigit(c); });
+}
+
+bool is_number(const std::string& token) {
+    char* end = nullptr;
+    std::strtod(token.c_str(), &end);
+    return !token.empty() && end == token.c_str() + token.size();
+}
+
+}  // namespace
+
+std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks) {
+    std::vector<NcclSample> samples;
+    int nranks = 0;
+    const std::regex nranks_pattern(R"(nranks\s+(\d+))");
+    std::istringstream lines{std::string(log)};
+    std::string line;
+    int line_number = 0;
+    while (std::getline(lines, line)) {
+        ++line_number;
+        std::smatch match;
+        if (std::regex_search(line, match, nranks_pattern)) nranks = std::stoi(match[1]);
+        // Strip an MPI output prefix like "[1,0]<stdout>:".
+        if (const auto at = line.find(">:"); at != std::string::npos && line.find("<std") != std::string::npos) {
+            line = line.substr(at + 2);
+        }
+        std::istringstream words(line);
+        std::vector<std::string> tokens;
+        for (std::string token; words >> token;) tokens.push_back(token);
+        if (tokens.size() < 8 || tokens[0].front() == '#' || !is_integer(tokens[0]) || !is_integer(tokens[1])) continue;
+        // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong
+        std::size_t time_column = 4;
+        if (is_integer(tokens[4]) && tokens.size() >= 9 && tokens.size() != 12) time_column = 5;
+        if (tokens.size() < time_column + 3 || !is_number(tokens[time_column]) || !is_number(tokens[time_column + 1]) ||
+            !is_number(tokens[time_column + 2])) {
+            throw InputError(std::string(origin) + ": line " + std::to_string(line_number) +
+                             " looks like a result row but its time and bandwidth columns are not numbers");
+        }
+        NcclSample sample;
+        sample.bytes = std::stod(tokens[0]);
+        sample.time_s = std::stod(tokens[time_column]) * 1e-6;  // nccl-tests prints microseconds
+        sample.algorithm_GBps = std::stod(tokens[time_column + 1]);
+        sample.bus_GBps = std::stod(tokens[time_column + 2]);
+        if (!(sample.time_s > 0)) {
+            throw InputError(std::string(origin) + ": line " + std::to_string(line_number) + " has a time that is not positive");
+        }
+        samples.push_back(sample);
+    }
+    if (samples.empty()) {
+        throw InputError(std::string(origin) + ": no all_reduce_perf result rows found (expected nccl-tests output)");
+    }
+    if (nranks == 0) {
+        // busbw / algbw = 2(n-1)/n  =>  n = 2 / (2 - ratio), from the largest message.
+        const NcclSample& largest = samples.back();
+        if (largest.algorithm_GBps > 0) {
+            const double ratio = largest.bus_GBps / largest.algorithm_GBps;
+            if (ratio < 2.0) nranks = static_cast<int>(std::lround(2.0 / (2.0 - ratio)));
+        }
+    }
+    if (nranks < 2) throw InputError(std::string(origin) + ": cannot tell how many ranks ran the test");
+    if (ranks) *ranks = nranks;
+    return samples;
+}
+
+NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks) {
+    if (samples.size() < 2) throw InputError("the alpha-beta fit needs at least 2 message sizes");
+    const double factor = allreduce_bus_factor(ranks);
+    // Ordinary least squares of t = alpha + (S factor) x beta, beta = 1/B. Absolute errors let the
+    // large messages, where the link is saturated, set B (what the model's bandwidth term needs);
+    // alpha then comes out as the small-message floor.
+    Eigen::MatrixXd a(samples.size(), 2);
+    Eigen::VectorXd t(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        a(i, 0) = 1.0;
+        a(i, 1) = samples[i].bytes * factor;
+        t(i) = samples[i].time_s;
+    }
+    const Eigen::Vector2d x = a.colPivHouseholderQr().solve(t);
+    NetworkMeasurement m;
+    m.ranks = ranks;
+    m.latency_s = std::max(0.0, x(0));
+    m.bus_bandwidth_GBps = x(1) > 0 ? 1.0 / x(1) / 1e9 : 0.0;
+    double sum = 0;
+    for (const NcclSample& s : samples) {
+        m.max_bus_bandwidth_GBps = std::max(m.max_bus_bandwidth_GBps, s.bus_GBps);
+        sum += s.bus_GBps;
+    }
+    m.average_bus_bandwidth_GBps = sum / samples.size();
+    m.samples = samples;
+    return m;
+}
+
+}  // namespace epochcast

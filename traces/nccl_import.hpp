@@ -1,0 +1,42 @@
+// Import of nccl-tests `all_reduce_perf` output (NVIDIA/nccl-tests): the table of message sizes
+// with time, algorithm and bus bandwidth, turned into a network measurement by an alpha-beta fit
+// t(S) = alpha + S x 2(n-1)/n / B, where B is then the bus bandwidth (docs/model.md, eq. R1).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace epochcast {
+
+/// One row of the table (out-of-place columns).
+struct NcclSample {
+    double bytes = 0;               ///< message size, in bytes
+    double time_s = 0;              ///< time of one all-reduce, in seconds
+    double algorithm_GBps = 0;      ///< bytes / time, in 10^9 bytes/s
+    double bus_GBps = 0;            ///< algorithm bandwidth x 2(n-1)/n, in 10^9 bytes/s
+};
+
+/// The fitted network of one instance type, as a trace stores it.
+struct NetworkMeasurement {
+    std::string instance;               ///< catalog instance type the test ran on
+    std::string source;                 ///< where the log came from
+    int ranks = 0;                      ///< all-reduce participants (GPUs)
+    double latency_s = 0;               ///< fitted alpha, seconds per all-reduce
+    double bus_bandwidth_GBps = 0;      ///< fitted B, in 10^9 bytes/s
+    double max_bus_bandwidth_GBps = 0;  ///< largest bus bandwidth in the table
+    double average_bus_bandwidth_GBps = 0;  ///< mean over the table, as nccl-tests prints it
+    std::vector<NcclSample> samples;
+};
+
+/// Parse the table rows of an all_reduce_perf log (MPI prefixes such as "[1,0]<stdout>:" and the
+/// optional "root" column are handled). The rank count comes from a "nranks N" line when present,
+/// else from the ratio of bus to algorithm bandwidth. Throws InputError naming `origin` when no
+/// row is found or a row is malformed.
+std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks);
+
+/// Ordinary least-squares fit of t = alpha + S x 2(n-1)/n / B over the samples: absolute errors
+/// let the large, bandwidth-bound messages set B. Throws InputError with fewer than 2 samples.
+NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks);
+
+}  // namespace epochcast
