@@ -10,6 +10,7 @@
 #include "cli/common.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
 namespace epochcast::cli {
@@ -26,12 +27,9 @@ struct ImportOptions {
 void run_import(const ImportOptions& o, std::ostream& out) {
     const Catalog catalog = load_catalog(o.catalogs);
     catalog.instance(o.instance);  // an unknown instance fails before any work
-    std::ifstream in(o.log);
-    if (!in) throw InputError("cannot read nccl-tests log '" + o.log + "'");
-    std::stringstream text;
-    text << in.rdbuf();
     int ranks = 0;
-    const std::vector<NcclSample> samples = parse_nccl_all_reduce(text.str(), o.log, &ranks);
+    const std::vector<NcclSample> samples =
+        parse_nccl_all_reduce(read_text_file(o.log, "nccl-tests log"), o.log, &ranks);
     NetworkMeasurement m = fit_alpha_beta(samples, ranks);
     m.instance = o.instance;
     m.source = o.source.empty() ? "nccl-tests all_reduce_perf log '" + o.log + "'" : o.source;

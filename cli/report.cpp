@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/table.hpp"
+#include "traces/trace.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -60,26 +61,8 @@ std::string strategy_label(const Scenario& s) {
 nlohmann::json prediction_json(const ScenarioResult& result) {
     const Scenario& s = result.scenario;
     const Prediction& p = result.prediction;
-    nlohmann::json scenario = {{"model", s.model},
-                               {"image_size", s.image_size},
-                               {"classes", s.classes},
-                               {"dataset_images", s.dataset_images},
-                               {"epochs", s.epochs},
-                               {"instance", s.instance},
-                               {"nodes", s.nodes},
-                               {"gpus_per_node", p.nodes > 0 ? p.gpus / p.nodes : 0},
-                               {"batch_per_gpu", s.batch_per_gpu},
-                               {"precision", to_string(s.precision)},
-                               {"strategy", to_string(s.strategy)},
-                               {"framework", to_string(s.framework)},
-                               {"pricing", to_string(s.pricing)}};
-    if (s.strategy == Strategy::ps) {
-        scenario["ps_colocated"] = s.ps_colocated;
-        if (!s.ps_colocated) {
-            scenario["ps_instance"] = s.ps_instance;
-            scenario["ps_nodes"] = s.ps_nodes;
-        }
-    }
+    nlohmann::json scenario = scenario_json(s);
+    scenario["gpus_per_node"] = p.nodes > 0 ? p.gpus / p.nodes : 0;  // resolved: 0 meant "all"
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},

@@ -7,6 +7,7 @@
 
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -131,12 +132,7 @@ Calibration Calibration::built_in() { return parse(embedded::calibration_json, "
 
 Calibration Calibration::parse(std::string_view json_text, std::string_view origin_view) {
     const std::string origin(origin_view);
-    json document;
-    try {
-        document = json::parse(json_text);
-    } catch (const json::parse_error& error) {
-        throw InputError(origin + ": not valid JSON (" + error.what() + ")");
-    }
+    const json document = parse_json(json_text, origin);
     const Fields root(document, origin, "");
     if (root.text("schema") != kSchema) {
         root.fail("schema", "is '" + root.text("schema") + "', expected '" + std::string(kSchema) + "'");
@@ -172,11 +168,7 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
 }
 
 Calibration Calibration::load(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    if (!in) throw InputError("cannot read calibration file '" + path.string() + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse(text.str(), path.string());
+    return parse(read_text_file(path, "calibration"), path.string());
 }
 
 std::string Calibration::to_json() const {

@@ -14,6 +14,7 @@
 
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -201,13 +202,7 @@ void upsert(std::vector<Spec>& specs, const Spec& spec) {
 
 void parse_impl(std::string_view json_text, std::string_view origin, const Catalog* known,
                    std::vector<GpuSpec>& gpus, std::vector<InstanceSpec>& instances) {
-    json root;
-    try {
-        root = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::parse_error& error) {
-        throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
-                         error.what());
-    }
+    const json root = parse_json(json_text, origin);
     if (!root.is_object()) {
         throw InputError(std::string(origin) + ": a catalog must be a JSON object, got " + type_name(root));
     }
@@ -254,25 +249,6 @@ void parse_impl(std::string_view json_text, std::string_view origin, const Catal
     }
 }
 
-std::string read_file(const std::filesystem::path& path) {
-    std::error_code error;
-    if (!std::filesystem::exists(path, error)) {
-        throw InputError("cannot read catalog file '" + path.string() + "': " + std::strerror(ENOENT));
-    }
-    if (std::filesystem::is_directory(path, error)) {
-        throw InputError("cannot read catalog file '" + path.string() + "': " + std::strerror(EISDIR));
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int code = errno;
-        throw InputError("cannot read catalog file '" + path.string() + "': " +
-                         (code != 0 ? std::strerror(code) : "cannot open"));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw InputError("cannot read catalog file '" + path.string() + "': read error");
-    return text.str();
-}
 
 }  // namespace
 
@@ -290,10 +266,10 @@ Catalog Catalog::parse(std::string_view json_text, std::string_view origin, cons
     return catalog;
 }
 
-Catalog Catalog::load(const std::filesystem::path& path) { return parse(read_file(path), path.string()); }
+Catalog Catalog::load(const std::filesystem::path& path) { return parse(read_text_file(path, "catalog"), path.string()); }
 
 Catalog Catalog::load(const std::filesystem::path& path, const Catalog& known) {
-    return parse(read_file(path), path.string(), known);
+    return parse(read_text_file(path, "catalog"), path.string(), known);
 }
 
 void Catalog::merge(const Catalog& other) {

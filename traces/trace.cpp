@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "model/types.hpp"
 
 namespace epochcast {
@@ -188,12 +189,7 @@ json network_json(const NetworkMeasurement& m) {
 
 Trace parse_trace(std::string_view json_text, std::string_view origin_view, const Catalog& catalog) {
     const std::string origin(origin_view);
-    json document;
-    try {
-        document = json::parse(json_text);
-    } catch (const json::parse_error& error) {
-        throw InputError(origin + ": not valid JSON (" + error.what() + ")");
-    }
+    json document = parse_json(json_text, origin);
     if (!document.is_object()) throw InputError(origin + ": a trace must be a JSON object");
     const auto schema = document.find("schema");
     if (schema == document.end() || !schema->is_string() || schema->get<std::string>() != kTraceSchema) {
@@ -225,36 +221,37 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
 }
 
 Trace read_trace(const std::filesystem::path& path, const Catalog& catalog) {
-    std::ifstream in(path);
-    if (!in) throw InputError("cannot read trace file '" + path.string() + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_trace(text.str(), path.string(), catalog);
+    return parse_trace(read_text_file(path, "trace"), path.string(), catalog);
+}
+
+json scenario_json(const Scenario& s) {
+    json fields = {{"model", s.model},
+                   {"image_size", s.image_size},
+                   {"classes", s.classes},
+                   {"dataset_images", s.dataset_images},
+                   {"epochs", s.epochs},
+                   {"instance", s.instance},
+                   {"nodes", s.nodes},
+                   {"gpus_per_node", s.gpus_per_node},
+                   {"framework", to_string(s.framework)},
+                   {"strategy", to_string(s.strategy)},
+                   {"precision", to_string(s.precision)},
+                   {"batch_per_gpu", s.batch_per_gpu},
+                   {"pricing", to_string(s.pricing)}};
+    if (s.strategy == Strategy::ps) {
+        if (s.ps_colocated) {
+            fields["ps_colocated"] = true;
+        } else {
+            fields["ps_instance"] = s.ps_instance;
+            fields["ps_nodes"] = s.ps_nodes;
+        }
+    }
+    return fields;
 }
 
 json run_json(const Observation& o) {
-    const Scenario& s = o.scenario;
-    json run = {{"source", o.source},
-                {"model", s.model},
-                {"image_size", s.image_size},
-                {"classes", s.classes},
-                {"dataset_images", s.dataset_images},
-                {"epochs", s.epochs},
-                {"instance", s.instance},
-                {"nodes", s.nodes},
-                {"gpus_per_node", s.gpus_per_node},
-                {"framework", to_string(s.framework)},
-                {"strategy", to_string(s.strategy)},
-                {"precision", to_string(s.precision)},
-                {"batch_per_gpu", s.batch_per_gpu}};
-    if (s.strategy == Strategy::ps) {
-        if (s.ps_colocated) {
-            run["ps_colocated"] = true;
-        } else {
-            run["ps_instance"] = s.ps_instance;
-            run["ps_nodes"] = s.ps_nodes;
-        }
-    }
+    json run = scenario_json(o.scenario);
+    run["source"] = o.source;
     json measured = {{"throughput_images_per_s", o.throughput_images_per_s}};
     if (o.epoch_s) measured["epoch_s"] = *o.epoch_s;
     if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;

@@ -38,6 +38,9 @@ Trace parse_trace(std::string_view json_text, std::string_view origin, const Cat
 /// Read and parse a file; a missing or unreadable file is an InputError naming the path.
 Trace read_trace(const std::filesystem::path& path, const Catalog& catalog);
 
+/// A Scenario's fields as trace runs and sweep specs name them (DESIGN.md).
+nlohmann::json scenario_json(const Scenario& scenario);
+
 /// The run's JSON for an Observation (the keys of DESIGN.md's trace run).
 nlohmann::json run_json(const Observation& observation);
 

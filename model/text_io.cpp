@@ -1,0 +1,38 @@
+#include "model/text_io.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+
+std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+    const std::string prefix = "cannot read " + std::string(what) + " file '" + path.string() + "': ";
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) throw InputError(prefix + std::strerror(ENOENT));
+    if (std::filesystem::is_directory(path, error)) throw InputError(prefix + std::strerror(EISDIR));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int code = errno;
+        throw InputError(prefix + (code != 0 ? std::strerror(code) : "cannot open"));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw InputError(prefix + "read error");
+    return text.str();
+}
+
+nlohmann::json parse_json(std::string_view text, std::string_view origin) {
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& error) {
+        throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
+                         error.what());
+    }
+}
+
+}  // namespace epochcast

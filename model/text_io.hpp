@@ -1,0 +1,20 @@
+// Reading the project's text files with errors a user can act on. Shared by the catalog, the
+// calibration and the traces.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace epochcast {
+
+/// The whole file. Throws InputError "cannot read <what> file '<path>': <reason>" when it is
+/// missing, a directory or unreadable.
+std::string read_text_file(const std::filesystem::path& path, std::string_view what);
+
+/// Parse JSON. Throws InputError "<origin>: malformed JSON at byte N: ..." on a syntax error.
+nlohmann::json parse_json(std::string_view text, std::string_view origin);
+
+}  // namespace epochcast
