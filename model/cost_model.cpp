@@ -171,15 +171,10 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const MemoryEstimate memory = training_memory(work, scenario.precision, scenario.batch_per_gpu);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
-        int fits = 0;
-        for (int b = scenario.batch_per_gpu - 1; b >= 1; b /= 2) {
-            if (training_memory(work, scenario.precision, b).total_bytes() <= capacity) {
-                // Refine upward from the power-of-two step to the exact largest batch.
-                fits = b;
-                while (training_memory(work, scenario.precision, fits + 1).total_bytes() <= capacity) ++fits;
-                break;
-            }
-        }
+        // Memory grows linearly with the batch, so the largest batch that fits is a division.
+        const double batch_independent_bytes = memory.total_bytes() - memory.activations_bytes;
+        const int fits = static_cast<int>(std::floor((capacity - batch_independent_bytes) /
+                                                     activation_bytes_per_image(work, scenario.precision)));
         throw InfeasibleError("batch " + std::to_string(scenario.batch_per_gpu) + " per GPU of " + scenario.model + " at " +
                               std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
                               " GiB, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
