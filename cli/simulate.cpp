@@ -41,6 +41,9 @@ struct SimulateOptions {
     std::optional<double> overlap;
     std::string granularity = "auto";
     std::string network_model = "cm02";
+    std::string topology = "star";
+    int rack_nodes = 16;
+    double oversubscription = 1;
     double cycle_time_ms = sim::kHorovodCycleTimeS * 1e3;
     std::string timeline;
     std::string elastic;
@@ -136,6 +139,9 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     options.granularity = sim::parse_granularity(o.granularity, "--granularity");
     options.network_model = sim::parse_network_model(o.network_model, "--network-model");
     options.cycle_time_s = o.cycle_time_ms / 1e3;
+    options.topology.kind = sim::parse_topology(o.topology, "--topology");
+    options.topology.rack_nodes = o.rack_nodes;
+    options.topology.oversubscription = o.oversubscription;
     options.timeline_path = o.timeline;
 
     std::optional<sim::ElasticSchedule> schedule;
@@ -162,6 +168,9 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
                            {"overlap", result.overlap},
                            {"slow_nodes", o.slow_nodes},
                            {"network_model", to_string(result.network_model)},
+                           {"topology", {{"kind", to_string(options.topology.kind)},
+                                         {"rack_nodes", options.topology.rack_nodes},
+                                         {"oversubscription", options.topology.oversubscription}}},
                            {"cycle_time_s", options.cycle_time_s},
                            {"buckets_per_iteration", result.buckets_per_iteration},
                            {"transfers", result.transfers},
@@ -231,6 +240,11 @@ void register_simulate(CLI::App& app, std::ostream& out) {
                     "1 = as soon as a bucket is ready)");
     cmd->add_option("--granularity", options->granularity, "auto, step or coarse collective steps (default auto)");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
+    cmd->add_option("--topology", options->topology,
+                    "star (one switch, default) or fat-tree (racks of --rack-nodes leaves under a spine)");
+    cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree (default 16)");
+    cmd->add_option("--oversubscription", options->oversubscription,
+                    "Rack uplink = its NICs' bandwidth / this, with --topology fat-tree (default 1, non-blocking)");
     cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (Horovod, default 5)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "

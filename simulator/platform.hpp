@@ -1,7 +1,9 @@
 // The SimGrid platform of one cluster, built in code from the resolved scenario (catalog figures
 // through the calibration's network priors). Internal to simulator/: it includes SimGrid.
 //
-//   root: star zone "cluster" (the top-of-rack switch)
+//   root: star zone "cluster" (the switch; with a fat-tree, the spine, whose children are rack
+//         zones "rack-R" reached through an aggregated uplink "rack-R-uplink", each holding its
+//         leaf switch "rack-R-switch" and the node and server zones below)
 //     node-N: star zone of the node, its gateway the host "node-N" (the node's CPU and NIC endpoint)
 //       node-N-gpu-I: GPU host, speed = the calibrated effective FLOP rate, joined to the node's
 //                     star by a split-duplex NVLink/PCIe link (intra_bandwidth_Bps, latency alpha/2)
@@ -37,7 +39,7 @@ struct Platform {
 /// Create the zones, hosts and links of the cluster under a fresh Engine and seal them.
 /// `gpu_flops_per_s` is the speed of a GPU host; a slow node's GPUs run at speed / factor.
 Platform build_platform(const ResolvedScenario& scenario, double gpu_flops_per_s,
-                        const std::vector<SlowNode>& slow_nodes);
+                        const std::vector<SlowNode>& slow_nodes, const Topology& topology = {});
 
 /// Latency of the route between two hosts, in seconds (sum of its links' latencies).
 double route_latency_s(simgrid::s4u::Host* from, simgrid::s4u::Host* to);

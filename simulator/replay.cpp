@@ -128,7 +128,7 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
     tensors_ = static_cast<int>(in_.plan.gradients.size());
     ps_ = s_.strategy == Strategy::ps;
 
-    platform_ = build_platform(s_, in_.plan.gpu_flops_per_s, in_.slow_nodes);
+    platform_ = build_platform(s_, in_.plan.gpu_flops_per_s, in_.slow_nodes, in_.topology);
     intra_latency_s_ = k_ > 1 ? route_latency_s(platform_.gpu(0, 0), platform_.gpu(0, 1)) : 0.0;
     flat_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.gpu(0, k_ - 1), platform_.gpu(1, 0)) : intra_latency_s_;
     inter_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.node_hosts[0], platform_.node_hosts[1]) : 0.0;

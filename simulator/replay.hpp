@@ -21,6 +21,7 @@ struct RunInput {
     std::vector<SlowNode> slow_nodes;
     Granularity granularity = Granularity::step;  ///< step or coarse
     NetworkModel network_model = NetworkModel::cm02;
+    Topology topology;
     double cycle_time_s = kHorovodCycleTimeS;
     double fusion_threshold_bytes = kDefaultFusionThresholdBytes;
     double data_s = 0;                   ///< input pipeline time per batch (eq. D1)

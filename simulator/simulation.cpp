@@ -176,6 +176,20 @@ NetworkModel parse_network_model(std::string_view text, std::string_view what) {
     throw InputError(std::string(what) + " must be cm02 or lv08 (got '" + std::string(text) + "')");
 }
 
+std::string_view to_string(TopologyKind kind) {
+    switch (kind) {
+        case TopologyKind::star: return "star";
+        case TopologyKind::fat_tree: return "fat-tree";
+    }
+    return "?";
+}
+
+TopologyKind parse_topology(std::string_view text, std::string_view what) {
+    if (text == "star") return TopologyKind::star;
+    if (text == "fat-tree") return TopologyKind::fat_tree;
+    throw InputError(std::string(what) + " must be star or fat-tree (got '" + std::string(text) + "')");
+}
+
 SlowNode parse_slow_node(std::string_view text, std::string_view what) {
     const std::string value(text);
     const auto colon = value.find(':');
@@ -229,6 +243,12 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     if (!(options.cycle_time_s >= 0) || !std::isfinite(options.cycle_time_s)) {
         throw InputError("--cycle-time-ms must be 0 or more");
     }
+    if (options.topology.rack_nodes < 1) {
+        throw InputError("--rack-nodes must be at least 1 (got " + std::to_string(options.topology.rack_nodes) + ")");
+    }
+    if (!(options.topology.oversubscription >= 1) || !std::isfinite(options.topology.oversubscription)) {
+        throw InputError("--oversubscription must be 1 or more (1 = non-blocking)");
+    }
     const ResolvedScenario resolved = model.resolve(scenario);
     for (const SlowNode& slow : options.slow_nodes) {
         if (slow.node >= resolved.nodes) {
@@ -260,6 +280,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     }
     if (resolved.strategy == Strategy::ps) input.granularity = Granularity::step;  // no coarse form: see docs
     input.network_model = options.network_model;
+    input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s;
     input.fusion_threshold_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
     input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);

@@ -49,6 +49,21 @@ enum class NetworkModel {
 std::string_view to_string(NetworkModel model);
 NetworkModel parse_network_model(std::string_view text, std::string_view what = "network model");
 
+/// How the nodes' NICs reach each other.
+enum class TopologyKind {
+    star,      ///< one non-blocking switch (the default; what the closed form assumes)
+    fat_tree,  ///< two-level leaf-spine tree: racks of `rack_nodes` leaves, each rack's uplink
+               ///< aggregated into one link of (its leaves' NIC bandwidth) / oversubscription
+};
+std::string_view to_string(TopologyKind kind);
+TopologyKind parse_topology(std::string_view text, std::string_view what = "--topology");
+
+struct Topology {
+    TopologyKind kind = TopologyKind::star;
+    int rack_nodes = 16;           ///< leaves (worker nodes, then servers) per rack, >= 1
+    double oversubscription = 1;   ///< rack uplink = sum of its NICs / this, >= 1
+};
+
 /// A worker node whose GPUs are slower than the rest.
 struct SlowNode {
     int node = 0;         ///< worker node index, 0-based
@@ -68,6 +83,7 @@ struct SimulationOptions {
                                          ///< gradients may be communicated, 0..1; unset: the calibration's
     Granularity granularity = Granularity::automatic;
     NetworkModel network_model = NetworkModel::cm02;
+    Topology topology;                   ///< star (default) or fat-tree
     double cycle_time_s = kHorovodCycleTimeS;  ///< all-reduce fusion cycle, in seconds (>= 0)
     std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
 };
