@@ -248,7 +248,7 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (Horovod, default 5)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
-                    "reported against the fixed cluster of --nodes");
+                    "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs");
     cmd->callback([options, &out] { run_simulate(*options, out); });
 }
 
