@@ -346,19 +346,42 @@ void Simulation::ps_node_actor(int node) {
     const std::vector<sg4::Host*> server_hosts = servers();
     sg4::Host* self = platform_.node_hosts[static_cast<std::size_t>(node)];
     const int server_count = static_cast<int>(server_hosts.size());
-    sg4::Mailbox* pulls = sg4::Mailbox::by_name("pull-" + std::to_string(node));
-    pulls->set_receiver(sg4::Actor::self());
     std::vector<std::vector<sg4::Host*>> node_ring;
     if (k_ > 1) node_ring.emplace_back(platform_.gpus.begin() + node * k_, platform_.gpus.begin() + (node + 1) * k_);
     const double total_bytes = gradient_range_bytes(in_.plan.gradients, 0, tensors_);
 
+    // Pushed ranges and, once every server has answered them, when: shared with the pull receiver.
+    struct Batch {
+        double start_s;
+        int end;
+    };
+    std::vector<Batch> batches;
+    std::vector<std::pair<double, double>> busy;  // [push start, last pull] of each batch
+    const sg4::SemaphorePtr pulled_all = sg4::Semaphore::create(0);
+    // A second actor on the node receives the pulls while this one is still pushing, so that a
+    // batch's end is seen when its last pull arrives.
+    sg4::ActorPtr receiver = sg4::Actor::create("ps-pulls-" + std::to_string(node), self, [&, node] {
+        sg4::Mailbox* pulls = sg4::Mailbox::by_name("pull-" + std::to_string(node));
+        for (int it = 0; it < in_.iterations; ++it) {
+            std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(server_count));
+            std::size_t closed = 0;
+            int complete = 0;
+            while (complete < tensors_) {
+                const std::unique_ptr<PullMessage> message = pulls->get_unique<PullMessage>();
+                pulled[static_cast<std::size_t>(message->server)].add(message->begin, message->end);
+                complete = tensors_;
+                for (const ContiguousPrefix& p : pulled) complete = std::min(complete, p.prefix());
+                while (closed < batches.size() && batches[closed].end <= complete) {
+                    busy.emplace_back(batches[closed].start_s, sg4::Engine::get_clock());
+                    ++closed;
+                }
+            }
+            pulled_all->release();
+        }
+    });
+    sg4::Mailbox::by_name("pull-" + std::to_string(node))->set_receiver(receiver);
+
     for (int it = 0; it < in_.iterations; ++it) {
-        struct Batch {
-            double start_s;
-            int end;
-        };
-        std::vector<Batch> batches;
-        std::vector<std::pair<double, double>> busy;  // [start, end] of each batch's traffic
         int sent = 0;
         while (sent < tensors_) {
             while (g.prefix == sent) g.progress->acquire();
@@ -368,6 +391,7 @@ void Simulation::ps_node_actor(int node) {
             // Reduce inside the node first (MXNet's dist_device_sync), then push the node's sum,
             // sharded evenly over the servers.
             rings(node_ring, bytes, k_ - 1, intra_latency_s_);
+            batches.push_back({t0, end});
             for (int s = 0; s < server_count; ++s) {
                 sg4::Host* server = server_hosts[static_cast<std::size_t>(s)];
                 const double shard = server == self ? 0.0 : bytes / server_count;
@@ -376,23 +400,10 @@ void Simulation::ps_node_actor(int node) {
                     ->detach();
                 ++transfers_;
             }
-            batches.push_back({t0, end});
             sent = end;
         }
         // Pull: every server answers each range once every node has pushed it.
-        std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(server_count));
-        std::size_t closed = 0;
-        int complete = 0;
-        while (complete < tensors_) {
-            const std::unique_ptr<PullMessage> message = pulls->get_unique<PullMessage>();
-            pulled[static_cast<std::size_t>(message->server)].add(message->begin, message->end);
-            complete = tensors_;
-            for (const ContiguousPrefix& p : pulled) complete = std::min(complete, p.prefix());
-            while (closed < batches.size() && batches[closed].end <= complete) {
-                busy.emplace_back(batches[closed].start_s, sg4::Engine::get_clock());
-                ++closed;
-            }
-        }
+        pulled_all->acquire();
         const double t0 = sg4::Engine::get_clock();
         rings(node_ring, total_bytes, k_ - 1, intra_latency_s_);  // all-gather the updated weights
         const double end = sg4::Engine::get_clock();
@@ -413,6 +424,8 @@ void Simulation::ps_node_actor(int node) {
         }
         auto& iteration_end = end_s_[static_cast<std::size_t>(it)];
         iteration_end = std::max(iteration_end, end);
+        batches.clear();
+        busy.clear();
         std::fill(g.reach.begin(), g.reach.end(), 0);
         g.prefix = 0;
         for (int i = 0; i < g.size; ++i) g.done->release();
