@@ -118,6 +118,8 @@ void register_predict(CLI::App& app, std::ostream& out) {
     scen.push_back(cmd->add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     scen.push_back(cmd->add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
     scen.push_back(cmd->add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
+    scen.push_back(cmd->add_option("--efa-adapters", s.efa_adapters,
+                                   "EFA adapters used per node (default: all the instance has; 0: TCP sockets)"));
     scen.push_back(cmd->add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
     scen.push_back(cmd->add_option("--image-size", s.image_size, "Input side in pixels"));
     scen.push_back(cmd->add_option("--classes", s.classes, "Classifier outputs"));

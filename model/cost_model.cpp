@@ -24,15 +24,19 @@ std::string format_gib(double bytes) {
     return out.str();
 }
 
-/// Bandwidth one node gets across the network, in bytes/s (docs/model.md, eq. N1).
-double node_network_Bps(const InstanceSpec& instance, const NetworkParams& network) {
+/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use, in
+/// bytes/s (docs/model.md, eq. N1): EFA reaches a share of the line rate of the adapters used;
+/// without EFA, NCCL's socket transport reaches a share of the line rate up to a ceiling.
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
     const double line_GBps = instance.network_gbps / kBitsPerByte;
-    if (instance.efa_adapters > 0) return line_GBps * network.efa_efficiency * 1e9;
+    if (efa_adapters > 0) {
+        return line_GBps * efa_adapters / instance.efa_adapters * network.efa_efficiency * 1e9;
+    }
     return std::min(line_GBps * network.tcp_efficiency, network.tcp_cap_GBps) * 1e9;
 }
 
-double node_latency_s(const InstanceSpec& instance, const NetworkParams& network) {
-    return instance.efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
+double node_latency_s(int efa_adapters, const NetworkParams& network) {
+    return efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
 }
 
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
@@ -117,6 +121,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     if (scenario.batch_per_gpu < 1) {
         throw InputError("--batch-per-gpu must be at least 1 (got " + std::to_string(scenario.batch_per_gpu) + ")");
     }
+    if (scenario.efa_adapters < -1) {
+        throw InputError("--efa-adapters must be 0 or more (got " + std::to_string(scenario.efa_adapters) + ")");
+    }
     if (scenario.gpus_per_node < 0) {
         throw InputError("--gpus-per-node must be positive (got " + std::to_string(scenario.gpus_per_node) + ")");
     }
@@ -129,6 +136,11 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         throw InputError("instance '" + instance.name + "' has no GPUs: it can serve as --ps-instance, not as a worker");
     }
     const GpuSpec& gpu = catalog_.gpu_of(instance);
+    if (scenario.efa_adapters > instance.efa_adapters) {
+        throw InputError("--efa-adapters " + std::to_string(scenario.efa_adapters) + " is more than " + instance.name +
+                         " has (" + std::to_string(instance.efa_adapters) + ")");
+    }
+    const int efa = scenario.efa_adapters < 0 ? instance.efa_adapters : scenario.efa_adapters;
     const int k = scenario.gpus_per_node == 0 ? instance.gpus : scenario.gpus_per_node;
     if (k > instance.gpus) {
         throw InputError("--gpus-per-node " + std::to_string(k) + " is more than " + instance.name + " has (" +
@@ -222,12 +234,12 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
     r.intra_bandwidth_Bps = instance.intra_node_GBps * net.intra_efficiency * 1e9;
     r.intra_latency_s = net.intra_latency_s;
-    r.inter_bandwidth_Bps = node_network_Bps(instance, net);
-    r.inter_latency_s = node_latency_s(instance, net);
+    r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
+    r.inter_latency_s = node_latency_s(efa, net);
     if (server) {
-        r.server_bandwidth_Bps = node_network_Bps(*server, net);
+        r.server_bandwidth_Bps = node_network_Bps(*server, server->efa_adapters, net);
         // A message between a worker and a server takes the slower transport of the two.
-        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(*server, net));
+        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(server->efa_adapters, net));
     }
     r.network_sigma = net.relative_sigma;
 

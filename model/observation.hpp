@@ -20,4 +20,17 @@ struct Observation {
     std::optional<double> iteration_s;       ///< measured seconds per iteration, where published
 };
 
+/// A published relative figure where no absolute throughput was published: how one configuration
+/// compares with another (seed 002's 7.7x speedup from 1 to 8 K80; seed 004's 5-8% shorter epochs
+/// with EFA). A single value has low == high; a published range keeps both ends.
+struct Comparison {
+    std::string origin;        ///< e.g. "traces/published/x.json#comparisons[1]"
+    std::string source;        ///< where the figure comes from
+    ComparisonQuantity quantity = ComparisonQuantity::speedup;
+    Scenario baseline;         ///< the configuration compared against
+    Scenario scenario;         ///< the configuration whose change is measured
+    double measured_low = 0;   ///< the measured ratio, or the low end of a published range
+    double measured_high = 0;  ///< the high end (== measured_low for a single value)
+};
+
 }  // namespace epochcast

@@ -121,6 +121,7 @@ Observation read_run(const RunReader& r, const Catalog& catalog, const std::stri
             s.ps_nodes = static_cast<int>(r.integer("ps_nodes", 1));
         }
     }
+    if (r.find(r.run(), "efa_adapters")) s.efa_adapters = static_cast<int>(r.integer("efa_adapters", 0));
     const json* measured = r.find(r.run(), "measured");
     if (!measured) r.fail("measured", "is missing");
     if (!measured->is_object()) r.fail("measured", "must be an object");
@@ -246,6 +247,7 @@ json scenario_json(const Scenario& s) {
             fields["ps_nodes"] = s.ps_nodes;
         }
     }
+    if (s.efa_adapters >= 0) fields["efa_adapters"] = s.efa_adapters;
     return fields;
 }
 
