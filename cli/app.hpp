@@ -20,5 +20,7 @@ void run(const std::vector<std::string>& args, std::ostream& out);
 void register_catalog(CLI::App& app, std::ostream& out);
 void register_predict(CLI::App& app, std::ostream& out);
 void register_import_nccl(CLI::App& app, std::ostream& out);
+void register_calibrate(CLI::App& app, std::ostream& out);
+void register_validate(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

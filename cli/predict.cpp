@@ -68,7 +68,7 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
-        results.push_back({s, model.predict(resolved), resolved.measured_curve});
+        results.push_back({s, model.predict(resolved), resolved.measured_curve, resolved.borrowed_curve});
     }
 
     if (o.json) {
@@ -90,7 +90,8 @@ void run_predict(PredictOptions& o, std::ostream& out) {
         if (!r.measured_curve) {
             out << "\nnote: no measured compute curve for " << model.catalog().instance(r.scenario.instance).gpu << " / "
                 << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
-                << "; the roofline prior is used, hence the wide band.\n";
+                << (r.borrowed_curve ? "; another framework's curve on the same GPU stands in, hence the wider band.\n"
+                                     : "; the roofline prior is used, hence the wide band.\n");
             break;
         }
     }

@@ -24,9 +24,8 @@ std::string format_gib(double bytes) {
     return out.str();
 }
 
-/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use, in
-/// bytes/s (docs/model.md, eq. N1): EFA reaches a share of the line rate of the adapters used;
-/// without EFA, NCCL's socket transport reaches a share of the line rate up to a ceiling.
+}  // namespace
+
 double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
     const double line_GBps = instance.network_gbps / kBitsPerByte;
     if (efa_adapters > 0) {
@@ -34,6 +33,8 @@ double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const Ne
     }
     return std::min(line_GBps * network.tcp_efficiency, network.tcp_cap_GBps) * 1e9;
 }
+
+namespace {
 
 double node_latency_s(int efa_adapters, const NetworkParams& network) {
     return efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
@@ -268,7 +269,19 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
                                                           log_value_per_coordinate(coordinate_of(kind), value)};
     };
     const int framework_index = static_cast<int>(scenario.framework);
-    if (const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework)) {
+    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework);
+    r.measured_curve = curve != nullptr;
+    if (!curve) {
+        // Another framework's curve on the same GPU and precision beats the roofline.
+        for (const ComputeCurve& other : calibration_.compute) {
+            if (other.gpu == gpu.name && other.precision == scenario.precision) {
+                curve = &other;
+                r.borrowed_curve = true;
+                break;
+            }
+        }
+    }
+    if (curve) {
         const int curve_index = static_cast<int>(curve - calibration_.compute.data());
         depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
         depends(SensitiveField::fixed, ParameterKind::curve_fixed, curve_index, curve->fixed_s);
@@ -276,9 +289,11 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
         r.time_per_image_s = curve->time_per_image_s * flops_ratio;
         r.fixed_s = curve->fixed_s;
-        r.measured_curve = true;
-        // A curve carried to another architecture by its FLOPs is half as uncertain as a roofline prior.
-        if (flops_ratio != 1.0) r.transfer_sigma = 0.5 * calibration_.roofline.relative_sigma;
+        // A curve carried to another architecture by its FLOPs is half as uncertain as a roofline
+        // prior; one carried to another framework, kFrameworkTransferSigma.
+        const double architecture_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
+        const double framework_sigma = r.borrowed_curve ? kFrameworkTransferSigma : 0.0;
+        r.transfer_sigma = std::hypot(architecture_sigma, framework_sigma);
     } else {
         const RooflinePrior& prior = calibration_.roofline;
         // GPUs without tensor cores (K80, M60) run fp16 at the fp32 rate and efficiency.

@@ -53,6 +53,7 @@ struct ResolvedScenario {
     double fixed_s = 0;            ///< seconds per iteration
     double transfer_sigma = 0;     ///< extra relative 1-sigma of a curve carried to another architecture
     bool measured_curve = false;   ///< true when the calibration measured this GPU/precision/framework
+    bool borrowed_curve = false;   ///< true when another framework's curve on this GPU and precision stands in
 
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
@@ -84,6 +85,10 @@ struct ResolvedScenario {
     double& field(SensitiveField f);
     double field(SensitiveField f) const { return const_cast<ResolvedScenario*>(this)->field(f); }
 };
+
+/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use, in
+/// bytes/s (docs/model.md, eq. N1).
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
 
 /// Per-iteration compute of one GPU: fixed + batch x per-image time (docs/model.md, eq. C1).
 double compute_time_s(double fixed_s, double time_per_image_s, int batch);

@@ -22,6 +22,7 @@ struct NetworkMeasurement {
     std::string instance;               ///< catalog instance type the test ran on
     std::string source;                 ///< where the log came from
     int ranks = 0;                      ///< all-reduce participants (GPUs)
+    int efa_adapters = -1;              ///< EFA adapters used: -1 all the instance has, 0 TCP sockets
     double latency_s = 0;               ///< fitted alpha, seconds per all-reduce
     double bus_bandwidth_GBps = 0;      ///< fitted B, in 10^9 bytes/s
     double max_bus_bandwidth_GBps = 0;  ///< largest bus bandwidth in the table

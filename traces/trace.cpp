@@ -285,26 +285,7 @@ std::string trace_json(const Trace& trace) {
 }
 
 void write_trace(const Trace& trace, const std::filesystem::path& path) {
-    const std::string text = trace_json(trace);
-    std::filesystem::path temporary = path;
-    temporary += ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(temporary, std::ios::trunc);
-        if (!out) throw InputError("cannot write trace file '" + path.string() + "'");
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            throw InputError("cannot write trace file '" + path.string() + "'");
-        }
-    }
-    std::error_code error;
-    std::filesystem::rename(temporary, path, error);
-    if (error) {
-        std::filesystem::remove(temporary, error);
-        throw InputError("cannot write trace file '" + path.string() + "'");
-    }
+    write_text_file_atomically(path, trace_json(trace), "trace");
 }
 
 }  // namespace epochcast

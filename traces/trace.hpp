@@ -29,6 +29,7 @@ struct Trace {
     nlohmann::json document;      ///< top-level keys besides "runs" and "networks", kept as read
     std::vector<TraceRun> runs;
     std::vector<NetworkMeasurement> networks;  ///< all-reduce measurements (`epochcast import-nccl`)
+    std::vector<Comparison> comparisons;       ///< published relative figures
 };
 
 /// Parse trace JSON. `origin` names it in errors and in each Observation's origin ("file#index").
