@@ -1,5 +1,6 @@
 // The epochcast.trace/1 format: the published traces parse, a trace round-trips with unknown
 // keys kept, and every malformed run is rejected naming the file, the run index and the key.
+// Comparisons and network entries: test_trace_comparisons.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,10 +51,23 @@ TEST(Trace, EveryPublishedTraceParses) {
     for (const auto& entry : std::filesystem::directory_iterator(EPOCHCAST_SOURCE_DIR "/traces/published")) {
         if (entry.path().extension() != ".json") continue;
         const Trace trace = read_trace(entry.path(), catalog());
-        EXPECT_FALSE(trace.runs.empty()) << entry.path();
+        EXPECT_TRUE(trace.document.contains("description")) << entry.path();
+        // A published trace holds at least one figure: a run, a comparison, a network or a finding.
+        const auto found = trace.document.find("findings");
+        const std::size_t finding_count = found != trace.document.end() && found->is_array() ? found->size() : 0;
+        EXPECT_GT(trace.runs.size() + trace.comparisons.size() + trace.networks.size() + finding_count, 0u)
+            << entry.path();
         for (const TraceRun& run : trace.runs) {
             EXPECT_FALSE(run.observation.source.empty());
             EXPECT_GT(run.observation.throughput_images_per_s, 0);
+        }
+        for (const Comparison& comparison : trace.comparisons) EXPECT_FALSE(comparison.source.empty()) << entry.path();
+        for (const NetworkMeasurement& network : trace.networks) EXPECT_FALSE(network.source.empty()) << entry.path();
+        if (found != trace.document.end()) {
+            ASSERT_TRUE(found->is_array()) << entry.path();
+            for (const auto& finding : *found) {
+                EXPECT_TRUE(finding.contains("source") && finding.contains("what")) << entry.path() << finding.dump();
+            }
         }
         runs += static_cast<int>(trace.runs.size());
     }
