@@ -73,7 +73,8 @@ public:
         }
         if (!value->is_number()) fail(key, "must be a number, got " + value->dump());
         const double x = value->get<double>();
-        if (positive ? !(x > 0) : !(x >= 0)) fail(key, (positive ? "must be positive, got " : "must be >= 0, got ") + value->dump());
+        if (positive && !(x > 0)) fail(key, "must be positive, got " + value->dump());
+        if (!positive && !(x >= 0)) fail(key, "must be >= 0, got " + value->dump());
         return x;
     }
     /// An instance name the catalog knows.
@@ -258,13 +259,15 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
     if (const auto comparisons = document.find("comparisons"); comparisons != document.end()) {
         for (std::size_t i = 0; i < comparisons->size(); ++i) {
             const std::string entry = "comparisons[" + std::to_string(i) + "]";
-            trace.comparisons.push_back(read_comparison((*comparisons)[i], origin + ": " + entry, origin + "#" + entry, catalog));
+            trace.comparisons.push_back(
+                read_comparison((*comparisons)[i], origin + ": " + entry, origin + "#" + entry, catalog));
             trace.comparisons_raw.push_back((*comparisons)[i]);
         }
     }
     if (const auto networks = document.find("networks"); networks != document.end()) {
         for (std::size_t i = 0; i < networks->size(); ++i) {
-            trace.networks.push_back(read_network((*networks)[i], origin + ": networks[" + std::to_string(i) + "]", catalog));
+            const std::string where = origin + ": networks[" + std::to_string(i) + "]";
+            trace.networks.push_back(read_network((*networks)[i], where, catalog));
             trace.networks_raw.push_back((*networks)[i]);
         }
     }
@@ -371,7 +374,9 @@ std::string trace_json(const Trace& trace) {
                                  : json::object();
             const json typed = comparison_json(trace.comparisons[i]);
             json entry = merged(raw, typed);
-            for (const char* part : {"baseline", "scenario"}) entry[part] = merged(raw.value(part, json::object()), typed[part]);
+            for (const char* part : {"baseline", "scenario"}) {
+                entry[part] = merged(raw.value(part, json::object()), typed[part]);
+            }
             // "ratio" or "low"/"high" come from the typed view alone, so the two never both appear.
             json measured = raw.value("measured", json::object());
             if (!measured.is_object()) measured = json::object();
