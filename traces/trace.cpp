@@ -162,6 +162,11 @@ Observation read_run(const json& run, const std::string& where, const std::strin
     o.epoch_s = measured.number("epoch_s", false);
     o.time_to_train_s = measured.number("time_to_train_s", false);
     o.iteration_s = measured.number("iteration_s", false);
+    o.node_scaling_efficiency = measured.number("node_scaling_efficiency", false);
+    if (const json* approximate = r.find("approximate")) {
+        if (!approximate->is_boolean()) r.fail("approximate", "must be true or false");
+        o.approximate = approximate->get<bool>();
+    }
     return o;
 }
 
@@ -315,7 +320,9 @@ json run_json(const Observation& o) {
     if (o.epoch_s) measured["epoch_s"] = *o.epoch_s;
     if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;
     if (o.iteration_s) measured["iteration_s"] = *o.iteration_s;
+    if (o.node_scaling_efficiency) measured["node_scaling_efficiency"] = *o.node_scaling_efficiency;
     run["measured"] = measured;
+    if (o.approximate) run["approximate"] = true;
     return run;
 }
 
