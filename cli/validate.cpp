@@ -195,13 +195,8 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
         for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, comparison_ratio(model, c)});
     } else {
         const CostModel prior(catalog, load_calibration(o.prior));
-        for (std::size_t i = 0; i < evidence.runs.size(); ++i) {
-            std::vector<Observation> others = evidence.runs;
-            others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-            const CalibrationFit fit = fit_calibration(prior, others, evidence.networks);
-            const CostModel model(prior, fit.calibration);
-            runs.push_back({evidence.runs[i], model.predict(evidence.runs[i].scenario)});
-        }
+        const std::vector<Prediction> held_out = leave_one_out_predictions(prior, evidence.runs, evidence.networks);
+        for (std::size_t i = 0; i < evidence.runs.size(); ++i) runs.push_back({evidence.runs[i], held_out[i]});
         if (!evidence.comparisons.empty()) {
             const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks);
             const CostModel model(prior, fit.calibration);

@@ -419,4 +419,18 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     return fit;
 }
 
+std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
+                                                  const std::vector<NetworkObservation>& networks,
+                                                  const FitOptions& options) {
+    std::vector<Prediction> predictions;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        std::vector<Observation> others = runs;
+        others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+        const CalibrationFit fit = fit_calibration(prior, others, networks, options);
+        const CostModel model(prior, fit.calibration);
+        predictions.push_back(model.predict(runs[i].scenario));
+    }
+    return predictions;
+}
+
 }  // namespace epochcast

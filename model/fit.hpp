@@ -48,4 +48,10 @@ struct CalibrationFit {
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
                                const std::vector<NetworkObservation>& networks, const FitOptions& options = {});
 
+/// Each run predicted by a calibration fitted to all the other runs (and every network
+/// measurement), starting from `prior`: the held-out error is the honest one. Same order as `runs`.
+std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
+                                                  const std::vector<NetworkObservation>& networks,
+                                                  const FitOptions& options = {});
+
 }  // namespace epochcast
