@@ -22,5 +22,6 @@ void register_predict(CLI::App& app, std::ostream& out);
 void register_import_nccl(CLI::App& app, std::ostream& out);
 void register_calibrate(CLI::App& app, std::ostream& out);
 void register_validate(CLI::App& app, std::ostream& out);
+void register_plan_calibration(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

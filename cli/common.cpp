@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include "model/errors.hpp"
+#include "model/types.hpp"
 #include "traces/trace.hpp"
 
 namespace epochcast::cli {
@@ -15,6 +16,52 @@ Calibration load_calibration(const std::string& name_or_path) {
     if (name_or_path.empty() || name_or_path == "built-in") return Calibration::built_in();
     if (name_or_path == "data-free") return Calibration::data_free_prior();
     return Calibration::load(name_or_path);
+}
+
+bool ScenarioFlags::any_given() const {
+    for (const CLI::Option* option : options) {
+        if (option->count() > 0) return true;
+    }
+    return false;
+}
+
+Scenario ScenarioFlags::scenario_for(const Catalog& catalog) const {
+    Scenario s = scenario;
+    s.precision = parse_precision(precision, "--precision");
+    s.framework = parse_framework(framework, "--framework");
+    s.pricing = parse_pricing(pricing, "--pricing");
+    if (strategy.empty()) {
+        const InstanceSpec& instance = catalog.instance(s.instance);
+        const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
+        s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
+    } else {
+        s.strategy = parse_strategy(strategy, "--strategy");
+    }
+    return s;
+}
+
+void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
+    Scenario& s = flags.scenario;
+    auto& scen = flags.options;
+    scen.push_back(cmd.add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
+    scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances"));
+    scen.push_back(cmd.add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)"));
+    scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
+    scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
+    scen.push_back(cmd.add_option("--strategy", flags.strategy,
+                                   "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)"));
+    scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow or pytorch"));
+    scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
+    scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
+    scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
+    scen.push_back(cmd.add_option("--efa-adapters", s.efa_adapters,
+                                   "EFA adapters used per node (default: all the instance has; 0: TCP sockets)"));
+    scen.push_back(cmd.add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
+    scen.push_back(cmd.add_option("--image-size", s.image_size, "Input side in pixels"));
+    scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs"));
+    scen.push_back(cmd.add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)"));
+    scen.push_back(cmd.add_option("--epochs", s.epochs, "Epochs to train"));
+    cmd.add_option("--pricing", flags.pricing, "on-demand or spot");
 }
 
 Evidence load_evidence(const std::vector<std::string>& files, const Catalog& catalog) {

@@ -4,9 +4,12 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
 #include "model/observation.hpp"
+#include "model/scenario.hpp"
 
 namespace epochcast::cli {
 
@@ -18,6 +21,26 @@ Catalog load_catalog(const std::vector<std::string>& extra_files);
 /// A calibration by name: "built-in" (the default), "data-free" (the prior with no seed run in
 /// it) or the path of an epochcast.calibration/1 file.
 Calibration load_calibration(const std::string& name_or_path);
+
+/// predict's scenario flags (DESIGN.md), shared by every subcommand that takes a scenario.
+struct ScenarioFlags {
+    Scenario scenario;
+    std::string precision = "amp";
+    std::string strategy;  ///< empty: hierarchical for multi-GPU nodes, ring for one GPU per node
+    std::string framework = "tensorflow";
+    std::string pricing = "on-demand";
+    std::vector<CLI::Option*> options;  ///< the scenario flags, to tell whether any was given
+
+    /// True when the user gave at least one scenario flag (--pricing does not count).
+    bool any_given() const;
+    /// The Scenario the flags describe; throws InputError naming a bad value.
+    Scenario scenario_for(const Catalog& catalog) const;
+};
+
+/// Register --instance, --nodes, --gpus-per-node, --batch-per-gpu, --precision, --strategy,
+/// --framework, --ps-instance, --ps-nodes, --ps-colocated, --efa-adapters, --model, --image-size,
+/// --classes, --dataset-images, --epochs and --pricing on `command`.
+void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
 /// What a set of trace files measured, as the model sees it.
 struct Evidence {

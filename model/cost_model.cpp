@@ -376,9 +376,8 @@ IterationTimes iteration_times(const ResolvedScenario& s) {
     return t;
 }
 
-double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noexcept {
-    // Delta method (eq. U1): d ln(throughput)/d(coordinate) of each parameter the scenario uses,
-    // by a forward difference on the field it scales, then g' C g plus the model's own scatter.
+std::array<double, kSensitiveFields> CostModel::throughput_gradient(const ResolvedScenario& s) const noexcept {
+    // A forward difference on each field a parameter scales (eq. U1).
     constexpr double kStep = 1e-4;
     const double base = std::log(iteration_times(s).iteration_s);
     std::array<double, kSensitiveFields> gradient{};
@@ -390,6 +389,12 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
         const double d_log_iteration = (std::log(iteration_times(moved).iteration_s) - base) / kStep;
         gradient[f] = -d_log_iteration * sensitivity.log_field_per_coordinate;
     }
+    return gradient;
+}
+
+double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noexcept {
+    // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
+    const std::array<double, kSensitiveFields> gradient = throughput_gradient(s);
     const std::size_t n = parameters_.size() + 1;
     double variance = calibration_.uncertainty.model_sigma * calibration_.uncertainty.model_sigma;
     const double transfer = gradient[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;

@@ -151,6 +151,15 @@ public:
     /// the calibration's model sigma.
     double throughput_relative_sigma(const ResolvedScenario& s) const noexcept;
 
+    /// d ln(throughput) / d(parameter coordinate) through each sensitive field (0 where the field
+    /// depends on no parameter); the rows are s.sensitivity[f].parameter.
+    std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) const noexcept;
+
+    /// The covariance rows: every parameter of the calibration, then the roofline prior.
+    const std::vector<ParameterId>& parameters() const { return parameters_; }
+    /// The prior/fitted covariance of the rows, row-major.
+    const std::vector<double>& covariance() const { return covariance_; }
+
 private:
     struct WorkloadCache {
         std::mutex mutex;

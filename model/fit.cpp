@@ -40,26 +40,6 @@ constexpr double kJacobianStep = 1e-6;
 /// A parameter is fitted when some residual moves by more than this per unit of its coordinate.
 constexpr double kSensitivityFloor = 1e-8;
 
-double fit_prior_sigma(ParameterKind kind) {
-    switch (kind) {
-        case ParameterKind::curve_time_per_image: return kTimePerImageSigma;
-        case ParameterKind::curve_fixed:
-        case ParameterKind::fixed_overhead: return kFixedOverheadSigma;
-        case ParameterKind::sync_jitter: return kJitterSigma;
-        case ParameterKind::allreduce_overlap:
-        case ParameterKind::ps_overlap: return kOverlapSigma;
-        case ParameterKind::tcp_efficiency:
-        case ParameterKind::efa_efficiency:
-        case ParameterKind::intra_efficiency: return kEfficiencySigma;
-        case ParameterKind::tcp_cap: return kCapSigma;
-        case ParameterKind::tcp_latency:
-        case ParameterKind::efa_latency:
-        case ParameterKind::intra_latency: return kLatencySigma;
-        case ParameterKind::decode_rate: return kDecodeSigma;
-    }
-    return 1.0;
-}
-
 /// One coordinate of the fit: a calibration parameter, or the shared level of the curves of one
 /// GPU and precision that the fit creates (their time per image is level x own factor).
 struct FitCoordinate {
@@ -286,6 +266,26 @@ private:
 };
 
 }  // namespace
+
+double fit_prior_sigma(ParameterKind kind) {
+    switch (kind) {
+        case ParameterKind::curve_time_per_image: return kTimePerImageSigma;
+        case ParameterKind::curve_fixed:
+        case ParameterKind::fixed_overhead: return kFixedOverheadSigma;
+        case ParameterKind::sync_jitter: return kJitterSigma;
+        case ParameterKind::allreduce_overlap:
+        case ParameterKind::ps_overlap: return kOverlapSigma;
+        case ParameterKind::tcp_efficiency:
+        case ParameterKind::efa_efficiency:
+        case ParameterKind::intra_efficiency: return kEfficiencySigma;
+        case ParameterKind::tcp_cap: return kCapSigma;
+        case ParameterKind::tcp_latency:
+        case ParameterKind::efa_latency:
+        case ParameterKind::intra_latency: return kLatencySigma;
+        case ParameterKind::decode_rate: return kDecodeSigma;
+    }
+    return 1.0;
+}
 
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
                                const std::vector<NetworkObservation>& networks, const FitOptions& options) {

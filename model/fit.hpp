@@ -41,6 +41,10 @@ struct CalibrationFit {
     double effective_parameters = 0;        ///< how many parameters the data pinned down (trace of the hat matrix)
 };
 
+/// The prior 1-sigma the fit gives a parameter's coordinate (weak, so that a few runs move what
+/// they touch); docs/model.md, "Calibration".
+double fit_prior_sigma(ParameterKind kind);
+
 /// Fit `prior`'s calibration to the runs and network measurements. Runs whose GPU, precision and
 /// framework have no compute curve get one, started from the roofline (or a sibling framework's
 /// curve on the same GPU) with that prior's uncertainty. Throws InputError when there is nothing
