@@ -69,9 +69,13 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
     return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
 }
 
-double straggler_wait_s(double compute_s, double jitter, int workers) {
+double straggler_factor(int workers) {
     if (workers <= 1) return 0.0;
-    return jitter * compute_s * std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+    return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+}
+
+double straggler_wait_s(double compute_s, double jitter, int workers) {
+    return jitter * compute_s * straggler_factor(workers);
 }
 
 double exposed_communication_s(double communication_s, double backward_s, double overlap) {
@@ -314,6 +318,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
     }
     r.sync_jitter = profile.sync_jitter;
+    r.straggler_factor = straggler_factor(scenario.nodes * k);
     r.overlap = scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
     r.node_overlap = profile.allreduce_overlap;
 
@@ -364,29 +369,55 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     return r;
 }
 
-IterationTimes iteration_times(const ResolvedScenario& s) {
+namespace {
+
+/// One iteration's phases given its all-reduce time (eqs. C1-O1, S1, D1).
+IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {
     IterationTimes t;
     t.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
     t.data_s = data_time_s(s.batch_per_gpu, s.decode_images_per_s_per_gpu);
-    t.communication_s = communication_time_s(s);
+    t.communication_s = communication_s;
     t.exposed_communication_s =
-        exposed_communication_s(t.communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
-    t.sync_s = straggler_wait_s(t.compute_s, s.sync_jitter, s.nodes * s.gpus_per_node);
+        exposed_communication_s(communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
+    // eq. S1 with sqrt(2 ln N) computed once, in resolve()
+    t.sync_s = s.sync_jitter * t.compute_s * s.straggler_factor;
     t.iteration_s = std::max(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s);
     return t;
 }
 
+bool changes_communication(SensitiveField f) {
+    switch (f) {
+        case SensitiveField::intra_bandwidth:
+        case SensitiveField::intra_latency:
+        case SensitiveField::inter_bandwidth:
+        case SensitiveField::inter_latency:
+        case SensitiveField::server_bandwidth: return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
+
 std::array<double, kSensitiveFields> CostModel::throughput_gradient(const ResolvedScenario& s) const noexcept {
-    // A forward difference on each field a parameter scales (eq. U1).
+    // A forward difference on each field a parameter scales (eq. U1); the all-reduce time is
+    // recomputed only for the network's fields.
     constexpr double kStep = 1e-4;
-    const double base = std::log(iteration_times(s).iteration_s);
+    const double communication_s = communication_time_s(s);
+    const double base = iteration_times_with(s, communication_s).iteration_s;
     std::array<double, kSensitiveFields> gradient{};
+    ResolvedScenario moved = s;
     for (std::size_t f = 0; f < kSensitiveFields; ++f) {
         const FieldSensitivity& sensitivity = s.sensitivity[f];
         if (sensitivity.parameter < 0 || sensitivity.log_field_per_coordinate == 0) continue;
-        ResolvedScenario moved = s;
-        moved.field(static_cast<SensitiveField>(f)) *= std::exp(kStep);
-        const double d_log_iteration = (std::log(iteration_times(moved).iteration_s) - base) / kStep;
+        const auto field = static_cast<SensitiveField>(f);
+        double& value = moved.field(field);
+        const double saved = value;
+        value *= 1.0 + kStep;
+        const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
+        const double d_log_iteration = (iteration_times_with(moved, moved_communication_s).iteration_s / base - 1.0) / kStep;
+        value = saved;
         gradient[f] = -d_log_iteration * sensitivity.log_field_per_coordinate;
     }
     return gradient;

@@ -57,6 +57,7 @@ struct ResolvedScenario {
 
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
+    double straggler_factor = 0;   ///< sqrt(2 ln N) for the N GPUs (eq. S1)
     double overlap = 0;            ///< fraction of the backward pass hiding communication
     double node_overlap = 0;       ///< the same for all-reduce inside one node (the one-node baseline)
 
@@ -104,6 +105,9 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
 /// Expected wait for the slowest of `workers` whose compute time has relative std `jitter`:
 /// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.
 double straggler_wait_s(double compute_s, double jitter, int workers);
+
+/// sqrt(2 ln n), the expected maximum of n standard normals in standard deviations (eq. S1); 0 for one.
+double straggler_factor(int workers);
 
 /// Communication the backward pass cannot hide: max(0, comm - overlap x backward) (eq. O1).
 double exposed_communication_s(double communication_s, double backward_s, double overlap);
