@@ -23,5 +23,6 @@ void register_import_nccl(CLI::App& app, std::ostream& out);
 void register_calibrate(CLI::App& app, std::ostream& out);
 void register_validate(CLI::App& app, std::ostream& out);
 void register_plan_calibration(CLI::App& app, std::ostream& out);
+void register_simulate(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

@@ -1,0 +1,180 @@
+// `epochcast simulate`: predict's scenario flags plus the simulation's (issue 4). Prints predict's
+// table or JSON from the simulated iterations, with the per-iteration distribution and which
+// collective granularity ran; --timeline writes a Chrome trace-event file (Perfetto).
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/report.hpp"
+#include "model/errors.hpp"
+#include "model/types.hpp"
+
+#if EPOCHCAST_WITH_SIMULATOR
+#include "simulator/prediction.hpp"
+#include "simulator/simulation.hpp"
+#endif
+
+namespace epochcast::cli {
+
+#if EPOCHCAST_WITH_SIMULATOR
+namespace {
+
+struct SimulateOptions {
+    Scenario scenario;
+    std::string precision = "amp";
+    std::string strategy;  // empty: hierarchical for multi-GPU nodes, ring for one GPU per node
+    std::string framework = "tensorflow";
+    std::string pricing = "on-demand";
+    std::vector<std::string> catalogs;
+    std::string calibration;
+    bool json = false;
+
+    int iterations = 10;
+    std::uint64_t seed = 1;
+    std::optional<double> jitter;
+    std::vector<std::string> slow_nodes;
+    std::optional<double> overlap;
+    std::string granularity = "auto";
+    std::string network_model = "cm02";
+    double cycle_time_ms = sim::kHorovodCycleTimeS * 1e3;
+    std::string timeline;
+};
+
+nlohmann::json distribution_json(const std::vector<double>& samples) {
+    const sim::Distribution d = sim::describe(samples);
+    return {{"mean_s", d.mean}, {"stdev_s", d.stdev}, {"min_s", d.min}, {"p50_s", d.p50},
+            {"p95_s", d.p95},   {"max_s", d.max},     {"samples_s", samples}};
+}
+
+void run_simulate(SimulateOptions& o, std::ostream& out) {
+    Catalog catalog = load_catalog(o.catalogs);
+    Calibration calibration = o.calibration.empty() ? Calibration::built_in() : Calibration::load(o.calibration);
+    const CostModel model(std::move(catalog), std::move(calibration));
+
+    Scenario s = o.scenario;
+    s.precision = parse_precision(o.precision, "--precision");
+    s.framework = parse_framework(o.framework, "--framework");
+    s.pricing = parse_pricing(o.pricing, "--pricing");
+    if (o.strategy.empty()) {
+        const InstanceSpec& instance = model.catalog().instance(s.instance);
+        const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
+        s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
+    } else {
+        s.strategy = parse_strategy(o.strategy, "--strategy");
+    }
+
+    sim::SimulationOptions options;
+    options.iterations = o.iterations;
+    options.seed = o.seed;
+    options.jitter = o.jitter;
+    for (const std::string& text : o.slow_nodes) options.slow_nodes.push_back(sim::parse_slow_node(text));
+    options.overlap = o.overlap;
+    options.granularity = sim::parse_granularity(o.granularity, "--granularity");
+    options.network_model = sim::parse_network_model(o.network_model, "--network-model");
+    options.cycle_time_s = o.cycle_time_ms / 1e3;
+    options.timeline_path = o.timeline;
+
+    const ResolvedScenario resolved = model.resolve(s);
+    const sim::SimulationResult result = sim::simulate(model, s, options);
+    const Prediction prediction = sim::simulated_prediction(model, s, result);
+    const Prediction analytic = model.predict(resolved);
+    const ScenarioResult reported{s, prediction, resolved.measured_curve};
+
+    if (o.json) {
+        nlohmann::json j = prediction_json(reported);
+        j["collective_granularity"] = to_string(result.granularity);
+        j["iteration_distribution"] = distribution_json(result.iteration_s);
+        j["simulation"] = {{"iterations", options.iterations},
+                           {"seed", options.seed},
+                           {"jitter", result.jitter},
+                           {"overlap", result.overlap},
+                           {"slow_nodes", o.slow_nodes},
+                           {"network_model", to_string(result.network_model)},
+                           {"cycle_time_s", options.cycle_time_s},
+                           {"buckets_per_iteration", result.buckets_per_iteration},
+                           {"transfers", result.transfers},
+                           {"executions", result.executions},
+                           {"simulated_s", result.simulated_s},
+                           {"wall_s", result.wall_s},
+                           {"peak_memory_MiB", result.peak_memory_MiB},
+                           {"timeline", o.timeline.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.timeline)}};
+        j["analytic"] = {{"iteration_s", analytic.iteration_s},
+                         {"sync_s", analytic.sync_s},
+                         {"iteration_without_sync_s", analytic.iteration_s - analytic.sync_s},
+                         {"throughput_images_per_s", analytic.throughput_images_per_s}};
+        out << j.dump(2) << '\n';
+        return;
+    }
+    print_prediction_table({reported}, model.catalog(), out);
+    const sim::Distribution d = sim::describe(result.iteration_s);
+    out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
+        << ", " << to_string(result.granularity) << " collectives, jitter " << result.jitter << ", seed "
+        << options.seed << "): iteration mean " << d.mean * 1e3 << " ms, p95 " << d.p95 * 1e3 << " ms; predict says "
+        << analytic.iteration_s * 1e3 << " ms.\n";
+    out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";
+    if (!o.timeline.empty()) out << "; timeline written to " << o.timeline;
+    out << '\n';
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<SimulateOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "simulate",
+        "Simulate training iterations with SimGrid (stragglers, slow nodes, per-bucket overlap) and report them as "
+        "predict does. Takes predict's flags.");
+    Scenario& s = options->scenario;
+    cmd->add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)");
+    cmd->add_option("--nodes", s.nodes, "Worker instances");
+    cmd->add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)");
+    cmd->add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration");
+    cmd->add_option("--precision", options->precision, "fp32, amp (fp16 mixed precision) or bf16");
+    cmd->add_option("--strategy", options->strategy, "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)");
+    cmd->add_option("--framework", options->framework, "mxnet, tensorflow or pytorch");
+    cmd->add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)");
+    cmd->add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)");
+    cmd->add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)");
+    cmd->add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
+    cmd->add_option("--image-size", s.image_size, "Input side in pixels");
+    cmd->add_option("--classes", s.classes, "Classifier outputs");
+    cmd->add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)");
+    cmd->add_option("--epochs", s.epochs, "Epochs to train");
+    cmd->add_option("--pricing", options->pricing, "on-demand or spot");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
+    cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
+    cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
+
+    cmd->add_option("--iterations", options->iterations, "Iterations to simulate (default 10)");
+    cmd->add_option("--seed", options->seed, "Seed of the jitter draws (default 1)");
+    cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
+    cmd->add_option("--jitter", options->jitter,
+                    "Relative std of each GPU's compute time per iteration (default: the calibration's framework "
+                    "jitter; 0 for a deterministic replay)");
+    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR times longer; repeatable");
+    cmd->add_option("--overlap", options->overlap,
+                    "Fraction of the backward pass during which gradients may be sent (default: the calibration's; "
+                    "1 = as soon as a bucket is ready)");
+    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collective steps (default auto)");
+    cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
+    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (Horovod, default 5)");
+    cmd->callback([options, &out] { run_simulate(*options, out); });
+}
+
+#else
+
+void register_simulate(CLI::App& app, std::ostream&) {
+    CLI::App* cmd = app.add_subcommand("simulate", "Simulate training with SimGrid (not in this build)");
+    cmd->allow_extras();
+    cmd->callback([] {
+        throw RunError("this epochcast was built without the SimGrid simulator: install libsimgrid-dev (>= 3.32) and "
+                       "configure again");
+    });
+}
+
+#endif
+
+}  // namespace epochcast::cli

@@ -1,0 +1,46 @@
+#include "simulator/prediction.hpp"
+
+#include "model/collectives.hpp"
+
+namespace epochcast::sim {
+
+Prediction simulated_prediction(const CostModel& model, const Scenario& scenario, const SimulationResult& result) {
+    const ResolvedScenario resolved = model.resolve(scenario);
+    const Prediction analytic = model.predict(resolved);
+    Prediction p = analytic;
+    p.compute_s = result.compute_s;
+    p.data_s = result.data_s;
+    p.communication_s = result.communication_s;
+    p.exposed_communication_s = result.exposed_communication_s;
+    p.sync_s = result.sync_s;
+    p.iteration_s = describe(result.iteration_s).mean;
+    const double step_s = p.compute_s + p.sync_s + p.exposed_communication_s;
+    if (p.data_s >= step_s) {
+        p.bottleneck = Bottleneck::data;
+    } else if (p.exposed_communication_s > p.compute_s) {
+        p.bottleneck = Bottleneck::communication;
+    } else {
+        p.bottleneck = Bottleneck::compute;
+    }
+    p.algorithm_bandwidth_GBps = p.communication_s > 0 ? resolved.gradient_bytes / p.communication_s / 1e9 : 0.0;
+    p.bus_bandwidth_GBps = p.algorithm_bandwidth_GBps * allreduce_bus_factor(p.gpus);
+
+    p.throughput_images_per_s = p.global_batch / p.iteration_s;
+    p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
+    // Baselines as predict computes them: one GPU alone, one node alone (no stragglers to simulate there).
+    p.scaling_efficiency = p.per_gpu_images_per_s / (resolved.batch_per_gpu / analytic.compute_s);
+    const double node_throughput_images_per_s = analytic.throughput_images_per_s / analytic.node_scaling_efficiency;
+    p.node_scaling_efficiency = p.throughput_images_per_s / node_throughput_images_per_s;
+    // The calibration's relative uncertainty (eq. U1) around the simulated throughput.
+    const double scale = p.throughput_images_per_s / analytic.throughput_images_per_s;
+    p.interval.low = analytic.interval.low * scale;
+    p.interval.high = analytic.interval.high * scale;
+
+    p.epoch_s = resolved.dataset_images / p.throughput_images_per_s + resolved.checkpoint_s;
+    p.time_to_train_s = resolved.startup_s + resolved.epochs * p.epoch_s;
+    p.cost_per_epoch_usd = p.epoch_s / 3600.0 * resolved.cluster_usd_per_hour;
+    p.cost_usd = p.time_to_train_s / 3600.0 * resolved.cluster_usd_per_hour;
+    return p;
+}
+
+}  // namespace epochcast::sim

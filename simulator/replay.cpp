@@ -1,0 +1,547 @@
+// The actors of one simulated training run (docs/model.md, section "Simulation"):
+//
+//  * one actor per worker GPU: forward pass, then the backward pass in segments, publishing
+//    gradients (in backward order) as they become ready; then it waits for the synchronisation;
+//  * all-reduce strategies: one communicator actor fuses the gradients every GPU has ready into
+//    buckets every Horovod cycle and runs each bucket's collective (ring, hierarchical or tree),
+//    one at a time, while the rest of the backward pass runs;
+//  * parameter servers: one actor per worker node reduces its GPUs' ready gradients inside the
+//    node and pushes them, sharded over the servers; one actor per server sums the pushes of every
+//    node and answers each node's pull as soon as a range of gradients is complete.
+//
+// Actors run cooperatively in one thread (SimGrid's contexts), so they share plain C++ state.
+#include "simulator/replay.hpp"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <simgrid/s4u.hpp>
+#include <string>
+
+#include "simulator/platform.hpp"
+#include "simulator/timeline.hpp"
+
+namespace epochcast::sim {
+namespace sg4 = simgrid::s4u;
+namespace {
+
+/// Jitter draws are clamped here: no GPU computes more than ten times faster than calibrated,
+/// whatever the normal draw (relevant only for jitter above about 0.3).
+constexpr double kMinJitterFactor = 0.1;
+/// Stack of each actor, in KiB (SimGrid's default is 8 MiB of address space per actor, too much
+/// for 4,096 GPU actors; ours keep little on the stack).
+constexpr int kActorStackKiB = 256;
+
+/// Gradients that a group of GPUs (all of them for all-reduce, one node's for parameter servers)
+/// have ready: a prefix of the backward-order list, advanced as the slowest GPU publishes.
+struct ReadyGroup {
+    int size = 0;                  ///< GPUs in the group
+    std::vector<int> reach;        ///< per gradient: GPUs of the group that have it ready
+    int prefix = 0;                ///< gradients ready on every GPU of the group
+    sg4::SemaphorePtr progress;    ///< released whenever prefix advances
+    sg4::SemaphorePtr done;        ///< released `size` times when the group's synchronisation ends
+};
+
+struct PushMessage {
+    int node = 0;   ///< worker node that pushed
+    int begin = 0;  ///< gradients [begin, end) in this push
+    int end = 0;
+};
+struct PullMessage {
+    int server = 0;  ///< server that answered
+    int begin = 0;   ///< gradients [begin, end) aggregated and sent back
+    int end = 0;
+};
+
+/// Ranges [begin, end) arrive in any order (a small message overtakes a large one); this keeps
+/// the prefix [0, prefix) that has fully arrived.
+class ContiguousPrefix {
+public:
+    int prefix() const { return prefix_; }
+    void add(int begin, int end) {
+        pending_[begin] = end;
+        for (auto next = pending_.find(prefix_); next != pending_.end(); next = pending_.find(prefix_)) {
+            prefix_ = next->second;
+            pending_.erase(next);
+        }
+    }
+
+private:
+    int prefix_ = 0;
+    std::map<int, int> pending_;  ///< begin -> end of ranges past the prefix
+};
+
+class Simulation {
+public:
+    explicit Simulation(const RunInput& input);
+    SimulationResult run();
+
+private:
+    // Actors
+    void gpu_actor(int gpu);
+    void allreduce_actor();
+    void ps_node_actor(int node);
+    void ps_server_actor(int server);
+
+    // Collectives, run by the calling actor with direct host-to-host transfers
+    void collective(double bytes, int iteration, int bucket);
+    void rings(const std::vector<std::vector<sg4::Host*>>& rings, double bytes, int rounds, double latency_s);
+    void transfer_round(const std::vector<std::pair<sg4::Host*, sg4::Host*>>& pairs, double bytes);
+
+    void publish(int gpu, int prefix);
+    ReadyGroup& group_of(int gpu) { return groups_[static_cast<std::size_t>(ps_ ? gpu / k_ : 0)]; }
+    double factor(int iteration, int gpu) const {
+        return factors_[static_cast<std::size_t>(iteration) * static_cast<std::size_t>(gpus_) +
+                        static_cast<std::size_t>(gpu)];
+    }
+    void record(const std::string& name, const char* category, int process, int thread, double start, double end,
+                nlohmann::json args = nullptr);
+    std::vector<sg4::Host*> servers() const;
+
+    const RunInput& in_;
+    const ResolvedScenario& s_;
+    int gpus_ = 0, nodes_ = 0, k_ = 0, tensors_ = 0;
+    bool ps_ = false;
+    Platform platform_;
+    std::vector<double> factors_;
+    std::vector<ReadyGroup> groups_;
+    std::vector<int> gpu_prefix_;
+    double intra_latency_s_ = 0, flat_latency_s_ = 0, inter_latency_s_ = 0;
+    std::unique_ptr<Timeline> timeline_;
+
+    // Measurements, per iteration
+    std::vector<double> end_s_, compute_sum_s_, compute_end_sum_s_, compute_end_max_s_;
+    double communication_busy_s_ = 0;
+    std::int64_t transfers_ = 0, executions_ = 0, buckets_ = 0;
+};
+
+Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
+    nodes_ = s_.nodes;
+    k_ = s_.gpus_per_node;
+    gpus_ = nodes_ * k_;
+    tensors_ = static_cast<int>(in_.plan.gradients.size());
+    ps_ = s_.strategy == Strategy::ps;
+
+    platform_ = build_platform(s_, in_.plan.gpu_flops_per_s, in_.slow_nodes);
+    intra_latency_s_ = k_ > 1 ? route_latency_s(platform_.gpu(0, 0), platform_.gpu(0, 1)) : 0.0;
+    flat_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.gpu(0, k_ - 1), platform_.gpu(1, 0)) : intra_latency_s_;
+    inter_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.node_hosts[0], platform_.node_hosts[1]) : 0.0;
+
+    // Jitter: every GPU's compute time in every iteration times (1 + jitter x N(0,1)), drawn up
+    // front in a fixed order so that a seed gives the same run whatever the actors' interleaving.
+    std::mt19937_64 generator(in_.seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    factors_.resize(static_cast<std::size_t>(in_.iterations) * static_cast<std::size_t>(gpus_), 1.0);
+    if (in_.jitter > 0) {
+        for (double& f : factors_) f = std::max(kMinJitterFactor, 1.0 + in_.jitter * normal(generator));
+    }
+
+    const int group_count = ps_ ? nodes_ : 1;
+    groups_.resize(static_cast<std::size_t>(group_count));
+    for (ReadyGroup& g : groups_) {
+        g.size = ps_ ? k_ : gpus_;
+        g.reach.assign(static_cast<std::size_t>(tensors_), 0);
+        g.progress = sg4::Semaphore::create(0);
+        g.done = sg4::Semaphore::create(0);
+    }
+    gpu_prefix_.assign(static_cast<std::size_t>(gpus_), 0);
+    const auto n = static_cast<std::size_t>(in_.iterations);
+    end_s_.assign(n, 0);
+    compute_sum_s_.assign(n, 0);
+    compute_end_sum_s_.assign(n, 0);
+    compute_end_max_s_.assign(n, 0);
+
+    if (!in_.timeline_path.empty()) {
+        timeline_ = std::make_unique<Timeline>();
+        for (int node = 0; node < nodes_; ++node) {
+            timeline_->name_process(node, "node " + std::to_string(node));
+            for (int i = 0; i < k_; ++i) timeline_->name_thread(node, i, "GPU " + std::to_string(i) + " compute");
+            if (ps_) timeline_->name_thread(node, k_, "push/pull");
+        }
+        if (!ps_) {
+            timeline_->name_process(nodes_, "collectives");
+            timeline_->name_thread(nodes_, 0, std::string(to_string(s_.strategy)) + " all-reduce");
+        }
+    }
+}
+
+void Simulation::record(const std::string& name, const char* category, int process, int thread, double start,
+                        double end, nlohmann::json args) {
+    if (timeline_) timeline_->add({name, category, process, thread, start, end, std::move(args)});
+}
+
+std::vector<sg4::Host*> Simulation::servers() const {
+    return s_.ps_colocated ? platform_.node_hosts : platform_.servers;
+}
+
+void Simulation::publish(int gpu, int prefix) {
+    int& mine = gpu_prefix_[static_cast<std::size_t>(gpu)];
+    if (prefix <= mine) return;
+    ReadyGroup& g = group_of(gpu);
+    for (int t = mine; t < prefix; ++t) ++g.reach[static_cast<std::size_t>(t)];
+    mine = prefix;
+    const int before = g.prefix;
+    while (g.prefix < tensors_ && g.reach[static_cast<std::size_t>(g.prefix)] == g.size) ++g.prefix;
+    if (g.prefix > before) g.progress->release();
+}
+
+void Simulation::gpu_actor(int gpu) {
+    ReadyGroup& group = group_of(gpu);
+    const int node = gpu / k_;
+    const ReplayPlan& plan = in_.plan;
+    double last_start = -std::numeric_limits<double>::infinity();
+    for (int it = 0; it < in_.iterations; ++it) {
+        if (it > 0) group.done->acquire();
+        // The input pipeline delivers one batch per data_s at most (eq. D1): a lower bound.
+        if (sg4::Engine::get_clock() < last_start + in_.data_s) sg4::this_actor::sleep_until(last_start + in_.data_s);
+        const double start = sg4::Engine::get_clock();
+        last_start = start;
+        gpu_prefix_[static_cast<std::size_t>(gpu)] = 0;
+        const double f = factor(it, gpu);
+        sg4::this_actor::execute(f * (plan.fixed_flops + plan.forward_flops));
+        ++executions_;
+        const double forward_end = sg4::Engine::get_clock();
+        for (const BackwardSegment& segment : plan.backward) {
+            if (segment.flops > 0) {
+                sg4::this_actor::execute(f * segment.flops);
+                ++executions_;
+            }
+            publish(gpu, segment.publish_prefix);
+        }
+        const double end = sg4::Engine::get_clock();
+        const auto i = static_cast<std::size_t>(it);
+        compute_sum_s_[i] += end - start;
+        compute_end_sum_s_[i] += end;
+        compute_end_max_s_[i] = std::max(compute_end_max_s_[i], end);
+        record("forward", "compute", node, gpu % k_, start, forward_end, {{"iteration", it}});
+        record("backward", "compute", node, gpu % k_, forward_end, end, {{"iteration", it}});
+    }
+}
+
+void Simulation::transfer_round(const std::vector<std::pair<sg4::Host*, sg4::Host*>>& pairs, double bytes) {
+    const auto size = static_cast<std::uint64_t>(std::llround(bytes));
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(pairs.size());
+    for (const auto& [from, to] : pairs) comms.push_back(sg4::Comm::sendto_async(from, to, size));
+    transfers_ += static_cast<std::int64_t>(pairs.size());
+    sg4::Comm::wait_all(comms);
+}
+
+void Simulation::rings(const std::vector<std::vector<sg4::Host*>>& ring_set, double bytes, int rounds,
+                       double latency_s) {
+    if (ring_set.empty() || ring_set.front().size() < 2 || rounds < 1) return;
+    const double n = static_cast<double>(ring_set.front().size());
+    std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
+    for (const auto& ring : ring_set) {
+        for (std::size_t i = 0; i < ring.size(); ++i) pairs.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
+    }
+    if (in_.granularity == Granularity::step) {
+        // Each step every rank sends bytes/n to its successor; the next step needs what it received.
+        for (int r = 0; r < rounds; ++r) transfer_round(pairs, bytes / n);
+    } else {
+        // Coarse: one transfer per rank with all its steps' bytes; the steps' other latencies are
+        // waited for explicitly, so the total is the same alpha-beta sum (eq. R1).
+        sg4::this_actor::sleep_for((rounds - 1) * latency_s);
+        transfer_round(pairs, rounds * bytes / n);
+    }
+}
+
+void Simulation::collective(double bytes, int iteration, int bucket) {
+    const double start = sg4::Engine::get_clock();
+    std::vector<std::vector<sg4::Host*>> node_rings;
+    if (k_ > 1) {
+        for (int n = 0; n < nodes_; ++n) {
+            node_rings.emplace_back(platform_.gpus.begin() + n * k_, platform_.gpus.begin() + (n + 1) * k_);
+        }
+    }
+    auto phase = [&](const char* name, auto&& body) {
+        const double t0 = sg4::Engine::get_clock();
+        body();
+        record(name, "communication", nodes_, 0, t0, sg4::Engine::get_clock());
+    };
+    switch (s_.strategy) {
+        case Strategy::ring:
+            if (nodes_ == 1) {
+                phase("ring", [&] { rings(node_rings, bytes, 2 * (k_ - 1), intra_latency_s_); });
+            } else {
+                phase("ring", [&] { rings({platform_.gpus}, bytes, 2 * (gpus_ - 1), flat_latency_s_); });
+            }
+            break;
+        case Strategy::hierarchical:
+            phase("intra-node reduce-scatter", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
+            phase("inter-node ring", [&] { rings({platform_.node_hosts}, bytes, 2 * (nodes_ - 1), inter_latency_s_); });
+            phase("intra-node all-gather", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
+            break;
+        case Strategy::tree:
+            phase("intra-node reduce-scatter", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
+            if (nodes_ > 1) {
+                // Double binary tree across nodes, coarse: each node sends and receives about the
+                // whole buffer in the reduce and again in the broadcast; latency grows with depth (eq. T1).
+                const double depth = std::ceil(std::log2(static_cast<double>(nodes_)));
+                std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
+                for (int n = 0; n < nodes_; ++n) {
+                    pairs.emplace_back(platform_.node_hosts[static_cast<std::size_t>(n)],
+                                       platform_.node_hosts[static_cast<std::size_t>((n + 1) % nodes_)]);
+                }
+                for (const char* name : {"tree reduce", "tree broadcast"}) {
+                    phase(name, [&] {
+                        sg4::this_actor::sleep_for((depth - 1) * inter_latency_s_);
+                        transfer_round(pairs, bytes);
+                    });
+                }
+            }
+            phase("intra-node all-gather", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
+            break;
+        case Strategy::ps: break;  // not a collective: ps_node_actor / ps_server_actor
+    }
+    record("bucket " + std::to_string(bucket), "communication", nodes_, 0, start, sg4::Engine::get_clock(),
+           {{"iteration", iteration}, {"bytes", bytes}});
+}
+
+void Simulation::allreduce_actor() {
+    ReadyGroup& g = groups_.front();
+    const double cycle = in_.cycle_time_s;
+    for (int it = 0; it < in_.iterations; ++it) {
+        int sent = 0;
+        double cycle_start = -1;
+        double free_at = 0;
+        int bucket = 0;
+        while (sent < tensors_) {
+            while (g.prefix == sent) g.progress->acquire();
+            if (cycle_start >= 0 && cycle > 0) {
+                // Horovod's background loop: a cycle starts cycle_time after the previous one, or at
+                // once when the previous one's collectives took longer; idle cycles keep the grid.
+                const double next = std::max(free_at, cycle_start + cycle);
+                const double now = sg4::Engine::get_clock();
+                const double tick = now <= next ? next : next + std::ceil((now - next) / cycle) * cycle;
+                if (tick > now) sg4::this_actor::sleep_until(tick);
+            }
+            cycle_start = sg4::Engine::get_clock();
+            const int end = g.prefix;
+            const std::vector<GradientTensor> ready(in_.plan.gradients.begin() + sent, in_.plan.gradients.begin() + end);
+            for (const Bucket& b : fusion_buckets(ready, in_.fusion_threshold_bytes)) {
+                const double t0 = sg4::Engine::get_clock();
+                collective(b.bytes, it, bucket++);
+                communication_busy_s_ += sg4::Engine::get_clock() - t0;
+                ++buckets_;
+            }
+            sent = end;
+            free_at = sg4::Engine::get_clock();
+        }
+        end_s_[static_cast<std::size_t>(it)] = sg4::Engine::get_clock();
+        std::fill(g.reach.begin(), g.reach.end(), 0);
+        g.prefix = 0;
+        for (int i = 0; i < g.size; ++i) g.done->release();
+    }
+}
+
+void Simulation::ps_node_actor(int node) {
+    ReadyGroup& g = groups_[static_cast<std::size_t>(node)];
+    const std::vector<sg4::Host*> server_hosts = servers();
+    sg4::Host* self = platform_.node_hosts[static_cast<std::size_t>(node)];
+    const int server_count = static_cast<int>(server_hosts.size());
+    sg4::Mailbox* pulls = sg4::Mailbox::by_name("pull-" + std::to_string(node));
+    pulls->set_receiver(sg4::Actor::self());
+    std::vector<std::vector<sg4::Host*>> node_ring;
+    if (k_ > 1) node_ring.emplace_back(platform_.gpus.begin() + node * k_, platform_.gpus.begin() + (node + 1) * k_);
+    const double total_bytes = gradient_range_bytes(in_.plan.gradients, 0, tensors_);
+
+    for (int it = 0; it < in_.iterations; ++it) {
+        struct Batch {
+            double start_s;
+            int end;
+        };
+        std::vector<Batch> batches;
+        std::vector<std::pair<double, double>> busy;  // [start, end] of each batch's traffic
+        int sent = 0;
+        while (sent < tensors_) {
+            while (g.prefix == sent) g.progress->acquire();
+            const int end = g.prefix;
+            const double bytes = gradient_range_bytes(in_.plan.gradients, sent, end);
+            const double t0 = sg4::Engine::get_clock();
+            // Reduce inside the node first (MXNet's dist_device_sync), then push the node's sum,
+            // sharded evenly over the servers.
+            rings(node_ring, bytes, k_ - 1, intra_latency_s_);
+            for (int s = 0; s < server_count; ++s) {
+                sg4::Host* server = server_hosts[static_cast<std::size_t>(s)];
+                const double shard = server == self ? 0.0 : bytes / server_count;
+                sg4::Mailbox::by_name("push-" + std::to_string(s))
+                    ->put_init(new PushMessage{node, sent, end}, static_cast<std::uint64_t>(std::llround(shard)))
+                    ->detach();
+                ++transfers_;
+            }
+            batches.push_back({t0, end});
+            sent = end;
+        }
+        // Pull: every server answers each range once every node has pushed it.
+        std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(server_count));
+        std::size_t closed = 0;
+        int complete = 0;
+        while (complete < tensors_) {
+            const std::unique_ptr<PullMessage> message = pulls->get_unique<PullMessage>();
+            pulled[static_cast<std::size_t>(message->server)].add(message->begin, message->end);
+            complete = tensors_;
+            for (const ContiguousPrefix& p : pulled) complete = std::min(complete, p.prefix());
+            while (closed < batches.size() && batches[closed].end <= complete) {
+                busy.emplace_back(batches[closed].start_s, sg4::Engine::get_clock());
+                ++closed;
+            }
+        }
+        const double t0 = sg4::Engine::get_clock();
+        rings(node_ring, total_bytes, k_ - 1, intra_latency_s_);  // all-gather the updated weights
+        const double end = sg4::Engine::get_clock();
+        busy.emplace_back(t0, end);
+        ++buckets_;
+        if (node == 0) {
+            // Union of the intervals in which gradient traffic of this node was in flight.
+            std::sort(busy.begin(), busy.end());
+            double covered_to = -1;
+            for (const auto& [a, b] : busy) {
+                const double from = std::max(a, covered_to);
+                if (b > from) communication_busy_s_ += b - from;
+                covered_to = std::max(covered_to, b);
+            }
+        }
+        if (timeline_) {
+            for (const auto& [a, b] : busy) record("push/pull", "communication", node, k_, a, b, {{"iteration", it}});
+        }
+        auto& iteration_end = end_s_[static_cast<std::size_t>(it)];
+        iteration_end = std::max(iteration_end, end);
+        std::fill(g.reach.begin(), g.reach.end(), 0);
+        g.prefix = 0;
+        for (int i = 0; i < g.size; ++i) g.done->release();
+    }
+}
+
+void Simulation::ps_server_actor(int server) {
+    const std::vector<sg4::Host*> server_hosts = servers();
+    const int server_count = static_cast<int>(server_hosts.size());
+    sg4::Host* self = server_hosts[static_cast<std::size_t>(server)];
+    sg4::Mailbox* pushes = sg4::Mailbox::by_name("push-" + std::to_string(server));
+    pushes->set_receiver(sg4::Actor::self());
+    for (int it = 0; it < in_.iterations; ++it) {
+        std::vector<ContiguousPrefix> pushed(static_cast<std::size_t>(nodes_));
+        int served = 0;
+        while (served < tensors_) {
+            const std::unique_ptr<PushMessage> message = pushes->get_unique<PushMessage>();
+            pushed[static_cast<std::size_t>(message->node)].add(message->begin, message->end);
+            int aggregated = tensors_;
+            for (const ContiguousPrefix& p : pushed) aggregated = std::min(aggregated, p.prefix());
+            if (aggregated <= served) continue;
+            // The summation itself is not simulated: a server's memory bandwidth far exceeds its NIC.
+            const double shard = gradient_range_bytes(in_.plan.gradients, served, aggregated) / server_count;
+            for (int n = 0; n < nodes_; ++n) {
+                const double bytes = platform_.node_hosts[static_cast<std::size_t>(n)] == self ? 0.0 : shard;
+                sg4::Mailbox::by_name("pull-" + std::to_string(n))
+                    ->put_init(new PullMessage{server, served, aggregated}, static_cast<std::uint64_t>(std::llround(bytes)))
+                    ->detach();
+                ++transfers_;
+            }
+            served = aggregated;
+        }
+    }
+}
+
+SimulationResult Simulation::run() {
+    for (int gpu = 0; gpu < gpus_; ++gpu) {
+        sg4::Actor::create("gpu-" + std::to_string(gpu), platform_.gpus[static_cast<std::size_t>(gpu)],
+                           [this, gpu] { gpu_actor(gpu); });
+    }
+    if (ps_) {
+        for (int n = 0; n < nodes_; ++n) {
+            sg4::Actor::create("ps-worker-" + std::to_string(n), platform_.node_hosts[static_cast<std::size_t>(n)],
+                               [this, n] { ps_node_actor(n); });
+        }
+        const std::vector<sg4::Host*> server_hosts = servers();
+        for (int s = 0; s < static_cast<int>(server_hosts.size()); ++s) {
+            sg4::Actor::create("ps-server-" + std::to_string(s), server_hosts[static_cast<std::size_t>(s)],
+                               [this, s] { ps_server_actor(s); });
+        }
+    } else {
+        sg4::Actor::create("communicator", platform_.node_hosts.front(), [this] { allreduce_actor(); });
+    }
+    sg4::Engine::get_instance()->run();
+
+    SimulationResult r;
+    const double n = in_.iterations;
+    double previous = 0;
+    double compute = 0, sync = 0, exposed = 0;
+    for (int it = 0; it < in_.iterations; ++it) {
+        const auto i = static_cast<std::size_t>(it);
+        r.iteration_s.push_back(end_s_[i] - previous);
+        previous = end_s_[i];
+        compute += compute_sum_s_[i] / gpus_;
+        sync += compute_end_max_s_[i] - compute_end_sum_s_[i] / gpus_;
+        exposed += std::max(0.0, end_s_[i] - compute_end_max_s_[i]);
+    }
+    r.compute_s = compute / n;
+    r.sync_s = sync / n;
+    r.exposed_communication_s = exposed / n;
+    r.communication_s = communication_busy_s_ / n;
+    r.data_s = in_.data_s;
+    r.jitter = in_.jitter;
+    r.overlap = in_.plan.overlap;
+    r.granularity = in_.granularity;
+    r.network_model = in_.network_model;
+    r.buckets_per_iteration = static_cast<double>(buckets_) / n / (ps_ ? nodes_ : 1);
+    r.transfers = transfers_;
+    r.executions = executions_;
+    r.simulated_s = sg4::Engine::get_clock();
+    if (timeline_) {
+        timeline_->write(in_.timeline_path, {{"generator", "epochcast simulate"},
+                                             {"strategy", std::string(to_string(s_.strategy))},
+                                             {"gpus", gpus_},
+                                             {"iterations", in_.iterations}});
+        r.timeline_written = true;
+    }
+    return r;
+}
+
+}  // namespace
+
+long step_transfers_per_bucket(const ResolvedScenario& s) {
+    const long m = s.nodes, k = s.gpus_per_node, n = m * k;
+    switch (s.strategy) {
+        case Strategy::ring: return m == 1 ? 2 * (k - 1) * k : 2 * (n - 1) * n;
+        case Strategy::hierarchical: return 2 * m * k * (k - 1) + 2 * (m - 1) * m;
+        case Strategy::tree: return 2 * m * k * (k - 1) + 2 * m;
+        case Strategy::ps: return m * k * (k - 1);
+    }
+    return 0;
+}
+
+SimulationResult run_simulation(const RunInput& input) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    // Silence SimGrid (its INFO lines would mix with our output) before anything logs.
+    xbt_log_control_set("root.thres:critical");
+    int argc = 2;
+    char program[] = "epochcast-simulate";
+    char quiet[] = "--log=root.thres:critical";
+    char* argv[] = {program, quiet, nullptr};
+    // Left alive on purpose: the child process exits right after the run.
+    auto* engine = new sg4::Engine(&argc, argv);
+    (void)engine;
+    if (input.network_model == NetworkModel::cm02) {
+        sg4::Engine::set_config("network/model:CM02");
+        // No TCP window bound and no reverse (acknowledgement) traffic: a transfer alone on its
+        // route takes latency + bytes / bandwidth, the alpha-beta form of model/collectives.hpp.
+        sg4::Engine::set_config("network/TCP-gamma:0");
+        sg4::Engine::set_config("network/crosstraffic:0");
+    } else {
+        sg4::Engine::set_config("network/model:LV08");
+    }
+    sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kActorStackKiB));
+
+    Simulation simulation(input);
+    SimulationResult result = simulation.run();
+    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result;
+}
+
+}  // namespace epochcast::sim

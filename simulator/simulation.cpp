@@ -1,0 +1,270 @@
+// simulate(): checks, resolution, and the child process that runs SimGrid (simulation.hpp says why).
+#include "simulator/simulation.hpp"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/errors.hpp"
+#include "simulator/replay.hpp"
+
+namespace epochcast::sim {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kKiBPerMiB = 1024.0;
+
+json result_to_json(const SimulationResult& r) {
+    return {{"iteration_s", r.iteration_s},
+            {"compute_s", r.compute_s},
+            {"sync_s", r.sync_s},
+            {"exposed_communication_s", r.exposed_communication_s},
+            {"communication_s", r.communication_s},
+            {"data_s", r.data_s},
+            {"jitter", r.jitter},
+            {"overlap", r.overlap},
+            {"granularity", to_string(r.granularity)},
+            {"network_model", to_string(r.network_model)},
+            {"buckets_per_iteration", r.buckets_per_iteration},
+            {"transfers", r.transfers},
+            {"executions", r.executions},
+            {"simulated_s", r.simulated_s},
+            {"wall_s", r.wall_s},
+            {"timeline_written", r.timeline_written}};
+}
+
+SimulationResult result_from_json(const json& j) {
+    SimulationResult r;
+    r.iteration_s = j.at("iteration_s").get<std::vector<double>>();
+    r.compute_s = j.at("compute_s");
+    r.sync_s = j.at("sync_s");
+    r.exposed_communication_s = j.at("exposed_communication_s");
+    r.communication_s = j.at("communication_s");
+    r.data_s = j.at("data_s");
+    r.jitter = j.at("jitter");
+    r.overlap = j.at("overlap");
+    r.granularity = parse_granularity(j.at("granularity").get<std::string>());
+    r.network_model = parse_network_model(j.at("network_model").get<std::string>());
+    r.buckets_per_iteration = j.at("buckets_per_iteration");
+    r.transfers = j.at("transfers");
+    r.executions = j.at("executions");
+    r.simulated_s = j.at("simulated_s");
+    r.wall_s = j.at("wall_s");
+    r.timeline_written = j.at("timeline_written");
+    return r;
+}
+
+void write_all(int fd, const std::string& text) {
+    std::size_t written = 0;
+    while (written < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        written += static_cast<std::size_t>(n);
+    }
+}
+
+std::string read_all(int fd) {
+    std::string text;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
+/// Run `input` in a forked child; the child sends its result (or its error) back as JSON.
+SimulationResult run_in_child(const RunInput& input) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw RunError("cannot create a pipe for the simulation");
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        throw RunError("cannot fork the simulation process");
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        json reply;
+        try {
+            reply = result_to_json(run_simulation(input));
+        } catch (const InputError& error) {
+            reply = {{"error", "input"}, {"message", error.what()}};
+        } catch (const std::exception& error) {
+            reply = {{"error", "run"}, {"message", error.what()}};
+        }
+        write_all(fds[1], reply.dump());
+        ::close(fds[1]);
+        ::_exit(0);  // no atexit handlers, no SimGrid teardown, no flushing of the parent's buffers
+    }
+    ::close(fds[1]);
+    const std::string text = read_all(fds[0]);
+    ::close(fds[0]);
+    int status = 0;
+    struct rusage usage {};
+    while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || text.empty()) {
+        throw RunError(WIFSIGNALED(status) ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
+                                           : "the simulation process ended without a result");
+    }
+    const json reply = json::parse(text);
+    if (reply.contains("error")) {
+        const std::string message = reply.at("message");
+        if (reply.at("error") == "input") throw InputError(message);
+        throw RunError("simulation failed: " + message);
+    }
+    SimulationResult result = result_from_json(reply);
+    result.peak_memory_MiB = static_cast<double>(usage.ru_maxrss) / kKiBPerMiB;  // ru_maxrss is in KiB on Linux
+    return result;
+}
+
+double percentile(std::vector<double> sorted, double q) {
+    if (sorted.empty()) return 0;
+    const double position = q * static_cast<double>(sorted.size() - 1);
+    const auto low = static_cast<std::size_t>(std::floor(position));
+    const auto high = static_cast<std::size_t>(std::ceil(position));
+    return sorted[low] + (position - static_cast<double>(low)) * (sorted[high] - sorted[low]);
+}
+
+}  // namespace
+
+std::string_view to_string(Granularity granularity) {
+    switch (granularity) {
+        case Granularity::automatic: return "auto";
+        case Granularity::step: return "step";
+        case Granularity::coarse: return "coarse";
+    }
+    return "?";
+}
+
+Granularity parse_granularity(std::string_view text, std::string_view what) {
+    if (text == "auto") return Granularity::automatic;
+    if (text == "step") return Granularity::step;
+    if (text == "coarse") return Granularity::coarse;
+    throw InputError(std::string(what) + " must be auto, step or coarse (got '" + std::string(text) + "')");
+}
+
+std::string_view to_string(NetworkModel model) {
+    switch (model) {
+        case NetworkModel::cm02: return "cm02";
+        case NetworkModel::lv08: return "lv08";
+    }
+    return "?";
+}
+
+NetworkModel parse_network_model(std::string_view text, std::string_view what) {
+    if (text == "cm02" || text == "CM02") return NetworkModel::cm02;
+    if (text == "lv08" || text == "LV08") return NetworkModel::lv08;
+    throw InputError(std::string(what) + " must be cm02 or lv08 (got '" + std::string(text) + "')");
+}
+
+SlowNode parse_slow_node(std::string_view text, std::string_view what) {
+    const std::string value(text);
+    const auto colon = value.find(':');
+    const std::string problem = std::string(what) + " takes NODE:FACTOR, e.g. 3:1.5 (got '" + value + "')";
+    if (colon == std::string::npos) throw InputError(problem);
+    SlowNode slow;
+    try {
+        std::size_t used = 0;
+        slow.node = std::stoi(value.substr(0, colon), &used);
+        if (used != colon) throw InputError(problem);
+        const std::string factor = value.substr(colon + 1);
+        slow.factor = std::stod(factor, &used);
+        if (used != factor.size()) throw InputError(problem);
+    } catch (const std::logic_error&) {
+        throw InputError(problem);
+    }
+    if (slow.node < 0) throw InputError(std::string(what) + ": the node index must be 0 or more (got '" + value + "')");
+    if (!(slow.factor > 0) || !std::isfinite(slow.factor)) {
+        throw InputError(std::string(what) + ": the factor must be positive (got '" + value + "')");
+    }
+    return slow;
+}
+
+Distribution describe(const std::vector<double>& samples) {
+    Distribution d;
+    if (samples.empty()) return d;
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    const double n = static_cast<double>(samples.size());
+    d.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
+    double squares = 0;
+    for (double x : samples) squares += (x - d.mean) * (x - d.mean);
+    d.stdev = samples.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
+    d.min = sorted.front();
+    d.max = sorted.back();
+    d.p50 = percentile(sorted, 0.5);
+    d.p95 = percentile(sorted, 0.95);
+    return d;
+}
+
+SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
+    if (options.iterations < 1) {
+        throw InputError("--iterations must be at least 1 (got " + std::to_string(options.iterations) + ")");
+    }
+    if (options.jitter && (!(*options.jitter >= 0) || !std::isfinite(*options.jitter))) {
+        throw InputError("--jitter must be 0 or more (a relative standard deviation, e.g. 0.05)");
+    }
+    if (options.overlap && !(*options.overlap >= 0 && *options.overlap <= 1)) {
+        throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
+    }
+    if (!(options.cycle_time_s >= 0) || !std::isfinite(options.cycle_time_s)) {
+        throw InputError("--cycle-time-ms must be 0 or more");
+    }
+    const ResolvedScenario resolved = model.resolve(scenario);
+    for (const SlowNode& slow : options.slow_nodes) {
+        if (slow.node >= resolved.nodes) {
+            throw InputError("--slow-node " + std::to_string(slow.node) + ":" + std::to_string(slow.factor) +
+                             ": the cluster has nodes 0 to " + std::to_string(resolved.nodes - 1));
+        }
+    }
+    if (!options.timeline_path.empty()) {
+        const std::filesystem::path path(options.timeline_path);
+        const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+        if (!std::filesystem::is_directory(folder)) {
+            throw InputError("cannot write timeline file '" + options.timeline_path + "': no folder '" +
+                             folder.string() + "'");
+        }
+    }
+
+    RunInput input;
+    input.scenario = resolved;
+    const Architecture architecture = build_resnet(scenario.model, scenario.image_size, scenario.classes);
+    input.plan = make_replay_plan(architecture, resolved, scenario.precision, options.overlap.value_or(resolved.overlap));
+    input.iterations = options.iterations;
+    input.seed = options.seed;
+    input.jitter = options.jitter.value_or(resolved.sync_jitter);
+    input.slow_nodes = options.slow_nodes;
+    input.granularity = options.granularity;
+    if (input.granularity == Granularity::automatic) {
+        input.granularity =
+            step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
+    }
+    if (resolved.strategy == Strategy::ps) input.granularity = Granularity::step;  // no coarse form: see docs
+    input.network_model = options.network_model;
+    input.cycle_time_s = options.cycle_time_s;
+    input.fusion_threshold_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
+    input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
+    input.timeline_path = options.timeline_path;
+    return run_in_child(input);
+}
+
+}  // namespace epochcast::sim

@@ -1,0 +1,107 @@
+// Discrete-event simulation of data-parallel training with SimGrid (issue 4): the platform is
+// built from the catalog, one actor per worker GPU replays the forward pass and the backward pass
+// layer by layer, releasing gradients that a collective (ring, hierarchical, tree all-reduce or
+// parameter-server push/pull) carries while the rest of the backward pass runs. Where the closed
+// form of model/ stops (stragglers, named slow nodes, contention) the simulation takes over.
+// docs/model.md, section "Simulation", derives what is simulated and how it compares with predict.
+//
+// SimGrid's Engine is a process-wide singleton in 3.32 and cannot be re-created (a second Engine
+// keeps the first one's clock and refuses configuration), so every call runs its simulation in a
+// forked child process and reads the result back through a pipe: the function can be called any
+// number of times in one process, and the child's peak memory is measured by the kernel.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/cost_model.hpp"
+
+namespace epochcast::sim {
+
+/// HOROVOD_CYCLE_TIME before Horovod 0.21, the seeds' era: every 5 ms the background thread fuses
+/// the gradients all ranks have ready (0.21.0 changed the default to 1 ms, release notes #2468).
+inline constexpr double kHorovodCycleTimeS = 0.005;
+
+/// Step-granularity collectives are simulated when their point-to-point transfers per bucket stay
+/// under this count; above it the coarse form runs (docs/model.md, "Simulation"). Chosen so that
+/// 256 GPUs (32 nodes, hierarchical) simulate step by step and 1,024 GPUs coarsely.
+inline constexpr long kStepTransfersBudget = 20000;
+
+/// How finely a collective is simulated.
+enum class Granularity {
+    automatic,  ///< step where the transfers stay under kStepTransfersBudget, else coarse
+    step,       ///< every ring step is a round of transfers (2(n-1) rounds of S/n bytes)
+    coarse,     ///< one transfer per rank per phase carrying the phase's bytes, plus its latencies
+};
+std::string_view to_string(Granularity granularity);
+Granularity parse_granularity(std::string_view text, std::string_view what = "granularity");
+
+/// SimGrid's network model (docs/model.md, "Simulation").
+enum class NetworkModel {
+    cm02,  ///< Casanova and Marchal 2002 max-min sharing; with TCP-gamma and cross-traffic off a
+           ///< transfer takes latency + bytes / bandwidth, the alpha-beta form of model/ (default)
+    lv08,  ///< Velho and Legrand 2009: TCP's RTT-unfair sharing and its bandwidth (0.97) and latency
+           ///< (13.01) factors; for contention between flows of different RTTs
+};
+std::string_view to_string(NetworkModel model);
+NetworkModel parse_network_model(std::string_view text, std::string_view what = "network model");
+
+/// A worker node whose GPUs are slower than the rest.
+struct SlowNode {
+    int node = 0;         ///< worker node index, 0-based
+    double factor = 1.0;  ///< its compute time is multiplied by this (1.5 = 50% slower), > 0
+};
+
+/// Parse "INDEX:FACTOR" (e.g. "3:1.5"); throws InputError naming `what`.
+SlowNode parse_slow_node(std::string_view text, std::string_view what = "--slow-node");
+
+struct SimulationOptions {
+    int iterations = 10;                 ///< iterations simulated, at least 1
+    std::uint64_t seed = 1;              ///< seed of the jitter draws (std::mt19937_64)
+    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration;
+                                         ///< unset: the calibration's framework sync_jitter
+    std::vector<SlowNode> slow_nodes;    ///< named slow nodes
+    std::optional<double> overlap;       ///< fraction of the backward pass (at its end) during which
+                                         ///< gradients may be communicated, 0..1; unset: the calibration's
+    Granularity granularity = Granularity::automatic;
+    NetworkModel network_model = NetworkModel::cm02;
+    double cycle_time_s = kHorovodCycleTimeS;  ///< all-reduce fusion cycle, in seconds (>= 0)
+    std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
+};
+
+/// Summary statistics of the simulated iteration times, in seconds.
+struct Distribution {
+    double mean = 0, stdev = 0, min = 0, p50 = 0, p95 = 0, max = 0;
+};
+Distribution describe(const std::vector<double>& samples);
+
+/// What one simulation measured. Times are means over GPUs and iterations, in seconds.
+struct SimulationResult {
+    std::vector<double> iteration_s;        ///< per iteration: end of its synchronisation minus the previous one's
+    double compute_s = 0;                   ///< forward + backward + fixed overhead of one GPU (mean)
+    double sync_s = 0;                      ///< the last GPU's compute end minus the mean GPU's (stragglers)
+    double exposed_communication_s = 0;     ///< end of the iteration minus the last GPU's compute end
+    double communication_s = 0;             ///< time during which gradient traffic was in flight (node 0)
+    double data_s = 0;                      ///< input pipeline bound per iteration (eq. D1), a lower bound
+    double jitter = 0;                      ///< the jitter that ran
+    double overlap = 0;                     ///< the overlap window that ran (fraction of backward)
+    Granularity granularity = Granularity::step;  ///< what ran (never automatic)
+    NetworkModel network_model = NetworkModel::cm02;
+    double buckets_per_iteration = 0;       ///< collectives (or parameter-server push rounds) per iteration
+    std::int64_t transfers = 0;             ///< point-to-point transfers simulated
+    std::int64_t executions = 0;            ///< compute activities simulated
+    double simulated_s = 0;                 ///< simulated clock at the end
+    double wall_s = 0;                      ///< wall time of the simulation (child process, platform included)
+    double peak_memory_MiB = 0;             ///< peak resident memory of the child process
+    bool timeline_written = false;
+};
+
+/// Resolve `scenario` with `model` (throws its InputError / InfeasibleError), check the options
+/// (InputError naming the flag), then simulate `options.iterations` iterations in a child process.
+/// Throws RunError when the child fails for another reason.
+SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options);
+
+}  // namespace epochcast::sim
