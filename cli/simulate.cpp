@@ -3,6 +3,7 @@
 // collective granularity ran; --timeline writes a Chrome trace-event file (Perfetto).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include "model/types.hpp"
 
 #if EPOCHCAST_WITH_SIMULATOR
+#include "simulator/elastic.hpp"
 #include "simulator/prediction.hpp"
 #include "simulator/simulation.hpp"
 #endif
@@ -41,12 +43,71 @@ struct SimulateOptions {
     std::string network_model = "cm02";
     double cycle_time_ms = sim::kHorovodCycleTimeS * 1e3;
     std::string timeline;
+    std::string elastic;
 };
 
 nlohmann::json distribution_json(const std::vector<double>& samples) {
     const sim::Distribution d = sim::describe(samples);
     return {{"mean_s", d.mean}, {"stdev_s", d.stdev}, {"min_s", d.min}, {"p50_s", d.p50},
             {"p95_s", d.p95},   {"max_s", d.max},     {"samples_s", samples}};
+}
+
+nlohmann::json elastic_json(const sim::ElasticReport& r) {
+    nlohmann::json segments = nlohmann::json::array();
+    for (const sim::ElasticSegment& s : r.segments) {
+        segments.push_back({{"start_epoch", s.start_epoch},
+                            {"epochs", s.epochs},
+                            {"nodes", s.nodes},
+                            {"batch_per_gpu", s.batch_per_gpu},
+                            {"global_batch", s.global_batch},
+                            {"iteration_s", s.iteration_s},
+                            {"throughput_images_per_s", s.throughput_images_per_s},
+                            {"epoch_s", s.epoch_s},
+                            {"time_s", s.time_s},
+                            {"cluster_usd_per_hour", s.usd_per_hour},
+                            {"cost_usd", s.cost_usd}});
+    }
+    nlohmann::json losses = nlohmann::json::array();
+    for (const sim::ElasticLoss& l : r.losses) {
+        losses.push_back({{"epoch", l.epoch},
+                          {"nodes_after", l.nodes_after},
+                          {"lost_work_s", l.lost_work_s},
+                          {"restart_s", l.restart_s},
+                          {"cost_usd", l.cost_usd}});
+    }
+    return {{"epochs", r.epochs},
+            {"segments", segments},
+            {"node_losses", losses},
+            {"startup_s", r.startup_s},
+            {"time_to_train_s", r.time_to_train_s},
+            {"cost_usd", r.cost_usd},
+            {"fixed", {{"nodes", r.fixed_nodes}, {"time_to_train_s", r.fixed_time_to_train_s}, {"cost_usd", r.fixed_cost_usd}}},
+            {"time_saving", 1.0 - r.time_to_train_s / r.fixed_time_to_train_s},
+            {"cost_saving", 1.0 - r.cost_usd / r.fixed_cost_usd}};
+}
+
+void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
+    char line[256];
+    out << "\nelastic schedule, " << r.epochs << " epochs, global batch kept:\n";
+    std::snprintf(line, sizeof line, "  %-14s %6s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "batch/GPU",
+                  "images/s", "epoch (s)", "time (h)", "cost ($)");
+    out << line;
+    for (const sim::ElasticSegment& s : r.segments) {
+        char range[64];
+        std::snprintf(range, sizeof range, "%.2f-%.2f", s.start_epoch, s.start_epoch + s.epochs);
+        std::snprintf(line, sizeof line, "  %-14s %6d %10d %12.0f %12.1f %10.2f %12.2f\n", range, s.nodes,
+                      s.batch_per_gpu, s.throughput_images_per_s, s.epoch_s, s.time_s / 3600, s.cost_usd);
+        out << line;
+    }
+    for (const sim::ElasticLoss& l : r.losses) {
+        std::snprintf(line, sizeof line, "  node lost at epoch %.2f: %.0f s of work lost, %.0f s restart, %d nodes left\n",
+                      l.epoch, l.lost_work_s, l.restart_s, l.nodes_after);
+        out << line;
+    }
+    std::snprintf(line, sizeof line, "  elastic: %.2f h, $%.2f; fixed %d nodes: %.2f h, $%.2f (time %+.1f%%, cost %+.1f%%)\n",
+                  r.time_to_train_s / 3600, r.cost_usd, r.fixed_nodes, r.fixed_time_to_train_s / 3600, r.fixed_cost_usd,
+                  100 * (r.time_to_train_s / r.fixed_time_to_train_s - 1), 100 * (r.cost_usd / r.fixed_cost_usd - 1));
+    out << line;
 }
 
 void run_simulate(SimulateOptions& o, std::ostream& out) {
@@ -77,8 +138,16 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     options.cycle_time_s = o.cycle_time_ms / 1e3;
     options.timeline_path = o.timeline;
 
+    std::optional<sim::ElasticSchedule> schedule;
+    if (!o.elastic.empty()) {
+        schedule = sim::read_elastic_schedule(o.elastic);
+        s.epochs = schedule->epochs();  // the schedule says how many epochs
+    }
+
     const ResolvedScenario resolved = model.resolve(s);
     const sim::SimulationResult result = sim::simulate(model, s, options);
+    std::optional<sim::ElasticReport> elastic;
+    if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
     const Prediction prediction = sim::simulated_prediction(model, s, result);
     const Prediction analytic = model.predict(resolved);
     const ScenarioResult reported{s, prediction, resolved.measured_curve};
@@ -105,6 +174,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
                          {"sync_s", analytic.sync_s},
                          {"iteration_without_sync_s", analytic.iteration_s - analytic.sync_s},
                          {"throughput_images_per_s", analytic.throughput_images_per_s}};
+        if (elastic) j["elastic"] = elastic_json(*elastic);
         out << j.dump(2) << '\n';
         return;
     }
@@ -117,6 +187,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";
     if (!o.timeline.empty()) out << "; timeline written to " << o.timeline;
     out << '\n';
+    if (elastic) print_elastic(*elastic, out);
 }
 
 }  // namespace
@@ -161,6 +232,9 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--granularity", options->granularity, "auto, step or coarse collective steps (default auto)");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
     cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (Horovod, default 5)");
+    cmd->add_option("--elastic", options->elastic,
+                    "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
+                    "reported against the fixed cluster of --nodes");
     cmd->callback([options, &out] { run_simulate(*options, out); });
 }
 

@@ -1,0 +1,214 @@
+#include "simulator/elastic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "model/errors.hpp"
+#include "model/text_io.hpp"
+#include "simulator/prediction.hpp"
+
+namespace epochcast::sim {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kSecondsPerHour = 3600.0;
+
+[[noreturn]] void fail(std::string_view origin, const std::string& where, const std::string& problem) {
+    throw InputError(std::string(origin) + ": " + where + problem);
+}
+
+double positive_number(const json& entry, const char* key, std::string_view origin, const std::string& where) {
+    // Built by appending: GCC 12 warns falsely (-Wrestrict) on a chain of + here.
+    std::string quoted = "'";
+    quoted += key;
+    quoted += "'";
+    if (!entry.contains(key)) fail(origin, where, "missing key " + quoted);
+    const json& value = entry.at(key);
+    if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>())) {
+        std::string problem = quoted;
+        problem += " must be a positive number (got ";
+        problem += value.dump();
+        problem += ")";
+        fail(origin, where, problem);
+    }
+    return value.get<double>();
+}
+
+}  // namespace
+
+double ElasticSchedule::epochs() const {
+    double total = 0;
+    for (const ElasticPhase& p : phases) total += p.epochs;
+    return total;
+}
+
+ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_view origin) {
+    const json document = parse_json(json_text, origin);
+    if (!document.is_object()) fail(origin, "", "an elastic schedule is a JSON object");
+    if (!document.contains("schema") || document.at("schema") != kElasticSchema) {
+        fail(origin, "", "'schema' must be \"" + std::string(kElasticSchema) + "\"");
+    }
+    if (!document.contains("phases") || !document.at("phases").is_array() || document.at("phases").empty()) {
+        fail(origin, "", "'phases' must be a non-empty array of {\"epochs\": E, \"nodes\": N}");
+    }
+    ElasticSchedule schedule;
+    const json& phases = document.at("phases");
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+        const std::string where = "phases[" + std::to_string(i) + "]: ";
+        const json& entry = phases[i];
+        if (!entry.is_object()) fail(origin, where, "must be an object {\"epochs\": E, \"nodes\": N}");
+        ElasticPhase phase;
+        phase.epochs = positive_number(entry, "epochs", origin, where);
+        if (!entry.contains("nodes")) fail(origin, where, "missing key 'nodes'");
+        const json& nodes = entry.at("nodes");
+        if (!nodes.is_number_integer() || nodes.get<long long>() < 1 || nodes.get<long long>() > 1'000'000) {
+            fail(origin, where, "'nodes' must be a whole number of at least 1 (got " + nodes.dump() + ")");
+        }
+        phase.nodes = nodes.get<int>();
+        schedule.phases.push_back(phase);
+    }
+    const double total = schedule.epochs();
+    if (document.contains("node_losses")) {
+        const json& losses = document.at("node_losses");
+        if (!losses.is_array()) fail(origin, "", "'node_losses' must be an array of {\"epoch\": E}");
+        for (std::size_t i = 0; i < losses.size(); ++i) {
+            const std::string where = "node_losses[" + std::to_string(i) + "]: ";
+            const json& entry = losses[i];
+            if (!entry.is_object() || !entry.contains("epoch")) fail(origin, where, "missing key 'epoch'");
+            const json& epoch = entry.at("epoch");
+            if (!epoch.is_number() || epoch.get<double>() < 0 || epoch.get<double>() >= total) {
+                fail(origin, where,
+                     "'epoch' must be a number from 0 to below the schedule's " + json(total).dump() +
+                         " epochs (got " + epoch.dump() + ")");
+            }
+            schedule.node_losses.push_back({epoch.get<double>()});
+        }
+    }
+    std::sort(schedule.node_losses.begin(), schedule.node_losses.end(),
+              [](const NodeLoss& a, const NodeLoss& b) { return a.epoch < b.epoch; });
+    // Every loss must leave its phase at least one node.
+    double start = 0;
+    for (std::size_t i = 0; i < schedule.phases.size(); ++i) {
+        const double end = start + schedule.phases[i].epochs;
+        const auto lost = std::count_if(schedule.node_losses.begin(), schedule.node_losses.end(),
+                                        [&](const NodeLoss& l) { return l.epoch >= start && l.epoch < end; });
+        if (lost >= schedule.phases[i].nodes) {
+            fail(origin, "phases[" + std::to_string(i) + "]: ",
+                 std::to_string(lost) + " node losses leave none of its " + std::to_string(schedule.phases[i].nodes) +
+                     " nodes");
+        }
+        start = end;
+    }
+    return schedule;
+}
+
+ElasticSchedule read_elastic_schedule(const std::filesystem::path& path) {
+    return parse_elastic_schedule(read_text_file(path, "elastic schedule"), path.string());
+}
+
+ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
+                               const ElasticSchedule& schedule) {
+    const ResolvedScenario fixed = model.resolve(scenario);
+    const int k = fixed.gpus_per_node;
+    const int global_batch = fixed.nodes * k * fixed.batch_per_gpu;
+    SimulationOptions phase_options = options;
+    phase_options.timeline_path.clear();
+    phase_options.slow_nodes.clear();  // node indices of the fixed cluster mean nothing in another size
+
+    // One simulation per distinct cluster size.
+    struct Simulated {
+        Scenario scenario;
+        Prediction prediction;
+        double usd_per_hour = 0;
+    };
+    std::map<int, Simulated> by_nodes;
+    auto cluster = [&](int nodes) -> const Simulated& {
+        auto found = by_nodes.find(nodes);
+        if (found != by_nodes.end()) return found->second;
+        Simulated s;
+        s.scenario = scenario;
+        s.scenario.nodes = nodes;
+        s.scenario.gpus_per_node = k;
+        s.scenario.epochs = schedule.epochs();
+        s.scenario.batch_per_gpu =
+            std::max(1, static_cast<int>(std::lround(static_cast<double>(global_batch) / (nodes * k))));
+        try {
+            s.prediction = simulated_prediction(model, s.scenario, simulate(model, s.scenario, phase_options));
+        } catch (const InfeasibleError& error) {
+            throw InfeasibleError("elastic schedule, " + std::to_string(nodes) + " nodes (batch " +
+                                  std::to_string(s.scenario.batch_per_gpu) + " per GPU to keep the global batch of " +
+                                  std::to_string(global_batch) + "): " + error.what());
+        }
+        s.usd_per_hour = s.prediction.cluster_usd_per_hour;
+        return by_nodes.emplace(nodes, s).first->second;
+    };
+
+    ElasticReport report;
+    report.epochs = schedule.epochs();
+    report.startup_s = fixed.startup_s;
+    auto add_segment = [&](double start_epoch, double epochs, int nodes) {
+        if (epochs <= 0) return;
+        const Simulated& c = cluster(nodes);
+        ElasticSegment seg;
+        seg.start_epoch = start_epoch;
+        seg.epochs = epochs;
+        seg.nodes = nodes;
+        seg.batch_per_gpu = c.scenario.batch_per_gpu;
+        seg.global_batch = c.prediction.global_batch;
+        seg.iteration_s = c.prediction.iteration_s;
+        seg.throughput_images_per_s = c.prediction.throughput_images_per_s;
+        seg.epoch_s = c.prediction.epoch_s;
+        seg.time_s = epochs * seg.epoch_s;
+        seg.usd_per_hour = c.usd_per_hour;
+        seg.cost_usd = seg.time_s / kSecondsPerHour * seg.usd_per_hour;
+        report.segments.push_back(seg);
+    };
+
+    double phase_start = 0;
+    std::size_t next_loss = 0;
+    for (const ElasticPhase& phase : schedule.phases) {
+        const double phase_end = phase_start + phase.epochs;
+        int nodes = phase.nodes;
+        double from = phase_start;  // where training (re)starts in this stretch
+        while (next_loss < schedule.node_losses.size() && schedule.node_losses[next_loss].epoch < phase_end) {
+            const double at = schedule.node_losses[next_loss++].epoch;
+            add_segment(from, at - from, nodes);
+            // The checkpoint is written at the end of every epoch: what was done since is lost.
+            const double checkpoint = std::max(from, std::floor(at));
+            ElasticLoss loss;
+            loss.epoch = at;
+            loss.nodes_after = nodes - 1;
+            loss.lost_work_s = (at - checkpoint) * cluster(nodes).prediction.epoch_s;
+            loss.restart_s = fixed.startup_s;
+            loss.cost_usd = loss.restart_s / kSecondsPerHour * cluster(nodes - 1).usd_per_hour;
+            report.losses.push_back(loss);
+            nodes -= 1;
+            from = checkpoint;
+        }
+        add_segment(from, phase_end - from, nodes);
+        phase_start = phase_end;
+    }
+
+    report.time_to_train_s = report.startup_s;
+    report.cost_usd = report.startup_s / kSecondsPerHour * cluster(schedule.phases.front().nodes).usd_per_hour;
+    for (const ElasticSegment& seg : report.segments) {
+        report.time_to_train_s += seg.time_s;
+        report.cost_usd += seg.cost_usd;
+    }
+    for (const ElasticLoss& loss : report.losses) {
+        report.time_to_train_s += loss.restart_s;
+        report.cost_usd += loss.cost_usd;
+    }
+
+    const Simulated& f = cluster(fixed.nodes);
+    report.fixed_nodes = fixed.nodes;
+    report.fixed_time_to_train_s = report.startup_s + report.epochs * f.prediction.epoch_s;
+    report.fixed_cost_usd = report.fixed_time_to_train_s / kSecondsPerHour * f.usd_per_hour;
+    return report;
+}
+
+}  // namespace epochcast::sim

@@ -1,0 +1,138 @@
+// Elastic schedules (seed 003's Dynamic Training): the global batch stays fixed while the cluster
+// changes size between phases, a lost node costs the work since the last checkpoint plus a restart,
+// and the schedule is reported against the fixed cluster. Bad schedule files are InputErrors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+#include "simulator/elastic.hpp"
+#include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_file.hpp"
+
+namespace epochcast {
+namespace {
+
+using testing::TempFile;
+
+const CostModel& model() {
+    static const CostModel instance(Catalog::built_in(), Calibration::built_in());
+    return instance;
+}
+
+sim::SimulationOptions quick() {
+    sim::SimulationOptions o;
+    o.iterations = 2;
+    o.jitter = 0.0;
+    return o;
+}
+
+Scenario cluster(int nodes, int batch) {
+    Scenario s;
+    s.nodes = nodes;
+    s.batch_per_gpu = batch;
+    s.strategy = Strategy::hierarchical;
+    return s;
+}
+
+sim::ElasticSchedule schedule(const std::string& json) { return sim::parse_elastic_schedule(json, "test.json"); }
+
+TEST(Elastic, AConstantScheduleIsTheFixedCluster) {
+    const auto r = sim::simulate_elastic(model(), cluster(4, 128), quick(),
+                                         schedule(R"({"schema": "epochcast.elastic/1", "phases": [
+                                             {"epochs": 30, "nodes": 4}, {"epochs": 60, "nodes": 4}]})"));
+    EXPECT_DOUBLE_EQ(r.epochs, 90);
+    ASSERT_EQ(r.segments.size(), 2u);
+    EXPECT_NEAR(r.time_to_train_s, r.fixed_time_to_train_s, 1e-6 * r.fixed_time_to_train_s);
+    EXPECT_NEAR(r.cost_usd, r.fixed_cost_usd, 1e-6 * r.fixed_cost_usd);
+}
+
+TEST(Elastic, TheGlobalBatchStaysFixed) {
+    const auto r = sim::simulate_elastic(model(), cluster(4, 128), quick(),
+                                         schedule(R"({"schema": "epochcast.elastic/1", "phases": [
+                                             {"epochs": 10, "nodes": 2}, {"epochs": 10, "nodes": 8}]})"));
+    ASSERT_EQ(r.segments.size(), 2u);
+    EXPECT_EQ(r.segments[0].batch_per_gpu, 256);  // 4 x 8 x 128 over 16 GPUs
+    EXPECT_EQ(r.segments[1].batch_per_gpu, 64);
+    EXPECT_EQ(r.segments[0].global_batch, 4096);
+    EXPECT_EQ(r.segments[1].global_batch, 4096);
+    // More GPUs, the same images per epoch: faster, and each phase's cost is time x price.
+    EXPECT_LT(r.segments[1].epoch_s, r.segments[0].epoch_s);
+    for (const auto& s : r.segments) EXPECT_NEAR(s.cost_usd, s.time_s / 3600 * s.usd_per_hour, 1e-9);
+    EXPECT_NEAR(r.segments[1].usd_per_hour, 4 * r.segments[0].usd_per_hour, 1e-9);
+}
+
+TEST(Elastic, ANodeLostMidEpochRestartsFromTheLastCheckpoint) {
+    const std::string phases = R"("phases": [{"epochs": 20, "nodes": 4}])";
+    const auto calm = sim::simulate_elastic(model(), cluster(4, 128), quick(),
+                                            schedule(R"({"schema": "epochcast.elastic/1", )" + phases + "}"));
+    const auto lost = sim::simulate_elastic(
+        model(), cluster(4, 128), quick(),
+        schedule(R"({"schema": "epochcast.elastic/1", )" + phases + R"(, "node_losses": [{"epoch": 5.25}]})"));
+    ASSERT_EQ(lost.losses.size(), 1u);
+    ASSERT_EQ(lost.segments.size(), 2u);
+    const auto& loss = lost.losses.front();
+    EXPECT_EQ(loss.nodes_after, 3);
+    // A quarter of epoch 5 is lost and redone on 3 nodes, from the checkpoint at epoch 5.
+    EXPECT_NEAR(loss.lost_work_s, 0.25 * lost.segments[0].epoch_s, 1e-9);
+    EXPECT_DOUBLE_EQ(lost.segments[1].start_epoch, 5.0);
+    EXPECT_DOUBLE_EQ(lost.segments[1].epochs, 15.0);
+    EXPECT_EQ(lost.segments[1].nodes, 3);
+    EXPECT_NEAR(loss.restart_s, model().resolve(cluster(4, 128)).startup_s, 1e-9);
+    const double expected_s = lost.startup_s + 5.25 * lost.segments[0].epoch_s + loss.restart_s +
+                              15 * lost.segments[1].epoch_s;
+    EXPECT_NEAR(lost.time_to_train_s, expected_s, 1e-6 * expected_s);
+    EXPECT_GT(lost.time_to_train_s, calm.time_to_train_s);
+}
+
+TEST(Elastic, BadSchedulesNameTheProblem) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"not json", "malformed JSON"},
+        {R"({"phases": [{"epochs": 1, "nodes": 1}]})", "schema"},
+        {R"({"schema": "epochcast.elastic/1"})", "phases"},
+        {R"({"schema": "epochcast.elastic/1", "phases": []})", "phases"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 1}]})", "phases[0]: missing key 'nodes'"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 0, "nodes": 2}]})", "phases[0]: 'epochs'"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 5, "nodes": 0}]})", "phases[0]: 'nodes'"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 5, "nodes": 2.5}]})", "phases[0]: 'nodes'"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 5, "nodes": 2}], "node_losses": [{"epoch": 7}]})",
+         "node_losses[0]: 'epoch'"},
+        {R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 5, "nodes": 1}], "node_losses": [{"epoch": 2}]})",
+         "leave none"},
+    };
+    for (const auto& [text, named] : cases) {
+        try {
+            schedule(text);
+            ADD_FAILURE() << "accepted: " << text;
+        } catch (const InputError& error) {
+            EXPECT_NE(std::string(error.what()).find(named), std::string::npos) << error.what();
+            EXPECT_NE(std::string(error.what()).find("test.json"), std::string::npos) << error.what();
+        }
+    }
+}
+
+TEST(ElasticCli, ReportsAgainstTheFixedClusterAndRejectsBadFiles) {
+    const TempFile file(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 45, "nodes": 2}, {"epochs": 45, "nodes": 8}]})");
+    const auto r = testing::run_epochcast("simulate --nodes 4 --batch-per-gpu 128 --iterations 2 --elastic '" +
+                                          file.path() + "' --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto json = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(json.contains("elastic"));
+    EXPECT_EQ(json["elastic"]["segments"].size(), 2u);
+    EXPECT_EQ(json["elastic"]["fixed"]["nodes"], 4);
+    EXPECT_DOUBLE_EQ(json["elastic"]["epochs"].get<double>(), 90);
+    EXPECT_TRUE(json["elastic"].contains("cost_saving"));
+
+    const auto missing = testing::run_epochcast("simulate --nodes 4 --elastic /nonexistent/schedule.json");
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("/nonexistent/schedule.json"), std::string::npos) << missing.err;
+    const TempFile bad(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 5, "nodes": -1}]})");
+    const auto malformed = testing::run_epochcast("simulate --nodes 4 --elastic '" + bad.path() + "'");
+    EXPECT_EQ(malformed.exit_code, 2);
+    EXPECT_NE(malformed.err.find("phases[0]: 'nodes'"), std::string::npos) << malformed.err;
+    EXPECT_TRUE(malformed.out.empty());
+}
+
+}  // namespace
+}  // namespace epochcast
