@@ -13,6 +13,9 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     register_catalog(app, out);
     register_predict(app, out);
     register_import_nccl(app, out);
+    register_calibrate(app, out);
+    register_validate(app, out);
+    register_plan_calibration(app, out);
     register_simulate(app, out);
 
     // CLI11 parses the arguments in reverse order when given a vector.

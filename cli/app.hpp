@@ -20,6 +20,9 @@ void run(const std::vector<std::string>& args, std::ostream& out);
 void register_catalog(CLI::App& app, std::ostream& out);
 void register_predict(CLI::App& app, std::ostream& out);
 void register_import_nccl(CLI::App& app, std::ostream& out);
+void register_calibrate(CLI::App& app, std::ostream& out);
+void register_validate(CLI::App& app, std::ostream& out);
+void register_plan_calibration(CLI::App& app, std::ostream& out);
 void register_simulate(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

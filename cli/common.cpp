@@ -1,11 +1,105 @@
 #include "cli/common.hpp"
 
+#include "model/errors.hpp"
+#include "model/types.hpp"
+#include "traces/trace.hpp"
+
 namespace epochcast::cli {
 
 Catalog load_catalog(const std::vector<std::string>& extra_files) {
     Catalog catalog = Catalog::built_in();
     for (const std::string& file : extra_files) catalog.merge(Catalog::load(file, catalog));
     return catalog;
+}
+
+Calibration load_calibration(const std::string& name_or_path) {
+    if (name_or_path.empty() || name_or_path == "built-in") return Calibration::built_in();
+    if (name_or_path == "data-free") return Calibration::data_free_prior();
+    return Calibration::load(name_or_path);
+}
+
+bool ScenarioFlags::any_given() const {
+    for (const CLI::Option* option : options) {
+        if (option->count() > 0) return true;
+    }
+    return false;
+}
+
+Scenario ScenarioFlags::scenario_for(const Catalog& catalog) const {
+    Scenario s = scenario;
+    s.precision = parse_precision(precision, "--precision");
+    s.framework = parse_framework(framework, "--framework");
+    s.pricing = parse_pricing(pricing, "--pricing");
+    if (strategy.empty()) {
+        const InstanceSpec& instance = catalog.instance(s.instance);
+        const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
+        s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
+    } else {
+        s.strategy = parse_strategy(strategy, "--strategy");
+    }
+    return s;
+}
+
+void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
+    Scenario& s = flags.scenario;
+    auto& scen = flags.options;
+    scen.push_back(cmd.add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
+    scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances"));
+    scen.push_back(cmd.add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)"));
+    scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
+    scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
+    scen.push_back(cmd.add_option("--strategy", flags.strategy,
+                                   "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)"));
+    scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow or pytorch"));
+    scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
+    scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
+    scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
+    scen.push_back(cmd.add_option("--efa-adapters", s.efa_adapters,
+                                   "EFA adapters used per node (default: all the instance has; 0: TCP sockets)"));
+    scen.push_back(cmd.add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
+    scen.push_back(cmd.add_option("--image-size", s.image_size, "Input side in pixels"));
+    scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs"));
+    scen.push_back(cmd.add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)"));
+    scen.push_back(cmd.add_option("--epochs", s.epochs, "Epochs to train"));
+    cmd.add_option("--pricing", flags.pricing, "on-demand or spot");
+}
+
+Evidence load_evidence(const std::vector<std::string>& files, const Catalog& catalog) {
+    Evidence evidence;
+    for (const std::string& file : files) {
+        std::string path = file;
+        int selected = -1;
+        if (const auto hash = file.rfind('#'); hash != std::string::npos) {
+            path = file.substr(0, hash);
+            const std::string index = file.substr(hash + 1);
+            try {
+                std::size_t used = 0;
+                selected = std::stoi(index, &used);
+                if (used != index.size() || selected < 0) throw std::invalid_argument(index);
+            } catch (const std::exception&) {
+                throw InputError("'" + file + "': after '#' comes a run index (0, 1, ...), not '" + index + "'");
+            }
+        }
+        const Trace trace = read_trace(path, catalog);
+        if (selected >= 0) {
+            if (static_cast<std::size_t>(selected) >= trace.runs.size()) {
+                throw InputError("'" + file + "': " + path + " has " + std::to_string(trace.runs.size()) + " runs");
+            }
+            evidence.runs.push_back(trace.runs[static_cast<std::size_t>(selected)].observation);
+            continue;
+        }
+        for (const TraceRun& run : trace.runs) evidence.runs.push_back(run.observation);
+        for (std::size_t i = 0; i < trace.networks.size(); ++i) {
+            const NetworkMeasurement& m = trace.networks[i];
+            const int adapters = catalog.instance(m.instance).efa_adapters;
+            const int used = m.efa_adapters < 0 ? adapters : m.efa_adapters;
+            if (used > 0 && used < adapters) continue;
+            evidence.networks.push_back({path + "#networks[" + std::to_string(i) + "]", m.instance, used, m.ranks,
+                                         m.bus_bandwidth_GBps});
+        }
+        evidence.comparisons.insert(evidence.comparisons.end(), trace.comparisons.begin(), trace.comparisons.end());
+    }
+    return evidence;
 }
 
 }  // namespace epochcast::cli

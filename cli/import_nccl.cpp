@@ -1,5 +1,7 @@
-// `epochcast import-nccl LOG --instance NAME -o TRACE.json`: an nccl-tests all_reduce_perf log
-// becomes a network measurement (alpha-beta fit) in a trace, which calibration then uses.
+// `epochcast import-nccl LOG --instance NAME [--efa-adapters N] -o TRACE.json`: an nccl-tests
+// all_reduce_perf log becomes a network measurement (alpha-beta fit) in a trace, which
+// calibration then uses. --efa-adapters records how many of the instance's EFA adapters the test
+// used (0: NCCL's TCP socket transport); without it, all of them.
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -21,17 +23,26 @@ struct ImportOptions {
     std::string instance;
     std::string output;
     std::string source;
+    int efa_adapters = -1;  ///< -1: all the instance has
     std::vector<std::string> catalogs;
 };
 
 void run_import(const ImportOptions& o, std::ostream& out) {
     const Catalog catalog = load_catalog(o.catalogs);
-    catalog.instance(o.instance);  // an unknown instance fails before any work
+    const InstanceSpec& instance = catalog.instance(o.instance);  // an unknown instance fails before any work
+    if (o.efa_adapters < -1) {
+        throw InputError("--efa-adapters must be 0 or more (got " + std::to_string(o.efa_adapters) + ")");
+    }
+    if (o.efa_adapters > instance.efa_adapters) {
+        throw InputError("--efa-adapters " + std::to_string(o.efa_adapters) + " is more than " + instance.name +
+                         " has (" + std::to_string(instance.efa_adapters) + " EFA adapters)");
+    }
     int ranks = 0;
     const std::vector<NcclSample> samples =
         parse_nccl_all_reduce(read_text_file(o.log, "nccl-tests log"), o.log, &ranks);
     NetworkMeasurement m = fit_alpha_beta(samples, ranks);
     m.instance = o.instance;
+    m.efa_adapters = o.efa_adapters;
     m.source = o.source.empty() ? "nccl-tests all_reduce_perf log '" + o.log + "'" : o.source;
 
     Trace trace;
@@ -39,8 +50,9 @@ void run_import(const ImportOptions& o, std::ostream& out) {
     trace.networks.push_back(m);
     write_trace(trace, o.output);
 
-    Table table({"instance", "ranks", "sizes", "alpha (us)", "fitted bus GB/s", "max bus GB/s", "avg bus GB/s"});
-    table.add_row({m.instance, std::to_string(m.ranks), std::to_string(m.samples.size()), format_number(m.latency_s * 1e6, 1),
+    Table table({"instance", "EFA", "ranks", "sizes", "alpha (us)", "fitted bus GB/s", "max bus GB/s", "avg bus GB/s"});
+    const std::string efa = m.efa_adapters < 0 ? std::to_string(instance.efa_adapters) : std::to_string(m.efa_adapters);
+    table.add_row({m.instance, efa, std::to_string(m.ranks), std::to_string(m.samples.size()), format_number(m.latency_s * 1e6, 1),
                    format_number(m.bus_bandwidth_GBps, 2), format_number(m.max_bus_bandwidth_GBps, 2),
                    format_number(m.average_bus_bandwidth_GBps, 2)});
     table.print(out);
@@ -56,6 +68,8 @@ void register_import_nccl(CLI::App& app, std::ostream& out) {
     cmd->add_option("log", options->log, "all_reduce_perf output")->required();
     cmd->add_option("--instance", options->instance, "Instance type the test ran on")->required();
     cmd->add_option("-o,--output", options->output, "Trace file to write")->required();
+    cmd->add_option("--efa-adapters", options->efa_adapters,
+                    "EFA adapters per node the test used (default: all the instance has; 0: TCP sockets)");
     cmd->add_option("--source", options->source, "Where the log comes from (default: its path)");
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
     cmd->callback([options, &out] { run_import(*options, out); });

@@ -13,15 +13,10 @@ namespace epochcast::cli {
 namespace {
 
 struct PredictOptions {
-    Scenario scenario;
-    std::string precision = "amp";
-    std::string strategy;  // empty: hierarchical for multi-GPU nodes, ring for one GPU per node
-    std::string framework = "tensorflow";
-    std::string pricing = "on-demand";
+    ScenarioFlags flags;
     std::vector<std::string> catalogs;
     std::string calibration;
     bool json = false;
-    std::vector<CLI::Option*> scenario_options;
 };
 
 /// Seed 000's two set-ups on 8 x p3.16xlarge (64 V100, batch 256 per GPU, mixed precision):
@@ -43,32 +38,19 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     Calibration calibration = o.calibration.empty() ? Calibration::built_in() : Calibration::load(o.calibration);
     const CostModel model(std::move(catalog), std::move(calibration));
 
-    bool any_scenario_flag = false;
-    for (const CLI::Option* option : o.scenario_options) any_scenario_flag |= option->count() > 0;
-
+    const bool any_scenario_flag = o.flags.any_given();
     std::vector<Scenario> scenarios;
     if (any_scenario_flag) {
-        Scenario s = o.scenario;
-        s.precision = parse_precision(o.precision, "--precision");
-        s.framework = parse_framework(o.framework, "--framework");
-        s.pricing = parse_pricing(o.pricing, "--pricing");
-        if (o.strategy.empty()) {
-            const InstanceSpec& instance = model.catalog().instance(s.instance);
-            const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
-            s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
-        } else {
-            s.strategy = parse_strategy(o.strategy, "--strategy");
-        }
-        scenarios.push_back(s);
+        scenarios.push_back(o.flags.scenario_for(model.catalog()));
     } else {
         scenarios = seed_cluster();
-        for (Scenario& s : scenarios) s.pricing = parse_pricing(o.pricing, "--pricing");
+        for (Scenario& s : scenarios) s.pricing = parse_pricing(o.flags.pricing, "--pricing");
     }
 
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
-        results.push_back({s, model.predict(resolved), resolved.measured_curve});
+        results.push_back({s, model.predict(resolved), resolved.measured_curve, resolved.borrowed_curve});
     }
 
     if (o.json) {
@@ -90,7 +72,8 @@ void run_predict(PredictOptions& o, std::ostream& out) {
         if (!r.measured_curve) {
             out << "\nnote: no measured compute curve for " << model.catalog().instance(r.scenario.instance).gpu << " / "
                 << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
-                << "; the roofline prior is used, hence the wide band.\n";
+                << (r.borrowed_curve ? "; another framework's curve on the same GPU stands in, hence the wider band.\n"
+                                     : "; the roofline prior is used, hence the wide band.\n");
             break;
         }
     }
@@ -105,25 +88,7 @@ void register_predict(CLI::App& app, std::ostream& out) {
         "Predict throughput, epoch time, time to train and cost of one configuration. With no scenario flag, "
         "predicts the embedded default: seed 000's 8 x p3.16xlarge cluster with MXNet + 16 m4.16xlarge parameter "
         "servers beside TensorFlow + Horovod ring all-reduce.");
-    Scenario& s = options->scenario;
-    auto& scen = options->scenario_options;
-    scen.push_back(cmd->add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
-    scen.push_back(cmd->add_option("--nodes", s.nodes, "Worker instances"));
-    scen.push_back(cmd->add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)"));
-    scen.push_back(cmd->add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
-    scen.push_back(cmd->add_option("--precision", options->precision, "fp32, amp (fp16 mixed precision) or bf16"));
-    scen.push_back(cmd->add_option("--strategy", options->strategy,
-                                   "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)"));
-    scen.push_back(cmd->add_option("--framework", options->framework, "mxnet, tensorflow or pytorch"));
-    scen.push_back(cmd->add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
-    scen.push_back(cmd->add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
-    scen.push_back(cmd->add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
-    scen.push_back(cmd->add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
-    scen.push_back(cmd->add_option("--image-size", s.image_size, "Input side in pixels"));
-    scen.push_back(cmd->add_option("--classes", s.classes, "Classifier outputs"));
-    scen.push_back(cmd->add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)"));
-    scen.push_back(cmd->add_option("--epochs", s.epochs, "Epochs to train"));
-    cmd->add_option("--pricing", options->pricing, "on-demand or spot");
+    add_scenario_flags(*cmd, options->flags);
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
     cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
     cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");

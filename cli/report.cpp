@@ -88,7 +88,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
-            {"compute_curve", result.measured_curve ? "measured" : "roofline prior"}};
+            {"compute_curve", result.measured_curve ? "measured" : result.borrowed_curve ? "another framework's" : "roofline prior"}};
 }
 
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {

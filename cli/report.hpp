@@ -16,6 +16,7 @@ struct ScenarioResult {
     Scenario scenario;
     Prediction prediction;
     bool measured_curve = false;  ///< the compute curve came from measured runs, not the roofline prior
+    bool borrowed_curve = false;  ///< another framework's measured curve on the same GPU stood in
 };
 
 /// The contract's keys (seconds, images/s, US dollars) plus the breakdown and the scenario echoed.

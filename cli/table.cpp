@@ -45,6 +45,24 @@ void Table::print(std::ostream& out) const {
     for (const auto& row : rows_) print_line(row);
 }
 
+void Table::print_markdown(std::ostream& out) const {
+    const std::size_t columns = header_.size();
+    const auto print_line = [&](const std::vector<std::string>& cells) {
+        out << '|';
+        for (const std::string& cell : cells) out << ' ' << cell << " |";
+        out << '\n';
+    };
+    print_line(header_);
+    out << '|';
+    for (std::size_t c = 0; c < columns; ++c) {
+        bool numeric = !rows_.empty();
+        for (const auto& row : rows_) numeric = numeric && looks_numeric(row[c]);
+        out << (numeric ? " ---: |" : " --- |");
+    }
+    out << '\n';
+    for (const auto& row : rows_) print_line(row);
+}
+
 std::string format_number(double value, int max_decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", std::max(0, max_decimals), value);

@@ -20,6 +20,9 @@ public:
     /// Print the header, a rule and every row, each line ending in '\n'.
     void print(std::ostream& out) const;
 
+    /// The same as a GitHub-flavoured Markdown table (numeric columns right-aligned).
+    void print_markdown(std::ostream& out) const;
+
 private:
     std::vector<std::string> header_;
     std::vector<std::vector<std::string>> rows_;

@@ -119,6 +119,63 @@ NetworkParams read_network(const Fields& f) {
     return n;
 }
 
+Uncertainty read_uncertainty(const json& section, const std::string& origin) {
+    const Fields f(section, origin, "uncertainty");
+    Uncertainty u;
+    u.model_sigma = f.number("model_sigma", 0.0, 10.0);
+    u.method = f.text_or("method", "");
+    if (section.contains("parameters")) {
+        const json& names = section.at("parameters");
+        if (!names.is_array()) f.fail("parameters", "must be an array of names");
+        for (const json& name : names) {
+            if (!name.is_string()) f.fail("parameters", "must be an array of names");
+            u.parameters.push_back(name.get<std::string>());
+        }
+        const json& rows = f.at("covariance");
+        const std::size_t n = u.parameters.size();
+        if (!rows.is_array() || rows.size() != n) {
+            f.fail("covariance", "must be a " + std::to_string(n) + " x " + std::to_string(n) + " array of numbers");
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!rows[i].is_array() || rows[i].size() != n) {
+                f.fail("covariance", "row " + std::to_string(i) + " must hold " + std::to_string(n) + " numbers");
+            }
+            for (std::size_t j = 0; j < n; ++j) {
+                if (!rows[i][j].is_number()) f.fail("covariance", "row " + std::to_string(i) + " must hold numbers");
+                u.covariance.push_back(rows[i][j].get<double>());
+            }
+            if (!(u.covariance[i * n + i] >= 0)) f.fail("covariance", "has a negative variance in row " + std::to_string(i));
+        }
+    }
+    if (section.contains("residuals") && section.at("residuals").is_array()) {
+        for (const json& r : section.at("residuals")) {
+            if (!r.is_object()) continue;
+            u.residuals.push_back({r.value("origin", ""), r.value("quantity", ""), r.value("measured", 0.0),
+                                   r.value("predicted", 0.0)});
+        }
+    }
+    return u;
+}
+
+json uncertainty_json(const Uncertainty& u) {
+    json section = {{"method", u.method}, {"model_sigma", u.model_sigma}, {"parameters", u.parameters}};
+    const std::size_t n = u.parameters.size();
+    json rows = json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+        json row = json::array();
+        for (std::size_t j = 0; j < n; ++j) row.push_back(u.covariance[i * n + j]);
+        rows.push_back(row);
+    }
+    section["covariance"] = rows;
+    json residuals = json::array();
+    for (const FitResidual& r : u.residuals) {
+        residuals.push_back(
+            {{"origin", r.origin}, {"quantity", r.quantity}, {"measured", r.measured}, {"predicted", r.predicted}});
+    }
+    section["residuals"] = residuals;
+    return section;
+}
+
 }  // namespace
 
 const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework) const {
@@ -129,6 +186,8 @@ const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision prec
 }
 
 Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }
+
+Calibration Calibration::data_free_prior() { return parse(embedded::prior_calibration_json, "built-in prior"); }
 
 Calibration Calibration::parse(std::string_view json_text, std::string_view origin_view) {
     const std::string origin(origin_view);
@@ -161,9 +220,11 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
     c.network = read_network(root.child("network"));
     const Fields pipeline = root.child("input_pipeline");
     c.decode_images_per_s_per_vcpu = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
+    c.decode_relative_sigma = pipeline.number("relative_sigma", 0.0, 10.0);
     const Fields schedule = root.child("schedule");
     c.startup_s = schedule.number("startup_s", 0.0, 1e6);
     c.checkpoint_write_GBps = schedule.number("checkpoint_write_GBps", 1e-6, 1e6);
+    if (document.contains("uncertainty")) c.uncertainty = read_uncertainty(document.at("uncertainty"), origin);
     return c;
 }
 
@@ -207,8 +268,10 @@ std::string Calibration::to_json() const {
                        {"efa_latency_s", network.efa_latency_s},     {"intra_efficiency", network.intra_efficiency},
                        {"intra_latency_s", network.intra_latency_s}, {"relative_sigma", network.relative_sigma},
                        {"source", network.source}};
-    root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu}};
+    root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu},
+                              {"relative_sigma", decode_relative_sigma}};
     root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
+    if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0) root["uncertainty"] = uncertainty_json(uncertainty);
     return root.dump(2) + "\n";
 }
 

@@ -13,6 +13,10 @@
 
 namespace epochcast {
 
+/// Relative 1-sigma of carrying a compute curve to another framework on the same GPU and
+/// precision (seed 000: MXNet's fitted curve is 10% faster than TensorFlow's on the same V100s).
+inline constexpr double kFrameworkTransferSigma = 0.15;
+
 /// A measured compute curve for one GPU type, precision and framework:
 /// compute_s(batch) = fixed_s + batch x time_per_image_s, so throughput saturates at
 /// 1 / time_per_image_s as the batch grows (docs/model.md, "Compute").
@@ -62,6 +66,25 @@ struct NetworkParams {
     std::string source;
 };
 
+/// One calibration run's fit: what was measured and what the fitted model says.
+struct FitResidual {
+    std::string origin;       ///< the run ("file#index") or network measurement it belongs to
+    std::string quantity;     ///< "throughput_images_per_s", "scaling_efficiency", "bus_bandwidth_GBps", ...
+    double measured = 0;
+    double predicted = 0;
+};
+
+/// The joint uncertainty of the fitted parameters (docs/model.md, "Uncertainty"): their
+/// covariance in their internal coordinates (model/parameters.hpp) and the scatter the formulas
+/// do not explain. Parameters not listed keep their group's sigma (group_sigma), uncorrelated.
+struct Uncertainty {
+    std::vector<std::string> parameters;  ///< names, as model/parameters.hpp spells them
+    std::vector<double> covariance;       ///< row-major, parameters.size() squared
+    double model_sigma = 0;               ///< relative 1-sigma of a prediction beyond the parameters' own
+    std::vector<FitResidual> residuals;   ///< the fit's residuals, for the record
+    std::string method;                   ///< how it was fitted
+};
+
 /// Everything the cost model reads besides the catalog.
 struct Calibration {
     std::string description;                ///< what it was made from
@@ -73,6 +96,8 @@ struct Calibration {
     double decode_images_per_s_per_vcpu = 0;  ///< JPEG decode + augmentation, per vCPU (seed 002)
     double startup_s = 0;                     ///< launch to first iteration (seed 001: 1.5 minutes)
     double checkpoint_write_GBps = 0;         ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
+    double decode_relative_sigma = 0;         ///< 1-sigma relative uncertainty of the decode rate
+    Uncertainty uncertainty;                  ///< empty for a calibration that was not fitted
 
     const FrameworkProfile& framework(Framework f) const { return frameworks[static_cast<int>(f)]; }
     FrameworkProfile& framework(Framework f) { return frameworks[static_cast<int>(f)]; }
@@ -82,6 +107,9 @@ struct Calibration {
 
     /// The built-in default (model/default_calibration.json compiled in).
     static Calibration built_in();
+    /// The priors `epochcast calibrate` starts from when asked to use no seed data
+    /// (model/prior_calibration.json compiled in; docs/model.md, "Calibration").
+    static Calibration data_free_prior();
     /// Parse calibration JSON; `origin` names it in errors. Throws InputError naming the key on a
     /// malformed file, a wrong schema, a missing or mistyped key, or an out-of-range value.
     static Calibration parse(std::string_view json_text, std::string_view origin);

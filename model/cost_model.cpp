@@ -24,15 +24,20 @@ std::string format_gib(double bytes) {
     return out.str();
 }
 
-/// Bandwidth one node gets across the network, in bytes/s (docs/model.md, eq. N1).
-double node_network_Bps(const InstanceSpec& instance, const NetworkParams& network) {
+}  // namespace
+
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
     const double line_GBps = instance.network_gbps / kBitsPerByte;
-    if (instance.efa_adapters > 0) return line_GBps * network.efa_efficiency * 1e9;
+    if (efa_adapters > 0) {
+        return line_GBps * efa_adapters / instance.efa_adapters * network.efa_efficiency * 1e9;
+    }
     return std::min(line_GBps * network.tcp_efficiency, network.tcp_cap_GBps) * 1e9;
 }
 
-double node_latency_s(const InstanceSpec& instance, const NetworkParams& network) {
-    return instance.efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
+namespace {
+
+double node_latency_s(int efa_adapters, const NetworkParams& network) {
+    return efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
 }
 
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
@@ -64,9 +69,13 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
     return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
 }
 
-double straggler_wait_s(double compute_s, double jitter, int workers) {
+double straggler_factor(int workers) {
     if (workers <= 1) return 0.0;
-    return jitter * compute_s * std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+    return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+}
+
+double straggler_wait_s(double compute_s, double jitter, int workers) {
+    return jitter * compute_s * straggler_factor(workers);
 }
 
 double exposed_communication_s(double communication_s, double backward_s, double overlap) {
@@ -99,15 +108,73 @@ double communication_time_s(const ResolvedScenario& s) {
     return 0.0;
 }
 
+double& ResolvedScenario::field(SensitiveField f) {
+    switch (f) {
+        case SensitiveField::time_per_image: return time_per_image_s;
+        case SensitiveField::fixed: return fixed_s;
+        case SensitiveField::sync_jitter: return sync_jitter;
+        case SensitiveField::overlap: return overlap;
+        case SensitiveField::intra_bandwidth: return intra_bandwidth_Bps;
+        case SensitiveField::intra_latency: return intra_latency_s;
+        case SensitiveField::inter_bandwidth: return inter_bandwidth_Bps;
+        case SensitiveField::inter_latency: return inter_latency_s;
+        case SensitiveField::server_bandwidth: return server_bandwidth_Bps;
+        case SensitiveField::decode: return decode_images_per_s_per_gpu;
+        case SensitiveField::count: break;
+    }
+    return decode_images_per_s_per_gpu;
+}
+
 CostModel::CostModel(Catalog catalog, Calibration calibration)
-    : catalog_(std::move(catalog)), calibration_(std::move(calibration)) {}
+    : catalog_(std::make_shared<const Catalog>(std::move(catalog))),
+      calibration_(std::move(calibration)),
+      workloads_(std::make_shared<WorkloadCache>()) {
+    build_covariance();
+}
+
+CostModel::CostModel(const CostModel& base, Calibration calibration)
+    : catalog_(base.catalog_), calibration_(std::move(calibration)), workloads_(base.workloads_) {
+    build_covariance();
+}
+
+void CostModel::build_covariance() {
+    parameters_ = all_parameters(calibration_);
+    const std::size_t n = parameters_.size() + 1;
+    covariance_.assign(n * n, 0.0);
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+        const double sigma = group_sigma(calibration_, parameters_[i]);
+        covariance_[i * n + i] = sigma * sigma;
+    }
+    covariance_[n * n - 1] = calibration_.roofline.relative_sigma * calibration_.roofline.relative_sigma;
+    // The fitted block replaces the group sigmas of the parameters it names.
+    const Uncertainty& u = calibration_.uncertainty;
+    std::vector<std::size_t> rows;
+    for (const std::string& name : u.parameters) {
+        ParameterId id;
+        if (!find_parameter(calibration_, name, &id)) {
+            throw InputError("calibration: uncertainty.parameters names '" + name + "', which this calibration has not");
+        }
+        rows.push_back(static_cast<std::size_t>(std::find(parameters_.begin(), parameters_.end(), id) - parameters_.begin()));
+    }
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+        for (std::size_t b = 0; b < rows.size(); ++b) {
+            covariance_[rows[a] * n + rows[b]] = u.covariance[a * rows.size() + b];
+        }
+    }
+}
+
+int CostModel::parameter_row(ParameterKind kind, int index) const {
+    const ParameterId id{kind, index};
+    const auto found = std::find(parameters_.begin(), parameters_.end(), id);
+    return found == parameters_.end() ? -1 : static_cast<int>(found - parameters_.begin());
+}
 
 const Workload& CostModel::workload(const std::string& model, int image_size, int classes) const {
-    std::lock_guard<std::mutex> lock(workloads_mutex_);
+    std::lock_guard<std::mutex> lock(workloads_->mutex);
     const auto key = std::make_tuple(model, image_size, classes);
-    auto found = workloads_.find(key);
-    if (found == workloads_.end()) {
-        found = workloads_.emplace(key, make_workload(build_resnet(model, image_size, classes))).first;
+    auto found = workloads_->workloads.find(key);
+    if (found == workloads_->workloads.end()) {
+        found = workloads_->workloads.emplace(key, make_workload(build_resnet(model, image_size, classes))).first;
     }
     return found->second;
 }
@@ -117,6 +184,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     if (scenario.batch_per_gpu < 1) {
         throw InputError("--batch-per-gpu must be at least 1 (got " + std::to_string(scenario.batch_per_gpu) + ")");
     }
+    if (scenario.efa_adapters < -1) {
+        throw InputError("--efa-adapters must be 0 or more (got " + std::to_string(scenario.efa_adapters) + ")");
+    }
     if (scenario.gpus_per_node < 0) {
         throw InputError("--gpus-per-node must be positive (got " + std::to_string(scenario.gpus_per_node) + ")");
     }
@@ -124,11 +194,16 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive");
     if (!(scenario.fusion_threshold_MiB > 0)) throw InputError("the fusion threshold must be positive");
 
-    const InstanceSpec& instance = catalog_.instance(scenario.instance);
+    const InstanceSpec& instance = catalog_->instance(scenario.instance);
     if (instance.gpus == 0) {
         throw InputError("instance '" + instance.name + "' has no GPUs: it can serve as --ps-instance, not as a worker");
     }
-    const GpuSpec& gpu = catalog_.gpu_of(instance);
+    const GpuSpec& gpu = catalog_->gpu_of(instance);
+    if (scenario.efa_adapters > instance.efa_adapters) {
+        throw InputError("--efa-adapters " + std::to_string(scenario.efa_adapters) + " is more than " + instance.name +
+                         " has (" + std::to_string(instance.efa_adapters) + ")");
+    }
+    const int efa = scenario.efa_adapters < 0 ? instance.efa_adapters : scenario.efa_adapters;
     const int k = scenario.gpus_per_node == 0 ? instance.gpus : scenario.gpus_per_node;
     if (k > instance.gpus) {
         throw InputError("--gpus-per-node " + std::to_string(k) + " is more than " + instance.name + " has (" +
@@ -153,7 +228,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
             if (scenario.ps_instance.empty()) {
                 throw InputError("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)");
             }
-            server = &catalog_.instance(scenario.ps_instance);
+            server = &catalog_->instance(scenario.ps_instance);
         }
     } else if (scenario.ps_nodes != 0 || scenario.ps_colocated || !scenario.ps_instance.empty()) {
         throw InputError("--ps-nodes, --ps-instance and --ps-colocated go with --strategy ps (strategy is " +
@@ -193,14 +268,36 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     // Compute curve: measured for this GPU/precision/framework, scaled by FLOPs to other
     // architectures, or the roofline prior.
     const FrameworkProfile& profile = calibration_.framework(scenario.framework);
-    if (const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework)) {
+    auto depends = [&](SensitiveField field, ParameterKind kind, int index, double value) {
+        r.sensitivity[static_cast<std::size_t>(field)] = {parameter_row(kind, index),
+                                                          log_value_per_coordinate(coordinate_of(kind), value)};
+    };
+    const int framework_index = static_cast<int>(scenario.framework);
+    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework);
+    r.measured_curve = curve != nullptr;
+    if (!curve) {
+        // Another framework's curve on the same GPU and precision beats the roofline.
+        for (const ComputeCurve& other : calibration_.compute) {
+            if (other.gpu == gpu.name && other.precision == scenario.precision) {
+                curve = &other;
+                r.borrowed_curve = true;
+                break;
+            }
+        }
+    }
+    if (curve) {
+        const int curve_index = static_cast<int>(curve - calibration_.compute.data());
+        depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
+        depends(SensitiveField::fixed, ParameterKind::curve_fixed, curve_index, curve->fixed_s);
         const Workload& measured = workload(curve->model, curve->image_size, 1000);
         const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
         r.time_per_image_s = curve->time_per_image_s * flops_ratio;
         r.fixed_s = curve->fixed_s;
-        r.compute_sigma = curve->relative_sigma;
-        r.measured_curve = true;
-        if (flops_ratio != 1.0) r.compute_sigma = std::max(curve->relative_sigma, 0.5 * calibration_.roofline.relative_sigma);
+        // A curve carried to another architecture by its FLOPs is half as uncertain as a roofline
+        // prior; one carried to another framework, kFrameworkTransferSigma.
+        const double architecture_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
+        const double framework_sigma = r.borrowed_curve ? kFrameworkTransferSigma : 0.0;
+        r.transfer_sigma = std::hypot(architecture_sigma, framework_sigma);
     } else {
         const RooflinePrior& prior = calibration_.roofline;
         // GPUs without tensor cores (K80, M60) run fp16 at the fp32 rate and efficiency.
@@ -211,27 +308,50 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         r.time_per_image_s = roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
                                                        gpu.memory_GBps * 1e9, prior.memory_efficiency);
         r.fixed_s = profile.fixed_overhead_s;
-        r.compute_sigma = prior.relative_sigma;
+        r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {static_cast<int>(parameters_.size()), 1.0};
+        depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
+    }
+    depends(SensitiveField::sync_jitter, ParameterKind::sync_jitter, framework_index, profile.sync_jitter);
+    if (scenario.strategy == Strategy::ps) {
+        depends(SensitiveField::overlap, ParameterKind::ps_overlap, framework_index, profile.ps_overlap);
+    } else {
+        depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
     }
     r.sync_jitter = profile.sync_jitter;
+    r.straggler_factor = straggler_factor(scenario.nodes * k);
     r.overlap = scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
     r.node_overlap = profile.allreduce_overlap;
-    r.framework_sigma = profile.relative_sigma;
 
     const NetworkParams& net = calibration_.network;
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
     r.intra_bandwidth_Bps = instance.intra_node_GBps * net.intra_efficiency * 1e9;
     r.intra_latency_s = net.intra_latency_s;
-    r.inter_bandwidth_Bps = node_network_Bps(instance, net);
-    r.inter_latency_s = node_latency_s(instance, net);
+    r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
+    r.inter_latency_s = node_latency_s(efa, net);
     if (server) {
-        r.server_bandwidth_Bps = node_network_Bps(*server, net);
+        r.server_bandwidth_Bps = node_network_Bps(*server, server->efa_adapters, net);
         // A message between a worker and a server takes the slower transport of the two.
-        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(*server, net));
+        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(server->efa_adapters, net));
     }
-    r.network_sigma = net.relative_sigma;
+    depends(SensitiveField::intra_bandwidth, ParameterKind::intra_efficiency, 0, net.intra_efficiency);
+    depends(SensitiveField::intra_latency, ParameterKind::intra_latency, 0, net.intra_latency_s);
+    auto bandwidth_parameter = [&](SensitiveField field, const InstanceSpec& spec, int adapters) {
+        if (adapters > 0) {
+            depends(field, ParameterKind::efa_efficiency, 0, net.efa_efficiency);
+        } else if (spec.network_gbps / kBitsPerByte * net.tcp_efficiency < net.tcp_cap_GBps) {
+            depends(field, ParameterKind::tcp_efficiency, 0, net.tcp_efficiency);
+        } else {
+            depends(field, ParameterKind::tcp_cap, 0, net.tcp_cap_GBps);
+        }
+    };
+    bandwidth_parameter(SensitiveField::inter_bandwidth, instance, efa);
+    const bool efa_latency = efa > 0 && !(server && server->efa_adapters == 0);
+    depends(SensitiveField::inter_latency, efa_latency ? ParameterKind::efa_latency : ParameterKind::tcp_latency, 0,
+            r.inter_latency_s);
+    if (server) bandwidth_parameter(SensitiveField::server_bandwidth, *server, server->efa_adapters);
 
     r.decode_images_per_s_per_gpu = calibration_.decode_images_per_s_per_vcpu * instance.vcpus / k;
+    depends(SensitiveField::decode, ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
 
     r.dataset_images = static_cast<double>(scenario.dataset_images);
     r.epochs = scenario.epochs;
@@ -249,21 +369,93 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     return r;
 }
 
+namespace {
+
+/// One iteration's phases given its all-reduce time (eqs. C1-O1, S1, D1).
+IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {
+    IterationTimes t;
+    t.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
+    t.data_s = data_time_s(s.batch_per_gpu, s.decode_images_per_s_per_gpu);
+    t.communication_s = communication_s;
+    t.exposed_communication_s =
+        exposed_communication_s(communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
+    // eq. S1 with sqrt(2 ln N) computed once, in resolve()
+    t.sync_s = s.sync_jitter * t.compute_s * s.straggler_factor;
+    t.iteration_s = std::max(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s);
+    return t;
+}
+
+bool changes_communication(SensitiveField f) {
+    switch (f) {
+        case SensitiveField::intra_bandwidth:
+        case SensitiveField::intra_latency:
+        case SensitiveField::inter_bandwidth:
+        case SensitiveField::inter_latency:
+        case SensitiveField::server_bandwidth: return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
+
+std::array<double, kSensitiveFields> CostModel::throughput_gradient(const ResolvedScenario& s) const noexcept {
+    // A forward difference on each field a parameter scales (eq. U1); the all-reduce time is
+    // recomputed only for the network's fields.
+    constexpr double kStep = 1e-4;
+    const double communication_s = communication_time_s(s);
+    const double base = iteration_times_with(s, communication_s).iteration_s;
+    std::array<double, kSensitiveFields> gradient{};
+    ResolvedScenario moved = s;
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) {
+        const FieldSensitivity& sensitivity = s.sensitivity[f];
+        if (sensitivity.parameter < 0 || sensitivity.log_field_per_coordinate == 0) continue;
+        const auto field = static_cast<SensitiveField>(f);
+        double& value = moved.field(field);
+        const double saved = value;
+        value *= 1.0 + kStep;
+        const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
+        const double d_log_iteration = (iteration_times_with(moved, moved_communication_s).iteration_s / base - 1.0) / kStep;
+        value = saved;
+        gradient[f] = -d_log_iteration * sensitivity.log_field_per_coordinate;
+    }
+    return gradient;
+}
+
+double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noexcept {
+    // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
+    const std::array<double, kSensitiveFields> gradient = throughput_gradient(s);
+    const std::size_t n = parameters_.size() + 1;
+    double variance = calibration_.uncertainty.model_sigma * calibration_.uncertainty.model_sigma;
+    const double transfer = gradient[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
+    variance += transfer * transfer;
+    for (std::size_t a = 0; a < kSensitiveFields; ++a) {
+        if (gradient[a] == 0) continue;
+        for (std::size_t b = 0; b < kSensitiveFields; ++b) {
+            if (gradient[b] == 0) continue;
+            const auto row = static_cast<std::size_t>(s.sensitivity[a].parameter);
+            const auto column = static_cast<std::size_t>(s.sensitivity[b].parameter);
+            variance += gradient[a] * gradient[b] * covariance_[row * n + column];
+        }
+    }
+    return std::sqrt(std::max(variance, 0.0));
+}
+
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     Prediction p;
     p.nodes = s.nodes;
     p.gpus = s.nodes * s.gpus_per_node;
     p.global_batch = p.gpus * s.batch_per_gpu;
 
-    p.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
-    p.data_s = data_time_s(s.batch_per_gpu, s.decode_images_per_s_per_gpu);
-    p.communication_s = communication_time_s(s);
-    p.exposed_communication_s =
-        exposed_communication_s(p.communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
-    p.sync_s = straggler_wait_s(p.compute_s, s.sync_jitter, p.gpus);
-    const double step_s = p.compute_s + p.sync_s + p.exposed_communication_s;
-    p.iteration_s = std::max(step_s, p.data_s);
-    if (p.data_s >= step_s) {
+    const IterationTimes times = iteration_times(s);
+    p.compute_s = times.compute_s;
+    p.data_s = times.data_s;
+    p.communication_s = times.communication_s;
+    p.exposed_communication_s = times.exposed_communication_s;
+    p.sync_s = times.sync_s;
+    p.iteration_s = times.iteration_s;
+    if (p.data_s >= p.compute_s + p.sync_s + p.exposed_communication_s) {
         p.bottleneck = Bottleneck::data;
     } else if (p.exposed_communication_s > p.compute_s) {
         p.bottleneck = Bottleneck::communication;
@@ -289,15 +481,10 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     const double node_throughput = s.gpus_per_node * s.batch_per_gpu / std::max(node_step_s, p.data_s);
     p.node_scaling_efficiency = p.throughput_images_per_s / (s.nodes * node_throughput);
 
-    // Uncertainty: each group's relative sigma weighted by its share of the iteration (eq. U1).
-    const double compute_share = (p.compute_s + p.sync_s) / p.iteration_s;
-    const double network_share = p.exposed_communication_s / p.iteration_s;
-    const double framework_share = (p.sync_s + p.exposed_communication_s) / p.iteration_s;
-    const double sigma = std::sqrt(std::pow(s.compute_sigma * compute_share, 2) +
-                                   std::pow(s.network_sigma * network_share, 2) +
-                                   std::pow(s.framework_sigma * framework_share, 2));
-    p.interval.low = p.throughput_images_per_s * std::max(0.0, 1.0 - kInterval95Sigmas * sigma);
-    p.interval.high = p.throughput_images_per_s * (1.0 + kInterval95Sigmas * sigma);
+    // Uncertainty: the parameters' covariance propagated to the throughput (eq. U1).
+    const double sigma = throughput_relative_sigma(s);
+    p.interval.low = p.throughput_images_per_s * std::exp(-kInterval95Sigmas * sigma);
+    p.interval.high = p.throughput_images_per_s * std::exp(kInterval95Sigmas * sigma);
 
     p.checkpoint_s = s.checkpoint_s;
     p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;

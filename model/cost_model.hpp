@@ -6,18 +6,37 @@
 // those numbers only: it neither throws nor allocates.
 #pragma once
 
+#include <array>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/parameters.hpp"
 #include "model/prediction.hpp"
 #include "model/scenario.hpp"
 #include "model/workload.hpp"
 
 namespace epochcast {
+
+/// The fields of a ResolvedScenario that are proportional to one calibration parameter each;
+/// the prediction's interval propagates the parameters' covariance through them (eq. U1).
+enum class SensitiveField {
+    time_per_image, fixed, sync_jitter, overlap, intra_bandwidth, intra_latency,
+    inter_bandwidth, inter_latency, server_bandwidth, decode, count
+};
+inline constexpr std::size_t kSensitiveFields = static_cast<std::size_t>(SensitiveField::count);
+
+/// Which parameter a field comes from: its row in CostModel's covariance (-1: none) and
+/// d ln(field) / d(parameter coordinate).
+struct FieldSensitivity {
+    int parameter = -1;
+    double log_field_per_coordinate = 0;
+};
 
 /// A Scenario reduced to the numbers the formulas use. Plain values, cheap to copy.
 struct ResolvedScenario {
@@ -32,14 +51,15 @@ struct ResolvedScenario {
     // One GPU's compute curve: compute_s = fixed_s + batch x time_per_image_s
     double time_per_image_s = 0;   ///< seconds per image
     double fixed_s = 0;            ///< seconds per iteration
-    double compute_sigma = 0;      ///< relative 1-sigma of the curve
+    double transfer_sigma = 0;     ///< extra relative 1-sigma of a curve carried to another architecture
     bool measured_curve = false;   ///< true when the calibration measured this GPU/precision/framework
+    bool borrowed_curve = false;   ///< true when another framework's curve on this GPU and precision stands in
 
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
+    double straggler_factor = 0;   ///< sqrt(2 ln N) for the N GPUs (eq. S1)
     double overlap = 0;            ///< fraction of the backward pass hiding communication
     double node_overlap = 0;       ///< the same for all-reduce inside one node (the one-node baseline)
-    double framework_sigma = 0;    ///< relative 1-sigma of sync and overlap
 
     // Communication
     double gradient_bytes = 0;         ///< bytes synchronised per iteration
@@ -48,7 +68,6 @@ struct ResolvedScenario {
     double inter_bandwidth_Bps = 0;    ///< one worker node's network, in bytes/s
     double inter_latency_s = 0;        ///< per message across nodes, in seconds
     double server_bandwidth_Bps = 0;   ///< one parameter-server node's network, in bytes/s
-    double network_sigma = 0;          ///< relative 1-sigma of communication times
 
     // Input pipeline
     double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU
@@ -60,7 +79,17 @@ struct ResolvedScenario {
     double startup_s = 0;              ///< launch to first iteration, seconds
     double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
     double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch
+
+    // Uncertainty
+    std::array<FieldSensitivity, kSensitiveFields> sensitivity{};  ///< indexed by SensitiveField
+
+    double& field(SensitiveField f);
+    double field(SensitiveField f) const { return const_cast<ResolvedScenario*>(this)->field(f); }
 };
+
+/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use, in
+/// bytes/s (docs/model.md, eq. N1).
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
 
 /// Per-iteration compute of one GPU: fixed + batch x per-image time (docs/model.md, eq. C1).
 double compute_time_s(double fixed_s, double time_per_image_s, int batch);
@@ -77,6 +106,9 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
 /// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.
 double straggler_wait_s(double compute_s, double jitter, int workers);
 
+/// sqrt(2 ln n), the expected maximum of n standard normals in standard deviations (eq. S1); 0 for one.
+double straggler_factor(int workers);
+
 /// Communication the backward pass cannot hide: max(0, comm - overlap x backward) (eq. O1).
 double exposed_communication_s(double communication_s, double backward_s, double overlap);
 
@@ -86,9 +118,23 @@ double data_time_s(int batch, double decode_images_per_s);
 /// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. R1-P2).
 double communication_time_s(const ResolvedScenario& s);
 
+/// One iteration's phases (eqs. C1-O1, S1, D1).
+struct IterationTimes {
+    double compute_s = 0;
+    double data_s = 0;
+    double communication_s = 0;
+    double exposed_communication_s = 0;
+    double sync_s = 0;
+    double iteration_s = 0;  ///< max(compute + sync + exposed communication, data)
+};
+IterationTimes iteration_times(const ResolvedScenario& s);
+
 class CostModel {
 public:
+    /// Throws InputError when the calibration's covariance names a parameter it does not have.
     CostModel(Catalog catalog, Calibration calibration);
+    /// The same catalog (shared, not copied) with another calibration: cheap, for fitting.
+    CostModel(const CostModel& base, Calibration calibration);
 
     /// Validate and reduce. Throws InputError naming the problem (unknown instance, a count out of
     /// range, ps without servers, ...) and InfeasibleError when the batch does not fit in memory.
@@ -102,14 +148,35 @@ public:
     /// The architecture's workload figures, built once per (model, image size, classes).
     const Workload& workload(const std::string& model, int image_size, int classes) const;
 
-    const Catalog& catalog() const { return catalog_; }
+    const Catalog& catalog() const { return *catalog_; }
     const Calibration& calibration() const { return calibration_; }
 
+    /// Relative 1-sigma of the predicted throughput (eq. U1), from the parameters' covariance and
+    /// the calibration's model sigma.
+    double throughput_relative_sigma(const ResolvedScenario& s) const noexcept;
+
+    /// d ln(throughput) / d(parameter coordinate) through each sensitive field (0 where the field
+    /// depends on no parameter); the rows are s.sensitivity[f].parameter.
+    std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) const noexcept;
+
+    /// The covariance rows: every parameter of the calibration, then the roofline prior.
+    const std::vector<ParameterId>& parameters() const { return parameters_; }
+    /// The prior/fitted covariance of the rows, row-major.
+    const std::vector<double>& covariance() const { return covariance_; }
+
 private:
-    Catalog catalog_;
+    struct WorkloadCache {
+        std::mutex mutex;
+        std::map<std::tuple<std::string, int, int>, Workload> workloads;
+    };
+    void build_covariance();
+    int parameter_row(ParameterKind kind, int index) const;
+
+    std::shared_ptr<const Catalog> catalog_;
     Calibration calibration_;
-    mutable std::mutex workloads_mutex_;
-    mutable std::map<std::tuple<std::string, int, int>, Workload> workloads_;
+    std::shared_ptr<WorkloadCache> workloads_;
+    std::vector<ParameterId> parameters_;  ///< covariance rows; the last row is the roofline prior
+    std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
 };
 
 }  // namespace epochcast

@@ -8,4 +8,6 @@ namespace epochcast::embedded {
 extern const std::string_view catalog_json;
 /// The text of model/default_calibration.json.
 extern const std::string_view calibration_json;
+/// The text of model/prior_calibration.json.
+extern const std::string_view prior_calibration_json;
 }  // namespace epochcast::embedded

@@ -18,6 +18,31 @@ struct Observation {
     std::optional<double> epoch_s;           ///< measured seconds per epoch, where published
     std::optional<double> time_to_train_s;   ///< measured seconds for the whole run, where published
     std::optional<double> iteration_s;       ///< measured seconds per iteration, where published
+    std::optional<double> node_scaling_efficiency;  ///< measured throughput over nodes x one node's, where published
+    bool approximate = false;                ///< a rough figure (e.g. from "about 10 minutes"): shown, not averaged
+};
+
+/// A measured all-reduce of one instance type's network (`epochcast import-nccl`), as the model
+/// sees it: the large-message bus bandwidth across nodes.
+struct NetworkObservation {
+    std::string origin;               ///< e.g. "traces/published/x.json#networks[0]"
+    std::string instance;             ///< catalog instance type
+    int efa_adapters = -1;            ///< adapters used: -1 all the instance has, 0 TCP sockets
+    int ranks = 0;                    ///< GPUs in the all-reduce
+    double bus_bandwidth_GBps = 0;    ///< large-message bus bandwidth, in 10^9 bytes/s
+};
+
+/// A published relative figure where no absolute throughput was published: how one configuration
+/// compares with another (seed 002's 7.7x speedup from 1 to 8 K80; seed 004's 5-8% shorter epochs
+/// with EFA). A single value has low == high; a published range keeps both ends.
+struct Comparison {
+    std::string origin;        ///< e.g. "traces/published/x.json#comparisons[1]"
+    std::string source;        ///< where the figure comes from
+    ComparisonQuantity quantity = ComparisonQuantity::speedup;
+    Scenario baseline;         ///< the configuration compared against
+    Scenario scenario;         ///< the configuration whose change is measured
+    double measured_low = 0;   ///< the measured ratio, or the low end of a published range
+    double measured_high = 0;  ///< the high end (== measured_low for a single value)
 };
 
 }  // namespace epochcast

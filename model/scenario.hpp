@@ -31,6 +31,8 @@ struct Scenario {
     std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)
     int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located)
     bool ps_colocated = false;             ///< one server per worker node, on the workers themselves
+    int efa_adapters = -1;                 ///< EFA adapters used per node: -1 all the instance has, 0 none
+                                           ///< (NCCL falls back to TCP sockets, seed 004)
 
     Pricing pricing = Pricing::on_demand;
     double fusion_threshold_MiB = 64;      ///< gradient fusion buffer (Horovod default 64 MiB)

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "model/errors.hpp"
 
 namespace epochcast {
@@ -32,6 +34,29 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin) {
     } catch (const nlohmann::json::parse_error& error) {
         throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
                          error.what());
+    }
+}
+
+void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what) {
+    const std::string failure = "cannot write " + std::string(what) + " file '" + path.string() + "'";
+    std::filesystem::path temporary = path;
+    temporary += ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        if (!out) throw InputError(failure);
+        out << text;
+        out.flush();
+        if (!out) {
+            std::error_code ignored;
+            std::filesystem::remove(temporary, ignored);
+            throw InputError(failure);
+        }
+    }
+    std::error_code error;
+    std::filesystem::rename(temporary, path, error);
+    if (error) {
+        std::filesystem::remove(temporary, error);
+        throw InputError(failure);
     }
 }
 

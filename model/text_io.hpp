@@ -14,6 +14,10 @@ namespace epochcast {
 /// missing, a directory or unreadable.
 std::string read_text_file(const std::filesystem::path& path, std::string_view what);
 
+/// Write `text` to `path` atomically: a temporary file beside it, then a rename, so that a
+/// failure leaves no half-written file. Throws InputError "cannot write <what> file '<path>'".
+void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what);
+
 /// Parse JSON. Throws InputError "<origin>: malformed JSON at byte N: ..." on a syntax error.
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
 

@@ -32,6 +32,8 @@ constexpr std::array<std::pair<std::string_view, Framework>, 3> kFrameworks{{
     {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch}}};
 constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
     {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
+constexpr std::array<std::pair<std::string_view, ComparisonQuantity>, 2> kComparisonQuantities{{
+    {"speedup", ComparisonQuantity::speedup}, {"epoch_time_ratio", ComparisonQuantity::epoch_time_ratio}}};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>& names, Enum value) {
@@ -47,11 +49,15 @@ std::string_view to_string(Precision precision) { return name_of(kPrecisions, pr
 std::string_view to_string(Strategy strategy) { return name_of(kStrategies, strategy); }
 std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
 std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
+std::string_view to_string(ComparisonQuantity quantity) { return name_of(kComparisonQuantities, quantity); }
 
 Precision parse_precision(std::string_view text, std::string_view what) { return parse_enum(kPrecisions, text, what); }
 Strategy parse_strategy(std::string_view text, std::string_view what) { return parse_enum(kStrategies, text, what); }
 Framework parse_framework(std::string_view text, std::string_view what) { return parse_enum(kFrameworks, text, what); }
 Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }
+ComparisonQuantity parse_comparison_quantity(std::string_view text, std::string_view what) {
+    return parse_enum(kComparisonQuantities, text, what);
+}
 
 double gradient_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }
 double activation_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }

@@ -48,4 +48,14 @@ double gradient_element_bytes(Precision precision);
 /// Bytes of one stored activation element for a precision: 4 for fp32, 2 for amp and bf16.
 double activation_element_bytes(Precision precision);
 
+/// What a Comparison compares.
+enum class ComparisonQuantity {
+    speedup,           ///< throughput(scenario) / throughput(baseline)
+    epoch_time_ratio,  ///< epoch_s(scenario) / epoch_s(baseline)
+};
+
+std::string_view to_string(ComparisonQuantity quantity);
+/// "speedup" or "epoch_time_ratio"; throws InputError naming `what` otherwise.
+ComparisonQuantity parse_comparison_quantity(std::string_view text, std::string_view what);
+
 }  // namespace epochcast

@@ -17,13 +17,17 @@ struct NcclSample {
     double bus_GBps = 0;            ///< algorithm bandwidth x 2(n-1)/n, in 10^9 bytes/s
 };
 
-/// The fitted network of one instance type, as a trace stores it.
+/// The fitted network of one instance type, as a trace stores it. A published table that gives
+/// only the average and largest bus bandwidth has no samples: then bus_bandwidth_GBps is the
+/// largest (large-message) figure and latency_s is 0 (unknown).
 struct NetworkMeasurement {
     std::string instance;               ///< catalog instance type the test ran on
     std::string source;                 ///< where the log came from
     int ranks = 0;                      ///< all-reduce participants (GPUs)
-    double latency_s = 0;               ///< fitted alpha, seconds per all-reduce
-    double bus_bandwidth_GBps = 0;      ///< fitted B, in 10^9 bytes/s
+    int efa_adapters = -1;              ///< EFA adapters per node the test used: -1 all the instance
+                                        ///< has, 0 none (NCCL's TCP socket transport)
+    double latency_s = 0;               ///< fitted alpha, seconds per all-reduce (0: unknown)
+    double bus_bandwidth_GBps = 0;      ///< fitted B (or the table's largest), in 10^9 bytes/s
     double max_bus_bandwidth_GBps = 0;  ///< largest bus bandwidth in the table
     double average_bus_bandwidth_GBps = 0;  ///< mean over the table, as nccl-tests prints it
     std::vector<NcclSample> samples;

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -15,22 +17,35 @@ namespace {
 
 using nlohmann::json;
 
-/// Reads one run, naming the file, the run's index and the key in every error.
-class RunReader {
+/// Reads the keys of one JSON object, naming the file, the entry and the key in every error:
+/// "FILE: run 2: key \"nodes\" ..." or, for a nested object, "FILE: comparisons[1]: key
+/// \"baseline.instance\" ...".
+class ObjectReader {
 public:
-    RunReader(const json& run, std::string where) : run_(run), where_(std::move(where)) {
-        if (!run_.is_object()) fail("", "must be an object");
+    /// `where` is "FILE: run I" or "FILE: comparisons[I]"; `prefix` qualifies the keys of a nested
+    /// object ("baseline", "measured"); "" for the entry itself.
+    ObjectReader(const json& object, std::string where, std::string prefix = "")
+        : object_(object), where_(std::move(where)), prefix_(std::move(prefix)) {
+        if (!object_.is_object()) fail("", "must be an object");
     }
 
     [[noreturn]] void fail(std::string_view key, std::string_view what) const {
-        throw InputError(where_ + (key.empty() ? "" : ": key \"" + std::string(key) + "\"") + " " + std::string(what));
+        const std::string name = qualified(key);
+        throw InputError(where_ + (name.empty() ? "" : ": key \"" + name + "\"") + " " + std::string(what));
     }
-    const json* find(const json& object, std::string_view key) const {
-        const auto it = object.find(std::string(key));
-        return it == object.end() ? nullptr : &*it;
+    const json* find(std::string_view key) const {
+        const auto it = object_.find(std::string(key));
+        return it == object_.end() ? nullptr : &*it;
+    }
+    /// The nested object under `key`, read with keys named "key.inner"; missing is an error.
+    ObjectReader child(std::string_view key) const {
+        const json* value = find(key);
+        if (!value) fail(key, "is missing");
+        if (!value->is_object()) fail(key, "must be an object, got " + std::string(value->type_name()));
+        return ObjectReader(*value, where_, qualified(key));
     }
     std::string text(std::string_view key, const std::string* fallback = nullptr) const {
-        const json* value = find(run_, key);
+        const json* value = find(key);
         if (!value) {
             if (fallback) return *fallback;
             fail(key, "is missing");
@@ -39,7 +54,7 @@ public:
         return value->get<std::string>();
     }
     long long integer(std::string_view key, long long min, const long long* fallback = nullptr) const {
-        const json* value = find(run_, key);
+        const json* value = find(key);
         if (!value) {
             if (fallback) return *fallback;
             fail(key, "is missing");
@@ -49,31 +64,55 @@ public:
         if (x < min) fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(x));
         return x;
     }
-    /// A measured figure: a number greater than zero.
-    std::optional<double> measured(const json& measured, std::string_view key, bool required) const {
-        const json* value = find(measured, key);
-        const std::string name = "measured." + std::string(key);
+    /// A number, >= 0 or (with `positive`) > 0; std::nullopt when absent and not `required`.
+    std::optional<double> number(std::string_view key, bool required, bool positive = true) const {
+        const json* value = find(key);
         if (!value) {
-            if (required) fail(name, "is missing");
+            if (required) fail(key, "is missing");
             return std::nullopt;
         }
-        if (!value->is_number()) fail(name, "must be a number, got " + value->dump());
+        if (!value->is_number()) fail(key, "must be a number, got " + value->dump());
         const double x = value->get<double>();
-        if (!(x > 0)) fail(name, "must be positive, got " + value->dump());
+        if (positive && !(x > 0)) fail(key, "must be positive, got " + value->dump());
+        if (!positive && !(x >= 0)) fail(key, "must be >= 0, got " + value->dump());
         return x;
     }
-    const json& run() const { return run_; }
+    /// An instance name the catalog knows.
+    std::string instance(std::string_view key, const Catalog& catalog) const {
+        std::string name = text(key);
+        try {
+            catalog.instance(name);
+        } catch (const InputError& error) {
+            fail(key, std::string("names ") + error.what());
+        }
+        return name;
+    }
+    /// "efa_adapters": a whole number from 0 to what `instance` has; `fallback` when absent.
+    int efa_adapters(const InstanceSpec& instance, int fallback) const {
+        if (!find("efa_adapters")) return fallback;
+        const long long n = integer("efa_adapters", 0);
+        if (n > instance.efa_adapters) {
+            fail("efa_adapters", "must be at most " + std::to_string(instance.efa_adapters) + " (" + instance.name +
+                                     " has " + std::to_string(instance.efa_adapters) + " EFA adapters), got " +
+                                     std::to_string(n));
+        }
+        return static_cast<int>(n);
+    }
 
 private:
-    const json& run_;
+    std::string qualified(std::string_view key) const {
+        if (prefix_.empty()) return std::string(key);
+        return key.empty() ? prefix_ : prefix_ + "." + std::string(key);
+    }
+
+    const json& object_;
     std::string where_;
+    std::string prefix_;
 };
 
-Observation read_run(const RunReader& r, const Catalog& catalog, const std::string& origin) {
-    Observation o;
-    o.origin = origin;
-    o.source = r.text("source");
-    Scenario& s = o.scenario;
+/// The scenario keys of a run, a comparison's baseline or its scenario (DESIGN.md's trace run).
+Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
+    Scenario s;
     const std::string default_model = s.model;
     s.model = r.text("model", &default_model);
     const long long default_image = 224, default_classes = 1000, default_images = kImageNetTrainImages,
@@ -81,16 +120,8 @@ Observation read_run(const RunReader& r, const Catalog& catalog, const std::stri
     s.image_size = static_cast<int>(r.integer("image_size", 32, &default_image));
     s.classes = static_cast<int>(r.integer("classes", 1, &default_classes));
     s.dataset_images = r.integer("dataset_images", 1, &default_images);
-    if (const json* epochs = r.find(r.run(), "epochs")) {
-        if (!epochs->is_number() || !(epochs->get<double>() > 0)) r.fail("epochs", "must be a positive number");
-        s.epochs = epochs->get<double>();
-    }
-    s.instance = r.text("instance");
-    try {
-        catalog.instance(s.instance);
-    } catch (const InputError& error) {
-        r.fail("instance", std::string("names ") + error.what());
-    }
+    if (const auto epochs = r.number("epochs", false)) s.epochs = *epochs;
+    s.instance = r.instance("instance", catalog);
     s.nodes = static_cast<int>(r.integer("nodes", 1));
     s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, &zero));
     s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1));
@@ -105,84 +136,104 @@ Observation read_run(const RunReader& r, const Catalog& catalog, const std::stri
     s.precision = parse("precision", parse_precision);
     s.strategy = parse("strategy", parse_strategy);
     s.framework = parse("framework", parse_framework);
-    if (r.find(r.run(), "pricing")) s.pricing = parse("pricing", parse_pricing);
+    if (r.find("pricing")) s.pricing = parse("pricing", parse_pricing);
     if (s.strategy == Strategy::ps) {
-        if (const json* colocated = r.find(r.run(), "ps_colocated")) {
+        if (const json* colocated = r.find("ps_colocated")) {
             if (!colocated->is_boolean()) r.fail("ps_colocated", "must be true or false");
             s.ps_colocated = colocated->get<bool>();
         }
         if (!s.ps_colocated) {
-            s.ps_instance = r.text("ps_instance");
-            try {
-                catalog.instance(s.ps_instance);
-            } catch (const InputError& error) {
-                r.fail("ps_instance", std::string("names ") + error.what());
-            }
+            s.ps_instance = r.instance("ps_instance", catalog);
             s.ps_nodes = static_cast<int>(r.integer("ps_nodes", 1));
         }
     }
-    const json* measured = r.find(r.run(), "measured");
-    if (!measured) r.fail("measured", "is missing");
-    if (!measured->is_object()) r.fail("measured", "must be an object");
-    o.throughput_images_per_s = *r.measured(*measured, "throughput_images_per_s", true);
-    o.epoch_s = r.measured(*measured, "epoch_s", false);
-    o.time_to_train_s = r.measured(*measured, "time_to_train_s", false);
-    o.iteration_s = r.measured(*measured, "iteration_s", false);
+    s.efa_adapters = r.efa_adapters(catalog.instance(s.instance), -1);
+    return s;
+}
+
+Observation read_run(const json& run, const std::string& where, const std::string& origin, const Catalog& catalog) {
+    const ObjectReader r(run, where);
+    Observation o;
+    o.origin = origin;
+    o.source = r.text("source");
+    o.scenario = read_scenario(r, catalog);
+    const ObjectReader measured = r.child("measured");
+    o.throughput_images_per_s = *measured.number("throughput_images_per_s", true);
+    o.epoch_s = measured.number("epoch_s", false);
+    o.time_to_train_s = measured.number("time_to_train_s", false);
+    o.iteration_s = measured.number("iteration_s", false);
+    o.node_scaling_efficiency = measured.number("node_scaling_efficiency", false);
+    if (const json* approximate = r.find("approximate")) {
+        if (!approximate->is_boolean()) r.fail("approximate", "must be true or false");
+        o.approximate = approximate->get<bool>();
+    }
     return o;
 }
 
-NetworkMeasurement read_network(const json& entry, const std::string& where, const Catalog& catalog) {
-    if (!entry.is_object()) throw InputError(where + " must be an object");
-    auto number = [&](const char* key) {
-        const auto it = entry.find(key);
-        if (it == entry.end()) throw InputError(where + ": key \"" + std::string(key) + "\" is missing");
-        if (!it->is_number() || !(it->get<double>() >= 0)) {
-            throw InputError(where + ": key \"" + std::string(key) + "\" must be a number >= 0");
-        }
-        return it->get<double>();
-    };
-    NetworkMeasurement m;
-    const auto instance = entry.find("instance");
-    if (instance == entry.end() || !instance->is_string()) {
-        throw InputError(where + ": key \"instance\" must be a string");
-    }
-    m.instance = instance->get<std::string>();
+Comparison read_comparison(const json& entry, const std::string& where, const std::string& origin,
+                           const Catalog& catalog) {
+    const ObjectReader r(entry, where);
+    Comparison c;
+    c.origin = origin;
+    c.source = r.text("source");
+    const std::string quantity = r.text("quantity");
     try {
-        catalog.instance(m.instance);
+        c.quantity = parse_comparison_quantity(quantity, "quantity");
     } catch (const InputError& error) {
-        throw InputError(where + ": key \"instance\" names " + error.what());
+        r.fail("quantity", error.what());
     }
-    m.source = entry.value("source", "");
-    m.ranks = static_cast<int>(number("ranks"));
-    if (m.ranks < 2) throw InputError(where + ": key \"ranks\" must be at least 2");
-    m.latency_s = number("latency_s");
-    m.bus_bandwidth_GBps = number("bus_bandwidth_GBps");
-    if (!(m.bus_bandwidth_GBps > 0)) throw InputError(where + ": key \"bus_bandwidth_GBps\" must be positive");
-    m.max_bus_bandwidth_GBps = entry.value("max_bus_bandwidth_GBps", 0.0);
-    m.average_bus_bandwidth_GBps = entry.value("average_bus_bandwidth_GBps", 0.0);
-    if (const auto samples = entry.find("samples"); samples != entry.end() && samples->is_array()) {
-        for (const json& s : *samples) {
-            m.samples.push_back({s.value("bytes", 0.0), s.value("time_s", 0.0), s.value("algorithm_GBps", 0.0),
-                                 s.value("bus_GBps", 0.0)});
+    c.baseline = read_scenario(r.child("baseline"), catalog);
+    c.scenario = read_scenario(r.child("scenario"), catalog);
+    const ObjectReader measured = r.child("measured");
+    const auto ratio = measured.number("ratio", false);
+    const auto low = measured.number("low", false);
+    const auto high = measured.number("high", false);
+    if (ratio) {
+        if (low || high) measured.fail(low ? "low" : "high", "cannot be given with \"ratio\" (give one or the other)");
+        c.measured_low = c.measured_high = *ratio;
+        return c;
+    }
+    if (!low && !high) measured.fail("ratio", "is missing (give \"ratio\", or \"low\" and \"high\")");
+    if (!low) measured.fail("low", "is missing (\"high\" is given)");
+    if (!high) measured.fail("high", "is missing (\"low\" is given)");
+    if (*low > *high) {
+        measured.fail("low", "must not exceed \"high\" (" + json(*high).dump() + "), got " + json(*low).dump());
+    }
+    c.measured_low = *low;
+    c.measured_high = *high;
+    return c;
+}
+
+NetworkMeasurement read_network(const json& entry, const std::string& where, const Catalog& catalog) {
+    const ObjectReader r(entry, where);
+    NetworkMeasurement m;
+    m.instance = r.instance("instance", catalog);
+    const std::string no_source;
+    m.source = r.text("source", &no_source);
+    m.ranks = static_cast<int>(r.integer("ranks", 2));
+    m.efa_adapters = r.efa_adapters(catalog.instance(m.instance), -1);
+    if (const json* samples = r.find("samples")) {
+        if (!samples->is_array()) r.fail("samples", "must be an array");
+        for (std::size_t i = 0; i < samples->size(); ++i) {
+            const ObjectReader s((*samples)[i], where, "samples[" + std::to_string(i) + "]");
+            m.samples.push_back({*s.number("bytes", true), *s.number("time_s", true),
+                                 s.number("algorithm_GBps", false, false).value_or(0.0),
+                                 s.number("bus_GBps", false, false).value_or(0.0)});
         }
     }
+    // A fitted entry carries its alpha; a published table without samples may not give one.
+    m.latency_s = r.number("latency_s", !m.samples.empty(), false).value_or(0.0);
+    m.bus_bandwidth_GBps = *r.number("bus_bandwidth_GBps", true);
+    m.max_bus_bandwidth_GBps = r.number("max_bus_bandwidth_GBps", false, false).value_or(0.0);
+    m.average_bus_bandwidth_GBps = r.number("average_bus_bandwidth_GBps", false, false).value_or(0.0);
     return m;
 }
 
-json network_json(const NetworkMeasurement& m) {
-    json samples = json::array();
-    for (const NcclSample& s : m.samples) {
-        samples.push_back({{"bytes", s.bytes}, {"time_s", s.time_s}, {"algorithm_GBps", s.algorithm_GBps},
-                           {"bus_GBps", s.bus_GBps}});
-    }
-    return {{"instance", m.instance},
-            {"source", m.source},
-            {"ranks", m.ranks},
-            {"latency_s", m.latency_s},
-            {"bus_bandwidth_GBps", m.bus_bandwidth_GBps},
-            {"max_bus_bandwidth_GBps", m.max_bus_bandwidth_GBps},
-            {"average_bus_bandwidth_GBps", m.average_bus_bandwidth_GBps},
-            {"samples", samples}};
+/// `raw` (unknown keys kept) with the typed view's keys written over it.
+json merged(const json& raw, const json& typed) {
+    json result = raw.is_object() ? raw : json::object();
+    result.update(typed);
+    return result;
 }
 
 }  // namespace
@@ -197,24 +248,36 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
     }
     const auto runs = document.find("runs");
     if (runs == document.end() || !runs->is_array()) throw InputError(origin + ": key \"runs\" must be an array");
-    const auto networks = document.find("networks");
-    if (networks != document.end() && !networks->is_array()) {
-        throw InputError(origin + ": key \"networks\" must be an array");
+    for (const char* key : {"comparisons", "networks"}) {
+        const auto it = document.find(key);
+        if (it != document.end() && !it->is_array()) {
+            throw InputError(origin + ": key \"" + std::string(key) + "\" must be an array");
+        }
     }
 
     Trace trace;
     trace.origin = origin;
     for (std::size_t i = 0; i < runs->size(); ++i) {
         const std::string where = origin + ": run " + std::to_string(i);
-        const RunReader reader((*runs)[i], where);
-        trace.runs.push_back({read_run(reader, catalog, origin + "#" + std::to_string(i)), (*runs)[i]});
+        trace.runs.push_back({read_run((*runs)[i], where, origin + "#" + std::to_string(i), catalog), (*runs)[i]});
     }
-    if (networks != document.end()) {
+    if (const auto comparisons = document.find("comparisons"); comparisons != document.end()) {
+        for (std::size_t i = 0; i < comparisons->size(); ++i) {
+            const std::string entry = "comparisons[" + std::to_string(i) + "]";
+            trace.comparisons.push_back(
+                read_comparison((*comparisons)[i], origin + ": " + entry, origin + "#" + entry, catalog));
+            trace.comparisons_raw.push_back((*comparisons)[i]);
+        }
+    }
+    if (const auto networks = document.find("networks"); networks != document.end()) {
         for (std::size_t i = 0; i < networks->size(); ++i) {
-            trace.networks.push_back(read_network((*networks)[i], origin + ": networks[" + std::to_string(i) + "]", catalog));
+            const std::string where = origin + ": networks[" + std::to_string(i) + "]";
+            trace.networks.push_back(read_network((*networks)[i], where, catalog));
+            trace.networks_raw.push_back((*networks)[i]);
         }
     }
     document.erase("runs");
+    document.erase("comparisons");
     document.erase("networks");
     trace.document = std::move(document);
     return trace;
@@ -246,6 +309,7 @@ json scenario_json(const Scenario& s) {
             fields["ps_nodes"] = s.ps_nodes;
         }
     }
+    if (s.efa_adapters >= 0) fields["efa_adapters"] = s.efa_adapters;
     return fields;
 }
 
@@ -256,8 +320,41 @@ json run_json(const Observation& o) {
     if (o.epoch_s) measured["epoch_s"] = *o.epoch_s;
     if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;
     if (o.iteration_s) measured["iteration_s"] = *o.iteration_s;
+    if (o.node_scaling_efficiency) measured["node_scaling_efficiency"] = *o.node_scaling_efficiency;
     run["measured"] = measured;
+    if (o.approximate) run["approximate"] = true;
     return run;
+}
+
+json comparison_json(const Comparison& c) {
+    json measured = c.measured_low == c.measured_high ? json{{"ratio", c.measured_low}}
+                                                      : json{{"low", c.measured_low}, {"high", c.measured_high}};
+    return {{"source", c.source},
+            {"quantity", to_string(c.quantity)},
+            {"baseline", scenario_json(c.baseline)},
+            {"scenario", scenario_json(c.scenario)},
+            {"measured", measured}};
+}
+
+json network_json(const NetworkMeasurement& m) {
+    json entry = {{"instance", m.instance},
+                  {"source", m.source},
+                  {"ranks", m.ranks},
+                  {"bus_bandwidth_GBps", m.bus_bandwidth_GBps},
+                  {"max_bus_bandwidth_GBps", m.max_bus_bandwidth_GBps},
+                  {"average_bus_bandwidth_GBps", m.average_bus_bandwidth_GBps}};
+    if (m.efa_adapters >= 0) entry["efa_adapters"] = m.efa_adapters;
+    // A table without samples has no fitted alpha: write none rather than a made-up 0.
+    if (!m.samples.empty() || m.latency_s > 0) entry["latency_s"] = m.latency_s;
+    if (!m.samples.empty()) {
+        json samples = json::array();
+        for (const NcclSample& s : m.samples) {
+            samples.push_back({{"bytes", s.bytes}, {"time_s", s.time_s}, {"algorithm_GBps", s.algorithm_GBps},
+                               {"bus_GBps", s.bus_GBps}});
+        }
+        entry["samples"] = samples;
+    }
+    return entry;
 }
 
 std::string trace_json(const Trace& trace) {
@@ -266,43 +363,48 @@ std::string trace_json(const Trace& trace) {
     document["runs"] = json::array();
     for (const TraceRun& run : trace.runs) {
         // Keep every key as read, then let the typed view speak for the keys it owns.
-        json merged = run.raw.is_object() ? run.raw : json::object();
         json typed = run_json(run.observation);
-        json measured = merged.contains("measured") && merged["measured"].is_object() ? merged["measured"] : json::object();
+        json measured = run.raw.is_object() && run.raw.contains("measured") && run.raw["measured"].is_object()
+                            ? run.raw["measured"]
+                            : json::object();
         measured.update(typed["measured"]);
         typed.erase("measured");
-        merged.update(typed);
-        merged["measured"] = measured;
-        document["runs"].push_back(merged);
+        json entry = merged(run.raw, typed);
+        entry["measured"] = measured;
+        document["runs"].push_back(entry);
+    }
+    if (!trace.comparisons.empty()) {
+        document["comparisons"] = json::array();
+        for (std::size_t i = 0; i < trace.comparisons.size(); ++i) {
+            const json raw = i < trace.comparisons_raw.size() && trace.comparisons_raw[i].is_object()
+                                 ? trace.comparisons_raw[i]
+                                 : json::object();
+            const json typed = comparison_json(trace.comparisons[i]);
+            json entry = merged(raw, typed);
+            for (const char* part : {"baseline", "scenario"}) {
+                entry[part] = merged(raw.value(part, json::object()), typed[part]);
+            }
+            // "ratio" or "low"/"high" come from the typed view alone, so the two never both appear.
+            json measured = raw.value("measured", json::object());
+            if (!measured.is_object()) measured = json::object();
+            for (const char* key : {"ratio", "low", "high"}) measured.erase(key);
+            measured.update(typed["measured"]);
+            entry["measured"] = measured;
+            document["comparisons"].push_back(entry);
+        }
     }
     if (!trace.networks.empty()) {
         document["networks"] = json::array();
-        for (const NetworkMeasurement& m : trace.networks) document["networks"].push_back(network_json(m));
+        for (std::size_t i = 0; i < trace.networks.size(); ++i) {
+            const json raw = i < trace.networks_raw.size() ? trace.networks_raw[i] : json::object();
+            document["networks"].push_back(merged(raw, network_json(trace.networks[i])));
+        }
     }
     return document.dump(2) + "\n";
 }
 
 void write_trace(const Trace& trace, const std::filesystem::path& path) {
-    const std::string text = trace_json(trace);
-    std::filesystem::path temporary = path;
-    temporary += ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(temporary, std::ios::trunc);
-        if (!out) throw InputError("cannot write trace file '" + path.string() + "'");
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            throw InputError("cannot write trace file '" + path.string() + "'");
-        }
-    }
-    std::error_code error;
-    std::filesystem::rename(temporary, path, error);
-    if (error) {
-        std::filesystem::remove(temporary, error);
-        throw InputError("cannot write trace file '" + path.string() + "'");
-    }
+    write_text_file_atomically(path, trace_json(trace), "trace");
 }
 
 }  // namespace epochcast

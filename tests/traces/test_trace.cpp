@@ -1,10 +1,13 @@
 // The epochcast.trace/1 format: the published traces parse, a trace round-trips with unknown
 // keys kept, and every malformed run is rejected naming the file, the run index and the key.
+// Comparisons and network entries: test_trace_comparisons.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "tests/support/temp_file.hpp"
 #include "traces/trace.hpp"
 
@@ -46,18 +49,137 @@ std::string error_of(const std::string& text, const Catalog& with = catalog()) {
 }
 
 TEST(Trace, EveryPublishedTraceParses) {
-    int runs = 0;
+    int runs = 0, comparisons = 0, networks = 0, findings = 0;
     for (const auto& entry : std::filesystem::directory_iterator(EPOCHCAST_SOURCE_DIR "/traces/published")) {
         if (entry.path().extension() != ".json") continue;
         const Trace trace = read_trace(entry.path(), catalog());
-        EXPECT_FALSE(trace.runs.empty()) << entry.path();
+        EXPECT_TRUE(trace.document.contains("description")) << entry.path();
+        // A published trace holds at least one figure: a run, a comparison, a network or a finding.
+        const auto found = trace.document.find("findings");
+        const std::size_t finding_count = found != trace.document.end() && found->is_array() ? found->size() : 0;
+        EXPECT_GT(trace.runs.size() + trace.comparisons.size() + trace.networks.size() + finding_count, 0u)
+            << entry.path();
         for (const TraceRun& run : trace.runs) {
             EXPECT_FALSE(run.observation.source.empty());
             EXPECT_GT(run.observation.throughput_images_per_s, 0);
         }
+        for (const Comparison& comparison : trace.comparisons) EXPECT_FALSE(comparison.source.empty()) << entry.path();
+        for (const NetworkMeasurement& network : trace.networks) EXPECT_FALSE(network.source.empty()) << entry.path();
+        if (found != trace.document.end()) {
+            ASSERT_TRUE(found->is_array()) << entry.path();
+            for (const auto& finding : *found) {
+                EXPECT_TRUE(finding.contains("source") && finding.contains("what")) << entry.path() << finding.dump();
+            }
+        }
+        // Writing it back loses nothing the reader sees.
+        const Trace back = parse_trace(trace_json(trace), "back.json", catalog());
+        EXPECT_EQ(back.runs.size(), trace.runs.size()) << entry.path();
+        EXPECT_EQ(back.comparisons.size(), trace.comparisons.size()) << entry.path();
+        EXPECT_EQ(back.networks.size(), trace.networks.size()) << entry.path();
+        EXPECT_EQ(back.document, trace.document) << entry.path();
         runs += static_cast<int>(trace.runs.size());
+        comparisons += static_cast<int>(trace.comparisons.size());
+        networks += static_cast<int>(trace.networks.size());
+        findings += static_cast<int>(finding_count);
     }
-    EXPECT_GE(runs, 6);
+    EXPECT_GE(runs, 7);
+    EXPECT_GE(comparisons, 3);
+    EXPECT_GE(networks, 3);
+    EXPECT_GE(findings, 10);
+}
+
+const Trace& published(const std::string& name) {
+    static std::map<std::string, Trace> cache;
+    auto it = cache.find(name);
+    if (it == cache.end()) {
+        it = cache.emplace(name, read_trace(EPOCHCAST_SOURCE_DIR "/traces/published/" + name, catalog())).first;
+    }
+    return it->second;
+}
+
+TEST(PublishedSeeds, Seed002SpeedupsAndTheApproximateRun) {
+    const Trace& trace = published("seed002_mxnet_k80_v100_fine_tuning.json");
+    ASSERT_EQ(trace.runs.size(), 1u);
+    const Observation& run = trace.runs[0].observation;
+    EXPECT_EQ(run.scenario.model, "resnet152");
+    EXPECT_EQ(run.scenario.instance, "p2.8xlarge");
+    EXPECT_EQ(run.scenario.classes, 256);
+    EXPECT_EQ(run.scenario.dataset_images, 15240);
+    EXPECT_DOUBLE_EQ(run.scenario.epochs, 6);
+    EXPECT_DOUBLE_EQ(run.throughput_images_per_s, 6.0 * 15240 / 600);  // 6 epochs in about 10 minutes
+    EXPECT_DOUBLE_EQ(run.time_to_train_s.value_or(0), 600);
+    EXPECT_EQ(trace.runs[0].raw["approximate"], true);
+
+    ASSERT_EQ(trace.comparisons.size(), 2u);
+    for (const Comparison& c : trace.comparisons) {
+        EXPECT_EQ(c.quantity, ComparisonQuantity::speedup);
+        EXPECT_EQ(c.baseline.instance, "p2.xlarge");
+        EXPECT_EQ(c.scenario.instance, "p2.8xlarge");
+        EXPECT_EQ(c.scenario.gpus_per_node, 8);
+        EXPECT_EQ(c.scenario.framework, Framework::mxnet);
+        EXPECT_EQ(c.scenario.precision, Precision::fp32);
+        EXPECT_EQ(c.scenario.batch_per_gpu, 32);
+        EXPECT_DOUBLE_EQ(c.measured_low, c.measured_high);
+    }
+    EXPECT_EQ(trace.comparisons[0].scenario.model, "resnet152");
+    EXPECT_DOUBLE_EQ(trace.comparisons[0].measured_low, 7.7);
+    EXPECT_EQ(trace.comparisons[1].scenario.model, "resnet50");
+    EXPECT_DOUBLE_EQ(trace.comparisons[1].measured_low, 0.94 * 8);  // from "94% efficiency"
+}
+
+TEST(PublishedSeeds, Seed003HasOnlyFindings) {
+    const Trace& trace = published("seed003_dynamic_training.json");
+    EXPECT_TRUE(trace.runs.empty());
+    EXPECT_TRUE(trace.comparisons.empty());
+    const auto& findings = trace.document["findings"];
+    ASSERT_GE(findings.size(), 3u);
+    EXPECT_EQ(findings[0]["configuration"]["instance"], "p3.16xlarge");
+    EXPECT_EQ(findings[0]["value"]["low"], 8);
+    EXPECT_EQ(findings[0]["value"]["high"], 96);
+    EXPECT_DOUBLE_EQ(findings[1]["value"]["low"].get<double>(), 0.15);  // cost to train
+    EXPECT_DOUBLE_EQ(findings[1]["value"]["high"].get<double>(), 0.50);
+    EXPECT_DOUBLE_EQ(findings[2]["value"]["low"].get<double>(), 0.15);  // time to train
+    EXPECT_DOUBLE_EQ(findings[2]["value"]["high"].get<double>(), 0.30);
+}
+
+TEST(PublishedSeeds, Seed004NetworksAndTheEfaComparison) {
+    const Trace& trace = published("seed004_pytorch_eks_efa.json");
+    ASSERT_EQ(trace.networks.size(), 3u);
+    const NetworkMeasurement& four = trace.networks[0];
+    EXPECT_EQ(four.efa_adapters, -1);  // all 4
+    EXPECT_EQ(four.ranks, 16);
+    ASSERT_EQ(four.samples.size(), 28u);
+    EXPECT_DOUBLE_EQ(four.max_bus_bandwidth_GBps, 42.03);
+    // The stored entry is what import-nccl fits to the kept log.
+    int ranks = 0;
+    const auto samples = parse_nccl_all_reduce(
+        read_text_file(EPOCHCAST_SOURCE_DIR "/tests/traces/data/seed004_all_reduce_perf.log", "log"), "log", &ranks);
+    const NetworkMeasurement refit = fit_alpha_beta(samples, ranks);
+    // The file keeps 10 significant digits.
+    EXPECT_NEAR(four.bus_bandwidth_GBps, refit.bus_bandwidth_GBps, 1e-6);
+    EXPECT_NEAR(four.latency_s, refit.latency_s, 1e-11);
+    EXPECT_NEAR(four.average_bus_bandwidth_GBps, refit.average_bus_bandwidth_GBps, 1e-9);
+
+    EXPECT_EQ(trace.networks[1].efa_adapters, 1);
+    EXPECT_TRUE(trace.networks[1].samples.empty());
+    EXPECT_DOUBLE_EQ(trace.networks[1].bus_bandwidth_GBps, 5.89);
+    EXPECT_DOUBLE_EQ(trace.networks[1].average_bus_bandwidth_GBps, 3.02);
+    EXPECT_EQ(trace.networks[2].efa_adapters, 0);
+    EXPECT_DOUBLE_EQ(trace.networks[2].bus_bandwidth_GBps, 2.38);
+    EXPECT_DOUBLE_EQ(trace.networks[2].average_bus_bandwidth_GBps, 0.97);
+
+    ASSERT_EQ(trace.comparisons.size(), 1u);
+    const Comparison& efa = trace.comparisons[0];
+    EXPECT_EQ(efa.quantity, ComparisonQuantity::epoch_time_ratio);
+    EXPECT_DOUBLE_EQ(efa.measured_low, 0.92);   // 8% shorter epochs
+    EXPECT_DOUBLE_EQ(efa.measured_high, 0.95);  // 5% shorter
+    EXPECT_EQ(efa.baseline.efa_adapters, 0);
+    EXPECT_EQ(efa.scenario.efa_adapters, -1);
+    EXPECT_EQ(efa.scenario.instance, "p4d.24xlarge");
+    EXPECT_EQ(efa.scenario.nodes, 3);
+    EXPECT_EQ(efa.scenario.batch_per_gpu, 64);
+    EXPECT_EQ(efa.scenario.framework, Framework::pytorch);
+    EXPECT_EQ(efa.scenario.dataset_images, 1281167);
 }
 
 TEST(Trace, ReadsTheTypedView) {

@@ -1,0 +1,79 @@
+// `epochcast calibrate TRACE.json... [--prior P] [--catalog F] -o CAL.json`: fit the model's
+// parameters to measured runs and network measurements (model/fit.hpp) and write the calibration
+// that `--calibration` reads, with the fitted parameters' covariance.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <memory>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/table.hpp"
+#include "model/cost_model.hpp"
+#include "model/fit.hpp"
+#include "model/parameters.hpp"
+#include "model/text_io.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+struct CalibrateOptions {
+    std::vector<std::string> traces;
+    std::vector<std::string> catalogs;
+    std::string prior = "built-in";
+    std::string output;
+};
+
+/// A coordinate's 1-sigma as a relative band on the value (log: e^sigma - 1; logit: (1-x) sigma).
+double relative_band(const std::string& name, double value, double sigma) {
+    const bool fraction = name.ends_with("overlap") || name.ends_with("efficiency");
+    if (fraction) return std::min(1.0, std::abs(1.0 - value) * sigma);
+    return std::expm1(sigma);
+}
+
+void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
+    const Catalog catalog = load_catalog(o.catalogs);
+    const Evidence evidence = load_evidence(o.traces, catalog);
+    const CostModel prior(catalog, load_calibration(o.prior));
+    const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks);
+    write_text_file_atomically(o.output, fit.calibration.to_json(), "calibration");
+
+    out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs and "
+        << evidence.networks.size() << " network measurements (Levenberg-Marquardt, " << fit.iterations
+        << " iterations" << (fit.converged ? "" : ", NOT converged") << "); the data pinned down "
+        << format_number(fit.effective_parameters, 1) << " of them.\n\n";
+    Table parameters({"parameter", "prior", "fitted", "1-sigma before", "1-sigma after"});
+    for (const FittedParameter& p : fit.parameters) {
+        parameters.add_row({p.name, format_number(p.prior_value, 6), format_number(p.value, 6),
+                            format_number(100.0 * relative_band(p.name, p.prior_value, p.prior_sigma), 1) + " %",
+                            format_number(100.0 * relative_band(p.name, p.value, p.sigma), 1) + " %"});
+    }
+    parameters.print(out);
+    out << '\n';
+    Table residuals({"run", "quantity", "measured", "fitted", "error"});
+    for (const FitResidual& r : fit.residuals) {
+        residuals.add_row({r.origin, r.quantity, format_number(r.measured, 3), format_number(r.predicted, 3),
+                           format_number(100.0 * (r.predicted / r.measured - 1.0), 1) + " %"});
+    }
+    residuals.print(out);
+    out << "\nscatter of the runs around the fit (model sigma): " << format_number(100.0 * fit.model_sigma, 1)
+        << " %\nwrote " << o.output << '\n';
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<CalibrateOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "calibrate",
+        "Fit the model's parameters (compute curves, framework overheads, network efficiencies) to measured runs "
+        "and write a calibration file with their uncertainty. Two runs of a system (e.g. 1 and 8 GPUs) are enough.");
+    cmd->add_option("traces", options->traces, "Trace files (epochcast.trace/1); FILE#I takes run I only")->required();
+    cmd->add_option("-o,--output", options->output, "Calibration file to write")->required();
+    cmd->add_option("--prior", options->prior,
+                    "What to start from: built-in (default), data-free (no seed run), or a calibration file");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    cmd->callback([options, &out] { run_calibrate(*options, out); });
+}
+
+}  // namespace epochcast::cli

@@ -1,0 +1,235 @@
+// `epochcast validate TRACE.json... [--calibration CAL] [--leave-one-out [--prior P]] [--json|--markdown]`:
+// every measured run beside its prediction, the error, whether the measurement fell inside the
+// predicted 95% band, and the mean absolute percentage error. With --leave-one-out each run is
+// predicted by a calibration fitted to all the other runs (from a prior with no seed run in it),
+// the honest number. Published comparisons (speedups, epoch-time ratios) are checked too.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/table.hpp"
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+#include "model/fit.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+using nlohmann::json;
+
+struct ValidateOptions {
+    std::vector<std::string> traces;
+    std::vector<std::string> catalogs;
+    std::string calibration = "built-in";
+    std::string prior = "data-free";
+    bool leave_one_out = false;
+    bool json_output = false;
+    bool markdown = false;
+};
+
+/// One run beside its prediction.
+struct RunCheck {
+    Observation run;
+    Prediction predicted;
+};
+
+/// One published comparison beside the model's ratio.
+struct ComparisonCheck {
+    Comparison comparison;
+    double predicted = 0;
+};
+
+std::string short_origin(const std::string& origin) {
+    return std::filesystem::path(origin).filename().string();
+}
+
+std::string describe(const Scenario& s) {
+    std::string text = std::to_string(s.nodes) + " x " + s.instance;
+    if (s.gpus_per_node > 0) text += " (" + std::to_string(s.gpus_per_node) + " GPUs each)";
+    text += ", " + std::string(to_string(s.framework)) + "/" + std::string(to_string(s.strategy));
+    if (s.efa_adapters >= 0) text += ", " + std::to_string(s.efa_adapters) + " EFA";
+    text += ", " + s.model + " b" + std::to_string(s.batch_per_gpu) + " " + std::string(to_string(s.precision));
+    return text;
+}
+
+double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
+
+bool in_band(const RunCheck& c) {
+    return c.run.throughput_images_per_s >= c.predicted.interval.low &&
+           c.run.throughput_images_per_s <= c.predicted.interval.high;
+}
+
+double comparison_ratio(const CostModel& model, const Comparison& c) {
+    const Prediction scenario = model.predict(c.scenario);
+    const Prediction baseline = model.predict(c.baseline);
+    switch (c.quantity) {
+        case ComparisonQuantity::speedup: return scenario.throughput_images_per_s / baseline.throughput_images_per_s;
+        case ComparisonQuantity::epoch_time_ratio: return scenario.epoch_s / baseline.epoch_s;
+    }
+    return 0;
+}
+
+/// Distance of the predicted ratio from the published value or range, in percent (0 inside it).
+double comparison_error(const ComparisonCheck& c) {
+    if (c.predicted < c.comparison.measured_low) return percent_error(c.predicted, c.comparison.measured_low);
+    if (c.predicted > c.comparison.measured_high) return percent_error(c.predicted, c.comparison.measured_high);
+    return 0.0;
+}
+
+struct Summary {
+    double mape = 0;
+    int averaged = 0;
+    int in_band = 0;
+};
+
+Summary summarise(const std::vector<RunCheck>& checks) {
+    Summary s;
+    double sum = 0;
+    for (const RunCheck& c : checks) {
+        if (in_band(c)) ++s.in_band;
+        if (c.run.approximate) continue;
+        sum += std::abs(percent_error(c.predicted.throughput_images_per_s, c.run.throughput_images_per_s));
+        ++s.averaged;
+    }
+    s.mape = s.averaged > 0 ? sum / s.averaged : 0.0;
+    return s;
+}
+
+void print_tables(const std::vector<RunCheck>& runs, const std::vector<ComparisonCheck>& comparisons, bool held_out,
+                  bool markdown, std::ostream& out) {
+    Table table({"run", "configuration", "measured img/s", held_out ? "held-out prediction" : "predicted img/s",
+                 "error", "95% band", "in band", "epoch s measured / predicted"});
+    for (const RunCheck& c : runs) {
+        const Prediction& p = c.predicted;
+        std::string epoch = "-";
+        if (c.run.epoch_s) epoch = format_number(*c.run.epoch_s, 1) + " / " + format_number(p.epoch_s, 1);
+        table.add_row({short_origin(c.run.origin) + (c.run.approximate ? " (approx.)" : ""), describe(c.run.scenario),
+                       format_number(c.run.throughput_images_per_s, 1), format_number(p.throughput_images_per_s, 1),
+                       format_number(percent_error(p.throughput_images_per_s, c.run.throughput_images_per_s), 1) + " %",
+                       format_number(p.interval.low, 0) + " - " + format_number(p.interval.high, 0),
+                       in_band(c) ? "yes" : "no", epoch});
+    }
+    markdown ? table.print_markdown(out) : table.print(out);
+    const Summary s = summarise(runs);
+    out << (markdown ? "\n" : "") << (held_out ? "Leave-one-out mean absolute percentage error: "
+                                               : "Mean absolute percentage error: ")
+        << format_number(s.mape, 2) << " % over " << s.averaged << " runs"
+        << (s.averaged < static_cast<int>(runs.size()) ? " (approximate figures shown, not averaged)" : "") << "; "
+        << s.in_band << " of " << runs.size() << " measurements inside the predicted 95% band.\n";
+    if (comparisons.empty()) return;
+    out << '\n';
+    Table compared({"comparison", "quantity", "scenario", "baseline", "published", "predicted", "off by"});
+    for (const ComparisonCheck& c : comparisons) {
+        const Comparison& k = c.comparison;
+        const std::string published = k.measured_low == k.measured_high
+                                          ? format_number(k.measured_low, 3)
+                                          : format_number(k.measured_low, 3) + " - " + format_number(k.measured_high, 3);
+        compared.add_row({short_origin(k.origin), std::string(to_string(k.quantity)), describe(k.scenario),
+                          describe(k.baseline), published, format_number(c.predicted, 3),
+                          format_number(comparison_error(c), 1) + " %"});
+    }
+    markdown ? compared.print_markdown(out) : compared.print(out);
+}
+
+json checks_json(const std::vector<RunCheck>& runs, const std::vector<ComparisonCheck>& comparisons, bool held_out) {
+    json out;
+    out["held_out"] = held_out;
+    out["runs"] = json::array();
+    for (const RunCheck& c : runs) {
+        const Prediction& p = c.predicted;
+        json row = {{"origin", c.run.origin},
+                    {"source", c.run.source},
+                    {"configuration", describe(c.run.scenario)},
+                    {"approximate", c.run.approximate},
+                    {"measured_throughput_images_per_s", c.run.throughput_images_per_s},
+                    {"predicted_throughput_images_per_s", p.throughput_images_per_s},
+                    {"error_percent", percent_error(p.throughput_images_per_s, c.run.throughput_images_per_s)},
+                    {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
+                    {"in_interval", in_band(c)},
+                    {"predicted_epoch_s", p.epoch_s}};
+        if (c.run.epoch_s) row["measured_epoch_s"] = *c.run.epoch_s;
+        out["runs"].push_back(row);
+    }
+    const Summary s = summarise(runs);
+    out["mape_percent"] = s.mape;
+    out["averaged_runs"] = s.averaged;
+    out["inside_interval"] = s.in_band;
+    out["comparisons"] = json::array();
+    for (const ComparisonCheck& c : comparisons) {
+        out["comparisons"].push_back({{"origin", c.comparison.origin},
+                                      {"quantity", to_string(c.comparison.quantity)},
+                                      {"measured_low", c.comparison.measured_low},
+                                      {"measured_high", c.comparison.measured_high},
+                                      {"predicted", c.predicted},
+                                      {"error_percent", comparison_error(c)}});
+    }
+    return out;
+}
+
+void run_validate(const ValidateOptions& o, std::ostream& out) {
+    if (o.json_output && o.markdown) throw InputError("validate: --json and --markdown exclude each other");
+    const Catalog catalog = load_catalog(o.catalogs);
+    const Evidence evidence = load_evidence(o.traces, catalog);
+    if (evidence.runs.empty() && evidence.comparisons.empty()) {
+        throw InputError("validate: the traces hold no run and no comparison to check");
+    }
+
+    std::vector<RunCheck> runs;
+    std::vector<ComparisonCheck> comparisons;
+    if (!o.leave_one_out) {
+        const CostModel model(catalog, load_calibration(o.calibration));
+        for (const Observation& run : evidence.runs) {
+            try {
+                runs.push_back({run, model.predict(run.scenario)});
+            } catch (const InputError& error) {
+                throw InputError(run.origin + ": " + error.what());
+            }
+        }
+        for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, comparison_ratio(model, c)});
+    } else {
+        const CostModel prior(catalog, load_calibration(o.prior));
+        const std::vector<Prediction> held_out = leave_one_out_predictions(prior, evidence.runs, evidence.networks);
+        for (std::size_t i = 0; i < evidence.runs.size(); ++i) runs.push_back({evidence.runs[i], held_out[i]});
+        if (!evidence.comparisons.empty()) {
+            const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks);
+            const CostModel model(prior, fit.calibration);
+            for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, comparison_ratio(model, c)});
+        }
+    }
+
+    if (o.json_output) {
+        out << checks_json(runs, comparisons, o.leave_one_out).dump(2) << '\n';
+    } else {
+        print_tables(runs, comparisons, o.leave_one_out, o.markdown, out);
+    }
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<ValidateOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "validate",
+        "Put every measured run beside its prediction: the error, the 95% band, the mean absolute percentage error. "
+        "--leave-one-out predicts each run from a calibration fitted without it.");
+    cmd->add_option("traces", options->traces, "Trace files (epochcast.trace/1); FILE#I takes run I only")->required();
+    cmd->add_option("--calibration", options->calibration,
+                    "Calibration to check: built-in (default), data-free, or a file");
+    cmd->add_flag("--leave-one-out", options->leave_one_out,
+                  "Refit without each run in turn (from --prior) and report that held-out error");
+    cmd->add_option("--prior", options->prior,
+                    "With --leave-one-out, what each refit starts from: data-free (default), built-in, or a file");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    cmd->add_flag("--json", options->json_output, "Print JSON instead of the tables");
+    cmd->add_flag("--markdown", options->markdown, "Print the tables as Markdown (docs/validation.md)");
+    cmd->callback([options, &out] { run_validate(*options, out); });
+}
+
+}  // namespace epochcast::cli

@@ -1,0 +1,436 @@
+#include "model/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <Eigen/Dense>
+
+#include "model/errors.hpp"
+#include "model/parameters.hpp"
+
+namespace epochcast {
+namespace {
+
+// Prior widths of the fit, in the parameters' coordinates (log, or logit for fractions). They are
+// deliberately weak, so that a few runs move what they touch; docs/model.md, "Calibration",
+// discusses each.
+/// A curve's marginal time per image: a quarter either way (the roofline prior's own spread).
+constexpr double kTimePerImageSigma = 0.25;
+/// The same GPU and precision under another framework (model/calibration.hpp).
+constexpr double kSiblingFrameworkSigma = kFrameworkTransferSigma;
+/// Fixed per-iteration overheads: known to a factor of e.
+constexpr double kFixedOverheadSigma = 1.0;
+/// Straggler jitter: its level across frameworks known to a factor of e, one framework's within a
+/// factor of 1.6 of the level (seed 000/001: MXNet's 0.13 and TensorFlow's 0.077).
+constexpr double kJitterSigma = 1.0;
+constexpr double kJitterFrameworkSigma = 0.5;
+/// Overlap fractions: logit sigma 1.5 lets a prior of 0.1 reach 0.5 at 1.5 sigma.
+constexpr double kOverlapSigma = 1.5;
+/// Network efficiencies (logit) and the socket ceiling and latencies (log).
+constexpr double kEfficiencySigma = 1.0;
+constexpr double kCapSigma = 0.5;
+constexpr double kLatencySigma = 1.0;
+/// Decode rate per vCPU: seed 002 gives a lower bound only.
+constexpr double kDecodeSigma = 0.5;
+
+/// Forward-difference step of the Jacobian, in coordinate units.
+constexpr double kJacobianStep = 1e-6;
+/// A parameter is fitted when some residual moves by more than this per unit of its coordinate.
+constexpr double kSensitivityFloor = 1e-8;
+
+/// One coordinate of the fit: a calibration parameter, or the shared level of the curves of one
+/// GPU and precision that the fit creates (their time per image is level x own factor).
+struct FitCoordinate {
+    std::string name;
+    double prior_mean = 0;
+    double prior_sigma = 0;
+};
+
+/// A calibration parameter and where its value comes from: coordinate `own` (plus `level`, the
+/// shared curve level, when >= 0).
+struct FitMapping {
+    ParameterId id;
+    Coordinate coordinate = Coordinate::log;
+    int own = -1;
+    int level = -1;
+};
+
+class Problem {
+public:
+    Problem(const CostModel& prior, const std::vector<Observation>& runs, const std::vector<NetworkObservation>& networks,
+            const FitOptions& options)
+        : prior_(prior), runs_(runs), networks_(networks), options_(options), calibration_(prior.calibration()) {
+        add_missing_curves();
+        add_jitter_level();
+        for (const ParameterId id : all_parameters(calibration_)) add_parameter(id);
+    }
+
+    std::size_t coordinates() const { return coordinates_.size(); }
+    std::size_t data_rows() const { return data_rows_; }
+    const std::vector<FitCoordinate>& coordinate_info() const { return coordinates_; }
+    const std::vector<FitMapping>& mappings() const { return mappings_; }
+
+    Eigen::VectorXd start() const {
+        Eigen::VectorXd u(static_cast<Eigen::Index>(coordinates_.size()));
+        for (std::size_t i = 0; i < coordinates_.size(); ++i) u[static_cast<Eigen::Index>(i)] = coordinates_[i].prior_mean;
+        return u;
+    }
+
+    Calibration calibration_at(const Eigen::VectorXd& u) const {
+        Calibration c = calibration_;
+        for (const FitMapping& m : mappings_) {
+            double x = u[m.own];
+            if (m.level >= 0) x += u[m.level];
+            parameter_value(c, m.id) = from_coordinate(m.coordinate, x);
+        }
+        return c;
+    }
+
+    /// Data residuals (in sigma units) followed by the prior residuals; fills `record` when given.
+    Eigen::VectorXd residuals(const Eigen::VectorXd& u, std::vector<FitResidual>* record = nullptr) const {
+        const Calibration c = calibration_at(u);
+        const CostModel model(prior_, c);
+        std::vector<double> r;
+        for (const Observation& run : runs_) {
+            const Prediction p = model.predict(model.resolve(run.scenario));
+            r.push_back(std::log(p.throughput_images_per_s / run.throughput_images_per_s) / options_.run_sigma);
+            if (record) record->push_back({run.origin, "throughput_images_per_s", run.throughput_images_per_s, p.throughput_images_per_s});
+            if (run.node_scaling_efficiency) {
+                r.push_back(std::log(p.node_scaling_efficiency / *run.node_scaling_efficiency) / options_.efficiency_sigma);
+                if (record) record->push_back({run.origin, "node_scaling_efficiency", *run.node_scaling_efficiency, p.node_scaling_efficiency});
+            }
+        }
+        for (const NetworkObservation& n : networks_) {
+            const InstanceSpec& instance = model.catalog().instance(n.instance);
+            const int adapters = n.efa_adapters < 0 ? instance.efa_adapters : n.efa_adapters;
+            const double predicted_GBps = node_network_Bps(instance, adapters, c.network) / 1e9;
+            r.push_back(std::log(predicted_GBps / n.bus_bandwidth_GBps) / options_.network_sigma);
+            if (record) record->push_back({n.origin, "bus_bandwidth_GBps", n.bus_bandwidth_GBps, predicted_GBps});
+        }
+        Eigen::VectorXd out(static_cast<Eigen::Index>(r.size() + coordinates_.size()));
+        for (std::size_t i = 0; i < r.size(); ++i) out[static_cast<Eigen::Index>(i)] = r[i];
+        for (std::size_t i = 0; i < coordinates_.size(); ++i) {
+            const auto k = static_cast<Eigen::Index>(i);
+            out[static_cast<Eigen::Index>(r.size()) + k] = (u[k] - coordinates_[i].prior_mean) / coordinates_[i].prior_sigma;
+        }
+        return out;
+    }
+
+    Eigen::MatrixXd jacobian(const Eigen::VectorXd& u, const Eigen::VectorXd& at) const {
+        Eigen::MatrixXd j(at.size(), u.size());
+        for (Eigen::Index k = 0; k < u.size(); ++k) {
+            Eigen::VectorXd moved = u;
+            moved[k] += kJacobianStep;
+            j.col(k) = (residuals(moved) - at) / kJacobianStep;
+        }
+        return j;
+    }
+
+    /// Keep only the coordinates some data residual depends on; the rest stay at their prior.
+    void drop_untouched() {
+        const Eigen::VectorXd u = start();
+        const Eigen::VectorXd r = residuals(u);
+        data_rows_ = static_cast<std::size_t>(r.size()) - coordinates_.size();
+        const Eigen::MatrixXd j = jacobian(u, r);
+        std::vector<bool> touched(coordinates_.size(), false);
+        for (std::size_t k = 0; k < coordinates_.size(); ++k) {
+            const double sensitivity =
+                j.col(static_cast<Eigen::Index>(k)).head(static_cast<Eigen::Index>(data_rows_)).cwiseAbs().maxCoeff();
+            touched[k] = sensitivity > kSensitivityFloor;
+        }
+        // A parameter whose shared level the data moved moves with it, its own factor at its prior.
+        std::vector<bool> keep = touched;
+        for (const FitMapping& m : mappings_) {
+            if (m.level >= 0 && touched[static_cast<std::size_t>(m.level)]) keep[static_cast<std::size_t>(m.own)] = true;
+        }
+        std::vector<int> keep_index(coordinates_.size(), -1);
+        std::vector<FitCoordinate> kept;
+        for (std::size_t k = 0; k < coordinates_.size(); ++k) {
+            if (!keep[k]) continue;
+            keep_index[k] = static_cast<int>(kept.size());
+            kept.push_back(coordinates_[k]);
+        }
+        std::vector<FitMapping> mappings;
+        for (FitMapping m : mappings_) {
+            const int own = keep_index[static_cast<std::size_t>(m.own)];
+            if (own < 0) continue;  // untouched, and so is its level: stays as it was
+            m.own = own;
+            m.level = m.level >= 0 ? keep_index[static_cast<std::size_t>(m.level)] : -1;
+            mappings.push_back(m);
+        }
+        coordinates_ = std::move(kept);
+        mappings_ = std::move(mappings);
+    }
+
+    const Calibration& base_calibration() const { return calibration_; }
+
+private:
+    void add_missing_curves() {
+        std::map<std::string, int> levels;  // "gpu/precision" -> level coordinate
+        for (const Observation& run : runs_) {
+            ResolvedScenario resolved;
+            try {
+                resolved = prior_.resolve(run.scenario);
+            } catch (const InputError& error) {
+                throw InputError(run.origin + ": " + error.what());
+            }
+            const GpuSpec& gpu = prior_.catalog().gpu_of(prior_.catalog().instance(run.scenario.instance));
+            const Scenario& s = run.scenario;
+            if (calibration_.find_curve(gpu.name, s.precision, s.framework)) continue;
+            ComputeCurve curve;
+            curve.gpu = gpu.name;
+            curve.precision = s.precision;
+            curve.framework = s.framework;
+            curve.model = s.model;
+            curve.image_size = s.image_size;
+            curve.fixed_s = calibration_.framework(s.framework).fixed_overhead_s;
+            curve.source = "fitted by epochcast calibrate";
+            const std::string key = gpu.name + "/" + std::string(to_string(s.precision));
+            if (!levels.contains(key)) {
+                // Prior of the level: the prior calibration's curves of this GPU and precision under
+                // other frameworks, carried to this architecture by FLOPs, or else the roofline.
+                double sum = 0;
+                int count = 0;
+                for (const ComputeCurve& other : prior_.calibration().compute) {
+                    if (other.gpu != gpu.name || other.precision != s.precision) continue;
+                    const double flops = prior_.workload(s.model, s.image_size, 1000).training_flops_per_image /
+                                         prior_.workload(other.model, other.image_size, 1000).training_flops_per_image;
+                    sum += std::log(other.time_per_image_s * flops);
+                    ++count;
+                }
+                FitCoordinate level;
+                level.name = "compute level " + key;
+                if (count > 0) {
+                    level.prior_mean = sum / count;
+                    level.prior_sigma = kSiblingFrameworkSigma;
+                } else {
+                    level.prior_mean = std::log(resolved.time_per_image_s);
+                    level.prior_sigma = prior_.calibration().roofline.relative_sigma;
+                }
+                levels[key] = static_cast<int>(coordinates_.size());
+                coordinates_.push_back(level);
+            }
+            curve.time_per_image_s = std::exp(coordinates_[static_cast<std::size_t>(levels[key])].prior_mean);
+            new_curve_levels_[static_cast<int>(calibration_.compute.size())] = levels[key];
+            calibration_.compute.push_back(curve);
+        }
+    }
+
+    /// The frameworks' straggler jitters share a level: a framework no run measured follows the
+    /// ones that were, within kJitterFrameworkSigma.
+    void add_jitter_level() {
+        double sum = 0;
+        for (const Framework f : {Framework::mxnet, Framework::tensorflow, Framework::pytorch}) {
+            sum += to_coordinate(Coordinate::log, calibration_.framework(f).sync_jitter);
+        }
+        jitter_level_ = static_cast<int>(coordinates_.size());
+        coordinates_.push_back({"sync jitter level", sum / 3.0, kJitterSigma});
+    }
+
+    void add_parameter(ParameterId id) {
+        FitMapping m;
+        m.id = id;
+        m.coordinate = coordinate_of(id.kind);
+        FitCoordinate c;
+        c.name = parameter_name(calibration_, id);
+        c.prior_sigma = fit_prior_sigma(id.kind);
+        c.prior_mean = to_coordinate(m.coordinate, parameter_value(calibration_, id));
+        if (id.kind == ParameterKind::sync_jitter) {
+            m.level = jitter_level_;
+            c.prior_mean -= coordinates_[static_cast<std::size_t>(jitter_level_)].prior_mean;
+            c.prior_sigma = kJitterFrameworkSigma;
+        }
+        if (id.kind == ParameterKind::curve_time_per_image && new_curve_levels_.contains(id.index)) {
+            // A new curve: level x own factor, the factor centred on 1.
+            m.level = new_curve_levels_[id.index];
+            c.prior_mean = 0;
+            c.prior_sigma = kSiblingFrameworkSigma;
+        }
+        m.own = static_cast<int>(coordinates_.size());
+        coordinates_.push_back(c);
+        mappings_.push_back(m);
+    }
+
+    const CostModel& prior_;
+    const std::vector<Observation>& runs_;
+    const std::vector<NetworkObservation>& networks_;
+    FitOptions options_;
+    Calibration calibration_;
+    std::map<int, int> new_curve_levels_;  // curve index -> level coordinate
+    int jitter_level_ = -1;
+    std::vector<FitCoordinate> coordinates_;
+    std::vector<FitMapping> mappings_;
+    std::size_t data_rows_ = 0;
+};
+
+}  // namespace
+
+double fit_prior_sigma(ParameterKind kind) {
+    switch (kind) {
+        case ParameterKind::curve_time_per_image: return kTimePerImageSigma;
+        case ParameterKind::curve_fixed:
+        case ParameterKind::fixed_overhead: return kFixedOverheadSigma;
+        case ParameterKind::sync_jitter: return kJitterSigma;
+        case ParameterKind::allreduce_overlap:
+        case ParameterKind::ps_overlap: return kOverlapSigma;
+        case ParameterKind::tcp_efficiency:
+        case ParameterKind::efa_efficiency:
+        case ParameterKind::intra_efficiency: return kEfficiencySigma;
+        case ParameterKind::tcp_cap: return kCapSigma;
+        case ParameterKind::tcp_latency:
+        case ParameterKind::efa_latency:
+        case ParameterKind::intra_latency: return kLatencySigma;
+        case ParameterKind::decode_rate: return kDecodeSigma;
+    }
+    return 1.0;
+}
+
+CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
+                               const std::vector<NetworkObservation>& networks, const FitOptions& options) {
+    if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
+    for (const NetworkObservation& n : networks) {
+        if (!(n.bus_bandwidth_GBps > 0)) throw InputError(n.origin + ": bus bandwidth must be positive");
+        prior.catalog().instance(n.instance);
+    }
+    Problem problem(prior, runs, networks, options);
+    problem.drop_untouched();
+    const std::size_t n_data = problem.data_rows();
+
+    // Levenberg-Marquardt with Marquardt's diagonal scaling.
+    Eigen::VectorXd u = problem.start();
+    Eigen::VectorXd r = problem.residuals(u);
+    double cost = r.squaredNorm();
+    double lambda = 1e-3;
+    CalibrationFit fit;
+    for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
+        fit.iterations = iteration + 1;
+        const Eigen::MatrixXd j = problem.jacobian(u, r);
+        const Eigen::MatrixXd a = j.transpose() * j;
+        const Eigen::VectorXd g = j.transpose() * r;
+        bool improved = false;
+        for (int attempt = 0; attempt < 30 && !improved; ++attempt) {
+            Eigen::MatrixXd damped = a;
+            damped.diagonal() += lambda * a.diagonal().cwiseMax(1e-12);
+            const Eigen::VectorXd step = damped.ldlt().solve(-g);
+            const Eigen::VectorXd candidate = u + step;
+            const Eigen::VectorXd candidate_r = problem.residuals(candidate);
+            const double candidate_cost = candidate_r.squaredNorm();
+            if (std::isfinite(candidate_cost) && candidate_cost < cost) {
+                const double gain = cost - candidate_cost;
+                u = candidate;
+                r = candidate_r;
+                cost = candidate_cost;
+                lambda = std::max(lambda / 3.0, 1e-12);
+                improved = true;
+                if (gain < 1e-12 * (1.0 + cost) || step.cwiseAbs().maxCoeff() < 1e-9) fit.converged = true;
+            } else {
+                lambda *= 4.0;
+            }
+        }
+        if (!improved) fit.converged = true;  // no step lowers the cost: a (local) minimum
+        if (fit.converged) break;
+    }
+
+    // Covariance of the coordinates: (J'J)^-1 at the solution (J includes the prior rows), scaled
+    // up when the runs scatter more than the assumed run sigma.
+    const Eigen::MatrixXd j = problem.jacobian(u, r);
+    const Eigen::MatrixXd information = j.transpose() * j;
+    const Eigen::MatrixXd covariance_u =
+        information.ldlt().solve(Eigen::MatrixXd::Identity(information.rows(), information.cols()));
+    const auto data_rows = static_cast<Eigen::Index>(n_data);
+    const Eigen::MatrixXd jd = j.topRows(data_rows);
+    fit.effective_parameters = (jd * covariance_u * jd.transpose()).trace();
+    std::vector<FitResidual> record;
+    problem.residuals(u, &record);
+    double run_squares = 0;
+    int run_count = 0;
+    for (const FitResidual& residual : record) {
+        if (residual.quantity != "throughput_images_per_s") continue;
+        run_squares += std::pow(std::log(residual.predicted / residual.measured), 2);
+        ++run_count;
+    }
+    const double dof = static_cast<double>(n_data) - fit.effective_parameters;
+    fit.model_sigma = options.run_sigma;
+    if (run_count > 0 && dof >= 1.0) fit.model_sigma = std::max(options.run_sigma, std::sqrt(run_squares / dof));
+    const double inflation = std::pow(fit.model_sigma / options.run_sigma, 2);
+
+    // The calibration parameters' covariance: each is its own coordinate, plus the shared level.
+    const std::vector<FitMapping>& mappings = problem.mappings();
+    const auto p = static_cast<Eigen::Index>(mappings.size());
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(p, u.size());
+    for (Eigen::Index i = 0; i < p; ++i) {
+        const FitMapping& m = mappings[static_cast<std::size_t>(i)];
+        a(i, m.own) = 1.0;
+        if (m.level >= 0) a(i, m.level) = 1.0;
+    }
+    const Eigen::MatrixXd covariance = inflation * a * covariance_u * a.transpose();
+
+    fit.calibration = problem.calibration_at(u);
+    Calibration& c = fit.calibration;
+    Uncertainty& uncertainty = c.uncertainty;
+    uncertainty = {};
+    uncertainty.method = "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J'J)^-1";
+    uncertainty.model_sigma = fit.model_sigma;
+    const Calibration& before = problem.base_calibration();
+    for (Eigen::Index i = 0; i < p; ++i) {
+        const FitMapping& m = mappings[static_cast<std::size_t>(i)];
+        const std::string name = parameter_name(c, m.id);
+        uncertainty.parameters.push_back(name);
+        for (Eigen::Index k = 0; k < p; ++k) uncertainty.covariance.push_back(covariance(i, k));
+        double prior_sigma = problem.coordinate_info()[static_cast<std::size_t>(m.own)].prior_sigma;
+        if (m.level >= 0) {
+            prior_sigma = std::hypot(prior_sigma, problem.coordinate_info()[static_cast<std::size_t>(m.level)].prior_sigma);
+        }
+        fit.parameters.push_back({name, parameter_value(before, m.id), prior_sigma, parameter_value(c, m.id),
+                                  std::sqrt(std::max(covariance(i, i), 0.0))});
+        if (m.id.kind == ParameterKind::curve_time_per_image) {
+            c.compute[static_cast<std::size_t>(m.id.index)].relative_sigma = std::sqrt(std::max(covariance(i, i), 0.0));
+        }
+    }
+    uncertainty.residuals = record;
+    fit.residuals = record;
+    std::set<std::string> origins;
+    c.fitted_from.clear();
+    for (const Observation& run : runs) {
+        if (origins.insert(run.origin).second) c.fitted_from.push_back(run.origin);
+    }
+    for (const NetworkObservation& n : networks) {
+        if (origins.insert(n.origin).second) c.fitted_from.push_back(n.origin);
+    }
+    for (ComputeCurve& curve : c.compute) {
+        if (curve.source == "fitted by epochcast calibrate") {
+            std::string from;
+            for (const Observation& run : runs) {
+                const GpuSpec& gpu = prior.catalog().gpu_of(prior.catalog().instance(run.scenario.instance));
+                if (gpu.name == curve.gpu && run.scenario.precision == curve.precision &&
+                    run.scenario.framework == curve.framework) {
+                    from += (from.empty() ? "" : ", ") + run.origin;
+                }
+            }
+            curve.source = "fitted by epochcast calibrate to " + from;
+        }
+    }
+    c.description = "Fitted by epochcast calibrate to " + std::to_string(runs.size()) + " runs and " +
+                    std::to_string(networks.size()) + " network measurements (" + std::to_string(mappings.size()) +
+                    " parameters, " + std::to_string(fit.effective_parameters).substr(0, 4) +
+                    " pinned down by the data), starting from: " + prior.calibration().description;
+    return fit;
+}
+
+std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
+                                                  const std::vector<NetworkObservation>& networks,
+                                                  const FitOptions& options) {
+    std::vector<Prediction> predictions;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        std::vector<Observation> others = runs;
+        others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+        const CalibrationFit fit = fit_calibration(prior, others, networks, options);
+        const CostModel model(prior, fit.calibration);
+        predictions.push_back(model.predict(runs[i].scenario));
+    }
+    return predictions;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,143 @@
+#include "model/parameters.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace epochcast {
+namespace {
+
+/// Values are kept this far inside their range before taking a log or a logit, so that a
+/// parameter set to exactly 0 (no overlap) or 1 still has a finite coordinate.
+constexpr double kCoordinateFloor = 1e-6;
+
+constexpr std::array<Framework, 3> kFrameworks{Framework::mxnet, Framework::tensorflow, Framework::pytorch};
+
+struct NamedKind {
+    ParameterKind kind;
+    const char* name;  ///< the part after the group's prefix
+};
+constexpr std::array<NamedKind, 2> kCurveKinds{{{ParameterKind::curve_time_per_image, "time_per_image_s"},
+                                                {ParameterKind::curve_fixed, "fixed_s"}}};
+constexpr std::array<NamedKind, 4> kFrameworkKinds{{{ParameterKind::fixed_overhead, "fixed_overhead_s"},
+                                                    {ParameterKind::sync_jitter, "sync_jitter"},
+                                                    {ParameterKind::allreduce_overlap, "allreduce_overlap"},
+                                                    {ParameterKind::ps_overlap, "ps_overlap"}}};
+constexpr std::array<NamedKind, 8> kGlobalKinds{{{ParameterKind::tcp_efficiency, "network.tcp_efficiency"},
+                                                 {ParameterKind::tcp_cap, "network.tcp_cap_GBps"},
+                                                 {ParameterKind::efa_efficiency, "network.efa_efficiency"},
+                                                 {ParameterKind::tcp_latency, "network.tcp_latency_s"},
+                                                 {ParameterKind::efa_latency, "network.efa_latency_s"},
+                                                 {ParameterKind::intra_efficiency, "network.intra_efficiency"},
+                                                 {ParameterKind::intra_latency, "network.intra_latency_s"},
+                                                 {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
+
+std::string curve_prefix(const ComputeCurve& curve) {
+    return "compute[" + curve.gpu + "/" + std::string(to_string(curve.precision)) + "/" +
+           std::string(to_string(curve.framework)) + "]";
+}
+
+}  // namespace
+
+Coordinate coordinate_of(ParameterKind kind) {
+    switch (kind) {
+        case ParameterKind::allreduce_overlap:
+        case ParameterKind::ps_overlap:
+        case ParameterKind::tcp_efficiency:
+        case ParameterKind::efa_efficiency:
+        case ParameterKind::intra_efficiency: return Coordinate::logit;
+        default: return Coordinate::log;
+    }
+}
+
+std::string parameter_name(const Calibration& calibration, ParameterId id) {
+    for (const NamedKind& k : kCurveKinds) {
+        if (k.kind == id.kind) return curve_prefix(calibration.compute.at(static_cast<std::size_t>(id.index))) + "." + k.name;
+    }
+    for (const NamedKind& k : kFrameworkKinds) {
+        if (k.kind == id.kind) return "frameworks." + std::string(to_string(static_cast<Framework>(id.index))) + "." + k.name;
+    }
+    for (const NamedKind& k : kGlobalKinds) {
+        if (k.kind == id.kind) return k.name;
+    }
+    return "?";
+}
+
+bool find_parameter(const Calibration& calibration, const std::string& name, ParameterId* id) {
+    for (const ParameterId candidate : all_parameters(calibration)) {
+        if (parameter_name(calibration, candidate) == name) {
+            *id = candidate;
+            return true;
+        }
+    }
+    return false;
+}
+
+double& parameter_value(Calibration& c, ParameterId id) {
+    switch (id.kind) {
+        case ParameterKind::curve_time_per_image: return c.compute.at(static_cast<std::size_t>(id.index)).time_per_image_s;
+        case ParameterKind::curve_fixed: return c.compute.at(static_cast<std::size_t>(id.index)).fixed_s;
+        case ParameterKind::fixed_overhead: return c.framework(static_cast<Framework>(id.index)).fixed_overhead_s;
+        case ParameterKind::sync_jitter: return c.framework(static_cast<Framework>(id.index)).sync_jitter;
+        case ParameterKind::allreduce_overlap: return c.framework(static_cast<Framework>(id.index)).allreduce_overlap;
+        case ParameterKind::ps_overlap: return c.framework(static_cast<Framework>(id.index)).ps_overlap;
+        case ParameterKind::tcp_efficiency: return c.network.tcp_efficiency;
+        case ParameterKind::tcp_cap: return c.network.tcp_cap_GBps;
+        case ParameterKind::efa_efficiency: return c.network.efa_efficiency;
+        case ParameterKind::tcp_latency: return c.network.tcp_latency_s;
+        case ParameterKind::efa_latency: return c.network.efa_latency_s;
+        case ParameterKind::intra_efficiency: return c.network.intra_efficiency;
+        case ParameterKind::intra_latency: return c.network.intra_latency_s;
+        case ParameterKind::decode_rate: return c.decode_images_per_s_per_vcpu;
+    }
+    return c.decode_images_per_s_per_vcpu;
+}
+
+double parameter_value(const Calibration& calibration, ParameterId id) {
+    return parameter_value(const_cast<Calibration&>(calibration), id);
+}
+
+std::vector<ParameterId> all_parameters(const Calibration& calibration) {
+    std::vector<ParameterId> ids;
+    for (std::size_t i = 0; i < calibration.compute.size(); ++i) {
+        for (const NamedKind& k : kCurveKinds) ids.push_back({k.kind, static_cast<int>(i)});
+    }
+    for (const Framework f : kFrameworks) {
+        for (const NamedKind& k : kFrameworkKinds) ids.push_back({k.kind, static_cast<int>(f)});
+    }
+    for (const NamedKind& k : kGlobalKinds) ids.push_back({k.kind, 0});
+    return ids;
+}
+
+double to_coordinate(Coordinate coordinate, double value) {
+    if (coordinate == Coordinate::log) return std::log(std::max(value, kCoordinateFloor));
+    const double x = std::clamp(value, kCoordinateFloor, 1.0 - kCoordinateFloor);
+    return std::log(x / (1.0 - x));
+}
+
+double from_coordinate(Coordinate coordinate, double u) {
+    if (coordinate == Coordinate::log) return std::exp(u);
+    return 1.0 / (1.0 + std::exp(-u));
+}
+
+double log_value_per_coordinate(Coordinate coordinate, double value) {
+    return coordinate == Coordinate::log ? 1.0 : 1.0 - std::clamp(value, 0.0, 1.0);
+}
+
+double group_sigma(const Calibration& c, ParameterId id) {
+    double relative = 0;
+    switch (id.kind) {
+        case ParameterKind::curve_time_per_image:
+        case ParameterKind::curve_fixed: relative = c.compute.at(static_cast<std::size_t>(id.index)).relative_sigma; break;
+        case ParameterKind::fixed_overhead:
+        case ParameterKind::sync_jitter:
+        case ParameterKind::allreduce_overlap:
+        case ParameterKind::ps_overlap: relative = c.framework(static_cast<Framework>(id.index)).relative_sigma; break;
+        case ParameterKind::decode_rate: relative = c.decode_relative_sigma; break;
+        default: relative = c.network.relative_sigma; break;
+    }
+    const Coordinate coordinate = coordinate_of(id.kind);
+    return relative / std::max(log_value_per_coordinate(coordinate, parameter_value(c, id)), kCoordinateFloor);
+}
+
+}  // namespace epochcast

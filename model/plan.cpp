@@ -1,0 +1,128 @@
+#include "model/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <Eigen/Dense>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+/// Warm-up iterations a benchmark run discards before timing (tf_cnn_benchmarks' default is 10).
+constexpr int kWarmupIterations = 10;
+
+struct Candidate {
+    Scenario scenario;
+    Eigen::VectorXd gradient;  ///< d ln(throughput) / d(coordinates), over all covariance rows
+    double duration_s = 0;
+    double cost_usd = 0;
+};
+
+Eigen::VectorXd dense_gradient(const CostModel& model, const ResolvedScenario& resolved, Eigen::Index rows) {
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(rows);
+    const auto sparse = model.throughput_gradient(resolved);
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) {
+        if (resolved.sensitivity[f].parameter >= 0) g[resolved.sensitivity[f].parameter] += sparse[f];
+    }
+    return g;
+}
+
+std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario& target, const PlanOptions& options) {
+    const InstanceSpec& instance = model.catalog().instance(target.instance);
+    std::vector<Scenario> out;
+    for (int nodes = 1; nodes <= std::max(1, options.max_nodes); nodes *= 2) {
+        std::vector<int> gpus{instance.gpus};
+        if (nodes == 1) {
+            gpus = {1};
+            if (instance.gpus >= 4) gpus.push_back(instance.gpus / 2);
+            if (instance.gpus > 1) gpus.push_back(instance.gpus);
+        }
+        for (const int k : gpus) {
+            for (const int batch : {target.batch_per_gpu, target.batch_per_gpu / 2}) {
+                if (batch < 1) continue;
+                Scenario s = target;
+                s.nodes = nodes;
+                s.gpus_per_node = k;
+                s.batch_per_gpu = batch;
+                if (s.strategy == Strategy::ps && !s.ps_colocated) {
+                    s.ps_nodes = std::max(1, target.ps_nodes * nodes / std::max(1, target.nodes));
+                }
+                out.push_back(s);
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target, const PlanOptions& options) {
+    if (options.max_nodes < 1) throw InputError("--max-nodes must be at least 1");
+    if (options.max_runs < 1) throw InputError("--max-runs must be at least 1");
+    if (options.benchmark_iterations < 1) throw InputError("--iterations must be at least 1");
+
+    const auto rows = static_cast<Eigen::Index>(model.parameters().size() + 1);
+    const Eigen::Map<const Eigen::MatrixXd> covariance(model.covariance().data(), rows, rows);
+    // Information before any run: the inverse of what the calibration knows now.
+    Eigen::MatrixXd information =
+        covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
+    const double model_variance = std::pow(model.calibration().uncertainty.model_sigma, 2);
+
+    const ResolvedScenario resolved_target = model.resolve(target);
+    const Eigen::VectorXd target_gradient = dense_gradient(model, resolved_target, rows);
+    auto target_variance = [&](const Eigen::MatrixXd& info) {
+        return target_gradient.dot(info.ldlt().solve(target_gradient)) + model_variance;
+    };
+
+    std::vector<Candidate> candidates;
+    for (const Scenario& s : candidate_scenarios(model, target, options)) {
+        ResolvedScenario r;
+        try {
+            r = model.resolve(s);
+        } catch (const InputError&) {
+            continue;  // e.g. half the batch of a configuration that does not fit
+        }
+        const Prediction p = model.predict(r);
+        Candidate c;
+        c.scenario = s;
+        c.gradient = dense_gradient(model, r, rows);
+        c.duration_s = p.startup_s + (kWarmupIterations + options.benchmark_iterations) * p.iteration_s;
+        c.cost_usd = c.duration_s / 3600.0 * p.cluster_usd_per_hour;
+        candidates.push_back(c);
+    }
+
+    CalibrationPlan plan;
+    plan.target = target;
+    plan.candidates = static_cast<int>(candidates.size());
+    double variance = target_variance(information);
+    plan.target_sigma_before = std::sqrt(variance);
+    const double weight = 1.0 / (options.run_sigma * options.run_sigma);
+    std::vector<bool> used(candidates.size(), false);
+    for (int step = 0; step < options.max_runs; ++step) {
+        int best = -1;
+        double best_score = 0, best_variance = variance;
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            if (used[i]) continue;
+            const Eigen::MatrixXd with = information + weight * candidates[i].gradient * candidates[i].gradient.transpose();
+            const double v = target_variance(with);
+            const double score = (variance - v) / std::max(candidates[i].cost_usd, 1e-6);
+            if (variance - v > options.stop_fraction * variance && score > best_score) {
+                best = static_cast<int>(i);
+                best_score = score;
+                best_variance = v;
+            }
+        }
+        if (best < 0) break;
+        const Candidate& chosen = candidates[static_cast<std::size_t>(best)];
+        used[static_cast<std::size_t>(best)] = true;
+        information += weight * chosen.gradient * chosen.gradient.transpose();
+        variance = best_variance;
+        plan.runs.push_back({chosen.scenario, chosen.duration_s, chosen.cost_usd, std::sqrt(variance)});
+        plan.total_cost_usd += chosen.cost_usd;
+    }
+    return plan;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,88 @@
+// `epochcast calibrate`, `validate` and `plan-calibration` run as a user runs them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_process.hpp"
+#include "model/calibration.hpp"
+#include "tests/support/temp_file.hpp"
+
+namespace epochcast {
+namespace {
+
+using testing::run_epochcast;
+
+const std::string kSeed001 = EPOCHCAST_SOURCE_DIR "/traces/published/seed001_horovod_256_gpus.json";
+
+std::filesystem::path scratch(const std::string& name) {
+    return std::filesystem::temp_directory_path() / ("epochcast_cli_" + std::to_string(::getpid()) + "_" + name);
+}
+
+TEST(CalibrateCli, FitsTwoRunsWritesACalibrationThatPredictReads) {
+    const auto output = scratch("cal.json");
+    const auto result = run_epochcast("calibrate '" + kSeed001 + "#0' '" + kSeed001 + "#1' -o '" + output.string() + "'");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("time_per_image_s"), std::string::npos);
+    EXPECT_NE(result.out.find("wrote"), std::string::npos);
+    const Calibration c = Calibration::load(output);
+    EXPECT_EQ(c.fitted_from.size(), 2u);
+    EXPECT_FALSE(c.uncertainty.parameters.empty());
+    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --json --calibration '" + output.string() + "'");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+    const auto json = nlohmann::json::parse(predicted.out);
+    EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 19559, 0.10 * 19559);
+    std::filesystem::remove(output);
+}
+
+TEST(CalibrateCli, BadInputIsExitCode2AndWritesNothing) {
+    const auto output = scratch("never.json");
+    for (const std::string& args : {std::string("calibrate /no/such/trace.json -o ") + output.string(),
+                                    "calibrate '" + kSeed001 + "#9' -o " + output.string(),
+                                    "calibrate '" + kSeed001 + "#x' -o " + output.string(),
+                                    "calibrate '" + kSeed001 + "' --prior /no/such/cal.json -o " + output.string()}) {
+        const auto result = run_epochcast(args);
+        EXPECT_EQ(result.exit_code, 2) << args;
+        EXPECT_NE(result.err.find("error"), std::string::npos) << args;
+        EXPECT_FALSE(std::filesystem::exists(output)) << args;
+    }
+    const testing::TempFile malformed(R"({"schema": "epochcast.trace/1", "runs": [{"source": "x"}]})");
+    const auto result = run_epochcast("calibrate '" + malformed.path() + "' -o " + output.string());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("run 0"), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
+    const auto result = run_epochcast("validate '" + kSeed001 + "' --json");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto json = nlohmann::json::parse(result.out);
+    ASSERT_EQ(json["runs"].size(), 4u);
+    EXPECT_FALSE(json["held_out"].get<bool>());
+    // The built-in calibration was solved from runs 0 and 1; 2 and 3 are held out (+7.4%, +6.1%).
+    EXPECT_NEAR(json["runs"][2]["error_percent"].get<double>(), 7.4, 0.1);
+    EXPECT_NEAR(json["mape_percent"].get<double>(), (7.42 + 6.06) / 4, 0.1);
+}
+
+TEST(ValidateCli, LeaveOneOutRefitsWithoutEachRun) {
+    const auto result = run_epochcast("validate '" + kSeed001 + "' --leave-one-out");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("Leave-one-out mean absolute percentage error"), std::string::npos);
+    EXPECT_NE(result.out.find("held-out prediction"), std::string::npos);
+}
+
+TEST(PlanCalibrationCli, ProposesCheapRunsThatNarrowTheBand) {
+    const auto result = run_epochcast("plan-calibration --instance p2.8xlarge --nodes 8 --precision fp32 --batch-per-gpu 64");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("band after"), std::string::npos);
+    EXPECT_NE(result.out.find("epochcast calibrate"), std::string::npos);
+    const auto missing = run_epochcast("plan-calibration --nodes 8");
+    EXPECT_EQ(missing.exit_code, 2);
+    const auto unknown = run_epochcast("plan-calibration --instance p9.huge");
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_NE(unknown.err.find("p9.huge"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace epochcast
