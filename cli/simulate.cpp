@@ -25,11 +25,7 @@ namespace epochcast::cli {
 namespace {
 
 struct SimulateOptions {
-    Scenario scenario;
-    std::string precision = "amp";
-    std::string strategy;  // empty: hierarchical for multi-GPU nodes, ring for one GPU per node
-    std::string framework = "tensorflow";
-    std::string pricing = "on-demand";
+    ScenarioFlags flags;
     std::vector<std::string> catalogs;
     std::string calibration;
     bool json = false;
@@ -115,20 +111,8 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
 
 void run_simulate(SimulateOptions& o, std::ostream& out) {
     Catalog catalog = load_catalog(o.catalogs);
-    Calibration calibration = o.calibration.empty() ? Calibration::built_in() : Calibration::load(o.calibration);
-    const CostModel model(std::move(catalog), std::move(calibration));
-
-    Scenario s = o.scenario;
-    s.precision = parse_precision(o.precision, "--precision");
-    s.framework = parse_framework(o.framework, "--framework");
-    s.pricing = parse_pricing(o.pricing, "--pricing");
-    if (o.strategy.empty()) {
-        const InstanceSpec& instance = model.catalog().instance(s.instance);
-        const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
-        s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
-    } else {
-        s.strategy = parse_strategy(o.strategy, "--strategy");
-    }
+    const CostModel model(std::move(catalog), load_calibration(o.calibration.empty() ? "built-in" : o.calibration));
+    Scenario s = o.flags.scenario_for(model.catalog());
 
     sim::SimulationOptions options;
     options.iterations = o.iterations;
@@ -207,23 +191,7 @@ void register_simulate(CLI::App& app, std::ostream& out) {
         "simulate",
         "Simulate training iterations with SimGrid (stragglers, slow nodes, per-bucket overlap) and report them as "
         "predict does. Takes predict's flags.");
-    Scenario& s = options->scenario;
-    cmd->add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)");
-    cmd->add_option("--nodes", s.nodes, "Worker instances");
-    cmd->add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)");
-    cmd->add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration");
-    cmd->add_option("--precision", options->precision, "fp32, amp (fp16 mixed precision) or bf16");
-    cmd->add_option("--strategy", options->strategy, "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)");
-    cmd->add_option("--framework", options->framework, "mxnet, tensorflow or pytorch");
-    cmd->add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)");
-    cmd->add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)");
-    cmd->add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)");
-    cmd->add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
-    cmd->add_option("--image-size", s.image_size, "Input side in pixels");
-    cmd->add_option("--classes", s.classes, "Classifier outputs");
-    cmd->add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)");
-    cmd->add_option("--epochs", s.epochs, "Epochs to train");
-    cmd->add_option("--pricing", options->pricing, "on-demand or spot");
+    add_scenario_flags(*cmd, options->flags);
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
     cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
     cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
