@@ -57,6 +57,7 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
         segments.push_back({{"start_epoch", s.start_epoch},
                             {"epochs", s.epochs},
                             {"nodes", s.nodes},
+                            {"spot_nodes", s.spot_nodes},
                             {"batch_per_gpu", s.batch_per_gpu},
                             {"global_batch", s.global_batch},
                             {"iteration_s", s.iteration_s},
@@ -88,14 +89,14 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
 void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
     char line[256];
     out << "\nelastic schedule, " << r.epochs << " epochs, global batch kept:\n";
-    std::snprintf(line, sizeof line, "  %-14s %6s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "batch/GPU",
+    std::snprintf(line, sizeof line, "  %-14s %6s %5s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "spot", "batch/GPU",
                   "images/s", "epoch (s)", "time (h)", "cost ($)");
     out << line;
     for (const sim::ElasticSegment& s : r.segments) {
         char range[64];
         std::snprintf(range, sizeof range, "%.2f-%.2f", s.start_epoch, s.start_epoch + s.epochs);
-        std::snprintf(line, sizeof line, "  %-14s %6d %10d %12.0f %12.1f %10.2f %12.2f\n", range, s.nodes,
-                      s.batch_per_gpu, s.throughput_images_per_s, s.epoch_s, s.time_s / 3600, s.cost_usd);
+        std::snprintf(line, sizeof line, "  %-14s %6d %5d %10d %12.0f %12.1f %10.2f %12.2f\n", range, s.nodes,
+                      s.spot_nodes, s.batch_per_gpu, s.throughput_images_per_s, s.epoch_s, s.time_s / 3600, s.cost_usd);
         out << line;
     }
     for (const sim::ElasticLoss& l : r.losses) {

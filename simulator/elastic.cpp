@@ -69,6 +69,14 @@ ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_v
             fail(origin, where, "'nodes' must be a whole number of at least 1 (got " + nodes.dump() + ")");
         }
         phase.nodes = nodes.get<int>();
+        if (entry.contains("spot_nodes")) {
+            const json& spot = entry.at("spot_nodes");
+            if (!spot.is_number_integer() || spot.get<long long>() < 0 || spot.get<long long>() > phase.nodes) {
+                fail(origin, where, "'spot_nodes' must be a whole number from 0 to the phase's nodes (got " +
+                                        spot.dump() + ")");
+            }
+            phase.spot_nodes = spot.get<int>();
+        }
         schedule.phases.push_back(phase);
     }
     const double total = schedule.epochs();
@@ -147,23 +155,35 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
         return by_nodes.emplace(nodes, s).first->second;
     };
 
+    // A spot node costs this much less per hour than one at the scenario's pricing.
+    const InstanceSpec& instance = model.catalog().instance(scenario.instance);
+    const double scenario_price = scenario.pricing == Pricing::spot ? instance.spot_usd_per_hour : instance.price_usd_per_hour;
+    auto spot_discount_per_hour = [&](int spot_nodes) {
+        if (spot_nodes == 0) return 0.0;
+        if (!(instance.spot_usd_per_hour > 0)) {
+            throw InputError("elastic schedule: spot_nodes, but the catalog has no spot price for '" + instance.name + "'");
+        }
+        return spot_nodes * (scenario_price - instance.spot_usd_per_hour);
+    };
+
     ElasticReport report;
     report.epochs = schedule.epochs();
     report.startup_s = fixed.startup_s;
-    auto add_segment = [&](double start_epoch, double epochs, int nodes) {
+    auto add_segment = [&](double start_epoch, double epochs, int nodes, int spot_nodes) {
         if (epochs <= 0) return;
         const Simulated& c = cluster(nodes);
         ElasticSegment seg;
         seg.start_epoch = start_epoch;
         seg.epochs = epochs;
         seg.nodes = nodes;
+        seg.spot_nodes = spot_nodes;
         seg.batch_per_gpu = c.scenario.batch_per_gpu;
         seg.global_batch = c.prediction.global_batch;
         seg.iteration_s = c.prediction.iteration_s;
         seg.throughput_images_per_s = c.prediction.throughput_images_per_s;
         seg.epoch_s = c.prediction.epoch_s;
         seg.time_s = epochs * seg.epoch_s;
-        seg.usd_per_hour = c.usd_per_hour;
+        seg.usd_per_hour = c.usd_per_hour - spot_discount_per_hour(spot_nodes);
         seg.cost_usd = seg.time_s / kSecondsPerHour * seg.usd_per_hour;
         report.segments.push_back(seg);
     };
@@ -173,10 +193,11 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
     for (const ElasticPhase& phase : schedule.phases) {
         const double phase_end = phase_start + phase.epochs;
         int nodes = phase.nodes;
+        int spot = phase.spot_nodes;
         double from = phase_start;  // where training (re)starts in this stretch
         while (next_loss < schedule.node_losses.size() && schedule.node_losses[next_loss].epoch < phase_end) {
             const double at = schedule.node_losses[next_loss++].epoch;
-            add_segment(from, at - from, nodes);
+            add_segment(from, at - from, nodes, spot);
             // The checkpoint is written at the end of every epoch: what was done since is lost.
             const double checkpoint = std::max(from, std::floor(at));
             ElasticLoss loss;
@@ -184,17 +205,21 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
             loss.nodes_after = nodes - 1;
             loss.lost_work_s = (at - checkpoint) * cluster(nodes).prediction.epoch_s;
             loss.restart_s = fixed.startup_s;
-            loss.cost_usd = loss.restart_s / kSecondsPerHour * cluster(nodes - 1).usd_per_hour;
+            if (spot > 0) --spot;  // a spot interruption, most likely
+            loss.cost_usd = loss.restart_s / kSecondsPerHour *
+                            (cluster(nodes - 1).usd_per_hour - spot_discount_per_hour(spot));
             report.losses.push_back(loss);
             nodes -= 1;
             from = checkpoint;
         }
-        add_segment(from, phase_end - from, nodes);
+        add_segment(from, phase_end - from, nodes, spot);
         phase_start = phase_end;
     }
 
     report.time_to_train_s = report.startup_s;
-    report.cost_usd = report.startup_s / kSecondsPerHour * cluster(schedule.phases.front().nodes).usd_per_hour;
+    const ElasticPhase& first = schedule.phases.front();
+    report.cost_usd = report.startup_s / kSecondsPerHour *
+                      (cluster(first.nodes).usd_per_hour - spot_discount_per_hour(first.spot_nodes));
     for (const ElasticSegment& seg : report.segments) {
         report.time_to_train_s += seg.time_s;
         report.cost_usd += seg.cost_usd;

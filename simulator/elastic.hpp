@@ -6,10 +6,14 @@
 //
 // File format "epochcast.elastic/1":
 //   { "schema": "epochcast.elastic/1",
-//     "phases": [ { "epochs": 10, "nodes": 2 }, { "epochs": 70, "nodes": 12 }, { "epochs": 10, "nodes": 4 } ],
+//     "phases": [ { "epochs": 10, "nodes": 2 }, { "epochs": 70, "nodes": 12, "spot_nodes": 8 },
+//                 { "epochs": 10, "nodes": 4 } ],
 //     "node_losses": [ { "epoch": 35.5 } ] }
-// Phases run in order; their epochs add up to the run's. A node loss at a fractional epoch (counted
-// from the start of training) removes one node for the rest of its phase.
+// Phases run in order; their epochs add up to the run's. `spot_nodes` (optional, default 0) of a
+// phase's nodes are billed at the catalog's spot price, the rest at the scenario's pricing (seed
+// 003 pulls in Spot or idle Reserved capacity when there is some). A node loss at a fractional
+// epoch (counted from the start of training) removes one node for the rest of its phase, a spot
+// node first (the usual reason for a loss is a spot interruption).
 #pragma once
 
 #include <filesystem>
@@ -25,8 +29,9 @@ namespace epochcast::sim {
 inline constexpr std::string_view kElasticSchema = "epochcast.elastic/1";
 
 struct ElasticPhase {
-    double epochs = 0;  ///< epochs trained in this phase, > 0
-    int nodes = 0;      ///< worker nodes during the phase, >= 1
+    double epochs = 0;   ///< epochs trained in this phase, > 0
+    int nodes = 0;       ///< worker nodes during the phase, >= 1
+    int spot_nodes = 0;  ///< of those, billed at the spot price, 0..nodes
 };
 
 struct NodeLoss {
@@ -52,13 +57,14 @@ struct ElasticSegment {
     double start_epoch = 0;            ///< where it starts, in epochs from the start of training
     double epochs = 0;                 ///< epochs it trains (a restart redoes the lost part)
     int nodes = 0;                     ///< worker nodes
+    int spot_nodes = 0;                ///< of those, billed at the spot price
     int batch_per_gpu = 0;             ///< the global batch over this segment's GPUs, rounded
     int global_batch = 0;              ///< batch_per_gpu x GPUs (the schedule's, within rounding)
     double iteration_s = 0;            ///< simulated mean iteration
     double throughput_images_per_s = 0;
     double epoch_s = 0;                ///< images / throughput + checkpoint
     double time_s = 0;                 ///< epochs x epoch_s
-    double usd_per_hour = 0;           ///< workers and servers at the chosen pricing
+    double usd_per_hour = 0;           ///< workers (spot ones at the spot price) and servers
     double cost_usd = 0;
 };
 
