@@ -442,6 +442,24 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
     return std::sqrt(std::max(variance, 0.0));
 }
 
+Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept {
+    if (data_s >= compute_s + sync_s + exposed_communication_s) return Bottleneck::data;
+    if (exposed_communication_s > compute_s) return Bottleneck::communication;
+    return Bottleneck::compute;
+}
+
+void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
+    p.checkpoint_s = s.checkpoint_s;
+    p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
+    p.startup_s = s.startup_s;
+    p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
+    p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
+
+    p.cluster_usd_per_hour = s.cluster_usd_per_hour;
+    p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
+    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+}
+
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     Prediction p;
     p.nodes = s.nodes;
@@ -455,13 +473,7 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.exposed_communication_s = times.exposed_communication_s;
     p.sync_s = times.sync_s;
     p.iteration_s = times.iteration_s;
-    if (p.data_s >= p.compute_s + p.sync_s + p.exposed_communication_s) {
-        p.bottleneck = Bottleneck::data;
-    } else if (p.exposed_communication_s > p.compute_s) {
-        p.bottleneck = Bottleneck::communication;
-    } else {
-        p.bottleneck = Bottleneck::compute;
-    }
+    p.bottleneck = bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s);
 
     if (p.communication_s > 0) {
         p.algorithm_bandwidth_GBps = s.gradient_bytes / p.communication_s / 1e9;
@@ -486,15 +498,7 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.interval.low = p.throughput_images_per_s * std::exp(-kInterval95Sigmas * sigma);
     p.interval.high = p.throughput_images_per_s * std::exp(kInterval95Sigmas * sigma);
 
-    p.checkpoint_s = s.checkpoint_s;
-    p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
-    p.startup_s = s.startup_s;
-    p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
-    p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
-
-    p.cluster_usd_per_hour = s.cluster_usd_per_hour;
-    p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
-    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+    apply_schedule(s, p);
     return p;
 }
 

@@ -129,6 +129,14 @@ struct IterationTimes {
 };
 IterationTimes iteration_times(const ResolvedScenario& s);
 
+/// What bounds an iteration: the input pipeline when it is the longest phase, else communication
+/// when its exposed part exceeds compute, else compute.
+Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept;
+
+/// Fill the prediction's epoch, startup, time to train, memory and money from its throughput
+/// (docs/model.md, "Time to train and cost"); shared by the closed form and the simulator.
+void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
+
 class CostModel {
 public:
     /// Throws InputError when the calibration's covariance names a parameter it does not have.

@@ -62,6 +62,9 @@ public:
     Problem(const CostModel& prior, const std::vector<Observation>& runs, const std::vector<NetworkObservation>& networks,
             const FitOptions& options)
         : prior_(prior), runs_(runs), networks_(networks), options_(options), calibration_(prior.calibration()) {
+        // The residuals need the values only: each evaluation's CostModel would otherwise rebuild
+        // the prior's covariance by name. The fitted calibration gets its own below.
+        calibration_.uncertainty = {};
         add_missing_curves();
         add_jitter_level();
         for (const ParameterId id : all_parameters(calibration_)) add_parameter(id);

@@ -14,14 +14,7 @@ Prediction simulated_prediction(const CostModel& model, const Scenario& scenario
     p.exposed_communication_s = result.exposed_communication_s;
     p.sync_s = result.sync_s;
     p.iteration_s = describe(result.iteration_s).mean;
-    const double step_s = p.compute_s + p.sync_s + p.exposed_communication_s;
-    if (p.data_s >= step_s) {
-        p.bottleneck = Bottleneck::data;
-    } else if (p.exposed_communication_s > p.compute_s) {
-        p.bottleneck = Bottleneck::communication;
-    } else {
-        p.bottleneck = Bottleneck::compute;
-    }
+    p.bottleneck = bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s);
     p.algorithm_bandwidth_GBps = p.communication_s > 0 ? resolved.gradient_bytes / p.communication_s / 1e9 : 0.0;
     p.bus_bandwidth_GBps = p.algorithm_bandwidth_GBps * allreduce_bus_factor(p.gpus);
 
@@ -36,10 +29,7 @@ Prediction simulated_prediction(const CostModel& model, const Scenario& scenario
     p.interval.low = analytic.interval.low * scale;
     p.interval.high = analytic.interval.high * scale;
 
-    p.epoch_s = resolved.dataset_images / p.throughput_images_per_s + resolved.checkpoint_s;
-    p.time_to_train_s = resolved.startup_s + resolved.epochs * p.epoch_s;
-    p.cost_per_epoch_usd = p.epoch_s / 3600.0 * resolved.cluster_usd_per_hour;
-    p.cost_usd = p.time_to_train_s / 3600.0 * resolved.cluster_usd_per_hour;
+    apply_schedule(resolved, p);
     return p;
 }
 

@@ -1,11 +1,6 @@
 #include "simulator/timeline.hpp"
 
-#include <unistd.h>
-
-#include <fstream>
-#include <system_error>
-
-#include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::sim {
 namespace {
@@ -48,27 +43,7 @@ nlohmann::json Timeline::to_json(const nlohmann::json& other_data) const {
 }
 
 void Timeline::write(const std::filesystem::path& path, const nlohmann::json& other_data) const {
-    const std::string text = to_json(other_data).dump() + "\n";
-    std::filesystem::path temporary = path;
-    temporary += ".tmp." + std::to_string(::getpid());
-    const std::string failure = "cannot write timeline file '" + path.string() + "'";
-    {
-        std::ofstream out(temporary, std::ios::trunc);
-        if (!out) throw InputError(failure);
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            throw InputError(failure);
-        }
-    }
-    std::error_code error;
-    std::filesystem::rename(temporary, path, error);
-    if (error) {
-        std::filesystem::remove(temporary, error);
-        throw InputError(failure);
-    }
+    write_text_file_atomically(path, to_json(other_data).dump() + "\n", "timeline");
 }
 
 }  // namespace epochcast::sim
