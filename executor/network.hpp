@@ -1,0 +1,84 @@
+// The interface every executor backend implements (executor/cpu/ on oneDNN, executor/cuda/ on
+// cuDNN + cuBLAS): one ResNet built from model/'s architecture table for a fixed per-rank batch,
+// that runs one forward and backward pass and exposes its learnable tensors. The training loop
+// (executor/trainer.hpp), the optimizer, the all-reduce, the parameter servers and checkpoints
+// sit above this interface and never see a backend's layouts or precisions.
+//
+// Learnable tensors live in two contiguous fp32 arenas, values and gradients, laid out in the
+// order the backward pass finishes them (the order of model/'s gradients_in_backward_order: the
+// fc layer first, conv1 last), so a fusion bucket of model/workload.hpp is one contiguous range.
+// Inside one layer: weight then bias (batch norm: gamma then beta). Plain layouts: convolution
+// weights out x in x kh x kw, fc weight out x in, vectors of channels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/resnet.hpp"
+#include "model/types.hpp"
+
+namespace epochcast {
+
+/// What a backend builds.
+struct NetworkSpec {
+    Architecture architecture;   ///< from build_resnet(model, image_size, classes)
+    int batch = 0;               ///< images per step on this rank, >= 1
+    Precision precision = Precision::fp32;  ///< fp32 or bf16 (CPU backend); fp32 or amp (CUDA backend)
+    int threads = 1;             ///< compute threads of this rank (CPU backend), >= 1
+    std::uint64_t seed = 1;      ///< weight initialisation seed; every rank uses the same one
+};
+
+/// One learnable tensor inside the arenas.
+struct ParameterTensor {
+    std::string name;           ///< torchvision's: "conv1.weight", "layer1.0.bn1.weight" (gamma), "layer1.0.bn1.bias" (beta), "fc.weight", "fc.bias"
+    int layer = 0;              ///< index into Architecture::layers
+    std::int64_t offset = 0;    ///< first element in the arenas
+    std::int64_t elements = 0;  ///< scalars
+    bool weight_decay = true;   ///< false for batch-norm parameters and biases (seed 000)
+};
+
+/// Non-learnable state a checkpoint keeps (batch-norm running mean and variance), plain fp32.
+struct StateTensor {
+    std::string name;           ///< "layer1.0.bn1.running_mean", "layer1.0.bn1.running_var"
+    std::int64_t elements = 0;
+    float* value = nullptr;     ///< host memory owned by the network
+};
+
+class Network {
+public:
+    virtual ~Network() = default;
+
+    /// Learnable tensors in arena order (backward order); offsets are increasing and contiguous.
+    virtual const std::vector<ParameterTensor>& parameters() const = 0;
+    /// Total scalars in each arena (the architecture's parameters()).
+    virtual std::int64_t parameter_elements() const = 0;
+    /// fp32 master weights, parameter_elements() of them, in this backend's memory (host for the
+    /// CPU backend). The optimizer and checkpoints write here, then call parameters_updated().
+    virtual float* values() = 0;
+    /// fp32 gradient of this rank's mean loss over its batch, same layout as values().
+    virtual float* gradients() = 0;
+    /// Batch-norm running statistics, in forward order.
+    virtual const std::vector<StateTensor>& state() const = 0;
+
+    /// One forward and backward pass on this rank's batch.
+    ///   images: batch x 3 x image_size x image_size, fp32, NCHW, already normalised
+    ///   labels: batch class indices in [0, classes)
+    /// Overwrites gradients() with d(mean cross-entropy)/d(weights). `layer_ready(layer)` is called
+    /// as soon as all gradients of a layer with parameters are final, in backward order, so the
+    /// caller can start that bucket's all-reduce while the rest of the backward pass runs.
+    /// Returns the mean cross-entropy loss of the batch (fp32 softmax, fp64 sum).
+    virtual double train_step(const float* images, const std::int32_t* labels,
+                              const std::function<void(int layer)>& layer_ready) = 0;
+
+    /// The values() arena was changed (optimizer step, checkpoint load, all-reduce of weights):
+    /// refresh whatever working copies the backend keeps (bf16 weights, blocked layouts).
+    virtual void parameters_updated() = 0;
+
+    /// Human-readable name of the implementations chosen ("oneDNN 2.6 brg:avx512_core_bf16", ...).
+    virtual std::string implementation() const = 0;
+};
+
+}  // namespace epochcast
