@@ -24,13 +24,13 @@ inline std::string read_text(const std::filesystem::path& path) {
     return text.str();
 }
 
-/// Runs `EPOCHCAST_CLI_PATH <arguments>` through the shell (arguments are passed as written).
-inline ProcessResult run_epochcast(const std::string& arguments) {
+/// Runs `program_and_arguments` through the shell (as written), capturing exit code and output.
+inline ProcessResult run_command(const std::string& program_and_arguments) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("epochcast-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
     std::filesystem::create_directories(dir);
-    const std::string command = std::string("'") + EPOCHCAST_CLI_PATH + "' " + arguments + " > '" +
-                                (dir / "out").string() + "' 2> '" + (dir / "err").string() + "' < /dev/null";
+    const std::string command = program_and_arguments + " > '" + (dir / "out").string() + "' 2> '" +
+                                (dir / "err").string() + "' < /dev/null";
     const int status = std::system(command.c_str());
     ProcessResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -40,5 +40,11 @@ inline ProcessResult run_epochcast(const std::string& arguments) {
     return result;
 }
 
+#ifdef EPOCHCAST_CLI_PATH
+/// Runs `EPOCHCAST_CLI_PATH <arguments>` through the shell (arguments are passed as written).
+inline ProcessResult run_epochcast(const std::string& arguments) {
+    return run_command(std::string("'") + EPOCHCAST_CLI_PATH + "' " + arguments);
+}
+#endif
 
 }  // namespace epochcast::testing

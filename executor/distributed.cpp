@@ -1,0 +1,173 @@
+#include "executor/distributed.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "executor/arena.hpp"
+#include "model/errors.hpp"
+#include "model/workload.hpp"
+
+namespace epochcast {
+
+Topology world_topology(int ps_ranks) {
+    Topology topology;
+    MPI_Comm_rank(MPI_COMM_WORLD, &topology.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &topology.ranks);
+    if (ps_ranks < 0 || ps_ranks >= topology.ranks) {
+        throw InputError("--ps-ranks " + std::to_string(ps_ranks) + " must be between 0 and the number of ranks - 1 (" +
+                         std::to_string(topology.ranks - 1) + "): at least one rank must be a worker");
+    }
+    topology.ps_ranks = ps_ranks;
+    return topology;
+}
+
+Range shard_of(std::int64_t elements, int servers, int index) {
+    const std::int64_t base = elements / servers;
+    const std::int64_t extra = elements % servers;
+    const std::int64_t begin = index * base + std::min<std::int64_t>(index, extra);
+    return Range{begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+void average_in_place(float* values, std::int64_t count, int workers) {
+    const float divisor = static_cast<float>(workers);
+    for (std::int64_t i = 0; i < count; ++i) {
+        values[i] /= divisor;
+    }
+}
+
+namespace {
+
+/// The arena range each layer with parameters covers, indexed by layer.
+std::vector<Range> layer_ranges(const Architecture& architecture) {
+    std::vector<Range> ranges(architecture.layers.size(), Range{-1, -1});
+    for (const ParameterTensor& tensor : parameter_layout(architecture)) {
+        Range& range = ranges[static_cast<std::size_t>(tensor.layer)];
+        if (range.begin < 0) {
+            range.begin = tensor.offset;
+        }
+        range.end = tensor.offset + tensor.elements;
+    }
+    return ranges;
+}
+
+class AllReduceExchange final : public GradientExchange {
+public:
+    AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes)
+        : network_(network), workers_(workers) {
+        MPI_Comm_size(workers_, &worker_count_);
+        const std::vector<Range> ranges = layer_ranges(architecture);
+        const std::vector<GradientTensor> gradients = gradients_in_backward_order(architecture, Precision::fp32);
+        closing_bucket_.assign(architecture.layers.size(), -1);
+        for (const Bucket& bucket : fusion_buckets(gradients, threshold_bytes)) {
+            const int first_layer = gradients[static_cast<std::size_t>(bucket.first)].layer;
+            const int last_layer = gradients[static_cast<std::size_t>(bucket.first + bucket.count - 1)].layer;
+            closing_bucket_[static_cast<std::size_t>(last_layer)] = static_cast<int>(buckets_.size());
+            buckets_.push_back(Range{ranges[static_cast<std::size_t>(first_layer)].begin,
+                                     ranges[static_cast<std::size_t>(last_layer)].end});
+        }
+        requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
+    }
+
+    void begin_step(std::int64_t) override {}
+
+    void layer_ready(int layer) override {
+        const int bucket = closing_bucket_.at(static_cast<std::size_t>(layer));
+        if (bucket >= 0 && worker_count_ > 1) {
+            const Range& range = buckets_[static_cast<std::size_t>(bucket)];
+            MPI_Iallreduce(MPI_IN_PLACE, network_.gradients() + range.begin, static_cast<int>(range.size()), MPI_FLOAT,
+                           MPI_SUM, workers_, &requests_[static_cast<std::size_t>(bucket)]);
+        }
+        // Open MPI progresses non-blocking collectives only inside MPI calls: poll on every layer.
+        int done = 0;
+        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+    }
+
+    bool finish() override {
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+        average_in_place(network_.gradients(), network_.parameter_elements(), worker_count_);
+        return true;
+    }
+
+private:
+    Network& network_;
+    MPI_Comm workers_;
+    int worker_count_ = 1;
+    std::vector<Range> buckets_;        ///< arena ranges, in backward order
+    std::vector<int> closing_bucket_;   ///< per layer: the bucket it completes, or -1
+    std::vector<MPI_Request> requests_;
+};
+
+class PushPullExchange final : public GradientExchange {
+public:
+    PushPullExchange(const Architecture& architecture, Network& network, const Topology& topology)
+        : network_(network), topology_(topology) {
+        const std::vector<Range> ranges = layer_ranges(architecture);
+        const std::int64_t elements = network.parameter_elements();
+        for (int s = 0; s < topology.ps_ranks; ++s) {
+            shards_.push_back(shard_of(elements, topology.ps_ranks, s));
+        }
+        // A shard can be pushed once the backward pass has finished every element up to its end:
+        // the arena is in backward order, so that is when the layer covering shard.end - 1 is ready.
+        shard_closed_by_.assign(shards_.size(), -1);
+        for (std::size_t layer = 0; layer < ranges.size(); ++layer) {
+            for (std::size_t s = 0; s < shards_.size(); ++s) {
+                if (ranges[layer].begin >= 0 && ranges[layer].begin < shards_[s].end && shards_[s].end <= ranges[layer].end) {
+                    shard_closed_by_[s] = static_cast<int>(layer);
+                }
+            }
+        }
+        requests_.assign(shards_.size(), MPI_REQUEST_NULL);
+    }
+
+    void begin_step(std::int64_t) override { next_shard_ = 0; }
+
+    void layer_ready(int layer) override {
+        while (next_shard_ < shards_.size() && shard_closed_by_[next_shard_] == layer) {
+            push(next_shard_++);
+        }
+        int done = 0;
+        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+    }
+
+    bool finish() override {
+        while (next_shard_ < shards_.size()) {
+            push(next_shard_++);
+        }
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+        for (std::size_t s = 0; s < shards_.size(); ++s) {
+            MPI_Recv(network_.values() + shards_[s].begin, static_cast<int>(shards_[s].size()), MPI_FLOAT,
+                     server_rank(s), kTagWeights, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        return false;
+    }
+
+private:
+    int server_rank(std::size_t shard) const { return topology_.workers() + static_cast<int>(shard); }
+
+    void push(std::size_t shard) {
+        MPI_Isend(network_.gradients() + shards_[shard].begin, static_cast<int>(shards_[shard].size()), MPI_FLOAT,
+                  server_rank(shard), kTagGradients, MPI_COMM_WORLD, &requests_[shard]);
+    }
+
+    Network& network_;
+    Topology topology_;
+    std::vector<Range> shards_;
+    std::vector<int> shard_closed_by_;  ///< per shard: the layer whose readiness completes it
+    std::vector<MPI_Request> requests_;
+    std::size_t next_shard_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
+                                                          MPI_Comm workers, double fusion_threshold_bytes) {
+    return std::make_unique<AllReduceExchange>(architecture, network, workers, fusion_threshold_bytes);
+}
+
+std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,
+                                                    const Topology& topology) {
+    return std::make_unique<PushPullExchange>(architecture, network, topology);
+}
+
+}  // namespace epochcast

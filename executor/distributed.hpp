@@ -1,0 +1,78 @@
+// How ranks share the work: data-parallel all-reduce of gradient buckets, or parameter servers.
+//
+// All-reduce: every rank is a worker; the gradient arena is cut into model/'s fusion buckets
+// (consecutive layers in backward order, so each bucket is one contiguous range of the arena) and
+// each bucket's MPI_Iallreduce starts as soon as its last layer's gradients are final, while the
+// rest of the backward pass runs. Every worker then applies the same optimizer step itself.
+//
+// Parameter servers: the last `ps_ranks` ranks are servers, each holding one contiguous shard of
+// the weights, its momentum and its decay mask. Workers push each shard's gradients as soon as
+// the shard is complete; a server sums them in worker order, averages, applies the optimizer step
+// and sends the updated shard back to every worker. Summing in the same order with the same
+// averaging makes both modes give the same weights.
+//
+// Ranks on one host behave exactly as ranks on many hosts: nothing is shared but messages.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/network.hpp"
+
+namespace epochcast {
+
+/// Who this rank is.
+struct Topology {
+    int rank = 0;      ///< in MPI_COMM_WORLD
+    int ranks = 1;     ///< size of MPI_COMM_WORLD
+    int ps_ranks = 0;  ///< parameter servers, the last ranks; 0 means all-reduce
+    int workers() const { return ranks - ps_ranks; }
+    bool is_server() const { return rank >= workers(); }
+    int server_index() const { return rank - workers(); }  ///< meaningful on servers only
+};
+
+/// The topology of MPI_COMM_WORLD with `ps_ranks` servers; throws InputError when ps_ranks is
+/// negative or leaves no worker.
+Topology world_topology(int ps_ranks);
+
+/// A contiguous range of the arena, in elements.
+struct Range {
+    std::int64_t begin = 0;
+    std::int64_t end = 0;
+    std::int64_t size() const { return end - begin; }
+};
+
+/// Server `index` of `servers` holds this part of `elements`: near-equal contiguous shards.
+Range shard_of(std::int64_t elements, int servers, int index);
+
+/// gradients[i] /= workers for i in range (the one averaging rule both modes use).
+void average_in_place(float* values, std::int64_t count, int workers);
+
+/// A worker's side of one step's gradient exchange.
+class GradientExchange {
+public:
+    virtual ~GradientExchange() = default;
+    /// Call before the step's backward pass.
+    virtual void begin_step(std::int64_t step) = 0;
+    /// A layer's gradients are final (the Network's layer_ready callback).
+    virtual void layer_ready(int layer) = 0;
+    /// Complete the exchange. All-reduce: the arena holds the averaged gradient and the caller
+    /// applies the optimizer. Parameter servers: the values arena holds the servers' updated
+    /// weights. Returns true when the caller must apply the optimizer itself.
+    virtual bool finish() = 0;
+};
+
+/// MPI_Iallreduce per fusion bucket over the workers' communicator.
+std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
+                                                          MPI_Comm workers, double fusion_threshold_bytes);
+
+/// Pushes shards to the servers and pulls the updated weights.
+std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,
+                                                    const Topology& topology);
+
+/// Message tags between workers and servers.
+enum Tag : int { kTagGradients = 11, kTagWeights = 12, kTagInitialShard = 13, kTagCheckpointShard = 14 };
+
+}  // namespace epochcast

@@ -1,0 +1,99 @@
+// epochcast-train, the program mpirun starts (DESIGN.md, "epochcast run and epochcast-train").
+// The only place where errors become exit codes: 2 for bad input, 1 for a failed run. With more
+// than one rank an error on any rank aborts the whole job (MPI_Abort with that code), so no rank
+// is left waiting in a collective.
+#include <mpi.h>
+
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "executor/host.hpp"
+#include "executor/trainer.hpp"
+#include "model/errors.hpp"
+
+namespace {
+
+/// Stops the job with `code`: every rank of a multi-rank job, or just this process.
+int fail(int code, const std::string& prefix, const char* message) {
+    int rank = 0, ranks = 1, initialised = 0;
+    MPI_Initialized(&initialised);
+    if (initialised) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    }
+    std::cerr << "epochcast-train" << (ranks > 1 ? " (rank " + std::to_string(rank) + ")" : std::string()) << ": "
+              << prefix << message << std::endl;
+    if (initialised && ranks > 1) {
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
+    if (initialised) {
+        MPI_Finalize();
+    }
+    return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    epochcast::TrainOptions options;
+    std::string precision = "fp32";
+    bool describe_host = false;
+    CLI::App app{"epochcast-train: real data-parallel ResNet training (started by mpirun or `epochcast run`)"};
+    app.add_option("--backend", options.backend, "cpu (oneDNN) or cuda (cuDNN + NCCL)")->capture_default_str();
+    app.add_option("--model", options.model, "resnet18|resnet34|resnet50|resnet101|resnet152")->capture_default_str();
+    app.add_option("--image-size", options.image_size, "input side in pixels (>= 32)")->capture_default_str();
+    app.add_option("--classes", options.classes, "classes (default 1000 for synthetic data, the folder's count otherwise)");
+    app.add_option("--batch-per-gpu", options.batch_per_gpu, "images per step per worker")->capture_default_str();
+    app.add_option("--precision", precision, "fp32, bf16 (CPU mixed precision) or fp16 (GPU mixed precision)")->capture_default_str();
+    app.add_option("--threads", options.threads, "compute threads per rank")->capture_default_str();
+    app.add_option("--steps", options.steps, "steps to run in all");
+    app.add_option("--epochs", options.epochs, "epochs to run in all (when --steps is not given)");
+    app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")->capture_default_str();
+    app.add_option("--synthetic-images", options.synthetic_images, "epoch length of synthetic data")->capture_default_str();
+    app.add_option("--lr", options.lr, "per-worker learning rate before linear scaling (default 0.1 x batch / 256)");
+    app.add_option("--warmup-epochs", options.warmup_epochs, "epochs of linear warm-up")->capture_default_str();
+    app.add_option("--checkpoint-dir", options.checkpoint_dir, "folder for the checkpoint");
+    app.add_option("--checkpoint-every", options.checkpoint_every, "steps between checkpoints (and one at the end)");
+    app.add_flag("--resume", options.resume, "continue from the checkpoint in --checkpoint-dir");
+    app.add_option("--stop-after", options.stop_after, "stop after this many steps (checkpointed); the schedule still plans for the whole run");
+    app.add_option("--trace-out", options.trace_out, "write the measured run as an epochcast.trace/1 file");
+    app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")->capture_default_str();
+    app.add_option("--seed", options.seed, "seed of weights and data")->capture_default_str();
+    app.add_option("--data-threads", options.data_threads, "decode threads per rank")->capture_default_str();
+    app.add_option("--fusion-mib", options.fusion_mib, "all-reduce bucket threshold in MiB")->capture_default_str();
+    app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
+    try {
+        app.parse(argc, argv);
+        options.precision = epochcast::parse_train_precision(precision);
+    } catch (const CLI::ParseError& error) {
+        if (error.get_exit_code() == 0) {
+            return app.exit(error);
+        }
+        std::cerr << "epochcast-train: error: " << error.what() << std::endl;
+        return 2;
+    } catch (const epochcast::InputError& error) {
+        std::cerr << "epochcast-train: error: " << error.what() << std::endl;
+        return 2;
+    }
+
+    try {
+        if (describe_host) {
+            if (options.threads < 1) {
+                throw epochcast::InputError("--threads must be at least 1");
+            }
+            std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
+            return 0;
+        }
+        MPI_Init(&argc, &argv);
+        epochcast::run_training(options);
+        MPI_Finalize();
+        return 0;
+    } catch (const epochcast::InputError& error) {
+        return fail(2, "error: ", error.what());
+    } catch (const std::exception& error) {
+        return fail(1, "failed: ", error.what());
+    }
+}

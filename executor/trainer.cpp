@@ -1,0 +1,457 @@
+#include "executor/trainer.hpp"
+
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "executor/arena.hpp"
+#include "executor/checkpoint.hpp"
+#include "executor/cpu/network.hpp"
+#include "executor/data.hpp"
+#include "executor/distributed.hpp"
+#include "executor/host.hpp"
+#include "executor/optimizer.hpp"
+#include "model/errors.hpp"
+#include "model/resnet.hpp"
+#include "model/text_io.hpp"
+#include "traces/trace.hpp"
+
+namespace epochcast {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Steps of the whole run: --steps, or --epochs over the data at the global batch (rounded up).
+std::int64_t total_steps(const TrainOptions& options, std::int64_t dataset_images, int workers) {
+    if (options.steps > 0) {
+        return options.steps;
+    }
+    const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(options.epochs * dataset_images / global_batch)));
+}
+
+LearningRateSchedule make_schedule(const TrainOptions& options, std::int64_t dataset_images, int workers,
+                                   std::int64_t steps) {
+    const double worker_lr = options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu);
+    const double steps_per_epoch = static_cast<double>(dataset_images) / (static_cast<double>(workers) * options.batch_per_gpu);
+    LearningRateSchedule schedule;
+    schedule.peak_lr = worker_lr * workers;
+    schedule.warmup_steps = static_cast<std::int64_t>(std::llround(options.warmup_epochs * steps_per_epoch));
+    schedule.total_steps = steps;
+    return schedule;
+}
+
+/// The identity a checkpoint must match to be resumed by this run.
+nlohmann::json checkpoint_identity(const TrainOptions& options, int classes, int workers, int ps_ranks) {
+    return {{"model", options.model},           {"image_size", options.image_size},
+            {"classes", classes},               {"batch_per_gpu", options.batch_per_gpu},
+            {"workers", workers},               {"ps_ranks", ps_ranks},
+            {"precision", std::string(to_string(options.precision))},
+            {"data", options.data},             {"seed", options.seed}};
+}
+
+/// The step after which this invocation stops: the run's end, or earlier with --stop-after.
+std::int64_t last_step_of_invocation(const TrainOptions& options, std::int64_t first_step, std::int64_t steps) {
+    return options.stop_after > 0 ? std::min(steps, first_step + options.stop_after) : steps;
+}
+
+/// Whether a checkpoint is written after step `step` (0-based) when this invocation ends at `end`.
+bool checkpoint_after(const TrainOptions& options, std::int64_t step, std::int64_t end) {
+    if (options.checkpoint_dir.empty()) {
+        return false;
+    }
+    const bool periodic = options.checkpoint_every > 0 && (step + 1) % options.checkpoint_every == 0;
+    return periodic || step + 1 == end;
+}
+
+std::unique_ptr<Network> make_network(const TrainOptions& options, NetworkSpec spec) {
+    if (options.backend == "cpu") {
+        return make_cpu_network(spec);
+    }
+    if (options.backend == "cuda") {
+        throw InputError("--backend cuda: this build of epochcast-train has no CUDA backend");
+    }
+    throw InputError("--backend must be cpu or cuda, not '" + options.backend + "'");
+}
+
+std::unique_ptr<DataSource> make_data(const TrainOptions& options, int classes) {
+    if (options.data == "synthetic") {
+        return make_synthetic_data(classes, options.image_size, options.synthetic_images, options.seed);
+    }
+    return make_image_folder_data(options.data, options.image_size, options.seed);
+}
+
+/// Per-step measurements of one rank.
+struct StepRecord {
+    double iteration_s = 0;
+    double compute_s = 0;
+    double data_wait_s = 0;
+    double communication_s = 0;
+    double loss = 0;
+};
+
+/// Steps left out of the throughput: the first ones pay for first-touch memory and caches.
+std::size_t untimed_steps(std::size_t steps) {
+    if (steps <= 1) {
+        return 0;
+    }
+    return std::clamp<std::size_t>(steps / 10, 1, 5);
+}
+
+void print_header(const TrainOptions& options, const Network& network, const DataSource& data, int workers,
+                  int ps_ranks) {
+    std::printf("epochcast-train: %s %dpx, %d classes, batch %d x %d worker%s%s, %s, %d thread%s per rank, %s, data %s\n",
+                options.model.c_str(), options.image_size, data.classes(), options.batch_per_gpu, workers,
+                workers == 1 ? "" : "s",
+                ps_ranks > 0 ? (", " + std::to_string(ps_ranks) + " parameter server(s)").c_str() : ", all-reduce",
+                std::string(to_string(options.precision)).c_str(), options.threads, options.threads == 1 ? "" : "s",
+                network.implementation().c_str(), data.description().c_str());
+    std::printf("%8s  %8s  %14s  %9s  %10s\n", "Step", "Epoch", "Speed(img/s)", "Loss", "LR");
+    std::fflush(stdout);
+}
+
+/// The trace document of this run (DESIGN.md's epochcast.trace/1, one run).
+nlohmann::json trace_document(const TrainOptions& options, const DataSource& data, int workers, int ps_ranks,
+                              std::int64_t first_step, std::int64_t steps, const std::vector<StepRecord>& records) {
+    const std::size_t skip = untimed_steps(records.size());
+    double iteration = 0, compute = 0, wait = 0, communication = 0;
+    for (std::size_t i = skip; i < records.size(); ++i) {
+        iteration += records[i].iteration_s;
+        compute += records[i].compute_s;
+        wait += records[i].data_wait_s;
+        communication += records[i].communication_s;
+    }
+    const double timed = static_cast<double>(records.size() - skip);
+    const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
+    nlohmann::json losses = nlohmann::json::array();
+    for (const StepRecord& record : records) {
+        losses.push_back(record.loss);
+    }
+    const HostInfo host = host_info();
+    nlohmann::json run = {
+        {"source", "epochcast-train on " + host.hostname + " (" + host.cpu_model + ")"},
+        {"model", options.model},
+        {"image_size", options.image_size},
+        {"classes", data.classes()},
+        {"dataset_images", data.images()},
+        {"instance", "local-cpu"},
+        {"nodes", 1},
+        {"gpus_per_node", workers},
+        {"framework", "epochcast"},
+        {"strategy", ps_ranks > 0 ? "ps" : "ring"},
+        {"precision", std::string(to_string(options.precision))},
+        {"batch_per_gpu", options.batch_per_gpu},
+        {"measured",
+         {{"throughput_images_per_s", global_batch * timed / iteration},
+          {"iteration_s", iteration / timed},
+          {"phases_s", {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}}},
+          {"loss", losses},
+          {"first_step", first_step},
+          {"steps_timed", records.size() - skip}}},
+        {"configuration",
+         {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
+          {"steps", steps}, {"lr", options.lr}, {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
+          {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}}},
+        {"host", host_json(host)}};
+    if (ps_ranks > 0) {
+        run["ps_ranks"] = ps_ranks;
+    }
+    if (options.steps == 0) {
+        run["epochs"] = options.epochs;
+    }
+    return {{"schema", kTraceSchema},
+            {"description", "A real training run measured by epochcast-train."},
+            {"runs", nlohmann::json::array({run})}};
+}
+
+/// What both roles agree on before the first step.
+struct RunPlan {
+    Architecture architecture;
+    int classes = 0;
+    std::int64_t dataset_images = 0;
+    std::int64_t steps = 0;
+    std::int64_t first_step = 0;
+    LearningRateSchedule schedule;
+};
+
+/// The server side of parameter-server mode: holds one shard of the weights and momentum.
+void serve_parameters(const TrainOptions& options, const Topology& topology, const RunPlan& plan) {
+    const std::vector<ParameterTensor> layout = parameter_layout(plan.architecture);
+    const std::int64_t elements = layout_elements(layout);
+    const Range shard = shard_of(elements, topology.ps_ranks, topology.server_index());
+    const int count = static_cast<int>(shard.size());
+    const std::vector<float> full_mask = weight_decay_mask(layout);
+    const std::vector<float> mask(full_mask.begin() + shard.begin, full_mask.begin() + shard.end);
+    std::vector<float> weights(static_cast<std::size_t>(count)), momentum(weights.size());
+    MPI_Recv(weights.data(), count, MPI_FLOAT, 0, kTagInitialShard, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(momentum.data(), count, MPI_FLOAT, 0, kTagInitialShard, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+
+    const int workers = topology.workers();
+    std::vector<std::vector<float>> pushed(static_cast<std::size_t>(workers), std::vector<float>(weights.size()));
+    std::vector<MPI_Request> requests(static_cast<std::size_t>(workers));
+    const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
+    for (std::int64_t step = plan.first_step; step < end; ++step) {
+        for (int w = 0; w < workers; ++w) {
+            MPI_Irecv(pushed[static_cast<std::size_t>(w)].data(), count, MPI_FLOAT, w, kTagGradients, MPI_COMM_WORLD,
+                      &requests[static_cast<std::size_t>(w)]);
+        }
+        MPI_Waitall(workers, requests.data(), MPI_STATUSES_IGNORE);
+        std::vector<float>& sum = pushed[0];
+        for (int w = 1; w < workers; ++w) {
+            const std::vector<float>& other = pushed[static_cast<std::size_t>(w)];
+            for (int i = 0; i < count; ++i) {
+                sum[static_cast<std::size_t>(i)] += other[static_cast<std::size_t>(i)];
+            }
+        }
+        average_in_place(sum.data(), count, workers);
+        sgd_nesterov_step(weights.data(), sum.data(), momentum.data(), mask.data(), count, plan.schedule.at(step));
+        for (int w = 0; w < workers; ++w) {
+            MPI_Isend(weights.data(), count, MPI_FLOAT, w, kTagWeights, MPI_COMM_WORLD, &requests[static_cast<std::size_t>(w)]);
+        }
+        MPI_Waitall(workers, requests.data(), MPI_STATUSES_IGNORE);
+        if (checkpoint_after(options, step, end)) {
+            MPI_Send(weights.data(), count, MPI_FLOAT, 0, kTagCheckpointShard, MPI_COMM_WORLD);
+            MPI_Send(momentum.data(), count, MPI_FLOAT, 0, kTagCheckpointShard, MPI_COMM_WORLD);
+        }
+    }
+}
+
+/// Worker 0 in parameter-server mode: fetch every server's weights and momentum for a checkpoint.
+void gather_server_shards(const Topology& topology, std::vector<float>& weights, std::vector<float>& momentum) {
+    const auto elements = static_cast<std::int64_t>(weights.size());
+    for (int s = 0; s < topology.ps_ranks; ++s) {
+        const Range shard = shard_of(elements, topology.ps_ranks, s);
+        const int server = topology.workers() + s;
+        MPI_Recv(weights.data() + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagCheckpointShard,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(momentum.data() + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagCheckpointShard,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
+/// Worker 0 in parameter-server mode: hand each server its starting shard.
+void send_initial_shards(const Topology& topology, const float* weights, const float* momentum, std::int64_t elements) {
+    for (int s = 0; s < topology.ps_ranks; ++s) {
+        const Range shard = shard_of(elements, topology.ps_ranks, s);
+        const int server = topology.workers() + s;
+        MPI_Send(weights + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard, MPI_COMM_WORLD);
+        MPI_Send(momentum + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard, MPI_COMM_WORLD);
+    }
+}
+
+void write_state(Network& network, const std::vector<NamedTensor>& saved, const std::string& directory) {
+    const std::vector<StateTensor>& state = network.state();
+    if (saved.size() != state.size()) {
+        throw InputError("checkpoint in '" + directory + "' has " + std::to_string(saved.size()) +
+                         " state tensors, the network " + std::to_string(state.size()));
+    }
+    for (std::size_t i = 0; i < state.size(); ++i) {
+        if (saved[i].name != state[i].name || static_cast<std::int64_t>(saved[i].values.size()) != state[i].elements) {
+            throw InputError("checkpoint in '" + directory + "' does not match the network at '" + state[i].name + "'");
+        }
+        std::copy(saved[i].values.begin(), saved[i].values.end(), state[i].value);
+    }
+}
+
+std::vector<NamedTensor> read_state(const Network& network) {
+    std::vector<NamedTensor> saved;
+    for (const StateTensor& tensor : network.state()) {
+        saved.push_back({tensor.name, std::vector<float>(tensor.value, tensor.value + tensor.elements)});
+    }
+    return saved;
+}
+
+/// A worker's run: the loop.
+void train_worker(const TrainOptions& options, const Topology& topology, RunPlan& plan, const DataSource& data,
+                  MPI_Comm workers_comm) {
+    const int workers = topology.workers();
+    const bool leader = topology.rank == 0;
+    NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed};
+    std::unique_ptr<Network> network = make_network(options, spec);
+    const std::int64_t elements = network->parameter_elements();
+    const std::vector<float> mask = weight_decay_mask(network->parameters());
+    std::vector<float> momentum(static_cast<std::size_t>(elements), 0.0f);
+    const nlohmann::json identity = checkpoint_identity(options, plan.classes, workers, topology.ps_ranks);
+
+    // Resume: worker 0 reads the checkpoint and shares it; everyone learns the first step.
+    if (options.resume && leader) {
+        Checkpoint checkpoint = read_checkpoint(options.checkpoint_dir);
+        check_resumable(checkpoint.run, identity, options.checkpoint_dir);
+        if (static_cast<std::int64_t>(checkpoint.weights.size()) != elements) {
+            throw InputError("checkpoint in '" + options.checkpoint_dir + "' has " +
+                             std::to_string(checkpoint.weights.size()) + " weights, the network " + std::to_string(elements));
+        }
+        std::copy(checkpoint.weights.begin(), checkpoint.weights.end(), network->values());
+        momentum = checkpoint.momentum;
+        write_state(*network, checkpoint.state, options.checkpoint_dir);
+        plan.first_step = checkpoint.next_step;
+    }
+    MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (options.resume) {
+        MPI_Bcast(network->values(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
+        MPI_Bcast(momentum.data(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
+        network->parameters_updated();
+    }
+    if (leader && topology.ps_ranks > 0) {
+        send_initial_shards(topology, network->values(), momentum.data(), elements);
+    }
+
+    std::unique_ptr<GradientExchange> exchange =
+        topology.ps_ranks > 0 ? make_ps_push_pull(plan.architecture, *network, topology)
+                              : make_allreduce_exchange(plan.architecture, *network, workers_comm, options.fusion_mib * 1024 * 1024);
+    BatchLoader loader(data, options.batch_per_gpu, topology.rank, workers, plan.first_step, options.data_threads, 2);
+    if (leader && options.print_steps) {
+        print_header(options, *network, data, workers, topology.ps_ranks);
+    }
+
+    std::vector<StepRecord> records;
+    const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
+    const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
+    for (std::int64_t step = plan.first_step; step < end; ++step) {
+        const Clock::time_point start = Clock::now();
+        StepRecord record;
+        const double waited_before = loader.wait_s();
+        const Batch& batch = loader.next();
+        record.data_wait_s = loader.wait_s() - waited_before;
+
+        const Clock::time_point compute_start = Clock::now();
+        exchange->begin_step(step);
+        const double loss = network->train_step(batch.images.data(), batch.labels.data(),
+                                                [&](int layer) { exchange->layer_ready(layer); });
+        record.compute_s = seconds_since(compute_start);
+
+        const Clock::time_point exchange_start = Clock::now();
+        const bool apply_optimizer = exchange->finish();
+        record.communication_s = seconds_since(exchange_start);
+
+        const Clock::time_point update_start = Clock::now();
+        const double lr = plan.schedule.at(step);
+        if (apply_optimizer) {
+            sgd_nesterov_step(network->values(), network->gradients(), momentum.data(), mask.data(), elements, lr);
+        }
+        network->parameters_updated();
+        record.compute_s += seconds_since(update_start);
+
+        const Clock::time_point loss_start = Clock::now();
+        double loss_sum = loss;
+        MPI_Allreduce(&loss, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, workers_comm);
+        record.loss = loss_sum / workers;
+        record.communication_s += seconds_since(loss_start);
+        record.iteration_s = seconds_since(start);
+        records.push_back(record);
+
+        if (leader && options.print_steps) {
+            std::printf("%8lld  %8.4f  %14.2f  %9.5f  %10.6f\n", static_cast<long long>(step + 1),
+                        static_cast<double>(step + 1) * global_batch / static_cast<double>(plan.dataset_images),
+                        global_batch / record.iteration_s, record.loss, lr);
+            std::fflush(stdout);
+        }
+        if (checkpoint_after(options, step, end)) {
+            Checkpoint checkpoint{identity, step + 1, {}, {}, {}};
+            if (leader) {
+                checkpoint.weights.assign(network->values(), network->values() + elements);
+                checkpoint.momentum = momentum;
+                if (topology.ps_ranks > 0) {
+                    gather_server_shards(topology, checkpoint.weights, checkpoint.momentum);
+                }
+                checkpoint.state = read_state(*network);
+                write_checkpoint(options.checkpoint_dir, checkpoint);
+            }
+        }
+    }
+
+    if (leader && !records.empty()) {
+        const nlohmann::json trace =
+            trace_document(options, data, workers, topology.ps_ranks, plan.first_step, plan.steps, records);
+        const nlohmann::json& measured = trace["runs"][0]["measured"];
+        const nlohmann::json& phases = measured["phases_s"];
+        std::printf("measured: %.2f img/s, %.4f s per step (compute %.4f s, data wait %.4f s, exposed communication %.4f s) over %d steps\n",
+                    measured["throughput_images_per_s"].get<double>(), measured["iteration_s"].get<double>(),
+                    phases["compute"].get<double>(), phases["data_wait"].get<double>(),
+                    phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
+        std::fflush(stdout);
+        if (!options.trace_out.empty()) {
+            write_text_file_atomically(options.trace_out, trace.dump(1) + "\n", "trace");
+        }
+    }
+}
+
+}  // namespace
+
+Precision parse_train_precision(const std::string& text) {
+    if (text == "fp32") return Precision::fp32;
+    if (text == "bf16") return Precision::bf16;
+    if (text == "fp16" || text == "amp") return Precision::amp;
+    throw InputError("--precision must be fp32, bf16 or fp16, not '" + text + "'");
+}
+
+void validate(const TrainOptions& options) {
+    auto require = [](bool ok, const std::string& message) {
+        if (!ok) throw InputError(message);
+    };
+    require(options.image_size >= 32, "--image-size must be at least 32 pixels");
+    require(options.classes >= 0, "--classes must be at least 1");
+    require(options.batch_per_gpu >= 1, "--batch-per-gpu must be at least 1");
+    require(options.threads >= 1, "--threads must be at least 1");
+    require(options.data_threads >= 1, "--data-threads must be at least 1");
+    require(options.steps > 0 || options.epochs > 0, "give --steps or --epochs (a positive number)");
+    require(options.steps >= 0 && options.epochs >= 0, "--steps and --epochs must not be negative");
+    require(options.lr >= 0, "--lr must not be negative");
+    require(options.warmup_epochs >= 0, "--warmup-epochs must not be negative");
+    require(options.checkpoint_every >= 0, "--checkpoint-every must not be negative");
+    require(options.stop_after >= 0, "--stop-after must not be negative");
+    require(options.synthetic_images >= 1, "--synthetic-images must be at least 1");
+    require(options.fusion_mib > 0, "--fusion-mib must be positive");
+    require(!options.resume || !options.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+}
+
+void run_training(const TrainOptions& options) {
+    validate(options);
+    const Topology topology = world_topology(options.ps_ranks);
+    const int workers = topology.workers();
+    omp_set_num_threads(options.threads);
+
+    // Every rank builds the same plan; servers never touch the data.
+    std::unique_ptr<DataSource> data;
+    RunPlan plan;
+    if (!topology.is_server()) {
+        data = make_data(options, options.classes > 0 ? options.classes : 1000);
+        if (options.data != "synthetic" && options.classes > 0 && options.classes != data->classes()) {
+            throw InputError("--classes " + std::to_string(options.classes) + " but '" + options.data + "' has " +
+                             std::to_string(data->classes()) + " class folders");
+        }
+        plan.classes = data->classes();
+        plan.dataset_images = data->images();
+    }
+    std::int64_t shared[2] = {plan.classes, plan.dataset_images};
+    MPI_Bcast(shared, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    plan.classes = static_cast<int>(shared[0]);
+    plan.dataset_images = shared[1];
+    plan.architecture = build_resnet(options.model, options.image_size, plan.classes);
+    plan.steps = total_steps(options, plan.dataset_images, workers);
+    plan.schedule = make_schedule(options, plan.dataset_images, workers, plan.steps);
+
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, topology.is_server() ? 1 : 0, topology.rank, &group);
+    if (topology.is_server()) {
+        MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        serve_parameters(options, topology, plan);
+    } else {
+        train_worker(options, topology, plan, *data, group);
+    }
+    MPI_Comm_free(&group);
+}
+
+}  // namespace epochcast

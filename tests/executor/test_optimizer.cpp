@@ -1,0 +1,166 @@
+// Seed 000's optimizer and schedule, the shared arena layout, shards and checkpoints.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "executor/arena.hpp"
+#include "executor/checkpoint.hpp"
+#include "executor/distributed.hpp"
+#include "executor/optimizer.hpp"
+#include "model/errors.hpp"
+#include "model/workload.hpp"
+
+namespace epochcast {
+namespace {
+
+TEST(Schedule, WarmsUpLinearlyFromSeed000sStartThenDecaysQuadratically) {
+    // Seed 000: 0.001 -> 6.4 over the warm-up, then polynomial (degree 2) decay.
+    const LearningRateSchedule schedule{6.4, 100, 900};
+    EXPECT_DOUBLE_EQ(schedule.at(0), 0.001);
+    EXPECT_NEAR(schedule.at(50), 0.001 + (6.4 - 0.001) * 0.5, 1e-12);
+    EXPECT_DOUBLE_EQ(schedule.at(100), 6.4);
+    EXPECT_NEAR(schedule.at(500), 6.4 * 0.5 * 0.5, 1e-12);  // half-way through the decay
+    EXPECT_DOUBLE_EQ(schedule.at(900), 0.0);
+    EXPECT_DOUBLE_EQ(schedule.at(5000), 0.0);
+}
+
+TEST(Schedule, NoWarmupStartsAtThePeakAndSmallPeaksWarmUpFromATenth) {
+    EXPECT_DOUBLE_EQ((LearningRateSchedule{0.2, 0, 10}.at(0)), 0.2);
+    EXPECT_DOUBLE_EQ((LearningRateSchedule{0.005, 10, 100}.at(0)), 0.0005);
+    EXPECT_DOUBLE_EQ(default_worker_lr(256), 0.1);
+    EXPECT_DOUBLE_EQ(default_worker_lr(32), 0.0125);
+}
+
+TEST(Optimizer, NesterovStepMatchesTheFormulaAndSkipsDecayWhereMasked) {
+    // Two elements, decay on the first only; two steps written out by hand.
+    float w[2] = {1.0f, 2.0f};
+    const float g[2] = {0.5f, -1.0f};
+    float v[2] = {0.0f, 0.0f};
+    const float mask[2] = {1.0f, 0.0f};
+    const double lr = 0.1, mu = 0.9, wd = 0.01;
+    double rw[2] = {1.0, 2.0}, rv[2] = {0.0, 0.0};
+    for (int step = 0; step < 2; ++step) {
+        sgd_nesterov_step(w, g, v, mask, 2, lr, mu, wd);
+        for (int i = 0; i < 2; ++i) {
+            const double d = g[i] + wd * mask[i] * rw[i];
+            rv[i] = mu * rv[i] + d;
+            rw[i] -= lr * (d + mu * rv[i]);
+        }
+    }
+    EXPECT_NEAR(w[0], rw[0], 1e-6);
+    EXPECT_NEAR(w[1], rw[1], 1e-6);
+    EXPECT_NEAR(v[0], rv[0], 1e-6);
+    // First step on element 1: d = -1, v = -1, w = 2 + 0.1 * 1.9 = 2.19; second: v = -1.9, w += 0.1 * 2.71.
+    EXPECT_NEAR(w[1], 2.19 + 0.271, 1e-5);
+}
+
+TEST(Arena, LayoutFollowsTheBackwardOrderOfModelsGradients) {
+    const Architecture resnet50 = build_resnet("resnet50");
+    const std::vector<ParameterTensor> layout = parameter_layout(resnet50);
+    EXPECT_EQ(layout_elements(layout), 25'557'032);  // torchvision's ResNet-50 count
+    EXPECT_EQ(layout.front().name, "fc.weight");
+    EXPECT_EQ(layout[1].name, "fc.bias");
+    EXPECT_EQ(layout.back().name, "conv1.weight");
+    // Per layer, the same elements in the same order as model/'s gradients_in_backward_order.
+    const std::vector<GradientTensor> gradients = gradients_in_backward_order(resnet50, Precision::fp32);
+    std::size_t t = 0;
+    std::int64_t offset = 0;
+    for (const GradientTensor& gradient : gradients) {
+        std::int64_t elements = 0;
+        while (t < layout.size() && layout[t].layer == gradient.layer) {
+            EXPECT_EQ(layout[t].offset, offset + elements);
+            elements += layout[t].elements;
+            ++t;
+        }
+        EXPECT_EQ(elements, gradient.elements) << resnet50.layers[static_cast<std::size_t>(gradient.layer)].name;
+        offset += elements;
+    }
+    EXPECT_EQ(t, layout.size());
+}
+
+TEST(Arena, WeightDecayOnlyOnConvolutionAndFullyConnectedWeights) {
+    const Architecture resnet18 = build_resnet("resnet18", 32, 10);
+    const std::vector<ParameterTensor> layout = parameter_layout(resnet18);
+    const std::vector<float> mask = weight_decay_mask(layout);
+    std::int64_t decayed = 0;
+    for (const ParameterTensor& tensor : layout) {
+        const bool expected = tensor.name.find("bn") == std::string::npos &&
+                              tensor.name.find("downsample.1") == std::string::npos &&
+                              tensor.name.find(".bias") == std::string::npos;
+        EXPECT_EQ(tensor.weight_decay, expected) << tensor.name;
+        decayed += expected ? tensor.elements : 0;
+    }
+    EXPECT_EQ(std::accumulate(mask.begin(), mask.end(), std::int64_t{0}), decayed);
+}
+
+TEST(Distributed, ShardsCoverTheArenaContiguously) {
+    std::int64_t next = 0;
+    for (int s = 0; s < 3; ++s) {
+        const Range shard = shard_of(10, 3, s);
+        EXPECT_EQ(shard.begin, next);
+        EXPECT_GE(shard.size(), 3);
+        next = shard.end;
+    }
+    EXPECT_EQ(next, 10);
+    float values[3] = {2, 4, 6};
+    average_in_place(values, 3, 2);
+    EXPECT_FLOAT_EQ(values[2], 3);
+}
+
+class CheckpointTest : public ::testing::Test {
+protected:
+    std::filesystem::path directory = std::filesystem::temp_directory_path() /
+                                      ("epochcast-checkpoint-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    void TearDown() override { std::filesystem::remove_all(directory); }
+};
+
+TEST_F(CheckpointTest, RoundTripsEveryFieldAndLeavesNoTemporaryFile) {
+    const Checkpoint written{{{"model", "resnet18"}, {"batch_per_gpu", 4}}, 7, {1.5f, -2.0f, 3.0f}, {0.1f, 0.2f, 0.3f},
+                             {{"bn1.running_mean", {0.5f}}, {"bn1.running_var", {2.0f, 3.0f}}}};
+    write_checkpoint(directory, written);
+    const Checkpoint read = read_checkpoint(directory);
+    EXPECT_EQ(read.run, written.run);
+    EXPECT_EQ(read.next_step, 7);
+    EXPECT_EQ(read.weights, written.weights);
+    EXPECT_EQ(read.momentum, written.momentum);
+    ASSERT_EQ(read.state.size(), 2u);
+    EXPECT_EQ(read.state[1].name, "bn1.running_var");
+    EXPECT_EQ(read.state[1].values, (std::vector<float>{2.0f, 3.0f}));
+    int files = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(directory)) ++files;
+    EXPECT_EQ(files, 1);
+}
+
+TEST_F(CheckpointTest, MissingTruncatedAndForeignFilesAreInputErrorsNamingTheFile) {
+    EXPECT_THROW(read_checkpoint(directory), InputError);
+    write_checkpoint(directory, Checkpoint{{{"model", "resnet18"}}, 1, {1, 2, 3, 4}, {0, 0, 0, 0}, {}});
+    const std::filesystem::path file = directory / kCheckpointFile;
+    std::filesystem::resize_file(file, std::filesystem::file_size(file) - 4);
+    try {
+        read_checkpoint(directory);
+        FAIL() << "a truncated checkpoint was read";
+    } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("truncated"), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find(file.string()), std::string::npos) << error.what();
+    }
+    std::ofstream(file) << "{\"schema\": \"something else\"}\n";
+    EXPECT_THROW(read_checkpoint(directory), InputError);
+}
+
+TEST_F(CheckpointTest, ResumingADifferentRunNamesTheKeyThatDiffers) {
+    const nlohmann::json saved = {{"model", "resnet18"}, {"batch_per_gpu", 16}};
+    EXPECT_NO_THROW(check_resumable(saved, saved, directory));
+    try {
+        check_resumable(saved, {{"model", "resnet18"}, {"batch_per_gpu", 32}}, directory);
+        FAIL() << "a different batch was accepted";
+    } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("batch_per_gpu 16, this run has 32"), std::string::npos) << error.what();
+    }
+}
+
+}  // namespace
+}  // namespace epochcast
