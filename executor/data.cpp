@@ -294,8 +294,8 @@ void decode_png(const std::filesystem::path& file, const std::vector<std::uint8_
     png_image image;
     std::memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
-    image.flags = PNG_IMAGE_FLAG_16BIT_sRGB;
     if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) throw_decode_error(file, image.message);
+    image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;  // after begin_read, which resets the flags
     image.format = PNG_FORMAT_RGBA;
     if (image.width == 0 || image.height == 0 || image.width > (1u << 15) || image.height > (1u << 15)) {
         png_image_free(&image);

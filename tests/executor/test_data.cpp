@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -290,6 +291,94 @@ TEST(ImageFolderData, NormalisesWithTheImageNetMeanAndStd) {
                 ASSERT_NEAR(batch.images[(i * 3 + c) * plane + k], expected[c], 1e-4)
                     << "image " << i << " channel " << c;
     EXPECT_EQ(batch.labels, std::vector<std::int32_t>(8, 0));
+}
+
+/// A 16-bit RGB PNG with no gamma chunk, every pixel `colour` (16-bit values).
+void write_png16(const fs::path& file, int width, int height, std::array<std::uint16_t, 3> colour) {
+    FILE* out = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    png_init_io(png, out);
+    png_set_IHDR(png, info, width, height, 16, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    std::vector<std::uint8_t> row(static_cast<std::size_t>(width) * 6);
+    for (int x = 0; x < width; ++x)
+        for (int c = 0; c < 3; ++c) row[x * 6 + 2 * c] = colour[c] >> 8, row[x * 6 + 2 * c + 1] = colour[c] & 0xff;
+    for (int y = 0; y < height; ++y) png_write_row(png, row.data());
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    std::fclose(out);
+}
+
+/// The colour of a folder of one uniformly coloured image, in 0..255 units, and the largest
+/// spread over the image's pixels.
+std::pair<std::array<double, 3>, double> colour_of_only_image(const fs::path& root) {
+    const auto data = make_image_folder_data(root, 12, 2);
+    Batch batch;
+    data->fill(0, 1, batch);
+    std::array<double, 3> mean{};
+    double spread = 0;
+    for (int c = 0; c < 3; ++c) {
+        double low = 1e9, high = -1e9;
+        for (int y = 0; y < 12; ++y)
+            for (int x = 0; x < 12; ++x) {
+                const double v = pixel_255(batch, 0, c, x, y);
+                mean[c] += v / 144, low = std::min(low, v), high = std::max(high, v);
+            }
+        spread = std::max(spread, high - low);
+    }
+    return {mean, spread};
+}
+
+TEST(ImageFolderData, ConvertsSixteenBitPalettedAndCmykFilesToEightBitRgb) {
+    struct Case {
+        std::string name;
+        std::function<void(const fs::path&)> write;
+        std::array<double, 3> expected;
+        double tolerance;
+    };
+    const std::vector<Case> cases{
+        // 16-bit without gamma information is read as sRGB, as PIL does: the high byte.
+        {"deep.png", [](const fs::path& f) { write_png16(f, 9, 7, {0x8080, 0x4040, 0xc8c8}); }, {128, 64, 200}, 0.01},
+        {"paletted.png",
+         [](const fs::path& f) {
+             const std::array<std::uint8_t, 6> colormap{0, 0, 0, 30, 160, 90};
+             std::vector<std::uint8_t> indices(11 * 5, 1);
+             png_image image{};
+             image.version = PNG_IMAGE_VERSION;
+             image.width = 11, image.height = 5;
+             image.format = PNG_FORMAT_RGB_COLORMAP;
+             image.colormap_entries = 2;
+             ASSERT_TRUE(png_image_write_to_file(&image, f.c_str(), 0, indices.data(), 0, colormap.data()))
+                 << image.message;
+         },
+         {30, 160, 90}, 0.01},
+        // Adobe CMYK JPEGs store inverted ink: R = C*K/255 and so on.
+        {"ink.jpg",
+         [](const fs::path& f) {
+             std::vector<unsigned char> cmyk(16 * 16 * 4);
+             for (std::size_t k = 0; k < cmyk.size(); k += 4) cmyk[k] = 200, cmyk[k + 1] = 100, cmyk[k + 2] = 50, cmyk[k + 3] = 220;
+             tjhandle tj = tjInitCompress();
+             unsigned char* out = nullptr;
+             unsigned long size = 0;
+             ASSERT_EQ(tjCompress2(tj, cmyk.data(), 16, 0, 16, TJPF_CMYK, &out, &size, TJSAMP_444, 95, 0), 0);
+             write_bytes(f, std::vector<unsigned char>(out, out + size));
+             tjFree(out);
+             tjDestroy(tj);
+         },
+         {200 * 220 / 255.0, 100 * 220 / 255.0, 50 * 220 / 255.0}, 2.0},
+    };
+    for (const Case& test : cases) {
+        SCOPED_TRACE(test.name);
+        TempDir dir;
+        fs::create_directories(dir.path() / "c");
+        test.write(dir.path() / "c" / test.name);
+        const auto [colour, spread] = colour_of_only_image(dir.path());
+        EXPECT_LT(spread, 1.0);
+        for (int c = 0; c < 3; ++c) EXPECT_NEAR(colour[c], test.expected[c], test.tolerance + 0.5) << "channel " << c;
+    }
 }
 
 TEST(ImageFolderData, PixelsArePureFunctionsOfSeedAndPosition) {
