@@ -48,10 +48,16 @@ std::unique_ptr<DataSource> make_synthetic_data(int classes, int image_size, std
                                                 std::uint64_t seed);
 
 /// An image folder: every subfolder of `root` (sorted by name) is one class; its .jpg, .jpeg and
-/// .png files (any case) are its images. Crops cover 8% to 100% of the area with aspect ratio 3/4
-/// to 4/3, resized bilinearly to image_size, flipped with probability 1/2. Throws InputError for a
-/// missing or unreadable folder, no class subfolders, or no images, naming the path; an image
-/// that fails to decode is an InputError naming the file when it is read.
+/// .png files (any case, sorted by name) are its images. Hidden entries (".name") and other files
+/// are ignored. A class folder with no images still counts as a class (labels stay the folder
+/// indices) as long as some other class has images. Files are decoded by content (TurboJPEG, or
+/// libpng with palette, grey, alpha and 16-bit converted to 8-bit RGB; alpha is dropped).
+/// Crops cover 8% to 100% of the area with aspect ratio 3/4 to 4/3 (torchvision's
+/// RandomResizedCrop: 10 attempts, then a centre crop), resized bilinearly (antialiased when
+/// shrinking) to image_size, flipped with probability 1/2. Throws InputError for a missing or
+/// unreadable folder, a path that is not a folder, no class subfolders, or no images, naming the
+/// path; an image that fails to decode (including a truncated JPEG) is an InputError naming the
+/// file and the decoder's message when it is read.
 std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& root, int image_size,
                                                    std::uint64_t seed);
 
