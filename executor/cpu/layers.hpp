@@ -1,0 +1,334 @@
+// The oneDNN layers the CPU network is built from (executor/cpu/network.cpp), usable one at a time
+// by the tests (tests/executor/test_cpu_layers.cpp), so the code a test checks is the code that
+// trains.
+//
+// Notation in the comments: N batch, C channels, H x W a feature map, O output channels, K kernel
+// side, "classes" the fc outputs. Activations are N x C x H x W in the network's layout (NHWC or
+// oneDNN's blocked nChw16c) and data type (fp32 or bf16); parameters are plain fp32 in the
+// arenas of executor/network.hpp, working copies in whatever layout a primitive prefers.
+//
+// Life of a layer: construct it in forward order (it builds its forward primitive), then call
+// bind_backward() in backward order (it builds the backward primitives and binds the gradient of
+// its inputs, see GradientSink), then Context::finalize() once, refresh_parameters(), and run
+// forward() / backward_parameters() / backward_inputs() every step. Nothing is allocated after
+// finalize().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "model/resnet.hpp"
+
+namespace epochcast::cpu {
+
+/// Storage type of activations and of convolution / fully-connected compute.
+enum class DataType { fp32, bf16 };
+/// Memory layout of activations: channels last (NHWC) or oneDNN's blocked nChw16c.
+enum class Layout { nhwc, blocked };
+
+dnnl::memory::data_type to_dnnl(DataType type);
+/// N x C x H x W activation descriptor.
+dnnl::memory::desc activation_desc(int batch, const Shape& shape, DataType type, Layout layout);
+/// True when oneDNN runs bf16 natively on this CPU (AVX512-BF16 or AMX), not emulated.
+bool cpu_has_native_bf16();
+/// oneDNN's name of the instruction set it uses here, e.g. "avx512_core_bf16".
+std::string cpu_isa_name();
+
+/// One primitive with its arguments, bound once.
+struct Call {
+    dnnl::primitive primitive;
+    std::unordered_map<int, dnnl::memory> args;
+};
+
+/// The engine, the stream, the thread count and buffers shared by every layer (oneDNN's
+/// scratchpad, the scratch of gradient accumulation).
+class Context {
+public:
+    enum class Shared { scratchpad, gradient_scratch };
+
+    /// threads >= 1: OpenMP threads oneDNN runs on.
+    explicit Context(int threads);
+
+    const dnnl::engine& engine() const { return engine_; }
+    int threads() const { return threads_; }
+    /// Attributes every primitive is built with (user-managed scratchpad).
+    dnnl::primitive_attr attributes() const;
+    /// A memory of `desc` in the shared buffer `which` (its contents are valid only within one
+    /// layer call); it points at real storage after finalize().
+    dnnl::memory shared_memory(const dnnl::memory::desc& desc, Shared which);
+    /// Binds a primitive with the scratchpad its descriptor asks for.
+    Call bind(dnnl::primitive primitive, const dnnl::primitive_desc& pd, std::unordered_map<int, dnnl::memory> args);
+    /// Allocates the shared buffers; call once, after every layer is built and bound.
+    void finalize();
+    /// Runs a call on the stream (synchronously: the CPU stream is in order).
+    void run(const Call& call);
+
+private:
+    struct Buffer {
+        std::size_t bytes = 0;
+        std::unique_ptr<std::byte, void (*)(void*)> data{nullptr, nullptr};
+        std::vector<dnnl::memory> users;
+    };
+    dnnl::engine engine_;
+    dnnl::stream stream_;
+    int threads_ = 1;
+    Buffer buffers_[2];
+    bool finalized_ = false;
+};
+
+/// One N x C x H x W tensor of the network: its value (forward) and its gradient (backward).
+/// `diff` stays empty until the first layer in backward order binds it (GradientSink::bind or
+/// Add's alias).
+struct Activation {
+    dnnl::memory value;
+    dnnl::memory diff;
+};
+
+/// An activation with its value allocated in `desc`, gradient unbound.
+Activation make_activation(const Context& context, const dnnl::memory::desc& desc);
+
+/// Where a layer's backward pass writes the gradient of one of its inputs. A tensor read by two
+/// layers (a block's input, read by the branch and the shortcut) gets the sum: the first layer in
+/// backward order writes x.diff directly; a later one writes into shared scratch, then adds it.
+class GradientSink {
+public:
+    GradientSink() = default;
+    /// Binds x.diff (allocating it, in x.value's descriptor, if nothing has yet).
+    static GradientSink bind(Context& context, Activation& x);
+    /// The memory the layer's backward primitive writes.
+    const dnnl::memory& target() const { return target_; }
+    /// Adds the scratch into x.diff when accumulating; nothing otherwise.
+    void finish(Context& context) const;
+
+private:
+    dnnl::memory target_;
+    std::optional<Call> accumulate_;
+};
+
+/// A layer's learnable tensor inside the arenas: plain fp32 values and gradient.
+struct ParameterView {
+    float* value = nullptr;
+    float* gradient = nullptr;
+};
+
+/// Convolution or fc weights: fp32 plain master values and gradient in the arenas, a working
+/// copy in each (layout, type) a primitive asks for, and the gradient copied from the layout the
+/// backward-weights primitive writes into the arena.
+class Weights {
+public:
+    /// dims: O x I x K x K (fc: classes x C x 1 x 1), plain in the arena.
+    Weights(const Context& context, dnnl::memory::dims dims, ParameterView view);
+    /// Working weights in `wanted` (the arena itself when it is plain fp32).
+    dnnl::memory working(const Context& context, const dnnl::memory::desc& wanted);
+    /// Where backward-weights writes in `produced` (the arena itself when it is plain fp32).
+    dnnl::memory gradient(const Context& context, const dnnl::memory::desc& produced);
+    /// Master values -> every working copy.
+    void refresh(Context& context) const;
+    /// Backward-weights output -> arena (nothing when it wrote the arena directly).
+    void publish_gradient(Context& context) const;
+
+private:
+    dnnl::memory master_;        ///< O x I x K x K fp32 plain, the values arena
+    dnnl::memory master_grad_;   ///< O x I x K x K fp32 plain, the gradient arena
+    std::vector<Call> refreshes_;
+    std::optional<Call> publish_;
+};
+
+/// One layer of the network.
+class LayerOp {
+public:
+    virtual ~LayerOp() = default;
+    /// Reads its inputs' values, writes its output's value.
+    virtual void forward(Context& context) = 0;
+    /// Builds the backward primitives once every consumer of its output has bound the output's
+    /// gradient (call in backward order).
+    virtual void bind_backward(Context& context) = 0;
+    /// Gradient of its parameters into the gradient arena (nothing for layers without).
+    virtual void backward_parameters(Context& /*context*/) {}
+    /// Gradient of its inputs from its output's gradient.
+    virtual void backward_inputs(Context& context) = 0;
+    /// The values arena changed: refresh working copies (nothing for layers without weights).
+    virtual void refresh_parameters(Context& /*context*/) {}
+};
+
+/// Square kernel geometry of a convolution or pooling layer.
+struct Window {
+    int kernel = 1;   ///< side, in pixels
+    int stride = 1;   ///< in pixels
+    int padding = 0;  ///< zeros on each side, in pixels
+};
+
+/// Convolution without bias. x: N x I x H x W, y: N x O x H' x W' (y.value allocated by the
+/// caller); weights O x I x K x K. input_gradient = false (the image) skips backward-data and
+/// lets the primitive pick x's layout: x.value is then replaced if the primitive prefers another.
+class Convolution : public LayerOp {
+public:
+    Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
+                DataType type, bool input_gradient);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_parameters(Context& context) override;
+    void backward_inputs(Context& context) override;
+    void refresh_parameters(Context& context) override { weights_.refresh(context); }
+    /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
+    std::string implementation() const { return forward_pd_.impl_info_str(); }
+
+private:
+    Window window_;
+    Activation& x_;
+    Activation& y_;
+    Weights weights_;
+    DataType type_;
+    bool input_gradient_;
+    dnnl::convolution_forward::primitive_desc forward_pd_;
+    Call forward_;
+    Call backward_data_;
+    Call backward_weights_;
+    GradientSink x_grad_;
+};
+
+/// Running statistics of a batch norm: C each, fp32, updated by forward().
+struct RunningStatistics {
+    float* mean = nullptr;
+    float* variance = nullptr;  ///< unbiased, as PyTorch keeps it
+};
+
+/// Batch normalisation in training mode (batch statistics), optionally followed by a fused ReLU:
+/// y = [relu](gamma * (x - mean) / sqrt(var + eps) + beta), x and y N x C x H x W. Parameters:
+/// gamma (C) then beta (C), contiguous in the arenas. Running statistics updated with momentum
+/// 0.1: r = 0.9 r + 0.1 batch (variance unbiased, n / (n - 1) with n = N x H x W).
+class BatchNorm : public LayerOp {
+public:
+    static constexpr float kEpsilon = 1e-5f;
+    static constexpr float kMomentum = 0.1f;
+
+    BatchNorm(Context& context, Activation& x, Activation& y, ParameterView gamma_beta,
+              RunningStatistics running, bool fused_relu);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_parameters(Context& context) override;
+    void backward_inputs(Context& context) override;
+
+private:
+    void update_running_statistics() const;
+
+    Activation& x_;
+    Activation& y_;
+    ParameterView gamma_beta_;
+    RunningStatistics running_;
+    dnnl::normalization_flags flags_;
+    std::int64_t values_per_channel_;  ///< N x H x W
+    dnnl::batch_normalization_forward::primitive_desc forward_pd_;
+    dnnl::memory scale_shift_, scale_shift_grad_;  ///< 2 x C fp32 over the arenas
+    dnnl::memory mean_, variance_;                 ///< C fp32, this batch's (variance biased)
+    dnnl::memory workspace_;                       ///< the fused ReLU's mask
+    Call forward_;
+    Call backward_;
+    GradientSink x_grad_;
+};
+
+/// ReLU, y = max(x, 0); in place when y.value is x.value (the backward pass reads y).
+class Relu : public LayerOp {
+public:
+    Relu(Context& context, Activation& x, Activation& y);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_inputs(Context& context) override;
+
+private:
+    Activation& x_;
+    Activation& y_;
+    dnnl::eltwise_forward::primitive_desc forward_pd_;
+    Call forward_;
+    Call backward_;
+    GradientSink x_grad_;
+};
+
+/// Max pooling (training, with its workspace) or average pooling (excluding padding).
+/// x: N x C x H x W, y: N x C x H' x W'.
+class Pooling : public LayerOp {
+public:
+    Pooling(Context& context, dnnl::algorithm algorithm, Window window, Activation& x, Activation& y);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_inputs(Context& context) override;
+
+private:
+    Window window_;
+    dnnl::algorithm algorithm_;
+    Activation& x_;
+    Activation& y_;
+    dnnl::pooling_forward::primitive_desc forward_pd_;
+    dnnl::memory workspace_;
+    Call forward_;
+    Call backward_;
+    GradientSink x_grad_;
+};
+
+/// Residual add, y = branch + shortcut, all N x C x H x W. Backward passes y's gradient to both
+/// inputs: an input whose gradient nothing has bound yet shares y.diff (no copy); otherwise
+/// y.diff is added to it.
+class Add : public LayerOp {
+public:
+    Add(Context& context, Activation& branch, Activation& shortcut, Activation& y);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_inputs(Context& context) override;
+
+private:
+    Activation& branch_;
+    Activation& shortcut_;
+    Activation& y_;
+    Call forward_;
+    std::vector<Call> accumulate_;
+};
+
+/// Fully connected layer with bias: logits = x W^T + b. x: N x C x 1 x 1 (the pooled features),
+/// W: classes x C, b: classes (contiguous after W in the arenas), logits and their gradient:
+/// N x classes fp32 plain (given by the caller).
+class FullyConnected : public LayerOp {
+public:
+    FullyConnected(Context& context, Activation& x, dnnl::memory logits, dnnl::memory logits_grad,
+                   ParameterView weight_and_bias, DataType type);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_parameters(Context& context) override;
+    void backward_inputs(Context& context) override;
+    void refresh_parameters(Context& context) override { weights_.refresh(context); }
+
+private:
+    Activation& x_;
+    dnnl::memory logits_, logits_grad_;
+    dnnl::memory compute_grad_;  ///< logits' gradient in the compute type (bf16 copy or logits_grad_)
+    ParameterView params_;
+    Weights weights_;
+    DataType type_;
+    int classes_;
+    dnnl::inner_product_forward::primitive_desc forward_pd_;
+    Call forward_;
+    std::optional<Call> convert_grad_;
+    Call backward_data_;
+    Call backward_weights_;
+    GradientSink x_grad_;
+};
+
+/// Softmax cross-entropy, mean over the batch, in fp32 with an fp64 sum.
+///   logits: batch x classes, labels: batch in [0, classes)
+///   logits_grad (out): batch x classes, d(mean loss)/d(logits) = (softmax - onehot) / batch
+/// Returns the mean loss. Throws InputError for a label outside [0, classes).
+double softmax_cross_entropy(const float* logits, const std::int32_t* labels, int batch, int classes,
+                             float* logits_grad);
+
+/// Plain fp32 N x C x H x W (nchw, or nc for 2-D) <-> a memory in any layout and type. For tests
+/// and set-up only (they allocate).
+void write_plain(const Context& context, dnnl::memory& memory, const float* values);
+std::vector<float> read_plain(const Context& context, const dnnl::memory& memory);
+
+}  // namespace epochcast::cpu

@@ -1,0 +1,315 @@
+// The CPU network (see network.hpp): one LayerOp per row of model/'s architecture table, run in
+// table order forward and in reverse order backward.
+//
+// Activations: one per table row (N x C x H x W, the network's layout and type), except that a
+// ReLU shares its input's storage: fused into the batch norm before it where there is one
+// (normalization_flags::fuse_norm_relu), in place after a residual add.
+#include "executor/cpu/network.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <deque>
+#include <numbers>
+#include <stdexcept>
+
+#include "model/errors.hpp"
+#include "model/workload.hpp"
+
+namespace epochcast {
+
+namespace {
+
+using cpu::Activation;
+using cpu::DataType;
+using cpu::Layout;
+
+/// Deterministic generator, one stream per (seed, layer): splitmix64 (Steele, Lea, Flood 2014),
+/// uniform from the top 53 bits, normal by Box-Muller. Independent of batch and threads.
+class Random {
+public:
+    Random(std::uint64_t seed, int layer) : state_(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer)) {
+        next();
+    }
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    /// In [0, 1).
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    double uniform(double low, double high) { return low + (high - low) * uniform(); }
+    double normal(double standard_deviation) {
+        const double u1 = 1.0 - uniform();  // (0, 1]
+        const double u2 = uniform();
+        return standard_deviation * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    }
+
+private:
+    std::uint64_t state_;
+};
+
+/// Validates what the CPU backend can run; returns its compute type.
+DataType check_spec(const NetworkSpec& spec) {
+    if (spec.batch < 1) throw InputError("batch " + std::to_string(spec.batch) + " is invalid; use at least 1 image per rank");
+    if (spec.threads < 1) throw InputError("thread count " + std::to_string(spec.threads) + " is invalid; use at least 1");
+    if (spec.precision == Precision::amp) {
+        throw InputError("--precision fp16 (amp) is a GPU precision; the CPU backend runs fp32 or bf16");
+    }
+    if (spec.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) {
+        throw InputError("--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this CPU's oneDNN ISA is " +
+                         cpu::cpu_isa_name() + "; use --precision fp32");
+    }
+    return spec.precision == Precision::bf16 ? DataType::bf16 : DataType::fp32;
+}
+
+/// Number of table rows that read each row's output.
+std::vector<int> consumer_counts(const Architecture& architecture) {
+    std::vector<int> counts(architecture.layers.size(), 0);
+    for (const Layer& layer : architecture.layers) {
+        for (int input : layer.inputs) {
+            if (input >= 0) ++counts[static_cast<std::size_t>(input)];
+        }
+    }
+    return counts;
+}
+
+class CpuNetwork final : public Network {
+public:
+    CpuNetwork(const NetworkSpec& spec, Layout layout)
+        : architecture_(spec.architecture), batch_(spec.batch), type_(check_spec(spec)), precision_(spec.precision),
+          context_(spec.threads) {
+        lay_out_arenas();
+        initialise_values(spec.seed);
+        build_layers(layout);
+        for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) it->op->bind_backward(context_);
+        context_.finalize();
+        parameters_updated();
+    }
+
+    const std::vector<ParameterTensor>& parameters() const override { return parameters_; }
+    std::int64_t parameter_elements() const override { return static_cast<std::int64_t>(values_.size()); }
+    float* values() override { return values_.data(); }
+    float* gradients() override { return gradients_.data(); }
+    const std::vector<StateTensor>& state() const override { return state_; }
+
+    double train_step(const float* images, const std::int32_t* labels,
+                      const std::function<void(int layer)>& layer_ready) override {
+        omp_set_num_threads(context_.threads());
+        image_plain_.set_data_handle(const_cast<float*>(images));
+        context_.run(image_reorder_);
+        for (Step& step : steps_) step.op->forward(context_);
+        const double loss = cpu::softmax_cross_entropy(static_cast<const float*>(logits_.get_data_handle()), labels,
+                                                       batch_, architecture_.classes,
+                                                       static_cast<float*>(logits_grad_.get_data_handle()));
+        for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+            it->op->backward_parameters(context_);
+            if (it->has_parameters && layer_ready) layer_ready(it->layer);
+            it->op->backward_inputs(context_);
+        }
+        return loss;
+    }
+
+    void parameters_updated() override {
+        for (Step& step : steps_) step.op->refresh_parameters(context_);
+    }
+
+    std::string implementation() const override { return implementation_; }
+
+private:
+    struct Step {
+        int layer = 0;                      ///< table row
+        std::unique_ptr<cpu::LayerOp> op;
+        bool has_parameters = false;
+    };
+
+    /// Arena offsets in backward order (model/'s gradients_in_backward_order), names, state.
+    void lay_out_arenas() {
+        offset_of_layer_.assign(architecture_.layers.size(), -1);
+        std::int64_t offset = 0;
+        for (const GradientTensor& gradient : gradients_in_backward_order(architecture_, precision_)) {
+            const Layer& layer = architecture_.layers[static_cast<std::size_t>(gradient.layer)];
+            offset_of_layer_[static_cast<std::size_t>(gradient.layer)] = offset;
+            const std::int64_t second = layer.kind == LayerKind::convolution ? 0
+                                        : layer.kind == LayerKind::batch_norm ? layer.output.channels
+                                                                              : architecture_.classes;
+            const bool weight_decay = layer.kind != LayerKind::batch_norm;
+            parameters_.push_back({layer.name + ".weight", gradient.layer, offset, gradient.elements - second, weight_decay});
+            if (second > 0) {
+                parameters_.push_back({layer.name + ".bias", gradient.layer, offset + gradient.elements - second, second, false});
+            }
+            offset += gradient.elements;
+        }
+        values_.assign(static_cast<std::size_t>(offset), 0.0f);
+        gradients_.assign(static_cast<std::size_t>(offset), 0.0f);
+
+        std::int64_t channels = 0;
+        for (const Layer& layer : architecture_.layers) {
+            if (layer.kind == LayerKind::batch_norm) channels += layer.output.channels;
+        }
+        running_.assign(static_cast<std::size_t>(2 * channels), 0.0f);
+        float* next = running_.data();
+        for (const Layer& layer : architecture_.layers) {
+            if (layer.kind != LayerKind::batch_norm) continue;
+            const int c = layer.output.channels;
+            state_.push_back({layer.name + ".running_mean", c, next});
+            std::fill(next + c, next + 2 * c, 1.0f);  // running variance starts at 1
+            state_.push_back({layer.name + ".running_var", c, next + c});
+            next += 2 * c;
+        }
+    }
+
+    /// conv: Kaiming normal, fan_out (std = sqrt(2 / (O K K))); BN: gamma 1 (0 where the table
+    /// says zero_init_gamma), beta 0; fc: weight and bias uniform(-1/sqrt(in), 1/sqrt(in)).
+    void initialise_values(std::uint64_t seed) {
+        for (std::size_t index = 0; index < architecture_.layers.size(); ++index) {
+            const Layer& layer = architecture_.layers[index];
+            if (offset_of_layer_[index] < 0) continue;
+            float* value = values_.data() + offset_of_layer_[index];
+            Random random(seed, static_cast<int>(index));
+            if (layer.kind == LayerKind::convolution) {
+                const double deviation = std::sqrt(2.0 / (double(layer.output.channels) * layer.kernel * layer.kernel));
+                for (std::int64_t i = 0; i < layer.parameters; ++i) value[i] = static_cast<float>(random.normal(deviation));
+            } else if (layer.kind == LayerKind::batch_norm) {
+                std::fill(value, value + layer.output.channels, layer.zero_init_gamma ? 0.0f : 1.0f);
+            } else {
+                const double bound = 1.0 / std::sqrt(static_cast<double>(layer.input.elements()));
+                for (std::int64_t i = 0; i < layer.parameters; ++i) value[i] = static_cast<float>(random.uniform(-bound, bound));
+            }
+        }
+    }
+
+    cpu::ParameterView view_of(std::size_t layer) {
+        const std::int64_t offset = offset_of_layer_[layer];
+        return {values_.data() + offset, gradients_.data() + offset};
+    }
+
+    Activation& new_activation(const Shape& shape, Layout layout) {
+        return activations_.emplace_back(
+            cpu::make_activation(context_, cpu::activation_desc(batch_, shape, type_, layout)));
+    }
+
+    /// One LayerOp per table row, forward order; output_[i] is row i's output activation.
+    void build_layers(Layout layout) {
+        const std::vector<int> consumers = consumer_counts(architecture_);
+        image_ = cpu::make_activation(
+            context_, cpu::activation_desc(batch_, Shape{3, architecture_.image_size, architecture_.image_size}, type_, layout));
+        output_.assign(architecture_.layers.size(), nullptr);
+        const auto& layers = architecture_.layers;
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+            const Layer& layer = layers[i];
+            Activation& x = layer.inputs[0] < 0 ? image_ : *output_[static_cast<std::size_t>(layer.inputs[0])];
+            const cpu::Window window{layer.kernel, layer.stride, layer.padding};
+            switch (layer.kind) {
+                case LayerKind::convolution: {
+                    Activation& y = new_activation(layer.output, layout);
+                    auto conv = std::make_unique<cpu::Convolution>(context_, window, x, y, view_of(i), type_,
+                                                                   /*input_gradient=*/layer.inputs[0] >= 0);
+                    if (implementation_.empty() && layer.kernel == 3) implementation_ = conv->implementation();
+                    add_step(i, std::move(conv), y);
+                    break;
+                }
+                case LayerKind::batch_norm: {
+                    // Fused with the ReLU that follows when that ReLU is its only reader.
+                    const bool fuse = i + 1 < layers.size() && layers[i + 1].kind == LayerKind::relu &&
+                                      layers[i + 1].inputs[0] == static_cast<int>(i) && consumers[i] == 1;
+                    Activation& y = new_activation(layer.output, layout);
+                    const std::int64_t c = layer.output.channels;
+                    float* running = running_.data() + running_offset_;
+                    running_offset_ += 2 * c;
+                    add_step(i, std::make_unique<cpu::BatchNorm>(context_, x, y, view_of(i),
+                                                                 cpu::RunningStatistics{running, running + c}, fuse), y);
+                    if (fuse) output_[++i] = &y;  // the ReLU row shares the batch norm's output
+                    break;
+                }
+                case LayerKind::relu: {
+                    Activation& y = activations_.emplace_back(Activation{x.value, dnnl::memory()});  // in place
+                    add_step(i, std::make_unique<cpu::Relu>(context_, x, y), y);
+                    break;
+                }
+                case LayerKind::max_pool:
+                case LayerKind::avg_pool: {
+                    Activation& y = new_activation(layer.output, layout);
+                    const auto algorithm = layer.kind == LayerKind::max_pool ? dnnl::algorithm::pooling_max
+                                                                             : dnnl::algorithm::pooling_avg_exclude_padding;
+                    add_step(i, std::make_unique<cpu::Pooling>(context_, algorithm, window, x, y), y);
+                    break;
+                }
+                case LayerKind::add: {
+                    Activation& y = new_activation(layer.output, layout);
+                    Activation& shortcut = *output_[static_cast<std::size_t>(layer.inputs[1])];
+                    add_step(i, std::make_unique<cpu::Add>(context_, x, shortcut, y), y);
+                    break;
+                }
+                case LayerKind::fully_connected: {
+                    const dnnl::memory::desc logits_desc({batch_, architecture_.classes}, dnnl::memory::data_type::f32,
+                                                         dnnl::memory::format_tag::nc);
+                    logits_ = dnnl::memory(logits_desc, context_.engine());
+                    logits_grad_ = dnnl::memory(logits_desc, context_.engine());
+                    steps_.push_back({static_cast<int>(i),
+                                      std::make_unique<cpu::FullyConnected>(context_, x, logits_, logits_grad_, view_of(i), type_),
+                                      true});
+                    break;
+                }
+            }
+        }
+        // Edge: the caller's fp32 NCHW images -> conv1's input (layout and type conv1 chose).
+        image_plain_ = dnnl::memory(dnnl::memory::desc(image_.value.get_desc().dims(), dnnl::memory::data_type::f32,
+                                                       dnnl::memory::format_tag::nchw),
+                                    context_.engine(), DNNL_MEMORY_NONE);
+        image_reorder_ = cpu::Call{dnnl::reorder(image_plain_, image_.value),
+                                   {{DNNL_ARG_FROM, image_plain_}, {DNNL_ARG_TO, image_.value}}};
+        implementation_ = describe(implementation_);
+    }
+
+    void add_step(std::size_t layer, std::unique_ptr<cpu::LayerOp> op, Activation& y) {
+        output_[layer] = &y;
+        steps_.push_back({static_cast<int>(layer), std::move(op), offset_of_layer_[layer] >= 0});
+    }
+
+    std::string describe(const std::string& convolution_implementation) const {
+        const dnnl_version_t* version = dnnl_version();
+        return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+               std::to_string(version->patch) + " " + cpu::cpu_isa_name() + ", convolutions " +
+               convolution_implementation + ", " +
+               (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
+    }
+
+    Architecture architecture_;
+    int batch_;
+    DataType type_;
+    Precision precision_;
+    cpu::Context context_;
+    std::vector<ParameterTensor> parameters_;
+    std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
+    std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
+    std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
+    std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)
+    std::int64_t running_offset_ = 0;
+    std::vector<StateTensor> state_;
+    Activation image_;                           ///< N x 3 x S x S in conv1's layout and type
+    dnnl::memory image_plain_;                   ///< N x 3 x S x S fp32 NCHW, the caller's pointer
+    cpu::Call image_reorder_;
+    std::deque<Activation> activations_;         ///< stable addresses; the layers hold references
+    std::vector<Activation*> output_;            ///< per table row
+    dnnl::memory logits_, logits_grad_;          ///< N x classes fp32
+    std::vector<Step> steps_;                    ///< forward order
+    std::string implementation_;
+};
+
+}  // namespace
+
+cpu::Layout default_layout(Precision precision) {
+    return precision == Precision::bf16 ? cpu::Layout::nhwc : cpu::Layout::blocked;
+}
+
+std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec) {
+    return make_cpu_network(spec, default_layout(spec.precision));
+}
+
+std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec, cpu::Layout layout) {
+    return std::make_unique<CpuNetwork>(spec, layout);
+}
+
+}  // namespace epochcast

@@ -1,0 +1,282 @@
+// The whole CPU network: its gradient against central finite differences of its own loss, its
+// arenas against model/'s backward order, deterministic initialisation, and the specs it refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "executor/cpu/network.hpp"
+#include "model/errors.hpp"
+#include "model/workload.hpp"
+
+namespace epochcast {
+namespace {
+
+constexpr int kClasses = 10;
+// 64 px rather than 32: at 32 px stage 4's maps are 1 x 1, so with a batch of 2 its batch norms
+// normalise 2 values per channel (outputs +-1 whatever the input, or a 1/sqrt(eps) = 316x
+// amplification where the two nearly coincide): the loss is flat or a cliff there and finite
+// differences say nothing. At 64 px those maps are 2 x 2 (8 values per channel).
+constexpr int kImageSize = 64;
+
+NetworkSpec small_spec(int batch, Precision precision = Precision::fp32) {
+    NetworkSpec spec;
+    spec.architecture = build_resnet("resnet18", kImageSize, kClasses);
+    spec.batch = batch;
+    spec.precision = precision;
+    spec.threads = 2;
+    spec.seed = 7;
+    return spec;
+}
+
+/// batch x 3 x S x S standard normal images and labels in [0, classes).
+struct Batch {
+    std::vector<float> images;
+    std::vector<std::int32_t> labels;
+};
+
+Batch random_batch(int batch, std::uint64_t seed) {
+    std::mt19937_64 generator(seed);
+    std::normal_distribution<float> normal;
+    Batch data;
+    data.images.resize(static_cast<std::size_t>(batch) * 3 * kImageSize * kImageSize);
+    for (float& value : data.images) value = normal(generator);
+    for (int n = 0; n < batch; ++n) data.labels.push_back(static_cast<std::int32_t>((3 * n + 1) % kClasses));
+    return data;
+}
+
+const ParameterTensor& find_parameter(const Network& network, const std::string& name) {
+    for (const ParameterTensor& tensor : network.parameters()) {
+        if (tensor.name == name) return tensor;
+    }
+    throw std::runtime_error("no parameter " + name);
+}
+
+double loss_of(Network& network, const Batch& data) {
+    return network.train_step(data.images.data(), data.labels.data(), nullptr);
+}
+
+/// The untrained net has the zero gammas of seed 000 (each residual branch's last BN), which
+/// make every branch convolution's gradient exactly 0; the gradient check sets every gamma to a
+/// value in [0.5, 1.5] so that all layers take part.
+void randomise_gammas(Network& network) {
+    std::mt19937_64 generator(11);
+    std::uniform_real_distribution<float> uniform(0.5f, 1.5f);
+    for (const ParameterTensor& tensor : network.parameters()) {
+        const bool gamma = tensor.name.find(".bn") != std::string::npos || tensor.name.rfind("bn1.", 0) == 0 ||
+                           tensor.name.find("downsample.1") != std::string::npos;
+        if (!gamma || tensor.name.ends_with(".bias")) continue;
+        for (std::int64_t i = 0; i < tensor.elements; ++i) network.values()[tensor.offset + i] = uniform(generator);
+    }
+    network.parameters_updated();
+}
+
+/// Central difference of the loss along `direction` (same size as the arena), step `step`.
+double directional_difference(Network& network, const Batch& data, const std::vector<double>& direction,
+                              double step) {
+    std::vector<float> saved(network.values(), network.values() + network.parameter_elements());
+    auto evaluate = [&](double sign) {
+        for (std::size_t i = 0; i < saved.size(); ++i) {
+            network.values()[i] = static_cast<float>(saved[i] + sign * step * direction[i]);
+        }
+        network.parameters_updated();
+        return loss_of(network, data);
+    };
+    const double plus = evaluate(+1.0);
+    const double minus = evaluate(-1.0);
+    std::copy(saved.begin(), saved.end(), network.values());
+    network.parameters_updated();
+    return (plus - minus) / (2.0 * step);
+}
+
+class CpuNetworkGradient : public ::testing::Test {
+protected:
+    void SetUp() override {
+        network_ = make_cpu_network(small_spec(2));
+        randomise_gammas(*network_);
+        data_ = random_batch(2, 5);
+        loss_of(*network_, data_);
+        gradient_.assign(network_->gradients(), network_->gradients() + network_->parameter_elements());
+    }
+    std::unique_ptr<Network> network_;
+    Batch data_;
+    std::vector<float> gradient_;
+};
+
+// Along random unit directions over all 11.2 M weights, the analytic derivative g . d matches
+// the central difference within 2% of |g| (|g . d| is about |g| / sqrt(n) for a random d, so the
+// direction is half g / |g| to lift the projection well above fp32 noise). Step 1e-4: the loss
+// moves by ~1e-2, far above its fp32 rounding (~1e-6, so ~1e-2 error in a derivative of ~70),
+// while steps of 1e-3 and 1e-2 cross enough ReLU kinks to bias the difference by 4% and 25%.
+TEST_F(CpuNetworkGradient, DirectionalDerivativesMatchCentralDifferences) {
+    const double norm = std::sqrt(std::inner_product(gradient_.begin(), gradient_.end(), gradient_.begin(), 0.0));
+    ASSERT_GT(norm, 1e-3);
+    std::mt19937_64 generator(3);
+    std::normal_distribution<double> normal;
+    for (int trial = 0; trial < 3; ++trial) {
+        std::vector<double> direction(gradient_.size());
+        for (std::size_t i = 0; i < direction.size(); ++i) direction[i] = normal(generator) / std::sqrt(double(direction.size())) + gradient_[i] / norm;  // |random part| ~ 1
+        const double length = std::sqrt(std::inner_product(direction.begin(), direction.end(), direction.begin(), 0.0));
+        for (double& value : direction) value /= length;
+        const double analytic = std::inner_product(gradient_.begin(), gradient_.end(), direction.begin(), 0.0);
+        const double numeric = directional_difference(*network_, data_, direction, 1e-4);
+        EXPECT_NEAR(numeric, analytic, 0.02 * norm) << "trial " << trial << " |g| " << norm;
+    }
+}
+
+// Single weights in conv1, middle convolutions, a shortcut convolution, a batch-norm gamma and
+// beta, and fc: central difference with step 1e-3 within 10% of the larger value plus 5e-4.
+// Loose because one weight moves the fp32 loss by only ~1e-5 (rounding noise ~1e-6 / 2e-3 =
+// 5e-4 in the derivative) and the ReLU kinks it crosses bias it by a few % (measured: 7% at
+// layer2.0.conv1); a missing gradient path or a factor 2 still fails it.
+TEST_F(CpuNetworkGradient, SingleCoordinatesMatchCentralDifferences) {
+    const std::vector<std::pair<std::string, std::int64_t>> coordinates{
+        {"conv1.weight", 5},         {"layer2.0.conv1.weight", 123}, {"layer3.1.conv2.weight", 77},
+        {"layer2.1.bn1.weight", 4},  {"layer1.0.bn2.bias", 9},       {"layer3.0.downsample.0.weight", 31},
+        {"fc.weight", 1031},         {"fc.bias", 3}};
+    for (const auto& [name, index] : coordinates) {
+        const ParameterTensor& tensor = find_parameter(*network_, name);
+        std::vector<double> direction(gradient_.size(), 0.0);
+        direction[static_cast<std::size_t>(tensor.offset + index)] = 1.0;
+        const double analytic = gradient_[static_cast<std::size_t>(tensor.offset + index)];
+        const double numeric = directional_difference(*network_, data_, direction, 1e-3);
+        EXPECT_NEAR(numeric, analytic, 0.10 * std::max(std::abs(analytic), std::abs(numeric)) + 5e-4) << name << "[" << index << "]";
+    }
+}
+
+TEST(CpuNetwork, ParametersAreInModelBackwardOrderAndContiguous) {
+    const NetworkSpec spec = small_spec(2);
+    auto network = make_cpu_network(spec);
+    const auto gradients = gradients_in_backward_order(spec.architecture, Precision::fp32);
+    const auto& parameters = network->parameters();
+    EXPECT_EQ(network->parameter_elements(), spec.architecture.parameters());
+    EXPECT_EQ(parameters.front().name, "fc.weight");
+    EXPECT_EQ(parameters[1].name, "fc.bias");
+    EXPECT_EQ(parameters.back().name, "conv1.weight");
+    // Offsets contiguous; the tensors of each model gradient (weight, then bias) in its order.
+    std::int64_t offset = 0;
+    std::size_t index = 0;
+    for (const GradientTensor& gradient : gradients) {
+        std::int64_t elements = 0;
+        while (index < parameters.size() && parameters[index].layer == gradient.layer) {
+            const ParameterTensor& tensor = parameters[index++];
+            EXPECT_EQ(tensor.offset, offset) << tensor.name;
+            EXPECT_EQ(tensor.weight_decay, tensor.name.ends_with(".weight") &&
+                                               spec.architecture.layers[tensor.layer].kind != LayerKind::batch_norm)
+                << tensor.name;
+            offset += tensor.elements;
+            elements += tensor.elements;
+        }
+        EXPECT_EQ(elements, gradient.elements) << spec.architecture.layers[gradient.layer].name;
+    }
+    EXPECT_EQ(index, parameters.size());
+    EXPECT_EQ(offset, network->parameter_elements());
+    EXPECT_EQ(find_parameter(*network, "layer1.0.bn1.weight").elements, 64);
+    EXPECT_EQ(find_parameter(*network, "layer4.1.conv2.weight").elements, 512 * 512 * 9);
+    // State: running mean and variance of each batch norm, in forward order.
+    EXPECT_EQ(network->state().front().name, "bn1.running_mean");
+    EXPECT_EQ(network->state()[1].name, "bn1.running_var");
+    EXPECT_EQ(network->state().back().name, "layer4.1.bn2.running_var");
+}
+
+TEST(CpuNetwork, LayerReadyFollowsBackwardOrderOncePerLayer) {
+    const NetworkSpec spec = small_spec(2);
+    auto network = make_cpu_network(spec);
+    const Batch data = random_batch(2, 1);
+    std::vector<int> ready;
+    network->train_step(data.images.data(), data.labels.data(), [&](int layer) { ready.push_back(layer); });
+    std::vector<int> expected;
+    for (const GradientTensor& gradient : gradients_in_backward_order(spec.architecture, Precision::fp32)) {
+        expected.push_back(gradient.layer);
+    }
+    EXPECT_EQ(ready, expected);
+}
+
+TEST(CpuNetwork, SameSeedGivesSameWeightsForAnyBatch) {
+    auto two = make_cpu_network(small_spec(2));
+    NetworkSpec spec4 = small_spec(4);
+    spec4.threads = 1;
+    auto four = make_cpu_network(spec4);
+    ASSERT_EQ(two->parameter_elements(), four->parameter_elements());
+    EXPECT_TRUE(std::equal(two->values(), two->values() + two->parameter_elements(), four->values()));
+    NetworkSpec other = small_spec(2);
+    other.seed = 8;
+    auto different = make_cpu_network(other);
+    EXPECT_FALSE(std::equal(two->values(), two->values() + two->parameter_elements(), different->values()));
+    // Kaiming fan-out: conv1's standard deviation sqrt(2 / (64 x 7 x 7)) = 0.0253.
+    const ParameterTensor& conv1 = find_parameter(*two, "conv1.weight");
+    double sum_squares = 0;
+    for (std::int64_t i = 0; i < conv1.elements; ++i) sum_squares += std::pow(two->values()[conv1.offset + i], 2);
+    EXPECT_NEAR(std::sqrt(sum_squares / conv1.elements), std::sqrt(2.0 / (64 * 49)), 0.001);
+    // Each residual branch's last gamma starts at 0, the others at 1.
+    EXPECT_EQ(two->values()[find_parameter(*two, "layer1.0.bn2.weight").offset], 0.0f);
+    EXPECT_EQ(two->values()[find_parameter(*two, "layer1.0.bn1.weight").offset], 1.0f);
+}
+
+// With 10 classes the untrained net's logits are small (fc weights ~ U(+-1/sqrt(512))), so the
+// loss is within 0.5 of ln 10 = 2.303.
+TEST(CpuNetwork, UntrainedLossIsNearLogOfClassCount) {
+    auto network = make_cpu_network(small_spec(4));
+    const Batch data = random_batch(4, 2);
+    EXPECT_NEAR(loss_of(*network, data), std::log(double(kClasses)), 0.5);
+}
+
+// Plain SGD on one fixed batch: the loss falls by half within 10 steps (the net memorises it).
+TEST(CpuNetwork, SgdOnOneBatchLowersTheLoss) {
+    auto network = make_cpu_network(small_spec(4));
+    const Batch data = random_batch(4, 3);
+    const double first = loss_of(*network, data);
+    double last = first;
+    for (int step = 0; step < 10; ++step) {
+        for (std::int64_t i = 0; i < network->parameter_elements(); ++i) network->values()[i] -= 0.05f * network->gradients()[i];
+        network->parameters_updated();
+        last = loss_of(*network, data);
+    }
+    EXPECT_LT(last, 0.5 * first);
+}
+
+TEST(CpuNetwork, BatchNormRunningStatisticsMoveWithMomentum) {
+    auto network = make_cpu_network(small_spec(2));
+    const Batch data = random_batch(2, 4);
+    loss_of(*network, data);
+    const StateTensor& variance = network->state()[1];  // bn1.running_var: 0.9 x 1 + 0.1 x batch variance
+    for (std::int64_t c = 0; c < variance.elements; ++c) {
+        EXPECT_GT(variance.value[c], 0.9f) << c;
+        EXPECT_NE(variance.value[c], 1.0f) << c;
+    }
+}
+
+TEST(CpuNetwork, RefusesWhatItCannotRun) {
+    EXPECT_THROW(make_cpu_network(small_spec(2, Precision::amp)), InputError);
+    EXPECT_THROW(make_cpu_network(small_spec(0)), InputError);
+    NetworkSpec no_threads = small_spec(2);
+    no_threads.threads = 0;
+    EXPECT_THROW(make_cpu_network(no_threads), InputError);
+    auto network = make_cpu_network(small_spec(2));
+    Batch data = random_batch(2, 1);
+    data.labels[1] = kClasses;
+    EXPECT_THROW(loss_of(*network, data), InputError);
+}
+
+TEST(CpuNetwork, Bf16IsRefusedWithoutNativeBf16) {
+    if (cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU runs bf16 natively (" << cpu::cpu_isa_name() << ")";
+    try {
+        make_cpu_network(small_spec(2, Precision::bf16));
+        FAIL() << "bf16 accepted on " << cpu::cpu_isa_name();
+    } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("native bf16"), std::string::npos) << error.what();
+    }
+}
+
+TEST(CpuNetwork, Bf16RunsWhereNative) {
+    if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "no native bf16 on " << cpu::cpu_isa_name();
+    auto network = make_cpu_network(small_spec(2, Precision::bf16));
+    const Batch data = random_batch(2, 1);
+    EXPECT_NEAR(loss_of(*network, data), std::log(double(kClasses)), 0.5);
+    EXPECT_NE(network->implementation().find("bf16"), std::string::npos) << network->implementation();
+}
+
+}  // namespace
+}  // namespace epochcast
