@@ -15,7 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "executor/checkpoint.hpp"
+#include "executor/arena.hpp"
 #include "executor/cpu/network.hpp"
+#include "executor/data.hpp"
+#include "executor/optimizer.hpp"
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
 
@@ -107,24 +110,55 @@ TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
     EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << "first " << loss.front() << ", last " << loss.back();
 }
 
+TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
+    // One step on two ranks of 8 images, against the same step computed here: each rank's
+    // gradient on its own 8 images (positions 0-7 and 8-15), averaged, then seed 000's optimizer
+    // at the scaled rate 2 x 0.05. Exact up to float rounding.
+    const ProcessResult two = mpirun(2, kSmallRun + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + path("two"));
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    const Architecture architecture = build_resnet("resnet18", 32, 4);
+    std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{architecture, 8, Precision::fp32, 1, 7});
+    const std::unique_ptr<DataSource> data = make_synthetic_data(4, 32, 4096, 7);
+    const std::int64_t elements = network->parameter_elements();
+    std::vector<float> mean_gradient(static_cast<std::size_t>(elements), 0.0f);
+    for (int rank = 0; rank < 2; ++rank) {
+        Batch batch;
+        data->fill(8 * rank, 8, batch);
+        network->train_step(batch.images.data(), batch.labels.data(), [](int) {});
+        for (std::int64_t i = 0; i < elements; ++i) mean_gradient[static_cast<std::size_t>(i)] += network->gradients()[i];
+    }
+    for (float& g : mean_gradient) g /= 2;
+    std::vector<float> expected(network->values(), network->values() + elements);
+    std::vector<float> momentum(expected.size(), 0.0f);
+    const std::vector<float> mask = weight_decay_mask(network->parameters());
+    sgd_nesterov_step(expected.data(), mean_gradient.data(), momentum.data(), mask.data(), elements, 0.1);
+    const std::vector<float> start(network->values(), network->values() + elements);
+    const Checkpoint measured = read_checkpoint(path("two"));
+    EXPECT_LT(relative_distance(minus(measured.weights, start), minus(expected, start)), 1e-4);
+    EXPECT_LT(relative_distance(measured.momentum, momentum), 1e-4);
+}
+
 TEST_F(TrainingTest, TwoRanksUpdateTheWeightsAsOneRankOnTheCombinedBatch) {
-    // Two steps: one rank on 16 images per step, two ranks on 8 each (the same 16 images).
-    // Batch-norm statistics are per rank (as in Horovod), so the updates agree within a
-    // tolerance, not exactly; the control, one rank on only the first rank's 8 images, must be
-    // clearly further away.
+    // One step: one rank on 16 images, two ranks on 8 each (the same 16 images). Each rank's
+    // batch norm normalises with its own batch's statistics (as Horovod does), so the updates
+    // agree within a tolerance, not exactly: measured here, 0.34 of the update's norm at 64x64
+    // (0.67 at 32x32, where the last stage's maps are 1x1). The control, one rank on only the
+    // first rank's 8 images, is 0.84 away; data parallelism must be clearly closer.
     // Linear scaling: the two ranks' per-worker rate 0.05 is a global 0.1, as for one rank.
-    const std::string common = kSmallRun + " --steps 2";
+    const std::string common = " --model resnet18 --image-size 64 --classes 4 --precision fp32 --threads 1"
+                               " --synthetic-images 4096 --seed 7 --steps 1";
     ASSERT_EQ(train(common + " --batch-per-gpu 16 --lr 0.1 --checkpoint-dir " + path("one")).exit_code, 0);
     const ProcessResult two = mpirun(2, common + " --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + path("two"));
     ASSERT_EQ(two.exit_code, 0) << two.err;
     ASSERT_EQ(train(common + " --batch-per-gpu 8 --lr 0.1 --checkpoint-dir " + path("half")).exit_code, 0);
-    const std::vector<float> start = initial_weights();
+    std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{build_resnet("resnet18", 64, 4), 2, Precision::fp32, 1, 7});
+    const std::vector<float> start(network->values(), network->values() + network->parameter_elements());
     const std::vector<float> one = minus(read_checkpoint(path("one")).weights, start);
     const std::vector<float> two_ranks = minus(read_checkpoint(path("two")).weights, start);
     const std::vector<float> half = minus(read_checkpoint(path("half")).weights, start);
     const double data_parallel_error = relative_distance(two_ranks, one);
     const double control_error = relative_distance(half, one);
-    EXPECT_LT(data_parallel_error, 0.25);
+    EXPECT_LT(data_parallel_error, 0.45);
     EXPECT_LT(data_parallel_error, 0.5 * control_error) << "2 ranks " << data_parallel_error << ", half batch " << control_error;
 }
 
