@@ -116,8 +116,9 @@ void print_comparison(const Observation& run, const json& raw, const Prediction&
     if (!measured_curve) {
         out << "note: the calibration has no measured curve for local-cpu / " << to_string(run.scenario.precision)
             << " / epochcast, so the roofline prior on the host's measured peaks predicts it; calibrate with this "
-               "run's trace (--trace-out FILE, then epochcast calibrate FILE --catalog HOST.json -o CAL.json) to "
-               "narrow it.\n";
+               "run's trace: run with --trace-out RUN.json --save-host-catalog HOST.json, then epochcast calibrate "
+               "RUN.json --catalog HOST.json -o CAL.json, and run again with --calibration CAL.json --host-catalog "
+               "HOST.json.\n";
     }
 }
 
