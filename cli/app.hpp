@@ -24,5 +24,6 @@ void register_calibrate(CLI::App& app, std::ostream& out);
 void register_validate(CLI::App& app, std::ostream& out);
 void register_plan_calibration(CLI::App& app, std::ostream& out);
 void register_simulate(CLI::App& app, std::ostream& out);
+void register_run(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

@@ -50,7 +50,7 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
     scen.push_back(cmd.add_option("--strategy", flags.strategy,
                                    "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)"));
-    scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow or pytorch"));
+    scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
     scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));

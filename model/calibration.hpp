@@ -43,7 +43,7 @@ struct RooflinePrior {
     std::string source;
 };
 
-/// A framework's overheads (MXNet, TensorFlow, PyTorch each have one).
+/// A framework's overheads (MXNet, TensorFlow, PyTorch and epochcast's own executor each have one).
 struct FrameworkProfile {
     double fixed_overhead_s = 0;    ///< per-iteration overhead of a GPU without a measured curve, in seconds
     double sync_jitter = 0;         ///< relative standard deviation of one worker's compute time (stragglers)
@@ -90,7 +90,7 @@ struct Calibration {
     std::string description;                ///< what it was made from
     std::vector<std::string> fitted_from;   ///< the runs (file#index) it was fitted to
     RooflinePrior roofline;
-    std::array<FrameworkProfile, 3> frameworks;  ///< indexed by Framework
+    std::array<FrameworkProfile, kFrameworkCount> frameworks;  ///< indexed by Framework
     std::vector<ComputeCurve> compute;
     NetworkParams network;
     double decode_images_per_s_per_vcpu = 0;  ///< JPEG decode + augmentation, per vCPU (seed 002)

@@ -135,7 +135,8 @@ GpuSpec parse_gpu(const json& entry, const Where& where) {
     GpuSpec gpu;
     gpu.name = required_string(entry, "name", where);
     gpu.fp32_tflops = number(entry, "fp32_tflops", Bound::positive, where, true);
-    gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::positive, where, true);
+    // 0 for a device without fp16 arithmetic (a CPU: `epochcast-train --describe-host`).
+    gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::non_negative, where, true);
     gpu.bf16_tflops = number(entry, "bf16_tflops", Bound::non_negative, where, false, 0);
     gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
     gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, true);
@@ -164,7 +165,8 @@ InstanceSpec parse_instance(const json& entry, const Where& where) {
     instance.network_gbps = number(entry, "network_gbps", Bound::positive, where, true);
     instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, 0);
     instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, 0);
-    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::positive, where, true);
+    // 0 for a machine that costs nothing by the hour (the local host, `local-cpu`).
+    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::non_negative, where, true);
     instance.spot_usd_per_hour = number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, 0);
     instance.source = required_string(entry, "source", where);
     return instance;

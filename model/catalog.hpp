@@ -14,7 +14,7 @@ namespace epochcast {
 struct GpuSpec {
     std::string name;            ///< e.g. "V100-SXM2-16GB"
     double fp32_tflops = 0;      ///< peak dense fp32, in 10^12 FLOP/s
-    double fp16_tflops = 0;      ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s
+    double fp16_tflops = 0;      ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s; 0 where none (CPUs)
     double bf16_tflops = 0;      ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
     double memory_gib = 0;       ///< device memory, in GiB
     double memory_GBps = 0;      ///< device memory bandwidth, in 10^9 bytes/s
@@ -31,7 +31,7 @@ struct InstanceSpec {
     double network_gbps = 0;        ///< NIC line rate, in 10^9 bit/s
     int efa_adapters = 0;           ///< Elastic Fabric Adapters (0 = plain ENA/TCP networking)
     double intra_node_GBps = 0;     ///< GPU-to-GPU bandwidth inside the node per GPU (NVLink or PCIe), in 10^9 bytes/s
-    double price_usd_per_hour = 0;  ///< us-east-1 Linux on-demand price, in US dollars per hour
+    double price_usd_per_hour = 0;  ///< us-east-1 Linux on-demand price, in US dollars per hour (0: a machine you own)
     double spot_usd_per_hour = 0;   ///< us-east-1 spot price, in US dollars per hour
     std::string source;             ///< where the figures come from
 };
@@ -44,7 +44,8 @@ public:
 
     /// Parse catalog JSON text; `origin` names it in error messages (a path, or "built-in catalog").
     /// Throws InputError on malformed JSON, a wrong schema, a missing key or wrong type (naming the
-    /// entry and the key), a negative or zero count or price where it must be positive, or an
+    /// entry and the key), a negative or zero count where it must be positive, a negative price or
+    /// peak (fp16_tflops, bf16_tflops and the prices may be 0), or an
     /// instance whose gpu names no GPU known to this catalog.
     static Catalog parse(std::string_view json_text, std::string_view origin);
 

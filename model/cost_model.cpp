@@ -238,8 +238,11 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const Workload& work = workload(scenario.model, scenario.image_size, scenario.classes);
     const double peak = peak_flops_per_s(gpu, scenario.precision);
     if (!(peak > 0)) {
+        std::string available = "fp32";
+        if (gpu.fp16_tflops > 0) available += " or amp";
+        if (gpu.bf16_tflops > 0) available += " or bf16";
         throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(scenario.precision)) +
-                         " arithmetic; use --precision fp32 or amp");
+                         " arithmetic; use --precision " + available);
     }
 
     // Memory
@@ -300,8 +303,10 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         r.transfer_sigma = std::hypot(architecture_sigma, framework_sigma);
     } else {
         const RooflinePrior& prior = calibration_.roofline;
-        // GPUs without tensor cores (K80, M60) run fp16 at the fp32 rate and efficiency.
-        const bool tensor = scenario.precision != Precision::fp32 && gpu.fp16_tflops > 1.5 * gpu.fp32_tflops;
+        // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
+        // cores) run it at the fp32 efficiency; dedicated units (tensor cores, a CPU's AMX or
+        // AVX-512 BF16) at the tensor efficiency.
+        const bool tensor = scenario.precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;
         const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
         const double traffic_bytes =
             work.memory_traffic_elements_per_image * activation_element_bytes(scenario.precision);
@@ -360,9 +365,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
 
     const bool spot = scenario.pricing == Pricing::spot;
     auto hourly = [&](const InstanceSpec& spec) {
-        const double price = spot ? spec.spot_usd_per_hour : spec.price_usd_per_hour;
-        if (!(price > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
-        return price;
+        if (!spot || !(spec.price_usd_per_hour > 0)) return spec.price_usd_per_hour;  // 0: a machine you own
+        if (!(spec.spot_usd_per_hour > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
+        return spec.spot_usd_per_hour;
     };
     r.cluster_usd_per_hour = scenario.nodes * hourly(instance) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
     r.memory_per_gpu_bytes = memory.total_bytes();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -34,6 +35,9 @@ constexpr double kCapSigma = 0.5;
 constexpr double kLatencySigma = 1.0;
 /// Decode rate per vCPU: seed 002 gives a lower bound only.
 constexpr double kDecodeSigma = 0.5;
+
+/// The frameworks whose jitters share the level (the GPU frameworks of the seeds).
+constexpr Framework kJitterLevelFrameworks[] = {Framework::mxnet, Framework::tensorflow, Framework::pytorch};
 
 /// Forward-difference step of the Jacobian, in coordinate units.
 constexpr double kJacobianStep = 1e-6;
@@ -221,15 +225,16 @@ private:
         }
     }
 
-    /// The frameworks' straggler jitters share a level: a framework no run measured follows the
-    /// ones that were, within kJitterFrameworkSigma.
+    /// The GPU frameworks' straggler jitters share a level: a framework no run measured follows the
+    /// ones that were, within kJitterFrameworkSigma. epochcast's own executor (ranks sharing one
+    /// host's cores and memory, not GPUs across a network) keeps a jitter of its own.
     void add_jitter_level() {
         double sum = 0;
-        for (const Framework f : {Framework::mxnet, Framework::tensorflow, Framework::pytorch}) {
+        for (const Framework f : kJitterLevelFrameworks) {
             sum += to_coordinate(Coordinate::log, calibration_.framework(f).sync_jitter);
         }
         jitter_level_ = static_cast<int>(coordinates_.size());
-        coordinates_.push_back({"sync jitter level", sum / 3.0, kJitterSigma});
+        coordinates_.push_back({"sync jitter level", sum / std::size(kJitterLevelFrameworks), kJitterSigma});
     }
 
     void add_parameter(ParameterId id) {
@@ -240,7 +245,7 @@ private:
         c.name = parameter_name(calibration_, id);
         c.prior_sigma = fit_prior_sigma(id.kind);
         c.prior_mean = to_coordinate(m.coordinate, parameter_value(calibration_, id));
-        if (id.kind == ParameterKind::sync_jitter) {
+        if (id.kind == ParameterKind::sync_jitter && static_cast<Framework>(id.index) != Framework::epochcast) {
             m.level = jitter_level_;
             c.prior_mean -= coordinates_[static_cast<std::size_t>(jitter_level_)].prior_mean;
             c.prior_sigma = kJitterFrameworkSigma;

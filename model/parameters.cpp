@@ -11,8 +11,6 @@ namespace {
 /// parameter set to exactly 0 (no overlap) or 1 still has a finite coordinate.
 constexpr double kCoordinateFloor = 1e-6;
 
-constexpr std::array<Framework, 3> kFrameworks{Framework::mxnet, Framework::tensorflow, Framework::pytorch};
-
 struct NamedKind {
     ParameterKind kind;
     const char* name;  ///< the part after the group's prefix
@@ -102,7 +100,7 @@ std::vector<ParameterId> all_parameters(const Calibration& calibration) {
     for (std::size_t i = 0; i < calibration.compute.size(); ++i) {
         for (const NamedKind& k : kCurveKinds) ids.push_back({k.kind, static_cast<int>(i)});
     }
-    for (const Framework f : kFrameworks) {
+    for (const Framework f : kAllFrameworks) {
         for (const NamedKind& k : kFrameworkKinds) ids.push_back({k.kind, static_cast<int>(f)});
     }
     for (const NamedKind& k : kGlobalKinds) ids.push_back({k.kind, 0});

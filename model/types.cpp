@@ -28,8 +28,9 @@ constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{{
     {"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
 constexpr std::array<std::pair<std::string_view, Strategy>, 4> kStrategies{{
     {"ring", Strategy::ring}, {"hierarchical", Strategy::hierarchical}, {"tree", Strategy::tree}, {"ps", Strategy::ps}}};
-constexpr std::array<std::pair<std::string_view, Framework>, 3> kFrameworks{{
-    {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch}}};
+constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kFrameworks{{
+    {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch},
+    {"epochcast", Framework::epochcast}}};
 constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
     {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
 constexpr std::array<std::pair<std::string_view, ComparisonQuantity>, 2> kComparisonQuantities{{

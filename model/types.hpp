@@ -23,7 +23,13 @@ enum class Strategy {
 };
 
 /// The training framework, each a profile of overheads and overlap that calibration refines.
-enum class Framework { mxnet, tensorflow, pytorch };
+/// `epochcast` is this project's own executor (epochcast-train on oneDNN + MPI, `epochcast run`).
+enum class Framework { mxnet, tensorflow, pytorch, epochcast };
+
+/// Every framework, in the order of the enum (the calibration file lists a profile for each).
+inline constexpr Framework kAllFrameworks[] = {Framework::mxnet, Framework::tensorflow, Framework::pytorch,
+                                               Framework::epochcast};
+inline constexpr int kFrameworkCount = 4;
 
 /// Which price list the cost uses.
 enum class Pricing { on_demand, spot };

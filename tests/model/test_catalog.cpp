@@ -201,11 +201,12 @@ TEST(CatalogErrors, NegativeCountNamesTheEntryAndKey) {
     EXPECT_TRUE(contains(message, "-1")) << message;
 }
 
-TEST(CatalogErrors, ZeroPriceAndFractionalCountAreRejected) {
+TEST(CatalogErrors, NegativePriceAndFractionalCountAreRejected) {
     std::string fields = kGoodInstanceFields;
-    fields.replace(fields.find("4.5"), 3, "0");
+    fields.replace(fields.find("4.5"), 3, "-1");
     std::string message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
     EXPECT_TRUE(contains(message, "\"price_usd_per_hour\"")) << message;
+    EXPECT_TRUE(contains(message, ">= 0")) << message;
     fields = kGoodInstanceFields;
     fields.replace(fields.find("\"vcpus\": 32"), 11, "\"vcpus\": 3.5");
     message = input_error([&] { Catalog::parse(with_instance(fields), "user.json"); });
@@ -274,5 +275,28 @@ TEST(CatalogErrors, LookupListsTheKnownNames) {
     EXPECT_TRUE(contains(message, "V100-SXM2-16GB")) << message;
 }
 
+// The local host as `epochcast-train --describe-host` describes it: a CPU with no fp16 arithmetic,
+// a machine that costs nothing by the hour.
+TEST(Catalog, CpuDeviceWithoutFp16AndFreeInstanceLoad) {
+    const Catalog catalog = Catalog::parse(R"({ "schema": "epochcast.catalog/1",
+        "gpus": [ { "name": "local-cpu", "fp32_tflops": 0.28, "fp16_tflops": 0, "bf16_tflops": 0.575,
+                    "memory_gib": 11.7, "memory_GBps": 12, "source": "measured" } ],
+        "instances": [ { "name": "local-cpu", "gpu": "local-cpu", "gpus": 2, "vcpus": 2, "memory_gib": 23.5,
+                         "network_gbps": 96, "intra_node_GBps": 12, "price_usd_per_hour": 0,
+                         "spot_usd_per_hour": 0, "source": "measured" } ] })",
+                                           "host.json");
+    EXPECT_DOUBLE_EQ(catalog.gpu("local-cpu").fp16_tflops, 0);
+    EXPECT_DOUBLE_EQ(catalog.gpu("local-cpu").bf16_tflops, 0.575);
+    EXPECT_DOUBLE_EQ(catalog.instance("local-cpu").price_usd_per_hour, 0);
+    // fp32 stays required to be positive: a device must compute something.
+    const std::string message = input_error([] {
+        Catalog::parse(R"({ "schema": "epochcast.catalog/1", "gpus": [ { "name": "c", "fp32_tflops": 0,
+                          "fp16_tflops": 0, "memory_gib": 1, "memory_GBps": 1, "source": "s" } ] })",
+                       "host.json");
+    });
+    EXPECT_TRUE(contains(message, "\"fp32_tflops\"")) << message;
+}
+
 }  // namespace
 }  // namespace epochcast
+

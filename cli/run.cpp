@@ -1,0 +1,216 @@
+// `epochcast run --np N [--ps-ranks K] [--calibration C] [--host-catalog FILE] [--save-host-catalog FILE]
+// [--mpirun PATH] [epochcast-train flags]`: train for real under mpirun on this host, then put the
+// model's prediction for the same configuration beside what was measured. epochcast-train is a
+// separate program (found beside this one, or at $EPOCHCAST_TRAIN); its output is the progress
+// display. The host is the catalog's `local-cpu`, described by `epochcast-train --describe-host`.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/launch.hpp"
+#include "cli/table.hpp"
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+#include "model/text_io.hpp"
+#include "traces/trace.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+using nlohmann::json;
+
+struct RunOptions {
+    int ranks = 0;
+    int ps_ranks = 0;
+    std::string calibration = "built-in";
+    std::string host_catalog;
+    std::string save_host_catalog;
+    std::string mpirun = "mpirun";
+    std::vector<std::string> catalogs;
+};
+
+/// A trace file `epochcast run` made for itself, removed however the run ends.
+class OwnedTrace {
+public:
+    OwnedTrace()
+        : path_(std::filesystem::temp_directory_path() /
+                ("epochcast-run-" + std::to_string(::getpid()) + ".trace.json")) {}
+    ~OwnedTrace() {
+        std::error_code ignored;
+        std::filesystem::remove(path_, ignored);
+    }
+    OwnedTrace(const OwnedTrace&) = delete;
+    OwnedTrace& operator=(const OwnedTrace&) = delete;
+    std::string path() const { return path_.string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
+
+/// The `local-cpu` catalog: a file the user gave, or what epochcast-train measures on this host
+/// with the run's threads per rank.
+Catalog host_catalog(const RunOptions& o, const std::string& train_program, int threads, const Catalog& known) {
+    if (!o.host_catalog.empty()) return Catalog::load(o.host_catalog, known);
+    const std::vector<std::string> argv = {train_program, "--describe-host", "--threads", std::to_string(threads)};
+    std::string text;
+    const ChildExit exit = run_child(argv, nullptr, &text, /*merge_stderr=*/false);
+    if (!exit.success()) {
+        throw RunError("epochcast-train --describe-host " + exit.describe() +
+                       (exit.output_tail.empty() ? "" : ":\n" + exit.output_tail));
+    }
+    Catalog catalog = Catalog::parse(text, "epochcast-train --describe-host", known);
+    if (!o.save_host_catalog.empty()) {
+        write_text_file_atomically(o.save_host_catalog, catalog.to_json_text() + "\n", "host catalog");
+    }
+    return catalog;
+}
+
+/// The run's configuration.threads (threads per rank), 1 when the trace does not say.
+int trace_threads(const std::string& path) {
+    const json document = parse_json(read_text_file(path, "trace"), path);
+    const json* runs = document.contains("runs") ? &document["runs"] : nullptr;
+    if (!runs || !runs->is_array() || runs->empty()) throw RunError(path + ": the trace holds no run");
+    const json& run = (*runs)[0];
+    if (run.contains("configuration") && run["configuration"].contains("threads") &&
+        run["configuration"]["threads"].is_number_integer()) {
+        return std::max(1, run["configuration"]["threads"].get<int>());
+    }
+    return 1;
+}
+
+/// Predicted beside measured: throughput, iteration and the phases the trace measured.
+void print_comparison(const Observation& run, const json& raw, const Prediction& p, bool measured_curve,
+                      std::ostream& out) {
+    Table table({"", "predicted", "measured", "error"});
+    auto row = [&](const std::string& label, double predicted, std::optional<double> measured, int decimals) {
+        table.add_row({label, format_number(predicted, decimals), measured ? format_number(*measured, decimals) : "-",
+                       measured && *measured > 0 ? format_number(percent_error(predicted, *measured), 1) + " %" : "-"});
+    };
+    row("throughput (img/s)", p.throughput_images_per_s, run.throughput_images_per_s, 2);
+    row("iteration (s)", p.iteration_s, run.iteration_s, 4);
+    const json phases = raw.contains("measured") ? raw["measured"].value("phases_s", json::object()) : json::object();
+    auto phase = [&](const char* key) -> std::optional<double> {
+        if (phases.is_object() && phases.contains(key) && phases[key].is_number()) return phases[key].get<double>();
+        return std::nullopt;
+    };
+    row("compute (s)", p.compute_s + p.sync_s, phase("compute"), 4);
+    row("data wait (s)", std::max(0.0, p.data_s - p.compute_s - p.sync_s - p.exposed_communication_s),
+        phase("data_wait"), 4);
+    row("exposed communication (s)", p.exposed_communication_s, phase("exposed_communication"), 4);
+    table.print(out);
+    const bool inside = run.throughput_images_per_s >= p.interval.low && run.throughput_images_per_s <= p.interval.high;
+    out << "95% band of the prediction: " << format_number(p.interval.low, 2) << " - "
+        << format_number(p.interval.high, 2) << " img/s; the measurement is " << (inside ? "inside" : "outside")
+        << " it.\n";
+    if (!measured_curve) {
+        out << "note: the calibration has no measured curve for local-cpu / " << to_string(run.scenario.precision)
+            << " / epochcast, so the roofline prior on the host's measured peaks predicts it; calibrate with this "
+               "run's trace: run with --trace-out RUN.json --save-host-catalog HOST.json, then epochcast calibrate "
+               "RUN.json --catalog HOST.json -o CAL.json, and run again with --calibration CAL.json --host-catalog "
+               "HOST.json.\n";
+    }
+}
+
+void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, std::ostream& out) {
+    if (o.ranks < 1) throw InputError("run: --np must be at least 1 (got " + std::to_string(o.ranks) + ")");
+    if (o.ps_ranks < 0 || o.ps_ranks >= o.ranks) {
+        throw InputError("run: --ps-ranks must be between 0 and --np - 1 = " + std::to_string(o.ranks - 1) +
+                         " (at least one rank trains; got " + std::to_string(o.ps_ranks) + ")");
+    }
+    for (const char* ours : {"--np", "--ps-ranks"}) {
+        if (flag_value(train_flags, ours)) throw InputError(std::string("run: ") + ours + " is given twice");
+    }
+    // Everything that can be checked is checked before anything starts.
+    Catalog catalog = load_catalog(o.catalogs);
+    const Calibration calibration = load_calibration(o.calibration);
+    if (!o.host_catalog.empty()) Catalog::load(o.host_catalog, catalog);
+    const std::optional<std::string> mpirun = find_program(o.mpirun);
+    if (!mpirun) {
+        throw RunError(o.mpirun == "mpirun" ? "mpirun not found on PATH; install openmpi-bin (or give --mpirun PATH)"
+                                            : "mpirun '" + o.mpirun + "' not found or not executable");
+    }
+    const std::string train_program = find_train_program();
+
+    LaunchRequest request;
+    request.mpirun = *mpirun;
+    request.train_program = train_program;
+    request.ranks = o.ranks;
+    request.ps_ranks = o.ps_ranks;
+    request.online_cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+    request.root = ::geteuid() == 0;
+    request.train_flags = train_flags;
+    const OwnedTrace owned;
+    request.trace_out = owned.path();
+    const std::string trace_path = flag_value(train_flags, "--trace-out").value_or(owned.path());
+
+    const std::vector<std::string> argv = mpirun_argv(request);
+    std::string line;
+    for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
+    out << "epochcast run: " << line << "\n" << std::flush;
+    const ChildExit exit = run_child(argv, &out);
+    if (!exit.success()) {
+        throw RunError("mpirun " + exit.describe() + " (a rank failed or was killed); its last output:\n" +
+                       exit.output_tail);
+    }
+    if (!std::filesystem::exists(trace_path)) {
+        throw RunError("epochcast-train finished but wrote no trace at " + trace_path);
+    }
+
+    const int threads = trace_threads(trace_path);
+    catalog.merge(host_catalog(o, train_program, threads, catalog));
+    const Trace trace = read_trace(trace_path, catalog);
+    if (trace.runs.empty()) throw RunError(trace_path + ": the trace holds no run");
+    const TraceRun& measured = trace.runs.front();
+
+    out << "\nPredicted (" << (o.calibration == "built-in" ? "built-in calibration" : o.calibration)
+        << ") beside measured, " << o.ranks << " rank" << (o.ranks > 1 ? "s" : "") << " x " << threads
+        << " thread" << (threads > 1 ? "s" : "") << ", " << measured.observation.scenario.model << " "
+        << measured.observation.scenario.image_size << " px, batch " << measured.observation.scenario.batch_per_gpu
+        << ", " << to_string(measured.observation.scenario.precision) << ":\n";
+    const CostModel model(catalog, calibration);
+    try {
+        const ResolvedScenario resolved = model.resolve(measured.observation.scenario);
+        print_comparison(measured.observation, measured.raw, model.predict(resolved), resolved.measured_curve, out);
+    } catch (const InputError& error) {
+        // The run succeeded; only the model has nothing to say about it (say, more ranks than cores).
+        out << "no prediction for this run: " << error.what() << "\n";
+    }
+    if (flag_value(train_flags, "--trace-out")) out << "trace: " << trace_path << "\n";
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<RunOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "run",
+        "Train for real on this host: start epochcast-train under mpirun (flags not listed here go to it verbatim: "
+        "--model, --image-size, --batch-per-gpu, --precision, --threads, --steps, --data, ...), then print the "
+        "model's prediction for the same configuration beside what was measured. epochcast-train is looked for "
+        "beside epochcast, or at $EPOCHCAST_TRAIN.");
+    cmd->allow_extras();
+    cmd->add_option("--np", options->ranks, "MPI ranks in all, parameter servers included")->required();
+    cmd->add_option("--ps-ranks", options->ps_ranks, "Ranks serving parameters (parameter-server mode); 0: all-reduce");
+    cmd->add_option("--calibration", options->calibration,
+                    "Calibration to predict with: built-in (default), data-free, or a file");
+    cmd->add_option("--host-catalog", options->host_catalog,
+                    "Catalog file with the local-cpu entry (default: measure it with epochcast-train --describe-host)");
+    cmd->add_option("--save-host-catalog", options->save_host_catalog,
+                    "Write the measured local-cpu catalog to this file (to calibrate with later)");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    cmd->add_option("--mpirun", options->mpirun, "The mpirun program (default: mpirun on PATH)");
+    cmd->callback([options, cmd, &out] { run_run(*options, cmd->remaining(), out); });
+}
+
+}  // namespace epochcast::cli

@@ -1,0 +1,256 @@
+// What this machine is (executor/host.hpp): /proc for the CPU and memory, oneDNN for the ISA,
+// and the `local-cpu` catalog entry from peaks measured here: a oneDNN matmul for GFLOP/s and a
+// large copy for memory bandwidth, each the best of a few repetitions.
+#include "executor/host.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+/// Square matmul sides timed for the peak: large enough to reach the kernel's steady state,
+/// small enough to take well under a second each on two cores.
+constexpr int kMatmulSides[] = {1024, 2048};
+constexpr int kMatmulRepetitions = 4;
+/// The copy buffer: well beyond any last-level cache, capped at 1/16 of the host's memory.
+constexpr double kCopyBytes = 256.0 * 1024 * 1024;
+constexpr int kCopyRepetitions = 5;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string trim(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t");
+    if (first == std::string::npos) return "";
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return text.substr(first, last - first + 1);
+}
+
+/// The value of the first "key : value" line of a /proc file whose key is `key`, or "".
+std::string proc_value(const char* path, const std::string& key) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        if (trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
+    }
+    return "";
+}
+
+std::string isa_name(dnnl::cpu_isa isa) {
+    switch (isa) {
+        case dnnl::cpu_isa::sse41: return "sse41";
+        case dnnl::cpu_isa::avx: return "avx";
+        case dnnl::cpu_isa::avx2: return "avx2";
+        case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+        case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+        case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+        case dnnl::cpu_isa::avx512_core: return "avx512_core";
+        case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+        case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+        case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+        case dnnl::cpu_isa::all: return "all";
+    }
+    return "unknown";
+}
+
+/// Runs with OpenMP (oneDNN's threading runtime here) limited to `threads`, then restores it.
+class ThreadLimit {
+public:
+    explicit ThreadLimit(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+    ~ThreadLimit() { omp_set_num_threads(saved_); }
+    ThreadLimit(const ThreadLimit&) = delete;
+    ThreadLimit& operator=(const ThreadLimit&) = delete;
+
+private:
+    int saved_;
+};
+
+/// Best matmul rate over kMatmulSides x kMatmulRepetitions, in FLOP/s: C(f32) = A x B with A and B
+/// in `type` (f32, or bf16 accumulated in f32 as the convolutions of a bf16 step are).
+double matmul_flops_per_s(dnnl::memory::data_type type) {
+    using dnnl::memory;
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    double best = 0;
+    for (const int n : kMatmulSides) {
+        const memory::dims shape = {n, n};
+        const memory::desc a_md(shape, type, memory::format_tag::ab);
+        const memory::desc b_md(shape, type, memory::format_tag::ab);
+        const memory::desc c_md(shape, memory::data_type::f32, memory::format_tag::ab);
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+        const dnnl::matmul matmul(pd);
+        memory a(pd.src_desc(), engine);
+        memory b(pd.weights_desc(), engine);
+        memory c(pd.dst_desc(), engine);
+        // Zero bits are 0.0 in f32 and bf16 alike: no denormals, every page touched before timing.
+        std::memset(a.get_data_handle(), 0, pd.src_desc().get_size());
+        std::memset(b.get_data_handle(), 0, pd.weights_desc().get_size());
+        const std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+        matmul.execute(stream, args);  // warm-up: JIT, caches
+        stream.wait();
+        for (int i = 0; i < kMatmulRepetitions; ++i) {
+            const auto start = Clock::now();
+            matmul.execute(stream, args);
+            stream.wait();
+            best = std::max(best, 2.0 * n * n * n / seconds_since(start));
+        }
+    }
+    return best;
+}
+
+/// Best copy rate of `bytes` split over `threads` threads, in bytes copied per second (each byte
+/// read once and written once).
+double copy_bytes_per_s(std::size_t bytes, int threads) {
+    std::vector<char> from(bytes, 1);
+    std::vector<char> to(bytes, 0);  // both touched: no page faults inside the timing
+    const std::size_t chunk = bytes / static_cast<std::size_t>(threads);
+    double best = 0;
+    for (int repetition = 0; repetition < kCopyRepetitions; ++repetition) {
+        const auto start = Clock::now();
+        std::vector<std::thread> workers;
+        for (int t = 0; t < threads; ++t) {
+            workers.emplace_back([&, t] {
+                const std::size_t offset = static_cast<std::size_t>(t) * chunk;
+                const std::size_t length = t + 1 == threads ? bytes - offset : chunk;
+                std::memcpy(to.data() + offset, from.data() + offset, length);
+            });
+        }
+        for (std::thread& worker : workers) worker.join();
+        best = std::max(best, static_cast<double>(bytes) / seconds_since(start));
+    }
+    return best;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+std::string rounded(double value, int digits) {
+    std::ostringstream out;
+    out.precision(digits);
+    out << value;
+    return out.str();
+}
+
+}  // namespace
+
+HostInfo host_info() {
+    HostInfo host;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
+    if (host.hostname.empty()) host.hostname = "localhost";
+    host.cpu_model = proc_value("/proc/cpuinfo", "model name");
+    if (host.cpu_model.empty()) host.cpu_model = "unknown CPU";
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    host.isa = isa_name(isa);
+    host.native_bf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+    host.cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+    std::istringstream kib(proc_value("/proc/meminfo", "MemTotal"));  // "24684092 kB"
+    double mem_kib = 0;
+    kib >> mem_kib;
+    host.memory_gib = mem_kib * 1024.0 / kBytesPerGiB;
+    return host;
+}
+
+json host_json(const HostInfo& host) {
+    return {{"hostname", host.hostname}, {"cpu_model", host.cpu_model}, {"isa", host.isa},
+            {"native_bf16", host.native_bf16}, {"cores", host.cores}, {"memory_gib", host.memory_gib}};
+}
+
+json describe_host_catalog(int threads_per_rank) {
+    if (threads_per_rank < 1) {
+        throw InputError("--threads must be at least 1 (got " + std::to_string(threads_per_rank) + ")");
+    }
+    const HostInfo host = host_info();
+    const int ranks = std::max(1, host.cores / threads_per_rank);
+
+    double fp32_flops = 0;
+    double bf16_flops = 0;
+    {
+        const ThreadLimit limit(threads_per_rank);
+        fp32_flops = matmul_flops_per_s(dnnl::memory::data_type::f32);
+        // Without native bf16 oneDNN would emulate it several times slower; epochcast-train refuses
+        // --precision bf16 there, so the catalog says the device has none (0).
+        if (host.native_bf16) bf16_flops = matmul_flops_per_s(dnnl::memory::data_type::bf16);
+    }
+    const double memory_bytes = host.memory_gib * kBytesPerGiB;
+    const auto copy_bytes = static_cast<std::size_t>(std::min(kCopyBytes, memory_bytes / 16));
+    // A rank's own memory bandwidth (its threads together), and one thread's: MPI's shared-memory
+    // transport moves a message between two ranks by copies of one thread.
+    const double rank_copy_Bps = copy_bytes_per_s(copy_bytes, threads_per_rank);
+    const double thread_copy_Bps = threads_per_rank == 1 ? rank_copy_Bps : copy_bytes_per_s(copy_bytes, 1);
+    // The roofline's memory bandwidth counts reads and writes, as device datasheets do.
+    const double memory_GBps = 2.0 * rank_copy_Bps / 1e9;
+    const double intra_GBps = thread_copy_Bps / 1e9;
+
+    const std::string when = utc_now();
+    const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", " +
+                                std::to_string(host.cores) + " logical CPUs, " + rounded(host.memory_gib, 3) +
+                                " GiB)";
+    const std::string gpu_source =
+        "measured on " + machine + " at " + when + " by epochcast-train --describe-host --threads " +
+        std::to_string(threads_per_rank) + ": one rank of " + std::to_string(threads_per_rank) +
+        " threads; fp32_tflops and bf16_tflops are the best of " + std::to_string(kMatmulRepetitions) +
+        " oneDNN matmuls each of 1024^3 and 2048^3 (f32, and bf16 accumulated in f32" +
+        (host.native_bf16 ? "" : "; bf16 0: this ISA has no native bf16") +
+        "); no fp16 arithmetic on a CPU (0); memory_GBps is bytes read plus written by a " +
+        rounded(copy_bytes / (1024.0 * 1024.0), 4) + " MiB memcpy on the rank's threads, best of " +
+        std::to_string(kCopyRepetitions) + "; memory_gib is the host's memory shared by " + std::to_string(ranks) +
+        " ranks";
+    const std::string instance_source =
+        "measured on " + machine + " at " + when + ": gpus = " + std::to_string(ranks) + " ranks of " +
+        std::to_string(threads_per_rank) + " threads on " + std::to_string(host.cores) +
+        " logical CPUs; intra_node_GBps is a one-thread memcpy (MPI shared memory between ranks); no network "
+        "between the ranks of one host, network_gbps is the same copy rate in Gbit/s (loopback); price 0: a "
+        "machine you own";
+
+    json gpu = {{"name", "local-cpu"},
+                {"fp32_tflops", fp32_flops / 1e12},
+                {"fp16_tflops", 0.0},
+                {"bf16_tflops", bf16_flops / 1e12},
+                {"memory_gib", host.memory_gib / ranks},
+                {"memory_GBps", memory_GBps},
+                {"source", gpu_source}};
+    json instance = {{"name", "local-cpu"},
+                     {"gpu", "local-cpu"},
+                     {"gpus", ranks},
+                     {"vcpus", host.cores},
+                     {"memory_gib", host.memory_gib},
+                     {"network_gbps", intra_GBps * 8.0},
+                     {"efa_adapters", 0},
+                     {"intra_node_GBps", intra_GBps},
+                     {"price_usd_per_hour", 0.0},
+                     {"spot_usd_per_hour", 0.0},
+                     {"source", instance_source}};
+    return {{"schema", "epochcast.catalog/1"}, {"gpus", json::array({gpu})}, {"instances", json::array({instance})}};
+}
+
+}  // namespace epochcast

@@ -1,0 +1,301 @@
+// `epochcast run`: the mpirun line (a pure function), and the whole command against small shell
+// scripts standing in for mpirun and epochcast-train: a missing mpirun, a rank that dies, a run
+// that writes a trace, each ending within seconds with the right exit code and message.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/launch.hpp"
+#include "cli/table.hpp"
+#include "tests/cli/cli_process.hpp"
+#include "model/cost_model.hpp"
+
+namespace epochcast {
+namespace {
+
+using testing::run_epochcast;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::vector<std::string> base_flags() { return {"--model", "resnet50", "--threads", "2"}; }
+
+cli::LaunchRequest request() {
+    cli::LaunchRequest r;
+    r.mpirun = "/usr/bin/mpirun";
+    r.train_program = "/opt/epochcast-train";
+    r.ranks = 2;
+    r.online_cores = 2;
+    r.train_flags = base_flags();
+    r.trace_out = "/tmp/run.trace.json";
+    return r;
+}
+
+TEST(RunLine, PlainLineBindsNothingAndAddsTheTrace) {
+    const std::vector<std::string> expected = {"/usr/bin/mpirun", "-np", "2", "--bind-to", "none",
+                                               "/opt/epochcast-train", "--model", "resnet50", "--threads", "2",
+                                               "--trace-out", "/tmp/run.trace.json"};
+    EXPECT_EQ(cli::mpirun_argv(request()), expected);
+}
+
+TEST(RunLine, RootAndMoreRanksThanCoresAddTheirFlagsBeforeTheProgram) {
+    cli::LaunchRequest r = request();
+    r.root = true;
+    r.ranks = 3;
+    const std::vector<std::string> argv = cli::mpirun_argv(r);
+    const auto program = std::find(argv.begin(), argv.end(), "/opt/epochcast-train");
+    ASSERT_NE(program, argv.end());
+    EXPECT_NE(std::find(argv.begin(), program, "--allow-run-as-root"), program);
+    EXPECT_NE(std::find(argv.begin(), program, "--oversubscribe"), program);
+    EXPECT_EQ(argv[2], "3");
+    r.root = false;
+    r.ranks = 2;
+    const std::vector<std::string> fits = cli::mpirun_argv(r);
+    EXPECT_EQ(std::count(fits.begin(), fits.end(), "--allow-run-as-root"), 0);
+    EXPECT_EQ(std::count(fits.begin(), fits.end(), "--oversubscribe"), 0);
+}
+
+TEST(RunLine, PsRanksArePassedToTheTrainer) {
+    cli::LaunchRequest r = request();
+    r.ps_ranks = 1;
+    const std::vector<std::string> argv = cli::mpirun_argv(r);
+    const auto ps = std::find(argv.begin(), argv.end(), "--ps-ranks");
+    ASSERT_NE(ps, argv.end());
+    EXPECT_EQ(*(ps + 1), "1");
+    EXPECT_GT(ps - argv.begin(), std::find(argv.begin(), argv.end(), "/opt/epochcast-train") - argv.begin());
+    const std::vector<std::string> all_reduce = cli::mpirun_argv(request());
+    EXPECT_EQ(std::count(all_reduce.begin(), all_reduce.end(), "--ps-ranks"), 0);
+}
+
+TEST(RunLine, UsersTraceOutIsKeptAndNotDuplicated) {
+    for (const std::vector<std::string>& given :
+         {std::vector<std::string>{"--trace-out", "mine.json"}, std::vector<std::string>{"--trace-out=mine.json"}}) {
+        cli::LaunchRequest r = request();
+        r.train_flags.insert(r.train_flags.end(), given.begin(), given.end());
+        const std::vector<std::string> argv = cli::mpirun_argv(r);
+        EXPECT_EQ(std::count(argv.begin(), argv.end(), "/tmp/run.trace.json"), 0);
+        EXPECT_TRUE(std::equal(given.begin(), given.end(), argv.end() - static_cast<long>(given.size())));
+        EXPECT_EQ(cli::flag_value(r.train_flags, "--trace-out"), "mine.json");
+    }
+    EXPECT_FALSE(cli::flag_value(base_flags(), "--trace-out"));
+    EXPECT_EQ(cli::flag_value(base_flags(), "--threads"), "2");
+}
+
+/// A folder of executable scripts standing in for mpirun and epochcast-train, with
+/// EPOCHCAST_TRAIN pointing at the fake trainer while the test runs.
+class FakePrograms : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("epochcast-run-test-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::create_directories(dir_);
+        // The trainer only describes the host (the catalog of host.json), and only with the
+        // threads the trace says (2); anything else fails.
+        write_script("epochcast-train",
+                     "[ \"$1\" = --describe-host ] && [ \"$2\" = --threads ] && [ \"$3\" = 2 ] || exit 3\ncat '" +
+                         path("host.json") + "'\n");
+        std::ofstream(path("host.json")) << host_catalog().dump();
+        ::setenv("EPOCHCAST_TRAIN", path("epochcast-train").c_str(), 1);
+    }
+    void TearDown() override {
+        ::unsetenv("EPOCHCAST_TRAIN");
+        std::filesystem::remove_all(dir_);
+    }
+
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+    void write_script(const std::string& name, const std::string& body) const {
+        std::ofstream(path(name)) << "#!/bin/sh\n" << body;
+        ::chmod(path(name).c_str(), 0755);
+    }
+
+    /// An mpirun that records its arguments, prints a step table and copies `trace` to the
+    /// --trace-out it was given.
+    void write_mpirun_writing(const nlohmann::json& trace) const {
+        std::ofstream(path("prepared.json")) << trace.dump();
+        write_script("mpirun", "printf '%s\\n' \"$@\" > '" + path("args") +
+                                   "'\nout=''; prev=''\nfor a in \"$@\"; do [ \"$prev\" = --trace-out ] && out=$a; "
+                                   "prev=$a; done\necho 'Step  Epoch  Speed(img/s)  Loss  LR'\n"
+                                   "echo '   1   0.01          9.90  6.9100  0.1000'\ncp '" +
+                                   path("prepared.json") + "' \"$out\"\necho 'measured: 9.87 img/s'\n");
+    }
+
+    std::vector<std::string> recorded_args() const {
+        std::vector<std::string> args;
+        std::ifstream in(path("args"));
+        for (std::string line; std::getline(in, line);) args.push_back(line);
+        return args;
+    }
+
+    static nlohmann::json host_catalog() {
+        return {{"schema", "epochcast.catalog/1"},
+                {"gpus",
+                 {{{"name", "local-cpu"}, {"fp32_tflops", 0.28}, {"fp16_tflops", 0}, {"bf16_tflops", 0.575},
+                   {"memory_gib", 23.5}, {"memory_GBps", 12}, {"source", "test host"}}}},
+                {"instances",
+                 {{{"name", "local-cpu"}, {"gpu", "local-cpu"}, {"gpus", 1}, {"vcpus", 2}, {"memory_gib", 23.5},
+                   {"network_gbps", 96}, {"intra_node_GBps", 12}, {"price_usd_per_hour", 0},
+                   {"source", "test host"}}}}};
+    }
+
+    /// One rank of 2 threads, ResNet-50 224 px, batch 16, bf16: 9.87 img/s measured.
+    static nlohmann::json prepared_trace() {
+        return {{"schema", "epochcast.trace/1"},
+                {"runs",
+                 {{{"source", "epochcast-train on test-host (Test CPU)"}, {"model", "resnet50"}, {"image_size", 224},
+                   {"classes", 1000}, {"dataset_images", 1600}, {"instance", "local-cpu"}, {"nodes", 1},
+                   {"gpus_per_node", 1}, {"framework", "epochcast"}, {"strategy", "ring"}, {"precision", "bf16"},
+                   {"batch_per_gpu", 16},
+                   {"measured",
+                    {{"throughput_images_per_s", 9.87}, {"iteration_s", 1.6211},
+                     {"phases_s", {{"compute", 1.6}, {"data_wait", 0.0011}, {"exposed_communication", 0.02}}},
+                     {"loss", {6.91, 6.88}}, {"steps_timed", 2}}},
+                   {"configuration", {{"backend", "cpu"}, {"ranks", 1}, {"threads", 2}, {"steps", 3}}},
+                   {"host", {{"cpu_model", "Test CPU"}, {"isa", "avx512_core_bf16"}}}}}}};
+    }
+
+    /// The built-in model's prediction for the prepared run on the test host.
+    static Prediction expected_prediction() {
+        Catalog catalog = Catalog::built_in();
+        catalog.merge(Catalog::parse(host_catalog().dump(), "host", catalog));
+        const CostModel model(catalog, Calibration::built_in());
+        Scenario s;
+        s.instance = "local-cpu";
+        s.nodes = 1;
+        s.gpus_per_node = 1;
+        s.batch_per_gpu = 16;
+        s.precision = Precision::bf16;
+        s.strategy = Strategy::ring;
+        s.framework = Framework::epochcast;
+        s.dataset_images = 1600;
+        return model.predict(s);
+    }
+
+    std::filesystem::path dir_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST_F(FakePrograms, PredictedBesideMeasuredAfterASuccessfulRun) {
+    write_mpirun_writing(prepared_trace());
+    const testing::ProcessResult r =
+        run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --model resnet50 --precision bf16 --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    // The trainer's output streamed through.
+    EXPECT_TRUE(contains(r.out, "Step  Epoch  Speed(img/s)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "measured: 9.87 img/s")) << r.out;
+    // The table: the measured figure, the model's prediction and the error between them.
+    const Prediction p = expected_prediction();
+    EXPECT_TRUE(contains(r.out, "throughput (img/s)")) << r.out;
+    EXPECT_TRUE(contains(r.out, "9.87")) << r.out;
+    EXPECT_TRUE(contains(r.out, cli::format_number(p.throughput_images_per_s, 2))) << r.out;
+    EXPECT_TRUE(contains(r.out, cli::format_number(100.0 * (p.throughput_images_per_s / 9.87 - 1.0), 1) + " %"))
+        << r.out;
+    EXPECT_TRUE(contains(r.out, "1.6211")) << r.out;
+    EXPECT_TRUE(contains(r.out, "95% band")) << r.out;
+
+    // The mpirun line: our flags, then the trainer with the user's flags verbatim and a trace.
+    const std::vector<std::string> args = recorded_args();
+    ASSERT_GE(args.size(), 10U);
+    EXPECT_EQ(args[0], "-np");
+    EXPECT_EQ(args[1], "1");
+    const auto train = std::find(args.begin(), args.end(), path("epochcast-train"));
+    ASSERT_NE(train, args.end());
+    EXPECT_EQ(std::vector<std::string>(train + 1, train + 7),
+              (std::vector<std::string>{"--model", "resnet50", "--precision", "bf16", "--threads", "2"}));
+    const auto trace = std::find(args.begin(), args.end(), "--trace-out");
+    ASSERT_NE(trace, args.end());
+    // The temporary trace is gone once the comparison is printed.
+    EXPECT_FALSE(std::filesystem::exists(*(trace + 1))) << *(trace + 1);
+}
+
+TEST_F(FakePrograms, UsersTraceIsKeptAndHostCatalogCanBeGivenAndSaved) {
+    write_mpirun_writing(prepared_trace());
+    write_script("epochcast-train", "exit 3\n");  // --host-catalog: the trainer is not asked
+    const std::string mine = path("mine.json");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --host-catalog '" +
+                                                   path("host.json") + "' --threads 2 --trace-out '" + mine + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(std::filesystem::exists(mine));
+    EXPECT_TRUE(contains(r.out, cli::format_number(expected_prediction().throughput_images_per_s, 2))) << r.out;
+    const std::vector<std::string> args = recorded_args();
+    EXPECT_EQ(std::count(args.begin(), args.end(), "--trace-out"), 1);
+
+    // Measured by the trainer and saved for calibration.
+    write_script("epochcast-train",
+                 "[ \"$1\" = --describe-host ] && [ \"$3\" = 2 ] || exit 3\ncat '" + path("host.json") + "'\n");
+    const std::string saved = path("saved-host.json");
+    const testing::ProcessResult again =
+        run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --save-host-catalog '" + saved + "' --threads 2");
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_DOUBLE_EQ(Catalog::load(saved).gpu("local-cpu").bf16_tflops, 0.575);
+}
+
+TEST_F(FakePrograms, MissingMpirunFailsAtOnceNamingIt) {
+    auto start = std::chrono::steady_clock::now();
+    testing::ProcessResult r = run_epochcast("run --np 2 --mpirun /nonexistent/mpirun --threads 1");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "/nonexistent/mpirun")) << r.err;
+
+    const std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", dir_.c_str(), 1);  // no mpirun in it
+    r = run_epochcast("run --np 2 --threads 1");
+    ::setenv("PATH", saved_path.c_str(), 1);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "mpirun not found on PATH")) << r.err;
+    EXPECT_TRUE(contains(r.err, "openmpi-bin")) << r.err;
+    EXPECT_LT(seconds_since(start), 10.0);
+}
+
+TEST_F(FakePrograms, RankThatDiesIsReportedWithinSecondsEvenWithAChildLeftBehind) {
+    // mpirun fails, and a process it left behind still holds the output open for a while.
+    write_script("mpirun", "echo 'step 1 of 3'\n(sleep 15) &\necho 'rank 1 died: exit code 134' >&2\nexit 1\n");
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "' --threads 1");
+    EXPECT_LT(seconds_since(start), 8.0);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "mpirun exited with status 1")) << r.err;
+    EXPECT_TRUE(contains(r.err, "rank 1 died")) << r.err;
+    EXPECT_TRUE(contains(r.out, "step 1 of 3")) << r.out;  // streamed as it came
+}
+
+TEST_F(FakePrograms, MpirunKilledBySignalIsReported) {
+    write_script("mpirun", "kill -9 $$\n");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "killed by signal 9")) << r.err;
+}
+
+TEST_F(FakePrograms, RunThatWritesNoTraceFails) {
+    write_script("mpirun", "echo 'all done'\n");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "wrote no trace")) << r.err;
+}
+
+TEST_F(FakePrograms, BadRankCountsAreBadInput) {
+    write_mpirun_writing(prepared_trace());
+    for (const char* flags : {"--np 0", "--np 2 --ps-ranks 2", "--np 2 --ps-ranks -1", "--ps-ranks 1"}) {
+        const testing::ProcessResult r = run_epochcast(std::string("run ") + flags + " --mpirun '" + path("mpirun") + "'");
+        EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+        EXPECT_FALSE(std::filesystem::exists(path("args"))) << flags << ": mpirun must not start";
+    }
+    const testing::ProcessResult r = run_epochcast("run --np 2 --ps-ranks 2 --mpirun '" + path("mpirun") + "'");
+    EXPECT_TRUE(contains(r.err, "--ps-ranks")) << r.err;
+}
+
+}  // namespace
+}  // namespace epochcast

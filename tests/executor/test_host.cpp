@@ -1,0 +1,84 @@
+// The host description (executor/host.hpp): what /proc and oneDNN say about this machine, and the
+// `local-cpu` catalog entry measured on it, read back through the catalog loader the model uses.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <string>
+
+#include "executor/host.hpp"
+#include "model/catalog.hpp"
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+TEST(Host, InfoDescribesThisMachine) {
+    const HostInfo host = host_info();
+    EXPECT_FALSE(host.hostname.empty());
+    EXPECT_FALSE(host.cpu_model.empty());
+    EXPECT_FALSE(host.isa.empty());
+    EXPECT_NE(host.isa, "unknown");
+    EXPECT_EQ(host.cores, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+    EXPECT_GT(host.memory_gib, 0.1);
+    EXPECT_EQ(host.native_bf16, host.isa == "avx512_core_bf16" || host.isa == "avx512_core_amx");
+    const nlohmann::json json = host_json(host);
+    EXPECT_EQ(json.at("cpu_model"), host.cpu_model);
+    EXPECT_EQ(json.at("isa"), host.isa);
+    EXPECT_EQ(json.at("cores"), host.cores);
+}
+
+TEST(Host, DescribedCatalogLoadsAndHasMeasuredPeaks) {
+    const HostInfo host = host_info();
+    const nlohmann::json document = describe_host_catalog(1);
+    const Catalog catalog = Catalog::parse(document.dump(), "describe-host", Catalog::built_in());
+    const GpuSpec& cpu = catalog.gpu("local-cpu");
+    // A CPU core does somewhere between a few and a few hundred GFLOP/s.
+    EXPECT_GT(cpu.fp32_tflops, 0.002);
+    EXPECT_LT(cpu.fp32_tflops, 1.0);
+    EXPECT_DOUBLE_EQ(cpu.fp16_tflops, 0.0);
+    if (host.native_bf16) {
+        EXPECT_GT(cpu.bf16_tflops, cpu.fp32_tflops);
+    } else {
+        EXPECT_DOUBLE_EQ(cpu.bf16_tflops, 0.0);
+    }
+    EXPECT_GT(cpu.memory_GBps, 0.5);
+    EXPECT_LT(cpu.memory_GBps, 2000);
+    EXPECT_NE(cpu.source.find(host.cpu_model), std::string::npos) << cpu.source;
+    EXPECT_NE(cpu.source.find(host.isa), std::string::npos) << cpu.source;
+
+    const InstanceSpec& instance = catalog.instance("local-cpu");
+    EXPECT_EQ(instance.gpu, "local-cpu");
+    EXPECT_EQ(instance.gpus, host.cores);  // one thread per rank
+    EXPECT_EQ(instance.vcpus, host.cores);
+    EXPECT_GT(instance.intra_node_GBps, 0.1);
+    EXPECT_DOUBLE_EQ(instance.price_usd_per_hour, 0.0);
+    EXPECT_FALSE(instance.source.empty());
+    EXPECT_NEAR(cpu.memory_gib * instance.gpus, instance.memory_gib, 1e-9);
+
+    // The model predicts a one-rank run on it.
+    Catalog merged = Catalog::built_in();
+    merged.merge(catalog);
+    const CostModel model(merged, Calibration::built_in());
+    Scenario s;
+    s.instance = "local-cpu";
+    s.nodes = 1;
+    s.gpus_per_node = 1;
+    s.batch_per_gpu = 8;
+    s.image_size = 64;
+    s.precision = Precision::fp32;
+    s.strategy = Strategy::ring;
+    s.framework = Framework::epochcast;
+    EXPECT_GT(model.predict(s).throughput_images_per_s, 0.0);
+}
+
+TEST(Host, RanksPerHostFollowTheThreadsPerRank) {
+    const HostInfo host = host_info();
+    const nlohmann::json wide = describe_host_catalog(host.cores + 1);
+    EXPECT_EQ(wide.at("instances").at(0).at("gpus"), 1);  // never fewer than one rank
+    EXPECT_THROW(describe_host_catalog(0), InputError);
+}
+
+}  // namespace
+}  // namespace epochcast

@@ -1,0 +1,161 @@
+// Runs of epochcast's own executor on the local host (`epochcast run`): the framework "epochcast",
+// a `local-cpu` catalog entry as `epochcast-train --describe-host` writes it, predictions from the
+// roofline prior on its measured peaks, and a calibration fitted to one such run.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+#include "model/fit.hpp"
+
+namespace epochcast {
+namespace {
+
+/// A 2-core host measured at 0.28 TFLOPS fp32 and 0.575 TFLOPS bf16 on 2 threads (oneDNN matmul),
+/// 12 GB/s copy bandwidth; one rank of 2 threads per host.
+std::string local_cpu_catalog(double bf16_tflops = 0.575) {
+    nlohmann::json catalog = {
+        {"schema", "epochcast.catalog/1"},
+        {"gpus",
+         {{{"name", "local-cpu"}, {"fp32_tflops", 0.28}, {"fp16_tflops", 0}, {"bf16_tflops", bf16_tflops},
+           {"memory_gib", 23.5}, {"memory_GBps", 12}, {"source", "test: measured"}}}},
+        {"instances",
+         {{{"name", "local-cpu"}, {"gpu", "local-cpu"}, {"gpus", 1}, {"vcpus", 2}, {"memory_gib", 23.5},
+           {"network_gbps", 96}, {"intra_node_GBps", 12}, {"price_usd_per_hour", 0}, {"spot_usd_per_hour", 0},
+           {"source", "test: measured"}}}}};
+    return catalog.dump();
+}
+
+Catalog catalog_with_host(double bf16_tflops = 0.575) {
+    Catalog catalog = Catalog::built_in();
+    catalog.merge(Catalog::parse(local_cpu_catalog(bf16_tflops), "host.json", catalog));
+    return catalog;
+}
+
+/// ResNet-50 at 224 px, batch 16, one rank of epochcast-train on the host.
+Scenario one_rank(Precision precision) {
+    Scenario s;
+    s.instance = "local-cpu";
+    s.nodes = 1;
+    s.gpus_per_node = 1;
+    s.batch_per_gpu = 16;
+    s.precision = precision;
+    s.strategy = Strategy::ring;
+    s.framework = Framework::epochcast;
+    s.dataset_images = 1600;
+    return s;
+}
+
+TEST(LocalCpu, FrameworkEpochcastIsSpelledAndParsed) {
+    EXPECT_EQ(to_string(Framework::epochcast), "epochcast");
+    EXPECT_EQ(parse_framework("epochcast"), Framework::epochcast);
+    EXPECT_THROW(parse_framework("epochcast-train"), InputError);
+}
+
+TEST(LocalCpu, BuiltInAndPriorCalibrationsHaveAnEpochcastProfile) {
+    for (const Calibration& c : {Calibration::built_in(), Calibration::data_free_prior()}) {
+        const FrameworkProfile& p = c.framework(Framework::epochcast);
+        EXPECT_GT(p.fixed_overhead_s, 0);
+        EXPECT_GT(p.relative_sigma, 0);
+        EXPECT_FALSE(p.source.empty());
+        ParameterId id;
+        EXPECT_TRUE(find_parameter(c, "frameworks.epochcast.fixed_overhead_s", &id));
+    }
+}
+
+TEST(LocalCpu, CalibrationFileWithoutAnEpochcastProfileTakesThePriors) {
+    nlohmann::json document = nlohmann::json::parse(Calibration::built_in().to_json());
+    document["frameworks"]["epochcast"]["fixed_overhead_s"] = 0.5;
+    EXPECT_DOUBLE_EQ(Calibration::parse(document.dump(), "x.json").framework(Framework::epochcast).fixed_overhead_s, 0.5);
+    document["frameworks"].erase("epochcast");
+    const Calibration older = Calibration::parse(document.dump(), "older.json");
+    EXPECT_DOUBLE_EQ(older.framework(Framework::epochcast).fixed_overhead_s,
+                     Calibration::data_free_prior().framework(Framework::epochcast).fixed_overhead_s);
+}
+
+TEST(LocalCpu, Bf16PredictionOfResNet50IsInTheMeasuredRangeOfACpu) {
+    const CostModel model(catalog_with_host(), Calibration::built_in());
+    const Prediction bf16 = model.predict(one_rank(Precision::bf16));
+    // 24.5 GFLOP per training image at 0.575 TFLOPS is 23.5 img/s at the whole peak; convolutions
+    // reach a fraction of it. On the order of PyTorch's measured 15 img/s on such a host.
+    EXPECT_GT(bf16.throughput_images_per_s, 5.0);
+    EXPECT_LT(bf16.throughput_images_per_s, 25.0);
+    const Prediction fp32 = model.predict(one_rank(Precision::fp32));
+    EXPECT_GT(fp32.throughput_images_per_s, 1.5);
+    EXPECT_LT(fp32.throughput_images_per_s, bf16.throughput_images_per_s);
+    EXPECT_DOUBLE_EQ(bf16.cost_usd, 0.0);  // a machine you own
+    EXPECT_LT(bf16.interval.low, bf16.throughput_images_per_s);
+    EXPECT_GT(bf16.interval.high, bf16.throughput_images_per_s);
+}
+
+TEST(LocalCpu, Bf16PredictionUsesTheBf16PeakAndFp32TheFp32Peak) {
+    const CostModel slow(catalog_with_host(0.575), Calibration::built_in());
+    const CostModel fast(catalog_with_host(1.15), Calibration::built_in());
+    const ResolvedScenario slow_bf16 = slow.resolve(one_rank(Precision::bf16));
+    const ResolvedScenario fast_bf16 = fast.resolve(one_rank(Precision::bf16));
+    EXPECT_FALSE(slow_bf16.measured_curve);
+    // Doubling the bf16 peak halves the compute part of the roofline (the memory part stays).
+    EXPECT_LT(fast_bf16.time_per_image_s, 0.6 * slow_bf16.time_per_image_s);
+    EXPECT_DOUBLE_EQ(slow.resolve(one_rank(Precision::fp32)).time_per_image_s,
+                     fast.resolve(one_rank(Precision::fp32)).time_per_image_s);
+}
+
+TEST(LocalCpu, AmpOnACpuIsRefusedNamingThePrecisionsItHas) {
+    const CostModel model(catalog_with_host(), Calibration::built_in());
+    try {
+        model.resolve(one_rank(Precision::amp));
+        FAIL() << "amp on a CPU without fp16 must be refused";
+    } catch (const InputError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("local-cpu"), std::string::npos) << message;
+        EXPECT_NE(message.find("bf16"), std::string::npos) << message;
+        EXPECT_EQ(message.find("or amp"), std::string::npos) << message;
+    }
+}
+
+TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
+    const CostModel prior(catalog_with_host(), Calibration::data_free_prior());
+    for (const double measured : {6.0, 14.0, 30.0}) {
+        Observation run;
+        run.origin = "local.json#0";
+        run.source = "epochcast-train on test-host";
+        run.scenario = one_rank(Precision::bf16);
+        run.throughput_images_per_s = measured;
+        const CalibrationFit fit = fit_calibration(prior, {run}, {});
+        const CostModel calibrated(prior, fit.calibration);
+        const ResolvedScenario resolved = calibrated.resolve(run.scenario);
+        EXPECT_TRUE(resolved.measured_curve);
+        EXPECT_NEAR(calibrated.predict(resolved).throughput_images_per_s / measured, 1.0, 0.03) << measured;
+        const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast);
+        ASSERT_NE(curve, nullptr);
+        EXPECT_NE(curve->source.find("local.json#0"), std::string::npos);
+    }
+}
+
+TEST(LocalCpu, TwoWorkerRanksAndParameterServerRanksOnOneHostResolve) {
+    Catalog catalog = catalog_with_host();
+    nlohmann::json two = nlohmann::json::parse(local_cpu_catalog());
+    two["instances"][0]["gpus"] = 2;
+    catalog.merge(Catalog::parse(two.dump(), "host.json", catalog));
+    const CostModel model(catalog, Calibration::built_in());
+    Scenario ring = one_rank(Precision::fp32);
+    ring.gpus_per_node = 2;
+    const Prediction p_ring = model.predict(ring);
+    EXPECT_GT(p_ring.communication_s, 0);
+    EXPECT_EQ(p_ring.gpus, 2);
+    // --ps-ranks 1 beside 1 worker: the servers are ranks of the same host (ps_instance local-cpu).
+    Scenario ps = one_rank(Precision::fp32);
+    ps.strategy = Strategy::ps;
+    ps.ps_instance = "local-cpu";
+    ps.ps_nodes = 1;
+    const Prediction p_ps = model.predict(ps);
+    EXPECT_GT(p_ps.communication_s, 0);
+    EXPECT_EQ(p_ps.gpus, 1);
+    EXPECT_GT(p_ps.throughput_images_per_s, 0.5 * model.predict(one_rank(Precision::fp32)).throughput_images_per_s);
+}
+
+}  // namespace
+}  // namespace epochcast
