@@ -165,8 +165,10 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
           {"steps", steps}, {"lr", options.lr}, {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
           {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}}},
         {"host", host_json(host)}};
-    if (ps_ranks > 0) {
+    if (ps_ranks > 0) {  // servers are ranks on this host: the model's ps_instance and ps_nodes
         run["ps_ranks"] = ps_ranks;
+        run["ps_instance"] = "local-cpu";
+        run["ps_nodes"] = ps_ranks;
     }
     if (options.steps == 0) {
         run["epochs"] = options.epochs;
