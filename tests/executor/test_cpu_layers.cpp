@@ -103,6 +103,19 @@ protected:
     void write_pending() {
         for (auto& [memory, values] : pending_) write_plain(context_, *memory, values->data());
     }
+    /// One-input layer: binds and fills dy, writes x, runs forward and backward; y and dx, plain.
+    std::pair<std::vector<float>, std::vector<float>> run(LayerOp& layer, Activation& xa, Activation& ya,
+                                                          const Tensor& x, const Tensor& dy) {
+        set_output_gradient(ya, dy);
+        layer.bind_backward(context_);
+        context_.finalize();
+        write_plain(context_, xa.value, x.floats().data());
+        write_pending();
+        layer.forward(context_);
+        layer.backward_parameters(context_);
+        layer.backward_inputs(context_);
+        return {read_plain(context_, ya.value), read_plain(context_, xa.diff)};
+    }
 
     Context context_{kThreads};
     std::vector<float> dy_values_;
@@ -290,20 +303,14 @@ TEST_P(CpuLayer, ReluInPlace) {
     Activation xa = activation(x.shape(), 2);
     Activation ya{xa.value, dnnl::memory()};
     Relu relu(context_, xa, ya);
-    set_output_gradient(ya, dy);
-    relu.bind_backward(context_);
-    context_.finalize();
-    write_plain(context_, xa.value, x.floats().data());
-    write_pending();
-    relu.forward(context_);
-    relu.backward_inputs(context_);
+    const auto [y_actual, dx_actual] = run(relu, xa, ya, x, dy);
     Tensor y = x, dx = dy;
     for (std::size_t i = 0; i < x.data.size(); ++i) {
         y.data[i] = std::max(x.data[i], 0.0);
         dx.data[i] = x.data[i] > 0 ? dy.data[i] : 0.0;
     }
-    EXPECT_LT(relative_error(read_plain(context_, ya.value), y.data), elementwise_tolerance());
-    EXPECT_LT(relative_error(read_plain(context_, xa.diff), dx.data), elementwise_tolerance());
+    EXPECT_LT(relative_error(y_actual, y.data), elementwise_tolerance());
+    EXPECT_LT(relative_error(dx_actual, dx.data), elementwise_tolerance());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,13 +332,7 @@ TEST_P(CpuLayer, MaxPool3x3Stride2Padding1) {
     Activation xa = activation(x.shape(), 2);
     Activation ya = activation(Shape{16, out, out}, 2);
     Pooling pool(context_, dnnl::algorithm::pooling_max, Window{3, 2, 1}, xa, ya);
-    set_output_gradient(ya, dy);
-    pool.bind_backward(context_);
-    context_.finalize();
-    write_plain(context_, xa.value, x.floats().data());
-    write_pending();
-    pool.forward(context_);
-    pool.backward_inputs(context_);
+    const auto [y_actual, dx_actual] = run(pool, xa, ya, x, dy);
     // The window's maximum (padding never wins); its input receives dy.
     Tensor y(2, 16, out, out), dx(2, 16, side, side);
     for (int n = 0; n < 2; ++n)
@@ -351,10 +352,10 @@ TEST_P(CpuLayer, MaxPool3x3Stride2Padding1) {
                     y.at(n, c, i, j) = best;
                     dx.at(n, c, best_h, best_w) += dy.at(n, c, i, j);
                 }
-    EXPECT_LT(relative_error(read_plain(context_, ya.value), y.data), elementwise_tolerance());
+    EXPECT_LT(relative_error(y_actual, y.data), elementwise_tolerance());
     // An input that wins up to 4 overlapping windows receives a sum (in bf16: rounded per add),
     // and most of dx is 0, which lowers the rms: the tolerance of sums (measured 3.4e-2 in bf16).
-    EXPECT_LT(relative_error(read_plain(context_, xa.diff), dx.data), sum_tolerance());
+    EXPECT_LT(relative_error(dx_actual, dx.data), sum_tolerance());
 }
 
 TEST_P(CpuLayer, GlobalAveragePool) {
@@ -364,13 +365,7 @@ TEST_P(CpuLayer, GlobalAveragePool) {
     Activation xa = activation(x.shape(), 2);
     Activation ya = activation(Shape{32, 1, 1}, 2);
     Pooling pool(context_, dnnl::algorithm::pooling_avg_exclude_padding, Window{side, 1, 0}, xa, ya);
-    set_output_gradient(ya, dy);
-    pool.bind_backward(context_);
-    context_.finalize();
-    write_plain(context_, xa.value, x.floats().data());
-    write_pending();
-    pool.forward(context_);
-    pool.backward_inputs(context_);
+    const auto [y_actual, dx_actual] = run(pool, xa, ya, x, dy);
     Tensor y(2, 32, 1, 1), dx(2, 32, side, side);
     for (int n = 0; n < 2; ++n)
         for (int c = 0; c < 32; ++c)
@@ -378,8 +373,8 @@ TEST_P(CpuLayer, GlobalAveragePool) {
                 y.at(n, c, 0, 0) += x.at(n, c, i / side, i % side) / (side * side);
                 dx.at(n, c, i / side, i % side) = dy.at(n, c, 0, 0) / (side * side);
             }
-    EXPECT_LT(relative_error(read_plain(context_, ya.value), y.data), sum_tolerance());
-    EXPECT_LT(relative_error(read_plain(context_, xa.diff), dx.data), elementwise_tolerance());
+    EXPECT_LT(relative_error(y_actual, y.data), sum_tolerance());
+    EXPECT_LT(relative_error(dx_actual, dx.data), elementwise_tolerance());
 }
 
 // ---------------------------------------------------------------------------------------------
