@@ -1,0 +1,111 @@
+// Training throughput of the CPU backend (executor/cpu/) on this machine, beside the bf16 matmul
+// peak measured in the same program (issue 5). Figures go to docs/performance.md.
+// Run: build/bench/cpu_train_bench                      (all configurations)
+//      build/bench/cpu_train_bench --benchmark_filter=224  (ResNet-50 at 224 px only)
+// Counters: images_per_s; fraction_of_bf16_peak = images_per_s x training FLOP per image
+// (model/'s make_workload: 3 x forward MACs x 2, 24.5 GFLOP for ResNet-50 at 224 px) / the bf16
+// matmul peak on the same thread count.
+#include <benchmark/benchmark.h>
+
+#include <omp.h>
+
+#include <chrono>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <vector>
+
+#include "executor/cpu/network.hpp"
+#include "model/workload.hpp"
+
+namespace {
+
+using namespace epochcast;
+
+/// GFLOP/s of oneDNN's bf16 matmul, 2048 x 2048 x 2048, best of 5 after a warm-up, on `threads`.
+double bf16_matmul_peak_gflops(int threads) {
+    static std::map<int, double> measured;
+    if (auto found = measured.find(threads); found != measured.end()) return found->second;
+    omp_set_num_threads(threads);
+    constexpr dnnl::memory::dim kSide = 2048;
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    const dnnl::memory::desc a({kSide, kSide}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+    const dnnl::memory::desc c({kSide, kSide}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    const auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), engine);
+    dnnl::memory src(a, engine), weights(a, engine), dst(c, engine);
+    std::fill_n(static_cast<std::uint16_t*>(src.get_data_handle()), kSide * kSide, 0x3f80);  // 1.0
+    std::fill_n(static_cast<std::uint16_t*>(weights.get_data_handle()), kSide * kSide, 0x3f80);
+    const dnnl::matmul matmul(pd);
+    double best_s = 1e30;
+    for (int rep = 0; rep < 6; ++rep) {
+        const auto start = std::chrono::steady_clock::now();
+        matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+        stream.wait();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (rep > 0) best_s = std::min(best_s, seconds);
+    }
+    return measured[threads] = 2.0 * kSide * kSide * kSide / best_s / 1e9;
+}
+
+/// One training step per iteration: ResNet-50, `image` px, batch 16, synthetic normal images.
+void train(benchmark::State& state, int image, Precision precision, int threads, cpu::Layout layout) {
+    constexpr int kBatch = 16;
+    NetworkSpec spec;
+    spec.architecture = build_resnet("resnet50", image, 1000);
+    spec.batch = kBatch;
+    spec.precision = precision;
+    spec.threads = threads;
+    const double peak_gflops = bf16_matmul_peak_gflops(threads);
+    auto network = make_cpu_network(spec, layout);
+    std::vector<float> images(static_cast<std::size_t>(kBatch) * 3 * image * image);
+    std::mt19937_64 generator(1);
+    std::normal_distribution<float> normal;
+    for (float& value : images) value = normal(generator);
+    std::vector<std::int32_t> labels(kBatch);
+    for (int n = 0; n < kBatch; ++n) labels[n] = n * 37 % 1000;
+    for (int warmup = 0; warmup < 2; ++warmup) network->train_step(images.data(), labels.data(), nullptr);
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(network->train_step(images.data(), labels.data(), nullptr));
+    }
+    state.counters["images_per_s"] = benchmark::Counter(kBatch, benchmark::Counter::kIsIterationInvariantRate);
+    const double flops_per_image = make_workload(spec.architecture).training_flops_per_image;
+    // FLOP per image / peak FLOP per second: multiplied by images/s it is the fraction of peak.
+    state.counters["fraction_of_bf16_peak"] =
+        benchmark::Counter(kBatch * flops_per_image / (peak_gflops * 1e9), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bf16_peak_GFLOPps"] = peak_gflops;
+    state.SetLabel(network->implementation());
+}
+
+void register_all() {
+    struct Config {
+        const char* name;
+        int image;
+        Precision precision;
+        int threads;
+        cpu::Layout layout;
+        int iterations;
+    };
+    const Config configs[] = {
+        // The default layout (blocked) first; NHWC for comparison (bf16: conv1 falls back to
+        // oneDNN's reference convolution, ~13 s a step, so only 2 iterations).
+        {"resnet50/224px/b16/bf16/2t/blocked", 224, Precision::bf16, 2, cpu::Layout::blocked, 5},
+        {"resnet50/224px/b16/fp32/2t/blocked", 224, Precision::fp32, 2, cpu::Layout::blocked, 3},
+        {"resnet50/64px/b16/bf16/1t/blocked", 64, Precision::bf16, 1, cpu::Layout::blocked, 10},
+        {"resnet50/64px/b16/fp32/1t/blocked", 64, Precision::fp32, 1, cpu::Layout::blocked, 10},
+        {"resnet50/224px/b16/fp32/2t/nhwc", 224, Precision::fp32, 2, cpu::Layout::nhwc, 3},
+        {"resnet50/224px/b16/bf16/2t/nhwc", 224, Precision::bf16, 2, cpu::Layout::nhwc, 2},
+    };
+    for (const Config& config : configs) {
+        if (config.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
+        benchmark::RegisterBenchmark(config.name, [config](benchmark::State& state) {
+            train(state, config.image, config.precision, config.threads, config.layout);
+        })->Iterations(config.iterations)->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+}
+
+const bool registered = (register_all(), true);
+
+}  // namespace
+
+BENCHMARK_MAIN();
