@@ -162,7 +162,8 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
           {"steps_timed", records.size() - skip}}},
         {"configuration",
          {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
-          {"steps", steps}, {"lr", options.lr}, {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
+          {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
+          {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
           {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}}},
         {"host", host_json(host)}};
     if (ps_ranks > 0) {  // servers are ranks on this host: the model's ps_instance and ps_nodes
