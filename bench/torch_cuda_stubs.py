@@ -15,8 +15,8 @@ torch.cuda.is_available() == False, and runs on the CPU; the CPU kernels (libtor
 oneDNN, the OpenMP runtime) are the unmodified PyPI binaries. Nothing in torch is patched.
 
 Usage: torch_cuda_stubs.py SITE_PACKAGES_DIR   (needs readelf and a C compiler: cc or $CC)
-Writes torch/lib/EPOCHCAST_CUDA_STUBS listing what it made; running it again is a no-op when
-that file exists and all listed stubs are present. Exit status 0 on success.
+Writes torch/lib/EPOCHCAST_CUDA_STUBS listing what it made; running it again replaces the stubs
+it listed there. Exit status 0 on success.
 """
 
 import glob
@@ -81,11 +81,15 @@ def main():
     libdir = os.path.join(site, "torch", "lib")
     marker = os.path.join(libdir, "EPOCHCAST_CUDA_STUBS")
     if os.path.exists(marker):
+        # Stubs from an earlier run: remove them and start over, in case torch was upgraded and
+        # now needs other libraries.
         with open(marker) as f:
-            listed = [l.split()[0] for l in f if l.strip() and not l.startswith("#")]
-        if all(os.path.exists(os.path.join(libdir, n)) for n in listed):
-            print(f"torch_cuda_stubs: already in place ({len(listed)} stubs)")
-            return 0
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    stale = os.path.join(libdir, line.split()[0])
+                    if os.path.exists(stale):
+                        os.remove(stale)
+        os.remove(marker)
     objects = sorted(glob.glob(os.path.join(libdir, "*.so*")) +
                      glob.glob(os.path.join(site, "torch", "_C*.so")) +
                      glob.glob(os.path.join(site, "torchvision", "_C*.so")))
