@@ -36,7 +36,9 @@ struct TrainOptions {
     int ps_ranks = 0;                   ///< parameter servers (the last ranks); 0 for all-reduce
     std::uint64_t seed = 1;
     int data_threads = 1;               ///< decode threads per rank
-    double fusion_mib = 64;             ///< all-reduce bucket threshold, MiB (Horovod's default)
+    double fusion_mib = 4;              ///< all-reduce bucket threshold, MiB. Not Horovod's 64: Open MPI
+                                        ///< progresses MPI_Iallreduce only inside MPI calls, and smaller
+                                        ///< buckets overlap more of the backward pass (docs/performance.md)
     bool print_steps = true;            ///< rank 0 prints the per-step table
 };
 
