@@ -19,6 +19,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "executor/cpu/layers.hpp"
 #include "model/errors.hpp"
 
 namespace epochcast {
@@ -57,23 +58,6 @@ std::string proc_value(const char* path, const std::string& key) {
         if (trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
     }
     return "";
-}
-
-std::string isa_name(dnnl::cpu_isa isa) {
-    switch (isa) {
-        case dnnl::cpu_isa::sse41: return "sse41";
-        case dnnl::cpu_isa::avx: return "avx";
-        case dnnl::cpu_isa::avx2: return "avx2";
-        case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-        case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
-        case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
-        case dnnl::cpu_isa::avx512_core: return "avx512_core";
-        case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-        case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-        case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-        case dnnl::cpu_isa::all: return "all";
-    }
-    return "unknown";
 }
 
 /// Runs with OpenMP (oneDNN's threading runtime here) limited to `threads`, then restores it.
@@ -169,9 +153,8 @@ HostInfo host_info() {
     if (host.hostname.empty()) host.hostname = "localhost";
     host.cpu_model = proc_value("/proc/cpuinfo", "model name");
     if (host.cpu_model.empty()) host.cpu_model = "unknown CPU";
-    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-    host.isa = isa_name(isa);
-    host.native_bf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+    host.isa = cpu::cpu_isa_name();
+    host.native_bf16 = cpu::cpu_has_native_bf16();
     host.cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     std::istringstream kib(proc_value("/proc/meminfo", "MemTotal"));  // "24684092 kB"
     double mem_kib = 0;
