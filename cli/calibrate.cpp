@@ -53,7 +53,7 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     Table residuals({"run", "quantity", "measured", "fitted", "error"});
     for (const FitResidual& r : fit.residuals) {
         residuals.add_row({r.origin, r.quantity, format_number(r.measured, 3), format_number(r.predicted, 3),
-                           format_number(100.0 * (r.predicted / r.measured - 1.0), 1) + " %"});
+                           format_number(percent_error(r.predicted, r.measured), 1) + " %"});
     }
     residuals.print(out);
     out << "\nscatter of the runs around the fit (model sigma): " << format_number(100.0 * fit.model_sigma, 1)

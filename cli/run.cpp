@@ -56,8 +56,6 @@ private:
     std::filesystem::path path_;
 };
 
-double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
-
 /// The `local-cpu` catalog: a file the user gave, or what epochcast-train measures on this host
 /// with the run's threads per rank.
 Catalog host_catalog(const RunOptions& o, const std::string& train_program, int threads, const Catalog& known) {

@@ -32,6 +32,9 @@ private:
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
 
+/// How far a prediction is from a measurement, in percent of the measurement (positive: above).
+double percent_error(double predicted, double measured);
+
 /// True when `text` is a number as format_number writes it (or "-", the placeholder for none).
 bool looks_numeric(const std::string& text);
 

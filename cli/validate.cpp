@@ -59,8 +59,6 @@ std::string describe(const Scenario& s) {
     return text;
 }
 
-double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
-
 bool in_band(const RunCheck& c) {
     return c.run.throughput_images_per_s >= c.predicted.interval.low &&
            c.run.throughput_images_per_s <= c.predicted.interval.high;
