@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
     try {
         app.parse(argc, argv);
-        options.precision = epochcast::parse_train_precision(precision);
+        options.precision = epochcast::parse_precision(precision, "--precision");
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) {
             return app.exit(error);

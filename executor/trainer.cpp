@@ -139,40 +139,40 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     for (const StepRecord& record : records) {
         losses.push_back(record.loss);
     }
+    // The run's configuration and throughput under traces/'s key names, then what only a real run has.
     const HostInfo host = host_info();
-    nlohmann::json run = {
-        {"source", "epochcast-train on " + host.hostname + " (" + host.cpu_model + ")"},
-        {"model", options.model},
-        {"image_size", options.image_size},
-        {"classes", data.classes()},
-        {"dataset_images", data.images()},
-        {"instance", "local-cpu"},
-        {"nodes", 1},
-        {"gpus_per_node", workers},
-        {"framework", "epochcast"},
-        {"strategy", ps_ranks > 0 ? "ps" : "ring"},
-        {"precision", std::string(to_string(options.precision))},
-        {"batch_per_gpu", options.batch_per_gpu},
-        {"measured",
-         {{"throughput_images_per_s", global_batch * timed / iteration},
-          {"iteration_s", iteration / timed},
-          {"phases_s", {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}}},
-          {"loss", losses},
-          {"first_step", first_step},
-          {"steps_timed", records.size() - skip}}},
-        {"configuration",
-         {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
-          {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
-          {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
-          {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}}},
-        {"host", host_json(host)}};
-    if (ps_ranks > 0) {  // servers are ranks on this host: the model's ps_instance and ps_nodes
+    Observation observation;
+    observation.source = "epochcast-train on " + host.hostname + " (" + host.cpu_model + ")";
+    Scenario& scenario = observation.scenario;
+    scenario.model = options.model;
+    scenario.image_size = options.image_size;
+    scenario.classes = data.classes();
+    scenario.dataset_images = data.images();
+    scenario.epochs = static_cast<double>(steps) * global_batch / static_cast<double>(data.images());
+    scenario.instance = "local-cpu";
+    scenario.nodes = 1;
+    scenario.gpus_per_node = workers;
+    scenario.framework = Framework::epochcast;
+    scenario.strategy = ps_ranks > 0 ? Strategy::ps : Strategy::ring;
+    scenario.precision = options.precision;
+    scenario.batch_per_gpu = options.batch_per_gpu;
+    scenario.ps_instance = "local-cpu";  // servers are ranks on this host
+    scenario.ps_nodes = ps_ranks;
+    observation.throughput_images_per_s = global_batch * timed / iteration;
+    observation.iteration_s = iteration / timed;
+    nlohmann::json run = run_json(observation);
+    nlohmann::json& measured = run["measured"];
+    measured["phases_s"] = {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}};
+    measured["loss"] = losses;
+    measured["first_step"] = first_step;
+    measured["steps_timed"] = records.size() - skip;
+    run["configuration"] = {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
+                            {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
+                            {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
+                            {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}};
+    run["host"] = host_json(host);
+    if (ps_ranks > 0) {
         run["ps_ranks"] = ps_ranks;
-        run["ps_instance"] = "local-cpu";
-        run["ps_nodes"] = ps_ranks;
-    }
-    if (options.steps == 0) {
-        run["epochs"] = options.epochs;
     }
     return {{"schema", kTraceSchema},
             {"description", "A real training run measured by epochcast-train."},
@@ -392,13 +392,6 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
 }
 
 }  // namespace
-
-Precision parse_train_precision(const std::string& text) {
-    if (text == "fp32") return Precision::fp32;
-    if (text == "bf16") return Precision::bf16;
-    if (text == "fp16" || text == "amp") return Precision::amp;
-    throw InputError("--precision must be fp32, bf16 or fp16, not '" + text + "'");
-}
 
 void validate(const TrainOptions& options) {
     auto require = [](bool ok, const std::string& message) {

@@ -42,9 +42,6 @@ struct TrainOptions {
     bool print_steps = true;            ///< rank 0 prints the per-step table
 };
 
-/// Parse "fp32", "bf16", "fp16" (amp) for --precision; InputError otherwise.
-Precision parse_train_precision(const std::string& text);
-
 /// Throws InputError for an option out of range (naming the flag).
 void validate(const TrainOptions& options);
 
