@@ -66,8 +66,10 @@ DeviceBuffer::~DeviceBuffer() {
 Context::Context(int device, DataType type) : device_(device), type_(type) {
     const int gpus = visible_gpus();
     if (device < 0 || device >= gpus) {
-        throw RunError("GPU " + std::to_string(device) + " requested, but " + std::to_string(gpus) +
-                       " GPU(s) are visible: run at most one rank per GPU on each node");
+        // Bad input rather than a failed run, as bf16 on a CPU without it is: the user asked this
+        // machine for something it does not have.
+        throw InputError("--backend cuda: GPU " + std::to_string(device) + " requested, but " + std::to_string(gpus) +
+                         " GPU(s) are visible: run at most one rank per GPU on each node, or --backend cpu");
     }
     EPOCHCAST_CUDA_CHECK(cudaSetDevice(device));
     EPOCHCAST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

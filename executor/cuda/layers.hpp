@@ -57,7 +57,7 @@ private:
 /// convolution workspace they share.
 class Context {
 public:
-    /// Makes `device` current (throws RunError when it does not exist).
+    /// Makes `device` current (throws InputError when it does not exist).
     Context(int device, DataType type);
     ~Context();
     Context(const Context&) = delete;

@@ -38,8 +38,8 @@ public:
 }  // namespace cuda
 
 /// Builds the network on GPU spec.device, allocating every buffer it will use. Weights depend on
-/// spec.seed only, and are the CPU backend's. Throws InputError for batch < 1 or bf16 (a CPU
-/// precision here), RunError when the GPU does not exist or a CUDA library call fails.
+/// spec.seed only, and are the CPU backend's. Throws InputError for batch < 1, bf16 (a CPU
+/// precision here) or a GPU that is not visible; RunError when a CUDA library call fails.
 std::unique_ptr<Network> make_cuda_network(const NetworkSpec& spec);
 
 }  // namespace epochcast

@@ -90,8 +90,8 @@ TEST(CudaNetwork, SaysSoWhenTheGpuIsMissing) {
     spec.device = cuda::visible_gpus();  // one past the last
     try {
         make_cuda_network(spec);
-        FAIL() << "expected RunError";
-    } catch (const RunError& error) {
+        FAIL() << "expected InputError";
+    } catch (const InputError& error) {
         EXPECT_NE(std::string(error.what()).find("GPU(s) are visible"), std::string::npos) << error.what();
     }
 }
