@@ -129,6 +129,25 @@ private:
 
 }  // namespace
 
+std::vector<StateTensor> running_statistics_layout(const Architecture& architecture, std::vector<float>& storage) {
+    std::int64_t channels = 0;
+    for (const Layer& layer : architecture.layers) {
+        if (layer.kind == LayerKind::batch_norm) channels += layer.output.channels;
+    }
+    storage.assign(static_cast<std::size_t>(2 * channels), 0.0f);
+    std::vector<StateTensor> state;
+    float* next = storage.data();
+    for (const Layer& layer : architecture.layers) {
+        if (layer.kind != LayerKind::batch_norm) continue;
+        const int c = layer.output.channels;
+        state.push_back({layer.name + ".running_mean", c, next});
+        std::fill(next + c, next + 2 * c, 1.0f);  // running variance starts at 1
+        state.push_back({layer.name + ".running_var", c, next + c});
+        next += 2 * c;
+    }
+    return state;
+}
+
 std::vector<float> initial_values(const Architecture& architecture, std::uint64_t seed) {
     const std::vector<ParameterTensor> layout = parameter_layout(architecture);
     std::vector<std::int64_t> offset_of_layer(architecture.layers.size(), -1);

@@ -128,20 +128,7 @@ private:
         momentum_.assign(static_cast<std::size_t>(offset), 0.0f);
         decay_mask_ = weight_decay_mask(parameters_);
 
-        std::int64_t channels = 0;
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind == LayerKind::batch_norm) channels += layer.output.channels;
-        }
-        running_.assign(static_cast<std::size_t>(2 * channels), 0.0f);
-        float* next = running_.data();
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind != LayerKind::batch_norm) continue;
-            const int c = layer.output.channels;
-            state_.push_back({layer.name + ".running_mean", c, next});
-            std::fill(next + c, next + 2 * c, 1.0f);  // running variance starts at 1
-            state_.push_back({layer.name + ".running_var", c, next + c});
-            next += 2 * c;
-        }
+        state_ = running_statistics_layout(architecture_, running_);
     }
 
     void initialise_values(std::uint64_t seed) { values_ = initial_values(architecture_, seed); }

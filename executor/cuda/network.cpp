@@ -231,20 +231,8 @@ private:
             conversions_[static_cast<std::size_t>(tensor.layer)].push_back(conversion);
         }
 
-        std::int64_t channels = 0;
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind == LayerKind::batch_norm) channels += layer.output.channels;
-        }
-        running_host_.assign(static_cast<std::size_t>(2 * channels), 0.0f);
-        float* next = running_host_.data();
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind != LayerKind::batch_norm) continue;
-            const int c = layer.output.channels;
-            state_.push_back({layer.name + ".running_mean", c, next});
-            std::fill(next + c, next + 2 * c, 1.0f);  // running variance starts at 1
-            state_.push_back({layer.name + ".running_var", c, next + c});
-            next += 2 * c;
-        }
+        state_ = running_statistics_layout(architecture_, running_host_);
+        const auto channels = static_cast<std::int64_t>(running_host_.size() / 2);
         running_ = allocate_floats(2 * channels);
         upload_state();
 

@@ -28,30 +28,7 @@ constexpr int kImageSize = 64;
 #define REQUIRE_GPU()                                                                    \
     if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
-NetworkSpec small_spec(int batch, Precision precision) {
-    NetworkSpec spec;
-    spec.architecture = build_resnet("resnet18", kImageSize, kClasses);
-    spec.batch = batch;
-    spec.precision = precision;
-    spec.threads = 2;
-    spec.seed = 7;
-    return spec;
-}
-
-struct Data {
-    std::vector<float> images;
-    std::vector<std::int32_t> labels;
-};
-
-Data random_batch(int batch, std::uint64_t seed) {
-    std::mt19937_64 generator(seed);
-    std::normal_distribution<float> normal;
-    Data data;
-    data.images.resize(static_cast<std::size_t>(batch) * 3 * kImageSize * kImageSize);
-    for (float& value : data.images) value = normal(generator);
-    for (int n = 0; n < batch; ++n) data.labels.push_back(static_cast<std::int32_t>((3 * n + 1) % kClasses));
-    return data;
-}
+#include "tests/executor/small_network.inc"
 
 std::vector<float> arena(Network& network, Arena which) {
     std::vector<float> host(static_cast<std::size_t>(network.parameter_elements()));
@@ -114,7 +91,7 @@ TEST(CudaNetwork, ArenasHaveTheCpuLayoutAndWeights) {
 
 TEST(CudaNetwork, OneFp32StepMatchesTheCpuBackend) {
     REQUIRE_GPU();
-    const Data data = random_batch(4, 11);
+    const Batch data = random_batch(4, 11);
     std::unique_ptr<Network> gpu = make_cuda_network(small_spec(4, Precision::fp32));
     std::unique_ptr<Network> cpu = make_cpu_network(small_spec(4, Precision::fp32));
     std::vector<int> gpu_ready, cpu_ready;
@@ -145,7 +122,7 @@ TEST(CudaNetwork, OneFp32StepMatchesTheCpuBackend) {
 
 TEST(CudaNetwork, OneFp16StepIsCloseToTheFp32Step) {
     REQUIRE_GPU();
-    const Data data = random_batch(8, 12);
+    const Batch data = random_batch(8, 12);
     std::unique_ptr<Network> half = make_cuda_network(small_spec(8, Precision::amp));
     std::unique_ptr<Network> full = make_cuda_network(small_spec(8, Precision::fp32));
     const double half_loss = half->train_step(data.images.data(), data.labels.data(), nullptr);
@@ -162,7 +139,7 @@ TEST(CudaNetwork, OneFp16StepIsCloseToTheFp32Step) {
 TEST(CudaNetwork, SgdOnOneBatchLowersTheLossInBothPrecisions) {
     REQUIRE_GPU();
     for (Precision precision : {Precision::fp32, Precision::amp}) {
-        const Data data = random_batch(8, 13);
+        const Batch data = random_batch(8, 13);
         std::unique_ptr<Network> network = make_cuda_network(small_spec(8, precision));
         const double first = network->train_step(data.images.data(), data.labels.data(), nullptr);
         double last = first;
@@ -177,7 +154,7 @@ TEST(CudaNetwork, SgdOnOneBatchLowersTheLossInBothPrecisions) {
 
 TEST(CudaNetwork, ALabelOutsideTheClassesIsAnInputError) {
     REQUIRE_GPU();
-    Data data = random_batch(2, 14);
+    Batch data = random_batch(2, 14);
     data.labels[1] = kClasses;
     std::unique_ptr<Network> network = make_cuda_network(small_spec(2, Precision::amp));
     EXPECT_THROW(network->train_step(data.images.data(), data.labels.data(), nullptr), InputError);
