@@ -61,7 +61,7 @@ log "built in ${build_s} s"
 
 # 2. The GPU tests (and the host-side loss scaler), no skips expected here.
 tests_status=passed
-if ! ctest --test-dir "$build" -R 'Cuda|LossScaler' --output-on-failure >"$out/ctest.log" 2>&1; then
+if ! ctest --test-dir "$build" -R 'Cuda|Gpu|LossScaler' --output-on-failure >"$out/ctest.log" 2>&1; then
   tests_status=FAILED
 fi
 tests_line=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1 || true)
