@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Training-step throughput of torchvision's ResNet-50 on the CPU, for comparison with epochcast's executor.
+"""Training-step throughput of torchvision's ResNet-50 on the CPU or one GPU, for comparison with epochcast's executor.
 
 One step: forward, cross-entropy loss, backward, SGD(lr=0.1, momentum=0.9, nesterov=True,
 weight_decay=1e-4) update. The model is randomly initialised (no weights are downloaded), the
 inputs and labels are random and allocated once, the model and the inputs are in channels_last.
 Precision "fp32" runs in float32; "bf16" runs the forward pass (and so the backward pass of the
 autocast ops) under torch.autocast("cpu", dtype=torch.bfloat16), with float32 master weights.
+With --device cuda (bench/gpu-check.sh): "fp16" is PyTorch AMP, torch.autocast("cuda",
+dtype=torch.float16) with a GradScaler (dynamic loss scaling), cuDNN benchmark mode on; the inputs
+live on the GPU and every timed step ends with a device synchronisation.
 
 Prints exactly one JSON line on stdout (diagnostics go to stderr):
 {"framework":"pytorch","torch_version":...,"precision":...,"image_size":...,"batch":...,
@@ -27,7 +30,8 @@ import torchvision
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="bf16")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
@@ -75,17 +79,34 @@ def main():
     except RuntimeError:
         pass  # already set (only possible before any parallel work)
 
-    model = make_resnet50(args.num_classes).to(memory_format=torch.channels_last)
+    if args.precision == "fp16" and args.device != "cuda":
+        sys.exit("pytorch_resnet50.py: --precision fp16 needs --device cuda")
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+    model = make_resnet50(args.num_classes).to(device, memory_format=torch.channels_last)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True,
                                 weight_decay=1e-4)
     criterion = torch.nn.CrossEntropyLoss()
-    images = torch.randn(args.batch, 3, args.image_size, args.image_size).to(
+    images = torch.randn(args.batch, 3, args.image_size, args.image_size, device=device).to(
         memory_format=torch.channels_last)
-    labels = torch.randint(0, args.num_classes, (args.batch,))
+    labels = torch.randint(0, args.num_classes, (args.batch,), device=device)
+    scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** 15) if args.precision == "fp16" else None
+
+    def synchronize():
+        if args.device == "cuda":
+            torch.cuda.synchronize()
 
     def step():
         optimizer.zero_grad(set_to_none=True)
+        if scaler is not None:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(images), labels)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            return loss
         if args.precision == "bf16":
             with autocast_bf16():
                 loss = criterion(model(images), labels)
@@ -99,6 +120,7 @@ def main():
     for i in range(args.warmup):
         t0 = time.perf_counter()
         loss = step()
+        synchronize()
         print(f"warm-up step {i + 1}/{args.warmup}: {time.perf_counter() - t0:.3f} s, "
               f"loss {loss.item():.4f}", file=sys.stderr)
     step_s = []
@@ -106,6 +128,7 @@ def main():
         t0 = time.perf_counter()
         loss = step()
         loss.item()  # CPU ops are synchronous; this only keeps the loss alive until here
+        synchronize()
         step_s.append(time.perf_counter() - t0)
         print(f"step {i + 1}/{args.steps}: {step_s[-1]:.3f} s", file=sys.stderr)
 
@@ -118,6 +141,7 @@ def main():
             mkldnn_bf16 = None
     result = {
         "framework": "pytorch",
+        "device": (torch.cuda.get_device_name() if args.device == "cuda" else "cpu"),
         "torch_version": torch.__version__,
         "torchvision_version": torchvision.__version__,
         "precision": args.precision,

@@ -51,21 +51,33 @@ std::vector<Range> layer_ranges(const Architecture& architecture) {
     return ranges;
 }
 
+}  // namespace
+
+BucketPlan bucket_plan(const Architecture& architecture, Precision precision, double fusion_threshold_bytes) {
+    const std::vector<Range> ranges = layer_ranges(architecture);
+    const std::vector<GradientTensor> gradients = gradients_in_backward_order(architecture, precision);
+    BucketPlan plan;
+    plan.closing_bucket.assign(architecture.layers.size(), -1);
+    for (const Bucket& bucket : fusion_buckets(gradients, fusion_threshold_bytes)) {
+        const int first_layer = gradients[static_cast<std::size_t>(bucket.first)].layer;
+        const int last_layer = gradients[static_cast<std::size_t>(bucket.first + bucket.count - 1)].layer;
+        plan.closing_bucket[static_cast<std::size_t>(last_layer)] = static_cast<int>(plan.buckets.size());
+        plan.buckets.push_back(Range{ranges[static_cast<std::size_t>(first_layer)].begin,
+                                     ranges[static_cast<std::size_t>(last_layer)].end});
+    }
+    return plan;
+}
+
+namespace {
+
 class AllReduceExchange final : public GradientExchange {
 public:
     AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes)
         : network_(network), workers_(workers) {
         MPI_Comm_size(workers_, &worker_count_);
-        const std::vector<Range> ranges = layer_ranges(architecture);
-        const std::vector<GradientTensor> gradients = gradients_in_backward_order(architecture, Precision::fp32);
-        closing_bucket_.assign(architecture.layers.size(), -1);
-        for (const Bucket& bucket : fusion_buckets(gradients, threshold_bytes)) {
-            const int first_layer = gradients[static_cast<std::size_t>(bucket.first)].layer;
-            const int last_layer = gradients[static_cast<std::size_t>(bucket.first + bucket.count - 1)].layer;
-            closing_bucket_[static_cast<std::size_t>(last_layer)] = static_cast<int>(buckets_.size());
-            buckets_.push_back(Range{ranges[static_cast<std::size_t>(first_layer)].begin,
-                                     ranges[static_cast<std::size_t>(last_layer)].end});
-        }
+        BucketPlan plan = bucket_plan(architecture, Precision::fp32, threshold_bytes);
+        buckets_ = std::move(plan.buckets);
+        closing_bucket_ = std::move(plan.closing_bucket);
         requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
     }
 
@@ -118,6 +130,10 @@ public:
             }
         }
         requests_.assign(shards_.size(), MPI_REQUEST_NULL);
+        if (network.device_arenas()) {
+            staged_gradients_.resize(static_cast<std::size_t>(elements));
+            staged_values_.resize(static_cast<std::size_t>(elements));
+        }
     }
 
     void begin_step(std::int64_t) override { next_shard_ = 0; }
@@ -135,9 +151,13 @@ public:
             push(next_shard_++);
         }
         MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+        float* values = staged_values_.empty() ? network_.values() : staged_values_.data();
         for (std::size_t s = 0; s < shards_.size(); ++s) {
-            MPI_Recv(network_.values() + shards_[s].begin, static_cast<int>(shards_[s].size()), MPI_FLOAT,
+            MPI_Recv(values + shards_[s].begin, static_cast<int>(shards_[s].size()), MPI_FLOAT,
                      server_rank(s), kTagWeights, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        if (!staged_values_.empty()) {
+            network_.write(Arena::values, 0, network_.parameter_elements(), values);
         }
         return false;
     }
@@ -146,8 +166,14 @@ private:
     int server_rank(std::size_t shard) const { return topology_.workers() + static_cast<int>(shard); }
 
     void push(std::size_t shard) {
-        MPI_Isend(network_.gradients() + shards_[shard].begin, static_cast<int>(shards_[shard].size()), MPI_FLOAT,
-                  server_rank(shard), kTagGradients, MPI_COMM_WORLD, &requests_[shard]);
+        const Range& range = shards_[shard];
+        float* gradients = network_.gradients();
+        if (!staged_gradients_.empty()) {  // device arenas: through a host copy
+            gradients = staged_gradients_.data();
+            network_.read(Arena::gradients, range.begin, range.size(), gradients + range.begin);
+        }
+        MPI_Isend(gradients + range.begin, static_cast<int>(range.size()), MPI_FLOAT, server_rank(shard), kTagGradients,
+                  MPI_COMM_WORLD, &requests_[shard]);
     }
 
     Network& network_;
@@ -156,6 +182,7 @@ private:
     std::vector<int> shard_closed_by_;  ///< per shard: the layer whose readiness completes it
     std::vector<MPI_Request> requests_;
     std::size_t next_shard_ = 0;
+    std::vector<float> staged_gradients_, staged_values_;  ///< host copies, only for device arenas
 };
 
 }  // namespace

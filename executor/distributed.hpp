@@ -47,6 +47,14 @@ struct Range {
 /// Server `index` of `servers` holds this part of `elements`: near-equal contiguous shards.
 Range shard_of(std::int64_t elements, int servers, int index);
 
+/// The all-reduce buckets of an arena: model/'s fusion buckets (threshold in bytes of gradients of
+/// `precision`) as arena ranges in backward order, and for each layer the bucket it completes.
+struct BucketPlan {
+    std::vector<Range> buckets;        ///< arena ranges, in backward order
+    std::vector<int> closing_bucket;   ///< per layer: the bucket its gradients complete, or -1
+};
+BucketPlan bucket_plan(const Architecture& architecture, Precision precision, double fusion_threshold_bytes);
+
 /// gradients[i] /= workers for i in range (the one averaging rule both modes use).
 void average_in_place(float* values, std::int64_t count, int workers);
 
@@ -68,7 +76,8 @@ public:
 std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
                                                           MPI_Comm workers, double fusion_threshold_bytes);
 
-/// Pushes shards to the servers and pulls the updated weights.
+/// Pushes shards to the servers and pulls the updated weights (through host copies when the
+/// network's arenas are on a device).
 std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,
                                                     const Topology& topology);
 

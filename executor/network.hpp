@@ -9,6 +9,11 @@
 // fc layer first, conv1 last), so a fusion bucket of model/workload.hpp is one contiguous range.
 // Inside one layer: weight then bias (batch norm: gamma then beta). Plain layouts: convolution
 // weights out x in x kh x kw, fc weight out x in, vectors of channels.
+//
+// A third arena of the same layout holds the optimizer's momentum, so that the whole SGD step
+// runs where the weights are: on the host for the CPU backend, on the GPU for the CUDA backend.
+// A backend whose arenas live in device memory (device_arenas()) is read and written by host
+// code only through read() / write(), one contiguous range at a time.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,7 @@ struct NetworkSpec {
     Precision precision = Precision::fp32;  ///< fp32 or bf16 (CPU backend); fp32 or amp (CUDA backend)
     int threads = 1;             ///< compute threads of this rank (CPU backend), >= 1
     std::uint64_t seed = 1;      ///< weight initialisation seed; every rank uses the same one
+    int device = 0;              ///< GPU index on this node (CUDA backend): the worker's rank among the node's workers
 };
 
 /// One learnable tensor inside the arenas.
@@ -47,6 +53,9 @@ struct StateTensor {
     float* value = nullptr;     ///< host memory owned by the network
 };
 
+/// The three arenas of learnable tensors.
+enum class Arena { values, gradients, momentum };
+
 class Network {
 public:
     virtual ~Network() = default;
@@ -60,8 +69,29 @@ public:
     virtual float* values() = 0;
     /// fp32 gradient of this rank's mean loss over its batch, same layout as values().
     virtual float* gradients() = 0;
-    /// Batch-norm running statistics, in forward order.
+    /// The optimizer's momentum, same layout as values(), zero at construction.
+    virtual float* momentum() = 0;
+    /// Batch-norm running statistics, in forward order. For a device backend the values are host
+    /// copies: download_state() refreshes them, upload_state() sends changes back.
     virtual const std::vector<StateTensor>& state() const = 0;
+    virtual void download_state() {}
+    virtual void upload_state() {}
+
+    /// True when values(), gradients() and momentum() point into device memory, which host code
+    /// must reach through read() and write() (the CUDA backend).
+    virtual bool device_arenas() const { return false; }
+    /// Copies elements [offset, offset + count) of an arena to `host` (waiting for the work that
+    /// writes them) or from `host`.
+    virtual void read(Arena arena, std::int64_t offset, std::int64_t count, float* host);
+    virtual void write(Arena arena, std::int64_t offset, std::int64_t count, const float* host);
+
+    /// One SGD step with Nesterov momentum (executor/optimizer.hpp, decay mask from parameters())
+    /// on values() from gradients() (averaged over the workers) and momentum(), at rate `lr`.
+    /// Returns false when the backend skipped the step: with fp16 loss scaling (LossScaler), an
+    /// overflowed gradient leaves weights and momentum alone.
+    virtual bool optimizer_step(double lr) = 0;
+    /// Steps skipped so far by optimizer_step.
+    virtual std::int64_t skipped_steps() const { return 0; }
 
     /// One forward and backward pass on this rank's batch.
     ///   images: batch x 3 x image_size x image_size, fp32, NCHW, already normalised

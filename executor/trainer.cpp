@@ -14,6 +14,10 @@
 #include "executor/arena.hpp"
 #include "executor/checkpoint.hpp"
 #include "executor/cpu/network.hpp"
+#ifdef EPOCHCAST_WITH_CUDA
+#include "executor/cuda/exchange.hpp"
+#include "executor/cuda/network.hpp"
+#endif
 #include "executor/data.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
@@ -81,7 +85,11 @@ std::unique_ptr<Network> make_network(const TrainOptions& options, NetworkSpec s
         return make_cpu_network(spec);
     }
     if (options.backend == "cuda") {
-        throw InputError("--backend cuda: this build of epochcast-train has no CUDA backend");
+#ifdef EPOCHCAST_WITH_CUDA
+        return make_cuda_network(spec);
+#else
+        throw InputError("--backend cuda: this build of epochcast-train has no CUDA backend (CUDA, cuDNN or NCCL was not found)");
+#endif
     }
     throw InputError("--backend must be cpu or cuda, not '" + options.backend + "'");
 }
@@ -93,6 +101,44 @@ std::unique_ptr<DataSource> make_data(const TrainOptions& options, int classes) 
     return make_image_folder_data(options.data, options.image_size, options.seed);
 }
 
+/// The worker's gradient exchange: parameter servers, NCCL for device arenas, MPI otherwise.
+std::unique_ptr<GradientExchange> make_exchange(const TrainOptions& options, const Topology& topology,
+                                                const Architecture& architecture, Network& network, MPI_Comm workers) {
+    const double fusion_bytes = options.fusion_mib * 1024 * 1024;
+    if (topology.ps_ranks > 0) {
+        return make_ps_push_pull(architecture, network, topology);
+    }
+    if (network.device_arenas()) {
+#ifdef EPOCHCAST_WITH_CUDA
+        return make_nccl_exchange(architecture, network, workers, fusion_bytes);
+#else
+        throw RunError("a network with device arenas needs the CUDA build's NCCL exchange");
+#endif
+    }
+    return make_allreduce_exchange(architecture, network, workers, fusion_bytes);
+}
+
+/// This worker's index among the workers on its node (the GPU it drives).
+int local_worker_index(MPI_Comm workers) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(workers, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int index = 0;
+    MPI_Comm_rank(node, &index);
+    MPI_Comm_free(&node);
+    return index;
+}
+
+/// A whole arena copied to the host, and back.
+std::vector<float> host_copy(Network& network, Arena arena) {
+    std::vector<float> copy(static_cast<std::size_t>(network.parameter_elements()));
+    network.read(arena, 0, network.parameter_elements(), copy.data());
+    return copy;
+}
+
+void load(Network& network, Arena arena, const std::vector<float>& host) {
+    network.write(arena, 0, static_cast<std::int64_t>(host.size()), host.data());
+}
+
 /// Per-step measurements of one rank.
 struct StepRecord {
     double iteration_s = 0;
@@ -100,6 +146,7 @@ struct StepRecord {
     double data_wait_s = 0;
     double communication_s = 0;
     double loss = 0;
+    bool skipped = false;  ///< the optimizer skipped the step (fp16 gradients overflowed)
 };
 
 /// Steps left out of the throughput: the first ones pay for first-touch memory and caches.
@@ -127,6 +174,10 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
                               std::int64_t first_step, std::int64_t steps, const std::vector<StepRecord>& records) {
     const std::size_t skip = untimed_steps(records.size());
     double iteration = 0, compute = 0, wait = 0, communication = 0;
+    std::int64_t skipped = 0;
+    for (const StepRecord& record : records) {
+        skipped += record.skipped ? 1 : 0;
+    }
     for (std::size_t i = skip; i < records.size(); ++i) {
         iteration += records[i].iteration_s;
         compute += records[i].compute_s;
@@ -149,7 +200,7 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     scenario.classes = data.classes();
     scenario.dataset_images = data.images();
     scenario.epochs = static_cast<double>(steps) * global_batch / static_cast<double>(data.images());
-    scenario.instance = "local-cpu";
+    scenario.instance = options.backend == "cuda" ? "local-gpu" : "local-cpu";
     scenario.nodes = 1;
     scenario.gpus_per_node = workers;
     scenario.framework = Framework::epochcast;
@@ -166,6 +217,7 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     measured["loss"] = losses;
     measured["first_step"] = first_step;
     measured["steps_timed"] = records.size() - skip;
+    measured["skipped_steps"] = skipped;  // optimizer steps skipped by fp16 loss scaling (overflow)
     run["configuration"] = {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
                             {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
                             {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
@@ -266,9 +318,11 @@ void write_state(Network& network, const std::vector<NamedTensor>& saved, const 
         }
         std::copy(saved[i].values.begin(), saved[i].values.end(), state[i].value);
     }
+    network.upload_state();
 }
 
-std::vector<NamedTensor> read_state(const Network& network) {
+std::vector<NamedTensor> read_state(Network& network) {
+    network.download_state();
     std::vector<NamedTensor> saved;
     for (const StateTensor& tensor : network.state()) {
         saved.push_back({tensor.name, std::vector<float>(tensor.value, tensor.value + tensor.elements)});
@@ -281,11 +335,10 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
                   MPI_Comm workers_comm) {
     const int workers = topology.workers();
     const bool leader = topology.rank == 0;
-    NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed};
+    NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed,
+                     local_worker_index(workers_comm)};
     std::unique_ptr<Network> network = make_network(options, spec);
     const std::int64_t elements = network->parameter_elements();
-    const std::vector<float> mask = weight_decay_mask(network->parameters());
-    std::vector<float> momentum(static_cast<std::size_t>(elements), 0.0f);
     const nlohmann::json identity = checkpoint_identity(options, plan.classes, workers, topology.ps_ranks);
 
     // Resume: worker 0 reads the checkpoint and shares it; everyone learns the first step.
@@ -296,24 +349,26 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
             throw InputError("checkpoint in '" + options.checkpoint_dir + "' has " +
                              std::to_string(checkpoint.weights.size()) + " weights, the network " + std::to_string(elements));
         }
-        std::copy(checkpoint.weights.begin(), checkpoint.weights.end(), network->values());
-        momentum = checkpoint.momentum;
+        load(*network, Arena::values, checkpoint.weights);
+        load(*network, Arena::momentum, checkpoint.momentum);
         write_state(*network, checkpoint.state, options.checkpoint_dir);
         plan.first_step = checkpoint.next_step;
     }
     MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     if (options.resume) {
-        MPI_Bcast(network->values(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
-        MPI_Bcast(momentum.data(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
+        for (Arena arena : {Arena::values, Arena::momentum}) {
+            std::vector<float> host = host_copy(*network, arena);
+            MPI_Bcast(host.data(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
+            load(*network, arena, host);
+        }
         network->parameters_updated();
     }
     if (leader && topology.ps_ranks > 0) {
-        send_initial_shards(topology, network->values(), momentum.data(), elements);
+        send_initial_shards(topology, host_copy(*network, Arena::values).data(),
+                            host_copy(*network, Arena::momentum).data(), elements);
     }
 
-    std::unique_ptr<GradientExchange> exchange =
-        topology.ps_ranks > 0 ? make_ps_push_pull(plan.architecture, *network, topology)
-                              : make_allreduce_exchange(plan.architecture, *network, workers_comm, options.fusion_mib * 1024 * 1024);
+    std::unique_ptr<GradientExchange> exchange = make_exchange(options, topology, plan.architecture, *network, workers_comm);
     BatchLoader loader(data, options.batch_per_gpu, topology.rank, workers, plan.first_step, options.data_threads, 2);
     if (leader && options.print_steps) {
         print_header(options, *network, data, workers, topology.ps_ranks);
@@ -342,7 +397,7 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         const Clock::time_point update_start = Clock::now();
         const double lr = plan.schedule.at(step);
         if (apply_optimizer) {
-            sgd_nesterov_step(network->values(), network->gradients(), momentum.data(), mask.data(), elements, lr);
+            record.skipped = !network->optimizer_step(lr);
         }
         network->parameters_updated();
         record.compute_s += seconds_since(update_start);
@@ -364,8 +419,8 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         if (checkpoint_after(options, step, end)) {
             Checkpoint checkpoint{identity, step + 1, {}, {}, {}};
             if (leader) {
-                checkpoint.weights.assign(network->values(), network->values() + elements);
-                checkpoint.momentum = momentum;
+                checkpoint.weights = host_copy(*network, Arena::values);
+                checkpoint.momentum = host_copy(*network, Arena::momentum);
                 if (topology.ps_ranks > 0) {
                     gather_server_shards(topology, checkpoint.weights, checkpoint.momentum);
                 }
@@ -411,6 +466,9 @@ void validate(const TrainOptions& options) {
     require(options.synthetic_images >= 1, "--synthetic-images must be at least 1");
     require(options.fusion_mib > 0, "--fusion-mib must be positive");
     require(!options.resume || !options.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+    require(!(options.backend == "cuda" && options.ps_ranks > 0 && options.precision == Precision::amp),
+            "--precision fp16 with --ps-ranks: the CPU parameter servers cannot skip a step whose fp16 gradients "
+            "overflowed (dynamic loss scaling); use --precision fp32 with parameter servers, or all-reduce");
 }
 
 void run_training(const TrainOptions& options) {

@@ -13,6 +13,8 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "executor/arena.hpp"
+#include "executor/optimizer.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
 
@@ -23,32 +25,6 @@ namespace {
 using cpu::Activation;
 using cpu::DataType;
 using cpu::Layout;
-
-/// Deterministic generator, one stream per (seed, layer): splitmix64 (Steele, Lea, Flood 2014),
-/// uniform from the top 53 bits, normal by Box-Muller. Independent of batch and threads.
-class Random {
-public:
-    Random(std::uint64_t seed, int layer) : state_(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(layer)) {
-        next();
-    }
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    /// In [0, 1).
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-    double uniform(double low, double high) { return low + (high - low) * uniform(); }
-    double normal(double standard_deviation) {
-        const double u1 = 1.0 - uniform();  // (0, 1]
-        const double u2 = uniform();
-        return standard_deviation * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    }
-
-private:
-    std::uint64_t state_;
-};
 
 /// Validates what the CPU backend can run; returns its compute type.
 DataType check_spec(const NetworkSpec& spec) {
@@ -92,7 +68,13 @@ public:
     std::int64_t parameter_elements() const override { return static_cast<std::int64_t>(values_.size()); }
     float* values() override { return values_.data(); }
     float* gradients() override { return gradients_.data(); }
+    float* momentum() override { return momentum_.data(); }
     const std::vector<StateTensor>& state() const override { return state_; }
+
+    bool optimizer_step(double lr) override {
+        sgd_nesterov_step(values_.data(), gradients_.data(), momentum_.data(), decay_mask_.data(), parameter_elements(), lr);
+        return true;
+    }
 
     double train_step(const float* images, const std::int32_t* labels,
                       const std::function<void(int layer)>& layer_ready) override {
@@ -143,42 +125,13 @@ private:
         }
         values_.assign(static_cast<std::size_t>(offset), 0.0f);
         gradients_.assign(static_cast<std::size_t>(offset), 0.0f);
+        momentum_.assign(static_cast<std::size_t>(offset), 0.0f);
+        decay_mask_ = weight_decay_mask(parameters_);
 
-        std::int64_t channels = 0;
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind == LayerKind::batch_norm) channels += layer.output.channels;
-        }
-        running_.assign(static_cast<std::size_t>(2 * channels), 0.0f);
-        float* next = running_.data();
-        for (const Layer& layer : architecture_.layers) {
-            if (layer.kind != LayerKind::batch_norm) continue;
-            const int c = layer.output.channels;
-            state_.push_back({layer.name + ".running_mean", c, next});
-            std::fill(next + c, next + 2 * c, 1.0f);  // running variance starts at 1
-            state_.push_back({layer.name + ".running_var", c, next + c});
-            next += 2 * c;
-        }
+        state_ = running_statistics_layout(architecture_, running_);
     }
 
-    /// conv: Kaiming normal, fan_out (std = sqrt(2 / (O K K))); BN: gamma 1 (0 where the table
-    /// says zero_init_gamma), beta 0; fc: weight and bias uniform(-1/sqrt(in), 1/sqrt(in)).
-    void initialise_values(std::uint64_t seed) {
-        for (std::size_t index = 0; index < architecture_.layers.size(); ++index) {
-            const Layer& layer = architecture_.layers[index];
-            if (offset_of_layer_[index] < 0) continue;
-            float* value = values_.data() + offset_of_layer_[index];
-            Random random(seed, static_cast<int>(index));
-            if (layer.kind == LayerKind::convolution) {
-                const double deviation = std::sqrt(2.0 / (double(layer.output.channels) * layer.kernel * layer.kernel));
-                for (std::int64_t i = 0; i < layer.parameters; ++i) value[i] = static_cast<float>(random.normal(deviation));
-            } else if (layer.kind == LayerKind::batch_norm) {
-                std::fill(value, value + layer.output.channels, layer.zero_init_gamma ? 0.0f : 1.0f);
-            } else {
-                const double bound = 1.0 / std::sqrt(static_cast<double>(layer.input.elements()));
-                for (std::int64_t i = 0; i < layer.parameters; ++i) value[i] = static_cast<float>(random.uniform(-bound, bound));
-            }
-        }
-    }
+    void initialise_values(std::uint64_t seed) { values_ = initial_values(architecture_, seed); }
 
     cpu::ParameterView view_of(std::size_t layer) {
         const std::int64_t offset = offset_of_layer_[layer];
@@ -286,6 +239,8 @@ private:
     std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
     std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
     std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
+    std::vector<float> momentum_;                ///< parameter_elements() fp32 SGD momentum
+    std::vector<float> decay_mask_;              ///< parameter_elements(): 1 where weight decay applies
     std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)
     std::int64_t running_offset_ = 0;
     std::vector<StateTensor> state_;

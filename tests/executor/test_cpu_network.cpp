@@ -21,31 +21,7 @@ constexpr int kClasses = 10;
 // differences say nothing. At 64 px those maps are 2 x 2 (8 values per channel).
 constexpr int kImageSize = 64;
 
-NetworkSpec small_spec(int batch, Precision precision = Precision::fp32) {
-    NetworkSpec spec;
-    spec.architecture = build_resnet("resnet18", kImageSize, kClasses);
-    spec.batch = batch;
-    spec.precision = precision;
-    spec.threads = 2;
-    spec.seed = 7;
-    return spec;
-}
-
-/// batch x 3 x S x S standard normal images and labels in [0, classes).
-struct Batch {
-    std::vector<float> images;
-    std::vector<std::int32_t> labels;
-};
-
-Batch random_batch(int batch, std::uint64_t seed) {
-    std::mt19937_64 generator(seed);
-    std::normal_distribution<float> normal;
-    Batch data;
-    data.images.resize(static_cast<std::size_t>(batch) * 3 * kImageSize * kImageSize);
-    for (float& value : data.images) value = normal(generator);
-    for (int n = 0; n < batch; ++n) data.labels.push_back(static_cast<std::int32_t>((3 * n + 1) % kClasses));
-    return data;
-}
+#include "tests/executor/small_network.inc"
 
 const ParameterTensor& find_parameter(const Network& network, const std::string& name) {
     for (const ParameterTensor& tensor : network.parameters()) {

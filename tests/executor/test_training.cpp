@@ -21,6 +21,9 @@
 #include "executor/optimizer.hpp"
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
+#ifdef EPOCHCAST_WITH_CUDA
+#include "executor/cuda/check.hpp"
+#endif
 
 namespace epochcast {
 namespace {
@@ -209,6 +212,49 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE((run.err + run.out).find("--ps-ranks"), std::string::npos) << run.err;
 }
+
+#ifdef EPOCHCAST_WITH_CUDA
+
+/// The small network on the GPU.
+const std::string kSmallGpuRun =
+    " --backend cuda --model resnet18 --image-size 32 --classes 4 --synthetic-images 4096 --seed 7";
+
+TEST_F(TrainingTest, CudaBackendWithoutAGpuIsExitCodeTwoWithAMessage) {
+    if (cuda::visible_gpus() > 0) GTEST_SKIP() << "a GPU is visible";
+    const ProcessResult run = train(kSmallGpuRun + " --precision fp16 --steps 2");
+    EXPECT_EQ(run.exit_code, 2) << run.err << run.out;
+    EXPECT_NE(run.err.find("GPU(s) are visible"), std::string::npos) << run.err;
+}
+
+TEST_F(TrainingTest, LossFallsClearlyOnOneGpuInBothPrecisions) {
+    if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+    for (const char* precision : {"fp32", "fp16"}) {
+        const ProcessResult run = train(kSmallGpuRun + " --precision " + precision +
+                                        " --batch-per-gpu 16 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
+        ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+        const std::vector<double> loss = losses(path("t.json"));
+        ASSERT_EQ(loss.size(), 40u);
+        EXPECT_NEAR(loss.front(), std::log(4.0), 0.5) << precision;
+        EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << precision << ": first " << loss.front() << ", last " << loss.back();
+        const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));
+        EXPECT_EQ(trace["runs"][0]["measured"]["skipped_steps"], 0) << precision;  // 2^15 suffices for this net
+    }
+}
+
+TEST_F(TrainingTest, OneGpuMatchesTheCpuBackendOverTenFp32Steps) {
+    if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
+    const std::string common = " --model resnet18 --image-size 32 --classes 4 --synthetic-images 4096 --seed 7"
+                               " --precision fp32 --batch-per-gpu 8 --steps 10 --lr 0.05 --threads 2";
+    const ProcessResult gpu = train(common + " --backend cuda --trace-out " + path("gpu.json"));
+    const ProcessResult cpu = train(common + " --backend cpu --trace-out " + path("cpu.json"));
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    const std::vector<double> g = losses(path("gpu.json")), c = losses(path("cpu.json"));
+    ASSERT_EQ(g.size(), c.size());
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], c[i], 1e-3 * c[i] + 1e-4) << "step " << i;
+}
+
+#endif
 
 }  // namespace
 }  // namespace epochcast

@@ -1,0 +1,170 @@
+// The CUDA backend (executor/cuda/) as a whole network: one training step compared with the CPU
+// backend at fp32 (the same weights, the same batch: loss and every gradient), the fp16 step against
+// the fp32 one, the arena layout, and that SGD on one batch lowers the loss. Every test that needs a
+// GPU skips when none is visible; what can be checked without one (refusals) runs everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "executor/cpu/network.hpp"
+#include "model/errors.hpp"
+
+#ifdef EPOCHCAST_WITH_CUDA
+#include "executor/cuda/check.hpp"
+#include "executor/cuda/network.hpp"
+#endif
+
+namespace epochcast {
+namespace {
+
+#ifdef EPOCHCAST_WITH_CUDA
+
+constexpr int kClasses = 10;
+constexpr int kImageSize = 64;
+
+#define REQUIRE_GPU()                                                                    \
+    if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
+
+#include "tests/executor/small_network.inc"
+
+std::vector<float> arena(Network& network, Arena which) {
+    std::vector<float> host(static_cast<std::size_t>(network.parameter_elements()));
+    network.read(which, 0, network.parameter_elements(), host.data());
+    return host;
+}
+
+/// max over tensors of max|a - b| / rms(b) within the tensor.
+double worst_tensor_error(const Network& network, const std::vector<float>& a, const std::vector<float>& b,
+                          std::string* worst_name) {
+    double worst = 0;
+    for (const ParameterTensor& tensor : network.parameters()) {
+        double max_difference = 0, squares = 0;
+        for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.elements; ++i) {
+            max_difference = std::max(max_difference, std::abs(double(a[i]) - double(b[i])));
+            squares += double(b[i]) * b[i];
+        }
+        const double rms = std::sqrt(squares / double(tensor.elements));
+        if (rms < 1e-12) continue;  // zero gradient (a zero-initialised gamma's branch): nothing to compare
+        const double error = max_difference / rms;
+        if (error > worst) {
+            worst = error;
+            *worst_name = tensor.name;
+        }
+    }
+    return worst;
+}
+
+TEST(CudaNetwork, RefusesBf16AndAnEmptyBatchBeforeTouchingAGpu) {
+    EXPECT_THROW(make_cuda_network(small_spec(4, Precision::bf16)), InputError);
+    EXPECT_THROW(make_cuda_network(small_spec(0, Precision::amp)), InputError);
+}
+
+TEST(CudaNetwork, SaysSoWhenTheGpuIsMissing) {
+    NetworkSpec spec = small_spec(2, Precision::fp32);
+    spec.device = cuda::visible_gpus();  // one past the last
+    try {
+        make_cuda_network(spec);
+        FAIL() << "expected InputError";
+    } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("GPU(s) are visible"), std::string::npos) << error.what();
+    }
+}
+
+TEST(CudaNetwork, ArenasHaveTheCpuLayoutAndWeights) {
+    REQUIRE_GPU();
+    std::unique_ptr<Network> gpu = make_cuda_network(small_spec(2, Precision::amp));
+    std::unique_ptr<Network> cpu = make_cpu_network(small_spec(2, Precision::fp32));
+    ASSERT_TRUE(gpu->device_arenas());
+    ASSERT_EQ(gpu->parameter_elements(), cpu->parameter_elements());
+    ASSERT_EQ(gpu->parameters().size(), cpu->parameters().size());
+    for (std::size_t i = 0; i < cpu->parameters().size(); ++i) {
+        EXPECT_EQ(gpu->parameters()[i].name, cpu->parameters()[i].name);
+        EXPECT_EQ(gpu->parameters()[i].offset, cpu->parameters()[i].offset);
+    }
+    const std::vector<float> values = arena(*gpu, Arena::values);
+    EXPECT_EQ(values, std::vector<float>(cpu->values(), cpu->values() + cpu->parameter_elements()));
+    EXPECT_EQ(arena(*gpu, Arena::momentum), std::vector<float>(values.size(), 0.0f));
+}
+
+TEST(CudaNetwork, OneFp32StepMatchesTheCpuBackend) {
+    REQUIRE_GPU();
+    const Batch data = random_batch(4, 11);
+    std::unique_ptr<Network> gpu = make_cuda_network(small_spec(4, Precision::fp32));
+    std::unique_ptr<Network> cpu = make_cpu_network(small_spec(4, Precision::fp32));
+    std::vector<int> gpu_ready, cpu_ready;
+    const double gpu_loss = gpu->train_step(data.images.data(), data.labels.data(), [&](int l) { gpu_ready.push_back(l); });
+    const double cpu_loss = cpu->train_step(data.images.data(), data.labels.data(), [&](int l) { cpu_ready.push_back(l); });
+    EXPECT_EQ(gpu_ready, cpu_ready);  // the same layers, in the same backward order
+    EXPECT_NEAR(gpu_loss, cpu_loss, 1e-4 * cpu_loss);
+    const std::vector<float> cpu_gradients(cpu->gradients(), cpu->gradients() + cpu->parameter_elements());
+    std::string worst;
+    // fp32 both sides, different summation orders through 18 layers: 1e-3 of a tensor's rms.
+    EXPECT_LT(worst_tensor_error(*cpu, arena(*gpu, Arena::gradients), cpu_gradients, &worst), 1e-3) << worst;
+
+    ASSERT_TRUE(gpu->optimizer_step(0.1));
+    ASSERT_TRUE(cpu->optimizer_step(0.1));
+    gpu->parameters_updated();
+    const std::vector<float> cpu_values(cpu->values(), cpu->values() + cpu->parameter_elements());
+    EXPECT_LT(worst_tensor_error(*cpu, arena(*gpu, Arena::values), cpu_values, &worst), 1e-4) << worst;
+    cpu->download_state();
+    gpu->download_state();
+    for (std::size_t i = 0; i < cpu->state().size(); ++i) {
+        const StateTensor& c = cpu->state()[i];
+        const StateTensor& g = gpu->state()[i];
+        for (std::int64_t k = 0; k < c.elements; ++k) {
+            ASSERT_NEAR(g.value[k], c.value[k], 1e-3 * (1 + std::abs(c.value[k]))) << c.name << "[" << k << "]";
+        }
+    }
+}
+
+TEST(CudaNetwork, OneFp16StepIsCloseToTheFp32Step) {
+    REQUIRE_GPU();
+    const Batch data = random_batch(8, 12);
+    std::unique_ptr<Network> half = make_cuda_network(small_spec(8, Precision::amp));
+    std::unique_ptr<Network> full = make_cuda_network(small_spec(8, Precision::fp32));
+    const double half_loss = half->train_step(data.images.data(), data.labels.data(), nullptr);
+    const double full_loss = full->train_step(data.images.data(), data.labels.data(), nullptr);
+    EXPECT_NEAR(half_loss, full_loss, 1e-2 * full_loss);
+    std::string worst;
+    // fp16 activations and weights (11 significant bits) through 18 layers: a few percent.
+    EXPECT_LT(worst_tensor_error(*full, arena(*half, Arena::gradients), arena(*full, Arena::gradients), &worst), 0.1)
+        << worst;
+    EXPECT_TRUE(half->optimizer_step(0.1));
+    EXPECT_EQ(half->skipped_steps(), 0);
+}
+
+TEST(CudaNetwork, SgdOnOneBatchLowersTheLossInBothPrecisions) {
+    REQUIRE_GPU();
+    for (Precision precision : {Precision::fp32, Precision::amp}) {
+        const Batch data = random_batch(8, 13);
+        std::unique_ptr<Network> network = make_cuda_network(small_spec(8, precision));
+        const double first = network->train_step(data.images.data(), data.labels.data(), nullptr);
+        double last = first;
+        for (int step = 0; step < 10; ++step) {
+            network->optimizer_step(0.05);
+            network->parameters_updated();
+            last = network->train_step(data.images.data(), data.labels.data(), nullptr);
+        }
+        EXPECT_LT(last, 0.5 * first) << to_string(precision) << ": first " << first << ", last " << last;
+    }
+}
+
+TEST(CudaNetwork, ALabelOutsideTheClassesIsAnInputError) {
+    REQUIRE_GPU();
+    Batch data = random_batch(2, 14);
+    data.labels[1] = kClasses;
+    std::unique_ptr<Network> network = make_cuda_network(small_spec(2, Precision::amp));
+    EXPECT_THROW(network->train_step(data.images.data(), data.labels.data(), nullptr), InputError);
+}
+
+#else
+
+TEST(CudaNetwork, NotBuilt) { GTEST_SKIP() << "this build has no CUDA backend (EPOCHCAST_WITH_CUDA is off)"; }
+
+#endif
+
+}  // namespace
+}  // namespace epochcast
