@@ -63,7 +63,12 @@ InstanceComparison across_instances(const CostModel& model, const Scenario& base
         for (int n = 1; n <= std::max(1, max_nodes); n *= 2) {
             const Scenario sized = with_nodes(s, n);
             try {
-                out.options.push_back({sized, model.predict(sized)});
+                const Prediction p = model.predict(sized);
+                if (!std::isfinite(p.cost_usd) || !(p.throughput_images_per_s > 0)) {
+                    if (reason.empty()) reason = "the model gives no finite throughput for " + std::to_string(n) + " nodes";
+                    continue;
+                }
+                out.options.push_back({sized, p});
                 any = true;
             } catch (const InputError& error) {
                 if (reason.empty()) reason = error.what();

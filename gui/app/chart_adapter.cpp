@@ -170,7 +170,8 @@ void ScatterChart::update(const std::vector<TimeCost>& points, const std::vector
     double y_low = std::numeric_limits<double>::infinity(), y_high = 0;
     for (std::size_t i = 0; i < points.size(); ++i) {
         const TimeCost& p = points[i];
-        if (!(p.time_s > 0) || !(p.cost_usd > 0)) continue;  // a log axis cannot show zero
+        // A log axis cannot show zero; infinity is no point at all.
+        if (!(p.time_s > 0) || !(p.cost_usd > 0) || !std::isfinite(p.time_s) || !std::isfinite(p.cost_usd)) continue;
         all.append({std::log10(p.time_s), std::log10(p.cost_usd)});
         indices_.push_back(i);
         x_low = std::min(x_low, p.time_s);

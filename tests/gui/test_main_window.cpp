@@ -81,6 +81,7 @@ TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
 }
 
 TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
+    type_into(child<QSpinBox>(window, "batchPerGpu"), 128);  // fp32 at 256 would not fit a V100
     auto* precision = child<QComboBox>(window, "precision");
     precision->setCurrentText("fp32");
     auto* pricing = child<QComboBox>(window, "pricing");
@@ -150,9 +151,11 @@ TEST_F(Window, ClickingAScatterPointLoadsThatConfiguration) {
     }
     ASSERT_GE(target, 0);
     const InstanceOption expected = window.scatter().options[window.scatterChart()->index_of_point(target)];
-    const QPointF in_scene = chart->mapToPosition(series->at(target), series);
-    const QPoint at = view->mapFromScene(in_scene);
-    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, at);
+    // What Qt Charts emits for a click on that point. (A synthesised QTest::mouseClick on the
+    // chart view's viewport spins forever inside QChartView::mousePressEvent on Qt 6.4 offscreen.)
+    (void)chart;
+    (void)view;
+    emit series->clicked(series->at(target));
     QCoreApplication::processEvents();  // the click loads the configuration from the event loop
     const Scenario s = window.scenario();
     EXPECT_EQ(s.instance, expected.scenario.instance);
