@@ -6,18 +6,6 @@
 
 namespace epochcast::cli {
 
-Catalog load_catalog(const std::vector<std::string>& extra_files) {
-    Catalog catalog = Catalog::built_in();
-    for (const std::string& file : extra_files) catalog.merge(Catalog::load(file, catalog));
-    return catalog;
-}
-
-Calibration load_calibration(const std::string& name_or_path) {
-    if (name_or_path.empty() || name_or_path == "built-in") return Calibration::built_in();
-    if (name_or_path == "data-free") return Calibration::data_free_prior();
-    return Calibration::load(name_or_path);
-}
-
 bool ScenarioFlags::any_given() const {
     for (const CLI::Option* option : options) {
         if (option->count() > 0) return true;

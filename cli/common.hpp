@@ -13,14 +13,7 @@
 
 namespace epochcast::cli {
 
-/// The built-in catalog with each `--catalog` file merged over it, in order: a later file's
-/// entries replace earlier ones of the same name, new ones are added. A file may refer to GPUs
-/// already known (built in or from an earlier file). Throws InputError naming the file and entry.
-Catalog load_catalog(const std::vector<std::string>& extra_files);
-
-/// A calibration by name: "built-in" (the default), "data-free" (the prior with no seed run in
-/// it) or the path of an epochcast.calibration/1 file.
-Calibration load_calibration(const std::string& name_or_path);
+// load_catalog (model/catalog.hpp) and load_calibration (model/calibration.hpp) are shared with the GUI.
 
 /// predict's scenario flags (DESIGN.md), shared by every subcommand that takes a scenario.
 struct ScenarioFlags {

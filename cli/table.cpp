@@ -83,6 +83,4 @@ bool looks_numeric(const std::string& text) {
     return end == text.c_str() + text.size();
 }
 
-double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
-
 }  // namespace epochcast::cli

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "model/observation.hpp"  // percent_error, shared with the GUI
+
 namespace epochcast::cli {
 
 class Table {
@@ -31,9 +33,6 @@ private:
 /// `value` in fixed notation with at most `max_decimals` decimals and no trailing zeros
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
-
-/// How far a prediction is from a measurement, in percent of the measurement (positive: above).
-double percent_error(double predicted, double measured);
 
 /// True when `text` is a number as format_number writes it (or "-", the placeholder for none).
 bool looks_numeric(const std::string& text);

@@ -280,4 +280,10 @@ std::string Calibration::to_json() const {
     return root.dump(2) + "\n";
 }
 
+Calibration load_calibration(const std::string& name_or_path) {
+    if (name_or_path.empty() || name_or_path == "built-in") return Calibration::built_in();
+    if (name_or_path == "data-free") return Calibration::data_free_prior();
+    return Calibration::load(name_or_path);
+}
+
 }  // namespace epochcast

@@ -119,4 +119,8 @@ struct Calibration {
     std::string to_json() const;
 };
 
+/// A calibration by name: "built-in" (also for ""), "data-free" (the prior with no seed run in it)
+/// or the path of an epochcast.calibration/1 file (InputError naming it when it is bad or missing).
+Calibration load_calibration(const std::string& name_or_path);
+
 }  // namespace epochcast

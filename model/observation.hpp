@@ -45,4 +45,7 @@ struct Comparison {
     double measured_high = 0;  ///< the high end (== measured_low for a single value)
 };
 
+/// How far a prediction is from a measurement, in percent of the measurement (positive: above).
+inline double percent_error(double predicted, double measured) { return 100.0 * (predicted / measured - 1.0); }
+
 }  // namespace epochcast

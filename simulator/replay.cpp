@@ -221,6 +221,7 @@ void Simulation::gpu_actor(int gpu) {
         compute_end_max_s_[i] = std::max(compute_end_max_s_[i], end);
         record("forward", "compute", node, gpu % k_, start, forward_end, {{"iteration", it}});
         record("backward", "compute", node, gpu % k_, forward_end, end, {{"iteration", it}});
+        if (gpu == 0 && in_.on_iteration) in_.on_iteration(it);
     }
 }
 

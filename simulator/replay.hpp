@@ -2,6 +2,7 @@
 // why): it creates SimGrid's Engine, so it may run at most once per process.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RunInput {
     double fusion_threshold_bytes = kDefaultFusionThresholdBytes;
     double data_s = 0;                   ///< input pipeline time per batch (eq. D1)
     std::string timeline_path;
+    /// Called when GPU 0 finishes the compute of iteration `iteration` (0-based); may be empty.
+    std::function<void(int iteration)> on_iteration;
 };
 
 /// Point-to-point transfers of one bucket's collective at step granularity (to choose the granularity).

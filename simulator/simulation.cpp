@@ -1,12 +1,14 @@
 // simulate(): checks, resolution, and the child process that runs SimGrid (simulation.hpp says why).
 #include "simulator/simulation.hpp"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -75,20 +77,47 @@ void write_all(int fd, const std::string& text) {
     }
 }
 
-std::string read_all(int fd) {
-    std::string text;
+/// The child's progress lines ("progress K\n"), then its reply (one line of JSON).
+constexpr std::string_view kProgressPrefix = "progress ";
+/// How often the parent looks at the cancel flag while it waits for the child, in milliseconds.
+constexpr int kCancelPollMs = 50;
+
+/// Read the child's output until it closes the pipe, passing progress lines to `options` and
+/// killing the child when `options.cancel` turns true. Returns the reply line; sets `cancelled`.
+std::string read_reply(int fd, pid_t child, const SimulationOptions& options, int iterations, bool& cancelled) {
+    std::string pending, reply;
     char buffer[65536];
+    cancelled = false;
     for (;;) {
+        if (options.cancel && options.cancel->load()) {
+            ::kill(child, SIGKILL);
+            cancelled = true;
+            return {};
+        }
+        struct pollfd p {fd, POLLIN, 0};
+        const int ready = ::poll(&p, 1, kCancelPollMs);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) continue;
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        text.append(buffer, static_cast<std::size_t>(n));
+        pending.append(buffer, static_cast<std::size_t>(n));
+        std::size_t line_end;
+        while ((line_end = pending.find('\n')) != std::string::npos) {
+            const std::string line = pending.substr(0, line_end);
+            pending.erase(0, line_end + 1);
+            if (line.starts_with(kProgressPrefix)) {
+                if (options.on_progress) options.on_progress(std::stoi(line.substr(kProgressPrefix.size())), iterations);
+            } else {
+                reply += line;
+            }
+        }
     }
-    return text;
+    return reply + pending;
 }
 
-/// Run `input` in a forked child; the child sends its result (or its error) back as JSON.
-SimulationResult run_in_child(const RunInput& input) {
+/// Run `input` in a forked child; the child sends its progress and its result (or its error) back.
+SimulationResult run_in_child(RunInput input, const SimulationOptions& options) {
     int fds[2];
     if (::pipe(fds) != 0) throw RunError("cannot create a pipe for the simulation");
     std::cout.flush();
@@ -102,6 +131,10 @@ SimulationResult run_in_child(const RunInput& input) {
     }
     if (pid == 0) {
         ::close(fds[0]);
+        const int out = fds[1];
+        input.on_iteration = [out](int iteration) {
+            write_all(out, std::string(kProgressPrefix) + std::to_string(iteration + 1) + "\n");
+        };
         json reply;
         try {
             reply = result_to_json(run_simulation(input));
@@ -110,16 +143,21 @@ SimulationResult run_in_child(const RunInput& input) {
         } catch (const std::exception& error) {
             reply = {{"error", "run"}, {"message", error.what()}};
         }
-        write_all(fds[1], reply.dump());
-        ::close(fds[1]);
+        write_all(out, reply.dump() + "\n");
+        ::close(out);
         ::_exit(0);  // no atexit handlers, no SimGrid teardown, no flushing of the parent's buffers
     }
     ::close(fds[1]);
-    const std::string text = read_all(fds[0]);
+    bool cancelled = false;
+    const std::string text = read_reply(fds[0], pid, options, input.iterations, cancelled);
     ::close(fds[0]);
     int status = 0;
     struct rusage usage {};
     while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    if (cancelled) {
+        // The child writes its timeline atomically (temporary file, then rename): none is left half-written.
+        throw SimulationCancelled();
     }
     if (!WIFEXITED(status) || text.empty()) {
         throw RunError(WIFSIGNALED(status) ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
@@ -285,7 +323,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.fusion_threshold_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
     input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
     input.timeline_path = options.timeline_path;
-    return run_in_child(input);
+    return run_in_child(std::move(input), options);
 }
 
 }  // namespace epochcast::sim

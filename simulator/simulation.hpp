@@ -11,15 +11,25 @@
 // number of times in one process, and the child's peak memory is measured by the kernel.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/errors.hpp"
 
 namespace epochcast::sim {
+
+/// The caller asked a running simulation to stop (SimulationOptions::cancel); its child process
+/// was killed and nothing was written.
+class SimulationCancelled : public RunError {
+public:
+    SimulationCancelled() : RunError("the simulation was cancelled") {}
+};
 
 /// HOROVOD_CYCLE_TIME before Horovod 0.21, the seeds' era: every 5 ms the background thread fuses
 /// the gradients all ranks have ready (0.21.0 changed the default to 1 ms, release notes #2468).
@@ -86,6 +96,13 @@ struct SimulationOptions {
     Topology topology;                   ///< star (default) or fat-tree
     double cycle_time_s = kHorovodCycleTimeS;  ///< all-reduce fusion cycle, in seconds (>= 0)
     std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
+
+    /// Called in the calling thread while the simulation runs, each time GPU 0 finishes the
+    /// compute of one more iteration: (iterations done, iterations in all). May be empty.
+    std::function<void(int done, int total)> on_progress;
+    /// When set and it turns true, the child process is killed within about 50 ms and simulate()
+    /// throws SimulationCancelled. May be null.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Summary statistics of the simulated iteration times, in seconds.

@@ -1,5 +1,6 @@
 #include "simulator/timeline.hpp"
 
+#include "model/errors.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast::sim {
@@ -44,6 +45,49 @@ nlohmann::json Timeline::to_json(const nlohmann::json& other_data) const {
 
 void Timeline::write(const std::filesystem::path& path, const nlohmann::json& other_data) const {
     write_text_file_atomically(path, to_json(other_data).dump() + "\n", "timeline");
+}
+
+std::string Timeline::name_of(int process, int thread) const {
+    for (const Name& n : names_) {
+        if (n.process == process && n.thread == thread) return n.name;
+    }
+    return {};
+}
+
+Timeline Timeline::from_json(const nlohmann::json& document, const std::string& origin) {
+    if (!document.is_object() || !document.contains("traceEvents") || !document["traceEvents"].is_array()) {
+        throw InputError(origin + ": not a trace-event timeline (no \"traceEvents\" array)");
+    }
+    Timeline timeline;
+    try {
+        for (const nlohmann::json& e : document["traceEvents"]) {
+            const std::string phase = e.value("ph", "");
+            if (phase == "M") {
+                const std::string what = e.at("name");
+                const std::string name = e.at("args").at("name");
+                if (what == "process_name") timeline.name_process(e.at("pid"), name);
+                if (what == "thread_name") timeline.name_thread(e.at("pid"), e.at("tid"), name);
+            } else if (phase == "X") {
+                TimelineEvent event;
+                event.name = e.at("name");
+                event.category = e.value("cat", "");
+                event.process = e.at("pid");
+                event.thread = e.at("tid");
+                event.start_s = e.at("ts").get<double>() / kMicrosecondsPerSecond;
+                event.end_s = event.start_s + e.at("dur").get<double>() / kMicrosecondsPerSecond;
+                if (e.contains("args")) event.args = e["args"];
+                timeline.add(std::move(event));
+            }
+        }
+    } catch (const nlohmann::json::exception& error) {
+        throw InputError(origin + ": bad trace event: " + error.what());
+    }
+    return timeline;
+}
+
+Timeline Timeline::read(const std::filesystem::path& path) {
+    const nlohmann::json document = parse_json(read_text_file(path, "timeline"), path.string());
+    return from_json(document, path.string());
 }
 
 }  // namespace epochcast::sim

@@ -30,6 +30,15 @@ public:
     void add(TimelineEvent event) { events_.push_back(std::move(event)); }
     const std::vector<TimelineEvent>& events() const { return events_; }
 
+    /// The name given to a process (thread < 0) or a thread's track; "" when none was given.
+    std::string name_of(int process, int thread = -1) const;
+
+    /// Read back what to_json() writes (complete and metadata events; others are skipped).
+    /// Throws InputError naming `origin` when the JSON is not a trace-event object.
+    static Timeline from_json(const nlohmann::json& document, const std::string& origin);
+    /// Read a timeline file written by write(); InputError naming the path when it is missing or bad.
+    static Timeline read(const std::filesystem::path& path);
+
     /// {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}
     nlohmann::json to_json(const nlohmann::json& other_data = nlohmann::json::object()) const;
 

@@ -1,0 +1,893 @@
+#include "gui/app/main_window.hpp"
+
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QPainter>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QSvgGenerator>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QVBoxLayout>
+
+#include <chrono>
+#include <cmath>
+
+#include "gui/app/chart_adapter.hpp"
+#include "gui/app/timeline_view.hpp"
+#include "model/errors.hpp"
+#include "model/observation.hpp"
+#include "model/types.hpp"
+
+#if EPOCHCAST_WITH_SIMULATOR
+#include "simulator/prediction.hpp"
+#include "simulator/simulation.hpp"
+#include "simulator/timeline.hpp"
+#endif
+
+namespace epochcast::gui {
+namespace {
+
+/// Largest cluster of the scaling chart and of the scatter, in worker nodes.
+constexpr int kScalingMaxNodes = 64;
+constexpr int kScatterMaxNodes = 32;
+
+QString q(std::string_view text) { return QString::fromUtf8(text.data(), static_cast<int>(text.size())); }
+
+QString hours(double seconds) {
+    if (seconds < 3600) return QString::number(seconds / 60, 'f', 1) + " min";
+    return QString::number(seconds / 3600, 'f', 2) + " h";
+}
+
+QString dollars(double usd) { return "$" + QString::number(usd, 'f', usd < 100 ? 2 : 0); }
+
+/// "value (low - high)" with the band of a figure.
+QString banded(const QString& value, const QString& low, const QString& high) {
+    return QString("<b>%1</b> &nbsp;<span style='color:gray'>(%2 &ndash; %3)</span>").arg(value, low, high);
+}
+
+void add_items(QComboBox* box, std::initializer_list<std::string_view> items) {
+    for (std::string_view item : items) box->addItem(q(item));
+}
+
+/// The window's outputs of one configuration, as the comparison table and the CSV show them.
+struct Column {
+    QString header;
+    std::vector<QString> cells;
+};
+
+const std::vector<QString>& row_names() {
+    static const std::vector<QString> names = {
+        "instance", "nodes", "gpus", "batch_per_gpu", "precision", "framework", "strategy", "pricing",
+        "throughput_images_per_s", "throughput_low", "throughput_high", "epoch_s", "time_to_train_s", "cost_usd",
+        "scaling_efficiency"};
+    return names;
+}
+
+Column column_of(const QString& header, const Scenario& s, const Prediction& p) {
+    return {header,
+            {q(s.instance), QString::number(s.nodes), QString::number(p.gpus), QString::number(s.batch_per_gpu),
+             q(to_string(s.precision)), q(to_string(s.framework)), q(to_string(s.strategy)), q(to_string(s.pricing)),
+             QString::number(p.throughput_images_per_s, 'f', 1), QString::number(p.interval.low, 'f', 1),
+             QString::number(p.interval.high, 'f', 1), QString::number(p.epoch_s, 'f', 1),
+             QString::number(p.time_to_train_s, 'f', 0), QString::number(p.cost_usd, 'f', 2),
+             QString::number(p.scaling_efficiency, 'f', 3)}};
+}
+
+QString csv_cell(const QString& text) {
+    if (!text.contains(',') && !text.contains('"') && !text.contains('\n')) return text;
+    return '"' + QString(text).replace("\"", "\"\"") + '"';
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
+    : QMainWindow(parent),
+      model_(std::make_unique<CostModel>(load_catalog(options.catalogs), load_calibration(options.calibration))),
+      catalogs_(options.catalogs) {
+    setWindowTitle("epochcast - what-if planner");
+    auto* splitter = new QSplitter(this);
+    auto* inputs = new QWidget;
+    auto* outputs = new QWidget;
+    buildInputs(inputs);
+    buildOutputs(outputs);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(inputs);
+    scroll->setWidgetResizable(true);
+    scroll->setMinimumWidth(330);
+    splitter->addWidget(scroll);
+    splitter->addWidget(outputs);
+    splitter->setStretchFactor(1, 1);
+    setCentralWidget(splitter);
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("Open &trace..."), this, &MainWindow::openTraceDialog);
+    file->addAction(tr("Open &calibration..."), this, &MainWindow::openCalibrationDialog);
+    file->addSeparator();
+    file->addAction(tr("Export &view (PNG or SVG)..."), this, &MainWindow::exportViewDialog);
+    file->addAction(tr("Export table as &CSV..."), this, &MainWindow::exportCsvDialog);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), qApp, &QApplication::quit);
+
+    if (options.calibration != "built-in" && !options.calibration.empty()) {
+        calibration_->addItem(QString::fromStdString(options.calibration));
+        calibration_->setCurrentIndex(calibration_->count() - 1);
+    }
+    fillInstanceLists();
+    // Seed 000's cluster with TensorFlow + Horovod: the Scenario's defaults.
+    Scenario start;
+    setScenario(start);
+    connectInputs();
+    recompute();
+}
+
+MainWindow::~MainWindow() {
+    simulation_cancel_ = true;
+    joinSimulation();
+}
+
+void MainWindow::buildInputs(QWidget* panel) {
+    auto* layout = new QVBoxLayout(panel);
+    auto* cluster = new QGroupBox(tr("Cluster"));
+    auto* form = new QFormLayout(cluster);
+    instance_ = new QComboBox;
+    instance_->setObjectName("instance");
+    instance_info_ = new QLabel;
+    instance_info_->setObjectName("instanceInfo");
+    instance_info_->setWordWrap(true);
+    nodes_ = new QSpinBox;
+    nodes_->setObjectName("nodes");
+    nodes_->setRange(1, 4096);
+    gpus_per_node_ = new QSpinBox;
+    gpus_per_node_->setObjectName("gpusPerNode");
+    gpus_per_node_->setRange(1, 16);
+    batch_ = new QSpinBox;
+    batch_->setObjectName("batchPerGpu");
+    batch_->setRange(1, 8192);
+    memory_ = new QLabel;
+    memory_->setObjectName("memory");
+    memory_->setWordWrap(true);
+    precision_ = new QComboBox;
+    precision_->setObjectName("precision");
+    add_items(precision_, {to_string(Precision::fp32), to_string(Precision::amp), to_string(Precision::bf16)});
+    framework_ = new QComboBox;
+    framework_->setObjectName("framework");
+    for (const Framework f : kAllFrameworks) framework_->addItem(q(to_string(f)));
+    strategy_ = new QComboBox;
+    strategy_->setObjectName("strategy");
+    add_items(strategy_, {to_string(Strategy::ring), to_string(Strategy::hierarchical), to_string(Strategy::tree),
+                          to_string(Strategy::ps)});
+    ps_instance_ = new QComboBox;
+    ps_instance_->setObjectName("psInstance");
+    ps_ratio_ = new QDoubleSpinBox;
+    ps_ratio_->setObjectName("psRatio");
+    ps_ratio_->setRange(0.125, 16);
+    ps_ratio_->setSingleStep(0.5);
+    ps_ratio_->setDecimals(3);
+    ps_ratio_->setValue(2);  // seed 000's MXNet cluster: 16 servers for 8 worker nodes
+    ps_colocated_ = new QCheckBox(tr("co-located (one server per worker node)"));
+    ps_colocated_->setObjectName("psColocated");
+    form->addRow(tr("Instance type"), instance_);
+    form->addRow(instance_info_);
+    form->addRow(tr("Nodes"), nodes_);
+    form->addRow(tr("GPUs per node"), gpus_per_node_);
+    form->addRow(tr("Batch per GPU"), batch_);
+    form->addRow(memory_);
+    form->addRow(tr("Precision"), precision_);
+    form->addRow(tr("Framework"), framework_);
+    form->addRow(tr("Strategy"), strategy_);
+    form->addRow(tr("Server instance"), ps_instance_);
+    form->addRow(tr("Servers per node"), ps_ratio_);
+    form->addRow(ps_colocated_);
+    layout->addWidget(cluster);
+
+    auto* run = new QGroupBox(tr("Training run"));
+    auto* run_form = new QFormLayout(run);
+    dataset_ = new QSpinBox;
+    dataset_->setObjectName("datasetImages");
+    dataset_->setRange(1, 2'000'000'000);
+    dataset_->setGroupSeparatorShown(true);
+    epochs_ = new QDoubleSpinBox;
+    epochs_->setObjectName("epochs");
+    epochs_->setRange(0.01, 10000);
+    epochs_->setDecimals(2);
+    pricing_ = new QComboBox;
+    pricing_->setObjectName("pricing");
+    add_items(pricing_, {to_string(Pricing::on_demand), to_string(Pricing::spot)});
+    calibration_ = new QComboBox;
+    calibration_->setObjectName("calibration");
+    calibration_->addItems({"built-in", "data-free"});
+    auto* open_calibration = new QPushButton(tr("Open..."));
+    auto* calibration_row = new QHBoxLayout;
+    calibration_row->addWidget(calibration_, 1);
+    calibration_row->addWidget(open_calibration);
+    run_form->addRow(tr("Dataset images"), dataset_);
+    run_form->addRow(tr("Epochs"), epochs_);
+    run_form->addRow(tr("Pricing"), pricing_);
+    run_form->addRow(tr("Calibration"), calibration_row);
+    layout->addWidget(run);
+    connect(open_calibration, &QPushButton::clicked, this, &MainWindow::openCalibrationDialog);
+
+    message_ = new QLabel;
+    message_->setObjectName("message");
+    message_->setWordWrap(true);
+    layout->addWidget(message_);
+
+    auto* pin_row = new QHBoxLayout;
+    auto* pin = new QPushButton(tr("Pin for comparison"));
+    pin->setObjectName("pin");
+    auto* clear = new QPushButton(tr("Clear pins"));
+    clear->setObjectName("clearPins");
+    pin_row->addWidget(pin);
+    pin_row->addWidget(clear);
+    layout->addLayout(pin_row);
+    connect(pin, &QPushButton::clicked, this, [this] { pinCurrent(); });
+    connect(clear, &QPushButton::clicked, this, &MainWindow::clearPins);
+    layout->addStretch(1);
+}
+
+void MainWindow::buildOutputs(QWidget* panel) {
+    auto* layout = new QVBoxLayout(panel);
+    auto* figures = new QGroupBox(tr("Prediction (95% band in brackets)"));
+    auto* grid = new QGridLayout(figures);
+    auto add_figure = [&](int row, int column, const QString& name, const char* object) {
+        auto* value = new QLabel;
+        value->setObjectName(object);
+        value->setTextFormat(Qt::RichText);
+        grid->addWidget(new QLabel(name), row, column * 2);
+        grid->addWidget(value, row, column * 2 + 1);
+        return value;
+    };
+    throughput_ = add_figure(0, 0, tr("Throughput"), "throughput");
+    epoch_ = add_figure(1, 0, tr("Epoch"), "epoch");
+    time_to_train_ = add_figure(2, 0, tr("Time to train"), "timeToTrain");
+    cost_ = add_figure(0, 1, tr("Cost"), "cost");
+    efficiency_ = add_figure(1, 1, tr("Scaling efficiency"), "efficiency");
+    bottleneck_ = add_figure(2, 1, tr("Bound by"), "bottleneck");
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(3, 1);
+    layout->addWidget(figures);
+
+    breakdown_ = std::make_unique<BreakdownChart>();
+    breakdown_view_ = new QChartView(breakdown_->chart());
+    breakdown_view_->setObjectName("breakdownView");
+    breakdown_view_->setRenderHint(QPainter::Antialiasing);
+    breakdown_view_->setMinimumHeight(150);
+    breakdown_view_->setMaximumHeight(170);
+    layout->addWidget(breakdown_view_);
+
+    scaling_ = std::make_unique<ScalingChart>();
+    scaling_view_ = new QChartView(scaling_->chart());
+    scaling_view_->setObjectName("scalingView");
+    scaling_view_->setRenderHint(QPainter::Antialiasing);
+    scatter_chart_ = new ScatterChart([this](std::size_t index) { loadScatterPoint(index); });
+    scatter_chart_->setParent(this);
+    scatter_view_ = new QChartView(scatter_chart_->chart());
+    scatter_view_->setObjectName("scatterView");
+    scatter_view_->setRenderHint(QPainter::Antialiasing);
+    auto* charts = new QSplitter(Qt::Horizontal);
+    charts->addWidget(scaling_view_);
+    charts->addWidget(scatter_view_);
+    charts->setMinimumHeight(300);
+    layout->addWidget(charts, 3);
+
+    tabs_ = new QTabWidget;
+    tabs_->setObjectName("tabs");
+    pin_table_ = new QTableWidget;
+    pin_table_->setObjectName("pinTable");
+    pin_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    tabs_->addTab(pin_table_, tr("Compare"));
+
+    auto* simulation = new QWidget;
+    auto* sim_layout = new QVBoxLayout(simulation);
+    auto* sim_row = new QHBoxLayout;
+    simulate_ = new QPushButton(tr("Simulate this configuration"));
+    simulate_->setObjectName("simulate");
+    cancel_ = new QPushButton(tr("Cancel"));
+    cancel_->setObjectName("cancelSimulation");
+    cancel_->setEnabled(false);
+    progress_ = new QProgressBar;
+    progress_->setObjectName("simulationProgress");
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    sim_row->addWidget(simulate_);
+    sim_row->addWidget(cancel_);
+    sim_row->addWidget(progress_, 1);
+    simulation_summary_ = new QLabel(tr("SimGrid replays each GPU's layers and every gradient transfer."));
+    simulation_summary_->setObjectName("simulationSummary");
+    simulation_summary_->setWordWrap(true);
+    timeline_view_ = new TimelineView;
+    timeline_view_->setObjectName("timeline");
+    sim_layout->addLayout(sim_row);
+    sim_layout->addWidget(simulation_summary_);
+    sim_layout->addWidget(timeline_view_, 1);
+    tabs_->addTab(simulation, tr("Simulation"));
+    connect(simulate_, &QPushButton::clicked, this, [this] { startSimulation(); });
+    connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelSimulation);
+#if !EPOCHCAST_WITH_SIMULATOR
+    simulate_->setEnabled(false);
+    simulation_summary_->setText(tr("This build has no SimGrid simulator (install libsimgrid-dev and configure again)."));
+#endif
+
+    auto* traces = new QWidget;
+    auto* trace_layout = new QVBoxLayout(traces);
+    auto* open_trace = new QPushButton(tr("Open trace..."));
+    trace_summary_ = new QLabel(tr("Open an epochcast.trace/1 file to put its measured runs beside the model."));
+    trace_summary_->setObjectName("traceSummary");
+    trace_summary_->setWordWrap(true);
+    trace_table_ = new QTableWidget;
+    trace_table_->setObjectName("traceTable");
+    trace_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    auto* trace_row = new QHBoxLayout;
+    trace_row->addWidget(open_trace);
+    trace_row->addWidget(trace_summary_, 1);
+    trace_layout->addLayout(trace_row);
+    trace_layout->addWidget(trace_table_, 1);
+    tabs_->addTab(traces, tr("Measured"));
+    connect(open_trace, &QPushButton::clicked, this, &MainWindow::openTraceDialog);
+    layout->addWidget(tabs_, 2);
+}
+
+void MainWindow::fillInstanceLists() {
+    const QString current = instance_->currentText(), current_ps = ps_instance_->currentText();
+    const bool was = updating_;
+    updating_ = true;
+    instance_->clear();
+    ps_instance_->clear();
+    for (const InstanceSpec& i : model_->catalog().instances()) {
+        if (i.gpus > 0) instance_->addItem(QString::fromStdString(i.name));
+    }
+    // Servers: CPU-only instances first (their usual role), then the rest.
+    for (const InstanceSpec& i : model_->catalog().instances()) {
+        if (i.gpus == 0) ps_instance_->addItem(QString::fromStdString(i.name));
+    }
+    for (const InstanceSpec& i : model_->catalog().instances()) {
+        if (i.gpus > 0) ps_instance_->addItem(QString::fromStdString(i.name));
+    }
+    if (!current.isEmpty()) instance_->setCurrentText(current);
+    if (!current_ps.isEmpty()) ps_instance_->setCurrentText(current_ps);
+    updating_ = was;
+}
+
+void MainWindow::connectInputs() {
+    auto changed = [this] { recompute(); };
+    connect(instance_, &QComboBox::currentIndexChanged, this, [this] {
+        onInstanceChanged();
+        recompute();
+    });
+    connect(strategy_, &QComboBox::currentIndexChanged, this, [this] {
+        onStrategyChanged();
+        recompute();
+    });
+    connect(ps_colocated_, &QCheckBox::toggled, this, [this] {
+        onStrategyChanged();
+        recompute();
+    });
+    for (QSpinBox* box : {nodes_, gpus_per_node_, batch_, dataset_}) connect(box, &QSpinBox::valueChanged, this, changed);
+    for (QDoubleSpinBox* box : {ps_ratio_, epochs_}) connect(box, &QDoubleSpinBox::valueChanged, this, changed);
+    for (QComboBox* box : {precision_, framework_, ps_instance_, pricing_}) {
+        connect(box, &QComboBox::currentIndexChanged, this, changed);
+    }
+    connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
+        if (!updating_) useCalibration(calibration_->currentText());
+    });
+}
+
+void MainWindow::onInstanceChanged() {
+    const std::string name = instance_->currentText().toStdString();
+    if (name.empty()) return;
+    const InstanceSpec& i = model_->catalog().instance(name);
+    const GpuSpec& gpu = model_->catalog().gpu_of(i);
+    instance_info_->setText(QString("%1 x %2 (%3 GiB), %4 vCPUs, %5 Gbit/s%6<br>%7/h on demand, %8/h spot")
+                                .arg(i.gpus)
+                                .arg(QString::fromStdString(gpu.name))
+                                .arg(gpu.memory_gib)
+                                .arg(i.vcpus)
+                                .arg(i.network_gbps)
+                                .arg(i.efa_adapters > 0 ? QString(", %1 EFA").arg(i.efa_adapters) : QString())
+                                .arg(dollars(i.price_usd_per_hour), dollars(i.spot_usd_per_hour)));
+    const bool was = updating_;
+    updating_ = true;
+    const bool all = gpus_per_node_->value() == gpus_per_node_->maximum();
+    gpus_per_node_->setMaximum(i.gpus);
+    if (all) gpus_per_node_->setValue(i.gpus);
+    updating_ = was;
+}
+
+void MainWindow::onStrategyChanged() {
+    const bool ps = strategy_->currentText() == q(to_string(Strategy::ps));
+    ps_colocated_->setEnabled(ps);
+    ps_instance_->setEnabled(ps && !ps_colocated_->isChecked());
+    ps_ratio_->setEnabled(ps && !ps_colocated_->isChecked());
+}
+
+Scenario MainWindow::scenario() const {
+    Scenario s;
+    s.instance = instance_->currentText().toStdString();
+    s.nodes = nodes_->value();
+    s.gpus_per_node = gpus_per_node_->value();
+    s.batch_per_gpu = batch_->value();
+    s.precision = parse_precision(precision_->currentText().toStdString());
+    s.framework = parse_framework(framework_->currentText().toStdString());
+    s.strategy = parse_strategy(strategy_->currentText().toStdString());
+    if (s.strategy == Strategy::ps) {
+        s.ps_colocated = ps_colocated_->isChecked();
+        if (!s.ps_colocated) {
+            s.ps_instance = ps_instance_->currentText().toStdString();
+            s.ps_nodes = ps_nodes_for(ps_ratio_->value(), s.nodes);
+        }
+    }
+    s.dataset_images = dataset_->value();
+    s.epochs = epochs_->value();
+    s.pricing = parse_pricing(pricing_->currentText().toStdString());
+    return s;
+}
+
+void MainWindow::setScenario(const Scenario& s) {
+    const bool was = updating_;
+    updating_ = true;
+    instance_->setCurrentText(QString::fromStdString(s.instance));
+    onInstanceChanged();
+    const int gpus = model_->catalog().instance(s.instance).gpus;
+    gpus_per_node_->setValue(s.gpus_per_node > 0 ? s.gpus_per_node : gpus);
+    nodes_->setValue(s.nodes);
+    batch_->setValue(s.batch_per_gpu);
+    precision_->setCurrentText(q(to_string(s.precision)));
+    framework_->setCurrentText(q(to_string(s.framework)));
+    strategy_->setCurrentText(q(to_string(s.strategy)));
+    ps_colocated_->setChecked(s.ps_colocated);
+    if (!s.ps_instance.empty()) ps_instance_->setCurrentText(QString::fromStdString(s.ps_instance));
+    if (s.strategy == Strategy::ps && !s.ps_colocated && s.nodes > 0) ps_ratio_->setValue(ps_ratio(s));
+    onStrategyChanged();
+    dataset_->setValue(static_cast<int>(s.dataset_images));
+    epochs_->setValue(s.epochs);
+    pricing_->setCurrentText(q(to_string(s.pricing)));
+    updating_ = was;
+    recompute();
+}
+
+QString MainWindow::message() const { return message_->text(); }
+
+void MainWindow::setMessage(const QString& text, bool error) {
+    message_->setText(text);
+    message_->setStyleSheet(error ? "color: #b00020;" : "color: gray;");
+    if (error) statusBar()->showMessage(text, 10000);
+}
+
+void MainWindow::recompute() {
+    if (updating_) return;
+    QElapsedTimer timer;
+    timer.start();
+    const Scenario s = scenario();
+    try {
+        const ResolvedScenario resolved = model_->resolve(s);
+        prediction_ = model_->predict(resolved);
+        band_ = prediction_band(resolved, *prediction_);
+        const GpuSpec& gpu = model_->catalog().gpu_of(model_->catalog().instance(s.instance));
+        memory_->setText(QString("needs %1 GiB of the GPU's %2 GiB").arg(prediction_->memory_per_gpu_GiB, 0, 'f', 1).arg(gpu.memory_gib));
+        memory_->setStyleSheet("color: gray;");
+        batch_->setStyleSheet("");
+        setMessage(resolved.measured_curve ? QString()
+                                           : resolved.borrowed_curve
+                                                 ? tr("No measured compute curve for this GPU, precision and framework: "
+                                                      "another framework's stands in (wider band).")
+                                                 : tr("No measured compute curve for this GPU, precision and framework: "
+                                                      "the roofline prior is used (wide band)."),
+                   false);
+        showOutputs(resolved);
+    } catch (const InfeasibleError& error) {
+        memory_->setText(tr("does not fit: %1").arg(error.what()));
+        memory_->setStyleSheet("color: #b00020; font-weight: bold;");
+        batch_->setStyleSheet("background: #ffd7d7;");
+        clearOutputs(error.what());
+    } catch (const InputError& error) {
+        memory_->clear();
+        batch_->setStyleSheet("");
+        clearOutputs(error.what());
+    }
+    updateCharts(s);
+    updatePinTable();
+    last_recompute_s_ = static_cast<double>(timer.nsecsElapsed()) * 1e-9;
+    emit recomputed();
+}
+
+void MainWindow::showOutputs(const ResolvedScenario&) {
+    const Prediction& p = *prediction_;
+    const PredictionBand& b = *band_;
+    throughput_->setText(banded(QString::number(p.throughput_images_per_s, 'f', 0) + " images/s",
+                                QString::number(p.interval.low, 'f', 0), QString::number(p.interval.high, 'f', 0)));
+    epoch_->setText(banded(QString::number(p.epoch_s, 'f', 1) + " s", QString::number(b.fast.epoch_s, 'f', 1),
+                           QString::number(b.slow.epoch_s, 'f', 1)));
+    time_to_train_->setText(banded(hours(p.time_to_train_s), hours(b.fast.time_to_train_s), hours(b.slow.time_to_train_s)));
+    cost_->setText(banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd)));
+    efficiency_->setText(banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
+                                QString::number(100 * b.slow.scaling_efficiency, 'f', 1),
+                                QString::number(100 * b.fast.scaling_efficiency, 'f', 1)));
+    bottleneck_->setText(QString("<b>%1</b> (%2 GPUs, %3 images per iteration, %4/h)")
+                             .arg(q(to_string(p.bottleneck)))
+                             .arg(p.gpus)
+                             .arg(p.global_batch)
+                             .arg(dollars(p.cluster_usd_per_hour)));
+    breakdown_->update(p);
+}
+
+void MainWindow::clearOutputs(const QString& why) {
+    prediction_.reset();
+    band_.reset();
+    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_}) label->setText("-");
+    setMessage(why, true);
+    breakdown_->clear();
+}
+
+void MainWindow::updateCharts(const Scenario& s) {
+    std::vector<MeasuredPoint> measured;
+    if (trace_) {
+        for (const TraceRun& run : trace_->runs) {
+            const Scenario& r = run.observation.scenario;
+            if (r.instance != s.instance || r.precision != s.precision || r.framework != s.framework ||
+                r.model != s.model) {
+                continue;
+            }
+            const int per_node = r.gpus_per_node > 0 ? r.gpus_per_node : model_->catalog().instance(r.instance).gpus;
+            measured.push_back({r.nodes * per_node, run.observation.throughput_images_per_s});
+        }
+    }
+    if (prediction_) {
+        scaling_->update(scaling_curve(*model_, s, kScalingMaxNodes), measured, prediction_->gpus);
+    } else {
+        scaling_->update({}, measured, 0);
+    }
+    scatter_ = across_instances(*model_, s, kScatterMaxNodes);
+    std::vector<TimeCost> points;
+    points.reserve(scatter_.options.size());
+    std::size_t current = std::string::npos;
+    for (std::size_t i = 0; i < scatter_.options.size(); ++i) {
+        const InstanceOption& o = scatter_.options[i];
+        points.push_back({o.prediction.time_to_train_s / 3600, o.prediction.cost_usd});
+        if (o.scenario.instance == s.instance && o.scenario.nodes == s.nodes &&
+            (s.gpus_per_node == 0 || s.gpus_per_node == o.prediction.gpus / o.prediction.nodes)) {
+            current = i;
+        }
+    }
+    front_ = pareto_front(points);
+    scatter_chart_->update(points, front_, current);
+}
+
+void MainWindow::loadScatterPoint(std::size_t index) {
+    if (index >= scatter_.options.size()) return;
+    const Scenario chosen = scatter_.options[index].scenario;
+    setScenario(chosen);
+    statusBar()->showMessage(tr("Loaded %1 x %2 from the scatter").arg(chosen.nodes).arg(QString::fromStdString(chosen.instance)),
+                             5000);
+}
+
+bool MainWindow::useCalibration(const QString& name_or_path) {
+    try {
+        Calibration calibration = load_calibration(name_or_path.toStdString());
+        model_ = std::make_unique<CostModel>(load_catalog(catalogs_), std::move(calibration));
+    } catch (const InputError& error) {
+        setMessage(tr("Calibration not loaded: %1").arg(error.what()), true);
+        return false;
+    }
+    const bool was = updating_;
+    updating_ = true;
+    if (calibration_->findText(name_or_path) < 0) calibration_->addItem(name_or_path);
+    calibration_->setCurrentText(name_or_path);
+    updating_ = was;
+    recompute();
+    statusBar()->showMessage(tr("Calibration: %1").arg(name_or_path), 5000);
+    return true;
+}
+
+bool MainWindow::loadTrace(const QString& path) {
+    try {
+        trace_ = read_trace(path.toStdString(), model_->catalog());
+    } catch (const InputError& error) {
+        trace_summary_->setText(tr("Trace not loaded: %1").arg(error.what()));
+        setMessage(tr("Trace not loaded: %1").arg(error.what()), true);
+        return false;
+    }
+    updateTraceTable();
+    recompute();
+    tabs_->setCurrentIndex(2);
+    return true;
+}
+
+void MainWindow::updateTraceTable() {
+    const std::vector<TraceRun>& runs = trace_->runs;
+    trace_table_->clear();
+    trace_table_->setColumnCount(6);
+    trace_table_->setHorizontalHeaderLabels({"configuration", "measured img/s", "predicted img/s", "error %",
+                                             "95% band", "in band"});
+    trace_table_->setRowCount(static_cast<int>(runs.size()));
+    double sum = 0;
+    int counted = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const Observation& o = runs[i].observation;
+        const Scenario& s = o.scenario;
+        const int row = static_cast<int>(i);
+        auto set = [&](int column, const QString& text) { trace_table_->setItem(row, column, new QTableWidgetItem(text)); };
+        set(0, QString("%1 x %2, %3/%4, b%5 %6")
+                   .arg(s.nodes)
+                   .arg(QString::fromStdString(s.instance))
+                   .arg(q(to_string(s.framework)), q(to_string(s.strategy)))
+                   .arg(s.batch_per_gpu)
+                   .arg(q(to_string(s.precision))));
+        set(1, QString::number(o.throughput_images_per_s, 'f', 1));
+        try {
+            const Prediction p = model_->predict(s);
+            const double error = percent_error(p.throughput_images_per_s, o.throughput_images_per_s);
+            set(2, QString::number(p.throughput_images_per_s, 'f', 1));
+            set(3, QString::number(error, 'f', 1));
+            set(4, QString("%1 - %2").arg(p.interval.low, 0, 'f', 0).arg(p.interval.high, 0, 'f', 0));
+            const bool inside = o.throughput_images_per_s >= p.interval.low && o.throughput_images_per_s <= p.interval.high;
+            set(5, inside ? "yes" : "no");
+            if (!o.approximate) {
+                sum += std::abs(error);
+                ++counted;
+            }
+        } catch (const InputError& error) {
+            set(2, "-");
+            set(3, QString::fromUtf8(error.what()));
+        }
+    }
+    trace_table_->resizeColumnsToContents();
+    trace_summary_->setText(tr("%1: %2 runs; mean absolute error %3 % over %4 of them")
+                                .arg(QString::fromStdString(trace_->origin))
+                                .arg(runs.size())
+                                .arg(counted > 0 ? sum / counted : 0.0, 0, 'f', 1)
+                                .arg(counted));
+}
+
+bool MainWindow::pinCurrent() {
+    if (!prediction_ || pinCount() >= kMaxPins) {
+        statusBar()->showMessage(prediction_ ? tr("At most %1 pins: clear some first").arg(kMaxPins)
+                                             : tr("Nothing to pin: the inputs do not predict"),
+                                 5000);
+        return false;
+    }
+    pins_.push_back({scenario(), *prediction_});
+    updatePinTable();
+    tabs_->setCurrentIndex(0);
+    return true;
+}
+
+void MainWindow::clearPins() {
+    pins_.clear();
+    updatePinTable();
+}
+
+namespace {
+
+std::vector<Column> columns_of(const std::optional<Prediction>& current, const Scenario& scenario,
+                               const std::vector<std::pair<Scenario, Prediction>>& pins) {
+    std::vector<Column> columns;
+    if (current) columns.push_back(column_of("current", scenario, *current));
+    for (std::size_t i = 0; i < pins.size(); ++i) {
+        columns.push_back(column_of(QString("pin %1").arg(i + 1), pins[i].first, pins[i].second));
+    }
+    return columns;
+}
+
+}  // namespace
+
+void MainWindow::updatePinTable() {
+    std::vector<std::pair<Scenario, Prediction>> pins;
+    for (const Pin& p : pins_) pins.emplace_back(p.scenario, p.prediction);
+    const std::vector<Column> columns = columns_of(prediction_, scenario(), pins);
+    const std::vector<QString>& rows = row_names();
+    pin_table_->clear();
+    pin_table_->setRowCount(static_cast<int>(rows.size()));
+    pin_table_->setColumnCount(static_cast<int>(columns.size()));
+    QStringList headers, row_headers;
+    for (const QString& r : rows) row_headers << r;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+        headers << columns[c].header;
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            pin_table_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(columns[c].cells[r]));
+        }
+    }
+    pin_table_->setHorizontalHeaderLabels(headers);
+    pin_table_->setVerticalHeaderLabels(row_headers);
+    pin_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+}
+
+QString MainWindow::comparisonCsv() const {
+    std::vector<std::pair<Scenario, Prediction>> pins;
+    for (const Pin& p : pins_) pins.emplace_back(p.scenario, p.prediction);
+    const std::vector<Column> columns = columns_of(prediction_, scenario(), pins);
+    QString csv = "configuration";
+    for (const QString& name : row_names()) csv += "," + name;
+    csv += "\n";
+    for (const Column& c : columns) {
+        csv += csv_cell(c.header);
+        for (const QString& cell : c.cells) csv += "," + csv_cell(cell);
+        csv += "\n";
+    }
+    return csv;
+}
+
+bool MainWindow::exportCsv(const QString& path) {
+    QSaveFile file(path);  // written to a temporary file, renamed on commit: nothing half-written
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(comparisonCsv().toUtf8()) < 0 || !file.commit()) {
+        setMessage(tr("Cannot write %1: %2").arg(path, file.errorString()), true);
+        return false;
+    }
+    statusBar()->showMessage(tr("Table written to %1").arg(path), 5000);
+    return true;
+}
+
+bool MainWindow::exportView(const QString& path) {
+    QWidget* view = centralWidget();
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == "svg") {
+        QTemporaryDir folder(QFileInfo(path).absolutePath() + "/.epochcast-XXXXXX");
+        const QString temporary = folder.path() + "/view.svg";
+        {
+            QSvgGenerator generator;
+            generator.setFileName(temporary);
+            generator.setSize(view->size());
+            generator.setViewBox(QRect(QPoint(0, 0), view->size()));
+            generator.setTitle("epochcast what-if planner");
+            QPainter painter;
+            if (!folder.isValid() || !painter.begin(&generator)) {
+                setMessage(tr("Cannot write %1").arg(path), true);
+                return false;
+            }
+            view->render(&painter);
+        }
+        QFile::remove(path);
+        if (!QFile::rename(temporary, path)) {
+            setMessage(tr("Cannot write %1").arg(path), true);
+            return false;
+        }
+    } else if (suffix == "png") {
+        QSaveFile file(path);
+        if (!file.open(QIODevice::WriteOnly) || !view->grab().save(&file, "PNG") || !file.commit()) {
+            setMessage(tr("Cannot write %1: %2").arg(path, file.errorString()), true);
+            return false;
+        }
+    } else {
+        setMessage(tr("Export the view as .png or .svg, not '%1'").arg(path), true);
+        return false;
+    }
+    statusBar()->showMessage(tr("View written to %1").arg(path), 5000);
+    return true;
+}
+
+void MainWindow::startSimulation(int iterations) {
+#if EPOCHCAST_WITH_SIMULATOR
+    if (simulationRunning() || !prediction_) return;
+    joinSimulation();
+    QTemporaryDir folder(QDir::tempPath() + "/epochcast-gui-XXXXXX");
+    folder.setAutoRemove(false);
+    simulation_dir_ = folder.path();
+    const QString timeline = simulation_dir_ + "/timeline.json";
+    simulation_cancel_ = false;
+    simulation_done_ = false;
+    simulate_->setEnabled(false);
+    cancel_->setEnabled(true);
+    progress_->setRange(0, iterations);
+    progress_->setValue(0);
+    simulation_summary_->setText(tr("Simulating %1 iterations...").arg(iterations));
+    tabs_->setCurrentIndex(1);
+    CostModel model = *model_;
+    const Scenario s = scenario();
+    simulation_thread_ = std::thread([this, model = std::move(model), s, iterations, timeline] {
+        sim::SimulationOptions options;
+        options.iterations = iterations;
+        options.timeline_path = timeline.toStdString();
+        options.cancel = &simulation_cancel_;
+        options.on_progress = [this](int done, int total) {
+            QMetaObject::invokeMethod(this, [this, done, total] { onSimulationProgress(done, total); }, Qt::QueuedConnection);
+        };
+        std::optional<Prediction> simulated;
+        QString error;
+        try {
+            const sim::SimulationResult result = sim::simulate(model, s, options);
+            simulated = sim::simulated_prediction(model, s, result);
+        } catch (const sim::SimulationCancelled&) {
+            error = tr("Cancelled.");
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        simulation_done_ = true;
+        QMetaObject::invokeMethod(
+            this, [this, simulated, error, timeline] { onSimulationDone(simulated, error, timeline); }, Qt::QueuedConnection);
+    });
+#else
+    (void)iterations;
+#endif
+}
+
+void MainWindow::cancelSimulation() { simulation_cancel_ = true; }
+
+void MainWindow::joinSimulation() {
+    if (simulation_thread_.joinable()) simulation_thread_.join();
+}
+
+void MainWindow::onSimulationProgress(int done, int total) {
+    progress_->setRange(0, total);
+    progress_->setValue(done);
+}
+
+void MainWindow::onSimulationDone(std::optional<Prediction> simulated, QString error, QString timeline_path) {
+    joinSimulation();
+    simulate_->setEnabled(true);
+    cancel_->setEnabled(false);
+#if EPOCHCAST_WITH_SIMULATOR
+    if (simulated) {
+        progress_->setValue(progress_->maximum());
+        QString text = tr("Simulated: %1 images/s, iteration %2 ms, exposed communication %3 ms, time to train %4, %5.")
+                           .arg(simulated->throughput_images_per_s, 0, 'f', 0)
+                           .arg(simulated->iteration_s * 1e3, 0, 'f', 1)
+                           .arg(simulated->exposed_communication_s * 1e3, 0, 'f', 1)
+                           .arg(hours(simulated->time_to_train_s), dollars(simulated->cost_usd));
+        if (prediction_) {
+            text += tr(" The closed form says %1 images/s (%2 % apart).")
+                        .arg(prediction_->throughput_images_per_s, 0, 'f', 0)
+                        .arg(percent_error(prediction_->throughput_images_per_s, simulated->throughput_images_per_s), 0, 'f', 1);
+        }
+        simulation_summary_->setText(text);
+        try {
+            timeline_view_->setTimeline(sim::Timeline::read(timeline_path.toStdString()));
+        } catch (const InputError& e) {
+            simulation_summary_->setText(text + " " + tr("(timeline unreadable: %1)").arg(e.what()));
+        }
+    } else {
+        progress_->setValue(0);
+        simulation_summary_->setText(tr("Simulation stopped: %1").arg(error));
+        timeline_view_->clear();
+    }
+#else
+    (void)simulated;
+    (void)error;
+    (void)timeline_path;
+#endif
+    if (!simulation_dir_.isEmpty()) QDir(simulation_dir_).removeRecursively();
+    simulation_dir_.clear();
+    emit simulationFinished(simulated.has_value());
+}
+
+void MainWindow::openCalibrationDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open calibration"), QString(), tr("Calibration (*.json)"));
+    if (!path.isEmpty()) useCalibration(path);
+}
+
+void MainWindow::openTraceDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), tr("Trace (*.json)"));
+    if (!path.isEmpty()) loadTrace(path);
+}
+
+void MainWindow::exportViewDialog() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "epochcast.png", tr("Images (*.png *.svg)"));
+    if (!path.isEmpty()) exportView(path);
+}
+
+void MainWindow::exportCsvDialog() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export table"), "epochcast.csv", tr("CSV (*.csv)"));
+    if (!path.isEmpty()) exportCsv(path);
+}
+
+}  // namespace epochcast::gui

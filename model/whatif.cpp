@@ -1,0 +1,119 @@
+#include "model/whatif.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+
+double ps_ratio(const Scenario& scenario) {
+    if (scenario.strategy != Strategy::ps || scenario.ps_colocated || scenario.nodes <= 0) return 0.0;
+    return static_cast<double>(scenario.ps_nodes) / scenario.nodes;
+}
+
+int ps_nodes_for(double ratio, int nodes) { return std::max(1, static_cast<int>(std::lround(ratio * nodes))); }
+
+Scenario with_nodes(const Scenario& scenario, int nodes) {
+    Scenario s = scenario;
+    const double ratio = ps_ratio(scenario);
+    s.nodes = nodes;
+    if (ratio > 0) s.ps_nodes = ps_nodes_for(ratio, nodes);
+    return s;
+}
+
+std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& scenario, int max_nodes) {
+    model.resolve(scenario);  // the scenario itself must be valid: its error is the user's to see
+    std::vector<int> sizes;
+    for (int n = 1; n <= std::max(max_nodes, scenario.nodes); n *= 2) sizes.push_back(n);
+    sizes.push_back(scenario.nodes);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+
+    std::vector<ScalingPoint> curve;
+    curve.reserve(sizes.size());
+    for (const int n : sizes) {
+        const Prediction p = model.predict(with_nodes(scenario, n));
+        ScalingPoint point;
+        point.nodes = p.nodes;
+        point.gpus = p.gpus;
+        point.throughput_images_per_s = p.throughput_images_per_s;
+        point.interval = p.interval;
+        point.scaling_efficiency = p.scaling_efficiency;
+        point.ideal_images_per_s = p.scaling_efficiency > 0 ? p.throughput_images_per_s / p.scaling_efficiency : 0.0;
+        curve.push_back(point);
+    }
+    return curve;
+}
+
+InstanceComparison across_instances(const CostModel& model, const Scenario& base, int max_nodes) {
+    InstanceComparison out;
+    for (const InstanceSpec& instance : model.catalog().instances()) {
+        if (instance.gpus == 0) continue;  // parameter-server hosts, not workers
+        Scenario s = base;
+        s.instance = instance.name;
+        s.gpus_per_node = 0;
+        s.efa_adapters = -1;
+        if (instance.gpus == 1 && (s.strategy == Strategy::hierarchical || s.strategy == Strategy::tree)) {
+            s.strategy = Strategy::ring;
+        }
+        std::string reason;
+        bool any = false;
+        for (int n = 1; n <= std::max(1, max_nodes); n *= 2) {
+            const Scenario sized = with_nodes(s, n);
+            try {
+                const Prediction p = model.predict(sized);
+                if (!std::isfinite(p.cost_usd) || !(p.throughput_images_per_s > 0)) {
+                    if (reason.empty()) reason = "the model gives no finite throughput for " + std::to_string(n) + " nodes";
+                    continue;
+                }
+                out.options.push_back({sized, p});
+                any = true;
+            } catch (const InputError& error) {
+                if (reason.empty()) reason = error.what();
+            }
+        }
+        if (!any) out.skipped.push_back({instance.name, reason});
+    }
+    return out;
+}
+
+Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction, double throughput_images_per_s) {
+    Prediction p = prediction;
+    const double ratio = throughput_images_per_s / prediction.throughput_images_per_s;
+    p.throughput_images_per_s = throughput_images_per_s;
+    p.per_gpu_images_per_s *= ratio;
+    p.scaling_efficiency *= ratio;
+    p.node_scaling_efficiency *= ratio;
+    apply_schedule(scenario, p);
+    return p;
+}
+
+PredictionBand prediction_band(const ResolvedScenario& scenario, const Prediction& prediction) {
+    return {at_throughput(scenario, prediction, prediction.interval.low),
+            at_throughput(scenario, prediction, prediction.interval.high)};
+}
+
+std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
+    std::vector<std::size_t> order(points.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    // By time, then cost, then index: a point is on the front when it is cheaper than every point
+    // before it in this order (those are at least as fast).
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (points[a].time_s != points[b].time_s) return points[a].time_s < points[b].time_s;
+        return points[a].cost_usd < points[b].cost_usd;
+    });
+    std::vector<std::size_t> front;
+    double cheapest = INFINITY;
+    for (const std::size_t i : order) {
+        if (!std::isfinite(points[i].time_s) || !std::isfinite(points[i].cost_usd)) continue;
+        if (points[i].cost_usd < cheapest) {
+            front.push_back(i);
+            cheapest = points[i].cost_usd;
+        }
+    }
+    return front;
+}
+
+}  // namespace epochcast

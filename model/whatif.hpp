@@ -1,0 +1,89 @@
+// What-if exploration around one Scenario (issue 8, the GUI's scaling chart and its time-against-
+// cost scatter): the same scenario at several cluster sizes, and on every GPU instance type of the
+// catalog, each point a plain CostModel prediction, plus the Pareto front of time against cost.
+// No formula of its own: every number comes from CostModel::predict.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+
+namespace epochcast {
+
+/// The scenario's parameter servers per worker node (0 when there are none or they are co-located):
+/// what stays fixed when the cluster grows or shrinks.
+double ps_ratio(const Scenario& scenario);
+
+/// Dedicated parameter servers for `nodes` worker nodes at `ratio` servers per worker node:
+/// rounded, at least one.
+int ps_nodes_for(double ratio, int nodes);
+
+/// The scenario on `nodes` worker nodes, its dedicated parameter servers scaled to keep ps_ratio
+/// (rounded, at least one).
+Scenario with_nodes(const Scenario& scenario, int nodes);
+
+/// One point of a scaling curve.
+struct ScalingPoint {
+    int nodes = 0;                       ///< worker instances
+    int gpus = 0;                        ///< worker GPUs
+    double throughput_images_per_s = 0;  ///< predicted global throughput
+    Interval interval;                   ///< its band, images/s
+    double ideal_images_per_s = 0;       ///< gpus x one GPU alone at the same batch (throughput / efficiency)
+    double scaling_efficiency = 0;       ///< throughput / ideal
+};
+
+/// The scenario at 1, 2, 4, ... worker nodes up to max(max_nodes, the scenario's own), with the
+/// scenario's own node count included, in increasing order. Throws what CostModel::resolve throws
+/// for the scenario itself (other sizes resolve the same way, parameter servers scaled).
+std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& scenario, int max_nodes);
+
+/// One configuration of the scatter across instance types.
+struct InstanceOption {
+    Scenario scenario;      ///< the base scenario on this instance type and node count
+    Prediction prediction;  ///< what the model says about it
+};
+
+/// A configuration left out of the scatter and why (no GPU, batch does not fit, ...).
+struct SkippedOption {
+    std::string instance;
+    std::string reason;  ///< the model's message
+};
+
+struct InstanceComparison {
+    std::vector<InstanceOption> options;  ///< in catalog order, then increasing nodes
+    std::vector<SkippedOption> skipped;   ///< one entry per instance type that gave no point at all
+};
+
+/// The base scenario on every GPU instance type of the catalog, using all of each instance's GPUs,
+/// on 1, 2, 4, ... nodes up to `max_nodes`. A strategy that needs several GPUs per node
+/// (hierarchical, tree) becomes ring on one-GPU instances; the EFA choice returns to "all the
+/// instance has". Configurations the model rejects are left out; an instance type none of whose
+/// sizes resolves is listed in `skipped` with the model's reason.
+InstanceComparison across_instances(const CostModel& model, const Scenario& base, int max_nodes);
+
+/// The prediction as it would read at another throughput (an end of its band): per-GPU throughput
+/// and both scaling efficiencies scale with it (their baselines do not change); epoch, time to
+/// train and cost follow from it by apply_schedule, as in predict.
+Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction, double throughput_images_per_s);
+
+/// The prediction at both ends of its throughput band: `slow` at interval.low (longer, costlier),
+/// `fast` at interval.high.
+struct PredictionBand {
+    Prediction slow;
+    Prediction fast;
+};
+PredictionBand prediction_band(const ResolvedScenario& scenario, const Prediction& prediction);
+
+/// A point to minimise on both axes.
+struct TimeCost {
+    double time_s = 0;    ///< time to train, seconds
+    double cost_usd = 0;  ///< cost, US dollars
+};
+
+/// Indices of the points no other point beats on both time and cost (at least as good on both and
+/// better on one), in increasing time. Of exact duplicates the first is kept.
+std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
+
+}  // namespace epochcast

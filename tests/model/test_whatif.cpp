@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+#include "model/whatif.hpp"
+
+namespace epochcast {
+namespace {
+
+CostModel built_in_model() { return CostModel(Catalog::built_in(), Calibration::built_in()); }
+
+TEST(ParetoFront, KeepsOnlyPointsNoOtherBeatsOnBoth) {
+    // (time, cost): 0 and 2 and 4 form the front; 1 is beaten by 0, 3 by 2, 5 duplicates 2.
+    const std::vector<TimeCost> points = {{10, 5}, {12, 6}, {20, 3}, {25, 3}, {40, 1}, {20, 3}};
+    EXPECT_EQ(pareto_front(points), (std::vector<std::size_t>{0, 2, 4}));
+}
+
+TEST(ParetoFront, EqualTimeKeepsTheCheaperAndEmptyGivesEmpty) {
+    EXPECT_EQ(pareto_front({{5, 9}, {5, 4}, {7, 4}}), (std::vector<std::size_t>{1}));
+    EXPECT_TRUE(pareto_front({}).empty());
+}
+
+TEST(WhatIf, PsRatioIsKeptWhenTheClusterChangesSize) {
+    Scenario s;
+    s.strategy = Strategy::ps;
+    s.ps_instance = "m4.16xlarge";
+    s.nodes = 8;
+    s.ps_nodes = 16;
+    EXPECT_DOUBLE_EQ(ps_ratio(s), 2.0);
+    EXPECT_EQ(with_nodes(s, 2).ps_nodes, 4);
+    EXPECT_EQ(with_nodes(s, 1).nodes, 1);
+    s.ps_nodes = 1;
+    EXPECT_EQ(with_nodes(s, 2).ps_nodes, 1);  // 0.25 rounds to 0: at least one server
+    s.ps_colocated = true;
+    s.ps_nodes = 0;
+    s.ps_instance.clear();
+    EXPECT_DOUBLE_EQ(ps_ratio(s), 0.0);
+}
+
+TEST(WhatIf, ScalingCurveIsTheModelAtEachSize) {
+    const CostModel model = built_in_model();
+    Scenario s;  // 8 x p3.16xlarge
+    s.nodes = 6;
+    const std::vector<ScalingPoint> curve = scaling_curve(model, s, 16);
+    std::vector<int> nodes;
+    for (const ScalingPoint& p : curve) nodes.push_back(p.nodes);
+    EXPECT_EQ(nodes, (std::vector<int>{1, 2, 4, 6, 8, 16}));
+    for (const ScalingPoint& p : curve) {
+        Scenario at = s;
+        at.nodes = p.nodes;
+        const Prediction direct = model.predict(at);
+        EXPECT_DOUBLE_EQ(p.throughput_images_per_s, direct.throughput_images_per_s);
+        EXPECT_EQ(p.gpus, 8 * p.nodes);
+        EXPECT_NEAR(p.ideal_images_per_s * p.scaling_efficiency, p.throughput_images_per_s, 1e-6);
+        EXPECT_GE(p.ideal_images_per_s, p.throughput_images_per_s);
+    }
+    // More nodes, more throughput, less efficiency.
+    EXPECT_GT(curve.back().throughput_images_per_s, curve.front().throughput_images_per_s);
+    EXPECT_LT(curve.back().scaling_efficiency, curve.front().scaling_efficiency);
+}
+
+TEST(WhatIf, ScalingCurveOfABadScenarioThrows) {
+    Scenario s;
+    s.instance = "no-such-instance";
+    EXPECT_THROW(scaling_curve(built_in_model(), s, 8), InputError);
+}
+
+TEST(WhatIf, AcrossInstancesCoversEveryGpuInstanceAndMatchesTheModel) {
+    const CostModel model = built_in_model();
+    Scenario base;
+    base.batch_per_gpu = 64;
+    const InstanceComparison c = across_instances(model, base, 4);
+    int gpu_instances = 0;
+    for (const InstanceSpec& i : model.catalog().instances()) gpu_instances += i.gpus > 0 ? 1 : 0;
+    // Every GPU instance type gives points or is listed with a reason.
+    std::vector<std::string> seen;
+    for (const InstanceOption& o : c.options) seen.push_back(o.scenario.instance);
+    for (const SkippedOption& s : c.skipped) {
+        seen.push_back(s.instance);
+        EXPECT_FALSE(s.reason.empty());
+    }
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    EXPECT_EQ(static_cast<int>(seen.size()), gpu_instances);
+    ASSERT_FALSE(c.options.empty());
+    for (const InstanceOption& o : c.options) {
+        EXPECT_TRUE(o.scenario.nodes == 1 || o.scenario.nodes == 2 || o.scenario.nodes == 4);
+        EXPECT_DOUBLE_EQ(o.prediction.cost_usd, model.predict(o.scenario).cost_usd);
+        const InstanceSpec& spec = model.catalog().instance(o.scenario.instance);
+        if (spec.gpus == 1) {
+            EXPECT_EQ(o.scenario.strategy, Strategy::ring);
+        }
+    }
+}
+
+TEST(WhatIf, AnInstanceWhereNothingFitsIsSkippedWithTheReason) {
+    const CostModel model = built_in_model();
+    Scenario base;
+    base.batch_per_gpu = 4096;  // fits no GPU
+    const InstanceComparison c = across_instances(model, base, 2);
+    EXPECT_TRUE(c.options.empty());
+    ASSERT_FALSE(c.skipped.empty());
+    EXPECT_NE(c.skipped.front().reason.find("4096"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+TEST(WhatIf, BandEndsAreThePredictionAtTheIntervalsThroughput) {
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario s;
+    s.epochs = 10;
+    const ResolvedScenario r = model.resolve(s);
+    const Prediction p = model.predict(r);
+    const PredictionBand band = prediction_band(r, p);
+    EXPECT_DOUBLE_EQ(band.slow.throughput_images_per_s, p.interval.low);
+    EXPECT_DOUBLE_EQ(band.fast.throughput_images_per_s, p.interval.high);
+    // epoch = images / throughput + checkpoint; time = startup + epochs x epoch; cost = time x $/h
+    EXPECT_NEAR(band.slow.epoch_s, s.dataset_images / p.interval.low + p.checkpoint_s, 1e-9);
+    EXPECT_NEAR(band.slow.time_to_train_s, p.startup_s + 10 * band.slow.epoch_s, 1e-9);
+    EXPECT_NEAR(band.slow.cost_usd, band.slow.time_to_train_s / 3600 * p.cluster_usd_per_hour, 1e-9);
+    EXPECT_GT(band.slow.cost_usd, p.cost_usd);
+    EXPECT_LT(band.fast.cost_usd, p.cost_usd);
+    EXPECT_NEAR(band.fast.scaling_efficiency / p.scaling_efficiency, p.interval.high / p.throughput_images_per_s, 1e-12);
+    // At its own throughput the prediction is unchanged.
+    EXPECT_DOUBLE_EQ(at_throughput(r, p, p.throughput_images_per_s).cost_usd, p.cost_usd);
+}
+
+}  // namespace
+}  // namespace epochcast

@@ -1,0 +1,101 @@
+// simulate()'s progress reports and cancellation (what the GUI's background run relies on).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "model/cost_model.hpp"
+#include "simulator/simulation.hpp"
+
+namespace epochcast {
+namespace {
+
+const CostModel& model() {
+    static const CostModel instance(Catalog::built_in(), Calibration::built_in());
+    return instance;
+}
+
+TEST(SimulationProgress, ReportsEveryIterationInOrder) {
+    Scenario s;
+    s.nodes = 2;
+    sim::SimulationOptions o;
+    o.iterations = 6;
+    std::vector<int> done;
+    o.on_progress = [&](int k, int total) {
+        EXPECT_EQ(total, 6);
+        done.push_back(k);
+    };
+    const sim::SimulationResult r = sim::simulate(model(), s, o);
+    EXPECT_EQ(done, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(r.iteration_s.size(), 6u);
+}
+
+TEST(SimulationProgress, CancelKillsTheRunAndLeavesNoTimeline) {
+    Scenario s;
+    s.nodes = 32;  // 256 GPUs step by step: seconds of work, long enough to cancel
+    sim::SimulationOptions o;
+    o.iterations = 400;
+    const std::filesystem::path timeline = std::filesystem::temp_directory_path() / "epochcast-cancelled-timeline.json";
+    std::filesystem::remove(timeline);
+    o.timeline_path = timeline.string();
+    std::atomic<bool> cancel{false};
+    o.cancel = &cancel;
+    int reports = 0;
+    o.on_progress = [&](int, int) {
+        if (++reports == 2) cancel = true;  // cancel once the run is under way
+    };
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(sim::simulate(model(), s, o), sim::SimulationCancelled);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+    EXPECT_GE(reports, 2);
+    EXPECT_FALSE(std::filesystem::exists(timeline));
+}
+
+TEST(SimulationProgress, ACancelSetBeforehandRunsNothing) {
+    Scenario s;
+    s.nodes = 2;
+    sim::SimulationOptions o;
+    std::atomic<bool> cancel{true};
+    o.cancel = &cancel;
+    EXPECT_THROW(sim::simulate(model(), s, o), sim::SimulationCancelled);
+    // and the next simulation in the same process runs normally
+    o.cancel = nullptr;
+    EXPECT_EQ(sim::simulate(model(), s, o).iteration_s.size(), 10u);
+}
+
+}  // namespace
+}  // namespace epochcast
+
+#include "simulator/timeline.hpp"
+
+namespace epochcast {
+namespace {
+
+TEST(TimelineRead, ReadsBackWhatTheSimulationWrote) {
+    Scenario s;
+    s.nodes = 2;
+    sim::SimulationOptions o;
+    o.iterations = 2;
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / "epochcast-read-timeline.json";
+    o.timeline_path = path.string();
+    sim::simulate(model(), s, o);
+    const sim::Timeline t = sim::Timeline::read(path);
+    std::filesystem::remove(path);
+    int forward = 0;
+    for (const sim::TimelineEvent& e : t.events()) {
+        EXPECT_LE(e.start_s, e.end_s);
+        if (e.name == "forward") ++forward;
+    }
+    EXPECT_EQ(forward, 2 * 16);  // every GPU of 2 x p3.16xlarge, every iteration
+    EXPECT_FALSE(t.name_of(0).empty());
+}
+
+TEST(TimelineRead, ABadFileIsAnInputErrorNamingIt) {
+    EXPECT_THROW(sim::Timeline::read("/nonexistent/t.json"), InputError);
+    EXPECT_THROW(sim::Timeline::from_json(nlohmann::json{{"x", 1}}, "t.json"), InputError);
+}
+
+}  // namespace
+}  // namespace epochcast
