@@ -54,7 +54,9 @@ std::vector<std::string> mpirun_argv(const LaunchRequest& r) {
     argv.insert(argv.end(), {"--bind-to", "none", r.train_program});
     argv.insert(argv.end(), r.train_flags.begin(), r.train_flags.end());
     if (r.ps_ranks > 0) argv.insert(argv.end(), {"--ps-ranks", std::to_string(r.ps_ranks)});
-    if (!flag_value(r.train_flags, "--trace-out")) argv.insert(argv.end(), {"--trace-out", r.trace_out});
+    if (!r.trace_out.empty() && !flag_value(r.train_flags, "--trace-out")) {
+        argv.insert(argv.end(), {"--trace-out", r.trace_out});
+    }
     return argv;
 }
 

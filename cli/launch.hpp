@@ -21,7 +21,7 @@ struct LaunchRequest {
     int online_cores = 1;                  ///< logical CPUs of this host
     bool root = false;                     ///< running as root (Open MPI refuses without a flag)
     std::vector<std::string> train_flags;  ///< the user's epochcast-train flags, passed verbatim
-    std::string trace_out;                 ///< added as --trace-out when train_flags has none
+    std::string trace_out;                 ///< added as --trace-out when train_flags has none (and this is not empty)
 };
 
 /// The argv of the mpirun line: mpirun -np N [--allow-run-as-root] [--oversubscribe] --bind-to

@@ -57,10 +57,23 @@ private:
 };
 
 /// The `local-cpu` catalog: a file the user gave, or what epochcast-train measures on this host
-/// with the run's threads per rank.
-Catalog host_catalog(const RunOptions& o, const std::string& train_program, int threads, const Catalog& known) {
+/// with the run's threads per rank. Where the host holds several such ranks, they are measured
+/// together under mpirun (`run` is the launch of the training, whose mpirun and flags it reuses),
+/// so that the catalog carries their measured all-reduce.
+Catalog host_catalog(const RunOptions& o, const LaunchRequest& run, int threads, const Catalog& known) {
     if (!o.host_catalog.empty()) return Catalog::load(o.host_catalog, known);
-    const std::vector<std::string> argv = {train_program, "--describe-host", "--threads", std::to_string(threads)};
+    const std::vector<std::string> describe = {"--describe-host", "--threads", std::to_string(threads)};
+    std::vector<std::string> argv = {run.train_program};
+    argv.insert(argv.end(), describe.begin(), describe.end());
+    const int host_ranks = std::max(1, run.online_cores / threads);
+    if (host_ranks > 1) {
+        LaunchRequest request = run;
+        request.ranks = host_ranks;
+        request.ps_ranks = 0;
+        request.train_flags = describe;
+        request.trace_out.clear();
+        argv = mpirun_argv(request);
+    }
     std::string text;
     const ChildExit exit = run_child(argv, nullptr, &text, /*merge_stderr=*/false);
     if (!exit.success()) {
@@ -166,7 +179,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, s
     }
 
     const int threads = trace_threads(trace_path);
-    catalog.merge(host_catalog(o, train_program, threads, catalog));
+    catalog.merge(host_catalog(o, request, threads, catalog));
     const Trace trace = read_trace(trace_path, catalog);
     if (trace.runs.empty()) throw RunError(trace_path + ": the trace holds no run");
     const TraceRun& measured = trace.runs.front();

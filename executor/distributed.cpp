@@ -5,6 +5,7 @@
 #include <string>
 
 #include "executor/arena.hpp"
+#include "model/collectives.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
 
@@ -34,6 +35,28 @@ void average_in_place(float* values, std::int64_t count, int workers) {
     for (std::int64_t i = 0; i < count; ++i) {
         values[i] /= divisor;
     }
+}
+
+double allreduce_bus_bytes_per_s(MPI_Comm comm, std::int64_t total_bytes, std::int64_t bucket_bytes, int rounds) {
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    if (ranks < 2) return 0.0;
+    const std::int64_t elements = total_bytes / static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t bucket = std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)));
+    std::vector<float> values(static_cast<std::size_t>(elements), 1.0f);
+    double best_s = 0;
+    for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+        MPI_Barrier(comm);
+        const double start = MPI_Wtime();
+        for (std::int64_t begin = 0; begin < elements; begin += bucket) {
+            const int count = static_cast<int>(std::min(bucket, elements - begin));
+            MPI_Allreduce(MPI_IN_PLACE, values.data() + begin, count, MPI_FLOAT, MPI_SUM, comm);
+        }
+        double seconds = MPI_Wtime() - start;
+        MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);  // the slowest rank's
+        if (round > 0 && (best_s == 0 || seconds < best_s)) best_s = seconds;
+    }
+    return allreduce_bus_factor(ranks) * static_cast<double>(elements) * sizeof(float) / best_s;
 }
 
 namespace {

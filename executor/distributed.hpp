@@ -81,6 +81,13 @@ std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& ar
 std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,
                                                     const Topology& topology);
 
+/// The all-reduce bus bandwidth of `comm`, in bytes per second, as nccl-tests reports it (algorithm
+/// bandwidth x 2(n-1)/n, model/collectives.hpp's allreduce_bus_factor): fp32 sums over
+/// `total_bytes` in consecutive MPI_Allreduce calls of `bucket_bytes`, as the trainer's fusion
+/// buckets are, the best of `rounds` rounds after one warm-up. Collective: every rank of `comm`
+/// calls it and gets the same figure. 0 for a communicator of one rank.
+double allreduce_bus_bytes_per_s(MPI_Comm comm, std::int64_t total_bytes, std::int64_t bucket_bytes, int rounds);
+
 /// Message tags between workers and servers.
 enum Tag : int { kTagGradients = 11, kTagWeights = 12, kTagInitialShard = 13, kTagCheckpointShard = 14 };
 

@@ -168,7 +168,7 @@ json host_json(const HostInfo& host) {
             {"native_bf16", host.native_bf16}, {"cores", host.cores}, {"memory_gib", host.memory_gib}};
 }
 
-json describe_host_catalog(int threads_per_rank) {
+json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allreduce) {
     if (threads_per_rank < 1) {
         throw InputError("--threads must be at least 1 (got " + std::to_string(threads_per_rank) + ")");
     }
@@ -192,7 +192,7 @@ json describe_host_catalog(int threads_per_rank) {
     const double thread_copy_Bps = threads_per_rank == 1 ? rank_copy_Bps : copy_bytes_per_s(copy_bytes, 1);
     // The roofline's memory bandwidth counts reads and writes, as device datasheets do.
     const double memory_GBps = 2.0 * rank_copy_Bps / 1e9;
-    const double intra_GBps = thread_copy_Bps / 1e9;
+    const double intra_GBps = allreduce ? allreduce->bus_GBps : thread_copy_Bps / 1e9;
 
     const std::string when = utc_now();
     const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", " +
@@ -211,11 +211,17 @@ json describe_host_catalog(int threads_per_rank) {
     const std::string instance_source =
         "measured on " + machine + " at " + when + ": gpus = " + std::to_string(ranks) + " ranks of " +
         std::to_string(threads_per_rank) + " threads on " + std::to_string(host.cores) +
-        " logical CPUs; intra_node_GBps is a one-thread memcpy (MPI shared memory between ranks); no network "
-        "between the ranks of one host, network_gbps is the same copy rate in Gbit/s (loopback); price 0: a "
-        "machine you own";
+        " logical CPUs; intra_node_GBps is " +
+        (allreduce ? "the MPI all-reduce bus bandwidth of " + std::to_string(allreduce->ranks) +
+                         " ranks measured together (fp32 sums over " + rounded(allreduce->total_MiB, 4) + " MiB in " +
+                         rounded(allreduce->bucket_MiB, 4) + " MiB MPI_Allreduce calls, best round, slowest rank)"
+                   : std::string("a one-thread memcpy (MPI shared memory between ranks; not measured with ranks "
+                                 "together)")) +
+        "; no network between the ranks of one host, network_gbps is the same rate in Gbit/s (loopback); price 0: "
+        "a machine you own";
 
     json gpu = {{"name", "local-cpu"},
+                {"kind", "cpu"},
                 {"fp32_tflops", fp32_flops / 1e12},
                 {"fp16_tflops", 0.0},
                 {"bf16_tflops", bf16_flops / 1e12},

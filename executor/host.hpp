@@ -25,11 +25,22 @@ HostInfo host_info();
 /// The host as JSON for a trace run's "host" key.
 nlohmann::json host_json(const HostInfo& host);
 
-/// A catalog document (the schema of model/catalog.json) with one device "local-cpu" (one rank
-/// running `threads_per_rank` threads: fp32_tflops and bf16_tflops measured by a oneDNN matmul
-/// with that many threads, memory_GBps by a copy) and one instance "local-cpu" (ranks =
-/// cores / threads_per_rank as "gpus", shared-memory copy bandwidth as intra_node_GBps, price 0),
-/// each with a source saying when and how it was measured. Takes a few seconds.
-nlohmann::json describe_host_catalog(int threads_per_rank);
+/// An all-reduce measured between the ranks of this host (allreduce_bus_bytes_per_s of
+/// executor/distributed.hpp), for the catalog entry.
+struct MeasuredAllreduce {
+    int ranks = 0;          ///< ranks that took part, >= 2
+    double bus_GBps = 0;    ///< nccl-tests' bus bandwidth, in 10^9 bytes/s
+    double total_MiB = 0;   ///< bytes summed per round, in MiB
+    double bucket_MiB = 0;  ///< bytes per MPI_Allreduce, in MiB
+};
+
+/// A catalog document (the schema of model/catalog.json) with one device "local-cpu" of kind
+/// "cpu" (one rank running `threads_per_rank` threads: fp32_tflops and bf16_tflops measured by a
+/// oneDNN matmul with that many threads, memory_GBps by a copy) and one instance "local-cpu" (ranks
+/// = cores / threads_per_rank as "gpus", price 0), each with a source saying when and how it was
+/// measured. The instance's intra_node_GBps is `allreduce`'s bus bandwidth when given (what the
+/// model costs the ranks' all-reduce with), else a one-thread copy rate, an upper bound for a
+/// host whose ranks were not measured together. Takes a few seconds.
+nlohmann::json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allreduce = nullptr);
 
 }  // namespace epochcast

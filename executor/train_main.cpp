@@ -5,12 +5,16 @@
 #include <malloc.h>
 #include <mpi.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/trainer.hpp"
 #include "model/errors.hpp"
@@ -45,6 +49,15 @@ void keep_freed_memory() {
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);  // glibc's ceiling for this setting on 64-bit hosts
     mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
 }
+
+/// True when mpirun (Open MPI, or a PMI launcher such as MPICH's Hydra) started this process.
+bool started_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
+
+/// `--describe-host` under mpirun sums this much per round, ResNet-50's gradient being 98 MiB in
+/// fp32, in buckets of --fusion-mib, the best of this many rounds.
+constexpr std::int64_t kDescribeAllreduceMiB = 64;
+constexpr int kDescribeAllreduceRounds = 3;
+constexpr std::int64_t kBytesPerMiB = 1024 * 1024;
 
 }  // namespace
 
@@ -95,7 +108,30 @@ int main(int argc, char** argv) {
             if (options.threads < 1) {
                 throw epochcast::InputError("--threads must be at least 1");
             }
-            std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
+            keep_freed_memory();
+            if (!started_by_mpirun()) {
+                std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
+                return 0;
+            }
+            // Started with several ranks (`epochcast run` does so with the ranks the host holds):
+            // measure their all-reduce, and the peaks with every rank busy at once.
+            MPI_Init(&argc, &argv);
+            std::optional<epochcast::MeasuredAllreduce> allreduce;
+            int ranks = 1;
+            int rank = 0;
+            MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            if (ranks > 1) {
+                allreduce = epochcast::MeasuredAllreduce{ranks, 0, kDescribeAllreduceMiB, options.fusion_mib};
+                allreduce->bus_GBps =
+                    epochcast::allreduce_bus_bytes_per_s(MPI_COMM_WORLD, kDescribeAllreduceMiB * kBytesPerMiB,
+                                                         static_cast<std::int64_t>(options.fusion_mib * kBytesPerMiB),
+                                                         kDescribeAllreduceRounds) /
+                    1e9;
+            }
+            const auto catalog = epochcast::describe_host_catalog(options.threads, allreduce ? &*allreduce : nullptr);
+            if (rank == 0) std::cout << catalog.dump(1) << std::endl;
+            MPI_Finalize();
             return 0;
         }
         keep_freed_memory();

@@ -141,6 +141,8 @@ GpuSpec parse_gpu(const json& entry, const Where& where) {
     gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
     gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, true);
     gpu.source = required_string(entry, "source", where);
+    if (entry.contains("kind")) gpu.kind = parse_device_kind(required_string(entry, "kind", where),
+                                                                 std::string(where.origin) + ": " + where.entry + ": key \"kind\"");
     return gpu;
 }
 
@@ -315,6 +317,7 @@ std::string Catalog::to_json_text(int indent) const {
                         {"memory_gib", gpu.memory_gib},
                         {"memory_GBps", gpu.memory_GBps},
                         {"source", gpu.source}});
+        if (gpu.kind != DeviceKind::gpu) gpus.back()["kind"] = std::string(to_string(gpu.kind));
     }
     ordered instances = ordered::array();
     for (const InstanceSpec& instance : instances_) {

@@ -8,11 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "model/types.hpp"
+
 namespace epochcast {
 
 /// One GPU as AWS counts it (a K80 board is two GPUs; "K80" here is one GK210).
 struct GpuSpec {
     std::string name;            ///< e.g. "V100-SXM2-16GB"
+    DeviceKind kind = DeviceKind::gpu;  ///< "kind" in the file, optional: "gpu" (default) or "cpu" (a host's CPU ranks)
     double fp32_tflops = 0;      ///< peak dense fp32, in 10^12 FLOP/s
     double fp16_tflops = 0;      ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s; 0 where none (CPUs)
     double bf16_tflops = 0;      ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16

@@ -93,9 +93,11 @@ double communication_time_s(const ResolvedScenario& s) {
     switch (s.strategy) {
         case Strategy::ring:
             if (m == 1) return ring_allreduce_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
-            // One ring through every GPU: each step waits for its slowest link, the NIC.
+            // One ring through every GPU: each step waits for its slowest link, the NIC. Nodes of
+            // one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0): the NIC alone.
             return ring_allreduce_s(g, m * k, s.inter_latency_s,
-                                    std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps));
+                                    k > 1 ? std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps)
+                                          : s.inter_bandwidth_Bps);
         case Strategy::hierarchical:
             return intra + ring_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
         case Strategy::tree:
@@ -317,19 +319,23 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
     }
     depends(SensitiveField::sync_jitter, ParameterKind::sync_jitter, framework_index, profile.sync_jitter);
-    if (scenario.strategy == Strategy::ps) {
+    // CPU ranks move their gradients with the cores that compute (docs/model.md, "CPU ranks"):
+    // nothing overlaps (overlap 0), and the host's intra_node_GBps is its measured all-reduce bus
+    // bandwidth, to which no link efficiency applies.
+    const bool cpu_ranks = gpu.kind == DeviceKind::cpu;
+    if (!cpu_ranks && scenario.strategy == Strategy::ps) {
         depends(SensitiveField::overlap, ParameterKind::ps_overlap, framework_index, profile.ps_overlap);
-    } else {
+    } else if (!cpu_ranks) {
         depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
     }
     r.sync_jitter = profile.sync_jitter;
     r.straggler_factor = straggler_factor(scenario.nodes * k);
-    r.overlap = scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
-    r.node_overlap = profile.allreduce_overlap;
+    r.overlap = cpu_ranks ? 0.0 : scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
+    r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
 
     const NetworkParams& net = calibration_.network;
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
-    r.intra_bandwidth_Bps = instance.intra_node_GBps * net.intra_efficiency * 1e9;
+    r.intra_bandwidth_Bps = instance.intra_node_GBps * (cpu_ranks ? 1.0 : net.intra_efficiency) * 1e9;
     r.intra_latency_s = net.intra_latency_s;
     r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
     r.inter_latency_s = node_latency_s(efa, net);
@@ -338,7 +344,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         // A message between a worker and a server takes the slower transport of the two.
         r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(server->efa_adapters, net));
     }
-    depends(SensitiveField::intra_bandwidth, ParameterKind::intra_efficiency, 0, net.intra_efficiency);
+    if (!cpu_ranks) depends(SensitiveField::intra_bandwidth, ParameterKind::intra_efficiency, 0, net.intra_efficiency);
     depends(SensitiveField::intra_latency, ParameterKind::intra_latency, 0, net.intra_latency_s);
     auto bandwidth_parameter = [&](SensitiveField field, const InstanceSpec& spec, int adapters) {
         if (adapters > 0) {

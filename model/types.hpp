@@ -34,11 +34,17 @@ inline constexpr int kFrameworkCount = 4;
 /// Which price list the cost uses.
 enum class Pricing { on_demand, spot };
 
+/// What a catalog device is. A GPU has copy engines that move collective traffic while its cores
+/// compute; a CPU rank (a `local-cpu` entry made by `epochcast-train --describe-host`) moves it with
+/// the same cores that compute, so its communication never overlaps its compute.
+enum class DeviceKind { gpu, cpu };
+
 /// The spelling used on the command line and in files ("fp32", "amp", "bf16").
 std::string_view to_string(Precision precision);
 std::string_view to_string(Strategy strategy);
 std::string_view to_string(Framework framework);
 std::string_view to_string(Pricing pricing);
+std::string_view to_string(DeviceKind kind);
 
 /// Parse the spelling above; throws InputError naming `what` (e.g. "--precision") and the
 /// accepted values when the text is none of them. "fp16" is accepted as a synonym of amp.
@@ -46,6 +52,7 @@ Precision parse_precision(std::string_view text, std::string_view what = "precis
 Strategy parse_strategy(std::string_view text, std::string_view what = "strategy");
 Framework parse_framework(std::string_view text, std::string_view what = "framework");
 Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");
+DeviceKind parse_device_kind(std::string_view text, std::string_view what = "kind");
 
 /// Bytes of one stored element of gradients (what all-reduce and push/pull move) for a
 /// precision: 4 for fp32, 2 for amp and bf16.

@@ -121,19 +121,23 @@ protected:
     }
 
     /// An mpirun that records its arguments, prints a step table and copies `trace` to the
-    /// --trace-out it was given.
+    /// --trace-out it was given. Asked to describe the host, it records those arguments apart and
+    /// runs the trainer once with its flags.
     void write_mpirun_writing(const nlohmann::json& trace) const {
         std::ofstream(path("prepared.json")) << trace.dump();
-        write_script("mpirun", "printf '%s\\n' \"$@\" > '" + path("args") +
+        write_script("mpirun", "case \" $* \" in *\" --describe-host \"*) printf '%s\\n' \"$@\" > '" +
+                                   path("describe-args") +
+                                   "'; while [ \"$1\" != --bind-to ]; do shift; done; shift 2; exec \"$@\";; esac\n"
+                                   "printf '%s\\n' \"$@\" > '" + path("args") +
                                    "'\nout=''; prev=''\nfor a in \"$@\"; do [ \"$prev\" = --trace-out ] && out=$a; "
                                    "prev=$a; done\necho 'Step  Epoch  Speed(img/s)  Loss  LR'\n"
                                    "echo '   1   0.01          9.90  6.9100  0.1000'\ncp '" +
                                    path("prepared.json") + "' \"$out\"\necho 'measured: 9.87 img/s'\n");
     }
 
-    std::vector<std::string> recorded_args() const {
+    std::vector<std::string> recorded_args(const std::string& file = "args") const {
         std::vector<std::string> args;
-        std::ifstream in(path("args"));
+        std::ifstream in(path(file));
         for (std::string line; std::getline(in, line);) args.push_back(line);
         return args;
     }
@@ -242,6 +246,32 @@ TEST_F(FakePrograms, UsersTraceIsKeptAndHostCatalogCanBeGivenAndSaved) {
         run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --save-host-catalog '" + saved + "' --threads 2");
     ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
     EXPECT_DOUBLE_EQ(Catalog::load(saved).gpu("local-cpu").bf16_tflops, 0.575);
+}
+
+// With one thread per rank the host holds a rank per core, and they describe it together under
+// the same mpirun (that is how their all-reduce gets measured); with a thread per core, the trainer
+// alone.
+TEST_F(FakePrograms, HostWithSeveralRanksIsDescribedByThemUnderMpirun) {
+    nlohmann::json one_thread = prepared_trace();
+    one_thread["runs"][0]["configuration"]["threads"] = 1;
+    write_mpirun_writing(one_thread);
+    write_script("epochcast-train",
+                 "[ \"$1\" = --describe-host ] && [ \"$2\" = --threads ] && [ \"$3\" = 1 ] || exit 3\ncat '" +
+                     path("host.json") + "'\n");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --threads 1");
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::vector<std::string> describe = recorded_args("describe-args");
+    if (cores < 2) {
+        EXPECT_TRUE(describe.empty());
+        return;
+    }
+    ASSERT_GE(describe.size(), 8U);
+    EXPECT_EQ(describe[0], "-np");
+    EXPECT_EQ(describe[1], std::to_string(cores));
+    EXPECT_EQ(std::vector<std::string>(describe.end() - 4, describe.end()),
+              (std::vector<std::string>{path("epochcast-train"), "--describe-host", "--threads", "1"}));
+    EXPECT_EQ(std::count(describe.begin(), describe.end(), "--trace-out"), 0);
 }
 
 TEST_F(FakePrograms, MissingMpirunFailsAtOnceNamingIt) {

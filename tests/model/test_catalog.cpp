@@ -298,5 +298,26 @@ TEST(Catalog, CpuDeviceWithoutFp16AndFreeInstanceLoad) {
 }
 
 }  // namespace
+// A device's kind is optional ("gpu" by default), written back only when it is not a GPU, and an
+// unknown kind names the entry, the key and the accepted values.
+TEST(Catalog, DeviceKindDefaultsToGpuAndRoundTrips) {
+    const std::string text = R"({ "schema": "epochcast.catalog/1",
+        "gpus": [ { "name": "local-cpu", "kind": "cpu", "fp32_tflops": 0.28, "fp16_tflops": 0,
+                    "memory_gib": 11.7, "memory_GBps": 12, "source": "measured" } ] })";
+    const Catalog catalog = Catalog::parse(text, "host.json");
+    EXPECT_EQ(catalog.gpu("local-cpu").kind, DeviceKind::cpu);
+    EXPECT_EQ(Catalog::parse(catalog.to_json_text(), "again").gpu("local-cpu").kind, DeviceKind::cpu);
+    EXPECT_EQ(Catalog::built_in().gpu("V100-SXM2-16GB").kind, DeviceKind::gpu);
+    EXPECT_FALSE(contains(Catalog::built_in().to_json_text(), "\"kind\""));
+
+    std::string bad = text;
+    bad.replace(bad.find("\"cpu\""), 5, "\"tpu\"");
+    const std::string message = input_error([&] { Catalog::parse(bad, "host.json"); });
+    EXPECT_TRUE(contains(message, "host.json")) << message;
+    EXPECT_TRUE(contains(message, "\"kind\"")) << message;
+    EXPECT_TRUE(contains(message, "'tpu'")) << message;
+    EXPECT_TRUE(contains(message, "gpu, cpu")) << message;
+}
+
 }  // namespace epochcast
 

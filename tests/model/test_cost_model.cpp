@@ -133,6 +133,23 @@ TEST(CostModel, HierarchicalBeatsFlatRingAcrossManyNodes) {
     EXPECT_LT(hierarchical.communication_s, ring.communication_s);
 }
 
+// Nodes of one GPU (p3.2xlarge: no NVLink, intra_node_GBps 0) join a flat ring through their NICs
+// alone; with one GPU per node the flat ring and the hierarchical one are the same ring.
+TEST(CostModel, FlatRingAcrossOneGpuNodesUsesTheNic) {
+    Scenario s = seed000_horovod();
+    s.instance = "p3.2xlarge";
+    s.nodes = 4;
+    s.gpus_per_node = 1;
+    s.batch_per_gpu = 64;
+    s.strategy = Strategy::ring;
+    const Prediction ring = model().predict(s);
+    ASSERT_TRUE(std::isfinite(ring.communication_s));
+    EXPECT_GT(ring.communication_s, 0);
+    EXPECT_GT(ring.throughput_images_per_s, 0);
+    s.strategy = Strategy::hierarchical;
+    EXPECT_NEAR(ring.communication_s, model().predict(s).communication_s, 1e-12);
+}
+
 TEST(CostModel, EfaRaisesNetworkBandwidth) {
     // p4d.24xlarge with 4 EFA adapters: seed 004 measured 42 GB/s bus bandwidth; the model's
     // network term over EFA must be far faster than over 25 Gb/s TCP.

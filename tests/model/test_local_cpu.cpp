@@ -157,5 +157,37 @@ TEST(LocalCpu, TwoWorkerRanksAndParameterServerRanksOnOneHostResolve) {
     EXPECT_GT(p_ps.throughput_images_per_s, 0.5 * model.predict(one_rank(Precision::fp32)).throughput_images_per_s);
 }
 
+// CPU ranks move gradients with the cores that compute: with kind "cpu" nothing of the all-reduce
+// overlaps the backward pass, and the host's intra_node_GBps (its measured all-reduce bus
+// bandwidth) is taken as it is, without the link efficiency applied to a GPU's nominal NVLink rate.
+TEST(LocalCpu, CpuRanksOverlapNothingAndUseTheMeasuredBusBandwidth) {
+    nlohmann::json host = nlohmann::json::parse(local_cpu_catalog());
+    host["instances"][0]["gpus"] = 2;
+    Catalog as_gpu = Catalog::built_in();
+    as_gpu.merge(Catalog::parse(host.dump(), "host.json", as_gpu));
+    host["gpus"][0]["kind"] = "cpu";
+    Catalog as_cpu = Catalog::built_in();
+    as_cpu.merge(Catalog::parse(host.dump(), "host.json", as_cpu));
+    ASSERT_EQ(as_cpu.gpu("local-cpu").kind, DeviceKind::cpu);
+    ASSERT_EQ(as_gpu.gpu("local-cpu").kind, DeviceKind::gpu);
+
+    const Calibration calibration = Calibration::built_in();
+    Scenario two = one_rank(Precision::bf16);
+    two.gpus_per_node = 2;
+    const ResolvedScenario cpu = CostModel(as_cpu, calibration).resolve(two);
+    const ResolvedScenario gpu = CostModel(as_gpu, calibration).resolve(two);
+    EXPECT_EQ(cpu.overlap, 0.0);
+    EXPECT_EQ(cpu.node_overlap, 0.0);
+    EXPECT_GT(gpu.overlap, 0.0);
+    EXPECT_DOUBLE_EQ(cpu.intra_bandwidth_Bps, 12e9);
+    EXPECT_DOUBLE_EQ(gpu.intra_bandwidth_Bps, 12e9 * calibration.network.intra_efficiency);
+
+    // The whole all-reduce is exposed: eq. O1 with o = 0, on eq. R1 at 12 GB/s bus bandwidth.
+    const Prediction p = CostModel(as_cpu, calibration).predict(two);
+    EXPECT_GT(p.communication_s, 0);
+    EXPECT_DOUBLE_EQ(p.exposed_communication_s, p.communication_s);
+    EXPECT_LT(p.throughput_images_per_s, CostModel(as_gpu, calibration).predict(two).throughput_images_per_s);
+}
+
 }  // namespace
 }  // namespace epochcast
