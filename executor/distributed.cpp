@@ -31,6 +31,7 @@ Range shard_of(std::int64_t elements, int servers, int index) {
 }
 
 void average_in_place(float* values, std::int64_t count, int workers) {
+    if (workers == 1) return;  // x / 1 == x: skip a pass over 100 MB of ResNet-50 gradients
     const float divisor = static_cast<float>(workers);
     for (std::int64_t i = 0; i < count; ++i) {
         values[i] /= divisor;
