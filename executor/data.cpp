@@ -16,26 +16,21 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
-#include <numbers>
 #include <optional>
 #include <system_error>
 #include <thread>
 
+#include "executor/synthetic.hpp"
 #include "model/errors.hpp"
 
 namespace epochcast {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Seeded randomness. splitmix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
-// generators", OOPSLA 2014) both hashes (seed, position, stream) into a state and steps it.
+// Seeded randomness. splitmix64 (executor/synthetic.hpp) both hashes (seed, position, stream) into
+// a state and steps it.
 
-std::uint64_t splitmix64(std::uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+using synthetic::splitmix64;
 
 /// Independent streams drawn from one seed, so that changing how one is used leaves the others.
 enum class Stream : std::uint64_t { label = 1, image = 2, class_pattern = 3, permutation = 4, augment = 5 };
@@ -48,7 +43,7 @@ class Rng {
 public:
     explicit Rng(std::uint64_t state) : state_(state) {}
     std::uint64_t next() {
-        state_ += 0x9e3779b97f4a7c15ULL;
+        state_ += synthetic::kGolden;
         return splitmix64(state_);
     }
     /// Uniform in [0, 1).
@@ -58,14 +53,6 @@ public:
     std::int64_t integer(std::int64_t low, std::int64_t high) {
         return low + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(high - low + 1));
     }
-    /// Approximately standard normal: the Irwin-Hall sum of four 16-bit uniforms, rescaled
-    /// (variance of four U(0,1) is 1/3). One 64-bit draw per value; the tails stop at +-3.46.
-    float normal() {
-        const std::uint64_t bits = next();
-        const std::uint64_t sum = (bits & 0xffff) + ((bits >> 16) & 0xffff) + ((bits >> 32) & 0xffff) + (bits >> 48);
-        return (static_cast<float>(sum) * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
-    }
-
 private:
     std::uint64_t state_;
 };
@@ -73,6 +60,10 @@ private:
 void check_fill_arguments(std::int64_t position, int count) {
     if (position < 0) throw InputError("data position must be >= 0, got " + std::to_string(position));
     if (count < 0) throw InputError("data batch count must be >= 0, got " + std::to_string(count));
+}
+
+void check_classes(int classes) {
+    if (classes < 1) throw InputError("synthetic data needs at least 1 class, got " + std::to_string(classes));
 }
 
 void size_batch(Batch& batch, int count, int image_size) {
@@ -83,46 +74,13 @@ void size_batch(Batch& batch, int count, int image_size) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Synthetic data. Each class has, per channel, a constant colour offset and two plane waves with
-// integer frequencies (1 to 3 cycles per image across, 0 to 3 down), phases and signs of its own.
-// An image is its class's pattern shifted by up to 1/16 of the side in each direction, plus
-// per-pixel noise. Variance per value: offsets 1/12 + waves 2 * 0.7^2 / 2 + noise 0.6^2, about
-// 0.93, mean about 0, so values are roughly standardised like a normalised photograph.
-
-constexpr int kWavesPerChannel = 2;
-constexpr double kWaveAmplitude = 0.7;
-constexpr float kNoiseSigma = 0.6f;
-constexpr double kMaxShiftFraction = 1.0 / 16.0;
-
-struct Wave {
-    double cycles_x = 0, cycles_y = 0;  ///< cycles per image side
-    double phase = 0;                   ///< radians
-};
-
-struct ClassPattern {
-    std::array<double, 3> offset{};
-    std::array<std::array<Wave, kWavesPerChannel>, 3> waves{};
-};
+// Synthetic data: the definition is executor/synthetic.hpp's, shared with the GPU generator.
 
 class SyntheticData final : public DataSource {
 public:
     SyntheticData(int classes, int image_size, std::int64_t images_per_epoch, std::uint64_t seed)
-        : classes_(classes), image_size_(image_size), images_per_epoch_(images_per_epoch), seed_(seed) {
-        patterns_.reserve(static_cast<std::size_t>(classes));
-        for (int c = 0; c < classes; ++c) {
-            Rng rng(hash_of(seed, Stream::class_pattern, static_cast<std::uint64_t>(c)));
-            ClassPattern pattern;
-            for (int channel = 0; channel < 3; ++channel) {
-                pattern.offset[channel] = rng.uniform(-0.5, 0.5);
-                for (Wave& wave : pattern.waves[channel]) {
-                    wave.cycles_x = static_cast<double>(rng.integer(1, 3)) * (rng.uniform() < 0.5 ? -1 : 1);
-                    wave.cycles_y = static_cast<double>(rng.integer(0, 3));
-                    wave.phase = rng.uniform(0, 2 * std::numbers::pi);
-                }
-            }
-            patterns_.push_back(pattern);
-        }
-    }
+        : classes_(classes), image_size_(image_size), images_per_epoch_(images_per_epoch), seed_(seed),
+          patterns_(synthetic::class_patterns(classes, seed)) {}
 
     int classes() const override { return classes_; }
     std::int64_t images() const override { return images_per_epoch_; }
@@ -133,43 +91,32 @@ public:
         size_batch(batch, count, image_size_);
         const std::size_t plane = static_cast<std::size_t>(image_size_) * image_size_;
         for (int i = 0; i < count; ++i) {
-            const auto p = static_cast<std::uint64_t>(position + i);
-            const int label = static_cast<int>(hash_of(seed_, Stream::label, p) % static_cast<std::uint64_t>(classes_));
-            batch.labels[i] = label;
-            draw_image(patterns_[label], Rng(hash_of(seed_, Stream::image, p)), &batch.images[i * 3 * plane]);
+            const synthetic::ImageDraw image = synthetic::image_draw(seed_, classes_, image_size_, position + i);
+            batch.labels[i] = image.label;
+            draw_image(patterns_[image.label], image, &batch.images[i * 3 * plane]);
         }
     }
 
 private:
-    /// One image, 3 x S x S, into `out`: sin(a + b) = sin a cos b + cos a sin b separates each
-    /// wave into a row table and a column table, so a pixel costs a few multiply-adds.
-    void draw_image(const ClassPattern& pattern, Rng rng, float* out) const {
+    /// One image, 3 x S x S, into `out`: each wave's row and column tables once, then a few
+    /// multiply-adds per pixel.
+    void draw_image(const synthetic::ClassPattern& pattern, const synthetic::ImageDraw& image, float* out) const {
         const int s = image_size_;
-        const double max_shift = kMaxShiftFraction * s;
-        const double shift_x = rng.uniform(-max_shift, max_shift);
-        const double shift_y = rng.uniform(-max_shift, max_shift);
-        thread_local std::vector<float> sin_x, cos_x, sin_y, cos_y;
-        sin_x.resize(s), cos_x.resize(s), sin_y.resize(s), cos_y.resize(s);
-        for (int channel = 0; channel < 3; ++channel) {
+        thread_local std::vector<synthetic::WaveTerms> terms;
+        terms.resize(static_cast<std::size_t>(s));
+        for (int channel = 0; channel < synthetic::kChannels; ++channel) {
             float* plane = out + static_cast<std::size_t>(channel) * s * s;
             std::fill(plane, plane + static_cast<std::size_t>(s) * s, static_cast<float>(pattern.offset[channel]));
-            for (const Wave& wave : pattern.waves[channel]) {
-                const double step_x = 2 * std::numbers::pi * wave.cycles_x / s;
-                const double step_y = 2 * std::numbers::pi * wave.cycles_y / s;
-                for (int j = 0; j < s; ++j) {
-                    const double a = step_x * (j + 0.5 + shift_x) + wave.phase;
-                    const double b = step_y * (j + 0.5 + shift_y);
-                    sin_x[j] = static_cast<float>(kWaveAmplitude * std::sin(a));
-                    cos_x[j] = static_cast<float>(kWaveAmplitude * std::cos(a));
-                    sin_y[j] = static_cast<float>(std::sin(b));
-                    cos_y[j] = static_cast<float>(std::cos(b));
-                }
+            for (const synthetic::Wave& wave : pattern.waves[channel]) {
+                for (int j = 0; j < s; ++j) terms[j] = synthetic::wave_terms(wave, s, image.shift_x, image.shift_y, j);
                 for (int y = 0; y < s; ++y) {
                     float* row = plane + static_cast<std::size_t>(y) * s;
-                    for (int x = 0; x < s; ++x) row[x] += sin_x[x] * cos_y[y] + cos_x[x] * sin_y[y];
+                    for (int x = 0; x < s; ++x) row[x] = synthetic::add_wave(row[x], terms[x], terms[y]);
                 }
             }
-            for (std::size_t k = 0; k < static_cast<std::size_t>(s) * s; ++k) plane[k] += kNoiseSigma * rng.normal();
+            for (std::int64_t k = 0; k < std::int64_t{s} * s; ++k) {
+                plane[k] = synthetic::add_noise(plane[k], image, s, channel, k);
+            }
         }
     }
 
@@ -177,7 +124,7 @@ private:
     int image_size_;
     std::int64_t images_per_epoch_;
     std::uint64_t seed_;
-    std::vector<ClassPattern> patterns_;
+    std::vector<synthetic::ClassPattern> patterns_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -548,9 +495,43 @@ void check_image_size(int image_size) {
 
 }  // namespace
 
+namespace synthetic {
+
+std::vector<ClassPattern> class_patterns(int classes, std::uint64_t seed) {
+    check_classes(classes);
+    std::vector<ClassPattern> patterns(static_cast<std::size_t>(classes));
+    for (int c = 0; c < classes; ++c) {
+        Rng rng(hash_of(seed, Stream::class_pattern, static_cast<std::uint64_t>(c)));
+        ClassPattern& pattern = patterns[static_cast<std::size_t>(c)];
+        for (int channel = 0; channel < kChannels; ++channel) {
+            pattern.offset[channel] = rng.uniform(-0.5, 0.5);
+            for (Wave& wave : pattern.waves[channel]) {
+                wave.cycles_x = static_cast<double>(rng.integer(1, 3)) * (rng.uniform() < 0.5 ? -1 : 1);
+                wave.cycles_y = static_cast<double>(rng.integer(0, 3));
+                wave.phase = rng.uniform(0, kTwoPi);
+            }
+        }
+    }
+    return patterns;
+}
+
+ImageDraw image_draw(std::uint64_t seed, int classes, int image_size, std::int64_t position) {
+    const auto p = static_cast<std::uint64_t>(position);
+    ImageDraw image;
+    image.label = static_cast<std::int32_t>(hash_of(seed, Stream::label, p) % static_cast<std::uint64_t>(classes));
+    image.noise_state = hash_of(seed, Stream::image, p);
+    Rng rng(image.noise_state);
+    const double max_shift = kMaxShiftFraction * image_size;
+    image.shift_x = rng.uniform(-max_shift, max_shift);
+    image.shift_y = rng.uniform(-max_shift, max_shift);
+    return image;
+}
+
+}  // namespace synthetic
+
 std::unique_ptr<DataSource> make_synthetic_data(int classes, int image_size, std::int64_t images_per_epoch,
                                                 std::uint64_t seed) {
-    if (classes < 1) throw InputError("synthetic data needs at least 1 class, got " + std::to_string(classes));
+    check_classes(classes);
     check_image_size(image_size);
     if (images_per_epoch < 1)
         throw InputError("synthetic data needs a positive epoch length, got " + std::to_string(images_per_epoch));

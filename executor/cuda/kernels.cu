@@ -6,27 +6,11 @@
 #include <string>
 
 #include "executor/cuda/kernels.hpp"
+#include "executor/cuda/launch.cuh"
 
 namespace epochcast::cuda {
 
-// Defined in layers.cpp (host C++20): RunError with file and line, as the check macros throw.
-[[noreturn]] void throw_call_error(const char* library, const char* call, const std::string& what, const char* file,
-                                   int line);
-
 namespace {
-
-constexpr int kThreads = 256;
-
-void check_launch(const char* kernel, const char* file, int line) {
-    const cudaError_t status = cudaGetLastError();
-    if (status != cudaSuccess) throw_call_error("CUDA", kernel, cudaGetErrorString(status), file, line);
-}
-#define EPOCHCAST_LAUNCHED(kernel) check_launch(#kernel, __FILE__, __LINE__)
-
-int blocks_for(std::int64_t count) {
-    const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-    return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
 
 __device__ inline float to_float(float x) { return x; }
 __device__ inline float to_float(__half x) { return __half2float(x); }

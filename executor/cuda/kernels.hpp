@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "executor/synthetic.hpp"
+
 namespace epochcast::cuda {
 
 /// Storage type of activations, working weights and working gradients.
@@ -50,5 +52,12 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, int 
 /// SGD with Nesterov momentum, the formula of executor/optimizer.hpp, on fp32 device arrays.
 void sgd_nesterov(float* weights, const float* gradients, float* momentum, const float* decay_mask,
                   std::int64_t count, float lr, float momentum_factor, float weight_decay, cudaStream_t stream);
+
+/// Synthetic images (executor/synthetic.hpp) of `count` positions, in synthetic.cu (built without
+/// FMA contraction, so its arithmetic is the host's). patterns: the dataset's class patterns;
+/// draws: count per-image parameters; terms: scratch of count x 3 x waves x size entries.
+/// images (out): count x 3 x size x size fp32 NCHW; labels (out): count.
+void synthetic_images(const synthetic::ClassPattern* patterns, const synthetic::ImageDraw* draws, int count, int size,
+                      synthetic::WaveTerms* terms, float* images, std::int32_t* labels, cudaStream_t stream);
 
 }  // namespace epochcast::cuda

@@ -15,6 +15,7 @@
 #ifdef EPOCHCAST_WITH_CUDA
 #include "executor/cuda/check.hpp"
 #include "executor/cuda/network.hpp"
+#include "tests/executor/require_gpu.hpp"
 #endif
 
 namespace epochcast {
@@ -24,9 +25,6 @@ namespace {
 
 constexpr int kClasses = 10;
 constexpr int kImageSize = 64;
-
-#define REQUIRE_GPU()                                                                    \
-    if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"
 
 #include "tests/executor/small_network.inc"
 
