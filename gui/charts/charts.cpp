@@ -5,6 +5,7 @@
 #include <limits>
 #include <system_error>
 
+#include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QLegend>
@@ -115,6 +116,7 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
         for (const ScalingPoint& p : s.points) {
             gpus.add(p.gpus);
             throughput.add(p.throughput_images_per_s);
+            if (p.high_images_per_s > 0) throughput.add(p.high_images_per_s);
         }
     }
     if (gpus.empty()) {
@@ -156,6 +158,21 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
             for (const ScalingPoint& p : s.points) scatter->append(p.gpus, p.throughput_images_per_s);
             attach(*chart, scatter, x, y);
         } else {
+            const bool banded = std::any_of(s.points.begin(), s.points.end(),
+                                            [](const ScalingPoint& p) { return p.high_images_per_s > 0; });
+            if (banded) {
+                auto* low = new QLineSeries;
+                auto* high = new QLineSeries;
+                for (const ScalingPoint& p : s.points) {
+                    low->append(p.gpus, p.low_images_per_s);
+                    high->append(p.gpus, p.high_images_per_s);
+                }
+                auto* band = new QAreaSeries(high, low);
+                band->setColor(QColor(c.red(), c.green(), c.blue(), 50));
+                band->setBorderColor(Qt::transparent);
+                attach(*chart, band, x, y);
+                chart->legend()->markers(band).front()->setVisible(false);
+            }
             auto* line = new QLineSeries;
             line->setName(qt(s.name));
             line->setPen(QPen(c, 3));
@@ -231,6 +248,19 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
                 attach(*chart, labelled, x, y);
                 chart->legend()->markers(labelled).front()->setVisible(false);
             }
+        }
+    }
+    if (data.current_index) {
+        const auto current = std::find_if(data.points.begin(), data.points.end(),
+                                          [&](const CostTimePoint& p) { return p.index == *data.current_index; });
+        if (current != data.points.end()) {
+            auto* marker = new QScatterSeries;
+            marker->setName("this configuration");
+            marker->setColor(kOrange);
+            marker->setBorderColor(kOrange.darker(140));
+            marker->setMarkerSize(14);
+            marker->append(current->time_to_train_s / 3600, current->cost_usd);
+            attach(*chart, marker, x, y);
         }
     }
     auto add_limit = [&](const QString& name, QPointF a, QPointF b) {

@@ -22,6 +22,10 @@ namespace epochcast::charts {
 struct ScalingPoint {
     double gpus = 0;                     ///< worker GPUs in the cluster
     double throughput_images_per_s = 0;  ///< global images per second
+    /// The throughput's band (images/s), drawn shaded around a line series in its colour; both 0
+    /// (the default) draws none.
+    double low_images_per_s = 0;
+    double high_images_per_s = 0;
 };
 
 /// One curve (or set of points) on the scaling chart.
@@ -59,6 +63,9 @@ struct CostTimeChartData {
     bool label_front = true;            ///< write each front point's label beside it
     std::optional<double> deadline_s;   ///< a vertical line at the deadline, when given
     std::optional<double> budget_usd;   ///< a horizontal line at the budget, when given
+    /// A point (its CostTimePoint::index) to mark as "this configuration", when given (the GUI's
+    /// current inputs).
+    std::optional<int> current_index;
 };
 
 /// Every configuration as a grey dot, the Pareto front as a highlighted line with markers.

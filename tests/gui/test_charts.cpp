@@ -3,6 +3,7 @@
 // paths are errors that leave no file behind.
 #include <gtest/gtest.h>
 
+#include <QtCharts/QValueAxis>
 #include <QtGui/QColor>
 #include <QtGui/QImage>
 
@@ -114,6 +115,41 @@ TEST(Charts, ScalingChartUsesALogGpuAxisOverAWideRange) {
     narrow.series[0].points = {{1, 800}, {2, 1500}, {4, 2900}};
     auto linear = scaling_chart(narrow);
     EXPECT_EQ(linear->axes(Qt::Horizontal).front()->type(), QAbstractAxis::AxisTypeValue);
+}
+
+TEST(Charts, ScalingChartShadesALinesBandWhenGiven) {
+    ensure_application();
+    ScalingChartData plain = scaling_data();
+    ScalingChartData banded = plain;
+    for (ScalingPoint& p : banded.series[0].points) {
+        p.low_images_per_s = 0.8 * p.throughput_images_per_s;
+        p.high_images_per_s = 1.2 * p.throughput_images_per_s;
+    }
+    auto chart = scaling_chart(banded);
+    EXPECT_EQ(chart->series().size(), 4);  // ideal + band + predicted + measured
+    double top = 0;
+    for (QAbstractAxis* axis : chart->axes(Qt::Vertical)) top = static_cast<QValueAxis*>(axis)->max();
+    EXPECT_GE(top, 1.2 * banded.series[0].points.back().throughput_images_per_s) << "the band's top is off the chart";
+    // The predicted line's blue at a fifth of its strength over white.
+    const QColor shade(205, 227, 240);
+    const int without = pixels_near(render_png(*scaling_chart(plain)).image, shade, 6);
+    const int with = pixels_near(render_png(*chart).image, shade, 6);
+    EXPECT_GT(with, without + 2000) << "the band is not shaded";
+}
+
+TEST(Charts, CostTimeChartMarksTheCurrentConfiguration) {
+    ensure_application();
+    CostTimeChartData data = cost_time_data();
+    const QColor orange(230, 159, 0);
+    EXPECT_LT(pixels_near(render_png(*cost_time_chart(data)).image, orange, 4), 20);
+    data.current_index = 23;
+    auto chart = cost_time_chart(data);
+    EXPECT_GT(pixels_near(render_png(*chart).image, orange, 4), 60) << "no marker for the current configuration";
+    bool named = false;
+    for (QAbstractSeries* series : chart->series()) named = named || series->name() == "this configuration";
+    EXPECT_TRUE(named);
+    data.current_index = 1000;  // not among the points: nothing marked, no error
+    EXPECT_EQ(cost_time_chart(data)->series().size(), chart->series().size() - 1);
 }
 
 TEST(Charts, CostTimeChartHighlightsTheFrontAndMapsClicksBack) {
