@@ -116,8 +116,7 @@ void print_comparison(const Observation& run, const json& raw, const Prediction&
         return std::nullopt;
     };
     row("compute (s)", p.compute_s + p.sync_s, phase("compute"), 4);
-    row("data wait (s)", std::max(0.0, p.data_s - p.compute_s - p.sync_s - p.exposed_communication_s),
-        phase("data_wait"), 4);
+    row("data wait (s)", data_wait_s(p), phase("data_wait"), 4);
     row("exposed communication (s)", p.exposed_communication_s, phase("exposed_communication"), 4);
     table.print(out);
     const bool inside = run.throughput_images_per_s >= p.interval.low && run.throughput_images_per_s <= p.interval.high;

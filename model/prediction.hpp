@@ -2,6 +2,7 @@
 // whole training run and its cost. The CLI's table and JSON and the GUI are views of this type.
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 
 namespace epochcast {
@@ -59,5 +60,11 @@ struct Prediction {
     double cost_per_epoch_usd = 0;       ///< one epoch's share
     double cost_usd = 0;                 ///< the whole run, billed per second
 };
+
+/// The input pipeline's time per iteration that the GPU's step (compute + sync + exposed
+/// communication) does not hide, in seconds: what the GPUs wait for data. 0 when the step is longer.
+inline double data_wait_s(const Prediction& p) {
+    return std::max(0.0, p.data_s - (p.compute_s + p.sync_s + p.exposed_communication_s));
+}
 
 }  // namespace epochcast

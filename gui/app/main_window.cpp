@@ -21,6 +21,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScatterSeries>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -33,8 +34,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
-#include "gui/app/chart_adapter.hpp"
 #include "gui/app/timeline_view.hpp"
 #include "model/errors.hpp"
 #include "model/observation.hpp"
@@ -94,6 +95,18 @@ Column column_of(const QString& header, const Scenario& s, const Prediction& p) 
              QString::number(p.time_to_train_s, 'f', 0), QString::number(p.cost_usd, 'f', 2),
              QString::number(p.scaling_efficiency, 'f', 3)}};
 }
+
+/// Show `chart` in `view` in place of the chart there. The old chart goes later, from the event
+/// loop: a click on one of its points may be what led here.
+void show_chart(QChartView* view, std::unique_ptr<QChart> chart) {
+    QChart* old = view->chart();
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    view->setChart(chart.release());
+    if (old) old->deleteLater();
+}
+
+/// "8 x p3.16xlarge": a configuration's cluster, as the scatter and the breakdown label it.
+std::string cluster_label(const Scenario& s) { return std::to_string(s.nodes) + " x " + s.instance; }
 
 QString csv_cell(const QString& text) {
     if (!text.contains(',') && !text.contains('"') && !text.contains('\n')) return text;
@@ -269,27 +282,25 @@ void MainWindow::buildOutputs(QWidget* panel) {
     grid->setColumnStretch(3, 1);
     layout->addWidget(figures);
 
-    breakdown_ = std::make_unique<BreakdownChart>();
-    breakdown_view_ = new QChartView(breakdown_->chart());
+    // The charts come from gui/charts (as the CLI's --plot), rebuilt on every recompute.
+    breakdown_view_ = new QChartView;
     breakdown_view_->setObjectName("breakdownView");
     breakdown_view_->setRenderHint(QPainter::Antialiasing);
-    breakdown_view_->setMinimumHeight(150);
-    breakdown_view_->setMaximumHeight(170);
+    breakdown_view_->setMinimumHeight(275);
+    breakdown_view_->setMaximumHeight(290);
     layout->addWidget(breakdown_view_);
 
-    scaling_ = std::make_unique<ScalingChart>();
-    scaling_view_ = new QChartView(scaling_->chart());
+    scaling_view_ = new QChartView;
     scaling_view_->setObjectName("scalingView");
     scaling_view_->setRenderHint(QPainter::Antialiasing);
-    scatter_chart_ = new ScatterChart([this](std::size_t index) { loadScatterPoint(index); });
-    scatter_chart_->setParent(this);
-    scatter_view_ = new QChartView(scatter_chart_->chart());
+    scatter_view_ = new QChartView;
     scatter_view_->setObjectName("scatterView");
     scatter_view_->setRenderHint(QPainter::Antialiasing);
+    scatter_view_->setToolTip(tr("Click a point to load that configuration"));
     auto* charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(scaling_view_);
     charts->addWidget(scatter_view_);
-    charts->setMinimumHeight(300);
+    charts->setMinimumHeight(275);
     layout->addWidget(charts, 3);
 
     tabs_ = new QTabWidget;
@@ -507,6 +518,7 @@ void MainWindow::recompute() {
         clearOutputs(error.what());
     }
     updateCharts(s);
+    updateBreakdown();
     updatePinTable();
     last_recompute_s_ = static_cast<double>(timer.nsecsElapsed()) * 1e-9;
     emit recomputed();
@@ -529,7 +541,6 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(p.gpus)
                              .arg(p.global_batch)
                              .arg(dollars(p.cluster_usd_per_hour)));
-    breakdown_->update(p);
 }
 
 void MainWindow::clearOutputs(const QString& why) {
@@ -537,12 +548,27 @@ void MainWindow::clearOutputs(const QString& why) {
     band_.reset();
     for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_}) label->setText("-");
     setMessage(why, true);
-    breakdown_->clear();
 }
 
 void MainWindow::updateCharts(const Scenario& s) {
-    std::vector<MeasuredPoint> measured;
+    charts::ScalingChartData scaling;
+    scaling.title = "Scaling: throughput against GPUs";
+    if (prediction_) {
+        const std::vector<ScalingPoint> curve = scaling_curve(*model_, s, kScalingMaxNodes);
+        charts::ScalingSeries predicted{"predicted (shaded: 95% band)", {}, false};
+        charts::ScalingSeries current{"this configuration", {}, true};
+        for (const ScalingPoint& p : curve) {
+            predicted.points.push_back({double(p.gpus), p.throughput_images_per_s, p.interval.low, p.interval.high});
+            if (p.gpus == prediction_->gpus) current.points.push_back({double(p.gpus), p.throughput_images_per_s});
+        }
+        if (!curve.empty() && curve.front().gpus > 0) {
+            scaling.ideal_images_per_s_per_gpu = curve.front().ideal_images_per_s / curve.front().gpus;
+        }
+        scaling.series.push_back(std::move(predicted));
+        scaling.series.push_back(std::move(current));
+    }
     if (trace_) {
+        charts::ScalingSeries measured{"measured (" + std::filesystem::path(trace_->origin).filename().string() + ")", {}, true};
         for (const TraceRun& run : trace_->runs) {
             const Scenario& r = run.observation.scenario;
             if (r.instance != s.instance || r.precision != s.precision || r.framework != s.framework ||
@@ -550,28 +576,62 @@ void MainWindow::updateCharts(const Scenario& s) {
                 continue;
             }
             const int per_node = r.gpus_per_node > 0 ? r.gpus_per_node : model_->catalog().instance(r.instance).gpus;
-            measured.push_back({r.nodes * per_node, run.observation.throughput_images_per_s});
+            measured.points.push_back({double(r.nodes * per_node), run.observation.throughput_images_per_s});
         }
+        if (!measured.points.empty()) scaling.series.push_back(std::move(measured));
     }
-    if (prediction_) {
-        scaling_->update(scaling_curve(*model_, s, kScalingMaxNodes), measured, prediction_->gpus);
-    } else {
-        scaling_->update({}, measured, 0);
-    }
+    show_chart(scaling_view_, charts::scaling_chart(scaling));
+
     scatter_ = across_instances(*model_, s, kScatterMaxNodes);
     std::vector<TimeCost> points;
     points.reserve(scatter_.options.size());
-    std::size_t current = std::string::npos;
+    for (const InstanceOption& o : scatter_.options) points.push_back({o.prediction.time_to_train_s, o.prediction.cost_usd});
+    front_ = pareto_front(points);
+    std::vector<bool> on_front(points.size(), false);
+    for (const std::size_t i : front_) on_front[i] = true;
+    scatter_data_ = {};
+    scatter_data_.title = "Time to train against cost, every GPU instance type";
     for (std::size_t i = 0; i < scatter_.options.size(); ++i) {
         const InstanceOption& o = scatter_.options[i];
-        points.push_back({o.prediction.time_to_train_s / 3600, o.prediction.cost_usd});
+        // A log axis cannot show zero, and infinity is no point at all (a model that cannot run it).
+        const bool drawable = points[i].time_s > 0 && points[i].cost_usd > 0 && std::isfinite(points[i].time_s) &&
+                              std::isfinite(points[i].cost_usd);
+        if (!drawable) continue;
+        // Of the front, only its ends (the fastest and the cheapest) are named: more labels overlap.
+        const bool named = !front_.empty() && (i == front_.front() || i == front_.back());
+        scatter_data_.points.push_back({static_cast<int>(i), points[i].time_s, points[i].cost_usd, on_front[i],
+                                        named ? cluster_label(o.scenario) : std::string()});
         if (o.scenario.instance == s.instance && o.scenario.nodes == s.nodes &&
             (s.gpus_per_node == 0 || s.gpus_per_node == o.prediction.gpus / o.prediction.nodes)) {
-            current = i;
+            scatter_data_.current_index = static_cast<int>(i);
         }
     }
-    front_ = pareto_front(points);
-    scatter_chart_->update(points, front_, current);
+    show_chart(scatter_view_, charts::cost_time_chart(scatter_data_));
+    // Every point series takes clicks: the front's markers lie over the configurations' dots.
+    for (QAbstractSeries* series : scatter_view_->chart()->series()) {
+        if (auto* scatter = qobject_cast<QScatterSeries*>(series)) {
+            connect(scatter, &QScatterSeries::clicked, this, &MainWindow::onScatterClicked);
+        }
+    }
+}
+
+void MainWindow::onScatterClicked(const QPointF& point) {
+    const std::optional<int> index = charts::cost_time_index_at(scatter_data_, point.x(), point.y());
+    if (!index) return;
+    // Deferred: loading a configuration rebuilds the chart, which must not happen inside the chart's
+    // own mouse handler.
+    QMetaObject::invokeMethod(this, [this, i = static_cast<std::size_t>(*index)] { loadScatterPoint(i); },
+                              Qt::QueuedConnection);
+}
+
+void MainWindow::updateBreakdown() {
+    charts::BreakdownChartData data;
+    auto add = [&](const std::string& name, const Scenario& s, const Prediction& p) {
+        data.bars.push_back({name + ": " + cluster_label(s), p.compute_s + p.sync_s, data_wait_s(p), p.exposed_communication_s});
+    };
+    if (prediction_) add("current", scenario(), *prediction_);
+    for (std::size_t i = 0; i < pins_.size(); ++i) add("pin " + std::to_string(i + 1), pins_[i].scenario, pins_[i].prediction);
+    show_chart(breakdown_view_, charts::breakdown_chart(data));
 }
 
 void MainWindow::loadScatterPoint(std::size_t index) {
@@ -668,6 +728,7 @@ bool MainWindow::pinCurrent() {
         return false;
     }
     pins_.push_back({scenario(), *prediction_});
+    updateBreakdown();
     updatePinTable();
     tabs_->setCurrentIndex(0);
     return true;
@@ -675,6 +736,7 @@ bool MainWindow::pinCurrent() {
 
 void MainWindow::clearPins() {
     pins_.clear();
+    updateBreakdown();
     updatePinTable();
 }
 

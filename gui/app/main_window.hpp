@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "gui/charts/charts.hpp"
 #include "model/cost_model.hpp"
 #include "model/whatif.hpp"
 #include "traces/trace.hpp"
@@ -28,13 +29,11 @@ class QSpinBox;
 class QTableWidget;
 class QTabWidget;
 class QChartView;
+class QPointF;
 
 namespace epochcast::gui {
 
 class TimelineView;
-class BreakdownChart;
-class ScalingChart;
-class ScatterChart;
 
 /// Pinned configurations at most (issue 8: up to four side by side).
 inline constexpr int kMaxPins = 4;
@@ -87,17 +86,19 @@ public:
     /// The scatter's configurations (index = what a click on the scatter maps to) and its front.
     const InstanceComparison& scatter() const { return scatter_; }
     const std::vector<std::size_t>& paretoFront() const { return front_; }
+    /// What the scatter chart was drawn from: each point's CostTimePoint::index is its configuration's
+    /// index in scatter().options (configurations without a finite time and cost are left out).
+    const charts::CostTimeChartData& scatterData() const { return scatter_data_; }
     /// Load scatter configuration `index` into the inputs (what a click on its point does).
     void loadScatterPoint(std::size_t index);
 
     QChartView* scalingView() const { return scaling_view_; }
     QChartView* scatterView() const { return scatter_view_; }
-    ScatterChart* scatterChart() const { return scatter_chart_; }
     QChartView* breakdownView() const { return breakdown_view_; }
     TimelineView* timelineView() const { return timeline_view_; }
     const CostModel& model() const { return *model_; }
 
-    /// Wall time of the last recompute (model, band, curve, scatter, charts), in seconds.
+    /// Wall time of the last recompute (model, band, curve, scatter, charts rebuilt), in seconds.
     double lastRecomputeSeconds() const { return last_recompute_s_; }
 
 signals:
@@ -115,6 +116,8 @@ private:
     void showOutputs(const ResolvedScenario& resolved);
     void clearOutputs(const QString& why);
     void updateCharts(const Scenario& scenario);
+    void updateBreakdown();
+    void onScatterClicked(const QPointF& point);
     void updatePinTable();
     void updateTraceTable();
     void onSimulationProgress(int done, int total);
@@ -168,15 +171,13 @@ private:
     QProgressBar* progress_ = nullptr;
     QLabel* simulation_summary_ = nullptr;
     TimelineView* timeline_view_ = nullptr;
-    std::unique_ptr<BreakdownChart> breakdown_;  ///< owns no widget: its chart belongs to breakdown_view_
-    std::unique_ptr<ScalingChart> scaling_;
-    ScatterChart* scatter_chart_ = nullptr;      ///< a QObject child of the window
 
     // State
     std::optional<Prediction> prediction_;
     std::optional<PredictionBand> band_;
     InstanceComparison scatter_;
     std::vector<std::size_t> front_;
+    charts::CostTimeChartData scatter_data_;
     struct Pin {
         Scenario scenario;
         Prediction prediction;

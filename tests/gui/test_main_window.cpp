@@ -2,6 +2,7 @@
 // the scatter loads that configuration, a bad calibration gives a message, pins, CSV, simulation.
 #include <gtest/gtest.h>
 
+#include <QBarCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
@@ -20,7 +21,6 @@
 
 #include <filesystem>
 
-#include "gui/app/chart_adapter.hpp"
 #include "gui/app/main_window.hpp"
 #include "gui/app/timeline_view.hpp"
 #include "model/errors.hpp"
@@ -136,32 +136,40 @@ TEST_F(Window, InstanceInfoShowsItsGpuVcpusNetworkAndPrice) {
 }
 
 TEST_F(Window, ClickingAScatterPointLoadsThatConfiguration) {
-    QChartView* view = window.scatterView();
-    QChart* chart = view->chart();
-    QScatterSeries* series = window.scatterChart()->clickable();
-    ASSERT_GT(series->count(), 2);
+    const charts::CostTimeChartData& data = window.scatterData();
+    ASSERT_GT(data.points.size(), 2u);
     // Pick a point other than the current configuration: a different instance type.
-    int target = -1;
-    for (int i = 0; i < series->count(); ++i) {
-        const InstanceOption& o = window.scatter().options[window.scatterChart()->index_of_point(i)];
-        if (o.scenario.instance != "p3.16xlarge" && o.scenario.nodes == 2) {
-            target = i;
+    const charts::CostTimePoint* target = nullptr;
+    for (const charts::CostTimePoint& p : data.points) {
+        const InstanceOption& o = window.scatter().options.at(static_cast<std::size_t>(p.index));
+        if (o.scenario.instance != "p3.16xlarge" && o.scenario.nodes == 2 && !p.on_front) {
+            target = &p;
             break;
         }
     }
-    ASSERT_GE(target, 0);
-    const InstanceOption expected = window.scatter().options[window.scatterChart()->index_of_point(target)];
+    ASSERT_NE(target, nullptr);
+    const InstanceOption expected = window.scatter().options[static_cast<std::size_t>(target->index)];
+    // The chart's dot for it, in the chart's coordinates (hours, dollars).
+    const QPointF at(target->time_to_train_s / 3600, target->cost_usd);
+    QScatterSeries* series = nullptr;
+    for (QAbstractSeries* s : window.scatterView()->chart()->series()) {
+        auto* scatter = qobject_cast<QScatterSeries*>(s);
+        if (scatter && scatter->points().contains(at)) series = scatter;
+    }
+    ASSERT_NE(series, nullptr) << "the scatter chart does not draw the point";
     // What Qt Charts emits for a click on that point. (A synthesised QTest::mouseClick on the
     // chart view's viewport spins forever inside QChartView::mousePressEvent on Qt 6.4 offscreen.)
-    (void)chart;
-    (void)view;
-    emit series->clicked(series->at(target));
+    emit series->clicked(at);
     QCoreApplication::processEvents();  // the click loads the configuration from the event loop
     const Scenario s = window.scenario();
     EXPECT_EQ(s.instance, expected.scenario.instance);
     EXPECT_EQ(s.nodes, 2);
     ASSERT_TRUE(window.prediction());
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, expected.prediction.cost_usd);
+    // The rebuilt scatter marks the loaded configuration as the current one.
+    ASSERT_TRUE(window.scatterData().current_index.has_value());
+    EXPECT_EQ(window.scatter().options[static_cast<std::size_t>(*window.scatterData().current_index)].scenario.instance,
+              expected.scenario.instance);
 }
 
 TEST_F(Window, TheParetoFrontIsTheModelsFrontOfTheScatter) {
@@ -211,6 +219,14 @@ TEST_F(Window, PinsUpToFourAndExportsTheTableAsCsv) {
     EXPECT_EQ(table->columnCount(), 5);  // current + 4 pins, side by side
     EXPECT_EQ(table->item(1, 1)->text(), "8");  // pin 1 was on 8 nodes
     EXPECT_EQ(table->item(1, 2)->text(), "4");
+    // The iteration chart has a bar for the current configuration and each pin, pin 1's on 8 nodes.
+    QStringList bars;
+    for (QAbstractAxis* axis : window.breakdownView()->chart()->axes()) {
+        if (auto* categories = qobject_cast<QBarCategoryAxis*>(axis)) bars = categories->categories();
+    }
+    ASSERT_EQ(bars.size(), 5);
+    EXPECT_EQ(bars[1], "pin 1: 8 x p3.16xlarge");
+    EXPECT_EQ(bars[2], "pin 2: 4 x p3.16xlarge");
 
     const std::filesystem::path path = std::filesystem::temp_directory_path() / "epochcast-gui-test.csv";
     ASSERT_TRUE(window.exportCsv(QString::fromStdString(path.string())));

@@ -74,6 +74,17 @@ TEST(CostModel, Seed001MultiNodeRunsHeldOutWithin10Percent) {
     EXPECT_LT(relative_error(model().predict(s).throughput_images_per_s, 143812), 0.10);
 }
 
+TEST(Prediction, DataWaitIsTheInputPipelinesUnhiddenPart) {
+    Prediction p;
+    p.compute_s = 0.30;
+    p.sync_s = 0.02;
+    p.exposed_communication_s = 0.08;
+    p.data_s = 0.25;
+    EXPECT_EQ(data_wait_s(p), 0.0);  // the step (0.40 s) hides it
+    p.data_s = 0.55;
+    EXPECT_NEAR(data_wait_s(p), 0.15, 1e-12);
+}
+
 TEST(CostModel, BreakdownAddsUpAndCostFollowsTime) {
     const Prediction p = model().predict(seed000_mxnet());
     EXPECT_NEAR(p.iteration_s, p.compute_s + p.sync_s + p.exposed_communication_s, 1e-12);

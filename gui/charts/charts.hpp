@@ -1,0 +1,122 @@
+// The charts of epochcast, shared by the GUI (gui/app/) and `epochcast sweep/plan --plot`:
+// the scaling curve, the time-against-cost scatter with its Pareto front, and the stacked bar of
+// an iteration's phases. Inputs are plain value types computed by model/; nothing here predicts
+// anything. Each builder returns a QChart that a QChartView can show or render_to_file() can write.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <QtCharts/QChart>
+
+class QApplication;
+
+namespace epochcast::charts {
+
+// ---- scaling curve -------------------------------------------------------------------------
+
+/// One point of a scaling curve.
+struct ScalingPoint {
+    double gpus = 0;                     ///< worker GPUs in the cluster
+    double throughput_images_per_s = 0;  ///< global images per second
+    /// The throughput's band (images/s), drawn shaded around a line series in its colour; both 0
+    /// (the default) draws none.
+    double low_images_per_s = 0;
+    double high_images_per_s = 0;
+};
+
+/// One curve (or set of points) on the scaling chart.
+struct ScalingSeries {
+    std::string name;                  ///< legend entry, e.g. "p3.16xlarge, hierarchical (predicted)"
+    std::vector<ScalingPoint> points;  ///< drawn in the given order
+    bool points_only = false;          ///< markers without a line (measured points)
+};
+
+struct ScalingChartData {
+    std::string title;                  ///< chart title; empty for none
+    std::vector<ScalingSeries> series;  ///< predicted curves, measured points, ...
+    /// Images/s of one GPU alone: the ideal line is gpus x this. 0 draws no ideal line.
+    double ideal_images_per_s_per_gpu = 0;
+};
+
+/// Throughput (images/s) against GPUs, each series a line or markers, with the ideal linear line.
+/// The GPU axis is logarithmic (base 2) when it spans a factor of 16 or more.
+std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data);
+
+// ---- time against cost ---------------------------------------------------------------------
+
+/// One configuration on the time-against-cost scatter.
+struct CostTimePoint {
+    int index = 0;               ///< the caller's index of the configuration (a GUI maps a click back with it)
+    double time_to_train_s = 0;  ///< x, drawn in hours
+    double cost_usd = 0;         ///< y, in US dollars
+    bool on_front = false;       ///< on the Pareto front of time against cost (computed by model/)
+    std::string label;           ///< shown beside front points when labelled, e.g. "8 x p3.16xlarge"
+};
+
+struct CostTimeChartData {
+    std::string title;                  ///< chart title; empty for none
+    std::vector<CostTimePoint> points;  ///< every configuration, front points included
+    bool label_front = true;            ///< write each front point's label beside it
+    std::optional<double> deadline_s;   ///< a vertical line at the deadline, when given
+    std::optional<double> budget_usd;   ///< a horizontal line at the budget, when given
+    /// A point (its CostTimePoint::index) to mark as "this configuration", when given (the GUI's
+    /// current inputs).
+    std::optional<int> current_index;
+};
+
+/// Every configuration as a grey dot, the Pareto front as a highlighted line with markers.
+/// Both axes are logarithmic when they span a factor of 30 or more.
+std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data);
+
+/// The index (CostTimePoint::index) of the point of `data` nearest to a value in the chart's
+/// coordinates (x in hours, y in US dollars), as a scatter series' clicked(QPointF) reports it;
+/// distance is measured relative to each axis' span. Empty when `data` has no points.
+std::optional<int> cost_time_index_at(const CostTimeChartData& data, double time_h, double cost_usd);
+
+// ---- iteration breakdown -------------------------------------------------------------------
+
+/// One configuration's iteration, in seconds per iteration.
+struct BreakdownBar {
+    std::string label;                   ///< category label, e.g. "8 x p3.16xlarge ring"
+    double compute_s = 0;                ///< forward + backward + update (with the straggler wait)
+    double data_s = 0;                   ///< input pipeline time not hidden behind compute
+    double exposed_communication_s = 0;  ///< gradient synchronisation the backward pass does not hide
+};
+
+struct BreakdownChartData {
+    std::string title;               ///< chart title; empty for none
+    std::vector<BreakdownBar> bars;  ///< one stacked bar each, in order
+};
+
+/// A stacked bar per configuration of compute, data and exposed communication, in milliseconds.
+std::unique_ptr<QChart> breakdown_chart(const BreakdownChartData& data);
+
+// ---- output --------------------------------------------------------------------------------
+
+/// Write `chart` to `path` as PNG or SVG (by the extension, case-insensitive), `width` x `height`
+/// pixels, offscreen (no display needed; a QApplication must exist, see OffscreenApplication).
+/// The file appears whole or not at all (written beside it, then renamed). Throws
+/// epochcast::InputError for another extension, a size that is not positive, or a path that
+/// cannot be written, naming the path.
+void render_to_file(QChart& chart, const std::filesystem::path& path, int width, int height);
+
+/// A QApplication on Qt's offscreen platform for programs without a display (the CLI, tests).
+/// Does nothing when the process already has a QApplication (the GUI).
+class OffscreenApplication {
+public:
+    OffscreenApplication();
+    ~OffscreenApplication();
+    OffscreenApplication(const OffscreenApplication&) = delete;
+    OffscreenApplication& operator=(const OffscreenApplication&) = delete;
+
+private:
+    int argc_ = 3;
+    char* argv_[4] = {};
+    std::unique_ptr<QApplication> app_;
+};
+
+}  // namespace epochcast::charts
