@@ -1,6 +1,8 @@
 #include "executor/distributed.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -92,18 +94,46 @@ BucketPlan bucket_plan(const Architecture& architecture, Precision precision, do
     return plan;
 }
 
+std::uint16_t to_bf16_bits(float value) {
+    const auto bits = std::bit_cast<std::uint32_t>(value);
+    if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040U);  // stays a (quiet) NaN
+    const std::uint32_t rounding = 0x7fffU + ((bits >> 16) & 1U);                     // to nearest, ties to even
+    return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+float from_bf16_bits(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+
 namespace {
+
+/// MPI_User_function: inout[i] = bf16(fp32(in[i]) + fp32(inout[i])).
+void sum_bf16(void* in, void* inout, int* length, MPI_Datatype*) {
+    const auto* a = static_cast<const std::uint16_t*>(in);
+    auto* b = static_cast<std::uint16_t*>(inout);
+    for (int i = 0; i < *length; ++i) {
+        b[i] = to_bf16_bits(from_bf16_bits(a[i]) + from_bf16_bits(b[i]));
+    }
+}
 
 class AllReduceExchange final : public GradientExchange {
 public:
-    AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes)
-        : network_(network), workers_(workers) {
+    AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes,
+                      Precision precision)
+        : network_(network), workers_(workers), bf16_(precision == Precision::bf16) {
         MPI_Comm_size(workers_, &worker_count_);
-        BucketPlan plan = bucket_plan(architecture, Precision::fp32, threshold_bytes);
+        BucketPlan plan = bucket_plan(architecture, bf16_ ? Precision::bf16 : Precision::fp32, threshold_bytes);
         buckets_ = std::move(plan.buckets);
         closing_bucket_ = std::move(plan.closing_bucket);
         requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
+        if (bf16_ && worker_count_ > 1) {
+            staging_.resize(static_cast<std::size_t>(network.parameter_elements()));
+            MPI_Op_create(&sum_bf16, /*commute=*/1, &sum_bf16_);
+        }
     }
+    ~AllReduceExchange() override {
+        if (sum_bf16_ != MPI_OP_NULL) MPI_Op_free(&sum_bf16_);
+    }
+    AllReduceExchange(const AllReduceExchange&) = delete;
+    AllReduceExchange& operator=(const AllReduceExchange&) = delete;
 
     void begin_step(std::int64_t) override {}
 
@@ -111,8 +141,18 @@ public:
         const int bucket = closing_bucket_.at(static_cast<std::size_t>(layer));
         if (bucket >= 0 && worker_count_ > 1) {
             const Range& range = buckets_[static_cast<std::size_t>(bucket)];
-            MPI_Iallreduce(MPI_IN_PLACE, network_.gradients() + range.begin, static_cast<int>(range.size()), MPI_FLOAT,
-                           MPI_SUM, workers_, &requests_[static_cast<std::size_t>(bucket)]);
+            MPI_Request* request = &requests_[static_cast<std::size_t>(bucket)];
+            if (bf16_) {
+                const float* gradients = network_.gradients();
+                for (std::int64_t i = range.begin; i < range.end; ++i) {
+                    staging_[static_cast<std::size_t>(i)] = to_bf16_bits(gradients[i]);
+                }
+                MPI_Iallreduce(MPI_IN_PLACE, staging_.data() + range.begin, static_cast<int>(range.size()),
+                               MPI_UINT16_T, sum_bf16_, workers_, request);
+            } else {
+                MPI_Iallreduce(MPI_IN_PLACE, network_.gradients() + range.begin, static_cast<int>(range.size()),
+                               MPI_FLOAT, MPI_SUM, workers_, request);
+            }
         }
         // Open MPI progresses non-blocking collectives only inside MPI calls: poll on every layer.
         int done = 0;
@@ -121,17 +161,29 @@ public:
 
     bool finish() override {
         MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-        average_in_place(network_.gradients(), network_.parameter_elements(), worker_count_);
+        if (staging_.empty()) {
+            average_in_place(network_.gradients(), network_.parameter_elements(), worker_count_);
+            return true;
+        }
+        // Widen and average in one pass (the same division average_in_place does).
+        const float divisor = static_cast<float>(worker_count_);
+        float* gradients = network_.gradients();
+        for (std::size_t i = 0; i < staging_.size(); ++i) {
+            gradients[i] = from_bf16_bits(staging_[i]) / divisor;
+        }
         return true;
     }
 
 private:
     Network& network_;
     MPI_Comm workers_;
+    bool bf16_ = false;                 ///< buckets travel as bf16
     int worker_count_ = 1;
     std::vector<Range> buckets_;        ///< arena ranges, in backward order
     std::vector<int> closing_bucket_;   ///< per layer: the bucket it completes, or -1
     std::vector<MPI_Request> requests_;
+    std::vector<std::uint16_t> staging_;  ///< bf16 copy of the gradient arena (bf16 with several workers)
+    MPI_Op sum_bf16_ = MPI_OP_NULL;
 };
 
 class PushPullExchange final : public GradientExchange {
@@ -212,8 +264,9 @@ private:
 }  // namespace
 
 std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
-                                                          MPI_Comm workers, double fusion_threshold_bytes) {
-    return std::make_unique<AllReduceExchange>(architecture, network, workers, fusion_threshold_bytes);
+                                                          MPI_Comm workers, double fusion_threshold_bytes,
+                                                          Precision precision) {
+    return std::make_unique<AllReduceExchange>(architecture, network, workers, fusion_threshold_bytes, precision);
 }
 
 std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,

@@ -72,9 +72,19 @@ public:
     virtual bool finish() = 0;
 };
 
-/// MPI_Iallreduce per fusion bucket over the workers' communicator.
+/// MPI_Iallreduce per fusion bucket over the workers' communicator. With `precision` bf16 the
+/// buckets travel as bf16 (DESIGN.md's mixed precision: bf16 gradients), half the bytes of fp32:
+/// each bucket is rounded to bf16 (nearest even) when its last layer is ready, summed pairwise in
+/// fp32 and rounded back to bf16 by a user-defined MPI operation, and widened back into the fp32
+/// arena already averaged. Otherwise (fp32) the buckets are fp32 sums.
 std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
-                                                          MPI_Comm workers, double fusion_threshold_bytes);
+                                                          MPI_Comm workers, double fusion_threshold_bytes,
+                                                          Precision precision = Precision::fp32);
+
+/// bf16 of a float, rounded to nearest even (NaN stays NaN), as the raw 16 bits.
+std::uint16_t to_bf16_bits(float value);
+/// The float that bf16 bits stand for (exact).
+float from_bf16_bits(std::uint16_t bits);
 
 /// Pushes shards to the servers and pulls the updated weights (through host copies when the
 /// network's arenas are on a device).

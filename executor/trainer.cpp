@@ -115,7 +115,7 @@ std::unique_ptr<GradientExchange> make_exchange(const TrainOptions& options, con
         throw RunError("a network with device arenas needs the CUDA build's NCCL exchange");
 #endif
     }
-    return make_allreduce_exchange(architecture, network, workers, fusion_bytes);
+    return make_allreduce_exchange(architecture, network, workers, fusion_bytes, options.precision);
 }
 
 /// This worker's index among the workers on its node (the GPU it drives).

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "executor/arena.hpp"
 #include "executor/cpu/network.hpp"
 #include "executor/data.hpp"
+#include "executor/distributed.hpp"
+#include "executor/cpu/layers.hpp"
 #include "executor/optimizer.hpp"
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
@@ -58,6 +61,9 @@ protected:
     }
 
     std::string path(const std::string& name) const { return (folder / name).string(); }
+
+    void expect_two_ranks_apply_the_mean_gradient(const std::string& run, Precision precision,
+                                                  const std::string& checkpoint, double tolerance);
 
     static std::vector<double> losses(const std::string& trace_file) {
         const nlohmann::json trace = nlohmann::json::parse(testing::read_text(trace_file));
@@ -113,14 +119,16 @@ TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
     EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << "first " << loss.front() << ", last " << loss.back();
 }
 
-TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
-    // One step on two ranks of 8 images, against the same step computed here: each rank's
-    // gradient on its own 8 images (positions 0-7 and 8-15), averaged, then seed 000's optimizer
-    // at the scaled rate 2 x 0.05. Exact up to float rounding.
-    const ProcessResult two = mpirun(2, kSmallRun + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + path("two"));
+/// One step on two ranks of 8 images, against the same step computed here: each rank's gradient
+/// on its own 8 images (positions 0-7 and 8-15), summed as the all-reduce sums them (fp32, or
+/// bf16 rounded: each rank's bucket rounded to bf16, their fp32 sum rounded again), averaged, then
+/// seed 000's optimizer at the scaled rate 2 x 0.05. Exact up to float rounding.
+void TrainingTest::expect_two_ranks_apply_the_mean_gradient(const std::string& run, Precision precision,
+                                                            const std::string& checkpoint, double tolerance) {
+    const ProcessResult two = mpirun(2, run + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + checkpoint);
     ASSERT_EQ(two.exit_code, 0) << two.err;
     const Architecture architecture = build_resnet("resnet18", 32, 4);
-    std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{architecture, 8, Precision::fp32, 1, 7});
+    std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{architecture, 8, precision, 1, 7});
     const std::unique_ptr<DataSource> data = make_synthetic_data(4, 32, 4096, 7);
     const std::int64_t elements = network->parameter_elements();
     std::vector<float> mean_gradient(static_cast<std::size_t>(elements), 0.0f);
@@ -128,7 +136,14 @@ TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
         Batch batch;
         data->fill(8 * rank, 8, batch);
         network->train_step(batch.images.data(), batch.labels.data(), [](int) {});
-        for (std::int64_t i = 0; i < elements; ++i) mean_gradient[static_cast<std::size_t>(i)] += network->gradients()[i];
+        for (std::int64_t i = 0; i < elements; ++i) {
+            float& sum = mean_gradient[static_cast<std::size_t>(i)];
+            if (precision == Precision::bf16) {
+                sum = from_bf16_bits(to_bf16_bits(from_bf16_bits(to_bf16_bits(network->gradients()[i])) + sum));
+            } else {
+                sum += network->gradients()[i];
+            }
+        }
     }
     for (float& g : mean_gradient) g /= 2;
     std::vector<float> expected(network->values(), network->values() + elements);
@@ -136,9 +151,38 @@ TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
     const std::vector<float> mask = weight_decay_mask(network->parameters());
     sgd_nesterov_step(expected.data(), mean_gradient.data(), momentum.data(), mask.data(), elements, 0.1);
     const std::vector<float> start(network->values(), network->values() + elements);
-    const Checkpoint measured = read_checkpoint(path("two"));
-    EXPECT_LT(relative_distance(minus(measured.weights, start), minus(expected, start)), 1e-4);
-    EXPECT_LT(relative_distance(measured.momentum, momentum), 1e-4);
+    const Checkpoint measured = read_checkpoint(checkpoint);
+    EXPECT_LT(relative_distance(minus(measured.weights, start), minus(expected, start)), tolerance);
+    EXPECT_LT(relative_distance(measured.momentum, momentum), tolerance);
+}
+
+TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
+    expect_two_ranks_apply_the_mean_gradient(kSmallRun, Precision::fp32, path("two"), 1e-4);
+}
+
+// Mixed precision all-reduces bf16 buckets (half the bytes): the same step, with the rounding the
+// all-reduce does reproduced here.
+TEST_F(TrainingTest, TwoRanksInBf16AllReduceBf16RoundedGradients) {
+    if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no native bf16";
+    std::string run = kSmallRun;
+    run.replace(run.find("--precision fp32"), 16, "--precision bf16");
+    expect_two_ranks_apply_the_mean_gradient(run, Precision::bf16, path("two"), 1e-4);
+}
+
+// bf16 rounding: to nearest, ties to even; infinities and NaN survive; widening is exact.
+TEST(Bf16Bits, RoundToNearestEvenAndWidenExactly) {
+    EXPECT_EQ(to_bf16_bits(1.0f), 0x3f80);
+    EXPECT_EQ(from_bf16_bits(0x3f80), 1.0f);
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f), 0x3f80);               // a tie: to the even neighbour, 1
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);    // a tie: to the even neighbour, up
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie: up
+    EXPECT_EQ(to_bf16_bits(-2.5f), 0xc020);
+    EXPECT_EQ(from_bf16_bits(to_bf16_bits(std::numeric_limits<float>::infinity())),
+              std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(std::isnan(from_bf16_bits(to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
+    for (const float x : {3.0f, -0.15625f, 1e-30f, 65280.0f}) {
+        EXPECT_LE(std::abs(from_bf16_bits(to_bf16_bits(x)) - x), std::abs(x) * 0x1p-8f) << x;
+    }
 }
 
 TEST_F(TrainingTest, TwoRanksUpdateTheWeightsAsOneRankOnTheCombinedBatch) {
