@@ -93,9 +93,10 @@ double communication_time_s(const ResolvedScenario& s) {
     switch (s.strategy) {
         case Strategy::ring:
             if (m == 1) return ring_allreduce_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
-            // One ring through every GPU: each step waits for its slowest link, the NIC.
+            // One ring through every GPU: each step waits for its slowest link, the NIC. With one
+            // GPU per node there is no link inside a node (its intra bandwidth is 0, not a limit).
             return ring_allreduce_s(g, m * k, s.inter_latency_s,
-                                    std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps));
+                                    k > 1 ? std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps) : s.inter_bandwidth_Bps);
         case Strategy::hierarchical:
             return intra + ring_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
         case Strategy::tree:
