@@ -69,16 +69,17 @@ constexpr std::size_t kMaxBars = 10;
 constexpr std::size_t kMaxScatter = 20000;
 
 charts::ScalingChartData scaling_data(const PlotRequest& r) {
-    // The curves through the answers and the front first, then the rest in order, up to kMaxCurves.
+    // The curves through the answers, then through the front's points, fastest first; the other
+    // configurations only when those give fewer than two curves.
     std::vector<std::size_t> order = r.chosen;
     order.insert(order.end(), r.front.begin(), r.front.end());
-    for (std::size_t i = 0; i < r.points.size(); ++i) order.push_back(i);
     std::vector<std::string> keys;
-    for (std::size_t i : order) {
+    auto take = [&](std::size_t i) {
         const std::string key = curve_key(r.points[i].scenario, r.points[i].prediction);
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-        if (keys.size() == kMaxCurves) break;
-    }
+        if (keys.size() < kMaxCurves && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    };
+    for (std::size_t i : order) take(i);
+    for (std::size_t i = 0; keys.size() < 2 && i < r.points.size(); ++i) take(i);
     std::map<std::string, std::map<int, double>> curves;  // key -> gpus -> throughput
     std::map<std::string, std::string> names;              // key -> legend entry
     for (const PlotPoint& p : r.points) {

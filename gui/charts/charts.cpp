@@ -77,7 +77,7 @@ QAbstractAxis* make_axis(const QString& title, double low, double high, double l
         const double pad = span > 0 ? 0.06 * span : std::max(1.0, 0.1 * high);
         axis->setRange(zero_based ? 0 : std::max(0.0, low - pad), high + pad);
         axis->applyNiceNumbers();
-        axis->setLabelFormat("%g");
+        axis->setLabelFormat(high >= 1e5 ? "%.0f" : "%g");  // 2000000, not 2e+06
         result = axis;
     }
     result->setTitleText(title);
@@ -237,10 +237,10 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
             }
         }
     }
-    auto add_limit = [&](const QString& name, QPointF a, QPointF b) {
+    auto add_limit = [&](const QString& name, const QColor& colour, QPointF a, QPointF b) {
         auto* line = new QLineSeries;
         line->setName(name);
-        line->setPen(QPen(kGreen, 2, Qt::DashDotLine));
+        line->setPen(QPen(colour, 2, Qt::DashDotLine));
         line->append(a);
         line->append(b);
         attach(*chart, line, x, y);
@@ -248,9 +248,9 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     const double x_low = std::max(hours.low, 1e-9) / 2;
     const double y_low = std::max(dollars.low, 1e-9) / 2;
     if (data.deadline_s) {
-        add_limit("deadline", {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
+        add_limit("deadline", kGreen, {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
     }
-    if (data.budget_usd) add_limit("budget", {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
+    if (data.budget_usd) add_limit("budget", kPurple, {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
     return chart;
 }
 
