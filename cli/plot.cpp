@@ -165,12 +165,12 @@ bool plots_supported() {
 }
 
 void check_plot_path(const std::string& path) {
+    const std::string ext = extension_of(path);
+    if (ext != ".png" && ext != ".svg") throw InputError("--plot '" + path + "': the name must end in .png or .svg");
     if (!plots_supported()) {
         throw InputError("--plot: this epochcast was built without chart support (Qt 6 Charts); install qt6-charts-dev "
                          "and qt6-svg-dev and rebuild");
     }
-    const std::string ext = extension_of(path);
-    if (ext != ".png" && ext != ".svg") throw InputError("--plot '" + path + "': the name must end in .png or .svg");
 }
 
 void write_plots(const PlotRequest& request) {

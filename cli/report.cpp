@@ -76,17 +76,15 @@ constexpr const char* kScenarioColumns =
     "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,"
     "batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
 
-template <typename T>
-void append_number(std::string& row, T value) {
-    char buffer[32];
-    std::to_chars_result r;
-    if constexpr (std::is_floating_point_v<T>) {
-        r = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 7);
-    } else {
-        r = std::to_chars(buffer, buffer + sizeof buffer, value);
-    }
+void append_number(std::string& row, double value) { append_significant(row, value); }
+
+void append_number(std::string& row, std::int64_t value) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
     row.append(buffer, r.ptr);
 }
+
+void append_number(std::string& row, int value) { append_number(row, static_cast<std::int64_t>(value)); }
 
 /// A CSV field, quoted (with doubled quotes) when it holds a comma, a quote or a line break.
 void append_field(std::string& row, std::string_view text) {
