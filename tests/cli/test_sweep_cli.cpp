@@ -238,3 +238,47 @@ TEST(SweepCli, TwoMpiRanksWriteTheSameRowsAsOneProcess) {
 
 }  // namespace
 }  // namespace epochcast::testing
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "cli/table.hpp"
+
+namespace epochcast::testing {
+namespace {
+
+std::string significant(double value) {
+    std::string out;
+    cli::append_significant(out, value);
+    return out;
+}
+
+TEST(AppendSignificant, WritesWhatPrintfPercentPoint7gWrites) {
+    for (double v : {0.0, 1.0, -1.0, 90.0, 24.48, 0.918, 1281167.0, 9999999.4, 9999999.6, 0.0001, 0.00012345678,
+                     0.000099999, 123.4567849, 5778.146, 1e7, 3.2e12, -0.5, 1e-9}) {
+        char expected[64];
+        std::snprintf(expected, sizeof expected, "%.7g", v);
+        EXPECT_EQ(significant(v), expected) << v;
+    }
+    EXPECT_EQ(significant(NAN), "nan");
+    // A million values over the range the sweep writes: the same text as printf but where a
+    // value sits within rounding of a half in its 7th digit; never further than that.
+    std::mt19937_64 random(7);
+    std::uniform_real_distribution<double> exponent(-5, 8);
+    int differ = 0;
+    for (int i = 0; i < 1'000'000; ++i) {
+        const double v = std::pow(10.0, exponent(random));
+        char expected[64];
+        std::snprintf(expected, sizeof expected, "%.7g", v);
+        const std::string got = significant(v);
+        if (got != expected) {
+            ++differ;
+            EXPECT_NEAR(std::stod(got), std::stod(expected), 1.01e-6 * std::stod(expected)) << v;
+        }
+    }
+    EXPECT_LT(differ, 100);
+}
+
+}  // namespace
+}  // namespace epochcast::testing
