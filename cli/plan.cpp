@@ -180,35 +180,29 @@ void run_plan(PlanOptions& o, std::ostream& out) {
         out << "Searched " << search.considered << " configurations of " << o.model << " (" << format_number(o.epochs, 2)
             << " epochs of " << o.dataset_images << " images, " << o.precision << ", " << o.framework << ", "
             << (o.spot ? "spot" : "on-demand") << " prices): " << search.plans.size() << " feasible.\n\n";
-        if (deadline_s) {
-            const std::string heading = "Cheapest within the deadline of " + format_duration(*deadline_s);
-            if (search.cheapest_within_deadline) {
-                print_plan(out, catalog, heading, search.plans[*search.cheapest_within_deadline]);
+        // One answer: the plan, or what comes closest, then the elastic schedule when asked for.
+        auto answer = [&](const std::string& heading, std::optional<std::size_t> plan, const std::string& closest,
+                          const std::optional<ElasticPlan>& elastic, const std::string& elastic_heading) {
+            if (plan) {
+                print_plan(out, catalog, heading, search.plans[*plan]);
             } else {
-                out << heading << ": none; the fastest plan takes "
-                    << (search.front.empty() ? std::string("-") : format_duration(search.plans[search.front.front()].prediction.time_to_train_s))
-                    << "\n";
+                out << heading << ": none; " << (search.front.empty() ? "no plan is feasible" : closest) << "\n";
             }
-            if (search.elastic_within_deadline) {
-                print_elastic(out, catalog, "Elastic, cheaper within the deadline", search, *search.elastic_within_deadline);
+            if (elastic) {
+                print_elastic(out, catalog, "Elastic, " + elastic_heading, search, *elastic);
             } else if (o.elastic) {
-                out << "Elastic: no two-phase schedule is cheaper within the deadline.\n";
+                out << "Elastic: no two-phase schedule is " << elastic_heading << ".\n";
             }
+        };
+        if (deadline_s) {
+            answer("Cheapest within the deadline of " + format_duration(*deadline_s), search.cheapest_within_deadline,
+                   search.front.empty() ? "" : "the fastest plan takes " + format_duration(search.plans[search.front.front()].prediction.time_to_train_s),
+                   search.elastic_within_deadline, "cheaper within the deadline");
         }
         if (budget_usd) {
-            const std::string heading = "Fastest within the budget of " + format_dollars(*budget_usd);
-            if (search.fastest_within_budget) {
-                print_plan(out, catalog, heading, search.plans[*search.fastest_within_budget]);
-            } else {
-                out << heading << ": none; the cheapest plan costs "
-                    << (search.front.empty() ? std::string("-") : format_dollars(search.plans[search.front.back()].prediction.cost_usd))
-                    << "\n";
-            }
-            if (search.elastic_within_budget) {
-                print_elastic(out, catalog, "Elastic, faster within the budget", search, *search.elastic_within_budget);
-            } else if (o.elastic) {
-                out << "Elastic: no two-phase schedule is faster within the budget.\n";
-            }
+            answer("Fastest within the budget of " + format_dollars(*budget_usd), search.fastest_within_budget,
+                   search.front.empty() ? "" : "the cheapest plan costs " + format_dollars(search.plans[search.front.back()].prediction.cost_usd),
+                   search.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
         Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "images/s", "$/h"});

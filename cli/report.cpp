@@ -102,41 +102,32 @@ void append_field(std::string& row, std::string_view text) {
 
 /// The scenario's columns, each followed by a comma; gpus_per_node as resolved when known.
 void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node) {
-    append_field(row, s.model);
-    row += ',';
-    append_number(row, s.image_size);
-    row += ',';
-    append_number(row, s.classes);
-    row += ',';
-    append_number(row, s.dataset_images);
-    row += ',';
-    append_number(row, s.epochs);
-    row += ',';
-    append_field(row, s.instance);
-    row += ',';
-    append_number(row, s.nodes);
-    row += ',';
-    append_number(row, gpus_per_node);
-    row += ',';
-    row += to_string(s.framework);
-    row += ',';
-    row += to_string(s.strategy);
-    row += ',';
-    row += to_string(s.precision);
-    row += ',';
-    append_number(row, s.batch_per_gpu);
-    row += ',';
-    row += to_string(s.pricing);
-    row += ',';
-    if (s.strategy == Strategy::ps && !s.ps_colocated) {
-        append_field(row, s.ps_instance);
+    auto text = [&row](std::string_view value) {
+        append_field(row, value);
         row += ',';
-        append_number(row, s.ps_nodes);
-    } else {
+    };
+    auto number = [&row](auto value) {
+        append_number(row, value);
         row += ',';
-    }
+    };
+    const bool servers = s.strategy == Strategy::ps && !s.ps_colocated;
+    text(s.model);
+    number(s.image_size);
+    number(s.classes);
+    number(s.dataset_images);
+    number(s.epochs);
+    text(s.instance);
+    number(s.nodes);
+    number(gpus_per_node);
+    text(to_string(s.framework));
+    text(to_string(s.strategy));
+    text(to_string(s.precision));
+    number(s.batch_per_gpu);
+    text(to_string(s.pricing));
+    text(servers ? std::string_view(s.ps_instance) : std::string_view());
+    if (servers) append_number(row, s.ps_nodes);
     row += ',';
-    row += s.strategy == Strategy::ps && s.ps_colocated ? "true," : "false,";
+    text(s.strategy == Strategy::ps && s.ps_colocated ? "true" : "false");
     if (s.efa_adapters >= 0) append_number(row, s.efa_adapters);
     row += ',';
 }

@@ -188,27 +188,24 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         }
     }
     if (elastic) {
-        const double epochs = space.base.epochs;
+        // A split improves on the best so far (elastic, else fixed) on the axis the limit is not on.
+        auto improve = [&](std::optional<ElasticPlan>& best, std::optional<std::size_t> fixed, std::size_t a,
+                           std::size_t b, double limit, bool deadline) {
+            auto other_axis = [deadline](double time_s, double cost) { return deadline ? cost : time_s; };
+            const auto plan = split_at_limit(result.plans, a, b, space.base.epochs, limit, deadline);
+            if (!plan) return;
+            const double incumbent =
+                best ? other_axis(best->time_to_train_s, best->cost_usd)
+                : fixed ? other_axis(result.plans[*fixed].prediction.time_to_train_s, result.plans[*fixed].prediction.cost_usd)
+                        : INFINITY;
+            if (other_axis(plan->time_to_train_s, plan->cost_usd) < incumbent) best = plan;
+        };
         for (const std::vector<std::size_t>& group : elastic_groups(result.plans)) {
             for (std::size_t a : group) {
                 for (std::size_t b : group) {
                     if (a == b) continue;
-                    if (deadline_s) {
-                        const auto plan = split_at_limit(result.plans, a, b, epochs, *deadline_s, true);
-                        const double best = result.elastic_within_deadline ? result.elastic_within_deadline->cost_usd
-                                            : result.cheapest_within_deadline
-                                                ? result.plans[*result.cheapest_within_deadline].prediction.cost_usd
-                                                : INFINITY;
-                        if (plan && plan->cost_usd < best) result.elastic_within_deadline = plan;
-                    }
-                    if (budget_usd) {
-                        const auto plan = split_at_limit(result.plans, a, b, epochs, *budget_usd, false);
-                        const double best = result.elastic_within_budget ? result.elastic_within_budget->time_to_train_s
-                                            : result.fastest_within_budget
-                                                ? result.plans[*result.fastest_within_budget].prediction.time_to_train_s
-                                                : INFINITY;
-                        if (plan && plan->time_to_train_s < best) result.elastic_within_budget = plan;
-                    }
+                    if (deadline_s) improve(result.elastic_within_deadline, result.cheapest_within_deadline, a, b, *deadline_s, true);
+                    if (budget_usd) improve(result.elastic_within_budget, result.fastest_within_budget, a, b, *budget_usd, false);
                 }
             }
         }
