@@ -18,6 +18,8 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     register_plan_calibration(app, out);
     register_simulate(app, out);
     register_run(app, out);
+    register_sweep(app, out);
+    register_plan(app, out);
 
     // CLI11 parses the arguments in reverse order when given a vector.
     std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -25,5 +25,7 @@ void register_validate(CLI::App& app, std::ostream& out);
 void register_plan_calibration(CLI::App& app, std::ostream& out);
 void register_simulate(CLI::App& app, std::ostream& out);
 void register_run(CLI::App& app, std::ostream& out);
+void register_sweep(CLI::App& app, std::ostream& out);
+void register_plan(CLI::App& app, std::ostream& out);
 
 }  // namespace epochcast::cli

@@ -1,5 +1,6 @@
 #include "cli/report.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -28,22 +29,6 @@ std::string fixed(double value, int decimals) {
     return buffer;
 }
 
-std::string duration(double seconds) {
-    if (seconds < 120) return fixed(seconds, 1) + " s";
-    if (seconds < 2 * 3600) return fixed(seconds / 60, 1) + " min";
-    if (seconds < 2 * 86400) return fixed(seconds / 3600, 2) + " h";
-    return fixed(seconds / 86400, 2) + " days";
-}
-
-std::string dollars(double usd) {
-    const std::string text = fixed(usd, 2);  // "1234.56"
-    const auto dot = text.find('.');
-    std::string out = "$";
-    out += grouped(std::stod(text.substr(0, dot)));
-    out += text.substr(dot);
-    return out;
-}
-
 std::string strategy_label(const Scenario& s) {
     switch (s.strategy) {
         case Strategy::ring: return "ring all-reduce";
@@ -56,7 +41,151 @@ std::string strategy_label(const Scenario& s) {
     return "?";
 }
 
+/// The Prediction's numeric CSV columns, named as in prediction_json().
+struct NumericColumn {
+    const char* name;
+    double (*get)(const Prediction&);
+};
+constexpr NumericColumn kPredictionColumns[] = {
+    {"gpus", [](const Prediction& p) { return double(p.gpus); }},
+    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},
+    {"throughput_images_per_s", [](const Prediction& p) { return p.throughput_images_per_s; }},
+    {"interval_low", [](const Prediction& p) { return p.interval.low; }},
+    {"interval_high", [](const Prediction& p) { return p.interval.high; }},
+    {"per_gpu_images_per_s", [](const Prediction& p) { return p.per_gpu_images_per_s; }},
+    {"iteration_s", [](const Prediction& p) { return p.iteration_s; }},
+    {"compute_s", [](const Prediction& p) { return p.compute_s; }},
+    {"data_s", [](const Prediction& p) { return p.data_s; }},
+    {"communication_s", [](const Prediction& p) { return p.communication_s; }},
+    {"exposed_communication_s", [](const Prediction& p) { return p.exposed_communication_s; }},
+    {"sync_s", [](const Prediction& p) { return p.sync_s; }},
+    {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
+    {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
+    {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
+    {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
+    {"startup_s", [](const Prediction& p) { return p.startup_s; }},
+    {"time_to_train_s", [](const Prediction& p) { return p.time_to_train_s; }},
+    {"cluster_usd_per_hour", [](const Prediction& p) { return p.cluster_usd_per_hour; }},
+    {"cost_usd", [](const Prediction& p) { return p.cost_usd; }},
+    {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
+    {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
+    {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
+    {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+};
+constexpr const char* kScenarioColumns =
+    "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,"
+    "batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
+
+void append_number(std::string& row, double value) { append_significant(row, value); }
+
+void append_number(std::string& row, std::int64_t value) {
+    char buffer[24];
+    const auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
+    row.append(buffer, r.ptr);
+}
+
+void append_number(std::string& row, int value) { append_number(row, static_cast<std::int64_t>(value)); }
+
+/// A CSV field, quoted (with doubled quotes) when it holds a comma, a quote or a line break.
+void append_field(std::string& row, std::string_view text) {
+    if (text.find_first_of(",\"\n\r") == std::string_view::npos) {
+        row.append(text);
+        return;
+    }
+    row += '"';
+    for (char c : text) {
+        if (c == '"') row += '"';
+        row += c;
+    }
+    row += '"';
+}
+
+/// The scenario's columns, each followed by a comma; gpus_per_node as resolved when known.
+void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node) {
+    auto text = [&row](std::string_view value) {
+        append_field(row, value);
+        row += ',';
+    };
+    auto number = [&row](auto value) {
+        append_number(row, value);
+        row += ',';
+    };
+    const bool servers = s.strategy == Strategy::ps && !s.ps_colocated;
+    text(s.model);
+    number(s.image_size);
+    number(s.classes);
+    number(s.dataset_images);
+    number(s.epochs);
+    text(s.instance);
+    number(s.nodes);
+    number(gpus_per_node);
+    text(to_string(s.framework));
+    text(to_string(s.strategy));
+    text(to_string(s.precision));
+    number(s.batch_per_gpu);
+    text(to_string(s.pricing));
+    text(servers ? std::string_view(s.ps_instance) : std::string_view());
+    if (servers) append_number(row, s.ps_nodes);
+    row += ',';
+    text(s.strategy == Strategy::ps && s.ps_colocated ? "true" : "false");
+    if (s.efa_adapters >= 0) append_number(row, s.efa_adapters);
+    row += ',';
+}
+
 }  // namespace
+
+std::string format_duration(double seconds) {
+    if (seconds < 120) return fixed(seconds, 1) + " s";
+    if (seconds < 2 * 3600) return fixed(seconds / 60, 1) + " min";
+    if (seconds < 2 * 86400) return fixed(seconds / 3600, 2) + " h";
+    return fixed(seconds / 86400, 2) + " days";
+}
+
+std::string format_dollars(double usd) {
+    const std::string text = fixed(usd, 2);  // "1234.56"
+    const auto dot = text.find('.');
+    std::string out = "$";
+    out += grouped(std::stod(text.substr(0, dot)));
+    out += text.substr(dot);
+    return out;
+}
+
+std::string prediction_csv_header() {
+    std::string header = kScenarioColumns;
+    for (const NumericColumn& column : kPredictionColumns) {
+        header += ',';
+        header += column.name;
+    }
+    header += ",bottleneck,compute_curve\n";
+    return header;
+}
+
+void append_prediction_csv(std::string& row, const ScenarioResult& result) {
+    const Prediction& p = result.prediction;
+    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0);
+    row += "true,";
+    for (const NumericColumn& column : kPredictionColumns) {
+        row += ',';
+        append_number(row, column.get(p));
+    }
+    row += ',';
+    row += to_string(p.bottleneck);
+    row += ',';
+    row += result.measured_curve ? "measured" : result.borrowed_curve ? "another framework's" : "roofline prior";
+    row += '\n';
+}
+
+void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason) {
+    append_scenario_csv(row, scenario, scenario.gpus_per_node);
+    row += "false,";
+    append_field(row, reason);
+    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 2; ++i) row += ',';
+    row += '\n';
+}
+
+nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason) {
+    return {{"scenario", scenario_json(scenario)}, {"feasible", false}, {"reason", reason}};
+}
 
 nlohmann::json prediction_json(const ScenarioResult& result) {
     const Scenario& s = result.scenario;
@@ -130,15 +259,15 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.data_s, 1); });
     row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
     row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) { return fixed(p.memory_per_gpu_GiB, 2); });
-    row("epoch", [](const Scenario&, const Prediction& p) { return duration(p.epoch_s); });
+    row("epoch", [](const Scenario&, const Prediction& p) { return format_duration(p.epoch_s); });
     row("time to train", [](const Scenario& s, const Prediction& p) {
-        return duration(p.time_to_train_s) + " (" + format_number(s.epochs, 2) + " epochs)";
+        return format_duration(p.time_to_train_s) + " (" + format_number(s.epochs, 2) + " epochs)";
     });
     row("cluster price ($/h)", [](const Scenario& s, const Prediction& p) {
-        return dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
+        return format_dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
     });
-    row("cost per epoch", [](const Scenario&, const Prediction& p) { return dollars(p.cost_per_epoch_usd); });
-    row("cost to train", [](const Scenario&, const Prediction& p) { return dollars(p.cost_usd); });
+    row("cost per epoch", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_per_epoch_usd); });
+    row("cost to train", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_usd); });
     table.print(out);
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,27 @@ struct ScenarioResult {
 
 /// The contract's keys (seconds, images/s, US dollars) plus the breakdown and the scenario echoed.
 nlohmann::json prediction_json(const ScenarioResult& result);
+
+/// "42.0 s", "12.5 min", "3.20 h", "4.10 days": seconds in the unit a reader expects.
+std::string format_duration(double seconds);
+
+/// "$1,234.56".
+std::string format_dollars(double usd);
+
+/// The CSV header of a sweep: the scenario's fields, `feasible`, `reason`, then every field of
+/// a Prediction under its JSON name (interval as interval_low/interval_high), `compute_curve`.
+std::string prediction_csv_header();
+
+/// Append one CSV row (with '\n') for a feasible result, matching prediction_csv_header().
+/// Numbers go through std::to_chars (7 significant digits): no allocation beyond `row`'s growth.
+void append_prediction_csv(std::string& row, const ScenarioResult& result);
+
+/// Append one CSV row for a combination the model rejected, with `reason` quoted and the
+/// prediction's columns empty.
+void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason);
+
+/// The JSON of a rejected combination: the scenario echoed, "feasible": false and the reason.
+nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason);
 
 /// An aligned table, one column per result, with units in the row labels.
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out);

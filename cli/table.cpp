@@ -1,5 +1,8 @@
 #include "cli/table.hpp"
 
+#include <charconv>
+#include <cmath>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +64,63 @@ void Table::print_markdown(std::ostream& out) const {
     }
     out << '\n';
     for (const auto& row : rows_) print_line(row);
+}
+
+void append_significant(std::string& out, double value) {
+    constexpr int kDigits = 7;
+    static constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11};
+    double magnitude = std::fabs(value);
+    if (value == 0) {
+        out += '0';
+        return;
+    }
+    if (!(magnitude >= 1e-4 && magnitude < 1e7)) {  // NaN, infinities, tiny and huge: the library
+        char buffer[32];
+        const auto r = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, kDigits);
+        out.append(buffer, r.ptr);
+        return;
+    }
+    // The decimal exponent by comparison (a log10 per number costs more than the rest together).
+    static constexpr double kThresholds[] = {1e6, 1e5, 1e4, 1e3, 1e2, 1e1, 1e0, 1e-1, 1e-2, 1e-3};
+    int exponent = 6;
+    for (double threshold : kThresholds) {
+        if (magnitude >= threshold) break;
+        --exponent;
+    }  // -4..6
+    // The 7 significant digits as an integer; rounding may carry into an 8th digit.
+    long long mantissa = std::llround(magnitude * kPow10[kDigits - 1 - exponent]);
+    if (mantissa >= 10'000'000) {
+        mantissa /= 10;
+        ++exponent;
+        if (exponent >= 7) {  // 9999999.5 -> 1e+07: the library's form
+            char buffer[32];
+            const auto r = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, kDigits);
+            out.append(buffer, r.ptr);
+            return;
+        }
+    } else if (mantissa < 1'000'000) {  // log10 rounded down past a power of ten
+        mantissa *= 10;
+        --exponent;
+    }
+    char digits[kDigits];
+    for (int i = kDigits - 1; i >= 0; --i) {
+        digits[i] = static_cast<char>('0' + mantissa % 10);
+        mantissa /= 10;
+    }
+    int used = kDigits;
+    while (used > 1 && used > exponent + 1 && digits[used - 1] == '0') --used;  // trailing zeros after the point
+    if (value < 0) out += '-';
+    if (exponent >= 0) {
+        out.append(digits, static_cast<std::size_t>(exponent + 1));
+        if (used > exponent + 1) {
+            out += '.';
+            out.append(digits + exponent + 1, static_cast<std::size_t>(used - exponent - 1));
+        }
+    } else {
+        out += "0.";
+        out.append(static_cast<std::size_t>(-exponent - 1), '0');
+        out.append(digits, static_cast<std::size_t>(used));
+    }
 }
 
 std::string format_number(double value, int max_decimals) {

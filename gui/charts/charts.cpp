@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <system_error>
 
@@ -13,7 +14,7 @@
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QScatterSeries>
-#include <QtCharts/QStackedBarSeries>
+#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QValueAxis>
 #include <QtCore/QCoreApplication>
 #include <QtGui/QImage>
@@ -68,7 +69,8 @@ QAbstractAxis* make_axis(const QString& title, double low, double high, double l
         axis->setBase(log_base);
         axis->setLabelFormat(log_base == 2 ? "%.0f" : "%g");
         axis->setMinorTickCount(log_base == 2 ? 0 : 8);
-        axis->setRange(low / std::pow(log_base, 0.15), high * std::pow(log_base, 0.15));
+        // A quarter of a decade (or octave) each side leaves room for the points' labels.
+        axis->setRange(low / std::pow(log_base, 0.25), high * std::pow(log_base, 0.25));
         result = axis;
     } else {
         auto* axis = new QValueAxis;
@@ -76,7 +78,7 @@ QAbstractAxis* make_axis(const QString& title, double low, double high, double l
         const double pad = span > 0 ? 0.06 * span : std::max(1.0, 0.1 * high);
         axis->setRange(zero_based ? 0 : std::max(0.0, low - pad), high + pad);
         axis->applyNiceNumbers();
-        axis->setLabelFormat("%g");
+        axis->setLabelFormat(high >= 1e5 ? "%.0f" : "%g");  // 2000000, not 2e+06
         result = axis;
     }
     result->setTitleText(title);
@@ -146,6 +148,8 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
         }
         attach(*chart, line, x, y);
     }
+    // Long legend entries would be cut short in a row below the plot; a column beside it keeps them.
+    if (data.series.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
     std::size_t colour = 0;
     for (const ScalingSeries& s : data.series) {
         const QColor c = kSeriesColours[colour++ % std::size(kSeriesColours)];
@@ -263,10 +267,10 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
             attach(*chart, marker, x, y);
         }
     }
-    auto add_limit = [&](const QString& name, QPointF a, QPointF b) {
+    auto add_limit = [&](const QString& name, const QColor& colour, QPointF a, QPointF b) {
         auto* line = new QLineSeries;
         line->setName(name);
-        line->setPen(QPen(kGreen, 2, Qt::DashDotLine));
+        line->setPen(QPen(colour, 2, Qt::DashDotLine));
         line->append(a);
         line->append(b);
         attach(*chart, line, x, y);
@@ -274,9 +278,9 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     const double x_low = std::max(hours.low, 1e-9) / 2;
     const double y_low = std::max(dollars.low, 1e-9) / 2;
     if (data.deadline_s) {
-        add_limit("deadline", {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
+        add_limit("deadline", kGreen, {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
     }
-    if (data.budget_usd) add_limit("budget", {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
+    if (data.budget_usd) add_limit("budget", kPurple, {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
     return chart;
 }
 
@@ -315,58 +319,73 @@ std::unique_ptr<QChart> breakdown_chart(const BreakdownChartData& data) {
     for (QBarSet* set : {compute, input, communication}) set->setBorderColor(Qt::white);
     QStringList categories;
     double highest = 0;
-    for (const BreakdownBar& bar : data.bars) {
+    // Bottom to top on the category axis, so the first bar is drawn at the top.
+    for (auto it = data.bars.rbegin(); it != data.bars.rend(); ++it) {
+        const BreakdownBar& bar = *it;
         *compute << 1e3 * bar.compute_s;
         *input << 1e3 * bar.data_s;
         *communication << 1e3 * bar.exposed_communication_s;
         categories << qt(bar.label);
         highest = std::max(highest, 1e3 * (bar.compute_s + bar.data_s + bar.exposed_communication_s));
     }
-    auto* series = new QStackedBarSeries;
+    // Horizontal bars: the configurations' names read in full on the left.
+    auto* series = new QHorizontalStackedBarSeries;
     series->append(compute);
     series->append(input);
     series->append(communication);
     series->setBarWidth(0.6);
     chart->addSeries(series);
 
-    auto* x = new QBarCategoryAxis;
-    x->append(categories);
-    x->setTitleText("configuration");
-    if (data.bars.size() > 4) x->setLabelsAngle(-35);
-    auto* y = new QValueAxis;
-    y->setRange(0, highest > 0 ? highest * 1.08 : 1);
-    y->applyNiceNumbers();
-    y->setLabelFormat("%g");
-    y->setTitleText("time per iteration (ms)");
-    chart->addAxis(x, Qt::AlignBottom);
-    chart->addAxis(y, Qt::AlignLeft);
+    auto* categories_axis = new QBarCategoryAxis;
+    categories_axis->append(categories);
+    auto* time_axis = new QValueAxis;
+    time_axis->setRange(0, highest > 0 ? highest * 1.08 : 1);
+    time_axis->applyNiceNumbers();
+    time_axis->setLabelFormat("%g");
+    time_axis->setTitleText("time per iteration (ms)");
+    chart->addAxis(time_axis, Qt::AlignBottom);
+    chart->addAxis(categories_axis, Qt::AlignLeft);
+    QAbstractAxis* x = time_axis;
+    QAbstractAxis* y = categories_axis;
     series->attachAxis(x);
     series->attachAxis(y);
     return chart;
 }
 
 void render_to_file(QChart& chart, const std::filesystem::path& path, int width, int height) {
+    render_to_file(std::vector<QChart*>{&chart}, path, width, height);
+}
+
+void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::path& path, int width, int height_each) {
     const std::string ext = lower_extension(path);
     if (ext != ".png" && ext != ".svg") {
         throw InputError("plot file '" + path.string() + "': the name must end in .png or .svg");
     }
-    if (width <= 0 || height <= 0) {
+    if (width <= 0 || height_each <= 0 || charts.empty()) {
         throw InputError("plot file '" + path.string() + "': the size must be positive, not " + std::to_string(width) +
-                         " x " + std::to_string(height));
+                         " x " + std::to_string(height_each));
     }
     if (QCoreApplication::instance() == nullptr) {
         throw RunError("charts::render_to_file needs a QApplication (create an OffscreenApplication first)");
     }
+    const int height = height_each * static_cast<int>(charts.size());
 
-    // Render the chart alone in a scene of its own; a chart shown in a view goes back afterwards.
-    QGraphicsScene* previous_scene = chart.scene();
-    const QRectF previous_geometry = chart.geometry();
-    if (previous_scene) previous_scene->removeItem(&chart);
+    // Render the charts alone in a scene of their own; a chart shown in a view goes back afterwards.
+    struct Previous {
+        QGraphicsScene* scene;
+        QRectF geometry;
+    };
+    std::vector<Previous> previous;
     QGraphicsScene scene;
-    scene.addItem(&chart);
-    chart.setGeometry(QRectF(0, 0, width, height));
+    for (std::size_t i = 0; i < charts.size(); ++i) {
+        QChart& chart = *charts[i];
+        previous.push_back({chart.scene(), chart.geometry()});
+        if (chart.scene()) chart.scene()->removeItem(&chart);
+        scene.addItem(&chart);
+        chart.setGeometry(QRectF(0, static_cast<double>(i) * height_each, width, height_each));
+    }
     scene.setSceneRect(QRectF(0, 0, width, height));
-    QCoreApplication::sendPostedEvents();  // lets the chart lay out its plot area and legend
+    QCoreApplication::sendPostedEvents();  // lets the charts lay out their plot areas and legends
 
     std::filesystem::path partial = path;
     partial += ".partial";
@@ -386,21 +405,21 @@ void render_to_file(QChart& chart, const std::filesystem::path& path, int width,
         generator.setFileName(QString::fromStdString(partial.string()));
         generator.setSize(QSize(width, height));
         generator.setViewBox(QRect(0, 0, width, height));
-        generator.setTitle(chart.title());
-        {
-            QPainter painter;
-            written = painter.begin(&generator);
-            if (written) {
-                painter.setRenderHint(QPainter::Antialiasing);
-                scene.render(&painter, QRectF(0, 0, width, height), QRectF(0, 0, width, height));
-                written = painter.end();
-            }
+        generator.setTitle(charts.front()->title());
+        QPainter painter;
+        written = painter.begin(&generator);
+        if (written) {
+            painter.setRenderHint(QPainter::Antialiasing);
+            scene.render(&painter, QRectF(0, 0, width, height), QRectF(0, 0, width, height));
+            written = painter.end();
         }
     }
-    scene.removeItem(&chart);
-    if (previous_scene) {
-        previous_scene->addItem(&chart);
-        chart.setGeometry(previous_geometry);
+    for (std::size_t i = 0; i < charts.size(); ++i) {
+        scene.removeItem(charts[i]);
+        if (previous[i].scene) {
+            previous[i].scene->addItem(charts[i]);
+            charts[i]->setGeometry(previous[i].geometry);
+        }
     }
     std::error_code error;
     if (written) std::filesystem::rename(partial, path, error);
@@ -410,8 +429,19 @@ void render_to_file(QChart& chart, const std::filesystem::path& path, int width,
     }
 }
 
+namespace {
+/// Qt's own chatter on the offscreen platform ("QStandardPaths: XDG_RUNTIME_DIR not set") is no
+/// news to a command-line user; real warnings still go to stderr.
+void quiet_offscreen_messages(QtMsgType type, const QMessageLogContext&, const QString& message) {
+    if (message.startsWith("QStandardPaths:")) return;
+    if (type == QtDebugMsg || type == QtInfoMsg) return;
+    std::fprintf(stderr, "qt: %s\n", message.toLocal8Bit().constData());
+}
+}  // namespace
+
 OffscreenApplication::OffscreenApplication() {
     if (QCoreApplication::instance() != nullptr) return;
+    qInstallMessageHandler(quiet_offscreen_messages);
     static char program[] = "epochcast";
     static char flag[] = "-platform";
     static char platform[] = "offscreen";

@@ -104,6 +104,10 @@ std::unique_ptr<QChart> breakdown_chart(const BreakdownChartData& data);
 /// cannot be written, naming the path.
 void render_to_file(QChart& chart, const std::filesystem::path& path, int width, int height);
 
+/// Several charts in one picture, one below the other, each `width` x `height_each` pixels
+/// (the picture is width x charts.size() x height_each). Same rules and errors as above.
+void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::path& path, int width, int height_each);
+
 /// A QApplication on Qt's offscreen platform for programs without a display (the CLI, tests).
 /// Does nothing when the process already has a QApplication (the GUI).
 class OffscreenApplication {

@@ -1,0 +1,266 @@
+// `epochcast plan --deadline 2h --budget 500 [--spot] [--elastic] [--plot FILE] [--json]`: which
+// configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
+// that meets the deadline and the fastest within the budget, and prints the Pareto front of time
+// against cost.
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/plot.hpp"
+#include "cli/report.hpp"
+#include "cli/table.hpp"
+#include "model/errors.hpp"
+#include "model/search.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+struct PlanOptions {
+    std::string deadline;
+    double budget_usd = 0;
+    bool spot = false;
+    bool elastic = false;
+    bool json = false;
+    std::string plot;
+    std::string model = "resnet50";
+    int image_size = 224;
+    std::int64_t dataset_images = kImageNetTrainImages;
+    double epochs = 90;
+    std::string precision = "amp";
+    std::string framework = "tensorflow";
+    std::vector<std::string> instances;
+    std::vector<int> nodes;
+    std::vector<int> batches;
+    std::vector<std::string> catalogs;
+    std::string calibration;
+};
+
+/// "2h", "90min", "1h30m", "5400s" or a bare number of hours, in seconds. Throws InputError naming
+/// --deadline and the text otherwise.
+double parse_deadline_s(const std::string& text) {
+    auto bad = [&text] {
+        return InputError("--deadline '" + text + "': give a duration such as 2h, 90min, 1h30m or 5400s");
+    };
+    double total = 0;
+    std::size_t pos = 0;
+    bool any = false;
+    while (pos < text.size()) {
+        std::size_t used = 0;
+        double value = 0;
+        try {
+            value = std::stod(text.substr(pos), &used);
+        } catch (const std::exception&) {
+            throw bad();
+        }
+        pos += used;
+        std::string unit;
+        while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) unit += text[pos++];
+        double scale = 0;
+        if (unit.empty() && pos == text.size() && !any) scale = 3600;  // a bare number: hours
+        else if (unit == "h" || unit == "hour" || unit == "hours") scale = 3600;
+        else if (unit == "m" || unit == "min" || unit == "mins" || unit == "minutes") scale = 60;
+        else if (unit == "s" || unit == "sec" || unit == "seconds") scale = 1;
+        else if (unit == "d" || unit == "day" || unit == "days") scale = 86400;
+        else throw bad();
+        if (!(value >= 0) || !std::isfinite(value)) throw bad();
+        total += value * scale;
+        any = true;
+    }
+    if (!any || !(total > 0)) throw bad();
+    return total;
+}
+
+std::string cluster_text(const Catalog& catalog, const Plan& plan) {
+    const Scenario& s = plan.scenario;
+    const Prediction& p = plan.prediction;
+    const InstanceSpec& instance = catalog.instance(s.instance);
+    std::string text = std::to_string(s.nodes) + " x " + s.instance;
+    if (s.gpus_per_node < instance.gpus) text += " (" + std::to_string(s.gpus_per_node) + " GPUs each)";
+    text += " = " + std::to_string(p.gpus) + " x " + instance.gpu;
+    return text;
+}
+
+std::string strategy_text(const Scenario& s) {
+    if (s.strategy != Strategy::ps) return std::string(to_string(s.strategy));
+    if (s.ps_colocated) return "ps, co-located";
+    return "ps, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
+}
+
+void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
+    const Prediction& p = plan.prediction;
+    out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan.scenario) << ", batch "
+        << plan.scenario.batch_per_gpu << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
+        << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
+        << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
+        << "\n";
+}
+
+void print_elastic(std::ostream& out, const Catalog& catalog, const std::string& heading, const PlanSearch& search,
+                   const ElasticPlan& e) {
+    const Plan& a = search.plans[e.first];
+    const Plan& b = search.plans[e.second];
+    out << heading << ":\n  " << format_number(e.first_epochs, 1) << " epochs on " << cluster_text(catalog, a) << " (batch "
+        << a.scenario.batch_per_gpu << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
+        << cluster_text(catalog, b) << " (batch " << b.scenario.batch_per_gpu << " per GPU), " << strategy_text(a.scenario)
+        << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost " << format_dollars(e.cost_usd)
+        << " (same global batch; checkpoint and relaunch between the phases)\n";
+}
+
+nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
+    return {{"first", prediction_json({search.plans[e.first].scenario, search.plans[e.first].prediction})},
+            {"first_epochs", e.first_epochs},
+            {"second", prediction_json({search.plans[e.second].scenario, search.plans[e.second].prediction})},
+            {"second_epochs", e.second_epochs},
+            {"time_to_train_s", e.time_to_train_s},
+            {"cost_usd", e.cost_usd}};
+}
+
+void run_plan(PlanOptions& o, std::ostream& out) {
+    std::optional<double> deadline_s;
+    std::optional<double> budget_usd;
+    if (!o.deadline.empty()) deadline_s = parse_deadline_s(o.deadline);
+    if (o.budget_usd != 0) {
+        if (!(o.budget_usd > 0)) throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
+        budget_usd = o.budget_usd;
+    }
+    if (!deadline_s && !budget_usd) throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
+    if (!o.plot.empty()) check_plot_path(o.plot);
+
+    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+    SearchSpace space;
+    space.base.model = o.model;
+    space.base.image_size = o.image_size;
+    space.base.dataset_images = o.dataset_images;
+    space.base.epochs = o.epochs;
+    space.base.precision = parse_precision(o.precision, "--precision");
+    space.base.framework = parse_framework(o.framework, "--framework");
+    space.base.pricing = o.spot ? Pricing::spot : Pricing::on_demand;
+    space.instances = o.instances;
+    if (!o.nodes.empty()) space.nodes = o.nodes;
+    if (!o.batches.empty()) space.batch_per_gpu = o.batches;
+    for (int n : space.nodes) {
+        if (n < 1) throw InputError("--nodes values must be at least 1 (got " + std::to_string(n) + ")");
+    }
+    for (int b : space.batch_per_gpu) {
+        if (b < 1) throw InputError("--batch-per-gpu values must be at least 1 (got " + std::to_string(b) + ")");
+    }
+    model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
+    if (o.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
+    if (!(o.epochs > 0)) throw InputError("--epochs must be positive");
+
+    const PlanSearch search = search_plans(model, space, deadline_s, budget_usd, o.elastic);
+    const Catalog& catalog = model.catalog();
+
+    if (o.json) {
+        auto plan_json = [&](std::optional<std::size_t> i) {
+            return i ? prediction_json({search.plans[*i].scenario, search.plans[*i].prediction}) : nlohmann::json(nullptr);
+        };
+        nlohmann::json j = {{"considered", search.considered},
+                            {"feasible", search.plans.size()},
+                            {"deadline_s", deadline_s ? nlohmann::json(*deadline_s) : nlohmann::json(nullptr)},
+                            {"budget_usd", budget_usd ? nlohmann::json(*budget_usd) : nlohmann::json(nullptr)},
+                            {"cheapest_within_deadline", plan_json(search.cheapest_within_deadline)},
+                            {"fastest_within_budget", plan_json(search.fastest_within_budget)}};
+        if (o.elastic) {
+            j["elastic_within_deadline"] =
+                search.elastic_within_deadline ? elastic_json(search, *search.elastic_within_deadline) : nlohmann::json(nullptr);
+            j["elastic_within_budget"] =
+                search.elastic_within_budget ? elastic_json(search, *search.elastic_within_budget) : nlohmann::json(nullptr);
+        }
+        nlohmann::json front = nlohmann::json::array();
+        for (std::size_t i : search.front) front.push_back(plan_json(i));
+        j["front"] = front;
+        out << j.dump(2) << '\n';
+    } else {
+        out << "Searched " << search.considered << " configurations of " << o.model << " (" << format_number(o.epochs, 2)
+            << " epochs of " << o.dataset_images << " images, " << o.precision << ", " << o.framework << ", "
+            << (o.spot ? "spot" : "on-demand") << " prices): " << search.plans.size() << " feasible.\n\n";
+        // One answer: the plan, or what comes closest, then the elastic schedule when asked for.
+        auto answer = [&](const std::string& heading, std::optional<std::size_t> plan, const std::string& closest,
+                          const std::optional<ElasticPlan>& elastic, const std::string& elastic_heading) {
+            if (plan) {
+                print_plan(out, catalog, heading, search.plans[*plan]);
+            } else {
+                out << heading << ": none; " << (search.front.empty() ? "no plan is feasible" : closest) << "\n";
+            }
+            if (elastic) {
+                print_elastic(out, catalog, "Elastic, " + elastic_heading, search, *elastic);
+            } else if (o.elastic) {
+                out << "Elastic: no two-phase schedule is " << elastic_heading << ".\n";
+            }
+        };
+        if (deadline_s) {
+            answer("Cheapest within the deadline of " + format_duration(*deadline_s), search.cheapest_within_deadline,
+                   search.front.empty() ? "" : "the fastest plan takes " + format_duration(search.plans[search.front.front()].prediction.time_to_train_s),
+                   search.elastic_within_deadline, "cheaper within the deadline");
+        }
+        if (budget_usd) {
+            answer("Fastest within the budget of " + format_dollars(*budget_usd), search.fastest_within_budget,
+                   search.front.empty() ? "" : "the cheapest plan costs " + format_dollars(search.plans[search.front.back()].prediction.cost_usd),
+                   search.elastic_within_budget, "faster within the budget");
+        }
+        out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
+        Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "images/s", "$/h"});
+        for (std::size_t i : search.front) {
+            const Plan& plan = search.plans[i];
+            const Prediction& p = plan.prediction;
+            table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
+                           strategy_text(plan.scenario), std::to_string(plan.scenario.batch_per_gpu),
+                           format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
+        }
+        table.print(out);
+    }
+
+    if (!o.plot.empty()) {
+        PlotRequest request;
+        request.path = o.plot;
+        for (const Plan& plan : search.plans) request.points.push_back({plan.scenario, plan.prediction});
+        request.front = search.front;
+        if (search.cheapest_within_deadline) request.chosen.push_back(*search.cheapest_within_deadline);
+        if (search.fastest_within_budget && search.fastest_within_budget != search.cheapest_within_deadline) {
+            request.chosen.push_back(*search.fastest_within_budget);
+        }
+        request.deadline_s = deadline_s;
+        request.budget_usd = budget_usd;
+        request.title = "Plans for " + o.model + ", " + format_number(o.epochs, 2) + " epochs: time against cost";
+        write_plots(request);
+        if (!o.json) out << "\nplots: " << o.plot << '\n';
+    }
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app, std::ostream& out) {
+    auto o = std::make_shared<PlanOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "plan",
+        "Which configuration to rent: search the catalog (instances, node counts, GPUs per node, strategies, "
+        "parameter-server instances and ratios, batch sizes that fit) for the cheapest plan that meets --deadline "
+        "and the fastest within --budget, and print the Pareto front of time against cost.");
+    cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
+    cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars");
+    cmd->add_flag("--spot", o->spot, "Price with spot instead of on-demand prices");
+    cmd->add_flag("--elastic", o->elastic,
+                  "Also consider two-phase schedules that grow or shrink the cluster between epochs (seed 003)");
+    cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
+    cmd->add_option("--image-size", o->image_size, "Input side in pixels");
+    cmd->add_option("--dataset-images", o->dataset_images, "Images per epoch (default: ImageNet-1k)");
+    cmd->add_option("--epochs", o->epochs, "Epochs to train (default 90)");
+    cmd->add_option("--precision", o->precision, "fp32, amp or bf16 (GPUs without it are left out)");
+    cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
+    cmd->add_option("--instance", o->instances, "Worker instance types to consider (default: every GPU instance); repeatable");
+    cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")->delimiter(',');
+    cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")->delimiter(',');
+    cmd->add_option("--catalog", o->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
+    cmd->add_option("--calibration", o->calibration, "Calibration: built-in, data-free or a file");
+    cmd->add_option("--plot", o->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
+    cmd->add_flag("--json", o->json, "Print one JSON object instead of the text");
+    cmd->callback([o, &out] { run_plan(*o, out); });
+}
+
+}  // namespace epochcast::cli

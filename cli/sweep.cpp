@@ -1,0 +1,428 @@
+// `epochcast sweep SPEC.json [-o out.csv|out.json] [--jobs N] [--simulate] [--plot FILE]`: the
+// cross product of a spec (model/sweep.hpp), one row per combination, an infeasible one with its
+// reason. Threads evaluate chunks of rows while the main thread writes them in order through a
+// temporary file renamed at the end, or on Ctrl-C with the rows so far and a note that the sweep
+// was interrupted. Started under mpirun, the ranks share the rows and rank 0 writes.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/mpi_world.hpp"
+#include "cli/plot.hpp"
+#include "cli/report.hpp"
+#include "model/errors.hpp"
+#include "model/search.hpp"
+#include "model/sweep.hpp"
+
+#ifdef EPOCHCAST_WITH_SIMULATOR
+#include "simulator/prediction.hpp"
+#include "simulator/simulation.hpp"
+#endif
+
+namespace epochcast::cli {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+/// SIGINT sets g_interrupted while this lives; the previous handler comes back afterwards.
+class InterruptGuard {
+public:
+    InterruptGuard() {
+        g_interrupted = 0;
+        struct sigaction action {};
+        action.sa_handler = on_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &previous_);
+    }
+    ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+    InterruptGuard(const InterruptGuard&) = delete;
+    InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+    struct sigaction previous_ {};
+};
+
+enum class Format { csv, json };
+
+struct SweepOptions {
+    std::string spec;
+    std::string output;
+    int jobs = 0;
+    bool simulate = false;
+    int iterations = 10;
+    std::vector<std::string> catalogs;
+    std::string calibration;
+    std::string plot;
+};
+
+Format format_of(const std::string& output) {
+    const std::filesystem::path path(output);
+    const std::string ext = path.extension().string();
+    if (output.empty() || ext == ".csv" || ext == ".CSV") return Format::csv;
+    if (ext == ".json" || ext == ".JSON") return Format::json;
+    throw InputError("-o '" + output + "': the name must end in .csv or .json");
+}
+
+/// The rows' destination: `out` (stdout) or a temporary file beside `path`, renamed on finish().
+/// Destroyed unfinished, it removes the temporary file: nothing half-written is left behind.
+class RowWriter {
+public:
+    RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
+        : path_(path), format_(format), total_(total), out_(out) {
+        if (!path_.empty()) {
+            partial_ = path_;
+            partial_ += ".partial";
+            file_ = std::fopen(partial_.c_str(), "wb");
+            if (!file_) throw InputError("-o '" + path + "' cannot be written (does its folder exist?)");
+            std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+        }
+        put(format_ == Format::csv ? prediction_csv_header()
+                                   : "{\"schema\": \"epochcast.sweep/1\", \"combinations\": " + std::to_string(total_) +
+                                         ",\n\"rows\": [\n");
+    }
+    ~RowWriter() {
+        if (file_) {
+            std::fclose(file_);
+            std::error_code ignored;
+            std::filesystem::remove(partial_, ignored);
+        }
+    }
+    RowWriter(const RowWriter&) = delete;
+    RowWriter& operator=(const RowWriter&) = delete;
+
+    /// Rows as append_row() made them.
+    void write(std::string_view rows, std::size_t count) {
+        if (rows.empty()) return;
+        if (format_ == Format::json && written_ == 0) rows.remove_prefix(2);  // the first row's ",\n"
+        put(rows);
+        written_ += count;
+    }
+
+    /// Close the file (JSON: the list, whether the sweep is complete; CSV: a comment line when it
+    /// was interrupted) and move it into place.
+    void finish(bool interrupted) {
+        if (format_ == Format::json) {
+            put("\n],\n\"rows_written\": " + std::to_string(written_) + ", \"complete\": " +
+                (written_ == total_ ? "true" : "false") + ", \"interrupted\": " + (interrupted ? "true" : "false") + "}\n");
+        } else if (interrupted) {
+            put("# interrupted: " + std::to_string(written_) + " of " + std::to_string(total_) + " rows written\n");
+        }
+        if (!file_) {
+            out_.flush();
+            return;
+        }
+        const bool ok = std::fflush(file_) == 0 && !std::ferror(file_);
+        std::fclose(file_);
+        file_ = nullptr;
+        std::error_code error;
+        if (ok) std::filesystem::rename(partial_, path_, error);
+        if (!ok || error) {
+            std::filesystem::remove(partial_, error);
+            throw RunError("could not write '" + path_.string() + "' (disk full?)");
+        }
+    }
+
+    std::size_t written() const { return written_; }
+
+private:
+    void put(std::string_view text) {
+        if (file_) {
+            std::fwrite(text.data(), 1, text.size(), file_);
+        } else {
+            out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+        }
+    }
+
+    std::filesystem::path path_;
+    std::filesystem::path partial_;
+    Format format_;
+    std::size_t total_;
+    std::ostream& out_;
+    std::FILE* file_ = nullptr;
+    std::size_t written_ = 0;
+};
+
+/// A progress bar on stderr when it is a terminal, redrawn at most ten times a second.
+class Progress {
+public:
+    explicit Progress(std::size_t total) : total_(total), shown_(isatty(STDERR_FILENO) != 0) {}
+    void update(std::size_t done) {
+        if (!shown_) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        const int width = 40;
+        const double fraction = total_ ? double(done) / double(total_) : 1;
+        const int filled = static_cast<int>(fraction * width);
+        std::fprintf(stderr, "\r[%s%s] %5.1f%% %zu/%zu rows", std::string(filled, '#').c_str(),
+                     std::string(width - filled, ' ').c_str(), 100 * fraction, done, total_);
+        std::fflush(stderr);
+    }
+    ~Progress() {
+        if (shown_) std::fputc('\n', stderr);
+    }
+
+private:
+    std::size_t total_;
+    bool shown_;
+    std::chrono::steady_clock::time_point last_{};
+};
+
+/// Evaluates combinations into row text.
+class Evaluator {
+public:
+    Evaluator(const SweepSpec& spec, const CostModel& model, Format format, bool simulate, int iterations)
+        : spec_(spec), model_(model), format_(format), simulate_(simulate), iterations_(iterations) {}
+
+    /// Append combination `index`'s row; a feasible one also goes to `plot` when it is given.
+    /// Returns whether it was feasible.
+    bool append_row(std::size_t index, std::string& text, std::vector<PlotPoint>* plot) const {
+        const Scenario s = spec_.scenario_at(index, model_.catalog());
+        try {
+            const ResolvedScenario resolved = model_.resolve(s);
+            const ScenarioResult result{s, predict(s, resolved), resolved.measured_curve, resolved.borrowed_curve};
+            if (format_ == Format::csv) {
+                append_prediction_csv(text, result);
+            } else {
+                nlohmann::json row = prediction_json(result);
+                row["feasible"] = true;
+                text += ",\n";
+                text += row.dump();
+            }
+            if (plot) plot->push_back({s, result.prediction});
+            return true;
+        } catch (const InputError& error) {  // InfeasibleError included: the row says why
+            if (format_ == Format::csv) {
+                append_infeasible_csv(text, s, error.what());
+            } else {
+                text += ",\n";
+                text += infeasible_json(s, error.what()).dump();
+            }
+            return false;
+        }
+    }
+
+private:
+    Prediction predict(const Scenario& s, const ResolvedScenario& resolved) const {
+        if (!simulate_) return model_.predict(resolved);
+#ifdef EPOCHCAST_WITH_SIMULATOR
+        sim::SimulationOptions options;
+        options.iterations = iterations_;
+        return sim::simulated_prediction(model_, s, sim::simulate(model_, s, options));
+#else
+        (void)s;
+        return model_.predict(resolved);
+#endif
+    }
+
+    const SweepSpec& spec_;
+    const CostModel& model_;
+    Format format_;
+    bool simulate_;
+    int iterations_;
+};
+
+struct Chunk {
+    std::string text;
+    std::size_t rows = 0;
+    std::size_t feasible = 0;
+    std::vector<PlotPoint> plot;
+};
+
+/// Evaluate [range.first, range.last) with `jobs` threads in chunks of `chunk_rows`, handing each
+/// finished chunk to `sink` in index order. Stops early (between chunks) when g_interrupted is set
+/// and `stop_on_interrupt`; returns whether it did.
+template <typename Sink>
+bool evaluate_range(const Evaluator& evaluator, IndexRange range, int jobs, std::size_t chunk_rows, bool keep_plot,
+                    bool stop_on_interrupt, Sink&& sink) {
+    const std::size_t count = range.last - range.first;
+    const std::size_t chunks = (count + chunk_rows - 1) / chunk_rows;
+    const std::size_t window = static_cast<std::size_t>(jobs) * 4;  // chunks ahead of the writer, at most
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::condition_variable space;
+    std::map<std::size_t, Chunk> done;
+    std::size_t consumed = 0;
+
+    auto worker = [&] {
+        for (;;) {
+            const std::size_t c = next.fetch_add(1);
+            if (c >= chunks || stop) return;
+            {
+                std::unique_lock lock(mutex);
+                space.wait(lock, [&] { return c < consumed + window || stop; });
+                if (stop) return;
+            }
+            Chunk chunk;
+            const std::size_t first = range.first + c * chunk_rows;
+            const std::size_t last = std::min(range.last, first + chunk_rows);
+            chunk.text.reserve((last - first) * 420);
+            for (std::size_t i = first; i < last; ++i) {
+                chunk.feasible += evaluator.append_row(i, chunk.text, keep_plot ? &chunk.plot : nullptr) ? 1 : 0;
+            }
+            chunk.rows = last - first;
+            std::lock_guard lock(mutex);
+            done.emplace(c, std::move(chunk));
+            ready.notify_all();
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+
+    bool interrupted = false;
+    for (std::size_t c = 0; c < chunks; ++c) {
+        Chunk chunk;
+        {
+            std::unique_lock lock(mutex);
+            // Wake now and then to notice Ctrl-C while a slow chunk (a simulation) runs.
+            while (!done.count(c)) {
+                if (stop_on_interrupt && g_interrupted) break;
+                ready.wait_for(lock, std::chrono::milliseconds(50));
+            }
+            if (stop_on_interrupt && g_interrupted) {
+                interrupted = true;
+                stop = true;
+                space.notify_all();
+                break;
+            }
+            chunk = std::move(done.at(c));
+            done.erase(c);
+            ++consumed;
+        }
+        space.notify_all();
+        sink(chunk);
+    }
+    stop = true;
+    space.notify_all();
+    for (std::thread& t : threads) t.join();
+    return interrupted;
+}
+
+void run_sweep(SweepOptions& o, std::ostream& out) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::unique_ptr<MpiWorld> world = MpiWorld::join();
+    const bool root = world->rank() == 0;
+
+    const Format format = format_of(o.output);
+    if (o.jobs < 0) throw InputError("--jobs must be at least 1 (got " + std::to_string(o.jobs) + ")");
+    if (o.iterations < 1) throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
+    if (!o.plot.empty()) check_plot_path(o.plot);
+    if (!o.plot.empty() && world->size() > 1) {
+        throw InputError("--plot is not available under mpirun (the rows stay on their ranks); run the sweep, then "
+                         "plot with a sweep of one process");
+    }
+#ifndef EPOCHCAST_WITH_SIMULATOR
+    if (o.simulate) {
+        throw InputError("--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev "
+                         "(>= 3.32) and rebuild");
+    }
+#endif
+    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+    const SweepSpec spec = read_sweep_spec(o.spec, model.catalog());
+    const std::size_t total = spec.combinations();
+    const Evaluator evaluator(spec, model, format, o.simulate, o.iterations);
+
+    // The SimGrid runs fork a child each; forking from several threads is not safe, so a simulated
+    // sweep evaluates one scenario at a time per process (use mpirun ranks to spread it).
+    const int jobs = o.simulate ? 1 : o.jobs > 0 ? o.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const std::size_t chunk_rows = o.simulate ? 1 : 4096;
+    const bool keep_plot = !o.plot.empty();
+    std::vector<PlotPoint> plot;
+    std::size_t feasible = 0;
+
+    if (world->size() > 1) {
+        // Each rank evaluates its block; rank 0 gathers the text in rank order and writes it.
+        std::string mine;
+        std::size_t mine_feasible = 0;
+        evaluate_range(evaluator, block_of(total, world->rank(), world->size()), jobs, chunk_rows, keep_plot, false,
+                       [&](Chunk& chunk) {
+                           mine += chunk.text;
+                           mine_feasible += chunk.feasible;
+                           std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
+                       });
+        const std::string all = world->gather_text(mine);
+        const std::string feasible_counts = world->gather_text(std::to_string(mine_feasible) + "\n");
+        if (!root) return;
+        for (std::size_t pos = 0; pos < feasible_counts.size();) {
+            const std::size_t end = feasible_counts.find('\n', pos);
+            feasible += std::stoull(feasible_counts.substr(pos, end - pos));
+            pos = end + 1;
+        }
+        RowWriter writer(o.output, format, total, out);
+        writer.write(all, total);
+        writer.finish(false);
+    } else {
+        RowWriter writer(o.output, format, total, out);
+        Progress progress(total);
+        InterruptGuard guard;
+        const bool interrupted = evaluate_range(evaluator, {0, total}, jobs, chunk_rows, keep_plot, true, [&](Chunk& chunk) {
+            writer.write(chunk.text, chunk.rows);
+            feasible += chunk.feasible;
+            std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
+            progress.update(writer.written());
+        });
+        writer.finish(interrupted);
+        if (interrupted) {
+            throw RunError("interrupted: " + std::to_string(writer.written()) + " of " + std::to_string(total) +
+                           " rows written" + (o.output.empty() ? "" : " to '" + o.output + "'"));
+        }
+    }
+
+    if (keep_plot) {
+        PlotRequest request;
+        request.path = o.plot;
+        std::vector<TimeCost> points;
+        for (const PlotPoint& p : plot) points.push_back({p.prediction.time_to_train_s, p.prediction.cost_usd});
+        request.front = pareto_front(points);
+        request.points = std::move(plot);
+        request.title = "Sweep " + std::filesystem::path(o.spec).filename().string() + ": time against cost";
+        write_plots(request);
+    }
+    if (!o.output.empty()) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        char line[256];
+        std::snprintf(line, sizeof line, "wrote %zu rows (%zu feasible, %zu not) to %s in %.2f s%s\n", total, feasible,
+                      total - feasible, o.output.c_str(), seconds,
+                      world->size() > 1 ? (" over " + std::to_string(world->size()) + " ranks").c_str() : "");
+        out << line;
+        if (!o.plot.empty()) out << "plots: " << o.plot << '\n';
+    }
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app, std::ostream& out) {
+    auto options = std::make_shared<SweepOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "sweep",
+        "Predict every combination of a sweep spec (a JSON object of Scenario fields, each a value or a list; "
+        "DESIGN.md). One row per combination, with every Prediction field; an infeasible one says why. CSV to "
+        "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
+    cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
+    cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
+    cmd->add_option("--jobs", options->jobs, "Threads evaluating rows (default: the machine's cores)");
+    cmd->add_flag("--simulate", options->simulate,
+                  "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
+    cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate (default 10)");
+    cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
+    cmd->add_option("--calibration", options->calibration, "Calibration: built-in, data-free or a file");
+    cmd->add_option("--plot", options->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
+    cmd->callback([options, &out] { run_sweep(*options, out); });
+}
+
+}  // namespace epochcast::cli

@@ -1,0 +1,216 @@
+#include "model/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "model/errors.hpp"
+
+namespace epochcast {
+
+std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
+    std::vector<std::size_t> order(points.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    // Fastest first; among equally fast the cheapest, then the first index.
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (points[a].time_to_train_s != points[b].time_to_train_s) return points[a].time_to_train_s < points[b].time_to_train_s;
+        return points[a].cost_usd < points[b].cost_usd;
+    });
+    std::vector<std::size_t> front;
+    double cheapest = INFINITY;
+    for (std::size_t i : order) {
+        // A point joins when it is strictly cheaper than every faster-or-equal point before it.
+        if (points[i].cost_usd < cheapest) {
+            front.push_back(i);
+            cheapest = points[i].cost_usd;
+        }
+    }
+    return front;
+}
+
+std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog) {
+    std::vector<const InstanceSpec*> workers;
+    if (space.instances.empty()) {
+        for (const InstanceSpec& instance : catalog.instances()) {
+            if (instance.gpus > 0) workers.push_back(&instance);
+        }
+    } else {
+        for (const std::string& name : space.instances) {
+            const InstanceSpec& instance = catalog.instance(name);
+            if (instance.gpus == 0) throw InputError("instance '" + name + "' has no GPUs: it cannot be a worker");
+            workers.push_back(&instance);
+        }
+    }
+    std::vector<std::string> servers = space.ps_instances;
+    if (servers.empty()) {
+        for (const InstanceSpec& instance : catalog.instances()) {
+            if (instance.gpus == 0 && instance.price_usd_per_hour > 0) servers.push_back(instance.name);
+        }
+    } else {
+        for (const std::string& name : servers) catalog.instance(name);  // throws for an unknown name
+    }
+
+    std::vector<Scenario> out;
+    for (const InstanceSpec* instance : workers) {
+        std::vector<int> per_node = space.gpus_per_node;
+        if (per_node.empty()) {
+            for (int k = 1; k < instance->gpus; k *= 2) per_node.push_back(k);
+            per_node.push_back(instance->gpus);
+        }
+        for (int k : per_node) {
+            if (k < 1 || k > instance->gpus) continue;
+            for (Strategy strategy : space.strategies) {
+                if (strategy == Strategy::hierarchical && k == 1) continue;
+                // (server instance, ratio) pairs for ps; one empty entry otherwise; co-located last.
+                struct Servers {
+                    std::string instance;
+                    double ratio = 0;
+                    bool colocated = false;
+                };
+                std::vector<Servers> choices;
+                if (strategy == Strategy::ps) {
+                    for (const std::string& server : servers) {
+                        for (double ratio : space.ps_ratios) choices.push_back({server, ratio, false});
+                    }
+                    if (space.ps_colocated) choices.push_back({"", 0, true});
+                } else {
+                    choices.push_back({});
+                }
+                for (const Servers& choice : choices) {
+                    for (int nodes : space.nodes) {
+                        for (int batch : space.batch_per_gpu) {
+                            Scenario s = space.base;
+                            s.instance = instance->name;
+                            s.gpus_per_node = k;
+                            s.strategy = strategy;
+                            s.nodes = nodes;
+                            s.batch_per_gpu = batch;
+                            s.ps_instance.clear();
+                            s.ps_nodes = 0;
+                            s.ps_colocated = false;
+                            if (strategy == Strategy::ps) {
+                                s.ps_colocated = choice.colocated;
+                                if (!choice.colocated) {
+                                    s.ps_instance = choice.instance;
+                                    s.ps_nodes = std::max(1, static_cast<int>(std::ceil(choice.ratio * nodes - 1e-9)));
+                                }
+                            }
+                            out.push_back(std::move(s));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return out;
+}
+
+TimeCost elastic_time_cost(const Prediction& a, double first_epochs, const Prediction& b, double second_epochs) {
+    const double first_s = a.startup_s + first_epochs * a.epoch_s;
+    const double second_s = b.startup_s + second_epochs * b.epoch_s;
+    return {first_s + second_s, (first_s * a.cluster_usd_per_hour + second_s * b.cluster_usd_per_hour) / 3600.0};
+}
+
+namespace {
+
+/// Plans that can hand over to each other: same instances, GPUs per node, strategy, server set-up
+/// and global batch (seed 003 keeps the global batch when the cluster changes).
+std::vector<std::vector<std::size_t>> elastic_groups(const std::vector<Plan>& plans) {
+    std::map<std::tuple<std::string, int, Strategy, std::string, bool, int, Pricing>, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+        const Scenario& s = plans[i].scenario;
+        groups[{s.instance, s.gpus_per_node, s.strategy, s.ps_instance, s.ps_colocated, plans[i].prediction.global_batch,
+                s.pricing}]
+            .push_back(i);
+    }
+    std::vector<std::vector<std::size_t>> out;
+    for (auto& [key, members] : groups) {
+        if (members.size() > 1) out.push_back(std::move(members));
+    }
+    return out;
+}
+
+/// The two-phase schedule of a then b over `epochs` that meets `limit` exactly on one axis
+/// (time when `deadline`, else cost), when a alone is on the wrong side of it and b alone on the
+/// right side. The other axis is linear in the split, so the best split is at the limit.
+std::optional<ElasticPlan> split_at_limit(const std::vector<Plan>& plans, std::size_t a, std::size_t b, double epochs,
+                                          double limit, bool deadline) {
+    const Prediction& pa = plans[a].prediction;
+    const Prediction& pb = plans[b].prediction;
+    auto axis = [deadline](const TimeCost& tc) { return deadline ? tc.time_to_train_s : tc.cost_usd; };
+    const double all_a = axis(elastic_time_cost(pa, epochs, pb, 0));
+    const double all_b = axis(elastic_time_cost(pa, 0, pb, epochs));
+    if (!(all_a > limit && all_b <= limit)) return std::nullopt;
+    // Linear in the first phase's epochs e: value(e) = all_b + e (all_a - all_b) / epochs.
+    const double e = epochs * (limit - all_b) / (all_a - all_b);
+    if (!(e > 0)) return std::nullopt;
+    const TimeCost tc = elastic_time_cost(pa, e, pb, epochs - e);
+    return ElasticPlan{a, b, e, epochs - e, tc.time_to_train_s, tc.cost_usd};
+}
+
+}  // namespace
+
+PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::optional<double> deadline_s,
+                        std::optional<double> budget_usd, bool elastic) {
+    if (deadline_s && !(*deadline_s > 0)) throw InputError("the deadline must be positive");
+    if (budget_usd && !(*budget_usd > 0)) throw InputError("the budget must be positive");
+    PlanSearch result;
+    for (Scenario& s : enumerate_space(space, model.catalog())) {
+        ++result.considered;
+        try {
+            const ResolvedScenario resolved = model.resolve(s);
+            const Prediction p = model.predict(resolved);
+            result.plans.push_back({std::move(s), p});
+        } catch (const InputError&) {
+            ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, ...
+        }
+    }
+    std::vector<TimeCost> points;
+    points.reserve(result.plans.size());
+    for (const Plan& plan : result.plans) points.push_back({plan.prediction.time_to_train_s, plan.prediction.cost_usd});
+    result.front = pareto_front(points);
+    // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
+    // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
+    for (std::size_t i : result.front) {
+        const Prediction& p = result.plans[i].prediction;
+        if (deadline_s && p.time_to_train_s <= *deadline_s) {
+            if (!result.cheapest_within_deadline || p.cost_usd < result.plans[*result.cheapest_within_deadline].prediction.cost_usd) {
+                result.cheapest_within_deadline = i;
+            }
+        }
+        if (budget_usd && p.cost_usd <= *budget_usd) {
+            if (!result.fastest_within_budget ||
+                p.time_to_train_s < result.plans[*result.fastest_within_budget].prediction.time_to_train_s) {
+                result.fastest_within_budget = i;
+            }
+        }
+    }
+    if (elastic) {
+        // A split improves on the best so far (elastic, else fixed) on the axis the limit is not on.
+        auto improve = [&](std::optional<ElasticPlan>& best, std::optional<std::size_t> fixed, std::size_t a,
+                           std::size_t b, double limit, bool deadline) {
+            auto other_axis = [deadline](double time_s, double cost) { return deadline ? cost : time_s; };
+            const auto plan = split_at_limit(result.plans, a, b, space.base.epochs, limit, deadline);
+            if (!plan) return;
+            const double incumbent =
+                best ? other_axis(best->time_to_train_s, best->cost_usd)
+                : fixed ? other_axis(result.plans[*fixed].prediction.time_to_train_s, result.plans[*fixed].prediction.cost_usd)
+                        : INFINITY;
+            if (other_axis(plan->time_to_train_s, plan->cost_usd) < incumbent) best = plan;
+        };
+        for (const std::vector<std::size_t>& group : elastic_groups(result.plans)) {
+            for (std::size_t a : group) {
+                for (std::size_t b : group) {
+                    if (a == b) continue;
+                    if (deadline_s) improve(result.elastic_within_deadline, result.cheapest_within_deadline, a, b, *deadline_s, true);
+                    if (budget_usd) improve(result.elastic_within_budget, result.fastest_within_budget, a, b, *budget_usd, false);
+                }
+            }
+        }
+    }
+    return result;
+}
+
+}  // namespace epochcast

@@ -1,0 +1,86 @@
+// Which configuration to rent (issue 7): enumerate the catalog's space of clusters (instances, node
+// counts, GPUs per node, strategies, parameter-server instances and ratios, batch sizes that fit),
+// predict each with the analytic model, and pick the cheapest plan that meets a deadline, the
+// fastest within a budget, and the Pareto front of time against cost. docs/model.md, "Plan search".
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+
+namespace epochcast {
+
+/// A point in the time-against-cost plane.
+struct TimeCost {
+    double time_to_train_s = 0;  ///< seconds
+    double cost_usd = 0;         ///< US dollars
+};
+
+/// Indices of the points no other point beats: none is at least as fast and as cheap and better
+/// in one of the two. Sorted by time (fastest first); of equal points the first index is kept.
+std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
+
+/// The space the search enumerates. Empty lists mean "what the catalog offers".
+struct SearchSpace {
+    Scenario base;                          ///< model, image size, dataset, epochs, precision, framework, pricing
+    std::vector<std::string> instances;     ///< worker instances; empty: every GPU instance of the catalog
+    std::vector<int> nodes{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};  ///< worker node counts
+    std::vector<int> gpus_per_node;         ///< empty: 1, 2, 4, ... below the instance's count, and the count itself
+    std::vector<Strategy> strategies{Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps};
+    std::vector<std::string> ps_instances;  ///< dedicated servers; empty: every CPU-only instance of the catalog
+    std::vector<double> ps_ratios{0.5, 1, 2};  ///< server nodes per worker node (ps_nodes = ceil(ratio x nodes))
+    bool ps_colocated = true;               ///< also one server on each worker node
+    std::vector<int> batch_per_gpu{32, 64, 128, 256, 512};  ///< those that do not fit are dropped
+};
+
+/// Every Scenario of the space, in a fixed order: instance, GPUs per node, strategy (with, for ps,
+/// each server instance and ratio, then co-located), node count, batch. Hierarchical and tree
+/// all-reduce are left out with one GPU per node (they are the ring there, hierarchical exactly;
+/// tree is kept across nodes). GPU counts above the instance's are left out.
+std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog);
+
+/// One feasible configuration and its prediction.
+struct Plan {
+    Scenario scenario;
+    Prediction prediction;
+};
+
+/// Two phases on the same instances, strategy and global batch with different node counts
+/// (seed 003's elastic schedule: shrink or grow between epochs, checkpoint and relaunch).
+struct ElasticPlan {
+    std::size_t first = 0;        ///< index into PlanSearch::plans of the first phase's cluster
+    std::size_t second = 0;       ///< index of the second phase's cluster
+    double first_epochs = 0;      ///< epochs on the first
+    double second_epochs = 0;     ///< epochs on the second
+    double time_to_train_s = 0;   ///< startup + first phase + relaunch (the second's startup) + second phase
+    double cost_usd = 0;          ///< both phases and both startups, billed per second
+};
+
+/// What the search found.
+struct PlanSearch {
+    std::vector<Plan> plans;              ///< every feasible configuration, in enumeration order
+    std::size_t considered = 0;           ///< configurations enumerated
+    std::size_t infeasible = 0;           ///< of those, rejected (batch does not fit, no such precision, ...)
+    std::vector<std::size_t> front;       ///< indices into plans: the Pareto front, fastest first
+    std::optional<std::size_t> cheapest_within_deadline;  ///< index into plans, when a deadline is given and met
+    std::optional<std::size_t> fastest_within_budget;     ///< index into plans, when a budget is given and met
+    std::optional<ElasticPlan> elastic_within_deadline;   ///< cheapest two-phase schedule meeting the deadline, when
+                                                          ///< asked for and cheaper than every fixed plan that meets it
+    std::optional<ElasticPlan> elastic_within_budget;     ///< fastest two-phase schedule within the budget, when asked
+                                                          ///< for and faster than every fixed plan within it
+};
+
+/// Search the space. A deadline in seconds and a budget in US dollars are each optional (the front
+/// is found either way); `elastic` also considers two-phase schedules. Throws InputError for a
+/// deadline or budget that is not positive, or a name in the space the catalog does not know.
+PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::optional<double> deadline_s,
+                        std::optional<double> budget_usd, bool elastic = false);
+
+/// A two-phase schedule's time and cost: `first_epochs` on plan a then `second_epochs` on plan b,
+/// each cluster starting once (eq. E1 of docs/model.md).
+TimeCost elastic_time_cost(const Prediction& a, double first_epochs, const Prediction& b, double second_epochs);
+
+}  // namespace epochcast

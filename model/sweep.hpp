@@ -1,0 +1,69 @@
+// The sweep spec (DESIGN.md, "Sweep spec"): an object whose keys are Scenario fields, each a value
+// or a list of values; the sweep is their cross product. Combination i is decoded from its index
+// (mixed radix, the last field of kSweepFields varying fastest), so a sweep can be split into
+// index ranges between threads or MPI ranks without building the whole list.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/catalog.hpp"
+#include "model/scenario.hpp"
+#include "model/types.hpp"
+
+namespace epochcast {
+
+/// The spec's keys, in the order of the cross product (the last varies fastest).
+inline constexpr std::array<std::string_view, 18> kSweepFields = {
+    "model",         "image_size", "classes",     "dataset_images", "epochs",      "pricing",
+    "framework",     "precision",  "instance",    "gpus_per_node",  "strategy",    "ps_instance",
+    "ps_ratio",      "ps_nodes",   "ps_colocated", "efa_adapters",  "nodes",       "batch_per_gpu"};
+
+/// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
+/// value; `strategy` left out means hierarchical on multi-GPU nodes and ring on single-GPU ones.
+struct SweepSpec {
+    std::vector<std::string> model{"resnet50"};
+    std::vector<int> image_size{224};
+    std::vector<int> classes{1000};
+    std::vector<std::int64_t> dataset_images{kImageNetTrainImages};
+    std::vector<double> epochs{90};
+    std::vector<Pricing> pricing{Pricing::on_demand};
+    std::vector<Framework> framework{Framework::tensorflow};
+    std::vector<Precision> precision{Precision::amp};
+    std::vector<std::string> instance{"p3.16xlarge"};
+    std::vector<int> gpus_per_node{0};            ///< 0: all the instance has
+    std::vector<Strategy> strategy;               ///< empty: by the instance (see above)
+    std::vector<std::string> ps_instance{""};     ///< strategy ps only; "" none
+    std::vector<double> ps_ratio{0};              ///< server nodes per worker node (ps only); 0: use ps_nodes
+    std::vector<int> ps_nodes{0};                 ///< server nodes (ps only); 0: use ps_ratio
+    std::vector<bool> ps_colocated{false};        ///< one server on each worker node (ps only)
+    std::vector<int> efa_adapters{-1};            ///< -1: all the instance has
+    std::vector<int> nodes{8};
+    std::vector<int> batch_per_gpu{256};
+
+    /// The number of combinations: the product of the lists' lengths.
+    std::size_t combinations() const;
+
+    /// Combination `index` (0 <= index < combinations()). Parameter-server keys apply only to
+    /// strategy ps: another strategy's scenario leaves them out. ps_nodes comes from ps_ratio as
+    /// ceil(ratio x nodes) when the ratio is given. The strategy, when the spec gives none, is
+    /// chosen by `catalog`'s instance (an unknown instance cannot happen after parse).
+    Scenario scenario_at(std::size_t index, const Catalog& catalog) const;
+};
+
+/// Parse spec JSON; `origin` names it in errors. Throws InputError naming the origin, the key and
+/// the offending value: malformed JSON, not an object, an unknown key, an empty list, a value of
+/// the wrong type, a count that is zero or negative, an unknown instance/model/precision/strategy/
+/// framework/pricing, a CPU-only instance as a worker, both ps_ratio and ps_nodes given, or more
+/// than 2^40 combinations.
+SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, const Catalog& catalog);
+
+/// Read and parse a spec file; a missing file is an InputError naming the path.
+SweepSpec read_sweep_spec(const std::filesystem::path& path, const Catalog& catalog);
+
+}  // namespace epochcast

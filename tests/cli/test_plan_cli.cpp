@@ -1,0 +1,72 @@
+// `epochcast plan` as a user runs it: seed 000's question answered within the deadline, the front
+// printed, --spot and --elastic, and errors for what cannot be searched.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_process.hpp"
+
+namespace epochcast::testing {
+namespace {
+
+TEST(PlanCli, SeedZeroQuestionGetsAPlanWithinTheHour) {
+    const ProcessResult r = run_epochcast("plan --deadline 1h --budget 500 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(j["cheapest_within_deadline"].is_null());
+    EXPECT_LE(j["cheapest_within_deadline"]["time_to_train_s"].get<double>(), 3600);
+    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["model"], "resnet50");
+    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["epochs"], 90);
+    ASSERT_FALSE(j["fastest_within_budget"].is_null());
+    EXPECT_LE(j["fastest_within_budget"]["cost_usd"].get<double>(), 500);
+    EXPECT_GT(j["front"].size(), 3u);
+    EXPECT_GT(j["considered"].get<int>(), j["feasible"].get<int>());
+    // The cheapest within the deadline is on the front: no front point at most an hour is cheaper.
+    for (const auto& f : j["front"]) {
+        if (f["time_to_train_s"].get<double>() <= 3600) {
+            EXPECT_GE(f["cost_usd"].get<double>(), j["cheapest_within_deadline"]["cost_usd"].get<double>());
+        }
+    }
+}
+
+TEST(PlanCli, TextNamesTheAnswersAndTheFront) {
+    const ProcessResult r = run_epochcast("plan --deadline 2h --instance p3.16xlarge --instance p3.8xlarge");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Cheapest within the deadline of 2.00 h"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Pareto front"), std::string::npos);
+    EXPECT_NE(r.out.find("x p3."), std::string::npos);
+    EXPECT_EQ(r.out.find("p4d"), std::string::npos) << "only the instances asked for";
+}
+
+TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {
+    const ProcessResult on_demand = run_epochcast("plan --deadline 3h --instance p3.16xlarge --json");
+    const ProcessResult spot = run_epochcast("plan --deadline 3h --instance p3.16xlarge --spot --elastic --json");
+    ASSERT_EQ(on_demand.exit_code, 0) << on_demand.err;
+    ASSERT_EQ(spot.exit_code, 0) << spot.err;
+    const nlohmann::json a = nlohmann::json::parse(on_demand.out);
+    const nlohmann::json b = nlohmann::json::parse(spot.out);
+    EXPECT_LT(b["cheapest_within_deadline"]["cost_usd"].get<double>(), a["cheapest_within_deadline"]["cost_usd"].get<double>());
+    EXPECT_EQ(b["cheapest_within_deadline"]["scenario"]["pricing"], "spot");
+    EXPECT_TRUE(b.contains("elastic_within_deadline"));
+    EXPECT_FALSE(a.contains("elastic_within_deadline"));
+}
+
+TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
+    struct Case {
+        const char* arguments;
+        const char* expected;
+    };
+    for (const Case& c : {Case{"plan", "--deadline"}, Case{"plan --deadline soon", "--deadline 'soon'"},
+                          Case{"plan --deadline 0h", "--deadline '0h'"}, Case{"plan --budget -5", "--budget"},
+                          Case{"plan --deadline 1h --instance p9.mega", "p9.mega"},
+                          Case{"plan --deadline 1h --model vgg16", "vgg16"},
+                          Case{"plan --deadline 1h --nodes 0", "--nodes"},
+                          Case{"plan --deadline 1h --plot out.gif", "out.gif"}}) {
+        const ProcessResult r = run_epochcast(c.arguments);
+        EXPECT_EQ(r.exit_code, 2) << c.arguments;
+        EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.arguments << ": " << r.err;
+    }
+}
+
+}  // namespace
+}  // namespace epochcast::testing

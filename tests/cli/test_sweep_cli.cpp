@@ -1,0 +1,284 @@
+// `epochcast sweep` as a user runs it: one row per combination with every Prediction field, the
+// reasons of infeasible rows, errors that name the key and value and leave no file, Ctrl-C leaving
+// a valid file with the rows so far, and the same rows from two MPI ranks.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli/plot.hpp"
+#include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_file.hpp"
+
+namespace epochcast::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::stringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+/// Fields of a CSV line (quoted fields with doubled quotes, as the sweep writes them).
+std::vector<std::string> fields_of(const std::string& line) {
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+                fields.back() += '"';
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                fields.back() += c;
+            }
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            fields.emplace_back();
+        } else {
+            fields.back() += c;
+        }
+    }
+    return fields;
+}
+
+/// A scratch folder removed at the end of the test.
+struct Folder {
+    fs::path path = fs::temp_directory_path() / ("epochcast_sweep_test_" + std::to_string(::getpid()) + "_" +
+                                                 std::to_string(std::rand()));
+    Folder() { fs::create_directories(path); }
+    ~Folder() { fs::remove_all(path); }
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+const char* kSpec = R"({"instance": ["p3.16xlarge", "p3.2xlarge"], "nodes": [1, 2, 4],
+                        "batch_per_gpu": [128, 512], "strategy": ["ring", "ps"],
+                        "ps_instance": "m4.16xlarge", "ps_ratio": 1})";
+
+TEST(SweepCli, CsvHasARowForEveryCombinationWithEveryPredictionField) {
+    TempFile spec(kSpec);
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<std::string> lines = lines_of(r.out);
+    ASSERT_EQ(lines.size(), 1u + 2 * 3 * 2 * 2);
+    const std::vector<std::string> header = fields_of(lines[0]);
+    for (const char* key : {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s",
+                            "exposed_communication_s", "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd",
+                            "scaling_efficiency", "gpus", "interval_low", "interval_high", "feasible", "reason",
+                            "instance", "nodes", "batch_per_gpu", "strategy", "ps_nodes"}) {
+        EXPECT_NE(std::find(header.begin(), header.end(), key), header.end()) << key;
+    }
+    auto column = [&](const std::string& name) {
+        return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+    };
+    int feasible = 0;
+    int infeasible = 0;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        const std::vector<std::string> f = fields_of(lines[i]);
+        ASSERT_EQ(f.size(), header.size()) << lines[i];
+        if (f[column("feasible")] == "true") {
+            ++feasible;
+            EXPECT_GT(std::stod(f[column("throughput_images_per_s")]), 0);
+            EXPECT_GT(std::stod(f[column("cost_usd")]), 0);
+        } else {
+            ++infeasible;
+            EXPECT_EQ(f[column("batch_per_gpu")], "512");  // V100 16 GB cannot hold 512 images of ResNet-50
+            EXPECT_NE(f[column("reason")].find("GiB"), std::string::npos) << f[column("reason")];
+            EXPECT_TRUE(f[column("throughput_images_per_s")].empty());
+        }
+    }
+    EXPECT_EQ(feasible, 12);
+    EXPECT_EQ(infeasible, 12);
+}
+
+TEST(SweepCli, JsonRowsAreThePredictContract) {
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [2, 8], "strategy": "ring", "framework": "tensorflow"})");
+    Folder folder;
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + (folder / "out.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("wrote 2 rows (2 feasible, 0 not)"), std::string::npos) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(read_text(folder / "out.json"));
+    EXPECT_EQ(j["schema"], "epochcast.sweep/1");
+    EXPECT_EQ(j["complete"], true);
+    EXPECT_EQ(j["interrupted"], false);
+    ASSERT_EQ(j["rows"].size(), 2u);
+    const ProcessResult predict =
+        run_epochcast("predict --instance p3.16xlarge --nodes 8 --strategy ring --framework tensorflow --json");
+    ASSERT_EQ(predict.exit_code, 0) << predict.err;
+    const nlohmann::json p = nlohmann::json::parse(predict.out);
+    const nlohmann::json& row = j["rows"][1];
+    EXPECT_EQ(row["feasible"], true);
+    for (const char* key : {"throughput_images_per_s", "iteration_s", "epoch_s", "time_to_train_s", "cost_usd", "gpus"}) {
+        EXPECT_DOUBLE_EQ(row[key].get<double>(), p[key].get<double>()) << key;
+    }
+    EXPECT_FALSE(fs::exists(folder / "out.json.partial"));
+}
+
+TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
+    Folder folder;
+    const std::string out = folder / "out.csv";
+    struct Case {
+        const char* spec;
+        const char* expected;
+    };
+    for (const Case& c : {Case{R"({"nodes": [4, 0]})", "\"nodes\" value 0"},
+                          Case{R"({"instance": "p9.mega"})", "\"instance\" value \"p9.mega\""},
+                          Case{R"({"precision": ["amp", "fp7"]})", "\"precision\" value \"fp7\""},
+                          Case{R"({"nodes": [1, 2)", "malformed JSON"},
+                          Case{R"({"gpus": 8})", "unknown key \"gpus\""}}) {
+        TempFile spec(c.spec);
+        const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + out);
+        EXPECT_EQ(r.exit_code, 2) << c.spec;
+        EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+        EXPECT_TRUE(fs::is_empty(folder.path)) << "a file was left behind for " << c.spec;
+    }
+    const ProcessResult missing = run_epochcast("sweep " + (folder / "nope.json"));
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("nope.json"), std::string::npos);
+    TempFile spec(R"({"nodes": 2})");
+    const ProcessResult bad_output = run_epochcast("sweep " + spec.path() + " -o " + (folder / "out.xlsx"));
+    EXPECT_EQ(bad_output.exit_code, 2);
+    EXPECT_NE(bad_output.err.find(".csv or .json"), std::string::npos);
+    const ProcessResult no_folder = run_epochcast("sweep " + spec.path() + " -o " + (folder / "none/out.csv"));
+    EXPECT_EQ(no_folder.exit_code, 2);
+    EXPECT_NE(no_folder.err.find("cannot be written"), std::string::npos);
+    EXPECT_TRUE(fs::is_empty(folder.path));
+}
+
+/// Start `epochcast sweep` on the million-row spec, let it write for a while, press Ctrl-C.
+ProcessResult interrupt_sweep(const std::string& output, double seconds) {
+    const std::string spec = std::string(EPOCHCAST_SOURCE_DIR) + "/bench/specs/million.json";
+    const std::string err_path = output + ".stderr";
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(err, 2);
+        ::execl(EPOCHCAST_CLI_PATH, EPOCHCAST_CLI_PATH, "sweep", spec.c_str(), "-o", output.c_str(), "--jobs", "1",
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    ::kill(child, SIGINT);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ProcessResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = read_text(err_path);
+    fs::remove(err_path);
+    return r;
+}
+
+TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
+    Folder folder;
+    const std::string out = folder / "big.csv";
+    const ProcessResult r = interrupt_sweep(out, 0.8);
+    ASSERT_EQ(r.exit_code, 1) << r.err;  // a run that did not finish
+    EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+    ASSERT_TRUE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(out + ".partial"));
+    const std::vector<std::string> lines = lines_of(read_text(out));
+    ASSERT_GE(lines.size(), 3u);
+    const std::size_t columns = fields_of(lines[0]).size();
+    const std::size_t rows = lines.size() - 2;  // header and the closing note
+    EXPECT_GT(rows, 0u);
+    EXPECT_LT(rows, 1'000'000u);
+    for (std::size_t i = 1; i + 1 < lines.size(); ++i) ASSERT_EQ(fields_of(lines[i]).size(), columns) << "line " << i;
+    EXPECT_EQ(lines.back(), "# interrupted: " + std::to_string(rows) + " of 1000000 rows written");
+}
+
+TEST(SweepCli, CtrlCLeavesAValidJsonThatSaysSo) {
+    Folder folder;
+    const std::string out = folder / "big.json";
+    const ProcessResult r = interrupt_sweep(out, 0.8);
+    ASSERT_EQ(r.exit_code, 1) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_text(out));  // throws if not valid JSON
+    EXPECT_EQ(j["interrupted"], true);
+    EXPECT_EQ(j["complete"], false);
+    EXPECT_EQ(j["rows_written"].get<std::size_t>(), j["rows"].size());
+    EXPECT_GT(j["rows"].size(), 0u);
+    EXPECT_EQ(j["combinations"], 1000000);
+}
+
+TEST(SweepCli, PlotWithoutChartSupportIsABadInput) {
+    if (cli::plots_supported()) GTEST_SKIP() << "this build draws charts (tests/gui checks the pictures)";
+    TempFile spec(R"({"nodes": 2})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --plot x.png");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("without chart support"), std::string::npos) << r.err;
+}
+
+#ifdef EPOCHCAST_MPIEXEC
+TEST(SweepCli, TwoMpiRanksWriteTheSameRowsAsOneProcess) {
+    TempFile spec(kSpec);
+    Folder folder;
+    const ProcessResult one = run_epochcast("sweep " + spec.path() + " -o " + (folder / "one.csv"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np 2 --oversubscribe";
+    if (::geteuid() == 0) command += " --allow-run-as-root";
+    const ProcessResult two = run_command(command + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() + " -o " +
+                                          (folder / "two.csv"));
+    ASSERT_EQ(two.exit_code, 0) << two.err << two.out;
+    EXPECT_NE(two.out.find("over 2 ranks"), std::string::npos) << two.out;
+    EXPECT_EQ(read_text(folder / "one.csv"), read_text(folder / "two.csv"));
+}
+#endif
+
+}  // namespace
+}  // namespace epochcast::testing
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "cli/table.hpp"
+
+namespace epochcast::testing {
+namespace {
+
+std::string significant(double value) {
+    std::string out;
+    cli::append_significant(out, value);
+    return out;
+}
+
+TEST(AppendSignificant, WritesWhatPrintfPercentPoint7gWrites) {
+    for (double v : {0.0, 1.0, -1.0, 90.0, 24.48, 0.918, 1281167.0, 9999999.4, 9999999.6, 0.0001, 0.00012345678,
+                     0.000099999, 123.4567849, 5778.146, 1e7, 3.2e12, -0.5, 1e-9}) {
+        char expected[64];
+        std::snprintf(expected, sizeof expected, "%.7g", v);
+        EXPECT_EQ(significant(v), expected) << v;
+    }
+    EXPECT_EQ(significant(NAN), "nan");
+    // A million values over the range the sweep writes: the same text as printf but where a
+    // value sits within rounding of a half in its 7th digit; never further than that.
+    std::mt19937_64 random(7);
+    std::uniform_real_distribution<double> exponent(-5, 8);
+    int differ = 0;
+    for (int i = 0; i < 1'000'000; ++i) {
+        const double v = std::pow(10.0, exponent(random));
+        char expected[64];
+        std::snprintf(expected, sizeof expected, "%.7g", v);
+        const std::string got = significant(v);
+        if (got != expected) {
+            ++differ;
+            EXPECT_NEAR(std::stod(got), std::stod(expected), 1.01e-6 * std::stod(expected)) << v;
+        }
+    }
+    EXPECT_LT(differ, 100);
+}
+
+}  // namespace
+}  // namespace epochcast::testing

@@ -1,0 +1,76 @@
+// `epochcast sweep/plan --plot`: the real command draws the three charts into one picture that is
+// not blank (the front's, the bars' and the curves' colours are there), PNG or SVG.
+#include <gtest/gtest.h>
+
+#include <QtGui/QColor>
+#include <QtGui/QImage>
+
+#include <filesystem>
+
+#include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_file.hpp"
+
+namespace epochcast::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+int pixels_near(const QImage& image, QColor colour, int tolerance) {
+    int count = 0;
+    for (int y = 0; y < image.height(); ++y) {
+        for (int x = 0; x < image.width(); ++x) {
+            const QColor c = image.pixelColor(x, y);
+            count += std::abs(c.red() - colour.red()) <= tolerance && std::abs(c.green() - colour.green()) <= tolerance &&
+                     std::abs(c.blue() - colour.blue()) <= tolerance;
+        }
+    }
+    return count;
+}
+
+void expect_three_charts(const std::string& png) {
+    const QImage image(QString::fromStdString(png));
+    ASSERT_FALSE(image.isNull()) << png;
+    EXPECT_EQ(image.width(), 1100);
+    EXPECT_EQ(image.height(), 3 * 620);
+    // Each third holds a chart: the front (vermillion) on top, curves in the middle, bars (blue) below.
+    const int third = image.height() / 3;
+    EXPECT_GT(pixels_near(image.copy(0, 0, image.width(), third), QColor(213, 94, 0), 20), 300) << "the Pareto front";
+    EXPECT_GT(pixels_near(image.copy(0, third, image.width(), third), QColor(0, 114, 178), 20), 300) << "a scaling curve";
+    EXPECT_GT(pixels_near(image.copy(0, 2 * third, image.width(), third), QColor(0, 114, 178), 4), 5000) << "compute bars";
+}
+
+TEST(PlotCli, SweepDrawsThreeChartsIntoOnePng) {
+    TempFile spec(R"({"instance": ["p3.16xlarge", "p3.8xlarge"], "nodes": [1, 2, 4, 8, 16], "batch_per_gpu": [128, 256]})");
+    TempFile png("", ".png");
+    fs::remove(png.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o /tmp/epochcast_plot_cli_" +
+                                          std::to_string(::getpid()) + ".csv --plot " + png.path());
+    fs::remove("/tmp/epochcast_plot_cli_" + std::to_string(::getpid()) + ".csv");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_three_charts(png.path());
+}
+
+TEST(PlotCli, PlanDrawsPngAndSvg) {
+    TempFile png("", ".png");
+    const ProcessResult r = run_epochcast("plan --deadline 1h --budget 300 --instance p3.16xlarge --instance p4d.24xlarge --plot " + png.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("plots: " + png.path()), std::string::npos);
+    expect_three_charts(png.path());
+    TempFile svg("", ".svg");
+    const ProcessResult s = run_epochcast("plan --deadline 1h --instance p3.16xlarge --plot " + svg.path());
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    const std::string text = read_text(svg.path());
+    EXPECT_NE(text.find("<svg"), std::string::npos);
+    EXPECT_NE(text.find("time to train (hours)"), std::string::npos);
+    EXPECT_NE(text.find("throughput (images/s)"), std::string::npos);
+    EXPECT_NE(text.find("time per iteration (ms)"), std::string::npos);
+}
+
+TEST(PlotCli, UnwritablePlotIsABadInputAndLeavesNothing) {
+    const ProcessResult r = run_epochcast("plan --deadline 1h --instance p3.16xlarge --plot /nonexistent-folder/x.png");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("/nonexistent-folder/x.png"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace epochcast::testing

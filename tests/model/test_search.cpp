@@ -1,0 +1,229 @@
+// model/search: the plan search against a brute-force search written here with plain nested loops
+// (seed 000's question: ResNet-50 for 90 epochs within an hour), the Pareto front's definition,
+// and the two-phase elastic schedules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model/errors.hpp"
+#include "model/search.hpp"
+
+namespace epochcast {
+namespace {
+
+const CostModel& model() {
+    static const CostModel m(Catalog::built_in(), Calibration::built_in());
+    return m;
+}
+
+TEST(ParetoFront, KeepsExactlyTheUndominatedPointsFastestFirst) {
+    const std::vector<TimeCost> points = {{10, 5}, {5, 10}, {7, 7}, {8, 8}, {5, 12}, {12, 5}, {3, 20}, {7, 7}};
+    const std::vector<std::size_t> front = pareto_front(points);
+    EXPECT_EQ(front, (std::vector<std::size_t>{6, 1, 2, 0}));  // (3,20) (5,10) (7,7) (10,5); the second (7,7) is a tie
+    EXPECT_TRUE(pareto_front({}).empty());
+}
+
+/// The answer to "cheapest within the deadline" and "fastest within the budget" by trying every
+/// configuration of the default space with nested loops, independent of search_plans.
+struct BruteForce {
+    double cheapest_cost = std::numeric_limits<double>::infinity();
+    Scenario cheapest;
+    double fastest_time = std::numeric_limits<double>::infinity();
+    Scenario fastest;
+    std::vector<TimeCost> feasible;
+    std::size_t tried = 0;
+};
+
+BruteForce brute_force(const Scenario& base, double deadline_s, double budget_usd) {
+    BruteForce best;
+    const Catalog& catalog = model().catalog();
+    auto consider = [&](const Scenario& s) {
+        ++best.tried;
+        Prediction p;
+        try {
+            p = model().predict(s);
+        } catch (const InputError&) {
+            return;
+        }
+        best.feasible.push_back({p.time_to_train_s, p.cost_usd});
+        if (p.time_to_train_s <= deadline_s && p.cost_usd < best.cheapest_cost) {
+            best.cheapest_cost = p.cost_usd;
+            best.cheapest = s;
+        }
+        if (p.cost_usd <= budget_usd && p.time_to_train_s < best.fastest_time) {
+            best.fastest_time = p.time_to_train_s;
+            best.fastest = s;
+        }
+    };
+    for (const InstanceSpec& worker : catalog.instances()) {
+        if (worker.gpus == 0) continue;
+        for (int k = 1; k <= worker.gpus; ++k) {
+            const bool power_of_two = (k & (k - 1)) == 0;
+            if (!power_of_two && k != worker.gpus) continue;
+            for (int nodes : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
+                for (int batch : {32, 64, 128, 256, 512}) {
+                    Scenario s = base;
+                    s.instance = worker.name;
+                    s.gpus_per_node = k;
+                    s.nodes = nodes;
+                    s.batch_per_gpu = batch;
+                    for (Strategy strategy : {Strategy::ring, Strategy::hierarchical, Strategy::tree}) {
+                        s.strategy = strategy;
+                        consider(s);
+                    }
+                    s.strategy = Strategy::ps;
+                    s.ps_colocated = true;
+                    consider(s);
+                    s.ps_colocated = false;
+                    for (const InstanceSpec& server : catalog.instances()) {
+                        if (server.gpus != 0 || server.price_usd_per_hour <= 0) continue;
+                        for (double ratio : {0.5, 1.0, 2.0}) {
+                            s.ps_instance = server.name;
+                            s.ps_nodes = std::max(1, static_cast<int>(std::ceil(ratio * nodes)));
+                            consider(s);
+                        }
+                    }
+                    s.ps_instance.clear();
+                    s.ps_nodes = 0;
+                }
+            }
+        }
+    }
+    return best;
+}
+
+TEST(PlanSearch, SeedZeroQuestionMatchesABruteForceSearch) {
+    // Seed 000: train ResNet-50 on ImageNet for 90 epochs within an hour (mixed precision, TensorFlow).
+    SearchSpace space;
+    space.base.model = "resnet50";
+    space.base.epochs = 90;
+    const double deadline_s = 3600;
+    const double budget_usd = 500;
+    const PlanSearch search = search_plans(model(), space, deadline_s, budget_usd);
+    const BruteForce brute = brute_force(space.base, deadline_s, budget_usd);
+
+    ASSERT_TRUE(search.cheapest_within_deadline.has_value());
+    ASSERT_TRUE(std::isfinite(brute.cheapest_cost));
+    const Plan& cheapest = search.plans[*search.cheapest_within_deadline];
+    EXPECT_LE(cheapest.prediction.time_to_train_s, deadline_s);
+    EXPECT_DOUBLE_EQ(cheapest.prediction.cost_usd, brute.cheapest_cost);
+    EXPECT_EQ(cheapest.scenario.instance, brute.cheapest.instance);
+    EXPECT_EQ(cheapest.scenario.nodes, brute.cheapest.nodes);
+    EXPECT_EQ(cheapest.scenario.batch_per_gpu, brute.cheapest.batch_per_gpu);
+
+    ASSERT_TRUE(search.fastest_within_budget.has_value());
+    const Plan& fastest = search.plans[*search.fastest_within_budget];
+    EXPECT_LE(fastest.prediction.cost_usd, budget_usd);
+    EXPECT_DOUBLE_EQ(fastest.prediction.time_to_train_s, brute.fastest_time);
+
+    // The same space: as many feasible configurations (hierarchical on one GPU per node is the
+    // ring and is not enumerated twice by the search).
+    EXPECT_GT(search.plans.size(), 1000u);
+    EXPECT_LE(search.plans.size(), brute.feasible.size());
+    EXPECT_EQ(search.plans.size() + search.infeasible, search.considered);
+
+    // The front: no feasible configuration beats a front point on both axes, and every feasible
+    // configuration is matched or beaten by one on the front.
+    for (std::size_t i : search.front) {
+        const Prediction& f = search.plans[i].prediction;
+        for (const TimeCost& p : brute.feasible) {
+            EXPECT_FALSE(p.time_to_train_s <= f.time_to_train_s && p.cost_usd < f.cost_usd * (1 - 1e-12))
+                << "front point " << i << " is dominated";
+        }
+    }
+    for (const TimeCost& p : brute.feasible) {
+        bool covered = false;
+        for (std::size_t i : search.front) {
+            const Prediction& f = search.plans[i].prediction;
+            covered = covered || (f.time_to_train_s <= p.time_to_train_s * (1 + 1e-12) && f.cost_usd <= p.cost_usd * (1 + 1e-12));
+        }
+        ASSERT_TRUE(covered) << p.time_to_train_s << " s, $" << p.cost_usd << " is beaten by no front point";
+    }
+    for (std::size_t j = 1; j < search.front.size(); ++j) {
+        EXPECT_LT(search.plans[search.front[j - 1]].prediction.time_to_train_s,
+                  search.plans[search.front[j]].prediction.time_to_train_s + 1e-9);
+        EXPECT_GT(search.plans[search.front[j - 1]].prediction.cost_usd, search.plans[search.front[j]].prediction.cost_usd);
+    }
+}
+
+TEST(PlanSearch, SpotPricesMakeTheSamePlanCheaper) {
+    SearchSpace space;
+    space.instances = {"p3.16xlarge"};
+    const PlanSearch on_demand = search_plans(model(), space, 4 * 3600.0, std::nullopt);
+    space.base.pricing = Pricing::spot;
+    const PlanSearch spot = search_plans(model(), space, 4 * 3600.0, std::nullopt);
+    ASSERT_TRUE(on_demand.cheapest_within_deadline && spot.cheapest_within_deadline);
+    EXPECT_LT(spot.plans[*spot.cheapest_within_deadline].prediction.cost_usd,
+              on_demand.plans[*on_demand.cheapest_within_deadline].prediction.cost_usd);
+}
+
+TEST(PlanSearch, UnreachableDeadlineHasNoAnswerAndBadLimitsAreErrors) {
+    SearchSpace space;
+    space.instances = {"p3.2xlarge"};
+    space.nodes = {1, 2};
+    const PlanSearch search = search_plans(model(), space, 60.0, 1.0);
+    EXPECT_FALSE(search.cheapest_within_deadline.has_value());
+    EXPECT_FALSE(search.fastest_within_budget.has_value());
+    EXPECT_FALSE(search.front.empty());
+    EXPECT_THROW(search_plans(model(), space, 0.0, std::nullopt), InputError);
+    EXPECT_THROW(search_plans(model(), space, std::nullopt, -5.0), InputError);
+    space.instances = {"p9.imaginary"};
+    EXPECT_THROW(search_plans(model(), space, 3600.0, std::nullopt), InputError);
+}
+
+TEST(PlanSearch, ElasticScheduleMeetsTheDeadlineExactlyWhenItSaves) {
+    // One node at batch 256 and two at batch 128 keep the global batch (seed 003). A deadline
+    // just under the one-node time: that cluster alone misses it, and finishing the last epochs on
+    // two nodes costs less than any fixed two-node plan (2 x b256 included).
+    SearchSpace space;
+    space.instances = {"p3.16xlarge"};
+    space.gpus_per_node = {8};
+    space.strategies = {Strategy::hierarchical};
+    space.nodes = {1, 2};
+    space.batch_per_gpu = {128, 256};
+    Scenario one = space.base;
+    one.instance = "p3.16xlarge";
+    one.nodes = 1;
+    one.batch_per_gpu = 256;
+    Scenario two = one;
+    two.nodes = 2;
+    two.batch_per_gpu = 128;
+    const Prediction a = model().predict(one);
+    const Prediction b = model().predict(two);
+    ASSERT_GT(a.time_to_train_s, b.time_to_train_s);
+    const double deadline = 0.9 * a.time_to_train_s + 0.1 * b.time_to_train_s;
+
+    const PlanSearch search = search_plans(model(), space, deadline, std::nullopt, true);
+    ASSERT_TRUE(search.elastic_within_deadline.has_value());
+    const ElasticPlan& e = *search.elastic_within_deadline;
+    EXPECT_NEAR(e.time_to_train_s, deadline, 1e-6 * deadline);
+    EXPECT_NEAR(e.first_epochs + e.second_epochs, 90, 1e-9);
+    ASSERT_TRUE(search.cheapest_within_deadline.has_value());
+    EXPECT_LT(e.cost_usd, search.plans[*search.cheapest_within_deadline].prediction.cost_usd);
+    // Eq. E1 by hand: each phase bills its cluster for its startup and its epochs.
+    const Prediction& pa = search.plans[e.first].prediction;
+    const Prediction& pb = search.plans[e.second].prediction;
+    const double first_s = pa.startup_s + e.first_epochs * pa.epoch_s;
+    const double second_s = pb.startup_s + e.second_epochs * pb.epoch_s;
+    EXPECT_NEAR(e.time_to_train_s, first_s + second_s, 1e-6);
+    EXPECT_NEAR(e.cost_usd, (first_s * pa.cluster_usd_per_hour + second_s * pb.cluster_usd_per_hour) / 3600, 1e-6);
+    EXPECT_EQ(pa.global_batch, pb.global_batch);
+
+    // Without --elastic, none.
+    EXPECT_FALSE(search_plans(model(), space, deadline, std::nullopt, false).elastic_within_deadline.has_value());
+}
+
+TEST(CostModel, RingOverOneGpuNodesIsLimitedByTheNetworkNotANaN) {
+    Scenario s;
+    s.instance = "p3.2xlarge";
+    s.nodes = 4;
+    s.strategy = Strategy::ring;
+    const Prediction p = model().predict(s);
+    EXPECT_TRUE(std::isfinite(p.communication_s));
+    EXPECT_GT(p.communication_s, 0);
+    EXPECT_GT(p.throughput_images_per_s, 0);
+}
+
+}  // namespace
+}  // namespace epochcast

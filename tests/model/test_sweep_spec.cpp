@@ -1,0 +1,115 @@
+// model/sweep: the spec's cross product, its order, the parameter-server keys, and errors that name
+// the key and the value.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "model/errors.hpp"
+#include "model/sweep.hpp"
+
+namespace epochcast {
+namespace {
+
+const Catalog& catalog() {
+    static const Catalog c = Catalog::built_in();
+    return c;
+}
+
+SweepSpec parse(const std::string& text) { return parse_sweep_spec(text, "spec.json", catalog()); }
+
+std::string error_of(const std::string& text) {
+    try {
+        parse(text);
+    } catch (const InputError& error) {
+        return error.what();
+    }
+    return "(no error)";
+}
+
+TEST(SweepSpec, CrossProductHasOneScenarioPerCombinationLastKeyFastest) {
+    const SweepSpec spec = parse(R"({"instance": ["p3.16xlarge", "p3.8xlarge"], "nodes": [1, 2, 4],
+                                     "batch_per_gpu": [64, 128], "precision": "fp32"})");
+    ASSERT_EQ(spec.combinations(), 12u);
+    std::set<std::tuple<std::string, int, int>> seen;
+    for (std::size_t i = 0; i < spec.combinations(); ++i) {
+        const Scenario s = spec.scenario_at(i, catalog());
+        EXPECT_EQ(s.precision, Precision::fp32);
+        seen.insert({s.instance, s.nodes, s.batch_per_gpu});
+    }
+    EXPECT_EQ(seen.size(), 12u);
+    // Mixed radix: batch varies fastest, then nodes, then instance.
+    EXPECT_EQ(spec.scenario_at(0, catalog()).batch_per_gpu, 64);
+    EXPECT_EQ(spec.scenario_at(1, catalog()).batch_per_gpu, 128);
+    EXPECT_EQ(spec.scenario_at(2, catalog()).nodes, 2);
+    EXPECT_EQ(spec.scenario_at(6, catalog()).instance, "p3.8xlarge");
+    EXPECT_EQ(spec.scenario_at(11, catalog()).nodes, 4);
+}
+
+TEST(SweepSpec, DefaultsAreTheScenarioDefaultsAndTheStrategyFollowsTheInstance) {
+    const SweepSpec spec = parse(R"({"instance": ["p3.16xlarge", "p3.2xlarge"]})");
+    ASSERT_EQ(spec.combinations(), 2u);
+    const Scenario multi = spec.scenario_at(0, catalog());
+    const Scenario single = spec.scenario_at(1, catalog());
+    EXPECT_EQ(multi.model, "resnet50");
+    EXPECT_EQ(multi.nodes, 8);
+    EXPECT_EQ(multi.batch_per_gpu, 256);
+    EXPECT_EQ(multi.gpus_per_node, 8);  // "all" resolved
+    EXPECT_EQ(multi.strategy, Strategy::hierarchical);
+    EXPECT_EQ(single.gpus_per_node, 1);
+    EXPECT_EQ(single.strategy, Strategy::ring);
+}
+
+TEST(SweepSpec, ParameterServerKeysApplyToPsOnlyAndRatioScalesWithNodes) {
+    const SweepSpec spec = parse(R"({"strategy": ["ring", "ps"], "ps_instance": "m4.16xlarge",
+                                     "ps_ratio": 1.5, "nodes": [2, 3]})");
+    ASSERT_EQ(spec.combinations(), 4u);
+    const Scenario ring = spec.scenario_at(0, catalog());
+    EXPECT_EQ(ring.strategy, Strategy::ring);
+    EXPECT_TRUE(ring.ps_instance.empty());
+    EXPECT_EQ(ring.ps_nodes, 0);
+    const Scenario ps2 = spec.scenario_at(2, catalog());
+    const Scenario ps3 = spec.scenario_at(3, catalog());
+    EXPECT_EQ(ps2.strategy, Strategy::ps);
+    EXPECT_EQ(ps2.ps_instance, "m4.16xlarge");
+    EXPECT_EQ(ps2.ps_nodes, 3);  // ceil(1.5 x 2)
+    EXPECT_EQ(ps3.ps_nodes, 5);  // ceil(1.5 x 3)
+    const SweepSpec colocated = parse(R"({"strategy": "ps", "ps_colocated": [true]})");
+    EXPECT_TRUE(colocated.scenario_at(0, catalog()).ps_colocated);
+    EXPECT_EQ(colocated.scenario_at(0, catalog()).ps_nodes, 0);
+}
+
+TEST(SweepSpec, ErrorsNameTheKeyAndTheValue) {
+    EXPECT_NE(error_of(R"({"instance": ["p3.16xlarge", "p9.huge"]})").find("\"instance\" value \"p9.huge\""), std::string::npos);
+    EXPECT_NE(error_of(R"({"nodes": [1, 0]})").find("\"nodes\" value 0 must be at least 1"), std::string::npos);
+    EXPECT_NE(error_of(R"({"nodes": -3})").find("\"nodes\" value -3"), std::string::npos);
+    EXPECT_NE(error_of(R"({"nodes": 2.5})").find("\"nodes\" value 2.5 is not a whole number"), std::string::npos);
+    EXPECT_NE(error_of(R"({"precision": "fp8"})").find("\"precision\" value \"fp8\""), std::string::npos);
+    EXPECT_NE(error_of(R"({"strategy": ["ring", "mesh"]})").find("\"strategy\" value \"mesh\""), std::string::npos);
+    EXPECT_NE(error_of(R"({"model": "vgg16"})").find("\"model\" value \"vgg16\" is not a known model"), std::string::npos);
+    EXPECT_NE(error_of(R"({"instance": "m4.16xlarge"})").find("CPU-only"), std::string::npos);
+    EXPECT_NE(error_of(R"({"batch_per_gpu": []})").find("\"batch_per_gpu\" is an empty list"), std::string::npos);
+    EXPECT_NE(error_of(R"({"nodez": 4})").find("unknown key \"nodez\""), std::string::npos);
+    EXPECT_NE(error_of(R"({"ps_ratio": 1, "ps_nodes": 2})").find("not both"), std::string::npos);
+    EXPECT_NE(error_of(R"({"epochs": "ninety"})").find("\"epochs\" value \"ninety\" is not a number"), std::string::npos);
+    EXPECT_NE(error_of(R"([1, 2])").find("JSON object"), std::string::npos);
+    EXPECT_NE(error_of(R"({"nodes": [1, 2)").find("malformed JSON"), std::string::npos);
+    EXPECT_EQ(error_of(R"({"nodes": [1, 2]})"), "(no error)");
+}
+
+TEST(SweepSpec, AMillionCombinationsAreCountedNotBuilt) {
+    std::string nodes;
+    for (int i = 1; i <= 100; ++i) nodes += (i > 1 ? "," : "") + std::to_string(i);
+    std::string batches;
+    for (int i = 1; i <= 100; ++i) batches += (i > 1 ? "," : "") + std::to_string(i * 4);
+    const SweepSpec spec = parse(R"({"nodes": [)" + nodes + R"(], "batch_per_gpu": [)" + batches +
+                                 R"(], "epochs": [10,20,30,40,50,60,70,80,90,100]})");
+    EXPECT_EQ(spec.combinations(), 100000u);
+    const Scenario last = spec.scenario_at(spec.combinations() - 1, catalog());
+    EXPECT_EQ(last.nodes, 100);
+    EXPECT_EQ(last.batch_per_gpu, 400);
+    EXPECT_EQ(last.epochs, 100);
+}
+
+}  // namespace
+}  // namespace epochcast
