@@ -22,6 +22,8 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
     double cheapest = INFINITY;
     for (std::size_t i : order) {
         // A point joins when it is strictly cheaper than every faster-or-equal point before it.
+        // A point without a finite time or cost (a ring the model cannot cost) never does.
+        if (!std::isfinite(points[i].time_to_train_s) || !std::isfinite(points[i].cost_usd)) continue;
         if (points[i].cost_usd < cheapest) {
             front.push_back(i);
             cheapest = points[i].cost_usd;

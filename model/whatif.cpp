@@ -95,25 +95,4 @@ PredictionBand prediction_band(const ResolvedScenario& scenario, const Predictio
             at_throughput(scenario, prediction, prediction.interval.high)};
 }
 
-std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
-    std::vector<std::size_t> order(points.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    // By time, then cost, then index: a point is on the front when it is cheaper than every point
-    // before it in this order (those are at least as fast).
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        if (points[a].time_s != points[b].time_s) return points[a].time_s < points[b].time_s;
-        return points[a].cost_usd < points[b].cost_usd;
-    });
-    std::vector<std::size_t> front;
-    double cheapest = INFINITY;
-    for (const std::size_t i : order) {
-        if (!std::isfinite(points[i].time_s) || !std::isfinite(points[i].cost_usd)) continue;
-        if (points[i].cost_usd < cheapest) {
-            front.push_back(i);
-            cheapest = points[i].cost_usd;
-        }
-    }
-    return front;
-}
-
 }  // namespace epochcast

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/search.hpp"  // TimeCost, pareto_front
 
 namespace epochcast {
 
@@ -75,15 +76,5 @@ struct PredictionBand {
     Prediction fast;
 };
 PredictionBand prediction_band(const ResolvedScenario& scenario, const Prediction& prediction);
-
-/// A point to minimise on both axes.
-struct TimeCost {
-    double time_s = 0;    ///< time to train, seconds
-    double cost_usd = 0;  ///< cost, US dollars
-};
-
-/// Indices of the points no other point beats on both time and cost (at least as good on both and
-/// better on one), in increasing time. Of exact duplicates the first is kept.
-std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
 
 }  // namespace epochcast

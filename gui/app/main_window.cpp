@@ -594,12 +594,12 @@ void MainWindow::updateCharts(const Scenario& s) {
     for (std::size_t i = 0; i < scatter_.options.size(); ++i) {
         const InstanceOption& o = scatter_.options[i];
         // A log axis cannot show zero, and infinity is no point at all (a model that cannot run it).
-        const bool drawable = points[i].time_s > 0 && points[i].cost_usd > 0 && std::isfinite(points[i].time_s) &&
+        const bool drawable = points[i].time_to_train_s > 0 && points[i].cost_usd > 0 && std::isfinite(points[i].time_to_train_s) &&
                               std::isfinite(points[i].cost_usd);
         if (!drawable) continue;
         // Of the front, only its ends (the fastest and the cheapest) are named: more labels overlap.
         const bool named = !front_.empty() && (i == front_.front() || i == front_.back());
-        scatter_data_.points.push_back({static_cast<int>(i), points[i].time_s, points[i].cost_usd, on_front[i],
+        scatter_data_.points.push_back({static_cast<int>(i), points[i].time_to_train_s, points[i].cost_usd, on_front[i],
                                         named ? cluster_label(o.scenario) : std::string()});
         if (o.scenario.instance == s.instance && o.scenario.nodes == s.nodes &&
             (s.gpus_per_node == 0 || s.gpus_per_node == o.prediction.gpus / o.prediction.nodes)) {

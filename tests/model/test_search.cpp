@@ -17,6 +17,19 @@ const CostModel& model() {
     return m;
 }
 
+TEST(ParetoFront, KeepsOnlyPointsNoOtherBeatsOnBoth) {
+    // (time, cost): 0 and 2 and 4 form the front; 1 is beaten by 0, 3 by 2, 5 duplicates 2.
+    const std::vector<TimeCost> points = {{10, 5}, {12, 6}, {20, 3}, {25, 3}, {40, 1}, {20, 3}};
+    EXPECT_EQ(pareto_front(points), (std::vector<std::size_t>{0, 2, 4}));
+}
+
+TEST(ParetoFront, EqualTimeKeepsTheCheaperAndEmptyGivesEmpty) {
+    EXPECT_EQ(pareto_front({{5, 9}, {5, 4}, {7, 4}}), (std::vector<std::size_t>{1}));
+    EXPECT_TRUE(pareto_front({}).empty());
+    // A configuration the model cannot cost (an infinite time) is never on the front.
+    EXPECT_EQ(pareto_front({{INFINITY, 1}, {5, 4}}), (std::vector<std::size_t>{1}));
+}
+
 TEST(ParetoFront, KeepsExactlyTheUndominatedPointsFastestFirst) {
     const std::vector<TimeCost> points = {{10, 5}, {5, 10}, {7, 7}, {8, 8}, {5, 12}, {12, 5}, {3, 20}, {7, 7}};
     const std::vector<std::size_t> front = pareto_front(points);
