@@ -227,16 +227,5 @@ TEST(PlanSearch, ElasticScheduleMeetsTheDeadlineExactlyWhenItSaves) {
     EXPECT_FALSE(search_plans(model(), space, deadline, std::nullopt, false).elastic_within_deadline.has_value());
 }
 
-TEST(CostModel, RingOverOneGpuNodesIsLimitedByTheNetworkNotANaN) {
-    Scenario s;
-    s.instance = "p3.2xlarge";
-    s.nodes = 4;
-    s.strategy = Strategy::ring;
-    const Prediction p = model().predict(s);
-    EXPECT_TRUE(std::isfinite(p.communication_s));
-    EXPECT_GT(p.communication_s, 0);
-    EXPECT_GT(p.throughput_images_per_s, 0);
-}
-
 }  // namespace
 }  // namespace epochcast
