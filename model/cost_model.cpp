@@ -323,10 +323,12 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     // nothing overlaps (overlap 0), and the host's intra_node_GBps is its measured all-reduce bus
     // bandwidth, to which no link efficiency applies.
     const bool cpu_ranks = gpu.kind == DeviceKind::cpu;
-    if (!cpu_ranks && scenario.strategy == Strategy::ps) {
-        depends(SensitiveField::overlap, ParameterKind::ps_overlap, framework_index, profile.ps_overlap);
-    } else if (!cpu_ranks) {
-        depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
+    if (!cpu_ranks) {
+        if (scenario.strategy == Strategy::ps) {
+            depends(SensitiveField::overlap, ParameterKind::ps_overlap, framework_index, profile.ps_overlap);
+        } else {
+            depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
+        }
     }
     r.sync_jitter = profile.sync_jitter;
     r.straggler_factor = straggler_factor(scenario.nodes * k);
