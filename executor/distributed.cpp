@@ -7,6 +7,7 @@
 #include <string>
 
 #include "executor/arena.hpp"
+#include "executor/optimizer.hpp"
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
@@ -94,24 +95,11 @@ BucketPlan bucket_plan(const Architecture& architecture, Precision precision, do
     return plan;
 }
 
-std::uint16_t to_bf16_bits(float value) {
-    const auto bits = std::bit_cast<std::uint32_t>(value);
-    if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040U);  // stays a (quiet) NaN
-    const std::uint32_t rounding = 0x7fffU + ((bits >> 16) & 1U);                     // to nearest, ties to even
-    return static_cast<std::uint16_t>((bits + rounding) >> 16);
-}
-
-float from_bf16_bits(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
-
 namespace {
 
 /// MPI_User_function: inout[i] = bf16(fp32(in[i]) + fp32(inout[i])).
 void sum_bf16(void* in, void* inout, int* length, MPI_Datatype*) {
-    const auto* a = static_cast<const std::uint16_t*>(in);
-    auto* b = static_cast<std::uint16_t*>(inout);
-    for (int i = 0; i < *length; ++i) {
-        b[i] = to_bf16_bits(from_bf16_bits(a[i]) + from_bf16_bits(b[i]));
-    }
+    add_bf16(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(inout), *length);
 }
 
 class AllReduceExchange final : public GradientExchange {
@@ -119,14 +107,24 @@ public:
     AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes,
                       Precision precision)
         : network_(network), workers_(workers), bf16_(precision == Precision::bf16) {
+        if (network.device_arenas()) {
+            throw RunError("the MPI all-reduce needs a network whose arenas are in host memory");
+        }
         MPI_Comm_size(workers_, &worker_count_);
         BucketPlan plan = bucket_plan(architecture, bf16_ ? Precision::bf16 : Precision::fp32, threshold_bytes);
         buckets_ = std::move(plan.buckets);
         closing_bucket_ = std::move(plan.closing_bucket);
         requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
-        if (bf16_ && worker_count_ > 1) {
-            staging_.resize(static_cast<std::size_t>(network.parameter_elements()));
-            MPI_Op_create(&sum_bf16, /*commute=*/1, &sum_bf16_);
+        arrivals_.assign(buckets_.size(), 0);
+        if (worker_count_ > 1) {
+            const auto elements = static_cast<std::size_t>(network.parameter_elements());
+            if (bf16_) {
+                staging_.resize(elements);
+                summed_bf16_.resize(elements);
+                MPI_Op_create(&sum_bf16, /*commute=*/1, &sum_bf16_);
+            } else {
+                summed_.resize(elements);
+            }
         }
     }
     ~AllReduceExchange() override {
@@ -135,43 +133,44 @@ public:
     AllReduceExchange(const AllReduceExchange&) = delete;
     AllReduceExchange& operator=(const AllReduceExchange&) = delete;
 
-    void begin_step(std::int64_t) override {}
+    void begin_step(std::int64_t, double lr) override { lr_ = lr; }
 
     void layer_ready(int layer) override {
-        const int bucket = closing_bucket_.at(static_cast<std::size_t>(layer));
-        if (bucket >= 0 && worker_count_ > 1) {
-            const Range& range = buckets_[static_cast<std::size_t>(bucket)];
-            MPI_Request* request = &requests_[static_cast<std::size_t>(bucket)];
-            if (bf16_) {
-                const float* gradients = network_.gradients();
-                for (std::int64_t i = range.begin; i < range.end; ++i) {
-                    staging_[static_cast<std::size_t>(i)] = to_bf16_bits(gradients[i]);
-                }
-                MPI_Iallreduce(MPI_IN_PLACE, staging_.data() + range.begin, static_cast<int>(range.size()),
-                               MPI_UINT16_T, sum_bf16_, workers_, request);
-            } else {
-                MPI_Iallreduce(MPI_IN_PLACE, network_.gradients() + range.begin, static_cast<int>(range.size()),
-                               MPI_FLOAT, MPI_SUM, workers_, request);
-            }
-        }
+        if (worker_count_ == 1) return;
         // Open MPI progresses non-blocking collectives only inside MPI calls: poll on every layer.
-        int done = 0;
-        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE);
+        // Poll before starting this layer's bucket: the buckets that can arrive now were closed by
+        // earlier layers, whose backward passes to their inputs have finished, so their weights
+        // may change.
+        int arrived = 0;
+        MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &arrived, arrivals_.data(),
+                     MPI_STATUSES_IGNORE);
+        apply_arrived(arrived);
+
+        const int bucket = closing_bucket_.at(static_cast<std::size_t>(layer));
+        if (bucket < 0) return;
+        const Range& range = buckets_[static_cast<std::size_t>(bucket)];
+        MPI_Request* request = &requests_[static_cast<std::size_t>(bucket)];
+        // Not in place: Open MPI's in-place schedule first copies the whole bucket aside.
+        if (bf16_) {
+            round_to_bf16(network_.gradients() + range.begin, staging_.data() + range.begin, range.size());
+            MPI_Iallreduce(staging_.data() + range.begin, summed_bf16_.data() + range.begin,
+                           static_cast<int>(range.size()), MPI_UINT16_T, sum_bf16_, workers_, request);
+        } else {
+            MPI_Iallreduce(network_.gradients() + range.begin, summed_.data() + range.begin,
+                           static_cast<int>(range.size()), MPI_FLOAT, MPI_SUM, workers_, request);
+        }
     }
 
     bool finish() override {
-        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-        if (staging_.empty()) {
-            average_in_place(network_.gradients(), network_.parameter_elements(), worker_count_);
-            return true;
+        if (worker_count_ == 1) return true;
+        for (;;) {
+            int arrived = 0;
+            MPI_Waitsome(static_cast<int>(requests_.size()), requests_.data(), &arrived, arrivals_.data(),
+                         MPI_STATUSES_IGNORE);
+            if (arrived == MPI_UNDEFINED) break;  // none outstanding
+            apply_arrived(arrived);
         }
-        // Widen and average in one pass (the same division average_in_place does).
-        const float divisor = static_cast<float>(worker_count_);
-        float* gradients = network_.gradients();
-        for (std::size_t i = 0; i < staging_.size(); ++i) {
-            gradients[i] = from_bf16_bits(staging_[i]) / divisor;
-        }
-        return true;
+        return false;
     }
 
 private:
@@ -182,8 +181,29 @@ private:
     std::vector<Range> buckets_;        ///< arena ranges, in backward order
     std::vector<int> closing_bucket_;   ///< per layer: the bucket it completes, or -1
     std::vector<MPI_Request> requests_;
-    std::vector<std::uint16_t> staging_;  ///< bf16 copy of the gradient arena (bf16 with several workers)
+    std::vector<int> arrivals_;          ///< MPI_Testsome's indices of the buckets just summed
+    std::vector<std::uint16_t> staging_;      ///< this rank's gradients rounded to bf16 (bf16, several workers)
+    std::vector<std::uint16_t> summed_bf16_;  ///< the workers' bf16 sums (bf16, several workers)
+    std::vector<float> summed_;               ///< the workers' fp32 sums (fp32, several workers)
     MPI_Op sum_bf16_ = MPI_OP_NULL;
+    double lr_ = 0;                       ///< this step's learning rate
+
+    /// The first `arrived` entries of arrivals_ are summed buckets: average them and apply the
+    /// optimizer to their elements.
+    void apply_arrived(int arrived) {
+        for (int k = 0; k < arrived; ++k) {
+            const Range& range = buckets_[static_cast<std::size_t>(arrivals_[static_cast<std::size_t>(k)])];
+            float* weights = network_.values() + range.begin;
+            float* momentum = network_.momentum() + range.begin;
+            if (bf16_) {
+                sgd_nesterov_step_from_sum(weights, summed_bf16_.data() + range.begin, worker_count_, momentum,
+                                           network_.parameters(), range.begin, range.size(), lr_);
+            } else {
+                sgd_nesterov_step_from_sum(weights, summed_.data() + range.begin, worker_count_, momentum,
+                                           network_.parameters(), range.begin, range.size(), lr_);
+            }
+        }
+    }
 };
 
 class PushPullExchange final : public GradientExchange {
@@ -212,7 +232,7 @@ public:
         }
     }
 
-    void begin_step(std::int64_t) override { next_shard_ = 0; }
+    void begin_step(std::int64_t, double) override { next_shard_ = 0; }
 
     void layer_ready(int layer) override {
         while (next_shard_ < shards_.size() && shard_closed_by_[next_shard_] == layer) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "executor/bf16.hpp"
 #include "executor/network.hpp"
 
 namespace epochcast {
@@ -62,29 +63,30 @@ void average_in_place(float* values, std::int64_t count, int workers);
 class GradientExchange {
 public:
     virtual ~GradientExchange() = default;
-    /// Call before the step's backward pass.
-    virtual void begin_step(std::int64_t step) = 0;
-    /// A layer's gradients are final (the Network's layer_ready callback).
+    /// Call before the step's backward pass, with the step's learning rate.
+    virtual void begin_step(std::int64_t step, double lr) = 0;
+    /// A layer's gradients are final (the Network's layer_ready callback). The layer's backward
+    /// pass to its inputs has not run yet: its parameters must not change before the next call.
     virtual void layer_ready(int layer) = 0;
-    /// Complete the exchange. All-reduce: the arena holds the averaged gradient and the caller
-    /// applies the optimizer. Parameter servers: the values arena holds the servers' updated
-    /// weights. Returns true when the caller must apply the optimizer itself.
+    /// Complete the exchange. Returns true when the caller must apply the optimizer itself (the
+    /// gradients arena then holds the averaged gradient), false when the values arena already holds
+    /// the updated weights: from parameter servers, or from the host all-reduce over several
+    /// workers, which applies the optimizer to each bucket as its sum arrives.
     virtual bool finish() = 0;
 };
 
-/// MPI_Iallreduce per fusion bucket over the workers' communicator. With `precision` bf16 the
-/// buckets travel as bf16 (DESIGN.md's mixed precision: bf16 gradients), half the bytes of fp32:
-/// each bucket is rounded to bf16 (nearest even) when its last layer is ready, summed pairwise in
-/// fp32 and rounded back to bf16 by a user-defined MPI operation, and widened back into the fp32
-/// arena already averaged. Otherwise (fp32) the buckets are fp32 sums.
+/// MPI_Iallreduce per fusion bucket over the workers' communicator, for networks whose arenas are in
+/// host memory. With `precision` bf16 the buckets travel as bf16 (DESIGN.md's mixed precision: bf16
+/// gradients), half the bytes of fp32: each bucket is rounded to bf16 (nearest even) when its last
+/// layer is ready, summed pairwise in fp32 and rounded back to bf16 by a user-defined MPI
+/// operation. Otherwise (fp32) the buckets are fp32 sums. Each summed bucket is averaged and
+/// applied by seed 000's optimizer (sgd_nesterov_step_from_sum) as soon as it arrives, while it is
+/// in the cache, instead of in a pass over the whole arena after the backward pass; the gradients
+/// arena keeps this rank's own gradient. With one worker nothing is exchanged and the caller
+/// applies the optimizer.
 std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
                                                           MPI_Comm workers, double fusion_threshold_bytes,
                                                           Precision precision = Precision::fp32);
-
-/// bf16 of a float, rounded to nearest even (NaN stays NaN), as the raw 16 bits.
-std::uint16_t to_bf16_bits(float value);
-/// The float that bf16 bits stand for (exact).
-float from_bf16_bits(std::uint16_t bits);
 
 /// Pushes shards to the servers and pulls the updated weights (through host copies when the
 /// network's arenas are on a device).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "executor/bf16.hpp"
+
 namespace epochcast {
 
 double LearningRateSchedule::at(std::int64_t step) const {
@@ -17,17 +19,83 @@ double LearningRateSchedule::at(std::int64_t step) const {
 
 double default_worker_lr(int batch_per_worker) { return 0.1 * batch_per_worker / kReferenceBatch; }
 
-void sgd_nesterov_step(float* weights, const float* gradients, float* momentum, const float* decay_mask,
-                       std::int64_t count, double lr, double momentum_factor, double weight_decay) {
-    const float mu = static_cast<float>(momentum_factor);
-    const float wd = static_cast<float>(weight_decay);
-    const float rate = static_cast<float>(lr);
+namespace {
+
+/// The step on `count` consecutive elements that share one decay (wd x mask); `gradient(i)` is
+/// element i's gradient, whatever it is read from.
+template <typename Gradient>
+inline void sgd_nesterov_run(float* weights, Gradient gradient, float* momentum, std::int64_t count, float rate,
+                             float mu, float decay) {
     for (std::int64_t i = 0; i < count; ++i) {
-        const float d = gradients[i] + wd * decay_mask[i] * weights[i];
+        const float d = gradient(i) + decay * weights[i];
         const float v = mu * momentum[i] + d;
         momentum[i] = v;
         weights[i] -= rate * (d + mu * v);
     }
 }
+
+/// The step over [first, first + count) of a layout, one run per tensor; `gradient(i)` as above,
+/// i counted from `first`.
+template <typename Gradient>
+inline void sgd_nesterov_layout(float* weights, Gradient gradient, float* momentum,
+                                const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
+                                double lr, double momentum_factor, double weight_decay) {
+    const std::int64_t last = first + count;
+    for (const ParameterTensor& tensor : layout) {
+        const std::int64_t begin = std::max(first, tensor.offset);
+        const std::int64_t end = std::min(last, tensor.offset + tensor.elements);
+        if (begin >= end) continue;
+        const std::int64_t at = begin - first;
+        const float decay = tensor.weight_decay ? static_cast<float>(weight_decay) : 0.0f;
+        sgd_nesterov_run(weights + at, [&](std::int64_t i) { return gradient(at + i); }, momentum + at, end - begin,
+                         static_cast<float>(lr), static_cast<float>(momentum_factor), decay);
+    }
+}
+
+}  // namespace
+
+void sgd_nesterov_step(float* weights, const float* gradients, float* momentum, const float* decay_mask,
+                       std::int64_t count, double lr, double momentum_factor, double weight_decay) {
+    const float wd = static_cast<float>(weight_decay);
+    for (std::int64_t begin = 0; begin < count;) {  // runs of equal mask
+        std::int64_t end = begin + 1;
+        while (end < count && decay_mask[end] == decay_mask[begin]) ++end;
+        const float* g = gradients + begin;
+        sgd_nesterov_run(weights + begin, [g](std::int64_t i) { return g[i]; }, momentum + begin, end - begin,
+                         static_cast<float>(lr), static_cast<float>(momentum_factor), wd * decay_mask[begin]);
+        begin = end;
+    }
+}
+
+// One clone per vector width, as in executor/bf16.cpp: these are memory-bound passes over 100 MB.
+#define EPOCHCAST_VECTOR_CLONES [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
+
+EPOCHCAST_VECTOR_CLONES
+void sgd_nesterov_step(float* weights, const float* gradients, float* momentum,
+                       const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count, double lr,
+                       double momentum_factor, double weight_decay) {
+    sgd_nesterov_layout(weights, [gradients](std::int64_t i) { return gradients[i]; }, momentum, layout, first, count,
+                        lr, momentum_factor, weight_decay);
+}
+
+EPOCHCAST_VECTOR_CLONES
+void sgd_nesterov_step_from_sum(float* weights, const float* sums, int workers, float* momentum,
+                                const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
+                                double lr, double momentum_factor, double weight_decay) {
+    const auto divisor = static_cast<float>(workers);
+    sgd_nesterov_layout(weights, [sums, divisor](std::int64_t i) { return sums[i] / divisor; }, momentum, layout,
+                        first, count, lr, momentum_factor, weight_decay);
+}
+
+EPOCHCAST_VECTOR_CLONES
+void sgd_nesterov_step_from_sum(float* weights, const std::uint16_t* sums, int workers, float* momentum,
+                                const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
+                                double lr, double momentum_factor, double weight_decay) {
+    const auto divisor = static_cast<float>(workers);
+    sgd_nesterov_layout(weights, [sums, divisor](std::int64_t i) { return from_bf16_bits(sums[i]) / divisor; },
+                        momentum, layout, first, count, lr, momentum_factor, weight_decay);
+}
+
+#undef EPOCHCAST_VECTOR_CLONES
 
 }  // namespace epochcast

@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "executor/network.hpp"
 
 namespace epochcast {
 
@@ -34,5 +37,23 @@ double default_worker_lr(int batch_per_worker);
 void sgd_nesterov_step(float* weights, const float* gradients, float* momentum, const float* decay_mask,
                        std::int64_t count, double lr, double momentum_factor = kMomentum,
                        double weight_decay = kWeightDecay);
+
+/// The same step on the elements [first, first + count) of arenas laid out as `layout`, with
+/// `weights`, `gradients` and `momentum` pointing at element `first`; each tensor's mask is its
+/// weight_decay flag, so no per-element mask is read (a sixth of the step's memory traffic).
+void sgd_nesterov_step(float* weights, const float* gradients, float* momentum,
+                       const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count, double lr,
+                       double momentum_factor = kMomentum, double weight_decay = kWeightDecay);
+
+/// The same step from the sum of `workers` ranks' gradients, averaged here (g = sum / workers,
+/// the division average_in_place does): the all-reduce applies it to each bucket as it arrives,
+/// so the bucket is read once, from the cache. `sums` in fp32, or as bf16 bits (the all-reduce's
+/// mixed-precision wire format), widened exactly here.
+void sgd_nesterov_step_from_sum(float* weights, const float* sums, int workers, float* momentum,
+                                const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
+                                double lr, double momentum_factor = kMomentum, double weight_decay = kWeightDecay);
+void sgd_nesterov_step_from_sum(float* weights, const std::uint16_t* sums, int workers, float* momentum,
+                                const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
+                                double lr, double momentum_factor = kMomentum, double weight_decay = kWeightDecay);
 
 }  // namespace epochcast

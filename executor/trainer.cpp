@@ -247,8 +247,6 @@ void serve_parameters(const TrainOptions& options, const Topology& topology, con
     const std::int64_t elements = layout_elements(layout);
     const Range shard = shard_of(elements, topology.ps_ranks, topology.server_index());
     const int count = static_cast<int>(shard.size());
-    const std::vector<float> full_mask = weight_decay_mask(layout);
-    const std::vector<float> mask(full_mask.begin() + shard.begin, full_mask.begin() + shard.end);
     std::vector<float> weights(static_cast<std::size_t>(count)), momentum(weights.size());
     MPI_Recv(weights.data(), count, MPI_FLOAT, 0, kTagInitialShard, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Recv(momentum.data(), count, MPI_FLOAT, 0, kTagInitialShard, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -271,7 +269,7 @@ void serve_parameters(const TrainOptions& options, const Topology& topology, con
             }
         }
         average_in_place(sum.data(), count, workers);
-        sgd_nesterov_step(weights.data(), sum.data(), momentum.data(), mask.data(), count, plan.schedule.at(step));
+        sgd_nesterov_step(weights.data(), sum.data(), momentum.data(), layout, shard.begin, count, plan.schedule.at(step));
         for (int w = 0; w < workers; ++w) {
             MPI_Isend(weights.data(), count, MPI_FLOAT, w, kTagWeights, MPI_COMM_WORLD, &requests[static_cast<std::size_t>(w)]);
         }
@@ -385,7 +383,8 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         record.data_wait_s = loader.wait_s() - waited_before;
 
         const Clock::time_point compute_start = Clock::now();
-        exchange->begin_step(step);
+        const double lr = plan.schedule.at(step);
+        exchange->begin_step(step, lr);
         const double loss = network->train_step(batch.images.data(), batch.labels.data(),
                                                 [&](int layer) { exchange->layer_ready(layer); });
         record.compute_s = seconds_since(compute_start);
@@ -395,7 +394,6 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         record.communication_s = seconds_since(exchange_start);
 
         const Clock::time_point update_start = Clock::now();
-        const double lr = plan.schedule.at(step);
         if (apply_optimizer) {
             record.skipped = !network->optimizer_step(lr);
         }

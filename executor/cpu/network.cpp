@@ -72,7 +72,7 @@ public:
     const std::vector<StateTensor>& state() const override { return state_; }
 
     bool optimizer_step(double lr) override {
-        sgd_nesterov_step(values_.data(), gradients_.data(), momentum_.data(), decay_mask_.data(), parameter_elements(), lr);
+        sgd_nesterov_step(values_.data(), gradients_.data(), momentum_.data(), parameters_, 0, parameter_elements(), lr);
         return true;
     }
 
@@ -126,7 +126,6 @@ private:
         values_.assign(static_cast<std::size_t>(offset), 0.0f);
         gradients_.assign(static_cast<std::size_t>(offset), 0.0f);
         momentum_.assign(static_cast<std::size_t>(offset), 0.0f);
-        decay_mask_ = weight_decay_mask(parameters_);
 
         state_ = running_statistics_layout(architecture_, running_);
     }
@@ -240,7 +239,6 @@ private:
     std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
     std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
     std::vector<float> momentum_;                ///< parameter_elements() fp32 SGD momentum
-    std::vector<float> decay_mask_;              ///< parameter_elements(): 1 where weight decay applies
     std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)
     std::int64_t running_offset_ = 0;
     std::vector<StateTensor> state_;

@@ -46,7 +46,7 @@ public:
         (void)cudaStreamDestroy(stream_);
     }
 
-    void begin_step(std::int64_t) override {}
+    void begin_step(std::int64_t, double) override {}
 
     // The bucket's gradients are enqueued on the compute stream: the NCCL stream waits for them
     // (an event, not the host) and reduces while the compute stream goes on with the backward pass.

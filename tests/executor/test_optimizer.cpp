@@ -57,6 +57,76 @@ TEST(Optimizer, NesterovStepMatchesTheFormulaAndSkipsDecayWhereMasked) {
     EXPECT_NEAR(w[1], 2.19 + 0.271, 1e-5);
 }
 
+/// A small layout with decay on some tensors, and random values for its arenas.
+struct LayoutCase {
+    std::vector<ParameterTensor> layout = parameter_layout(build_resnet("resnet18", 32, 10));
+    std::int64_t elements = layout_elements(layout);
+    std::vector<float> weights, gradients, momentum;
+    LayoutCase() {
+        std::uint64_t state = 12345;
+        auto next = [&state] {  // uniform in [-1, 1)
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            return static_cast<float>(static_cast<double>(state >> 11) * 0x1p-52 - 1.0);
+        };
+        for (std::int64_t i = 0; i < elements; ++i) {
+            weights.push_back(next());
+            gradients.push_back(next());
+            momentum.push_back(0.5f * next());
+        }
+    }
+};
+
+TEST(Optimizer, LayoutFormEqualsTheMaskFormOnAnyRangeOfTheArena) {
+    const LayoutCase start;
+    const std::vector<float> mask = weight_decay_mask(start.layout);
+    LayoutCase masked = start, by_layout = start;
+    sgd_nesterov_step(masked.weights.data(), masked.gradients.data(), masked.momentum.data(), mask.data(),
+                      start.elements, 0.1);
+    // In two pieces cut inside a tensor, as shards and buckets are.
+    const std::int64_t cut = start.layout[3].offset + 7;
+    sgd_nesterov_step(by_layout.weights.data(), by_layout.gradients.data(), by_layout.momentum.data(), start.layout,
+                      0, cut, 0.1);
+    sgd_nesterov_step(by_layout.weights.data() + cut, by_layout.gradients.data() + cut,
+                      by_layout.momentum.data() + cut, start.layout, cut, start.elements - cut, 0.1);
+    EXPECT_EQ(by_layout.weights, masked.weights);  // the same arithmetic: bit for bit
+    EXPECT_EQ(by_layout.momentum, masked.momentum);
+    EXPECT_NE(masked.weights, start.weights);
+}
+
+TEST(Optimizer, StepFromASumAveragesItFirstInFp32AndFromBf16Bits) {
+    const LayoutCase start;
+    const std::vector<float> mask = weight_decay_mask(start.layout);
+    const std::int64_t first = start.layout[2].offset + 3, count = start.elements / 2;
+    // The sum of three workers' gradients; the reference averages it, then steps.
+    std::vector<float> sums(start.gradients), mean(start.gradients);
+    std::vector<std::uint16_t> bf16_sums(sums.size()), bf16_mean_input(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+        sums[i] *= 3;
+        mean[i] = sums[i] / 3;
+        bf16_sums[i] = to_bf16_bits(sums[i]);
+    }
+    LayoutCase reference = start, from_fp32 = start;
+    sgd_nesterov_step(reference.weights.data() + first, mean.data() + first, reference.momentum.data() + first,
+                      mask.data() + first, count, 0.05);
+    sgd_nesterov_step_from_sum(from_fp32.weights.data() + first, sums.data() + first, 3,
+                               from_fp32.momentum.data() + first, start.layout, first, count, 0.05);
+    EXPECT_EQ(from_fp32.weights, reference.weights);
+    EXPECT_EQ(from_fp32.momentum, reference.momentum);
+
+    std::vector<float> bf16_mean(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) bf16_mean[i] = from_bf16_bits(bf16_sums[i]) / 3;
+    LayoutCase reference_bf16 = start, from_bf16 = start;
+    sgd_nesterov_step(reference_bf16.weights.data() + first, bf16_mean.data() + first,
+                      reference_bf16.momentum.data() + first, mask.data() + first, count, 0.05);
+    sgd_nesterov_step_from_sum(from_bf16.weights.data() + first, bf16_sums.data() + first, 3,
+                               from_bf16.momentum.data() + first, start.layout, first, count, 0.05);
+    EXPECT_EQ(from_bf16.weights, reference_bf16.weights);
+    EXPECT_EQ(from_bf16.momentum, reference_bf16.momentum);
+    // Outside [first, first + count) nothing moved.
+    EXPECT_EQ(from_bf16.weights[static_cast<std::size_t>(first - 1)], start.weights[static_cast<std::size_t>(first - 1)]);
+    EXPECT_EQ(from_bf16.weights.back(), start.weights.back());
+}
+
 TEST(Arena, LayoutFollowsTheBackwardOrderOfModelsGradients) {
     const Architecture resnet50 = build_resnet("resnet50");
     const std::vector<ParameterTensor> layout = parameter_layout(resnet50);

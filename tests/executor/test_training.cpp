@@ -4,6 +4,8 @@
 // and that a resumed run continues exactly.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -182,6 +184,34 @@ TEST(Bf16Bits, RoundToNearestEvenAndWidenExactly) {
     EXPECT_TRUE(std::isnan(from_bf16_bits(to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
     for (const float x : {3.0f, -0.15625f, 1e-30f, 65280.0f}) {
         EXPECT_LE(std::abs(from_bf16_bits(to_bf16_bits(x)) - x), std::abs(x) * 0x1p-8f) << x;
+    }
+}
+
+// The array forms the all-reduce uses (vectorised clones) agree with the one-value forms above,
+// on every float class: normal, subnormal, zero, infinite and NaN, and on ties.
+TEST(Bf16Bits, ArrayFormsAgreeWithTheScalarForms) {
+    std::vector<float> values = {0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, 1e-40f, -3e-39f, 65280.0f,
+                                 std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    std::uint32_t state = 1;
+    for (int i = 0; i < 1000; ++i) {  // random bit patterns, NaNs included
+        state = state * 1664525U + 1013904223U;
+        values.push_back(std::bit_cast<float>(state));
+    }
+    std::vector<std::uint16_t> rounded(values.size());
+    round_to_bf16(values.data(), rounded.data(), static_cast<std::int64_t>(values.size()));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(rounded[i], to_bf16_bits(values[i])) << values[i];
+    }
+    std::vector<std::uint16_t> other(rounded.rbegin(), rounded.rend()), sum(rounded);
+    add_bf16(other.data(), sum.data(), static_cast<std::int64_t>(sum.size()));
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+        const float expected = from_bf16_bits(rounded[i]) + from_bf16_bits(other[i]);
+        if (std::isnan(expected)) {
+            EXPECT_TRUE(std::isnan(from_bf16_bits(sum[i])));
+        } else {
+            ASSERT_EQ(sum[i], to_bf16_bits(expected)) << i;
+        }
     }
 }
 
