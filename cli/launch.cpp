@@ -51,7 +51,23 @@ std::vector<std::string> mpirun_argv(const LaunchRequest& r) {
     std::vector<std::string> argv = {r.mpirun, "-np", std::to_string(r.ranks)};
     if (r.root) argv.push_back("--allow-run-as-root");
     if (r.ranks > r.online_cores) argv.push_back("--oversubscribe");
-    argv.insert(argv.end(), {"--bind-to", "none", r.train_program});
+    // Each rank on cores of its own when they go round (one per compute thread); otherwise no
+    // binding, so that a rank's threads are not pinned to the one core Open MPI would give it.
+    int threads = 1;
+    if (const std::optional<std::string> given = flag_value(r.train_flags, "--threads")) {
+        try {
+            threads = std::max(1, std::stoi(*given));
+        } catch (const std::exception&) {
+            threads = r.online_cores + 1;  // epochcast-train will name the bad value; bind nothing
+        }
+    }
+    if (static_cast<long>(r.ranks) * threads <= r.online_cores) {
+        if (threads > 1) argv.insert(argv.end(), {"--map-by", "slot:PE=" + std::to_string(threads)});
+        argv.insert(argv.end(), {"--bind-to", "core"});
+    } else {
+        argv.insert(argv.end(), {"--bind-to", "none"});
+    }
+    argv.push_back(r.train_program);
     argv.insert(argv.end(), r.train_flags.begin(), r.train_flags.end());
     if (r.ps_ranks > 0) argv.insert(argv.end(), {"--ps-ranks", std::to_string(r.ps_ranks)});
     if (!r.trace_out.empty() && !flag_value(r.train_flags, "--trace-out")) {

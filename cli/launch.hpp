@@ -24,10 +24,12 @@ struct LaunchRequest {
     std::string trace_out;                 ///< added as --trace-out when train_flags has none (and this is not empty)
 };
 
-/// The argv of the mpirun line: mpirun -np N [--allow-run-as-root] [--oversubscribe] --bind-to
-/// none TRAIN [flags verbatim] [--ps-ranks K] [--trace-out FILE]. --oversubscribe when there are
-/// more ranks than cores; --bind-to none always, so that a rank's threads are not pinned to the
-/// one core Open MPI binds a rank to by default.
+/// The argv of the mpirun line: mpirun -np N [--allow-run-as-root] [--oversubscribe] BINDING
+/// TRAIN [flags verbatim] [--ps-ranks K] [--trace-out FILE]. --oversubscribe when there are more
+/// ranks than cores. BINDING: when ranks x --threads (default 1) fit the cores, each rank is bound
+/// to cores of its own (--bind-to core, with --map-by slot:PE=T for T threads), which keeps ranks
+/// from migrating onto each other's cores; otherwise --bind-to none, so that a rank's threads are
+/// not pinned to the one core Open MPI would bind it to.
 std::vector<std::string> mpirun_argv(const LaunchRequest& request);
 
 /// The value of `--name VALUE` or `--name=VALUE` among `flags` (the last one given), if any.

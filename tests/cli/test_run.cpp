@@ -41,11 +41,30 @@ cli::LaunchRequest request() {
     return r;
 }
 
-TEST(RunLine, PlainLineBindsNothingAndAddsTheTrace) {
+TEST(RunLine, RanksWithMoreThreadsThanCoresBindNothingAndTheTraceIsAdded) {
     const std::vector<std::string> expected = {"/usr/bin/mpirun", "-np", "2", "--bind-to", "none",
                                                "/opt/epochcast-train", "--model", "resnet50", "--threads", "2",
                                                "--trace-out", "/tmp/run.trace.json"};
     EXPECT_EQ(cli::mpirun_argv(request()), expected);
+}
+
+TEST(RunLine, RanksWhoseThreadsFitTheCoresAreBoundToCoresOfTheirOwn) {
+    cli::LaunchRequest r = request();
+    r.train_flags = {"--model", "resnet50", "--threads", "1"};
+    std::vector<std::string> argv = cli::mpirun_argv(r);
+    const std::vector<std::string> one_core = {"--bind-to", "core", "/opt/epochcast-train"};
+    EXPECT_TRUE(std::search(argv.begin(), argv.end(), one_core.begin(), one_core.end()) != argv.end());
+    r.train_flags = {"--model", "resnet50"};  // --threads defaults to 1
+    argv = cli::mpirun_argv(r);
+    EXPECT_TRUE(std::search(argv.begin(), argv.end(), one_core.begin(), one_core.end()) != argv.end());
+    r.ranks = 1;
+    r.train_flags = {"--threads=2"};
+    argv = cli::mpirun_argv(r);
+    const std::vector<std::string> two_cores = {"--map-by", "slot:PE=2", "--bind-to", "core", "/opt/epochcast-train"};
+    EXPECT_TRUE(std::search(argv.begin(), argv.end(), two_cores.begin(), two_cores.end()) != argv.end());
+    r.train_flags = {"--threads", "many"};  // the trainer names the bad value; nothing is bound
+    argv = cli::mpirun_argv(r);
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "none"), 1);
 }
 
 TEST(RunLine, RootAndMoreRanksThanCoresAddTheirFlagsBeforeTheProgram) {
