@@ -121,6 +121,7 @@ public:
             if (bf16_) {
                 staging_.resize(elements);
                 summed_bf16_.resize(elements);
+                network_rounds_ = network.write_gradients_as_bf16(staging_.data());
                 MPI_Op_create(&sum_bf16, /*commute=*/1, &sum_bf16_);
             } else {
                 summed_.resize(elements);
@@ -152,7 +153,9 @@ public:
         MPI_Request* request = &requests_[static_cast<std::size_t>(bucket)];
         // Not in place: Open MPI's in-place schedule first copies the whole bucket aside.
         if (bf16_) {
-            round_to_bf16(network_.gradients() + range.begin, staging_.data() + range.begin, range.size());
+            if (!network_rounds_) {
+                round_to_bf16(network_.gradients() + range.begin, staging_.data() + range.begin, range.size());
+            }
             MPI_Iallreduce(staging_.data() + range.begin, summed_bf16_.data() + range.begin,
                            static_cast<int>(range.size()), MPI_UINT16_T, sum_bf16_, workers_, request);
         } else {
@@ -177,6 +180,7 @@ private:
     Network& network_;
     MPI_Comm workers_;
     bool bf16_ = false;                 ///< buckets travel as bf16
+    bool network_rounds_ = false;       ///< the network writes staging_ itself (write_gradients_as_bf16)
     int worker_count_ = 1;
     std::vector<Range> buckets_;        ///< arena ranges, in backward order
     std::vector<int> closing_bucket_;   ///< per layer: the bucket it completes, or -1

@@ -103,6 +103,13 @@ public:
     virtual double train_step(const float* images, const std::int32_t* labels,
                               const std::function<void(int layer)>& layer_ready) = 0;
 
+    /// Asks train_step to write every gradient rounded to bf16 (nearest even) into `arena`
+    /// (parameter_elements() values, the gradients() layout) instead of into gradients(), which
+    /// then goes stale; a layer's part is written before its layer_ready call. It spares the
+    /// mixed-precision all-reduce a pass over the fp32 gradients. Returns false when the backend
+    /// cannot (the default), and the caller rounds gradients() itself.
+    virtual bool write_gradients_as_bf16(std::uint16_t* /*arena*/) { return false; }
+
     /// The values() arena was changed (optimizer step, checkpoint load, all-reduce of weights):
     /// refresh whatever working copies the backend keeps (bf16 weights, blocked layouts).
     virtual void parameters_updated() = 0;

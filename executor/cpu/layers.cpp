@@ -177,6 +177,14 @@ void Weights::publish_gradient(Context& context) const {
     if (publish_) context.run(*publish_);
 }
 
+std::int64_t Weights::publish_as_bf16(std::uint16_t* target) {
+    if (!publish_) return 0;
+    const memory::desc plain = master_grad_.get_desc();
+    const memory::desc bf16(plain.dims(), dt::bf16, plain.dims().size() == 4 ? tag::nchw : tag::nc);
+    publish_ = reorder_call(publish_->args.at(DNNL_ARG_FROM), memory(bf16, master_grad_.get_engine(), target));
+    return static_cast<std::int64_t>(bf16.get_size() / sizeof(std::uint16_t));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Convolution
 

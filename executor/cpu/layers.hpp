@@ -133,6 +133,10 @@ public:
     void refresh(Context& context) const;
     /// Backward-weights output -> arena (nothing when it wrote the arena directly).
     void publish_gradient(Context& context) const;
+    /// From now on publish the gradient rounded to bf16 (nearest even, by the same reorder) into
+    /// `target`, plain like the arena, instead of into the fp32 arena. Returns the elements it
+    /// covers: all of them, or 0 when backward-weights writes the fp32 arena directly (no reorder).
+    std::int64_t publish_as_bf16(std::uint16_t* target);
 
 private:
     dnnl::memory master_;        ///< O x I x K x K fp32 plain, the values arena
@@ -152,6 +156,9 @@ public:
     virtual void bind_backward(Context& context) = 0;
     /// Gradient of its parameters into the gradient arena (nothing for layers without).
     virtual void backward_parameters(Context& /*context*/) {}
+    /// Weights::publish_as_bf16 for the layer's weights (its first parameter tensor); 0 for
+    /// layers that have none or write their gradients straight into the arena.
+    virtual std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* /*target*/) { return 0; }
     /// Gradient of its inputs from its output's gradient.
     virtual void backward_inputs(Context& context) = 0;
     /// The values arena changed: refresh working copies (nothing for layers without weights).
@@ -177,6 +184,9 @@ public:
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
     void refresh_parameters(Context& context) override { weights_.refresh(context); }
+    std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* target) override {
+        return weights_.publish_as_bf16(target);
+    }
     /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
     std::string implementation() const { return forward_pd_.impl_info_str(); }
 
@@ -302,6 +312,9 @@ public:
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
     void refresh_parameters(Context& context) override { weights_.refresh(context); }
+    std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* target) override {
+        return weights_.publish_as_bf16(target);
+    }
 
 private:
     Activation& x_;

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "executor/arena.hpp"
+#include "executor/bf16.hpp"
 #include "executor/optimizer.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
@@ -87,10 +88,35 @@ public:
                                                        static_cast<float*>(logits_grad_.get_data_handle()));
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
             it->op->backward_parameters(context_);
-            if (it->has_parameters && layer_ready) layer_ready(it->layer);
+            if (!it->has_parameters) {
+                it->op->backward_inputs(context_);
+                continue;
+            }
+            if (bf16_gradients_ != nullptr) {  // what the reorders did not round: batch norm, fc bias
+                const auto& [begin, end] = rounded_here_[static_cast<std::size_t>(it->layer)];
+                round_to_bf16(gradients_.data() + begin, bf16_gradients_ + begin, end - begin);
+            }
+            if (layer_ready) layer_ready(it->layer);
             it->op->backward_inputs(context_);
         }
         return loss;
+    }
+
+    bool write_gradients_as_bf16(std::uint16_t* arena) override {
+        bf16_gradients_ = arena;
+        rounded_here_.assign(architecture_.layers.size(), {0, 0});
+        for (const ParameterTensor& tensor : parameters_) {
+            auto& [begin, end] = rounded_here_[static_cast<std::size_t>(tensor.layer)];
+            if (end == 0) begin = tensor.offset;
+            end = tensor.offset + tensor.elements;
+        }
+        for (Step& step : steps_) {  // weights published by a reorder start the layer's range
+            if (!step.has_parameters) continue;
+            const std::int64_t offset = offset_of_layer_[static_cast<std::size_t>(step.layer)];
+            rounded_here_[static_cast<std::size_t>(step.layer)].first +=
+                step.op->publish_weight_gradient_as_bf16(arena + offset);
+        }
+        return true;
     }
 
     void parameters_updated() override {
@@ -239,6 +265,8 @@ private:
     std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
     std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
     std::vector<float> momentum_;                ///< parameter_elements() fp32 SGD momentum
+    std::uint16_t* bf16_gradients_ = nullptr;    ///< write_gradients_as_bf16's arena, or none
+    std::vector<std::pair<std::int64_t, std::int64_t>> rounded_here_;  ///< per table row: the arena range train_step rounds
     std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)
     std::int64_t running_offset_ = 0;
     std::vector<StateTensor> state_;
