@@ -1,7 +1,6 @@
 #include "executor/distributed.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <memory>
 #include <string>

@@ -156,13 +156,16 @@ public:
     virtual void bind_backward(Context& context) = 0;
     /// Gradient of its parameters into the gradient arena (nothing for layers without).
     virtual void backward_parameters(Context& /*context*/) {}
-    /// Weights::publish_as_bf16 for the layer's weights (its first parameter tensor); 0 for
-    /// layers that have none or write their gradients straight into the arena.
-    virtual std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* /*target*/) { return 0; }
     /// Gradient of its inputs from its output's gradient.
     virtual void backward_inputs(Context& context) = 0;
-    /// The values arena changed: refresh working copies (nothing for layers without weights).
-    virtual void refresh_parameters(Context& /*context*/) {}
+    /// The convolution or fc weights the layer keeps working copies of (its first parameter
+    /// tensor), or none. The network refreshes them when the values arena changes and may have
+    /// their gradient published as bf16.
+    virtual Weights* weights() { return nullptr; }
+    /// The values arena changed: refresh the working copies of weights() (nothing without).
+    void refresh_parameters(Context& context) {
+        if (Weights* kept = weights()) kept->refresh(context);
+    }
 };
 
 /// Square kernel geometry of a convolution or pooling layer.
@@ -183,10 +186,7 @@ public:
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
-    void refresh_parameters(Context& context) override { weights_.refresh(context); }
-    std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* target) override {
-        return weights_.publish_as_bf16(target);
-    }
+    Weights* weights() override { return &weights_; }
     /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
     std::string implementation() const { return forward_pd_.impl_info_str(); }
 
@@ -311,10 +311,7 @@ public:
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
-    void refresh_parameters(Context& context) override { weights_.refresh(context); }
-    std::int64_t publish_weight_gradient_as_bf16(std::uint16_t* target) override {
-        return weights_.publish_as_bf16(target);
-    }
+    Weights* weights() override { return &weights_; }
 
 private:
     Activation& x_;

@@ -88,15 +88,13 @@ public:
                                                        static_cast<float*>(logits_grad_.get_data_handle()));
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
             it->op->backward_parameters(context_);
-            if (!it->has_parameters) {
-                it->op->backward_inputs(context_);
-                continue;
+            if (it->has_parameters) {
+                if (bf16_gradients_ != nullptr) {  // what the reorders did not round: batch norm, fc bias
+                    const auto& [begin, end] = rounded_here_[static_cast<std::size_t>(it->layer)];
+                    round_to_bf16(gradients_.data() + begin, bf16_gradients_ + begin, end - begin);
+                }
+                if (layer_ready) layer_ready(it->layer);
             }
-            if (bf16_gradients_ != nullptr) {  // what the reorders did not round: batch norm, fc bias
-                const auto& [begin, end] = rounded_here_[static_cast<std::size_t>(it->layer)];
-                round_to_bf16(gradients_.data() + begin, bf16_gradients_ + begin, end - begin);
-            }
-            if (layer_ready) layer_ready(it->layer);
             it->op->backward_inputs(context_);
         }
         return loss;
@@ -111,10 +109,10 @@ public:
             end = tensor.offset + tensor.elements;
         }
         for (Step& step : steps_) {  // weights published by a reorder start the layer's range
-            if (!step.has_parameters) continue;
+            cpu::Weights* weights = step.op->weights();
+            if (weights == nullptr) continue;
             const std::int64_t offset = offset_of_layer_[static_cast<std::size_t>(step.layer)];
-            rounded_here_[static_cast<std::size_t>(step.layer)].first +=
-                step.op->publish_weight_gradient_as_bf16(arena + offset);
+            rounded_here_[static_cast<std::size_t>(step.layer)].first += weights->publish_as_bf16(arena + offset);
         }
         return true;
     }
