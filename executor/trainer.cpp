@@ -211,6 +211,11 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     scenario.ps_nodes = ps_ranks;
     observation.throughput_images_per_s = global_batch * timed / iteration;
     observation.iteration_s = iteration / timed;
+    // This worker's compute phase per timed step: calibration measures the straggler jitter of
+    // the model's eq. S1 from them (eq. S2, docs/model.md).
+    for (std::size_t i = skip; i < records.size(); ++i) {
+        observation.step_compute_s.push_back(records[i].compute_s);
+    }
     nlohmann::json run = run_json(observation);
     nlohmann::json& measured = run["measured"];
     measured["phases_s"] = {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}};

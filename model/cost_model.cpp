@@ -74,6 +74,23 @@ double straggler_factor(int workers) {
     return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
 }
 
+double compute_jitter(const std::vector<double>& step_seconds) {
+    if (step_seconds.size() < kMinJitterSamples) {
+        throw InputError("a compute jitter needs at least " + std::to_string(kMinJitterSamples) + " per-step samples, got " +
+                         std::to_string(step_seconds.size()));
+    }
+    double sum = 0;
+    double squared_steps = 0;
+    for (std::size_t i = 0; i < step_seconds.size(); ++i) {
+        if (!(step_seconds[i] > 0)) throw InputError("per-step sample " + std::to_string(i) + " is not a positive time");
+        sum += step_seconds[i];
+        if (i > 0) squared_steps += std::pow(step_seconds[i] - step_seconds[i - 1], 2);
+    }
+    const double n = static_cast<double>(step_seconds.size());
+    // E[(x_i+1 - x_i)^2] = 2 sigma^2 for independent draws; a drift adds only its squared slope.
+    return std::sqrt(squared_steps / (2.0 * (n - 1.0))) / (sum / n);
+}
+
 double straggler_wait_s(double compute_s, double jitter, int workers) {
     return jitter * compute_s * straggler_factor(workers);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,14 @@ double straggler_wait_s(double compute_s, double jitter, int workers);
 
 /// sqrt(2 ln n), the expected maximum of n standard normals in standard deviations (eq. S1); 0 for one.
 double straggler_factor(int workers);
+
+/// Fewest per-step samples compute_jitter accepts.
+inline constexpr std::size_t kMinJitterSamples = 8;
+/// The relative standard deviation of one worker's compute time from its per-step samples, by
+/// successive differences, so that a slow drift shared by every worker (a host that speeds up and
+/// slows down) does not count (eq. S2). Throws InputError for fewer than kMinJitterSamples samples
+/// or a sample that is not positive.
+double compute_jitter(const std::vector<double>& step_seconds);
 
 /// Communication the backward pass cannot hide: max(0, comm - overlap x backward) (eq. O1).
 double exposed_communication_s(double communication_s, double backward_s, double overlap);

@@ -104,6 +104,13 @@ public:
             const Prediction p = model.predict(model.resolve(run.scenario));
             r.push_back(std::log(p.throughput_images_per_s / run.throughput_images_per_s) / options_.run_sigma);
             if (record) record->push_back({run.origin, "throughput_images_per_s", run.throughput_images_per_s, p.throughput_images_per_s});
+            if (run.step_compute_s.size() >= kMinJitterSamples) {
+                // Eq. S2 measures the very jitter eq. S1 charges, on one worker alone.
+                const double measured = compute_jitter(run.step_compute_s);
+                const double jitter = c.framework(run.scenario.framework).sync_jitter;
+                r.push_back(std::log(jitter / measured) / options_.jitter_sigma);
+                if (record) record->push_back({run.origin, "compute_jitter", measured, jitter});
+            }
             if (run.node_scaling_efficiency) {
                 r.push_back(std::log(p.node_scaling_efficiency / *run.node_scaling_efficiency) / options_.efficiency_sigma);
                 if (record) record->push_back({run.origin, "node_scaling_efficiency", *run.node_scaling_efficiency, p.node_scaling_efficiency});

@@ -19,6 +19,7 @@ struct FitOptions {
     double run_sigma = 0.03;         ///< a run's measured throughput (measurement and model-form scatter)
     double efficiency_sigma = 0.02;  ///< a published scaling efficiency
     double network_sigma = 0.05;     ///< an nccl-tests bus bandwidth
+    double jitter_sigma = 0.3;       ///< a worker's compute jitter from a run's per-step samples (eq. S2)
     int max_iterations = 200;
 };
 

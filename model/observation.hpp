@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/scenario.hpp"
 
@@ -19,6 +20,7 @@ struct Observation {
     std::optional<double> time_to_train_s;   ///< measured seconds for the whole run, where published
     std::optional<double> iteration_s;       ///< measured seconds per iteration, where published
     std::optional<double> node_scaling_efficiency;  ///< measured throughput over nodes x one node's, where published
+    std::vector<double> step_compute_s;      ///< one worker's compute seconds per timed step, where recorded (epochcast-train)
     bool approximate = false;                ///< a rough figure (e.g. from "about 10 minutes"): shown, not averaged
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -76,6 +77,21 @@ public:
         if (positive && !(x > 0)) fail(key, "must be positive, got " + value->dump());
         if (!positive && !(x >= 0)) fail(key, "must be >= 0, got " + value->dump());
         return x;
+    }
+    /// An array of positive numbers; empty when absent.
+    std::vector<double> positive_numbers(std::string_view key) const {
+        const json* value = find(key);
+        if (!value) return {};
+        if (!value->is_array()) fail(key, "must be an array of numbers, got " + std::string(value->type_name()));
+        std::vector<double> numbers;
+        numbers.reserve(value->size());
+        for (const json& item : *value) {
+            if (!item.is_number() || !(item.get<double>() > 0)) {
+                fail(key, "must hold positive numbers, got " + item.dump() + " at index " + std::to_string(numbers.size()));
+            }
+            numbers.push_back(item.get<double>());
+        }
+        return numbers;
     }
     /// An instance name the catalog knows.
     std::string instance(std::string_view key, const Catalog& catalog) const {
@@ -163,6 +179,7 @@ Observation read_run(const json& run, const std::string& where, const std::strin
     o.time_to_train_s = measured.number("time_to_train_s", false);
     o.iteration_s = measured.number("iteration_s", false);
     o.node_scaling_efficiency = measured.number("node_scaling_efficiency", false);
+    o.step_compute_s = measured.positive_numbers("step_compute_s");
     if (const json* approximate = r.find("approximate")) {
         if (!approximate->is_boolean()) r.fail("approximate", "must be true or false");
         o.approximate = approximate->get<bool>();
@@ -321,6 +338,7 @@ json run_json(const Observation& o) {
     if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;
     if (o.iteration_s) measured["iteration_s"] = *o.iteration_s;
     if (o.node_scaling_efficiency) measured["node_scaling_efficiency"] = *o.node_scaling_efficiency;
+    if (!o.step_compute_s.empty()) measured["step_compute_s"] = o.step_compute_s;
     run["measured"] = measured;
     if (o.approximate) run["approximate"] = true;
     return run;

@@ -281,5 +281,23 @@ TEST(CostModelTerms, StragglerWaitGrowsWithWorkers) {
     EXPECT_NEAR(exposed_communication_s(0.05, 0.2, 0.1), 0.03, 1e-12);
 }
 
+// Eq. S2: the relative standard deviation of per-step compute times from successive differences.
+TEST(CostModelTerms, ComputeJitterIsTheRelativeSpreadOfStepsAndIgnoresASlowDrift) {
+    // Alternating 1.0 and 1.2 s: every difference is 0.2 s, so the estimate is 0.2 / sqrt(2) over
+    // the mean 1.1 s.
+    std::vector<double> alternating;
+    for (int i = 0; i < 10; ++i) alternating.push_back(i % 2 == 0 ? 1.0 : 1.2);
+    EXPECT_NEAR(compute_jitter(alternating), 0.2 / std::sqrt(2.0) / 1.1, 1e-12);
+    // A host slowing steadily from 1.0 to 1.19 s: the plain relative standard deviation is 5.3%,
+    // the jitter 0.65%, what one step adds.
+    std::vector<double> drift;
+    for (int i = 0; i < 20; ++i) drift.push_back(1.0 + 0.01 * i);
+    EXPECT_NEAR(compute_jitter(drift), 0.01 / std::sqrt(2.0) / 1.095, 1e-12);
+    EXPECT_THROW(compute_jitter(std::vector<double>(kMinJitterSamples - 1, 1.0)), InputError);
+    std::vector<double> with_zero(kMinJitterSamples, 1.0);
+    with_zero[3] = 0.0;
+    EXPECT_THROW(compute_jitter(with_zero), InputError);
+}
+
 }  // namespace
 }  // namespace epochcast

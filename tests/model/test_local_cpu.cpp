@@ -3,6 +3,7 @@
 // roofline prior on its measured peaks, and a calibration fitted to one such run.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -132,6 +133,36 @@ TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
         const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast);
         ASSERT_NE(curve, nullptr);
         EXPECT_NE(curve->source.find("local.json#0"), std::string::npos);
+    }
+}
+
+// A one-rank run's per-step compute times measure the straggler jitter (eq. S2), which the fit
+// takes for the epochcast framework's sync_jitter although one rank never waits for another; the
+// prior (0.05) yields to a measurement of a seventh of it or seven times it.
+TEST(LocalCpu, PerStepSamplesOfOneRankSetTheStragglerJitterTheFitGivesTwoRanks) {
+    const CostModel prior(catalog_with_host(), Calibration::data_free_prior());
+    for (const double spread : {0.005, 0.25}) {
+        Observation run;
+        run.origin = "local.json#0";
+        run.source = "epochcast-train on test-host";
+        run.scenario = one_rank(Precision::bf16);
+        run.throughput_images_per_s = 14.0;
+        const double step_s = 16 / 14.0;
+        for (int i = 0; i < 30; ++i) run.step_compute_s.push_back(step_s * (1.0 + (i % 2 == 0 ? spread : -spread)));
+        const double measured = compute_jitter(run.step_compute_s);
+        const CalibrationFit fit = fit_calibration(prior, {run}, {});
+        const double fitted = fit.calibration.framework(Framework::epochcast).sync_jitter;
+        // Within 20% of the measurement (the weak prior keeps a little pull), and far from the prior.
+        const double prior_jitter = Calibration::data_free_prior().framework(Framework::epochcast).sync_jitter;
+        EXPECT_LT(std::abs(std::log(fitted / measured)), 0.2) << spread;
+        EXPECT_LT(std::abs(std::log(fitted / measured)), 0.2 * std::abs(std::log(prior_jitter / measured))) << spread;
+        bool recorded = false;
+        for (const FitResidual& r : fit.residuals) recorded |= r.quantity == "compute_jitter" && r.measured == measured;
+        EXPECT_TRUE(recorded);
+        // The 1-rank throughput is still met, and the jitter is what two ranks of it now wait for.
+        const CostModel calibrated(prior, fit.calibration);
+        EXPECT_NEAR(calibrated.predict(run.scenario).throughput_images_per_s / 14.0, 1.0, 0.03);
+        EXPECT_NEAR(calibrated.resolve(run.scenario).sync_jitter, fitted, 1e-12);
     }
 }
 

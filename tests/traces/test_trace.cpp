@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -240,6 +241,21 @@ TEST(TraceErrors, WrongTypeNegativeThroughputUnknownInstance) {
     EXPECT_NE(error_of(trace_with(good_run_with(R"("strategy": "hierarchical")", R"("strategy": "gossip")")))
                   .find("key \"strategy\""),
               std::string::npos);
+}
+
+TEST(Trace, PerStepComputeSamplesAreReadAndWrittenBack) {
+    const std::string run = good_run_with(R"("loss": [6.9, 6.1])", R"("loss": [6.9, 6.1], "step_compute_s": [0.5, 0.52, 0.49])");
+    const Trace first = parse_trace(trace_with(run), "t.json", catalog());
+    EXPECT_EQ(first.runs[0].observation.step_compute_s, (std::vector<double>{0.5, 0.52, 0.49}));
+    EXPECT_EQ(run_json(first.runs[0].observation)["measured"]["step_compute_s"].size(), 3u);
+    EXPECT_TRUE(parse_trace(trace_with(kGoodRun), "t.json", catalog()).runs[0].observation.step_compute_s.empty());
+
+    const std::string negative = error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": [0.5, -1])")));
+    EXPECT_NE(negative.find("run 0: key \"measured.step_compute_s\" must hold positive numbers, got -1 at index 1"),
+              std::string::npos)
+        << negative;
+    const std::string not_array = error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": 0.5)")));
+    EXPECT_NE(not_array.find("key \"measured.step_compute_s\" must be an array"), std::string::npos) << not_array;
 }
 
 TEST(TraceErrors, InstanceFromAnExtraCatalogIsAccepted) {
