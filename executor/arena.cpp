@@ -5,6 +5,8 @@
 #include <numbers>
 #include <string>
 
+#include "model/errors.hpp"
+
 namespace epochcast {
 
 namespace {
@@ -93,6 +95,12 @@ void Network::read(Arena arena, std::int64_t offset, std::int64_t count, float* 
 
 void Network::write(Arena arena, std::int64_t offset, std::int64_t count, const float* host) {
     std::copy(host, host + count, arena_pointer(*this, arena) + offset);
+}
+
+// Backends that make no batches of their own (generate_synthetic_batches is false) never get here.
+double Network::train_step_generated(std::int64_t /*position*/, const std::function<void(int layer)>& /*layer_ready*/) {
+    throw RunError("train_step_generated: this network (" + implementation() +
+                   ") makes no batches of its own; feed train_step from a BatchLoader");
 }
 
 }  // namespace epochcast

@@ -544,6 +544,10 @@ std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& 
     return std::make_unique<ImageFolderData>(root, image_size, seed);
 }
 
+std::int64_t batch_position(std::int64_t step, int worker, int workers, int batch) {
+    return step * static_cast<std::int64_t>(workers) * batch + static_cast<std::int64_t>(worker) * batch;
+}
+
 // ---------------------------------------------------------------------------------------------
 // BatchLoader. depth + 1 slots: `depth` being filled ahead while the caller holds one. Step k
 // lives in slot (k - first_step) % (depth + 1). Each step is cut into chunks of at most
@@ -588,9 +592,7 @@ struct BatchLoader::Impl {
     bool stopping = false;
     std::vector<std::thread> threads;
 
-    std::int64_t position_of(std::int64_t step) const {
-        return step * static_cast<std::int64_t>(workers) * batch + static_cast<std::int64_t>(worker) * batch;
-    }
+    std::int64_t position_of(std::int64_t step) const { return batch_position(step, worker, workers, batch); }
     int slot_of(std::int64_t step) const { return static_cast<int>((step - first_step) % std::ssize(slots)); }
 
     /// Queue the next step into its (free) slot. Called with `mutex` held.

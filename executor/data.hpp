@@ -19,6 +19,10 @@
 
 namespace epochcast {
 
+/// The first global position of worker `worker`'s batch at step `step` when each of `workers`
+/// workers reads `batch` images a step: step * workers * batch + worker * batch (the rule above).
+std::int64_t batch_position(std::int64_t step, int worker, int workers, int batch);
+
 /// One rank's batch: images batch x 3 x size x size fp32 NCHW, normalised with the ImageNet
 /// channel mean and standard deviation; labels in [0, classes).
 struct Batch {

@@ -103,6 +103,22 @@ public:
     virtual double train_step(const float* images, const std::int32_t* labels,
                               const std::function<void(int layer)>& layer_ready) = 0;
 
+    /// Asks the backend to make the batches of make_synthetic_data(classes, image_size, any epoch
+    /// length, seed) (executor/data.hpp) itself, where it computes, for train_step_generated:
+    /// then the caller decodes and hands over no images. Returns false when the backend cannot (the
+    /// default, and the CPU backend's answer: its host batches cost it no copy), and the caller
+    /// feeds train_step from a BatchLoader. Throws InputError when classes or image_size are not
+    /// the network's (its architecture's classes and image_size).
+    virtual bool generate_synthetic_batches(int /*classes*/, int /*image_size*/, std::uint64_t /*seed*/) {
+        return false;
+    }
+
+    /// train_step on the backend's own synthetic batch: the images and labels of global positions
+    /// [position, position + batch), as make_synthetic_data's fill(position, batch) gives them (to
+    /// float rounding of the pixels), position from data.hpp's batch_position. Needs
+    /// generate_synthetic_batches to have returned true; otherwise throws RunError (the default).
+    virtual double train_step_generated(std::int64_t position, const std::function<void(int layer)>& layer_ready);
+
     /// Asks train_step to write every gradient rounded to bf16 (nearest even) into `arena`
     /// (parameter_elements() values, the gradients() layout) instead of into gradients(), which
     /// then goes stale; a layer's part is written before its layer_ready call. It spares the

@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
     app.add_option("--trace-out", options.trace_out, "write the measured run as an epochcast.trace/1 file");
     app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")->capture_default_str();
     app.add_option("--seed", options.seed, "seed of weights and data")->capture_default_str();
-    app.add_option("--data-threads", options.data_threads, "decode threads per rank")->capture_default_str();
+    app.add_option("--data-threads", options.data_threads,
+                   "decode threads per rank (unused with --backend cuda --data synthetic: the GPU makes the batches)")->capture_default_str();
     app.add_option("--fusion-mib", options.fusion_mib, "all-reduce bucket threshold in MiB")->capture_default_str();
     app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
     try {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -157,14 +158,14 @@ std::size_t untimed_steps(std::size_t steps) {
     return std::clamp<std::size_t>(steps / 10, 1, 5);
 }
 
-void print_header(const TrainOptions& options, const Network& network, const DataSource& data, int workers,
-                  int ps_ranks) {
-    std::printf("epochcast-train: %s %dpx, %d classes, batch %d x %d worker%s%s, %s, %d thread%s per rank, %s, data %s\n",
+void print_header(const TrainOptions& options, const Network& network, const DataSource& data, bool generated,
+                  int workers, int ps_ranks) {
+    std::printf("epochcast-train: %s %dpx, %d classes, batch %d x %d worker%s%s, %s, %d thread%s per rank, %s, data %s%s\n",
                 options.model.c_str(), options.image_size, data.classes(), options.batch_per_gpu, workers,
                 workers == 1 ? "" : "s",
                 ps_ranks > 0 ? (", " + std::to_string(ps_ranks) + " parameter server(s)").c_str() : ", all-reduce",
                 std::string(to_string(options.precision)).c_str(), options.threads, options.threads == 1 ? "" : "s",
-                network.implementation().c_str(), data.description().c_str());
+                network.implementation().c_str(), data.description().c_str(), generated ? " (made by the backend)" : "");
     std::printf("%8s  %8s  %14s  %9s  %10s\n", "Step", "Epoch", "Speed(img/s)", "Loss", "LR");
     std::fflush(stdout);
 }
@@ -372,26 +373,40 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
     }
 
     std::unique_ptr<GradientExchange> exchange = make_exchange(options, topology, plan.architecture, *network, workers_comm);
-    BatchLoader loader(data, options.batch_per_gpu, topology.rank, workers, plan.first_step, options.data_threads, 2);
+    // Synthetic data on a backend that makes it where it computes (the CUDA backend): no host
+    // decoding, no images handed over; otherwise the decode threads prefetch the host batches.
+    const bool generated = options.data == "synthetic" &&
+                           network->generate_synthetic_batches(plan.classes, options.image_size, options.seed);
+    std::unique_ptr<BatchLoader> loader;
+    if (!generated) {
+        loader = std::make_unique<BatchLoader>(data, options.batch_per_gpu, topology.rank, workers, plan.first_step,
+                                               options.data_threads, 2);
+    }
     if (leader && options.print_steps) {
-        print_header(options, *network, data, workers, topology.ps_ranks);
+        print_header(options, *network, data, generated, workers, topology.ps_ranks);
     }
 
+    const std::function<void(int layer)> layer_ready = [&](int layer) { exchange->layer_ready(layer); };
     std::vector<StepRecord> records;
     const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
     const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
     for (std::int64_t step = plan.first_step; step < end; ++step) {
         const Clock::time_point start = Clock::now();
         StepRecord record;
-        const double waited_before = loader.wait_s();
-        const Batch& batch = loader.next();
-        record.data_wait_s = loader.wait_s() - waited_before;
+        const Batch* batch = nullptr;  // null when the network generates its own (no wait)
+        if (loader) {
+            const double waited_before = loader->wait_s();
+            batch = &loader->next();
+            record.data_wait_s = loader->wait_s() - waited_before;
+        }
 
         const Clock::time_point compute_start = Clock::now();
         const double lr = plan.schedule.at(step);
         exchange->begin_step(step, lr);
-        const double loss = network->train_step(batch.images.data(), batch.labels.data(),
-                                                [&](int layer) { exchange->layer_ready(layer); });
+        const double loss =
+            batch ? network->train_step(batch->images.data(), batch->labels.data(), layer_ready)
+                  : network->train_step_generated(batch_position(step, topology.rank, workers, options.batch_per_gpu),
+                                                  layer_ready);
         record.compute_s = seconds_since(compute_start);
 
         const Clock::time_point exchange_start = Clock::now();

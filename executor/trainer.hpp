@@ -35,7 +35,8 @@ struct TrainOptions {
     std::string trace_out;              ///< "" for no trace
     int ps_ranks = 0;                   ///< parameter servers (the last ranks); 0 for all-reduce
     std::uint64_t seed = 1;
-    int data_threads = 1;               ///< decode threads per rank
+    int data_threads = 1;               ///< decode threads per rank (none start when the backend
+                                        ///< makes the synthetic batches itself: the CUDA backend)
     double fusion_mib = 4;              ///< all-reduce bucket threshold, MiB. Not Horovod's 64: Open MPI
                                         ///< progresses MPI_Iallreduce only inside MPI calls, and smaller
                                         ///< buckets overlap more of the backward pass (docs/performance.md)

@@ -14,6 +14,7 @@
 #include "executor/arena.hpp"
 #include "executor/cuda/check.hpp"
 #include "executor/cuda/layers.hpp"
+#include "executor/cuda/synthetic.hpp"
 #include "executor/loss_scaler.hpp"
 #include "executor/optimizer.hpp"
 #include "model/errors.hpp"
@@ -113,38 +114,28 @@ public:
     double train_step(const float* images, const std::int32_t* labels,
                       const std::function<void(int layer)>& layer_ready) override {
         upload_batch(images, labels);
-        for (Step& step : steps_) step.op->forward(context_);
+        return forward_backward(layer_ready);
+    }
 
-        const float scale = loss_scale();
-        EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(bad_label_, 0, sizeof(int), context_.stream()));
-        cuda::softmax_cross_entropy(logits_, device_labels_, batch_, architecture_.classes, scale / static_cast<float>(batch_),
-                                    losses_, logits_grad_, type_, bad_label_, context_.stream());
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>(), losses_, sizeof(float) * batch_, cudaMemcpyDeviceToHost,
-                                             context_.stream()));
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>() + batch_, bad_label_, sizeof(int), cudaMemcpyDeviceToHost,
-                                             context_.stream()));
-        EPOCHCAST_CUDA_CHECK(cudaEventRecord(loss_ready_, context_.stream()));
-
-        if (!deferred_) EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(overflow_, 0, sizeof(int), context_.stream()));
-        for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
-            it->op->backward_parameters(context_);
-            if (it->has_parameters) {
-                if (!deferred_) convert_layer(it->layer, 1.0f / scale);
-                if (layer_ready) layer_ready(it->layer);
-            }
-            it->op->backward_inputs(context_);
+    bool generate_synthetic_batches(int classes, int image_size, std::uint64_t seed) override {
+        if (classes != architecture_.classes || image_size != architecture_.image_size) {
+            throw InputError("synthetic batches of " + std::to_string(classes) + " classes at " + std::to_string(image_size) +
+                             " px for a network of " + std::to_string(architecture_.classes) + " classes at " +
+                             std::to_string(architecture_.image_size) + " px");
         }
+        EPOCHCAST_CUDA_CHECK(cudaSetDevice(context_.device()));
+        synthetic_ = std::make_unique<cuda::SyntheticBatches>(classes, image_size, seed, batch_);
+        return true;
+    }
 
-        // The loss was copied back before the backward pass: wait for that, not for the pass.
-        EPOCHCAST_CUDA_CHECK(cudaEventSynchronize(loss_ready_));
-        int bad_label = 0;
-        std::memcpy(&bad_label, read_back_.as<float>() + batch_, sizeof(int));
-        if (bad_label != 0) {
-            throw InputError("a label of the batch is outside [0, " + std::to_string(architecture_.classes) + ")");
+    double train_step_generated(std::int64_t position, const std::function<void(int layer)>& layer_ready) override {
+        if (!synthetic_) {
+            throw RunError("train_step_generated before generate_synthetic_batches: the CUDA network has no generator yet");
         }
-        double sum = 0;
-        for (int b = 0; b < batch_; ++b) sum += read_back_.as<float>()[b];
-        return sum / batch_;
+        // On the compute stream, so the previous step is done reading device_images_ and labels.
+        synthetic_->fill(position, batch_, device_images_, device_labels_, context_.stream());
+        images_to_input();
+        return forward_backward(layer_ready);
     }
 
     bool optimizer_step(double lr) override {
@@ -252,6 +243,43 @@ private:
         }
     }
 
+    /// The step on the batch in device_images_ and device_labels_ (conv1's input already made):
+    /// forward, loss, backward with layer_ready per finished layer. Returns the mean loss.
+    double forward_backward(const std::function<void(int layer)>& layer_ready) {
+        for (Step& step : steps_) step.op->forward(context_);
+
+        const float scale = loss_scale();
+        EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(bad_label_, 0, sizeof(int), context_.stream()));
+        cuda::softmax_cross_entropy(logits_, device_labels_, batch_, architecture_.classes, scale / static_cast<float>(batch_),
+                                    losses_, logits_grad_, type_, bad_label_, context_.stream());
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>(), losses_, sizeof(float) * batch_, cudaMemcpyDeviceToHost,
+                                             context_.stream()));
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>() + batch_, bad_label_, sizeof(int), cudaMemcpyDeviceToHost,
+                                             context_.stream()));
+        EPOCHCAST_CUDA_CHECK(cudaEventRecord(loss_ready_, context_.stream()));
+
+        if (!deferred_) EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(overflow_, 0, sizeof(int), context_.stream()));
+        for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+            it->op->backward_parameters(context_);
+            if (it->has_parameters) {
+                if (!deferred_) convert_layer(it->layer, 1.0f / scale);
+                if (layer_ready) layer_ready(it->layer);
+            }
+            it->op->backward_inputs(context_);
+        }
+
+        // The loss was copied back before the backward pass: wait for that, not for the pass.
+        EPOCHCAST_CUDA_CHECK(cudaEventSynchronize(loss_ready_));
+        int bad_label = 0;
+        std::memcpy(&bad_label, read_back_.as<float>() + batch_, sizeof(int));
+        if (bad_label != 0) {
+            throw InputError("a label of the batch is outside [0, " + std::to_string(architecture_.classes) + ")");
+        }
+        double sum = 0;
+        for (int b = 0; b < batch_; ++b) sum += read_back_.as<float>()[b];
+        return sum / batch_;
+    }
+
     /// The caller's batch -> one of two pinned buffers (while the GPU may still read the other)
     /// -> the GPU -> conv1's NHWC input.
     void upload_batch(const float* images, const std::int32_t* labels) {
@@ -265,6 +293,11 @@ private:
         EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_labels_, label_staging_[b].as<std::int32_t>(), sizeof(std::int32_t) * batch_,
                                              cudaMemcpyHostToDevice, context_.stream()));
         EPOCHCAST_CUDA_CHECK(cudaEventRecord(staged_[b], context_.stream()));
+        images_to_input();
+    }
+
+    /// device_images_ (NCHW fp32) -> conv1's NHWC input in the working type.
+    void images_to_input() {
         cuda::images_to_nhwc(device_images_, image_.value, type_, batch_, 3, architecture_.image_size,
                              architecture_.image_size, context_.stream());
     }
@@ -380,6 +413,7 @@ private:
     std::vector<StateTensor> state_;
     float* device_images_ = nullptr;            ///< N x 3 x S x S fp32 NCHW
     std::int32_t* device_labels_ = nullptr;
+    std::unique_ptr<cuda::SyntheticBatches> synthetic_;  ///< makes the batch on the GPU; null until generate_synthetic_batches
     float* losses_ = nullptr;                   ///< N per-image losses
     float* logits_ = nullptr;                   ///< N x classes fp32
     void* logits_grad_ = nullptr;               ///< N x classes working, times the loss scale

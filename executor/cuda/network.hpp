@@ -6,6 +6,10 @@
 // The arenas of executor/network.hpp live on the GPU (device_arenas() is true), and so does the
 // optimizer step. The working gradients (O x K x K x I for convolutions, in the arena's order) are
 // what the NCCL exchange (exchange.hpp) all-reduces, in fp16 for amp.
+//
+// Data: train_step copies the caller's batch through one of two pinned host buffers to the GPU.
+// With synthetic data the trainer asks for generate_synthetic_batches instead, and
+// train_step_generated makes the batch on the GPU (synthetic.hpp): no images cross from the host.
 #pragma once
 
 #include <cuda_runtime.h>

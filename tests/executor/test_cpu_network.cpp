@@ -1,5 +1,6 @@
 // The whole CPU network: its gradient against central finite differences of its own loss, its
-// arenas against model/'s backward order, deterministic initialisation, and the specs it refuses.
+// arenas against model/'s backward order, deterministic initialisation, the specs it refuses, and
+// that it leaves synthetic batches to the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -234,6 +235,14 @@ TEST(CpuNetwork, RefusesWhatItCannotRun) {
     Batch data = random_batch(2, 1);
     data.labels[1] = kClasses;
     EXPECT_THROW(loss_of(*network, data), InputError);
+}
+
+// The host batches cost the CPU backend no copy: it declines to make synthetic batches itself, so
+// the trainer keeps its BatchLoader, and a generated step without a generator is a RunError.
+TEST(CpuNetwork, MakesNoSyntheticBatchesOfItsOwn) {
+    auto network = make_cpu_network(small_spec(2));
+    EXPECT_FALSE(network->generate_synthetic_batches(kClasses, kImageSize, 7));
+    EXPECT_THROW(network->train_step_generated(0, nullptr), RunError);
 }
 
 TEST(CpuNetwork, Bf16IsRefusedWithoutNativeBf16) {

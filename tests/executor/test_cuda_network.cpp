@@ -1,7 +1,9 @@
 // The CUDA backend (executor/cuda/) as a whole network: one training step compared with the CPU
 // backend at fp32 (the same weights, the same batch: loss and every gradient), the fp16 step against
-// the fp32 one, the arena layout, and that SGD on one batch lowers the loss. Every test that needs a
-// GPU skips when none is visible; what can be checked without one (refusals) runs everywhere.
+// the fp32 one, the arena layout, that SGD on one batch lowers the loss, and that a step on the batch
+// the network generates itself (synthetic data on the GPU) is the step on the host's synthetic
+// batch. Every test that needs a GPU skips when none is visible; what can be checked without one
+// (refusals) runs everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "executor/cpu/network.hpp"
+#include "executor/data.hpp"
 #include "model/errors.hpp"
 
 #ifdef EPOCHCAST_WITH_CUDA
@@ -156,6 +159,59 @@ TEST(CudaNetwork, ALabelOutsideTheClassesIsAnInputError) {
     data.labels[1] = kClasses;
     std::unique_ptr<Network> network = make_cuda_network(small_spec(2, Precision::amp));
     EXPECT_THROW(network->train_step(data.images.data(), data.labels.data(), nullptr), InputError);
+}
+
+/// Two steps (an SGD step between them) of worker 1 of 2 at steps 0 and 3, once on the batches the
+/// network generates and once on make_synthetic_data's host batches for the same positions. The
+/// pixels differ by a few float ulps (test_cuda_synthetic.cpp), so loss and gradients agree to
+/// rounding (tolerances relative: of the loss, of each gradient tensor's rms), where another batch
+/// would differ by its whole size.
+void expect_generated_steps_match_host_batches(Precision precision, double loss_tolerance, double gradient_tolerance) {
+    SCOPED_TRACE(std::string(to_string(precision)));
+    constexpr int kBatch = 4, kWorkers = 2, kWorker = 1;
+    constexpr std::uint64_t kDataSeed = 5;
+    const std::unique_ptr<DataSource> host_data = make_synthetic_data(kClasses, kImageSize, 1000, kDataSeed);
+    std::unique_ptr<Network> generating = make_cuda_network(small_spec(kBatch, precision));
+    std::unique_ptr<Network> fed = make_cuda_network(small_spec(kBatch, precision));
+    ASSERT_TRUE(generating->generate_synthetic_batches(kClasses, kImageSize, kDataSeed));
+    for (std::int64_t step : {0, 3}) {
+        const std::int64_t position = batch_position(step, kWorker, kWorkers, kBatch);
+        epochcast::Batch batch;
+        host_data->fill(position, kBatch, batch);
+        std::vector<int> generated_ready, fed_ready;
+        const double generated_loss =
+            generating->train_step_generated(position, [&](int layer) { generated_ready.push_back(layer); });
+        const double fed_loss =
+            fed->train_step(batch.images.data(), batch.labels.data(), [&](int layer) { fed_ready.push_back(layer); });
+        EXPECT_EQ(generated_ready, fed_ready) << "step " << step;
+        EXPECT_NEAR(generated_loss, fed_loss, loss_tolerance * fed_loss) << "step " << step;
+        std::string worst;
+        EXPECT_LT(worst_tensor_error(*fed, arena(*generating, Arena::gradients), arena(*fed, Arena::gradients), &worst),
+                  gradient_tolerance)
+            << "step " << step << ", " << worst;
+        EXPECT_EQ(generating->optimizer_step(0.05), fed->optimizer_step(0.05)) << "step " << step;  // both or neither skip
+        generating->parameters_updated();
+        fed->parameters_updated();
+    }
+}
+
+TEST(CudaNetwork, AGeneratedSyntheticBatchStepsAsTheHostBatchOfTheSamePositions) {
+    REQUIRE_GPU();
+    // fp32: 1e-4 of the loss; gradients as in the fp32 comparison with the CPU above (1e-3).
+    expect_generated_steps_match_host_batches(Precision::fp32, 1e-4, 1e-3);
+    // fp16: a pixel a few float ulps away can round to the neighbouring half (1e-3 relative).
+    expect_generated_steps_match_host_batches(Precision::amp, 1e-3, 5e-2);
+}
+
+TEST(CudaNetwork, GeneratesOnlyTheDatasetItWasBuiltFor) {
+    REQUIRE_GPU();
+    std::unique_ptr<Network> network = make_cuda_network(small_spec(2, Precision::fp32));
+    EXPECT_THROW(network->train_step_generated(0, nullptr), RunError);  // no generator yet
+    EXPECT_THROW(network->generate_synthetic_batches(kClasses + 1, kImageSize, 1), InputError);
+    EXPECT_THROW(network->generate_synthetic_batches(kClasses, kImageSize / 2, 1), InputError);
+    ASSERT_TRUE(network->generate_synthetic_batches(kClasses, kImageSize, 1));
+    EXPECT_THROW(network->train_step_generated(-1, nullptr), InputError);
+    EXPECT_TRUE(std::isfinite(network->train_step_generated(0, nullptr)));
 }
 
 #else

@@ -670,6 +670,13 @@ private:
     mutable std::atomic<int> fills_{0};
 };
 
+TEST(BatchPosition, IsStepTimesTheGlobalBatchPlusTheWorkersOffset) {
+    EXPECT_EQ(batch_position(0, 0, 1, 8), 0);
+    EXPECT_EQ(batch_position(0, 1, 2, 8), 8);
+    EXPECT_EQ(batch_position(3, 1, 2, 8), 3 * 16 + 8);
+    EXPECT_EQ(batch_position(std::int64_t{1} << 33, 2, 4, 256), (std::int64_t{1} << 33) * 1024 + 512);  // no int overflow
+}
+
 TEST(BatchLoader, YieldsWhatFillGivesForThisWorkersPositions) {
     const auto data = make_synthetic_data(7, 12, 500, 8);
     constexpr int kBatch = 5, kWorkers = 3, kWorker = 1;
