@@ -146,7 +146,9 @@ TEST(Parameters, NamesAndCoordinatesRoundTrip) {
         EXPECT_EQ(found, id);
         const double value = parameter_value(c, id);
         const Coordinate coordinate = coordinate_of(id.kind);
-        if (value > 0 && value < 1) EXPECT_NEAR(from_coordinate(coordinate, to_coordinate(coordinate, value)), value, 1e-12);
+        if (value > 0 && value < 1) {
+            EXPECT_NEAR(from_coordinate(coordinate, to_coordinate(coordinate, value)), value, 1e-12);
+        }
     }
     EXPECT_EQ(parameter_name(c, {ParameterKind::sync_jitter, static_cast<int>(Framework::mxnet)}),
               "frameworks.mxnet.sync_jitter");
