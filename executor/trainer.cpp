@@ -179,9 +179,13 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     for (const StepRecord& record : records) {
         skipped += record.skipped ? 1 : 0;
     }
+    Observation observation;
     for (std::size_t i = skip; i < records.size(); ++i) {
         iteration += records[i].iteration_s;
         compute += records[i].compute_s;
+        // This worker's compute phase per timed step: calibration measures the straggler jitter
+        // of the model's eq. S1 from them (eq. S2, docs/model.md).
+        observation.step_compute_s.push_back(records[i].compute_s);
         wait += records[i].data_wait_s;
         communication += records[i].communication_s;
     }
@@ -193,7 +197,6 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     }
     // The run's configuration and throughput under traces/'s key names, then what only a real run has.
     const HostInfo host = host_info();
-    Observation observation;
     observation.source = "epochcast-train on " + host.hostname + " (" + host.cpu_model + ")";
     Scenario& scenario = observation.scenario;
     scenario.model = options.model;
@@ -212,11 +215,6 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     scenario.ps_nodes = ps_ranks;
     observation.throughput_images_per_s = global_batch * timed / iteration;
     observation.iteration_s = iteration / timed;
-    // This worker's compute phase per timed step: calibration measures the straggler jitter of
-    // the model's eq. S1 from them (eq. S2, docs/model.md).
-    for (std::size_t i = skip; i < records.size(); ++i) {
-        observation.step_compute_s.push_back(records[i].compute_s);
-    }
     nlohmann::json run = run_json(observation);
     nlohmann::json& measured = run["measured"];
     measured["phases_s"] = {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}};

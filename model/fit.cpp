@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <Eigen/Dense>
@@ -69,6 +70,13 @@ public:
         // The residuals need the values only: each evaluation's CostModel would otherwise rebuild
         // the prior's covariance by name. The fitted calibration gets its own below.
         calibration_.uncertainty = {};
+        // Eq. S2 once per run here, not in every evaluation of the residuals.
+        measured_jitter_.reserve(runs_.size());
+        for (const Observation& run : runs_) {
+            measured_jitter_.push_back(run.step_compute_s.size() >= kMinJitterSamples
+                                           ? std::optional<double>(compute_jitter(run.step_compute_s))
+                                           : std::nullopt);
+        }
         add_missing_curves();
         add_jitter_level();
         for (const ParameterId id : all_parameters(calibration_)) add_parameter(id);
@@ -100,16 +108,16 @@ public:
         const Calibration c = calibration_at(u);
         const CostModel model(prior_, c);
         std::vector<double> r;
-        for (const Observation& run : runs_) {
+        for (std::size_t i = 0; i < runs_.size(); ++i) {
+            const Observation& run = runs_[i];
             const Prediction p = model.predict(model.resolve(run.scenario));
             r.push_back(std::log(p.throughput_images_per_s / run.throughput_images_per_s) / options_.run_sigma);
             if (record) record->push_back({run.origin, "throughput_images_per_s", run.throughput_images_per_s, p.throughput_images_per_s});
-            if (run.step_compute_s.size() >= kMinJitterSamples) {
+            if (const std::optional<double> measured = measured_jitter_[i]) {
                 // Eq. S2 measures the very jitter eq. S1 charges, on one worker alone.
-                const double measured = compute_jitter(run.step_compute_s);
                 const double jitter = c.framework(run.scenario.framework).sync_jitter;
-                r.push_back(std::log(jitter / measured) / options_.jitter_sigma);
-                if (record) record->push_back({run.origin, "compute_jitter", measured, jitter});
+                r.push_back(std::log(jitter / *measured) / options_.jitter_sigma);
+                if (record) record->push_back({run.origin, "compute_jitter", *measured, jitter});
             }
             if (run.node_scaling_efficiency) {
                 r.push_back(std::log(p.node_scaling_efficiency / *run.node_scaling_efficiency) / options_.efficiency_sigma);
@@ -272,6 +280,7 @@ private:
     const std::vector<Observation>& runs_;
     const std::vector<NetworkObservation>& networks_;
     FitOptions options_;
+    std::vector<std::optional<double>> measured_jitter_;  ///< eq. S2 of each run with enough per-step samples
     Calibration calibration_;
     std::map<int, int> new_curve_levels_;  // curve index -> level coordinate
     int jitter_level_ = -1;
