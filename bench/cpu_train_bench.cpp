@@ -2,6 +2,8 @@
 // peak measured in the same program (issue 5). Figures go to docs/performance.md.
 // Run: build/bench/cpu_train_bench                      (all configurations)
 //      build/bench/cpu_train_bench --benchmark_filter=224  (ResNet-50 at 224 px only)
+//      build/bench/cpu_train_bench --benchmark_filter=conv1x1  (the 1x1 weight gradient: our kernel
+//                                                       against oneDNN's, per ResNet-50 layer shape)
 // Counters: images_per_s; fraction_of_bf16_peak = images_per_s x training FLOP per image
 // (model/'s make_workload: 3 x forward MACs x 2, 24.5 GFLOP for ResNet-50 at 224 px) / the bf16
 // matmul peak on the same thread count.
@@ -10,11 +12,17 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <string>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
 
+#include "executor/cpu/kernels.hpp"
+#include "executor/cpu/layers.hpp"
 #include "executor/cpu/network.hpp"
 #include "model/workload.hpp"
 
@@ -77,6 +85,70 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     state.SetLabel(network->implementation());
 }
 
+/// The weight gradient of one 1x1 stride-1 bf16 convolution of ResNet-50 at 224 px, batch 16,
+/// nChw16c, 2 threads: our kernel (executor/cpu/kernels.hpp) or oneDNN 2.6's primitive as the
+/// Convolution layer would build it (fp32 gradient in the layout oneDNN prefers, no reorder).
+void conv1x1_weight_gradient(benchmark::State& state, int in_channels, int out_channels, int side, bool own) {
+    constexpr int kBatch = 16, kThreads = 2;
+    using dnnl::memory;
+    omp_set_num_threads(kThreads);
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    const memory::desc x_desc({kBatch, in_channels, side, side}, memory::data_type::bf16, memory::format_tag::nChw16c);
+    const memory::desc y_desc({kBatch, out_channels, side, side}, memory::data_type::bf16, memory::format_tag::nChw16c);
+    memory x(x_desc, engine), dy(y_desc, engine);
+    std::mt19937 generator(1);
+    std::uniform_int_distribution<int> bits(0x3e00, 0x3f7f);  // bf16 in [0.125, 1)
+    for (auto* t : {static_cast<std::uint16_t*>(x.get_data_handle()), static_cast<std::uint16_t*>(dy.get_data_handle())}) {
+        const std::size_t count = t == x.get_data_handle() ? x_desc.get_size() / 2 : y_desc.get_size() / 2;
+        for (std::size_t i = 0; i < count; ++i) t[i] = static_cast<std::uint16_t>(bits(generator));
+    }
+    const memory::dims w_dims{out_channels, in_channels, 1, 1};
+    std::vector<float> dw(std::size_t(out_channels) * in_channels);
+    std::function<void()> run;
+    const cpu::Conv1x1Geometry geometry{kBatch, in_channels, out_channels, side * side};
+    std::vector<std::byte> scratch_storage;
+    std::byte* scratch = nullptr;
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+    if (own) {
+        if (!cpu::conv1x1_weight_gradient_applies(geometry)) {
+            state.SkipWithError("no AVX512-BF16 on this CPU");
+            return;
+        }
+        scratch_storage.resize(cpu::conv1x1_weight_gradient_scratch_bytes(geometry, kThreads) + 64);
+        scratch = scratch_storage.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch_storage.data()) % 64) % 64;
+        run = [&] {
+            cpu::conv1x1_weight_gradient_bf16(geometry, static_cast<const std::uint16_t*>(x.get_data_handle()),
+                                              static_cast<const std::uint16_t*>(dy.get_data_handle()), dw.data(),
+                                              scratch, kThreads);
+        };
+    } else {
+        const memory::dims unit{1, 1}, none{0, 0};
+        const auto forward = dnnl::convolution_forward::primitive_desc(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                            x_desc, memory::desc(w_dims, memory::data_type::bf16, memory::format_tag::any),
+                                            y_desc, unit, none, none),
+            engine);
+        const auto pd = dnnl::convolution_backward_weights::primitive_desc(
+            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_desc,
+                                                     memory::desc(w_dims, memory::data_type::f32, memory::format_tag::any),
+                                                     y_desc, unit, none, none),
+            engine, forward);
+        primitive = dnnl::convolution_backward_weights(pd);
+        args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), engine)}};
+        state.SetLabel(pd.impl_info_str());
+        run = [&] {
+            primitive.execute(stream, args);
+            stream.wait();
+        };
+    }
+    run();
+    for (auto _ : state) run();
+    const double flops = 2.0 * kBatch * side * side * double(in_channels) * out_channels;
+    state.counters["GFLOPps"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
     struct Config {
         const char* name;
@@ -101,6 +173,20 @@ void register_all() {
         benchmark::RegisterBenchmark(config.name, [config](benchmark::State& state) {
             train(state, config.image, config.precision, config.threads, config.layout);
         })->Iterations(config.iterations)->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+    // Every 1x1 stride-1 shape of ResNet-50's bottlenecks at 224 px (input, output channels, side).
+    const int shapes[][3] = {{64, 64, 56},    {64, 256, 56},   {256, 64, 56},   {256, 128, 56},
+                             {128, 512, 28},  {512, 128, 28},  {512, 256, 28},  {256, 1024, 14},
+                             {1024, 256, 14}, {1024, 512, 14}, {512, 2048, 7},  {2048, 512, 7}};
+    if (!cpu::cpu_has_native_bf16()) return;
+    for (const auto& [in, out, side] : shapes) {
+        for (const bool own : {false, true}) {
+            const std::string name = "conv1x1_weight_gradient/" + std::to_string(in) + "to" + std::to_string(out) + "@" +
+                                     std::to_string(side) + (own ? "/own" : "/onednn");
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+                conv1x1_weight_gradient(state, in, out, side, own);
+            })->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+        }
     }
 }
 

@@ -24,6 +24,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "executor/cpu/kernels.hpp"
 #include "model/resnet.hpp"
 
 namespace epochcast::cpu {
@@ -178,6 +179,8 @@ struct Window {
 /// Convolution without bias. x: N x I x H x W, y: N x O x H' x W' (y.value allocated by the
 /// caller); weights O x I x K x K. input_gradient = false (the image) skips backward-data and
 /// lets the primitive pick x's layout: x.value is then replaced if the primitive prefers another.
+/// A 1x1 stride-1 bf16 convolution on nChw16c tensors takes its weight gradient from our own kernel
+/// (kernels.hpp), written straight into the gradient arena; oneDNN computes everything else.
 class Convolution : public LayerOp {
 public:
     Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
@@ -189,11 +192,17 @@ public:
     Weights* weights() override { return &weights_; }
     /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
     std::string implementation() const { return forward_pd_.impl_info_str(); }
+    /// True when backward_parameters() runs our own 1x1 kernel instead of oneDNN's (after
+    /// bind_backward()).
+    bool own_weight_gradient() const { return own_geometry_.has_value(); }
 
 private:
+    void bind_backward_weights_primitive(Context& context);
+
     Window window_;
     Activation& x_;
     Activation& y_;
+    ParameterView view_;
     Weights weights_;
     DataType type_;
     bool input_gradient_;
@@ -201,6 +210,8 @@ private:
     Call forward_;
     Call backward_data_;
     Call backward_weights_;
+    std::optional<Conv1x1Geometry> own_geometry_;  ///< set when our kernel computes the weight gradient
+    dnnl::memory own_scratch_;                     ///< its scratch, in the shared scratchpad
     GradientSink x_grad_;
 };
 

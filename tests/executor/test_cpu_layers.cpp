@@ -94,7 +94,8 @@ struct ConvolutionCase {
     int in_channels, out_channels, side;
 };
 
-void check_convolution(Context& context, const ConvolutionCase& c, double tolerance, DataType type,
+/// Returns whether the layer computed its weight gradient with our own kernel (kernels.hpp).
+bool check_convolution(Context& context, const ConvolutionCase& c, double tolerance, DataType type,
                        Layout layout, bool accumulate) {
     const int batch = 2;
     const int out_side = (c.side + 2 * c.window.padding - c.window.kernel) / c.window.stride + 1;
@@ -129,6 +130,7 @@ void check_convolution(Context& context, const ConvolutionCase& c, double tolera
     EXPECT_LT(relative_error(read_plain(context, ya.value), r.y.data), tolerance) << "forward";
     EXPECT_LT(relative_error(read_plain(context, xa.diff), r.dx.data), tolerance) << "backward data";
     EXPECT_LT(relative_error(dw, r.dw), tolerance) << "backward weights";
+    return conv.own_weight_gradient();
 }
 
 TEST_P(CpuLayer, Convolution3x3Stride1) {
@@ -137,6 +139,14 @@ TEST_P(CpuLayer, Convolution3x3Stride1) {
 
 TEST_P(CpuLayer, Convolution3x3Stride2) {
     check_convolution(context_, {{3, 2, 1}, 32, 16, 10}, sum_tolerance(), type(), GetParam().layout, false);
+}
+
+TEST_P(CpuLayer, Convolution1x1Stride1) {
+    // 7 x 7 pixels, 2 images: the own kernel's pairs of terms cross from one image to the next.
+    const bool own = check_convolution(context_, {{1, 1, 0}, 32, 48, 7}, sum_tolerance(), type(), GetParam().layout, false);
+    const bool expected = bf16() && GetParam().layout == Layout::blocked &&
+                          conv1x1_weight_gradient_applies(Conv1x1Geometry{2, 32, 48, 49});
+    EXPECT_EQ(own, expected) << "the own 1x1 weight-gradient kernel serves bf16 nChw16c, and only that";
 }
 
 TEST_P(CpuLayer, Convolution1x1Stride2) {
