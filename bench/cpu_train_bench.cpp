@@ -57,7 +57,9 @@ double bf16_matmul_peak_gflops(int threads) {
 }
 
 /// One training step per iteration: ResNet-50, `image` px, batch 16, synthetic normal images.
-void train(benchmark::State& state, int image, Precision precision, int threads, cpu::Layout layout) {
+/// own_kernels false: oneDNN computes everything (executor/cpu/kernels.hpp's kernels not used).
+void train(benchmark::State& state, int image, Precision precision, int threads, cpu::Layout layout,
+           bool own_kernels = true) {
     constexpr int kBatch = 16;
     NetworkSpec spec;
     spec.architecture = build_resnet("resnet50", image, 1000);
@@ -65,7 +67,9 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     spec.precision = precision;
     spec.threads = threads;
     const double peak_gflops = bf16_matmul_peak_gflops(threads);
+    cpu::set_own_kernels_enabled(own_kernels);
     auto network = make_cpu_network(spec, layout);
+    cpu::set_own_kernels_enabled(true);
     std::vector<float> images(static_cast<std::size_t>(kBatch) * 3 * image * image);
     std::mt19937_64 generator(1);
     std::normal_distribution<float> normal;
@@ -157,11 +161,15 @@ void register_all() {
         int threads;
         cpu::Layout layout;
         int iterations;
+        bool own_kernels = true;
     };
     const Config configs[] = {
         // The default layout (blocked) first; NHWC for comparison (bf16: conv1 falls back to
         // oneDNN's reference convolution, ~13 s a step, so only 2 iterations).
         {"resnet50/224px/b16/bf16/2t/blocked", 224, Precision::bf16, 2, cpu::Layout::blocked, 5},
+        // The same with oneDNN for every layer: with --benchmark_enable_random_interleaving and
+        // repetitions, the two alternate, so a host whose speed drifts affects both alike.
+        {"resnet50/224px/b16/bf16/2t/blocked/onednn-only", 224, Precision::bf16, 2, cpu::Layout::blocked, 5, false},
         {"resnet50/224px/b16/fp32/2t/blocked", 224, Precision::fp32, 2, cpu::Layout::blocked, 3},
         {"resnet50/64px/b16/bf16/1t/blocked", 64, Precision::bf16, 1, cpu::Layout::blocked, 10},
         {"resnet50/64px/b16/fp32/1t/blocked", 64, Precision::fp32, 1, cpu::Layout::blocked, 10},
@@ -171,7 +179,7 @@ void register_all() {
     for (const Config& config : configs) {
         if (config.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
         benchmark::RegisterBenchmark(config.name, [config](benchmark::State& state) {
-            train(state, config.image, config.precision, config.threads, config.layout);
+            train(state, config.image, config.precision, config.threads, config.layout, config.own_kernels);
         })->Iterations(config.iterations)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
     // Every 1x1 stride-1 shape of ResNet-50's bottlenecks at 224 px (input, output channels, side).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <stdexcept>
 
 namespace epochcast::cpu {
@@ -212,7 +213,12 @@ bool cpu_has_avx512_bf16() {
            __builtin_cpu_supports("avx512bf16");
 }
 
+std::atomic<bool> own_kernels{true};
+
 }  // namespace
+
+void set_own_kernels_enabled(bool enabled) { own_kernels = enabled; }
+bool own_kernels_enabled() { return own_kernels; }
 
 bool conv1x1_weight_gradient_applies(const Conv1x1Geometry& g) {
     static const bool has_isa = cpu_has_avx512_bf16();

@@ -26,6 +26,11 @@ struct Conv1x1Geometry {
     int pixels = 0;        ///< H x W
 };
 
+/// Whether layers built from now on may use these kernels (default true). False makes oneDNN do
+/// everything, for benchmarks that compare the two in one process (bench/cpu_train_bench.cpp).
+void set_own_kernels_enabled(bool enabled);
+bool own_kernels_enabled();
+
 /// True when this CPU has AVX512-BF16 (the kernel's instruction set) and `geometry` is one the
 /// kernel computes: channel counts positive multiples of 16 (no padded channel blocks), N and
 /// H x W positive.
