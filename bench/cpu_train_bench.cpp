@@ -4,7 +4,8 @@
 //      build/bench/cpu_train_bench --benchmark_filter=224  (ResNet-50 at 224 px only)
 //      build/bench/cpu_train_bench --benchmark_filter=conv1x1  (the 1x1 weight gradient: our kernel
 //                                                       against oneDNN's, per ResNet-50 layer shape)
-// Counters: images_per_s; fraction_of_bf16_peak = images_per_s x training FLOP per image
+// Counters: images_per_s (whole steps: forward, backward, SGD update, weight refresh);
+// update_ms_per_step (the SGD update with the refresh); fraction_of_bf16_peak = images_per_s x training FLOP per image
 // (model/'s make_workload: 3 x forward MACs x 2, 24.5 GFLOP for ResNet-50 at 224 px) / the bf16
 // matmul peak on the same thread count.
 #include <benchmark/benchmark.h>
@@ -76,11 +77,23 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     for (float& value : images) value = normal(generator);
     std::vector<std::int32_t> labels(kBatch);
     for (int n = 0; n < kBatch; ++n) labels[n] = n * 37 % 1000;
-    for (int warmup = 0; warmup < 2; ++warmup) network->train_step(images.data(), labels.data(), nullptr);
-    for (auto _ : state) {
-        benchmark::DoNotOptimize(network->train_step(images.data(), labels.data(), nullptr));
-    }
+    // One iteration is one whole training step as epochcast-train runs it on one rank (and as
+    // PyTorch's step in bench/pytorch_resnet50.py): forward, backward, the SGD update, and the
+    // refresh of the bf16 working weights from the fp32 master weights.
+    constexpr double kLearningRate = 1e-4;
+    double update_s = 0;
+    auto step = [&] {
+        const double loss = network->train_step(images.data(), labels.data(), nullptr);
+        const auto update_start = std::chrono::steady_clock::now();
+        network->optimizer_step(kLearningRate);  // the refresh included
+        update_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - update_start).count();
+        return loss;
+    };
+    for (int warmup = 0; warmup < 2; ++warmup) step();
+    update_s = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(step());
     state.counters["images_per_s"] = benchmark::Counter(kBatch, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["update_ms_per_step"] = 1e3 * update_s / static_cast<double>(state.iterations());
     const double flops_per_image = make_workload(spec.architecture).training_flops_per_image;
     // FLOP per image / peak FLOP per second: multiplied by images/s it is the fraction of peak.
     state.counters["fraction_of_bf16_peak"] =
