@@ -5,7 +5,7 @@
 //      build/bench/cpu_train_bench --benchmark_filter=conv1x1  (the 1x1 weight gradient: our kernel
 //                                                       against oneDNN's, per ResNet-50 layer shape)
 // Counters: images_per_s (whole steps: forward, backward, SGD update, weight refresh);
-// update_ms_per_step (the SGD update with the refresh); fraction_of_bf16_peak = images_per_s x training FLOP per image
+// update_ms_per_step (the SGD update and the refresh); fraction_of_bf16_peak = images_per_s x training FLOP per image
 // (model/'s make_workload: 3 x forward MACs x 2, 24.5 GFLOP for ResNet-50 at 224 px) / the bf16
 // matmul peak on the same thread count.
 #include <benchmark/benchmark.h>
@@ -85,7 +85,8 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     auto step = [&] {
         const double loss = network->train_step(images.data(), labels.data(), nullptr);
         const auto update_start = std::chrono::steady_clock::now();
-        network->optimizer_step(kLearningRate);  // the refresh included
+        network->optimizer_step(kLearningRate);
+        network->parameters_updated();
         update_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - update_start).count();
         return loss;
     };

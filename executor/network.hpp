@@ -86,10 +86,9 @@ public:
     virtual void write(Arena arena, std::int64_t offset, std::int64_t count, const float* host);
 
     /// One SGD step with Nesterov momentum (executor/optimizer.hpp, decay mask from parameters())
-    /// on values() from gradients() (averaged over the workers) and momentum(), at rate `lr`,
-    /// followed by what parameters_updated() does (no need to call it after). Returns false when
-    /// the backend skipped the step: with fp16 loss scaling (LossScaler), an overflowed gradient
-    /// leaves weights and momentum alone.
+    /// on values() from gradients() (averaged over the workers) and momentum(), at rate `lr`.
+    /// Returns false when the backend skipped the step: with fp16 loss scaling (LossScaler), an
+    /// overflowed gradient leaves weights and momentum alone.
     virtual bool optimizer_step(double lr) = 0;
     /// Steps skipped so far by optimizer_step.
     virtual std::int64_t skipped_steps() const { return 0; }
@@ -127,9 +126,8 @@ public:
     /// cannot (the default), and the caller rounds gradients() itself.
     virtual bool write_gradients_as_bf16(std::uint16_t* /*arena*/) { return false; }
 
-    /// The values() arena was changed by anything but optimizer_step (checkpoint load, weights
-    /// pulled from parameter servers): refresh whatever working copies the backend keeps (bf16
-    /// weights, blocked layouts).
+    /// The values() arena was changed (optimizer step, checkpoint load, all-reduce of weights):
+    /// refresh whatever working copies the backend keeps (bf16 weights, blocked layouts).
     virtual void parameters_updated() = 0;
 
     /// Human-readable name of the implementations chosen ("oneDNN 2.6 brg:avx512_core_bf16", ...).

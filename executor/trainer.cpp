@@ -413,10 +413,9 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
 
         const Clock::time_point update_start = Clock::now();
         if (apply_optimizer) {
-            record.skipped = !network->optimizer_step(lr);  // refreshes the working weights too
-        } else {
-            network->parameters_updated();  // the exchange wrote the weights
+            record.skipped = !network->optimizer_step(lr);
         }
+        network->parameters_updated();
         record.compute_s += seconds_since(update_start);
 
         const Clock::time_point loss_start = Clock::now();

@@ -72,19 +72,8 @@ public:
     float* momentum() override { return momentum_.data(); }
     const std::vector<StateTensor>& state() const override { return state_; }
 
-    // Layer by layer, each layer's working copies refreshed right after its update while its
-    // master weights are still in cache: the refresh reads them again, and the whole arena
-    // (ResNet-50: 102 MB) does not fit in cache, so updating all of it first read it from memory
-    // twice.
     bool optimizer_step(double lr) override {
-        for (Step& step : steps_) {
-            if (!step.has_parameters) continue;
-            const auto layer = static_cast<std::size_t>(step.layer);
-            const std::int64_t first = offset_of_layer_[layer];
-            sgd_nesterov_step(values_.data() + first, gradients_.data() + first, momentum_.data() + first, parameters_,
-                              first, elements_of_layer_[layer], lr);
-            step.op->refresh_parameters(context_);
-        }
+        sgd_nesterov_step(values_.data(), gradients_.data(), momentum_.data(), parameters_, 0, parameter_elements(), lr);
         return true;
     }
 
@@ -144,12 +133,10 @@ private:
     /// Arena offsets in backward order (model/'s gradients_in_backward_order), names, state.
     void lay_out_arenas() {
         offset_of_layer_.assign(architecture_.layers.size(), -1);
-        elements_of_layer_.assign(architecture_.layers.size(), 0);
         std::int64_t offset = 0;
         for (const GradientTensor& gradient : gradients_in_backward_order(architecture_, precision_)) {
             const Layer& layer = architecture_.layers[static_cast<std::size_t>(gradient.layer)];
             offset_of_layer_[static_cast<std::size_t>(gradient.layer)] = offset;
-            elements_of_layer_[static_cast<std::size_t>(gradient.layer)] = gradient.elements;
             const std::int64_t second = layer.kind == LayerKind::convolution ? 0
                                         : layer.kind == LayerKind::batch_norm ? layer.output.channels
                                                                               : architecture_.classes;
@@ -273,7 +260,6 @@ private:
     cpu::Context context_;
     std::vector<ParameterTensor> parameters_;
     std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
-    std::vector<std::int64_t> elements_of_layer_;  ///< per table row: its arena elements (0 without parameters)
     std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
     std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
     std::vector<float> momentum_;                ///< parameter_elements() fp32 SGD momentum

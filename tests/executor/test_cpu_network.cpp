@@ -215,30 +215,23 @@ TEST(CpuNetwork, SgdOnOneBatchLowersTheLoss) {
     EXPECT_LT(last, 0.5 * first);
 }
 
-// optimizer_step updates layer by layer, refreshing each layer's working weights as it goes: the
-// same weights and momentum, bit for bit, as one step over the whole arenas, and working copies
-// as fresh as parameters_updated() makes them.
-TEST(CpuNetwork, OptimizerStepIsOneStepOverTheArenasAndRefreshesTheWorkingWeights) {
-    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
-        if (precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
-        auto network = make_cpu_network(small_spec(2, precision));
-        randomise_gammas(*network);
-        const Batch data = random_batch(2, 6);
-        const std::size_t n = static_cast<std::size_t>(network->parameter_elements());
-        std::vector<float> values(network->values(), network->values() + n), momentum(n, 0.0f);
-        for (int step = 0; step < 2; ++step) {  // the second step starts from a non-zero momentum
-            loss_of(*network, data);
-            const std::vector<float> gradients(network->gradients(), network->gradients() + n);
-            sgd_nesterov_step(values.data(), gradients.data(), momentum.data(), network->parameters(), 0,
-                              network->parameter_elements(), 0.05);
-            ASSERT_TRUE(network->optimizer_step(0.05));
-            ASSERT_EQ(std::vector<float>(network->values(), network->values() + n), values) << "step " << step;
-            ASSERT_EQ(std::vector<float>(network->momentum(), network->momentum() + n), momentum) << "step " << step;
-        }
-        // Batch norm in training mode: the loss depends on the batch and the weights only.
-        const double after_step = loss_of(*network, data);
+// optimizer_step is the SGD step of executor/optimizer.hpp over the whole arenas, bit for bit,
+// with the momentum it keeps from step to step.
+TEST(CpuNetwork, OptimizerStepIsTheSgdStepOverTheArenas) {
+    auto network = make_cpu_network(small_spec(2));
+    randomise_gammas(*network);
+    const Batch data = random_batch(2, 6);
+    const std::size_t n = static_cast<std::size_t>(network->parameter_elements());
+    std::vector<float> values(network->values(), network->values() + n), momentum(n, 0.0f);
+    for (int step = 0; step < 2; ++step) {  // the second step starts from a non-zero momentum
+        loss_of(*network, data);
+        const std::vector<float> gradients(network->gradients(), network->gradients() + n);
+        sgd_nesterov_step(values.data(), gradients.data(), momentum.data(), network->parameters(), 0,
+                          network->parameter_elements(), 0.05);
+        ASSERT_TRUE(network->optimizer_step(0.05));
         network->parameters_updated();
-        EXPECT_EQ(loss_of(*network, data), after_step) << "working weights were stale after optimizer_step";
+        ASSERT_EQ(std::vector<float>(network->values(), network->values() + n), values) << "step " << step;
+        ASSERT_EQ(std::vector<float>(network->momentum(), network->momentum() + n), momentum) << "step " << step;
     }
 }
 
