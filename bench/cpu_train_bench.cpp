@@ -186,6 +186,7 @@ void register_all() {
         {"resnet50/224px/b16/bf16/2t/blocked/onednn-only", 224, Precision::bf16, 2, cpu::Layout::blocked, 5, false},
         {"resnet50/224px/b16/fp32/2t/blocked", 224, Precision::fp32, 2, cpu::Layout::blocked, 3},
         {"resnet50/64px/b16/bf16/1t/blocked", 64, Precision::bf16, 1, cpu::Layout::blocked, 10},
+        {"resnet50/64px/b16/bf16/1t/blocked/onednn-only", 64, Precision::bf16, 1, cpu::Layout::blocked, 10, false},
         {"resnet50/64px/b16/fp32/1t/blocked", 64, Precision::fp32, 1, cpu::Layout::blocked, 10},
         {"resnet50/224px/b16/fp32/2t/nhwc", 224, Precision::fp32, 2, cpu::Layout::nhwc, 3},
         {"resnet50/224px/b16/bf16/2t/nhwc", 224, Precision::bf16, 2, cpu::Layout::nhwc, 2},

@@ -21,6 +21,10 @@ constexpr int kMinPairsPerChunk = 16;
 /// Zen 4 or Sapphire Rapids core's L2): in_blocks x pairs x 64 bytes.
 constexpr int kChunkPairBlocks = 8192;
 constexpr std::size_t kAlignment = 64;
+/// Pairs an image must have for the path that reads x in place: its chunks end at the image's
+/// end, and a tile loads and stores its 16 sums once a chunk, so small images (ResNet-50's last
+/// stages at 64 px: 8 x 8 down to 2 x 2 pixels) take the packed path, whose chunks span images.
+constexpr int kMinRawPairs = 64;
 
 int pairs_per_chunk(int in_blocks) {
     return std::clamp(kChunkPairBlocks / in_blocks, kMinPairsPerChunk, kMaxPairsPerChunk);
@@ -134,7 +138,7 @@ EPOCHCAST_AVX512_BF16 void tile_16x16(const std::uint16_t* x_pairs, const std::u
 /// With an even pixel count a pair (k, k + 1) never spans two images, and its two nChw16c rows are
 /// adjacent in memory: the tile interleaves them itself and only dy is packed (once per output
 /// block and chunk, reused by every input block). With an odd count (7 x 7) pairs cross images, and
-/// x is packed too, once per chunk for every input block.
+/// x is packed too, once per chunk for every input block; so are small images (kMinRawPairs).
 EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const std::uint16_t* x,
                                                 const std::uint16_t* dy, float* dw, std::byte* scratch,
                                                 int out_begin, int out_end) {
@@ -149,7 +153,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
     auto tile_of = [&](int ob, int ib) { return dw + std::int64_t{ob} * kBlock * g.in_channels + ib * kBlock; };
     PairPositions at;
 
-    if (g.pixels % 2 == 0) {
+    if (g.pixels % 2 == 0 && g.pixels / 2 >= kMinRawPairs) {
         // Steps (image n, chunk from pair0, output block ob). While a step's tiles compute, they
         // fetch into L2 the dy rows of the next step (spread over the input blocks' tiles) and, in
         // the chunk's last output block, the x rows of the next chunk, so that neither the packing
