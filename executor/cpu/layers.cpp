@@ -224,8 +224,9 @@ void Convolution::bind_backward(Context& context) {
                                    static_cast<int>(y_desc.dims()[1]),
                                    static_cast<int>(x_desc.dims()[2] * x_desc.dims()[3])};
     const bool unit_window = window_.kernel == 1 && window_.stride == 1 && window_.padding == 0;
-    if (own_kernels_enabled() && type_ == DataType::bf16 && unit_window && x_desc == memory::desc(x_desc.dims(), dt::bf16, tag::nChw16c) &&
-        y_.diff.get_desc() == memory::desc(y_desc.dims(), dt::bf16, tag::nChw16c) &&
+    const bool blocked_bf16 = x_desc == memory::desc(x_desc.dims(), dt::bf16, tag::nChw16c) &&
+                              y_.diff.get_desc() == memory::desc(y_desc.dims(), dt::bf16, tag::nChw16c);
+    if (own_kernels_enabled() && type_ == DataType::bf16 && unit_window && blocked_bf16 &&
         conv1x1_weight_gradient_applies(geometry)) {
         own_geometry_ = geometry;
         const auto bytes = static_cast<memory::dim>(conv1x1_weight_gradient_scratch_bytes(geometry, context.threads()));

@@ -100,9 +100,15 @@ TEST_F(CpuConv1x1WeightGradient, AnOddNumberOfTermsEndsWithAHalfPair) {
 }
 
 TEST_F(CpuConv1x1WeightGradient, ManyChunksAccumulateIntoTheTile) {
-    // 512 input channels: 256 pairs a chunk, so the 784 pairs of 2 x 28 x 28 terms take 4 chunks,
-    // the last of 16 pairs.
+    // x read in place (an even 28 x 28 map): 512 input channels give 256 pairs a chunk, and a
+    // chunk ends with its image: 392 pairs an image take chunks of 256 and 136, four in all.
     EXPECT_LT(weight_gradient_error({2, 512, 32, 784}, 2), 1e-5);
+    // x packed, pairs spanning images (3 x 3, odd): 2,048 input channels give 64 pairs a chunk;
+    // 16 x 9 terms are 72 pairs, two chunks.
+    EXPECT_LT(weight_gradient_error({16, 2048, 16, 9}, 2), 1e-5);
+    // x packed because the map is small (2 x 2: 2 pairs an image): 40 x 4 terms are 80 pairs, two
+    // chunks of up to 64.
+    EXPECT_LT(weight_gradient_error({40, 2048, 16, 4}, 2), 1e-5);
 }
 
 TEST_F(CpuConv1x1WeightGradient, MoreThreadsThanOutputBlocks) {
