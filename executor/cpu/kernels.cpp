@@ -145,13 +145,11 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
     const int in_blocks = g.in_channels / kBlock;
     const int out_blocks = g.out_channels / kBlock;
     const int chunk_pairs = pairs_per_chunk(in_blocks);
-    const std::int64_t k_total = std::int64_t{g.batch} * g.pixels;
-    auto* x_packed = reinterpret_cast<std::uint16_t*>(scratch);  // in_blocks x chunk_pairs x 32
+    auto* x_packed = reinterpret_cast<std::uint16_t*>(scratch);  // in_blocks x chunk_pairs x 32 (packed path)
     auto* dy_packed = reinterpret_cast<std::uint16_t*>(
         scratch + align_up(std::size_t(in_blocks) * chunk_pairs * kPairBytes));  // chunk_pairs x 32
     const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_packed);
     auto tile_of = [&](int ob, int ib) { return dw + std::int64_t{ob} * kBlock * g.in_channels + ib * kBlock; };
-    PairPositions at;
 
     if (g.pixels % 2 == 0 && g.pixels / 2 >= kMinRawPairs) {
         // Steps (image n, chunk from pair0, output block ob). While a step's tiles compute, they
@@ -194,7 +192,9 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
         }
         return;
     }
+    const std::int64_t k_total = std::int64_t{g.batch} * g.pixels;
     const std::int64_t pairs_total = (k_total + 1) / 2;
+    PairPositions at;
     for (std::int64_t pair0 = 0; pair0 < pairs_total; pair0 += chunk_pairs) {
         const int pairs = static_cast<int>(std::min<std::int64_t>(chunk_pairs, pairs_total - pair0));
         locate_pairs(2 * pair0, pairs, k_total, g.pixels, at);

@@ -190,7 +190,7 @@ std::int64_t Weights::publish_as_bf16(std::uint16_t* target) {
 
 Convolution::Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
                          DataType type, bool input_gradient)
-    : window_(window), x_(x), y_(y), view_(weights),
+    : window_(window), x_(x), y_(y),
       weights_(context, {dims_of(y.value)[1], dims_of(x.value)[1], window.kernel, window.kernel}, weights),
       type_(type), input_gradient_(input_gradient) {
     const memory::desc y_desc = y.value.get_desc();
@@ -232,7 +232,16 @@ void Convolution::bind_backward(Context& context) {
         const auto bytes = static_cast<memory::dim>(conv1x1_weight_gradient_scratch_bytes(geometry, context.threads()));
         own_scratch_ = context.shared_memory(memory::desc({bytes}, dt::u8, tag::a), Context::Shared::scratchpad);
     } else {
-        bind_backward_weights_primitive(context);
+        const auto weights_desc = dnnl::convolution_backward_weights::desc(
+            dnnl::algorithm::convolution_direct, x_desc, memory::desc(w_dims, dt::f32, tag::any), y_desc, strides,
+            padding, padding);
+        const auto weights_pd = dnnl::convolution_backward_weights::primitive_desc(
+            weights_desc, context.attributes(), context.engine(), forward_pd_);
+        backward_weights_ = context.bind(
+            dnnl::convolution_backward_weights(weights_pd), weights_pd,
+            {{DNNL_ARG_SRC, x_.value},
+             {DNNL_ARG_DIFF_DST, y_.diff},
+             {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
     }
     if (!input_gradient_) return;
 
@@ -249,26 +258,11 @@ void Convolution::bind_backward(Context& context) {
                                    {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
 }
 
-void Convolution::bind_backward_weights_primitive(Context& context) {
-    const memory::desc x_desc = x_.value.get_desc();
-    const memory::desc y_desc = y_.value.get_desc();
-    const memory::dims w_dims{y_desc.dims()[1], x_desc.dims()[1], window_.kernel, window_.kernel};
-    const memory::dims strides{window_.stride, window_.stride}, padding{window_.padding, window_.padding};
-    const auto weights_desc = dnnl::convolution_backward_weights::desc(
-        dnnl::algorithm::convolution_direct, x_desc, memory::desc(w_dims, dt::f32, tag::any), y_desc, strides,
-        padding, padding);
-    const auto weights_pd = dnnl::convolution_backward_weights::primitive_desc(weights_desc, context.attributes(),
-                                                                               context.engine(), forward_pd_);
-    backward_weights_ = context.bind(dnnl::convolution_backward_weights(weights_pd), weights_pd,
-                                     {{DNNL_ARG_SRC, x_.value},
-                                      {DNNL_ARG_DIFF_DST, y_.diff},
-                                      {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
-}
-
 void Convolution::backward_parameters(Context& context) {
     if (own_geometry_) {
         conv1x1_weight_gradient_bf16(*own_geometry_, static_cast<const std::uint16_t*>(x_.value.get_data_handle()),
-                                     static_cast<const std::uint16_t*>(y_.diff.get_data_handle()), view_.gradient,
+                                     static_cast<const std::uint16_t*>(y_.diff.get_data_handle()),
+                                     weights_.gradient_arena(),
                                      static_cast<std::byte*>(own_scratch_.get_data_handle()), context.threads());
         return;
     }

@@ -130,6 +130,8 @@ public:
     dnnl::memory working(const Context& context, const dnnl::memory::desc& wanted);
     /// Where backward-weights writes in `produced` (the arena itself when it is plain fp32).
     dnnl::memory gradient(const Context& context, const dnnl::memory::desc& produced);
+    /// The plain fp32 gradient in the arena (O x I x K x K), where publish_gradient() copies to.
+    float* gradient_arena() const { return static_cast<float*>(master_grad_.get_data_handle()); }
     /// Master values -> every working copy.
     void refresh(Context& context) const;
     /// Backward-weights output -> arena (nothing when it wrote the arena directly).
@@ -197,12 +199,9 @@ public:
     bool own_weight_gradient() const { return own_geometry_.has_value(); }
 
 private:
-    void bind_backward_weights_primitive(Context& context);
-
     Window window_;
     Activation& x_;
     Activation& y_;
-    ParameterView view_;
     Weights weights_;
     DataType type_;
     bool input_gradient_;
