@@ -14,10 +14,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
@@ -104,65 +102,43 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
 }
 
 /// The weight gradient of one 1x1 stride-1 bf16 convolution of ResNet-50 at 224 px, batch 16,
-/// nChw16c, 2 threads: our kernel (executor/cpu/kernels.hpp) or oneDNN 2.6's primitive as the
-/// Convolution layer would build it (fp32 gradient in the layout oneDNN prefers, no reorder).
+/// nChw16c, 2 threads, as the Convolution layer computes it (backward_parameters: the fp32
+/// gradient in the plain arena): with our kernel (executor/cpu/kernels.hpp), or with oneDNN 2.6's
+/// primitive and its reorder to the arena (`own` false).
 void conv1x1_weight_gradient(benchmark::State& state, int in_channels, int out_channels, int side, bool own) {
     constexpr int kBatch = 16, kThreads = 2;
-    using dnnl::memory;
-    omp_set_num_threads(kThreads);
-    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    dnnl::stream stream(engine);
-    const memory::desc x_desc({kBatch, in_channels, side, side}, memory::data_type::bf16, memory::format_tag::nChw16c);
-    const memory::desc y_desc({kBatch, out_channels, side, side}, memory::data_type::bf16, memory::format_tag::nChw16c);
-    memory x(x_desc, engine), dy(y_desc, engine);
+    if (own && !cpu::conv1x1_weight_gradient_applies({kBatch, in_channels, out_channels, side * side})) {
+        state.SkipWithError("no AVX512-BF16 on this CPU");
+        return;
+    }
+    cpu::Context context(kThreads);
+    cpu::Activation x = cpu::make_activation(
+        context, cpu::activation_desc(kBatch, Shape{in_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
+    cpu::Activation y = cpu::make_activation(
+        context, cpu::activation_desc(kBatch, Shape{out_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
+    std::vector<float> weights(std::size_t(out_channels) * in_channels), gradient(weights.size());
+    cpu::set_own_kernels_enabled(own);
+    cpu::Convolution convolution(context, cpu::Window{1, 1, 0}, x, y, cpu::ParameterView{weights.data(), gradient.data()},
+                                 cpu::DataType::bf16, /*input_gradient=*/true);
+    y.diff = dnnl::memory(y.value.get_desc(), context.engine());
+    convolution.bind_backward(context);
+    cpu::set_own_kernels_enabled(true);
+    if (convolution.own_weight_gradient() != own) {
+        state.SkipWithError("the layer did not take the path asked for");
+        return;
+    }
+    context.finalize();
     std::mt19937 generator(1);
-    std::uniform_int_distribution<int> bits(0x3e00, 0x3f7f);  // bf16 in [0.125, 1)
-    for (auto* t : {static_cast<std::uint16_t*>(x.get_data_handle()), static_cast<std::uint16_t*>(dy.get_data_handle())}) {
-        const std::size_t count = t == x.get_data_handle() ? x_desc.get_size() / 2 : y_desc.get_size() / 2;
-        for (std::size_t i = 0; i < count; ++i) t[i] = static_cast<std::uint16_t>(bits(generator));
+    std::uniform_real_distribution<float> uniform(0.125f, 1.0f);
+    for (dnnl::memory* tensor : {&x.value, &y.diff}) {
+        std::vector<float> values(tensor->get_desc().get_size() / sizeof(std::uint16_t));
+        for (float& value : values) value = uniform(generator);
+        cpu::write_plain(context, *tensor, values.data());
     }
-    const memory::dims w_dims{out_channels, in_channels, 1, 1};
-    std::vector<float> dw(std::size_t(out_channels) * in_channels);
-    std::function<void()> run;
-    const cpu::Conv1x1Geometry geometry{kBatch, in_channels, out_channels, side * side};
-    std::vector<std::byte> scratch_storage;
-    std::byte* scratch = nullptr;
-    dnnl::primitive primitive;
-    std::unordered_map<int, memory> args;
-    if (own) {
-        if (!cpu::conv1x1_weight_gradient_applies(geometry)) {
-            state.SkipWithError("no AVX512-BF16 on this CPU");
-            return;
-        }
-        scratch_storage.resize(cpu::conv1x1_weight_gradient_scratch_bytes(geometry, kThreads) + 64);
-        scratch = scratch_storage.data() + (64 - reinterpret_cast<std::uintptr_t>(scratch_storage.data()) % 64) % 64;
-        run = [&] {
-            cpu::conv1x1_weight_gradient_bf16(geometry, static_cast<const std::uint16_t*>(x.get_data_handle()),
-                                              static_cast<const std::uint16_t*>(dy.get_data_handle()), dw.data(),
-                                              scratch, kThreads);
-        };
-    } else {
-        const memory::dims unit{1, 1}, none{0, 0};
-        const auto forward = dnnl::convolution_forward::primitive_desc(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            x_desc, memory::desc(w_dims, memory::data_type::bf16, memory::format_tag::any),
-                                            y_desc, unit, none, none),
-            engine);
-        const auto pd = dnnl::convolution_backward_weights::primitive_desc(
-            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_desc,
-                                                     memory::desc(w_dims, memory::data_type::f32, memory::format_tag::any),
-                                                     y_desc, unit, none, none),
-            engine, forward);
-        primitive = dnnl::convolution_backward_weights(pd);
-        args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), engine)}};
-        state.SetLabel(pd.impl_info_str());
-        run = [&] {
-            primitive.execute(stream, args);
-            stream.wait();
-        };
-    }
-    run();
-    for (auto _ : state) run();
+    omp_set_num_threads(kThreads);
+    convolution.backward_parameters(context);
+    for (auto _ : state) convolution.backward_parameters(context);
+    state.SetLabel(own ? "own kernel" : "oneDNN primitive + reorder");
     const double flops = 2.0 * kBatch * side * side * double(in_channels) * out_channels;
     state.counters["GFLOPps"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
