@@ -205,6 +205,7 @@ private:
                 sgd_nesterov_step_from_sum(weights, summed_.data() + range.begin, worker_count_, momentum,
                                            network_.parameters(), range.begin, range.size(), lr_);
             }
+            network_.parameters_updated_in(range.begin, range.size());  // while the bucket is in the cache
         }
     }
 };
@@ -258,6 +259,7 @@ public:
         if (!staged_values_.empty()) {
             network_.write(Arena::values, 0, network_.parameter_elements(), values);
         }
+        network_.parameters_updated();
         return false;
     }
 

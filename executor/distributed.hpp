@@ -70,8 +70,9 @@ public:
     virtual void layer_ready(int layer) = 0;
     /// Complete the exchange. Returns true when the caller must apply the optimizer itself (the
     /// gradients arena then holds the averaged gradient), false when the values arena already holds
-    /// the updated weights: from parameter servers, or from the host all-reduce over several
-    /// workers, which applies the optimizer to each bucket as its sum arrives.
+    /// the updated weights and the network's working copies are refreshed: from parameter servers,
+    /// or from the host all-reduce over several workers, which applies the optimizer to each
+    /// bucket as its sum arrives and refreshes that bucket's layers (Network::parameters_updated_in).
     virtual bool finish() = 0;
 };
 

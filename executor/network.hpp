@@ -88,7 +88,8 @@ public:
     /// One SGD step with Nesterov momentum (executor/optimizer.hpp, decay mask from parameters())
     /// on values() from gradients() (averaged over the workers) and momentum(), at rate `lr`.
     /// Returns false when the backend skipped the step: with fp16 loss scaling (LossScaler), an
-    /// overflowed gradient leaves weights and momentum alone.
+    /// overflowed gradient leaves weights and momentum alone. A step taken also refreshes the
+    /// working copies (as parameters_updated() does), layer by layer while each is in the cache.
     virtual bool optimizer_step(double lr) = 0;
     /// Steps skipped so far by optimizer_step.
     virtual std::int64_t skipped_steps() const { return 0; }
@@ -129,6 +130,9 @@ public:
     /// The values() arena was changed (optimizer step, checkpoint load, all-reduce of weights):
     /// refresh whatever working copies the backend keeps (bf16 weights, blocked layouts).
     virtual void parameters_updated() = 0;
+    /// Only the elements [first, first + count) of values() changed: refresh the working copies
+    /// of the tensors they overlap (by default, all of them).
+    virtual void parameters_updated_in(std::int64_t /*first*/, std::int64_t /*count*/) { parameters_updated(); }
 
     /// Human-readable name of the implementations chosen ("oneDNN 2.6 brg:avx512_core_bf16", ...).
     virtual std::string implementation() const = 0;

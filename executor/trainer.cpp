@@ -412,10 +412,9 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         record.communication_s = seconds_since(exchange_start);
 
         const Clock::time_point update_start = Clock::now();
-        if (apply_optimizer) {
+        if (apply_optimizer) {  // the step refreshes the working copies; an exchange that stepped did too
             record.skipped = !network->optimizer_step(lr);
         }
-        network->parameters_updated();
         record.compute_s += seconds_since(update_start);
 
         const Clock::time_point loss_start = Clock::now();

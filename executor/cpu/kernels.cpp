@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <vector>
 #include <stdexcept>
 
 namespace epochcast::cpu {
@@ -55,7 +56,7 @@ void locate_pairs(std::int64_t first_k, int pairs, std::int64_t k_total, int pix
     }
 }
 
-#define EPOCHCAST_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define EPOCHCAST_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 /// Two adjacent nChw16c rows (t[k][0..15], t[k+1][0..15]) in one register -> the pair form:
 /// position q takes element q / 2 of the first row (q even) or 16 + q / 2 (q odd).
@@ -214,7 +215,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
 bool cpu_has_avx512_bf16() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
 
 std::atomic<bool> own_kernels{true};
@@ -249,6 +250,160 @@ void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& g, const std::uint16_t*
         const int begin = out_blocks * thread / team;
         const int end = out_blocks * (thread + 1) / team;
         if (begin < end) weight_gradient_rows(g, x, dy, dw, scratch + per_thread * thread, begin, end);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bf16WorkingCopies
+
+namespace {
+
+/// Which pairing a layout's inner blocks are: 8b16a2b (pairs of inputs), 8a16b2a (pairs of
+/// outputs), or neither.
+enum class Pairing { inputs, outputs, none };
+
+Pairing pairing_of(const BlockedLayout& layout) {
+    if (layout.inner_blocks != std::vector<int>{8, 16, 2}) return Pairing::none;
+    if (layout.inner_dims == std::vector<int>{1, 0, 1}) return Pairing::inputs;
+    if (layout.inner_dims == std::vector<int>{0, 1, 0}) return Pairing::outputs;
+    return Pairing::none;
+}
+
+/// Row o of the O x I plane of kernel pixel s, in the K x K x O x I scratch, rounded from the
+/// master's row o (I x K x K fp32): 16 values at a time through vcvtneps2bf16 into `row_bf16`
+/// (I x K x K), then spread over the K x K planes.
+EPOCHCAST_AVX512_BF16 void round_row(const float* master_row, std::int64_t in, std::int64_t pixels,
+                                     std::uint16_t* row_bf16, std::uint16_t* plane_row, std::int64_t plane) {
+    const std::int64_t count = in * pixels;
+    std::int64_t j = 0;
+    for (; j + kBlock <= count; j += kBlock) {
+        const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_loadu_ps(master_row + j));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pixels == 1 ? plane_row + j : row_bf16 + j),
+                            reinterpret_cast<const __m256i&>(rounded));
+    }
+    if (j < count) {
+        const auto mask = static_cast<__mmask16>((1u << (count - j)) - 1);
+        const __m256bh rounded = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, master_row + j));
+        _mm256_mask_storeu_epi16(pixels == 1 ? plane_row + j : row_bf16 + j, mask,
+                                 reinterpret_cast<const __m256i&>(rounded));
+    }
+    if (pixels == 1) return;
+    for (std::int64_t i = 0; i < in; ++i) {
+        for (std::int64_t s = 0; s < pixels; ++s) plane_row[s * plane + i] = row_bf16[i * pixels + s];
+    }
+}
+
+// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which -Wuninitialized
+// reports once inlined here (GCC bug 105593); the values are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/// 8b16a2b tile: rows[a] (a < 16, `stride` apart) hold 16 bf16 input channels each, 8 pairs;
+/// out[p][a] (32-bit words, p < 8) = rows[a]'s pair p. An 8 x 8 transpose of 32-bit words in
+/// each 256-bit half (rows a and a + 8 share a register), then the halves' 128-bit quarters
+/// are regrouped.
+EPOCHCAST_AVX512_BF16 void write_input_pairs(const std::uint16_t* rows, std::int64_t stride, std::uint16_t* out) {
+    __m512i r[8], t[8], u[8];
+    for (int k = 0; k < 8; ++k) {
+        const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + k * stride));
+        const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + (k + 8) * stride));
+        r[k] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    }
+    for (int k = 0; k < 8; k += 2) {  // per 128-bit quarter: (r_k p0, r_k+1 p0, r_k p1, r_k+1 p1) ...
+        t[k] = _mm512_unpacklo_epi32(r[k], r[k + 1]);
+        t[k + 1] = _mm512_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    for (int half = 0; half < 2; ++half) {  // rows 0-3 (and 8-11), rows 4-7 (and 12-15)
+        __m512i* v = t + 4 * half;
+        __m512i* w = u + 4 * half;
+        w[0] = _mm512_unpacklo_epi64(v[0], v[2]);  // pair 0 of 4 rows, and pair 4 in the odd quarters
+        w[1] = _mm512_unpackhi_epi64(v[0], v[2]);  // pairs 1 and 5
+        w[2] = _mm512_unpacklo_epi64(v[1], v[3]);  // pairs 2 and 6
+        w[3] = _mm512_unpackhi_epi64(v[1], v[3]);  // pairs 3 and 7
+    }
+    // u[q] quarters: (pair q rows 0-3, pair q+4 rows 0-3, pair q rows 8-11, pair q+4 rows 8-11);
+    // u[q+4] the same for rows 4-7 and 12-15.
+    const __m512i low_pairs = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i high_pairs = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int q = 0; q < 4; ++q) {
+        _mm512_storeu_si512(out + q * 32, _mm512_permutex2var_epi64(u[q], low_pairs, u[q + 4]));
+        _mm512_storeu_si512(out + (q + 4) * 32, _mm512_permutex2var_epi64(u[q], high_pairs, u[q + 4]));
+    }
+}
+
+/// 8a16b2a tile: out[h][b][l] = rows[2h + l][b] (h < 8, b < 16, l < 2): rows 2h and 2h + 1 interleaved.
+EPOCHCAST_AVX512_BF16 void write_output_pairs(const std::uint16_t* rows, std::int64_t stride, std::uint16_t* out) {
+    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
+                                                                  37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
+                                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i interleave = _mm512_load_si512(kInterleave);
+    for (int h = 0; h < 8; ++h) {
+        const __m512i even = _mm512_castsi256_si512(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 2 * h * stride)));
+        const __m512i odd = _mm512_castsi256_si512(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + (2 * h + 1) * stride)));
+        _mm512_storeu_si512(out + h * 32, _mm512_permutex2var_epi16(even, interleave, odd));
+    }
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+bool Bf16WorkingCopies::applies(const BlockedLayout& layout) {
+    static const bool has_isa = cpu_has_avx512_bf16();
+    return has_isa && layout.dims.size() == 4 && layout.padded_dims == layout.dims && layout.strides.size() == 4 &&
+           layout.dims[0] > 0 && layout.dims[0] % kBlock == 0 && layout.dims[1] > 0 && layout.dims[1] % kBlock == 0 &&
+           layout.dims[2] > 0 && layout.dims[3] > 0 && pairing_of(layout) != Pairing::none;
+}
+
+void Bf16WorkingCopies::add(const BlockedLayout& layout, std::uint16_t* target) {
+    if (!applies(layout)) throw std::invalid_argument("Bf16WorkingCopies: layout or CPU not supported");
+    const std::array<std::int64_t, 4> dims{layout.dims[0], layout.dims[1], layout.dims[2], layout.dims[3]};
+    if (!copies_.empty() && dims != dims_) throw std::invalid_argument("Bf16WorkingCopies: copies of different sizes");
+    dims_ = dims;
+    Copy copy;
+    copy.input_pairs = pairing_of(layout) == Pairing::inputs;
+    for (std::size_t d = 0; d < 4; ++d) copy.strides[d] = layout.strides[d];
+    copy.target = target + layout.offset0;
+    copies_.push_back(copy);
+}
+
+void Bf16WorkingCopies::write(const float* master, int threads) const {
+    if (copies_.empty()) return;
+    const auto [out, in, kernel_h, kernel_w] = dims_;
+    const std::int64_t pixels = kernel_h * kernel_w, plane = out * in;
+    thread_local std::vector<std::uint16_t> planes, rows;
+    planes.resize(static_cast<std::size_t>(plane * pixels));
+    std::uint16_t* const planes_data = planes.data();
+    const int team = std::max(threads, 1);
+    rows.resize(static_cast<std::size_t>(team * in * pixels));
+    std::uint16_t* const rows_data = rows.data();
+    const std::int64_t out_blocks = out / kBlock, in_blocks = in / kBlock;
+    const std::int64_t tiles = pixels * out_blocks * in_blocks;
+#pragma omp parallel num_threads(team)
+    {
+        std::uint16_t* row_bf16 = rows_data + std::int64_t{omp_get_thread_num()} * in * pixels;
+#pragma omp for schedule(static)
+        for (std::int64_t o = 0; o < out; ++o) {
+            round_row(master + o * in * pixels, in, pixels, row_bf16, planes_data + o * in, plane);
+        }
+        for (const Copy& copy : copies_) {
+#pragma omp for schedule(static)
+            for (std::int64_t t = 0; t < tiles; ++t) {
+                const std::int64_t s = t / (out_blocks * in_blocks);
+                const std::int64_t ob = t / in_blocks % out_blocks, ib = t % in_blocks;
+                const std::uint16_t* rows_of_tile = planes_data + s * plane + ob * kBlock * in + ib * kBlock;
+                std::uint16_t* tile = copy.target + ob * copy.strides[0] + ib * copy.strides[1] +
+                                      s / kernel_w * copy.strides[2] + s % kernel_w * copy.strides[3];
+                if (copy.input_pairs) {
+                    write_input_pairs(rows_of_tile, in, tile);
+                } else {
+                    write_output_pairs(rows_of_tile, in, tile);
+                }
+            }
+        }
     }
 }
 

@@ -13,10 +13,20 @@
 // registers across it, and while it computes, the rows of the next chunk are prefetched into L2
 // (without that the kernel was no faster than oneDNN's). Threads take disjoint output rows, so
 // no reduction is needed.
+//
+// The refresh of bf16 working weights. After each SGD step, every convolution's fp32 master weights
+// (plain O x I x K x K) are rounded to bf16 into the blocked layouts oneDNN's primitives chose
+// (ResNet-50: ABcd8b16a2b for forward, ABcd8a16b2a or BAcd8a16b2a for backward-data). oneDNN 2.6's
+// reorder does this at about 4 GB/s of input on one core of this host (27 ms a step for ResNet-50's
+// two copies at 64 px, 70% of the update after the SGD step). Bf16WorkingCopies writes both copies
+// of a layer from one rounding of its master (a generic walk with 16-lane gathers was slower than
+// oneDNN: gathers from 8 rows at a time cost about 3 cycles an element on Zen 4).
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
+#include <vector>
 
 namespace epochcast::cpu {
 
@@ -49,5 +59,52 @@ std::size_t conv1x1_weight_gradient_scratch_bytes(const Conv1x1Geometry& geometr
 /// throws std::logic_error otherwise.
 void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& geometry, const std::uint16_t* x, const std::uint16_t* dy,
                                   float* dw, std::byte* scratch, int threads);
+
+/// A oneDNN blocked memory layout (dnnl_blocking_desc_t) in plain terms, so that the kernels do
+/// not depend on oneDNN's headers. The element at logical index (i_0, ..., i_{n-1}) lies at
+///   offset0 + sum_d (i_d / B_d) x strides[d] + (its position inside the tile),
+/// where B_d is the product of the inner blocks that split dimension d, and the tile position is
+/// the mixed-radix number whose digits are the inner blocks, outermost first.
+struct BlockedLayout {
+    std::vector<std::int64_t> dims;         ///< logical sizes, outermost first (O, I, KH, KW)
+    std::vector<std::int64_t> padded_dims;  ///< sizes rounded up to whole blocks (padding holds zeros)
+    std::vector<std::int64_t> strides;      ///< per dimension: elements between its consecutive outer blocks
+    std::vector<int> inner_blocks;          ///< block sizes, outermost first
+    std::vector<int> inner_dims;            ///< the dimension each inner block splits
+    std::int64_t offset0 = 0;
+};
+
+/// The bf16 working copies of one convolution's weights, in the blocked layouts oneDNN's bf16
+/// primitives take on AVX512-BF16 CPUs, refreshed from the plain fp32 master weights together:
+/// the master is rounded once into a bf16 scratch ordered K x K x O x I (one O x I matrix per
+/// kernel pixel, so that 16 input channels lie side by side), then each 16 x 16 tile is written
+/// with shuffles:
+///   forward, inner blocks 8b16a2b (pairs of input channels): the tile is a 16 x 8 transpose of
+///     32-bit pairs;
+///   backward-data, inner blocks 8a16b2a (pairs of output channels): rows o and o + 1
+///     interleaved.
+class Bf16WorkingCopies {
+public:
+    /// True when this CPU has AVX512-BF16 and `layout` is a 4-D O x I x K x K layout with O and I
+    /// multiples of 16 (no padding) whose inner blocks are 8b16a2b or 8a16b2a.
+    static bool applies(const BlockedLayout& layout);
+    /// Adds a copy whose buffer is `target`. Throws std::invalid_argument when !applies(layout)
+    /// or its sizes differ from the first copy's.
+    void add(const BlockedLayout& layout, std::uint16_t* target);
+    bool empty() const { return copies_.empty(); }
+    std::size_t size() const { return copies_.size(); }
+    /// Every copy = bf16(master) (nearest even, vcvtneps2bf16); master: plain O x I x K x K fp32.
+    /// On up to `threads` OpenMP threads.
+    void write(const float* master, int threads) const;
+
+private:
+    struct Copy {
+        bool input_pairs = true;                 ///< 8b16a2b (else 8a16b2a)
+        std::array<std::int64_t, 4> strides{};   ///< between outer blocks of O, I, KH, KW
+        std::uint16_t* target = nullptr;
+    };
+    std::array<std::int64_t, 4> dims_{};  ///< O, I, KH, KW
+    std::vector<Copy> copies_;
+};
 
 }  // namespace epochcast::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "model/errors.hpp"
 
@@ -47,6 +48,25 @@ Call add_into(Context& context, const memory& target, const memory& addend) {
 memory::dims dims_of(const memory& m) { return m.get_desc().dims(); }
 
 }  // namespace
+
+std::optional<BlockedLayout> blocked_layout_of(const memory::desc& desc) {
+    const dnnl_memory_desc_t& data = desc.data;
+    if (data.format_kind != dnnl_blocked || data.extra.flags != 0) return std::nullopt;
+    BlockedLayout layout;
+    const dnnl_blocking_desc_t& blocking = data.format_desc.blocking;
+    for (int d = 0; d < data.ndims; ++d) {
+        if (data.padded_offsets[d] != 0) return std::nullopt;
+        layout.dims.push_back(data.dims[d]);
+        layout.padded_dims.push_back(data.padded_dims[d]);
+        layout.strides.push_back(blocking.strides[d]);
+    }
+    for (int b = 0; b < blocking.inner_nblks; ++b) {
+        layout.inner_blocks.push_back(static_cast<int>(blocking.inner_blks[b]));
+        layout.inner_dims.push_back(static_cast<int>(blocking.inner_idxs[b]));
+    }
+    layout.offset0 = data.offset0;
+    return layout;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Types, layouts, ISA
@@ -158,7 +178,14 @@ Weights::Weights(const Context& context, memory::dims dims, ParameterView view)
 memory Weights::working(const Context& context, const memory::desc& wanted) {
     if (wanted == master_.get_desc()) return master_;
     memory copy(wanted, context.engine());
-    refreshes_.push_back(reorder_call(master_, copy));
+    if (const std::optional<BlockedLayout> layout = blocked_layout_of(wanted);
+        own_kernels_enabled() && wanted.data_type() == dt::bf16 && layout && Bf16WorkingCopies::applies(*layout) &&
+        (own_copies_.empty() || layout->dims == dims_of(master_))) {
+        own_copies_.add(*layout, static_cast<std::uint16_t*>(copy.get_data_handle()));
+        own_memories_.push_back(copy);
+    } else {
+        refreshes_.push_back(reorder_call(master_, copy));
+    }
     return copy;
 }
 
@@ -170,6 +197,7 @@ memory Weights::gradient(const Context& context, const memory::desc& produced) {
 }
 
 void Weights::refresh(Context& context) const {
+    own_copies_.write(static_cast<const float*>(master_.get_data_handle()), context.threads());
     for (const Call& call : refreshes_) context.run(call);
 }
 

@@ -41,6 +41,9 @@ dnnl::memory::desc activation_desc(int batch, const Shape& shape, DataType type,
 bool cpu_has_native_bf16();
 /// oneDNN's name of the instruction set it uses here, e.g. "avx512_core_bf16".
 std::string cpu_isa_name();
+/// A blocked oneDNN descriptor in kernels.hpp's terms; none for other kinds (any, wino, ...) or
+/// descriptors with extra flags (int8 compensation) or padded offsets.
+std::optional<BlockedLayout> blocked_layout_of(const dnnl::memory::desc& desc);
 
 /// One primitive with its arguments, bound once.
 struct Call {
@@ -121,7 +124,9 @@ struct ParameterView {
 
 /// Convolution or fc weights: fp32 plain master values and gradient in the arenas, a working
 /// copy in each (layout, type) a primitive asks for, and the gradient copied from the layout the
-/// backward-weights primitive writes into the arena.
+/// backward-weights primitive writes into the arena. Blocked bf16 working copies are refreshed by
+/// our own writer (kernels.hpp's Bf16WorkingCopies) when own kernels are enabled and it applies,
+/// by oneDNN's reorder otherwise.
 class Weights {
 public:
     /// dims: O x I x K x K (fc: classes x C x 1 x 1), plain in the arena.
@@ -134,6 +139,8 @@ public:
     float* gradient_arena() const { return static_cast<float*>(master_grad_.get_data_handle()); }
     /// Master values -> every working copy.
     void refresh(Context& context) const;
+    /// Working copies our own writer refreshes (the rest: oneDNN's reorder).
+    int own_refreshes() const { return static_cast<int>(own_copies_.size()); }
     /// Backward-weights output -> arena (nothing when it wrote the arena directly).
     void publish_gradient(Context& context) const;
     /// From now on publish the gradient rounded to bf16 (nearest even, by the same reorder) into
@@ -144,7 +151,9 @@ public:
 private:
     dnnl::memory master_;        ///< O x I x K x K fp32 plain, the values arena
     dnnl::memory master_grad_;   ///< O x I x K x K fp32 plain, the gradient arena
-    std::vector<Call> refreshes_;
+    std::vector<Call> refreshes_;          ///< oneDNN reorders master -> working copy
+    Bf16WorkingCopies own_copies_;         ///< the bf16 working copies our writer refreshes
+    std::vector<dnnl::memory> own_memories_;  ///< their buffers
     std::optional<Call> publish_;
 };
 

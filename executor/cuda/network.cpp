@@ -147,6 +147,7 @@ public:
         }
         cuda::sgd_nesterov(values_, gradients_, momentum_, decay_mask_, elements_, static_cast<float>(lr),
                            static_cast<float>(kMomentum), static_cast<float>(kWeightDecay), context_.stream());
+        parameters_updated();
         return true;
     }
 

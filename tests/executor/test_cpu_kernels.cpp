@@ -6,8 +6,12 @@
 // with the square root of the terms when signs are random): 1e-5 of the rms for up to a few
 // thousand terms. The layer test (test_cpu_layers.cpp, Convolution1x1Stride1) checks it inside
 // the Convolution layer against the fp64 convolution of unrounded values.
+//
+// The bf16 working copies (Bf16WorkingCopies) must equal oneDNN's reorder bit for bit: both round
+// to nearest even with the same instruction, so any difference is a misplaced element.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
@@ -15,8 +19,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "executor/bf16.hpp"
 #include "executor/cpu/kernels.hpp"
+#include "executor/cpu/layers.hpp"
 #include "tests/executor/layer_reference.hpp"
 
 namespace epochcast::cpu {
@@ -146,6 +153,116 @@ TEST(CpuConv1x1WeightGradientGeometry, ChannelsOutsideWholeBlocksAreNotTaken) {
     EXPECT_FALSE(conv1x1_weight_gradient_applies({0, 32, 32, 49}));
     EXPECT_FALSE(conv1x1_weight_gradient_applies({2, 32, 32, 0}));
     EXPECT_THROW(conv1x1_weight_gradient_bf16({2, 24, 32, 49}, nullptr, nullptr, nullptr, nullptr, 1), std::logic_error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bf16WorkingCopies
+
+using tag = dnnl::memory::format_tag;
+
+/// fp32 weights O x I x K x K: normal values over several binades, and values exactly halfway
+/// between two bf16 numbers (ties to even, both ways).
+std::vector<float> random_weights(const dnnl::memory::dims& dims, unsigned seed) {
+    std::mt19937 engine(seed);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> values(std::size_t(dims[0] * dims[1] * dims[2] * dims[3]));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        values[i] = normal(engine);
+        if (i % 7 == 3) {  // a tie: the upper half odd or even, the lower exactly 0x8000
+            const std::uint32_t upper = 0x3c00u + static_cast<std::uint32_t>(i % 5);
+            values[i] = std::bit_cast<float>(upper << 16 | 0x8000u);
+        }
+    }
+    return values;
+}
+
+/// oneDNN's reorder of `values` into bf16 `wanted`, as raw bits.
+std::vector<std::uint16_t> onednn_copy(const std::vector<float>& values, const dnnl::memory::dims& dims, tag wanted) {
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    dnnl::memory plain({dims, dnnl::memory::data_type::f32, tag::abcd}, engine, const_cast<float*>(values.data()));
+    dnnl::memory copy({dims, dnnl::memory::data_type::bf16, wanted}, engine);
+    dnnl::reorder(plain, copy).execute(stream, plain, copy);
+    stream.wait();
+    const auto* bits = static_cast<const std::uint16_t*>(copy.get_data_handle());
+    return std::vector<std::uint16_t>(bits, bits + copy.get_desc().get_size() / sizeof(std::uint16_t));
+}
+
+BlockedLayout layout_of(const dnnl::memory::dims& dims, tag wanted) {
+    return blocked_layout_of(dnnl::memory::desc(dims, dnnl::memory::data_type::bf16, wanted)).value();
+}
+
+class CpuBf16WorkingCopies : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!Bf16WorkingCopies::applies(layout_of({16, 16, 1, 1}, tag::ABcd8b16a2b))) {
+            GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+        }
+    }
+
+    /// Every layout oneDNN's bf16 convolutions take here, written together from one master, on
+    /// `threads`, against oneDNN's reorder of each.
+    static void expect_like_onednn(const dnnl::memory::dims& dims, int threads) {
+        const std::vector<float> master = random_weights(dims, static_cast<unsigned>(dims[0] * 31 + dims[1] + dims[2]));
+        const tag tags[] = {tag::ABcd8b16a2b, tag::ABcd8a16b2a, tag::BAcd8a16b2a};
+        std::vector<std::vector<std::uint16_t>> ours;
+        Bf16WorkingCopies copies;
+        for (const tag wanted : tags) {
+            const BlockedLayout layout = layout_of(dims, wanted);
+            ASSERT_TRUE(Bf16WorkingCopies::applies(layout));
+            ours.emplace_back(dnnl::memory::desc(dims, dnnl::memory::data_type::bf16, wanted).get_size() / 2, 0xffff);
+        }
+        for (std::size_t k = 0; k < ours.size(); ++k) copies.add(layout_of(dims, tags[k]), ours[k].data());
+        ASSERT_EQ(copies.size(), 3u);
+        copies.write(master.data(), threads);
+        for (std::size_t k = 0; k < ours.size(); ++k) {
+            const std::vector<std::uint16_t> expected = onednn_copy(master, dims, tags[k]);
+            ASSERT_EQ(ours[k].size(), expected.size());
+            std::size_t wrong = 0, first = expected.size();
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+                if (ours[k][i] != expected[i] && wrong++ == 0) first = i;
+            }
+            EXPECT_EQ(wrong, 0u) << "layout " << k << " of " << dims[0] << "x" << dims[1] << "x" << dims[2] << "x"
+                                 << dims[3] << ": first difference at element " << first;
+        }
+    }
+};
+
+TEST_F(CpuBf16WorkingCopies, OneByOneKernelsMatchOneDnn) {
+    expect_like_onednn({16, 16, 1, 1}, 1);
+    expect_like_onednn({64, 256, 1, 1}, 2);
+    expect_like_onednn({48, 32, 1, 1}, 3);
+}
+
+TEST_F(CpuBf16WorkingCopies, SpatialKernelsMatchOneDnn) {
+    expect_like_onednn({32, 16, 3, 3}, 1);
+    expect_like_onednn({64, 48, 3, 3}, 2);
+    expect_like_onednn({16, 32, 7, 5}, 2);  // rows of I x K x K whose length is not a multiple of 16
+}
+
+TEST_F(CpuBf16WorkingCopies, RefreshingAgainFollowsTheMaster) {
+    const dnnl::memory::dims dims{32, 32, 3, 3};
+    std::vector<float> master = random_weights(dims, 5);
+    std::vector<std::uint16_t> ours(master.size());
+    Bf16WorkingCopies copies;
+    copies.add(layout_of(dims, tag::ABcd8b16a2b), ours.data());
+    copies.write(master.data(), 2);
+    for (float& value : master) value = -2 * value;
+    copies.write(master.data(), 2);
+    EXPECT_EQ(ours, onednn_copy(master, dims, tag::ABcd8b16a2b));
+}
+
+TEST_F(CpuBf16WorkingCopies, OtherLayoutsAreLeftToOneDnn) {
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 3, 7, 7}, tag::AcdB16a2b)));    // conv1: padded inputs
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({1000, 2048, 1, 1}, tag::aBcd16b)));  // fc
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 64, 3, 3}, tag::ABcd16b16a2b)));
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({24, 32, 1, 1}, tag::ABcd8b16a2b)));  // 24 outputs: padded
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 64, 1, 1}, tag::abcd)));
+    Bf16WorkingCopies copies;
+    std::vector<std::uint16_t> buffer(64 * 64 * 9);
+    EXPECT_THROW(copies.add(layout_of({64, 3, 7, 7}, tag::AcdB16a2b), buffer.data()), std::invalid_argument);
+    copies.add(layout_of({64, 64, 1, 1}, tag::ABcd8b16a2b), buffer.data());
+    EXPECT_THROW(copies.add(layout_of({64, 64, 3, 3}, tag::ABcd8a16b2a), buffer.data()), std::invalid_argument);
 }
 
 }  // namespace
