@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <numbers>
@@ -82,8 +83,7 @@ public:
             const std::int64_t first = parameters_[t].offset;
             std::int64_t end = first;
             for (; t < parameters_.size() && parameters_[t].layer == layer; ++t) end += parameters_[t].elements;
-            sgd_nesterov_step(values_.data() + first, gradients_.data() + first, momentum_.data() + first, parameters_,
-                              first, end - first, lr);
+            step_range(first, end - first, lr);
             if (cpu::Weights* weights = weights_of_layer_[static_cast<std::size_t>(layer)]) weights->refresh(context_);
         }
         return true;
@@ -152,6 +152,20 @@ private:
         std::unique_ptr<cpu::LayerOp> op;
         bool has_parameters = false;
     };
+
+    /// The SGD step on [first, first + count) of the arenas, split over the context's threads
+    /// when it is large enough to pay for the parallel region (a memory-bound pass).
+    void step_range(std::int64_t first, std::int64_t count, double lr) {
+        constexpr std::int64_t kElementsPerThread = 1 << 16;
+        const int team = static_cast<int>(std::clamp<std::int64_t>(count / kElementsPerThread, 1, context_.threads()));
+#pragma omp parallel num_threads(team)
+        {
+            const std::int64_t begin = first + count * omp_get_thread_num() / omp_get_num_threads();
+            const std::int64_t end = first + count * (omp_get_thread_num() + 1) / omp_get_num_threads();
+            sgd_nesterov_step(values_.data() + begin, gradients_.data() + begin, momentum_.data() + begin, parameters_,
+                              begin, end - begin, lr);
+        }
+    }
 
     /// Arena offsets in backward order (model/'s gradients_in_backward_order), names, state.
     void lay_out_arenas() {
