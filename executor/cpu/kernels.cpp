@@ -293,6 +293,55 @@ EPOCHCAST_AVX512_BF16 void round_row(const float* master_row, std::int64_t in, s
     }
 }
 
+/// The lanes of 3 x 3 kernels' 16-channel blocks: the block's 144 fp32 values (channel-major, 9
+/// pixels each) lie in 9 registers; pixel s of channel k is value s + 9k, in register (s + 9k) / 16.
+/// For pixel s and register pair p (registers 2p and 2p + 1): the permutex2var index of each
+/// channel, and the channels that pair holds.
+struct Pixels3x3 {
+    alignas(64) std::int32_t index[9][5][kBlock];
+    std::uint16_t channels[9][5];
+};
+
+const Pixels3x3& pixels_3x3() {
+    static const Pixels3x3 table = [] {
+        Pixels3x3 t{};
+        for (int s = 0; s < 9; ++s) {
+            for (int k = 0; k < kBlock; ++k) {
+                const int value = s + 9 * k;
+                const int pair = value / 32;
+                t.index[s][pair][k] = value % 32;
+                t.channels[s][pair] = static_cast<std::uint16_t>(t.channels[s][pair] | (1u << k));
+            }
+        }
+        return t;
+    }();
+    return table;
+}
+
+/// round_row for 3 x 3 kernels (the spread done with permutes, 16 channels at a time).
+EPOCHCAST_AVX512_BF16 void round_row_3x3(const float* master_row, std::int64_t in, std::uint16_t* plane_row,
+                                         std::int64_t plane) {
+    const Pixels3x3& table = pixels_3x3();
+    for (std::int64_t i0 = 0; i0 < in; i0 += kBlock) {
+        const float* block = master_row + i0 * 9;
+        __m512 r[10];
+        for (int q = 0; q < 9; ++q) r[q] = _mm512_loadu_ps(block + q * kBlock);
+        r[9] = _mm512_setzero_ps();
+        for (int s = 0; s < 9; ++s) {
+            __m512 pixel = _mm512_setzero_ps();
+            for (int pair = 0; pair < 5; ++pair) {
+                const __mmask16 channels = table.channels[s][pair];
+                if (channels == 0) continue;
+                const __m512i index = _mm512_load_si512(table.index[s][pair]);
+                pixel = _mm512_mask_mov_ps(pixel, channels, _mm512_permutex2var_ps(r[2 * pair], index, r[2 * pair + 1]));
+            }
+            const __m256bh rounded = _mm512_cvtneps_pbh(pixel);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(plane_row + s * plane + i0),
+                                reinterpret_cast<const __m256i&>(rounded));
+        }
+    }
+}
+
 // GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which -Wuninitialized
 // reports once inlined here (GCC bug 105593); the values are all defined.
 #pragma GCC diagnostic push
@@ -387,7 +436,11 @@ void Bf16WorkingCopies::write(const float* master, int threads) const {
         std::uint16_t* row_bf16 = rows_data + std::int64_t{omp_get_thread_num()} * in * pixels;
 #pragma omp for schedule(static)
         for (std::int64_t o = 0; o < out; ++o) {
-            round_row(master + o * in * pixels, in, pixels, row_bf16, planes_data + o * in, plane);
+            if (kernel_h == 3 && kernel_w == 3) {
+                round_row_3x3(master + o * in * pixels, in, planes_data + o * in, plane);
+            } else {
+                round_row(master + o * in * pixels, in, pixels, row_bf16, planes_data + o * in, plane);
+            }
         }
         for (const Copy& copy : copies_) {
 #pragma omp for schedule(static)
