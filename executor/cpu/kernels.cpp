@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <vector>
 #include <stdexcept>
+#include <vector>
 
 namespace epochcast::cpu {
 

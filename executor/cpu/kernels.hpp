@@ -18,13 +18,13 @@
 // (plain O x I x K x K) are rounded to bf16 into the blocked layouts oneDNN's primitives chose
 // (ResNet-50: ABcd8b16a2b for forward, ABcd8a16b2a or BAcd8a16b2a for backward-data). oneDNN 2.6's
 // reorder does this at about 4 GB/s of input on one core of this host (27 ms a step for ResNet-50's
-// two copies at 64 px, 70% of the update after the SGD step). Bf16WorkingCopies writes both copies
+// two copies at 64 px: 70% of the whole update). Bf16WorkingCopies writes both copies
 // of a layer from one rounding of its master (a generic walk with 16-lane gathers was slower than
 // oneDNN: gathers from 8 rows at a time cost about 3 cycles an element on Zen 4).
 #pragma once
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

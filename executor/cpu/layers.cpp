@@ -180,7 +180,7 @@ memory Weights::working(const Context& context, const memory::desc& wanted) {
     memory copy(wanted, context.engine());
     if (const std::optional<BlockedLayout> layout = blocked_layout_of(wanted);
         own_kernels_enabled() && wanted.data_type() == dt::bf16 && layout && Bf16WorkingCopies::applies(*layout) &&
-        (own_copies_.empty() || layout->dims == dims_of(master_))) {
+        layout->dims == dims_of(master_)) {
         own_copies_.add(*layout, static_cast<std::uint16_t*>(copy.get_data_handle()));
         own_memories_.push_back(copy);
     } else {
