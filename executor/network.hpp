@@ -89,7 +89,8 @@ public:
     /// on values() from gradients() (averaged over the workers) and momentum(), at rate `lr`.
     /// Returns false when the backend skipped the step: with fp16 loss scaling (LossScaler), an
     /// overflowed gradient leaves weights and momentum alone. A step taken also refreshes the
-    /// working copies (as parameters_updated() does), layer by layer while each is in the cache.
+    /// working copies (as parameters_updated() does; the CPU backend layer by layer, while each
+    /// layer's weights are in the cache).
     virtual bool optimizer_step(double lr) = 0;
     /// Steps skipped so far by optimizer_step.
     virtual std::int64_t skipped_steps() const { return 0; }

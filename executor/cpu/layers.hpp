@@ -139,6 +139,8 @@ public:
     float* gradient_arena() const { return static_cast<float*>(master_grad_.get_data_handle()); }
     /// Master values -> every working copy.
     void refresh(Context& context) const;
+    /// How many working copies our own writer refreshes (the rest: oneDNN's reorder).
+    std::size_t own_copies() const { return own_copies_.size(); }
     /// Backward-weights output -> arena (nothing when it wrote the arena directly).
     void publish_gradient(Context& context) const;
     /// From now on publish the gradient rounded to bf16 (nearest even, by the same reorder) into
