@@ -2,8 +2,8 @@
 // peak measured in the same program (issue 5). Figures go to docs/performance.md.
 // Run: build/bench/cpu_train_bench                      (all configurations)
 //      build/bench/cpu_train_bench --benchmark_filter=224  (ResNet-50 at 224 px only)
-//      build/bench/cpu_train_bench --benchmark_filter=conv1x1  (the 1x1 weight gradient: our kernel
-//                                                       against oneDNN's, per ResNet-50 layer shape)
+//      build/bench/cpu_train_bench --benchmark_filter=weight_gradient  (the 1x1 and 3x3 weight
+//                        gradients: our kernels against oneDNN's, per ResNet-50 layer shape)
 // Counters: images_per_s (whole steps: forward, backward, SGD update, weight refresh);
 // update_ms_per_step (the SGD update and the refresh); fraction_of_bf16_peak = images_per_s x training FLOP per image
 // (model/'s make_workload: 3 x forward MACs x 2, 24.5 GFLOP for ResNet-50 at 224 px) / the bf16
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
@@ -101,11 +102,11 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     state.SetLabel(network->implementation());
 }
 
-/// The weight gradient of one 1x1 stride-1 bf16 convolution of ResNet-50 at 224 px, batch 16,
-/// nChw16c, 2 threads, as the Convolution layer computes it (backward_parameters: the fp32
-/// gradient in the plain arena): with our kernel (executor/cpu/kernels.hpp), or with oneDNN 2.6's
-/// primitive and its reorder to the arena (`own` false).
-void conv1x1_weight_gradient(benchmark::State& state, int in_channels, int out_channels, int side, bool own) {
+/// The weight gradient of one stride-1 bf16 convolution of ResNet-50 at 224 px (1x1, or 3x3 padded
+/// by 1), batch 16, nChw16c, 2 threads, as the Convolution layer computes it (backward_parameters:
+/// the fp32 gradient in the plain arena): with our kernel (executor/cpu/kernels.hpp), or with
+/// oneDNN 2.6's primitive and its reorder to the arena (`own` false).
+void weight_gradient(benchmark::State& state, int kernel, int in_channels, int out_channels, int side, bool own) {
     constexpr int kBatch = 16, kThreads = 2;
     if (own && !cpu::conv1x1_weight_gradient_applies({kBatch, in_channels, out_channels, side * side})) {
         state.SkipWithError("no AVX512-BF16 on this CPU");
@@ -116,10 +117,11 @@ void conv1x1_weight_gradient(benchmark::State& state, int in_channels, int out_c
         context, cpu::activation_desc(kBatch, Shape{in_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
     cpu::Activation y = cpu::make_activation(
         context, cpu::activation_desc(kBatch, Shape{out_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
-    std::vector<float> weights(std::size_t(out_channels) * in_channels), gradient(weights.size());
+    std::vector<float> weights(std::size_t(out_channels) * in_channels * kernel * kernel), gradient(weights.size());
     cpu::set_own_kernels_enabled(own);
-    cpu::Convolution convolution(context, cpu::Window{1, 1, 0}, x, y, cpu::ParameterView{weights.data(), gradient.data()},
-                                 cpu::DataType::bf16, /*input_gradient=*/true);
+    cpu::Convolution convolution(context, cpu::Window{kernel, 1, kernel / 2}, x, y,
+                                 cpu::ParameterView{weights.data(), gradient.data()}, cpu::DataType::bf16,
+                                 /*input_gradient=*/true);
     y.diff = dnnl::memory(y.value.get_desc(), context.engine());
     convolution.bind_backward(context);
     cpu::set_own_kernels_enabled(true);
@@ -139,7 +141,7 @@ void conv1x1_weight_gradient(benchmark::State& state, int in_channels, int out_c
     convolution.backward_parameters(context);
     for (auto _ : state) convolution.backward_parameters(context);
     state.SetLabel(own ? "own kernel" : "oneDNN primitive + reorder");
-    const double flops = 2.0 * kBatch * side * side * double(in_channels) * out_channels;
+    const double flops = 2.0 * kBatch * side * side * double(in_channels) * out_channels * kernel * kernel;
     state.counters["GFLOPps"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -183,7 +185,18 @@ void register_all() {
             const std::string name = "conv1x1_weight_gradient/" + std::to_string(in) + "to" + std::to_string(out) + "@" +
                                      std::to_string(side) + (own ? "/own" : "/onednn");
             benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-                conv1x1_weight_gradient(state, in, out, side, own);
+                weight_gradient(state, 1, in, out, side, own);
+            })->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+        }
+    }
+    // The 3x3 stride-1 shapes (channels in = out, side) of the bottlenecks after each stage's first,
+    // where the layer takes our kernel (not 512 @ 7: conv3x3_weight_gradient_preferred).
+    for (const auto& [channels, side] : {std::pair{64, 56}, std::pair{128, 28}, std::pair{256, 14}}) {
+        for (const bool own : {false, true}) {
+            const std::string name = "conv3x3_weight_gradient/" + std::to_string(channels) + "@" + std::to_string(side) +
+                                     (own ? "/own" : "/onednn");
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+                weight_gradient(state, 3, channels, channels, side, own);
             })->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
         }
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -99,39 +100,117 @@ EPOCHCAST_AVX512_BF16 void pack_pairs(const std::uint16_t* tensor, int blocks, i
     }
 }
 
-/// The 16 x 16 output tile dw[o][i] (row stride ld) += sum over the chunk's pairs; `first`: the
-/// tile starts from zero instead of its stored value.
-///   x_pairs: pairs x 32 bf16 of one input block: packed (kRawRows false), or two successive
-///            nChw16c rows per pair, interleaved here (kRawRows true)
-///   dy_pairs: pairs x 16 bf16 pairs, the packed output block
 /// Cache lines to fetch into L2 while a tile computes: `lines` lines from `from`, one a pair.
 struct Prefetch {
     const std::uint16_t* from = nullptr;
     int lines = 0;
 };
 
-template <bool kRawRows>
-EPOCHCAST_AVX512_BF16 void tile_16x16(const std::uint16_t* x_pairs, const std::uint32_t* dy_pairs, int pairs,
-                                      float* dw, std::int64_t ld, bool first, Prefetch a = {}, Prefetch b = {}) {
+/// Output rows per tile: 8 rows of an output block (one half of dy's packed pairs) against
+/// kTileInBlocks input blocks. Each broadcast of a dy pair then feeds two dot products; a 16 x 16
+/// tile, one product per broadcast, was load-bound (about 20% slower in L1 on Zen 4).
+constexpr int kTileRows = 8;
+constexpr int kTileInBlocks = 2;
+
+/// How a tile finds x's pair j of an input block, from x_pairs:
+enum class XRows {
+    packed,  ///< pair form, at pair j
+    raw,     ///< two successive nChw16c rows at 2j, 2j + 1: interleaved in the tile
+    shifted, ///< pair form shifted by one row: the odd half of pair j and the even half of pair j + 1
+};
+
+/// Pair j of one input block from x_pairs (the block's pairs), as `kRows` says; `carried` holds
+/// pair j of the pair form across calls (XRows::shifted: load pair 0 into it first).
+template <XRows kRows>
+EPOCHCAST_AVX512_BF16 inline __m512i x_pair(const std::uint16_t* x_pairs, std::int64_t j, __m512i& carried) {
+    __m512i rows = _mm512_loadu_si512(x_pairs + (j + (kRows == XRows::shifted ? 1 : 0)) * 2 * kBlock);
+    if constexpr (kRows == XRows::raw) {
+        return _mm512_permutexvar_epi16(_mm512_load_si512(kAdjacentRowsInterleave), rows);
+    } else if constexpr (kRows == XRows::shifted) {
+        // Position 2c: element 2c + 1 of pair j (row 2j + 1, channel c); 2c + 1: element 2c of pair
+        // j + 1 (row 2j + 2, channel c).
+        alignas(64) static constexpr std::uint16_t kShift[32] = {1,  32, 3,  34, 5,  36, 7,  38, 9,  40, 11,
+                                                                 42, 13, 44, 15, 46, 17, 48, 19, 50, 21, 52,
+                                                                 23, 54, 25, 56, 27, 58, 29, 60, 31, 62};
+        const __m512i shifted = _mm512_permutex2var_epi16(carried, _mm512_load_si512(kShift), rows);
+        carried = rows;
+        return shifted;
+    } else {
+        return rows;
+    }
+}
+
+/// The output tile dw[o][i] (row stride ld), 8 rows o by kInBlocks x 16 columns i, += the sum over
+/// the chunk's pairs; `first`: the tile starts from zero instead of its stored value.
+///   x_pairs: pairs x 32 bf16 of each input block (blocks x_block_stride apart), as XRows says
+///   dy_pairs: pairs x 16 bf16 pairs (32 bits each) of the packed output block, from the tile's
+///            first row
+template <XRows kRows, int kInBlocks>
+EPOCHCAST_AVX512_BF16 void tile_rows(const std::uint16_t* x_pairs, std::int64_t x_block_stride,
+                                     const std::uint32_t* dy_pairs, int pairs, float* dw, std::int64_t ld, bool first,
+                                     Prefetch a, Prefetch b) {
     constexpr int kLineElements = 32;  // 64 bytes of bf16
-    const __m512i interleave = _mm512_load_si512(kAdjacentRowsInterleave);
-    __m512 acc[kBlock];
-#pragma GCC unroll 16
-    for (int o = 0; o < kBlock; ++o) acc[o] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(dw + o * ld);
+    __m512 acc[kTileRows][kInBlocks];
+    __m512i carried[kInBlocks];
+#pragma GCC unroll 2
+    for (int c = 0; c < kInBlocks; ++c) {
+        carried[c] = kRows == XRows::shifted ? _mm512_loadu_si512(x_pairs + c * x_block_stride) : _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int o = 0; o < kTileRows; ++o) {
+#pragma GCC unroll 2
+        for (int c = 0; c < kInBlocks; ++c) {
+            acc[o][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(dw + o * ld + c * kBlock);
+        }
+    }
     for (int j = 0; j < pairs; ++j) {
-        __m512i rows = _mm512_loadu_si512(x_pairs + std::int64_t{j} * 2 * kBlock);
-        if constexpr (kRawRows) rows = _mm512_permutexvar_epi16(interleave, rows);
-        const __m512bh x = (__m512bh)rows;
+        __m512bh x[kInBlocks];
+#pragma GCC unroll 2
+        for (int c = 0; c < kInBlocks; ++c) x[c] = (__m512bh)x_pair<kRows>(x_pairs + c * x_block_stride, j, carried[c]);
         const std::uint32_t* dy = dy_pairs + std::int64_t{j} * kBlock;
         if (j < a.lines) _mm_prefetch(reinterpret_cast<const char*>(a.from + j * kLineElements), _MM_HINT_T1);
         if (j < b.lines) _mm_prefetch(reinterpret_cast<const char*>(b.from + j * kLineElements), _MM_HINT_T1);
-#pragma GCC unroll 16
-        for (int o = 0; o < kBlock; ++o) {
-            acc[o] = _mm512_dpbf16_ps(acc[o], (__m512bh)_mm512_set1_epi32(static_cast<int>(dy[o])), x);
+#pragma GCC unroll 8
+        for (int o = 0; o < kTileRows; ++o) {
+            const __m512bh y = (__m512bh)_mm512_set1_epi32(static_cast<int>(dy[o]));
+#pragma GCC unroll 2
+            for (int c = 0; c < kInBlocks; ++c) acc[o][c] = _mm512_dpbf16_ps(acc[o][c], y, x[c]);
         }
     }
-#pragma GCC unroll 16
-    for (int o = 0; o < kBlock; ++o) _mm512_storeu_ps(dw + o * ld, acc[o]);
+#pragma GCC unroll 8
+    for (int o = 0; o < kTileRows; ++o) {
+#pragma GCC unroll 2
+        for (int c = 0; c < kInBlocks; ++c) _mm512_storeu_ps(dw + o * ld + c * kBlock, acc[o][c]);
+    }
+}
+
+/// Tiles in the order an output block takes them: both 8-row halves of the block, each against the
+/// input blocks two at a time (one alone at the end when their count is odd).
+struct TileOrder {
+    int in_blocks;
+    int per_half() const { return (in_blocks + kTileInBlocks - 1) / kTileInBlocks; }
+    int count() const { return 2 * per_half(); }
+    int half(int tile) const { return tile / per_half(); }
+    int first_in_block(int tile) const { return tile % per_half() * kTileInBlocks; }
+    int width(int tile) const { return std::min(kTileInBlocks, in_blocks - first_in_block(tile)); }
+};
+
+/// Tile `tile` (TileOrder) of output block rows dw_block (its row 0, column 0), against x's input
+/// blocks from x_first (the tile's first input block at x_first + first_in_block x x_block_stride).
+template <XRows kRows>
+EPOCHCAST_AVX512_BF16 void run_tile(const TileOrder& order, int tile, const std::uint16_t* x_first,
+                                    std::int64_t x_block_stride, const std::uint32_t* dy_pairs, int pairs,
+                                    float* dw_block, std::int64_t ld, bool first, Prefetch a = {}, Prefetch b = {}) {
+    const int half = order.half(tile);
+    const int ib = order.first_in_block(tile);
+    const std::uint16_t* x = x_first + ib * x_block_stride;
+    float* dw = dw_block + half * kTileRows * ld + ib * kBlock;
+    const std::uint32_t* dy = dy_pairs + half * kTileRows;
+    if (order.width(tile) == kTileInBlocks) {
+        tile_rows<kRows, kTileInBlocks>(x, x_block_stride, dy, pairs, dw, ld, first, a, b);
+    } else {
+        tile_rows<kRows, 1>(x, x_block_stride, dy, pairs, dw, ld, first, a, b);
+    }
 }
 
 /// One thread's share: output blocks [out_begin, out_end), every chunk of k.
@@ -151,6 +230,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
         scratch + align_up(std::size_t(in_blocks) * chunk_pairs * kPairBytes));  // chunk_pairs x 32
     const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_packed);
     auto tile_of = [&](int ob, int ib) { return dw + std::int64_t{ob} * kBlock * g.in_channels + ib * kBlock; };
+    const TileOrder order{in_blocks};
 
     if (g.pixels % 2 == 0 && g.pixels / 2 >= kMinRawPairs) {
         // Steps (image n, chunk from pair0, output block ob). While a step's tiles compute, they
@@ -178,15 +258,19 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
                     const bool last_ob = ob + 1 == out_end;
                     const std::uint16_t* next_dy = last_ob ? dy_rows(next_n, next_pair0, out_begin) : dy_rows(n, pair0, ob + 1);
                     const int next_dy_lines = last_ob ? next_pairs : pairs;
-                    const int dy_lines_per_tile = (next_dy_lines + in_blocks - 1) / in_blocks;
-                    for (int ib = 0; ib < in_blocks; ++ib) {
-                        const int dy_from = std::min(ib * dy_lines_per_tile, next_dy_lines);
+                    const int dy_lines_per_tile = (next_dy_lines + order.count() - 1) / order.count();
+                    for (int tile = 0; tile < order.count(); ++tile) {
+                        const int dy_from = std::min(tile * dy_lines_per_tile, next_dy_lines);
                         const Prefetch dy_ahead{next_dy + std::int64_t{dy_from} * 2 * kBlock,
                                                 std::min(dy_lines_per_tile, next_dy_lines - dy_from)};
-                        const Prefetch x_ahead{last_ob && next_pairs > 0 ? x_rows(next_n, next_pair0, ib) : nullptr,
-                                               last_ob ? next_pairs : 0};
-                        tile_16x16<true>(x_rows(n, pair0, ib), dy_pairs, pairs, tile_of(ob, ib), g.in_channels, first,
-                                         dy_ahead, x_ahead);
+                        // Each input block's next rows once: by the first half's tiles, then the
+                        // second's (the second input block of a pair).
+                        const int ahead_block = order.first_in_block(tile) + order.half(tile);
+                        const bool fetch_x = last_ob && next_pairs > 0 && ahead_block < in_blocks;
+                        const Prefetch x_ahead{fetch_x ? x_rows(next_n, next_pair0, ahead_block) : nullptr,
+                                               fetch_x ? next_pairs : 0};
+                        run_tile<XRows::raw>(order, tile, x_rows(n, pair0, 0), std::int64_t{g.pixels} * kBlock, dy_pairs,
+                                       pairs, tile_of(ob, 0), g.in_channels, first, dy_ahead, x_ahead);
                     }
                 }
             }
@@ -204,9 +288,9 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
         }
         for (int ob = out_begin; ob < out_end; ++ob) {
             pack_pairs(dy, out_blocks, ob, g.pixels, at, pairs, dy_packed);
-            for (int ib = 0; ib < in_blocks; ++ib) {
-                tile_16x16<false>(x_packed + std::int64_t{ib} * chunk_pairs * 2 * kBlock, dy_pairs, pairs,
-                                  tile_of(ob, ib), g.in_channels, pair0 == 0);
+            for (int tile = 0; tile < order.count(); ++tile) {
+                run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs, pairs,
+                                tile_of(ob, 0), g.in_channels, pair0 == 0);
             }
         }
     }
@@ -250,6 +334,222 @@ void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& g, const std::uint16_t*
         const int begin = out_blocks * thread / team;
         const int end = out_blocks * (thread + 1) / team;
         if (begin < end) weight_gradient_rows(g, x, dy, dw, scratch + per_thread * thread, begin, end);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 3x3 weight gradient
+
+namespace {
+
+/// Pairs of padded positions per chunk: x's pairs of one chunk and input block (128 + W + 2 pairs
+/// of 64 bytes: 12 KiB at 56 x 56) and dy's (8 KiB) stay in L1 while the nine taps read them.
+constexpr int kPairsPerChunk3x3 = 128;
+constexpr int kTaps = 9;
+
+/// Where the pair forms of x and dy put things. Padded position q = h Wp + w with Wp = W + 1: the
+/// pixel (h, w) for w < W, zero for w = W, so that a tap (a, b) reads x at position
+/// q + (a - 1) Wp + (b - 1) for dy's position q, and falls on a zero whenever it leaves the map
+/// sideways; a zero row above and below (and one zero pixel beyond each) catch the rest. x's padded
+/// index r = q + Wp + 1 starts at the zero pixel before the zero row; its pair m holds indices
+/// (2m, 2m + 1). A tap that starts at an odd index reads pairs shifted by one (XRows::shifted).
+/// dy's pair j holds positions (2j, 2j + 1).
+struct Padding3x3 {
+    std::int64_t row_stride = 0;   ///< Wp = W + 1
+    std::int64_t positions = 0;    ///< H x Wp: the positions dy's pairs run over
+    int image_pairs = 0;           ///< dy's pairs per map: ceil(positions / 2)
+    std::int64_t origin = 0;       ///< x's padded index of position 0: Wp + 1
+};
+
+Padding3x3 padding_3x3(const Conv3x3Geometry& g) {
+    Padding3x3 p;
+    p.row_stride = g.width + 1;
+    p.positions = std::int64_t{g.height} * p.row_stride;
+    p.image_pairs = static_cast<int>((p.positions + 1) / 2);
+    p.origin = p.row_stride + 1;
+    return p;
+}
+
+/// x's pairs one chunk's taps read, per input block: from the chunk's first pair on, Wp + 1 more
+/// for the last tap's shift and one more for the shifted form.
+std::int64_t chunk_x_pairs(const Padding3x3& p) { return kPairsPerChunk3x3 + p.row_stride + 3; }
+
+/// Per thread: x's pairs of one chunk for every input block, then dy's pairs of one output block.
+std::size_t chunk_scratch_bytes(const Conv3x3Geometry& g) {
+    return align_up(std::size_t(g.in_channels / kBlock) * chunk_x_pairs(padding_3x3(g)) * kPairBytes) +
+           align_up(std::size_t(kPairsPerChunk3x3) * kPairBytes);
+}
+
+std::size_t tap_planes_bytes(const Conv3x3Geometry& g) {
+    return align_up(std::size_t(kTaps) * g.out_channels * g.in_channels * sizeof(float));
+}
+
+alignas(64) constexpr std::uint16_t kTwoRowsInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                              37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                              11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+
+/// The pixels of one map at padded positions q, q + 1, ... in turn (none at a padding position),
+/// without a division per position.
+class PaddedWalk {
+public:
+    PaddedWalk(const Conv3x3Geometry& g, const Padding3x3& p, const std::uint16_t* map, std::int64_t q)
+        : map_(map), width_(g.width), row_stride_(p.row_stride), positions_(p.positions), q_(q) {
+        if (q > 0) {
+            h_ = q / row_stride_;
+            w_ = q - h_ * row_stride_;
+        }
+    }
+    const std::uint16_t* next() {
+        const std::uint16_t* at =
+            q_ >= 0 && q_ < positions_ && w_ != width_ ? map_ + (h_ * width_ + w_) * kBlock : nullptr;
+        if (q_++ >= 0 && ++w_ == row_stride_) {
+            w_ = 0;
+            ++h_;
+        }
+        return at;
+    }
+
+private:
+    const std::uint16_t* map_;
+    std::int64_t width_, row_stride_, positions_;
+    std::int64_t q_, h_ = 0, w_ = 0;
+};
+
+/// The 16 channels at `at` in the low half of a register, or zeros.
+EPOCHCAST_AVX512_BF16 inline __m512i load_pixel(const std::uint16_t* at) {
+    return at ? _mm512_maskz_loadu_epi16(0xffff, at) : _mm512_setzero_si512();
+}
+
+/// `pairs` pairs of one map (nChw16c rows) in pair form, from padded position `from` on. A pair
+/// inside one row of the map is one load of two adjacent rows; only pairs that touch padding take
+/// the walk.
+EPOCHCAST_AVX512_BF16 void pair_map(const Conv3x3Geometry& g, const Padding3x3& p, const std::uint16_t* map,
+                                    std::int64_t from, std::int64_t pairs, std::uint16_t* out) {
+    const __m512i two_rows = _mm512_load_si512(kTwoRowsInterleave);
+    const __m512i adjacent = _mm512_load_si512(kAdjacentRowsInterleave);
+    std::int64_t q = from;
+    std::int64_t h = q > 0 ? q / p.row_stride : 0;
+    std::int64_t w = q > 0 ? q - h * p.row_stride : 0;
+    for (std::int64_t m = 0; m < pairs; ++m, q += 2) {
+        __m512i pair;
+        if (q >= 0 && q + 1 < p.positions && w + 1 < g.width) {
+            pair = _mm512_permutexvar_epi16(adjacent, _mm512_loadu_si512(map + (h * g.width + w) * kBlock));
+        } else {
+            PaddedWalk walk(g, p, map, q);
+            const __m512i first = load_pixel(walk.next());
+            const __m512i second = load_pixel(walk.next());
+            pair = _mm512_permutex2var_epi16(first, two_rows, second);
+        }
+        _mm512_store_si512(out + m * 2 * kBlock, pair);
+        if (q + 2 > 0) {  // (h, w) track position q + 2 once it is not negative
+            if (q < 0) {
+                h = 0;
+                w = q + 2;
+            } else if ((w += 2) >= p.row_stride) {
+                w -= p.row_stride;
+                ++h;
+            }
+        }
+    }
+}
+
+/// One thread's share: output blocks [out_begin, out_end) of the nine tap planes (tap t = 3a + b:
+/// an O x I fp32 matrix at taps + t O I). For each chunk the thread writes x's pairs (every input
+/// block) and then, per output block, dy's pairs into its own scratch, which stays in L2: written
+/// to memory for the whole tensor instead, the pair forms cost 15-20% of the kernel's time.
+EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, const Padding3x3& p,
+                                                    const std::uint16_t* x, const std::uint16_t* dy, float* taps,
+                                                    std::byte* scratch, int out_begin, int out_end) {
+    const int in_blocks = g.in_channels / kBlock;
+    const int out_blocks = g.out_channels / kBlock;
+    const std::int64_t map = std::int64_t{g.height} * g.width * kBlock;
+    const std::int64_t tap_plane = std::int64_t{g.out_channels} * g.in_channels;
+    const std::int64_t x_block = chunk_x_pairs(p) * 2 * kBlock;  // bf16 elements per input block
+    auto* x_chunk = reinterpret_cast<std::uint16_t*>(scratch);
+    auto* dy_chunk = reinterpret_cast<std::uint16_t*>(scratch + align_up(std::size_t(in_blocks) * x_block * 2));
+    const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_chunk);
+    // Tap t reads, for dy's pair j of a chunk, x's padded indices first[t] + 2j and + 2j + 1,
+    // counted from the chunk's first x pair.
+    std::array<std::int64_t, kTaps> first{};
+    for (int t = 0; t < kTaps; ++t) first[t] = p.origin + (t / 3 - 1) * p.row_stride + (t % 3 - 1);
+    const TileOrder order{in_blocks};
+    for (int n = 0; n < g.batch; ++n) {
+        for (int pair0 = 0; pair0 < p.image_pairs; pair0 += kPairsPerChunk3x3) {
+            const int pairs = std::min(kPairsPerChunk3x3, p.image_pairs - pair0);
+            const bool zero = n == 0 && pair0 == 0;
+            for (int ib = 0; ib < in_blocks; ++ib) {
+                pair_map(g, p, x + (std::int64_t{n} * in_blocks + ib) * map, 2 * std::int64_t{pair0} - p.origin,
+                         pairs + p.row_stride + 3, x_chunk + ib * x_block);
+            }
+            for (int ob = out_begin; ob < out_end; ++ob) {
+                pair_map(g, p, dy + (std::int64_t{n} * out_blocks + ob) * map, 2 * std::int64_t{pair0}, pairs,
+                         dy_chunk);
+                float* rows = taps + std::int64_t{ob} * kBlock * g.in_channels;
+                for (int tile = 0; tile < order.count(); ++tile) {
+                    for (int t = 0; t < kTaps; ++t) {
+                        const std::uint16_t* x_pairs = x_chunk + first[t] / 2 * 2 * kBlock;
+                        if (first[t] % 2 == 0) {
+                            run_tile<XRows::packed>(order, tile, x_pairs, x_block, dy_pairs, pairs,
+                                                    rows + t * tap_plane, g.in_channels, zero);
+                        } else {
+                            run_tile<XRows::shifted>(order, tile, x_pairs, x_block, dy_pairs, pairs,
+                                                     rows + t * tap_plane, g.in_channels, zero);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// dw[o][i][t] = taps[t][o][i] for the rows o of output blocks [out_begin, out_end).
+void gather_taps(const Conv3x3Geometry& g, const float* taps, float* dw, int out_begin, int out_end) {
+    const std::int64_t tap_plane = std::int64_t{g.out_channels} * g.in_channels;
+    for (std::int64_t o = std::int64_t{out_begin} * kBlock; o < std::int64_t{out_end} * kBlock; ++o) {
+        for (std::int64_t i = 0; i < g.in_channels; ++i) {
+            const std::int64_t at = o * g.in_channels + i;
+            for (int t = 0; t < kTaps; ++t) dw[at * kTaps + t] = taps[t * tap_plane + at];
+        }
+    }
+}
+
+}  // namespace
+
+bool conv3x3_weight_gradient_applies(const Conv3x3Geometry& g) {
+    static const bool has_isa = cpu_has_avx512_bf16();
+    return has_isa && g.batch > 0 && g.height > 0 && g.width > 0 && g.in_channels > 0 && g.out_channels > 0 &&
+           g.in_channels % kBlock == 0 && g.out_channels % kBlock == 0 &&
+           std::int64_t{g.height} * (g.width + 1) < (std::int64_t{1} << 30);
+}
+
+bool conv3x3_weight_gradient_preferred(const Conv3x3Geometry& g) {
+    return conv3x3_weight_gradient_applies(g) && std::int64_t{g.height} * g.width >= 14 * 14;
+}
+
+std::size_t conv3x3_weight_gradient_scratch_bytes(const Conv3x3Geometry& g, int threads) {
+    if (g.in_channels < kBlock || g.out_channels < kBlock || g.height <= 0 || g.width <= 0) return 0;
+    return tap_planes_bytes(g) + std::size_t(std::max(threads, 1)) * chunk_scratch_bytes(g);
+}
+
+void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& g, const std::uint16_t* x, const std::uint16_t* dy, float* dw,
+                                  std::byte* scratch, int threads) {
+    if (!conv3x3_weight_gradient_applies(g)) {
+        throw std::logic_error("conv3x3_weight_gradient_bf16: geometry or CPU not supported");
+    }
+    const Padding3x3 p = padding_3x3(g);
+    auto* taps = reinterpret_cast<float*>(scratch);
+    const int out_blocks = g.out_channels / kBlock;
+#pragma omp parallel num_threads(std::max(threads, 1))
+    {
+        const int thread = omp_get_thread_num();
+        const int team = omp_get_num_threads();
+        const int begin = out_blocks * thread / team;
+        const int end = out_blocks * (thread + 1) / team;
+        if (begin < end) {
+            weight_gradient_3x3_rows(g, p, x, dy, taps, scratch + tap_planes_bytes(g) + thread * chunk_scratch_bytes(g),
+                                     begin, end);
+            gather_taps(g, taps, dw, begin, end);
+        }
     }
 }
 

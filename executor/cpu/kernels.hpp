@@ -60,6 +60,42 @@ std::size_t conv1x1_weight_gradient_scratch_bytes(const Conv1x1Geometry& geometr
 void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& geometry, const std::uint16_t* x, const std::uint16_t* dy,
                                   float* dw, std::byte* scratch, int threads);
 
+/// A 3x3, stride-1 convolution padded by one zero pixel on each side (the output has the input's
+/// H x W), over N x C x H x W tensors in nChw16c bf16: ResNet's 3x3 convolutions outside the first
+/// block of a stage.
+struct Conv3x3Geometry {
+    int batch = 0;         ///< N
+    int in_channels = 0;   ///< I, a multiple of 16
+    int out_channels = 0;  ///< O, a multiple of 16
+    int height = 0;        ///< H, of the input and the output
+    int width = 0;         ///< W, of the input and the output
+};
+
+/// True when this CPU has AVX512-BF16 and the channel counts are positive multiples of 16 and N,
+/// H and W positive.
+bool conv3x3_weight_gradient_applies(const Conv3x3Geometry& geometry);
+
+/// True where conv3x3_weight_gradient_bf16 is not slower than oneDNN 2.6's primitive on this
+/// host (docs/performance.md): maps of at least 14 x 14 pixels. A 7 x 7 map gives each tile only
+/// 28 pairs between loading and storing its sums (about 10% slower than oneDNN).
+bool conv3x3_weight_gradient_preferred(const Conv3x3Geometry& geometry);
+
+/// Bytes of scratch conv3x3_weight_gradient_bf16 needs with `threads` threads (64-byte aligned):
+/// a zero-padded copy of x (about x's size), the nine O x I fp32 tap planes, a chunk per thread.
+std::size_t conv3x3_weight_gradient_scratch_bytes(const Conv3x3Geometry& geometry, int threads);
+
+/// The weight gradient of the 3x3 convolution above,
+///   dW[o][i][a][b] = sum over n, h, w of dY[n][o][h][w] X[n][i][h + a - 1][w + b - 1]
+/// (X zero outside the map), fp32, plain O x I x 3 x 3. Nine 1x1 products over shifted pixels: x is
+/// copied once with a zero pixel after each row and a zero row above and below, so that every
+/// tap is the 1x1 kernel's tile over x's rows at a constant offset; dy's pairs skip the padding.
+///   x:  N x I x H x W bf16 (raw bits), nChw16c;   dy: N x O x H x W bf16 (raw bits), nChw16c
+///   scratch: conv3x3_weight_gradient_scratch_bytes(geometry, threads) bytes, 64-byte aligned
+/// Runs on up to `threads` OpenMP threads. Requires conv3x3_weight_gradient_applies(geometry);
+/// throws std::logic_error otherwise.
+void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& geometry, const std::uint16_t* x, const std::uint16_t* dy,
+                                  float* dw, std::byte* scratch, int threads);
+
 /// A oneDNN blocked memory layout (dnnl_blocking_desc_t) in plain terms, so that the kernels do
 /// not depend on oneDNN's headers. The element at logical index (i_0, ..., i_{n-1}) lies at
 ///   offset0 + sum_d (i_d / B_d) x strides[d] + (its position inside the tile),

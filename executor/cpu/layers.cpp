@@ -246,19 +246,31 @@ void Convolution::bind_backward(Context& context) {
     const memory::dims w_dims{y_desc.dims()[1], x_desc.dims()[1], window_.kernel, window_.kernel};
     const memory::dims strides{window_.stride, window_.stride}, padding{window_.padding, window_.padding};
 
-    // Backward-weights: our own kernel where it applies (fp32 plain, straight into the arena),
+    // Backward-weights: our own kernel where it applies (1x1 stride 1, or 3x3 stride 1 padded by 1;
+    // fp32 plain, straight into the arena),
     // else oneDNN's primitive with an fp32 gradient in whatever layout it prefers.
     const Conv1x1Geometry geometry{static_cast<int>(x_desc.dims()[0]), static_cast<int>(x_desc.dims()[1]),
                                    static_cast<int>(y_desc.dims()[1]),
                                    static_cast<int>(x_desc.dims()[2] * x_desc.dims()[3])};
+    const Conv3x3Geometry geometry_3x3{static_cast<int>(x_desc.dims()[0]), static_cast<int>(x_desc.dims()[1]),
+                                       static_cast<int>(y_desc.dims()[1]), static_cast<int>(x_desc.dims()[2]),
+                                       static_cast<int>(x_desc.dims()[3])};
     const bool unit_window = window_.kernel == 1 && window_.stride == 1 && window_.padding == 0;
+    const bool same_3x3 = window_.kernel == 3 && window_.stride == 1 && window_.padding == 1;
     const bool blocked_bf16 = x_desc == memory::desc(x_desc.dims(), dt::bf16, tag::nChw16c) &&
                               y_.diff.get_desc() == memory::desc(y_desc.dims(), dt::bf16, tag::nChw16c);
-    if (own_kernels_enabled() && type_ == DataType::bf16 && unit_window && blocked_bf16 &&
-        conv1x1_weight_gradient_applies(geometry)) {
+    const bool own = own_kernels_enabled() && type_ == DataType::bf16 && blocked_bf16;
+    std::size_t own_bytes = 0;
+    if (own && unit_window && conv1x1_weight_gradient_applies(geometry)) {
         own_geometry_ = geometry;
-        const auto bytes = static_cast<memory::dim>(conv1x1_weight_gradient_scratch_bytes(geometry, context.threads()));
-        own_scratch_ = context.shared_memory(memory::desc({bytes}, dt::u8, tag::a), Context::Shared::scratchpad);
+        own_bytes = conv1x1_weight_gradient_scratch_bytes(geometry, context.threads());
+    } else if (own && same_3x3 && conv3x3_weight_gradient_preferred(geometry_3x3)) {
+        own_3x3_ = geometry_3x3;
+        own_bytes = conv3x3_weight_gradient_scratch_bytes(geometry_3x3, context.threads());
+    }
+    if (own_weight_gradient()) {
+        own_scratch_ = context.shared_memory(memory::desc({static_cast<memory::dim>(own_bytes)}, dt::u8, tag::a),
+                                             Context::Shared::scratchpad);
     } else {
         const auto weights_desc = dnnl::convolution_backward_weights::desc(
             dnnl::algorithm::convolution_direct, x_desc, memory::desc(w_dims, dt::f32, tag::any), y_desc, strides,
@@ -289,6 +301,13 @@ void Convolution::bind_backward(Context& context) {
 void Convolution::backward_parameters(Context& context) {
     if (own_geometry_) {
         conv1x1_weight_gradient_bf16(*own_geometry_, static_cast<const std::uint16_t*>(x_.value.get_data_handle()),
+                                     static_cast<const std::uint16_t*>(y_.diff.get_data_handle()),
+                                     weights_.gradient_arena(),
+                                     static_cast<std::byte*>(own_scratch_.get_data_handle()), context.threads());
+        return;
+    }
+    if (own_3x3_) {
+        conv3x3_weight_gradient_bf16(*own_3x3_, static_cast<const std::uint16_t*>(x_.value.get_data_handle()),
                                      static_cast<const std::uint16_t*>(y_.diff.get_data_handle()),
                                      weights_.gradient_arena(),
                                      static_cast<std::byte*>(own_scratch_.get_data_handle()), context.threads());

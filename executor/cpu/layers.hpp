@@ -190,8 +190,9 @@ struct Window {
 /// Convolution without bias. x: N x I x H x W, y: N x O x H' x W' (y.value allocated by the
 /// caller); weights O x I x K x K. input_gradient = false (the image) skips backward-data and
 /// lets the primitive pick x's layout: x.value is then replaced if the primitive prefers another.
-/// A 1x1 stride-1 bf16 convolution on nChw16c tensors takes its weight gradient from our own kernel
-/// (kernels.hpp), written straight into the gradient arena; oneDNN computes everything else.
+/// A 1x1 stride-1, or 3x3 stride-1 padded-by-1, bf16 convolution on nChw16c tensors takes its weight
+/// gradient from our own kernels (kernels.hpp), written straight into the gradient arena; oneDNN
+/// computes everything else.
 class Convolution : public LayerOp {
 public:
     Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
@@ -203,9 +204,9 @@ public:
     Weights* weights() override { return &weights_; }
     /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
     std::string implementation() const { return forward_pd_.impl_info_str(); }
-    /// True when backward_parameters() runs our own 1x1 kernel instead of oneDNN's (after
+    /// True when backward_parameters() runs our own kernel instead of oneDNN's (after
     /// bind_backward()).
-    bool own_weight_gradient() const { return own_geometry_.has_value(); }
+    bool own_weight_gradient() const { return own_geometry_.has_value() || own_3x3_.has_value(); }
 
 private:
     Window window_;
@@ -218,7 +219,8 @@ private:
     Call forward_;
     Call backward_data_;
     Call backward_weights_;
-    std::optional<Conv1x1Geometry> own_geometry_;  ///< set when our kernel computes the weight gradient
+    std::optional<Conv1x1Geometry> own_geometry_;  ///< set when our 1x1 kernel computes the weight gradient
+    std::optional<Conv3x3Geometry> own_3x3_;       ///< set when our 3x3 kernel computes it
     dnnl::memory own_scratch_;                     ///< its scratch, in the shared scratchpad
     GradientSink x_grad_;
 };

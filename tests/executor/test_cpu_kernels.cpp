@@ -156,6 +156,131 @@ TEST(CpuConv1x1WeightGradientGeometry, ChannelsOutsideWholeBlocksAreNotTaken) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The 3x3 weight gradient
+
+/// dw[o][i][a][b] = sum_{n,h,w} dy[n][o][h][w] x[n][i][h + a - 1][w + b - 1] (x zero outside), fp64.
+std::vector<double> reference_weight_gradient_3x3(const Conv3x3Geometry& g, const BlockedTensor& x,
+                                                  const BlockedTensor& dy) {
+    const int pixels = g.height * g.width;
+    std::vector<double> dw(std::size_t(g.out_channels) * g.in_channels * 9, 0.0);
+    for (int n = 0; n < g.batch; ++n) {
+        for (int o = 0; o < g.out_channels; ++o) {
+            const double* dy_map = dy.plain.data() + (std::size_t(n) * g.out_channels + o) * pixels;
+            for (int i = 0; i < g.in_channels; ++i) {
+                const double* x_map = x.plain.data() + (std::size_t(n) * g.in_channels + i) * pixels;
+                for (int a = 0; a < 3; ++a) {
+                    for (int b = 0; b < 3; ++b) {
+                        double sum = 0;
+                        for (int h = 0; h < g.height; ++h) {
+                            const int xh = h + a - 1;
+                            if (xh < 0 || xh >= g.height) continue;
+                            for (int w = 0; w < g.width; ++w) {
+                                const int xw = w + b - 1;
+                                if (xw < 0 || xw >= g.width) continue;
+                                sum += dy_map[h * g.width + w] * x_map[xh * g.width + xw];
+                            }
+                        }
+                        dw[((std::size_t(o) * g.in_channels + i) * 3 + a) * 3 + b] += sum;
+                    }
+                }
+            }
+        }
+    }
+    return dw;
+}
+
+/// Runs the kernel on random tensors (stale values in dw and the scratch); returns max error / rms
+/// against fp64.
+double weight_gradient_3x3_error(const Conv3x3Geometry& g, int threads) {
+    const int pixels = g.height * g.width;
+    const BlockedTensor x = random_blocked(g.batch, g.in_channels, pixels, 21);
+    const BlockedTensor dy = random_blocked(g.batch, g.out_channels, pixels, 22);
+    std::vector<float> dw(std::size_t(g.out_channels) * g.in_channels * 9, 1e30f);
+    const std::size_t scratch_bytes = conv3x3_weight_gradient_scratch_bytes(g, threads);
+    std::unique_ptr<std::byte, void (*)(void*)> scratch(
+        static_cast<std::byte*>(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64)), std::free);
+    std::fill(scratch.get(), scratch.get() + scratch_bytes, std::byte{0x7f});
+    conv3x3_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), dw.data(), scratch.get(), threads);
+    return reference::relative_error(dw, reference_weight_gradient_3x3(g, x, dy));
+}
+
+class CpuConv3x3WeightGradient : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!conv3x3_weight_gradient_applies(Conv3x3Geometry{1, 16, 16, 1, 1})) {
+            GTEST_SKIP() << "this CPU has no AVX512-BF16";
+        }
+    }
+};
+
+TEST_F(CpuConv3x3WeightGradient, EdgesOfTheMapSeeZeros) {
+    // Every tap of a 3 x 3 map, and of a single pixel, crosses an edge for some output pixel.
+    EXPECT_LT(weight_gradient_3x3_error({2, 16, 32, 3, 3}, 1), 1e-5);
+    EXPECT_LT(weight_gradient_3x3_error({3, 32, 16, 1, 1}, 2), 1e-5);
+    // A 1-pixel-high and a 1-pixel-wide map.
+    EXPECT_LT(weight_gradient_3x3_error({2, 16, 16, 1, 9}, 2), 1e-5);
+    EXPECT_LT(weight_gradient_3x3_error({2, 16, 16, 9, 1}, 2), 1e-5);
+}
+
+TEST_F(CpuConv3x3WeightGradient, AnOddNumberOfPaddedPositionsEndsWithAHalfPair) {
+    // 5 x 6: 5 rows of 7 padded positions, 35 in all.
+    EXPECT_LT(weight_gradient_3x3_error({2, 32, 16, 5, 6}, 2), 1e-5);
+    // ResNet-50's last stage at 224 px: 7 x 7, 512 channels.
+    EXPECT_LT(weight_gradient_3x3_error({2, 512, 512, 7, 7}, 2), 1e-5);
+}
+
+TEST_F(CpuConv3x3WeightGradient, ManyChunksAndImagesAccumulateIntoTheTile) {
+    // 56 x 56: 1,596 pairs an image, 13 chunks each, over two images.
+    EXPECT_LT(weight_gradient_3x3_error({2, 64, 64, 56, 56}, 2), 1e-5);
+    EXPECT_LT(weight_gradient_3x3_error({4, 128, 32, 14, 14}, 2), 1e-5);
+}
+
+TEST_F(CpuConv3x3WeightGradient, MoreThreadsThanOutputBlocks) {
+    EXPECT_LT(weight_gradient_3x3_error({2, 48, 32, 6, 5}, 3), 1e-5);
+}
+
+TEST_F(CpuConv3x3WeightGradient, EachTapIsPlacedAtItsKernelPixel) {
+    // One image, one channel block each way, a 3 x 3 map; x at pixel (h, w) is 1 in channel i,
+    // dy is 1 at the centre only for channel o: then dW[o][i][a][b] = x[i][a][b], all of which
+    // differ, so a tap written to another kernel pixel or channel fails exactly.
+    const Conv3x3Geometry g{1, 16, 16, 3, 3};
+    std::vector<std::uint16_t> x(16 * 9), dy(16 * 9, 0);
+    for (int p = 0; p < 9; ++p) {
+        for (int c = 0; c < 16; ++c) x[p * 16 + c] = to_bf16_bits(float(1 + c * 9 + p));
+    }
+    for (int c = 0; c < 16; ++c) dy[4 * 16 + c] = to_bf16_bits(float(1 + c));  // the centre pixel
+    std::vector<float> dw(16 * 16 * 9, -1.0f);
+    alignas(64) static std::byte scratch[1 << 20];
+    ASSERT_LE(conv3x3_weight_gradient_scratch_bytes(g, 2), sizeof(scratch));
+    conv3x3_weight_gradient_bf16(g, x.data(), dy.data(), dw.data(), scratch, 2);
+    for (int o = 0; o < 16; ++o) {
+        for (int i = 0; i < 16; ++i) {
+            for (int t = 0; t < 9; ++t) {
+                EXPECT_EQ(dw[(o * 16 + i) * 9 + t], float((1 + o) * (1 + i * 9 + t))) << "o " << o << " i " << i << " tap " << t;
+            }
+        }
+    }
+}
+
+TEST(CpuConv3x3WeightGradientGeometry, PreferredOverOneDnnFrom14By14Pixels) {
+    if (!conv3x3_weight_gradient_applies({1, 16, 16, 1, 1})) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+    EXPECT_TRUE(conv3x3_weight_gradient_preferred({16, 256, 256, 14, 14}));
+    EXPECT_TRUE(conv3x3_weight_gradient_preferred({16, 64, 64, 56, 56}));
+    EXPECT_FALSE(conv3x3_weight_gradient_preferred({16, 512, 512, 7, 7}));
+    EXPECT_FALSE(conv3x3_weight_gradient_preferred({16, 24, 24, 56, 56}));
+}
+
+TEST(CpuConv3x3WeightGradientGeometry, ChannelsOutsideWholeBlocksAreNotTaken) {
+    EXPECT_FALSE(conv3x3_weight_gradient_applies({2, 24, 32, 7, 7}));
+    EXPECT_FALSE(conv3x3_weight_gradient_applies({2, 32, 8, 7, 7}));
+    EXPECT_FALSE(conv3x3_weight_gradient_applies({0, 32, 32, 7, 7}));
+    EXPECT_FALSE(conv3x3_weight_gradient_applies({2, 32, 32, 0, 7}));
+    EXPECT_FALSE(conv3x3_weight_gradient_applies({2, 32, 32, 7, 0}));
+    EXPECT_THROW(conv3x3_weight_gradient_bf16({2, 24, 32, 7, 7}, nullptr, nullptr, nullptr, nullptr, 1),
+                 std::logic_error);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bf16WorkingCopies
 
 using tag = dnnl::memory::format_tag;
