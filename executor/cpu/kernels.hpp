@@ -9,10 +9,12 @@
 // which this kernel computes with AVX512-BF16's dot product of bf16 pairs (vdpbf16ps): each
 // instruction adds x[k] y[k] + x[k+1] y[k+1] into 16 fp32 sums, so the operands are repacked,
 // chunk by chunk, from oneDNN's nChw16c rows (16 channels of one pixel) into pairs of successive k
-// per channel. A chunk is sized to stay in the core's L2 cache; the 16 x 16 output tile stays in
+// per channel. A chunk is sized to stay in the core's L2 cache; an output tile of 8 rows by 32
+// input channels (16 fp32 registers, each dy broadcast feeding two dot products) stays in
 // registers across it, and while it computes, the rows of the next chunk are prefetched into L2
 // (without that the kernel was no faster than oneDNN's). Threads take disjoint output rows, so
-// no reduction is needed.
+// no reduction is needed. The 3x3 stride-1 weight gradient is nine such products over shifted
+// pixels (conv3x3_weight_gradient_bf16).
 //
 // The refresh of bf16 working weights. After each SGD step, every convolution's fp32 master weights
 // (plain O x I x K x K) are rounded to bf16 into the blocked layouts oneDNN's primitives chose
