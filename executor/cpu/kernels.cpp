@@ -15,7 +15,7 @@ namespace epochcast::cpu {
 
 namespace {
 
-constexpr int kBlock = 16;                 ///< channels per nChw16c block, and the output tile's side
+constexpr int kBlock = 16;                 ///< channels per nChw16c block
 constexpr int kPairBytes = 2 * kBlock * 2; ///< one packed pair row: 16 channels x 2 k x bf16
 constexpr int kMaxPairsPerChunk = 256;
 constexpr int kMinPairsPerChunk = 16;
@@ -65,6 +65,24 @@ alignas(64) constexpr std::uint16_t kAdjacentRowsInterleave[32] = {0,  16, 1,  1
                                                                    21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                                                    11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 
+/// Two rows in the low halves of two registers -> the pair form: position q takes element q / 2
+/// of the first row (q even) or of the second (index 32 + q / 2 of a two-register permute).
+alignas(64) constexpr std::uint16_t kTwoRowsInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                              37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                              11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+
+/// Output blocks [begin, end) of `blocks` for the calling thread of an OpenMP team.
+struct BlockRange {
+    int begin = 0;
+    int end = 0;
+};
+
+BlockRange thread_share(int blocks) {
+    const int thread = omp_get_thread_num();
+    const int team = omp_get_num_threads();
+    return {blocks * thread / team, blocks * (thread + 1) / team};
+}
+
 /// Pair form of `pairs` pairs of adjacent rows starting at `rows` (pairs x 64 contiguous bytes).
 EPOCHCAST_AVX512_BF16 void pack_adjacent_pairs(const std::uint16_t* rows, int pairs, std::uint16_t* out) {
     const __m512i interleave = _mm512_load_si512(kAdjacentRowsInterleave);
@@ -78,12 +96,7 @@ EPOCHCAST_AVX512_BF16 void pack_adjacent_pairs(const std::uint16_t* rows, int pa
 /// for channel c of the block, t[k][c] at 16-bit position 2c and t[k+1][c] at 2c + 1.
 EPOCHCAST_AVX512_BF16 void pack_pairs(const std::uint16_t* tensor, int blocks, int block, int pixels,
                                       const PairPositions& at, int pairs, std::uint16_t* out) {
-    // Position q of the packed row takes element q / 2 of the first row (q even) or of the second
-    // (index 32 + q / 2 of the two-register permute).
-    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
-                                                                  37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
-                                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i interleave = _mm512_load_si512(kInterleave);
+    const __m512i interleave = _mm512_load_si512(kTwoRowsInterleave);
     constexpr __mmask32 kOneRow = 0xffff;  // 16 bf16: the rest of the register is zero
     const std::int64_t image_stride = std::int64_t{blocks} * pixels * kBlock;
     const std::int64_t block_offset = std::int64_t{block} * pixels * kBlock;
@@ -229,7 +242,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
     auto* dy_packed = reinterpret_cast<std::uint16_t*>(
         scratch + align_up(std::size_t(in_blocks) * chunk_pairs * kPairBytes));  // chunk_pairs x 32
     const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_packed);
-    auto tile_of = [&](int ob, int ib) { return dw + std::int64_t{ob} * kBlock * g.in_channels + ib * kBlock; };
+    auto block_rows = [&](int ob) { return dw + std::int64_t{ob} * kBlock * g.in_channels; };
     const TileOrder order{in_blocks};
 
     if (g.pixels % 2 == 0 && g.pixels / 2 >= kMinRawPairs) {
@@ -269,8 +282,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
                         const bool fetch_x = last_ob && next_pairs > 0 && ahead_block < in_blocks;
                         const Prefetch x_ahead{fetch_x ? x_rows(next_n, next_pair0, ahead_block) : nullptr,
                                                fetch_x ? next_pairs : 0};
-                        run_tile<XRows::raw>(order, tile, x_rows(n, pair0, 0), std::int64_t{g.pixels} * kBlock, dy_pairs,
-                                       pairs, tile_of(ob, 0), g.in_channels, first, dy_ahead, x_ahead);
+                        run_tile<XRows::raw>(order, tile, x_rows(n, pair0, 0), std::int64_t{g.pixels} * kBlock,
+                                             dy_pairs, pairs, block_rows(ob), g.in_channels, first, dy_ahead, x_ahead);
                     }
                 }
             }
@@ -289,8 +302,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
         for (int ob = out_begin; ob < out_end; ++ob) {
             pack_pairs(dy, out_blocks, ob, g.pixels, at, pairs, dy_packed);
             for (int tile = 0; tile < order.count(); ++tile) {
-                run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs, pairs,
-                                tile_of(ob, 0), g.in_channels, pair0 == 0);
+                run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs,
+                                        pairs, block_rows(ob), g.in_channels, pair0 == 0);
             }
         }
     }
@@ -329,11 +342,8 @@ void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& g, const std::uint16_t*
     const std::size_t per_thread = thread_scratch_bytes(g);
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
-        const int thread = omp_get_thread_num();
-        const int team = omp_get_num_threads();
-        const int begin = out_blocks * thread / team;
-        const int end = out_blocks * (thread + 1) / team;
-        if (begin < end) weight_gradient_rows(g, x, dy, dw, scratch + per_thread * thread, begin, end);
+        const auto [begin, end] = thread_share(out_blocks);
+        if (begin < end) weight_gradient_rows(g, x, dy, dw, scratch + per_thread * omp_get_thread_num(), begin, end);
     }
 }
 
@@ -370,13 +380,14 @@ Padding3x3 padding_3x3(const Conv3x3Geometry& g) {
     return p;
 }
 
-/// x's pairs one chunk's taps read, per input block: from the chunk's first pair on, Wp + 1 more
-/// for the last tap's shift and one more for the shifted form.
-std::int64_t chunk_x_pairs(const Padding3x3& p) { return kPairsPerChunk3x3 + p.row_stride + 3; }
+/// x's pairs the taps read for a chunk of `pairs` of dy's pairs, per input block: from the
+/// chunk's first pair on, Wp + 1 more for the last tap's shift and one more for the shifted form
+/// (and one to spare).
+std::int64_t x_pairs_of_chunk(const Padding3x3& p, int pairs) { return pairs + p.row_stride + 3; }
 
 /// Per thread: x's pairs of one chunk for every input block, then dy's pairs of one output block.
 std::size_t chunk_scratch_bytes(const Conv3x3Geometry& g) {
-    return align_up(std::size_t(g.in_channels / kBlock) * chunk_x_pairs(padding_3x3(g)) * kPairBytes) +
+    return align_up(std::size_t(g.in_channels / kBlock) * x_pairs_of_chunk(padding_3x3(g), kPairsPerChunk3x3) * kPairBytes) +
            align_up(std::size_t(kPairsPerChunk3x3) * kPairBytes);
 }
 
@@ -384,71 +395,38 @@ std::size_t tap_planes_bytes(const Conv3x3Geometry& g) {
     return align_up(std::size_t(kTaps) * g.out_channels * g.in_channels * sizeof(float));
 }
 
-alignas(64) constexpr std::uint16_t kTwoRowsInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
-                                                              37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
-                                                              11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-
-/// The pixels of one map at padded positions q, q + 1, ... in turn (none at a padding position),
-/// without a division per position.
-class PaddedWalk {
-public:
-    PaddedWalk(const Conv3x3Geometry& g, const Padding3x3& p, const std::uint16_t* map, std::int64_t q)
-        : map_(map), width_(g.width), row_stride_(p.row_stride), positions_(p.positions), q_(q) {
-        if (q > 0) {
-            h_ = q / row_stride_;
-            w_ = q - h_ * row_stride_;
-        }
-    }
-    const std::uint16_t* next() {
-        const std::uint16_t* at =
-            q_ >= 0 && q_ < positions_ && w_ != width_ ? map_ + (h_ * width_ + w_) * kBlock : nullptr;
-        if (q_++ >= 0 && ++w_ == row_stride_) {
-            w_ = 0;
-            ++h_;
-        }
-        return at;
-    }
-
-private:
-    const std::uint16_t* map_;
-    std::int64_t width_, row_stride_, positions_;
-    std::int64_t q_, h_ = 0, w_ = 0;
-};
-
 /// The 16 channels at `at` in the low half of a register, or zeros.
 EPOCHCAST_AVX512_BF16 inline __m512i load_pixel(const std::uint16_t* at) {
     return at ? _mm512_maskz_loadu_epi16(0xffff, at) : _mm512_setzero_si512();
 }
 
 /// `pairs` pairs of one map (nChw16c rows) in pair form, from padded position `from` on. A pair
-/// inside one row of the map is one load of two adjacent rows; only pairs that touch padding take
-/// the walk.
+/// inside one row of the map is one load of two adjacent rows; a pair that touches padding loads
+/// its pixels one by one.
 EPOCHCAST_AVX512_BF16 void pair_map(const Conv3x3Geometry& g, const Padding3x3& p, const std::uint16_t* map,
                                     std::int64_t from, std::int64_t pairs, std::uint16_t* out) {
     const __m512i two_rows = _mm512_load_si512(kTwoRowsInterleave);
     const __m512i adjacent = _mm512_load_si512(kAdjacentRowsInterleave);
-    std::int64_t q = from;
-    std::int64_t h = q > 0 ? q / p.row_stride : 0;
-    std::int64_t w = q > 0 ? q - h * p.row_stride : 0;
-    for (std::int64_t m = 0; m < pairs; ++m, q += 2) {
+    // Position (h, w) of padded position q, without a division a pair: w < 0 (with h = 0) stands for
+    // the padding before the first row, w = W for each row's padding pixel, h = H past the map.
+    std::int64_t h = from > 0 ? from / p.row_stride : 0;
+    std::int64_t w = from > 0 ? from - h * p.row_stride : from;
+    auto pixel = [&](std::int64_t row, std::int64_t column) -> const std::uint16_t* {
+        return column >= 0 && column < g.width && row < g.height ? map + (row * g.width + column) * kBlock : nullptr;
+    };
+    for (std::int64_t m = 0; m < pairs; ++m) {
         __m512i pair;
-        if (q >= 0 && q + 1 < p.positions && w + 1 < g.width) {
+        if (w >= 0 && w + 1 < g.width && h < g.height) {
             pair = _mm512_permutexvar_epi16(adjacent, _mm512_loadu_si512(map + (h * g.width + w) * kBlock));
         } else {
-            PaddedWalk walk(g, p, map, q);
-            const __m512i first = load_pixel(walk.next());
-            const __m512i second = load_pixel(walk.next());
-            pair = _mm512_permutex2var_epi16(first, two_rows, second);
+            const bool wraps = w + 1 == p.row_stride;
+            pair = _mm512_permutex2var_epi16(load_pixel(pixel(h, w)), two_rows,
+                                             load_pixel(wraps ? pixel(h + 1, 0) : pixel(h, w + 1)));
         }
         _mm512_store_si512(out + m * 2 * kBlock, pair);
-        if (q + 2 > 0) {  // (h, w) track position q + 2 once it is not negative
-            if (q < 0) {
-                h = 0;
-                w = q + 2;
-            } else if ((w += 2) >= p.row_stride) {
-                w -= p.row_stride;
-                ++h;
-            }
+        if ((w += 2) >= p.row_stride) {
+            w -= p.row_stride;
+            ++h;
         }
     }
 }
@@ -464,7 +442,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, co
     const int out_blocks = g.out_channels / kBlock;
     const std::int64_t map = std::int64_t{g.height} * g.width * kBlock;
     const std::int64_t tap_plane = std::int64_t{g.out_channels} * g.in_channels;
-    const std::int64_t x_block = chunk_x_pairs(p) * 2 * kBlock;  // bf16 elements per input block
+    const std::int64_t x_block = x_pairs_of_chunk(p, kPairsPerChunk3x3) * 2 * kBlock;  // bf16 elements per input block
     auto* x_chunk = reinterpret_cast<std::uint16_t*>(scratch);
     auto* dy_chunk = reinterpret_cast<std::uint16_t*>(scratch + align_up(std::size_t(in_blocks) * x_block * 2));
     const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_chunk);
@@ -479,7 +457,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, co
             const bool zero = n == 0 && pair0 == 0;
             for (int ib = 0; ib < in_blocks; ++ib) {
                 pair_map(g, p, x + (std::int64_t{n} * in_blocks + ib) * map, 2 * std::int64_t{pair0} - p.origin,
-                         pairs + p.row_stride + 3, x_chunk + ib * x_block);
+                         x_pairs_of_chunk(p, pairs), x_chunk + ib * x_block);
             }
             for (int ob = out_begin; ob < out_end; ++ob) {
                 pair_map(g, p, dy + (std::int64_t{n} * out_blocks + ob) * map, 2 * std::int64_t{pair0}, pairs,
@@ -541,13 +519,10 @@ void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& g, const std::uint16_t*
     const int out_blocks = g.out_channels / kBlock;
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
-        const int thread = omp_get_thread_num();
-        const int team = omp_get_num_threads();
-        const int begin = out_blocks * thread / team;
-        const int end = out_blocks * (thread + 1) / team;
+        const auto [begin, end] = thread_share(out_blocks);
         if (begin < end) {
-            weight_gradient_3x3_rows(g, p, x, dy, taps, scratch + tap_planes_bytes(g) + thread * chunk_scratch_bytes(g),
-                                     begin, end);
+            std::byte* own = scratch + tap_planes_bytes(g) + omp_get_thread_num() * chunk_scratch_bytes(g);
+            weight_gradient_3x3_rows(g, p, x, dy, taps, own, begin, end);
             gather_taps(g, taps, dw, begin, end);
         }
     }
@@ -683,10 +658,7 @@ EPOCHCAST_AVX512_BF16 void write_input_pairs(const std::uint16_t* rows, std::int
 
 /// 8a16b2a tile: out[h][b][l] = rows[2h + l][b] (h < 8, b < 16, l < 2): rows 2h and 2h + 1 interleaved.
 EPOCHCAST_AVX512_BF16 void write_output_pairs(const std::uint16_t* rows, std::int64_t stride, std::uint16_t* out) {
-    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,
-                                                                  37, 6, 38, 7, 39, 8,  40, 9,  41, 10, 42,
-                                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-    const __m512i interleave = _mm512_load_si512(kInterleave);
+    const __m512i interleave = _mm512_load_si512(kTwoRowsInterleave);
     for (int h = 0; h < 8; ++h) {
         const __m512i even = _mm512_castsi256_si512(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 2 * h * stride)));
