@@ -262,10 +262,10 @@ void Convolution::bind_backward(Context& context) {
     const bool own = own_kernels_enabled() && type_ == DataType::bf16 && blocked_bf16;
     std::size_t own_bytes = 0;
     if (own && unit_window && conv1x1_weight_gradient_applies(geometry)) {
-        own_geometry_ = geometry;
+        own_kernel_ = geometry;
         own_bytes = conv1x1_weight_gradient_scratch_bytes(geometry, context.threads());
     } else if (own && same_3x3 && conv3x3_weight_gradient_preferred(geometry_3x3)) {
-        own_3x3_ = geometry_3x3;
+        own_kernel_ = geometry_3x3;
         own_bytes = conv3x3_weight_gradient_scratch_bytes(geometry_3x3, context.threads());
     }
     if (own_weight_gradient()) {
@@ -299,18 +299,16 @@ void Convolution::bind_backward(Context& context) {
 }
 
 void Convolution::backward_parameters(Context& context) {
-    if (own_geometry_) {
-        conv1x1_weight_gradient_bf16(*own_geometry_, static_cast<const std::uint16_t*>(x_.value.get_data_handle()),
-                                     static_cast<const std::uint16_t*>(y_.diff.get_data_handle()),
-                                     weights_.gradient_arena(),
-                                     static_cast<std::byte*>(own_scratch_.get_data_handle()), context.threads());
-        return;
-    }
-    if (own_3x3_) {
-        conv3x3_weight_gradient_bf16(*own_3x3_, static_cast<const std::uint16_t*>(x_.value.get_data_handle()),
-                                     static_cast<const std::uint16_t*>(y_.diff.get_data_handle()),
-                                     weights_.gradient_arena(),
-                                     static_cast<std::byte*>(own_scratch_.get_data_handle()), context.threads());
+    if (own_weight_gradient()) {
+        const auto* x = static_cast<const std::uint16_t*>(x_.value.get_data_handle());
+        const auto* dy = static_cast<const std::uint16_t*>(y_.diff.get_data_handle());
+        auto* scratch = static_cast<std::byte*>(own_scratch_.get_data_handle());
+        if (const auto* g = std::get_if<Conv1x1Geometry>(&own_kernel_)) {
+            conv1x1_weight_gradient_bf16(*g, x, dy, weights_.gradient_arena(), scratch, context.threads());
+        } else {
+            conv3x3_weight_gradient_bf16(std::get<Conv3x3Geometry>(own_kernel_), x, dy, weights_.gradient_arena(),
+                                         scratch, context.threads());
+        }
         return;
     }
     context.run(backward_weights_);

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -206,7 +207,7 @@ public:
     std::string implementation() const { return forward_pd_.impl_info_str(); }
     /// True when backward_parameters() runs our own kernel instead of oneDNN's (after
     /// bind_backward()).
-    bool own_weight_gradient() const { return own_geometry_.has_value() || own_3x3_.has_value(); }
+    bool own_weight_gradient() const { return !std::holds_alternative<std::monostate>(own_kernel_); }
 
 private:
     Window window_;
@@ -219,9 +220,9 @@ private:
     Call forward_;
     Call backward_data_;
     Call backward_weights_;
-    std::optional<Conv1x1Geometry> own_geometry_;  ///< set when our 1x1 kernel computes the weight gradient
-    std::optional<Conv3x3Geometry> own_3x3_;       ///< set when our 3x3 kernel computes it
-    dnnl::memory own_scratch_;                     ///< its scratch, in the shared scratchpad
+    /// The geometry of our kernel that computes the weight gradient, or none (oneDNN's primitive).
+    std::variant<std::monostate, Conv1x1Geometry, Conv3x3Geometry> own_kernel_;
+    dnnl::memory own_scratch_;  ///< its scratch, in the shared scratchpad
     GradientSink x_grad_;
 };
 
