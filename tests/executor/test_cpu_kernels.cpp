@@ -56,6 +56,15 @@ BlockedTensor random_blocked(int batch, int channels, int pixels, unsigned seed)
     return t;
 }
 
+/// A kernel's scratch, 64-byte aligned, filled with stale bytes that must not leak into a result.
+using StaleScratch = std::unique_ptr<std::byte, void (*)(void*)>;
+
+StaleScratch stale_scratch(std::size_t bytes) {
+    StaleScratch scratch(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), std::free);
+    std::fill(scratch.get(), scratch.get() + bytes, std::byte{0x7f});
+    return scratch;
+}
+
 /// dw[o][i] = sum_{n,p} dy[n][o][p] x[n][i][p], fp64.
 std::vector<double> reference_weight_gradient(const Conv1x1Geometry& g, const BlockedTensor& x, const BlockedTensor& dy) {
     std::vector<double> dw(std::size_t(g.out_channels) * g.in_channels, 0.0);
@@ -77,12 +86,9 @@ std::vector<double> reference_weight_gradient(const Conv1x1Geometry& g, const Bl
 double weight_gradient_error(const Conv1x1Geometry& g, int threads) {
     const BlockedTensor x = random_blocked(g.batch, g.in_channels, g.pixels, 11);
     const BlockedTensor dy = random_blocked(g.batch, g.out_channels, g.pixels, 12);
-    // Stale values in dw and scratch must not leak into the result.
+    // Stale values in dw and the scratch must not leak into the result.
     std::vector<float> dw(std::size_t(g.out_channels) * g.in_channels, 1e30f);
-    const std::size_t scratch_bytes = conv1x1_weight_gradient_scratch_bytes(g, threads);
-    std::unique_ptr<std::byte, void (*)(void*)> scratch(
-        static_cast<std::byte*>(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64)), std::free);
-    std::fill(scratch.get(), scratch.get() + scratch_bytes, std::byte{0x7f});
+    const StaleScratch scratch = stale_scratch(conv1x1_weight_gradient_scratch_bytes(g, threads));
     conv1x1_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), dw.data(), scratch.get(), threads);
     return reference::relative_error(dw, reference_weight_gradient(g, x, dy));
 }
@@ -196,10 +202,7 @@ double weight_gradient_3x3_error(const Conv3x3Geometry& g, int threads) {
     const BlockedTensor x = random_blocked(g.batch, g.in_channels, pixels, 21);
     const BlockedTensor dy = random_blocked(g.batch, g.out_channels, pixels, 22);
     std::vector<float> dw(std::size_t(g.out_channels) * g.in_channels * 9, 1e30f);
-    const std::size_t scratch_bytes = conv3x3_weight_gradient_scratch_bytes(g, threads);
-    std::unique_ptr<std::byte, void (*)(void*)> scratch(
-        static_cast<std::byte*>(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64)), std::free);
-    std::fill(scratch.get(), scratch.get() + scratch_bytes, std::byte{0x7f});
+    const StaleScratch scratch = stale_scratch(conv3x3_weight_gradient_scratch_bytes(g, threads));
     conv3x3_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), dw.data(), scratch.get(), threads);
     return reference::relative_error(dw, reference_weight_gradient_3x3(g, x, dy));
 }
