@@ -309,15 +309,15 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
     }
 }
 
+std::atomic<bool> own_kernels{true};
+
+}  // namespace
+
 bool cpu_has_avx512_bf16() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
 }
-
-std::atomic<bool> own_kernels{true};
-
-}  // namespace
 
 void set_own_kernels_enabled(bool enabled) { own_kernels = enabled; }
 bool own_kernels_enabled() { return own_kernels; }

@@ -324,14 +324,50 @@ void Convolution::backward_inputs(Context& context) {
 // ---------------------------------------------------------------------------------------------
 // BatchNorm
 
+namespace {
+
+const std::uint16_t* bits_of(const memory& m) { return static_cast<const std::uint16_t*>(m.get_data_handle()); }
+std::uint16_t* mutable_bits_of(const memory& m) { return static_cast<std::uint16_t*>(m.get_data_handle()); }
+
+}  // namespace
+
+bool BatchNorm::own_kernels_apply(const memory::desc& x) {
+    const memory::dims dims = x.dims();
+    if (!own_kernels_enabled() || dims.size() != 4 || x != memory::desc(dims, dt::bf16, tag::nChw16c)) return false;
+    return batch_norm_applies(BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]),
+                                                static_cast<int>(dims[2] * dims[3])});
+}
+
+bool BatchNorm::fuses(const memory::desc& x, Then then) {
+    switch (then) {
+        case Then::nothing: return true;
+        case Then::relu: return x.data_type() == dt::f32 || own_kernels_apply(x);
+        case Then::add_relu: return own_kernels_apply(x);
+    }
+    return false;
+}
+
 BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, ParameterView gamma_beta,
-                     RunningStatistics running, bool fused_relu)
-    : x_(x), y_(y), gamma_beta_(gamma_beta), running_(running),
-      flags_(dnnl::normalization_flags::use_scale_shift |
-             (fused_relu ? dnnl::normalization_flags::fuse_norm_relu : dnnl::normalization_flags::none)) {
+                     RunningStatistics running, Then then)
+    : x_(x), y_(y), gamma_beta_(gamma_beta), running_(running), then_(then) {
     const memory::desc x_desc = x.value.get_desc();
+    if (!fuses(x_desc, then)) {
+        throw std::logic_error("BatchNorm: a " + std::string(x_desc.data_type() == dt::bf16 ? "bf16" : "fp32") +
+                               " tensor in this layout cannot fuse the layers after it here");
+    }
     const memory::dims dims = x_desc.dims();  // N x C x H x W
     values_per_channel_ = dims[0] * dims[2] * dims[3];
+    if (own_kernels_apply(x_desc)) {
+        const auto channels = static_cast<std::size_t>(dims[1]);
+        own_ = Own{BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]), static_cast<int>(dims[2] * dims[3])},
+                   std::vector<float>(channels), std::vector<float>(2 * channels), std::vector<float>(2 * channels)};
+        const memory::desc channel_desc({dims[1]}, dt::f32, tag::a);
+        mean_ = memory(channel_desc, context.engine());
+        variance_ = memory(channel_desc, context.engine());
+        return;
+    }
+    flags_ = dnnl::normalization_flags::use_scale_shift |
+             (then == Then::relu ? dnnl::normalization_flags::fuse_norm_relu : dnnl::normalization_flags::none);
     const auto desc = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc,
                                                               kEpsilon, flags_);
     forward_pd_ = dnnl::batch_normalization_forward::primitive_desc(desc, context.attributes(), context.engine());
@@ -344,18 +380,40 @@ BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, ParameterVi
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x.value},       {DNNL_ARG_DST, y.value},
                                          {DNNL_ARG_SCALE_SHIFT, scale_shift_}, {DNNL_ARG_MEAN, mean_},
                                          {DNNL_ARG_VARIANCE, variance_}};
-    if (fused_relu) {
+    if (then == Then::relu) {
         workspace_ = memory(forward_pd_.workspace_desc(), context.engine());
         args[DNNL_ARG_WORKSPACE] = workspace_;
     }
     forward_ = context.bind(dnnl::batch_normalization_forward(forward_pd_), forward_pd_, std::move(args));
 }
 
-void BatchNorm::forward(Context& context) {
-    context.run(forward_);
-    update_running_statistics();
+BatchNormChannels BatchNorm::channels() const {
+    const std::size_t c = own_->inv_std.size();
+    return {static_cast<const float*>(mean_.get_data_handle()), own_->inv_std.data(), own_->gamma_beta.data(),
+            own_->gamma_beta.data() + c};
 }
 
+void BatchNorm::forward(Context& context) {
+    if (own_) {
+        const BatchNormGeometry& g = own_->geometry;
+        const auto* variance = static_cast<const float*>(variance_.get_data_handle());
+        batch_norm_statistics_bf16(g, bits_of(x_.value), static_cast<float*>(mean_.get_data_handle()),
+                                   static_cast<float*>(variance_.get_data_handle()), context.threads());
+        for (std::size_t c = 0; c < own_->inv_std.size(); ++c) {
+            own_->inv_std[c] = static_cast<float>(1.0 / std::sqrt(double(variance[c]) + double(kEpsilon)));
+        }
+        // The parameters as this forward pass used them: the backward pass recomputes the ReLU's
+        // gate from them, whatever the optimizer does to the arena meanwhile.
+        std::copy_n(gamma_beta_.value, own_->gamma_beta.size(), own_->gamma_beta.begin());
+        if (then_ != Then::add_relu) {
+            batch_norm_forward_bf16(g, bits_of(x_.value), channels(), nullptr, then_ == Then::relu,
+                                    mutable_bits_of(y_.value), context.threads());
+        }
+    } else {
+        context.run(forward_);
+    }
+    update_running_statistics();
+}
 // r = (1 - momentum) r + momentum batch; the batch variance is biased (divides by n), the running
 // one unbiased (n / (n - 1)); with one value per channel (n = 1) the batch variance 0 is kept.
 void BatchNorm::update_running_statistics() const {
@@ -372,6 +430,13 @@ void BatchNorm::update_running_statistics() const {
 
 void BatchNorm::bind_backward(Context& context) {
     x_grad_ = GradientSink::bind(context, x_);
+    if (own_) {
+        const memory::desc& x_desc = x_.value.get_desc();
+        if (!y_.diff || y_.diff.get_desc() != x_desc || x_grad_.target().get_desc() != x_desc) {
+            throw std::logic_error("BatchNorm: our kernels need dy and dx bound, in x's nChw16c bf16 layout");
+        }
+        return;
+    }
     const auto desc = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, y_.diff.get_desc(),
                                                                x_.value.get_desc(), kEpsilon, flags_);
     const auto pd = dnnl::batch_normalization_backward::primitive_desc(desc, context.attributes(),
@@ -385,10 +450,74 @@ void BatchNorm::bind_backward(Context& context) {
     backward_ = context.bind(dnnl::batch_normalization_backward(pd), pd, std::move(args));
 }
 
-// One primitive computes the gradients of gamma, beta and x; x's is finished in backward_inputs.
-void BatchNorm::backward_parameters(Context& context) { context.run(backward_); }
+// oneDNN: one primitive computes the gradients of gamma, beta and x; x's is finished in
+// backward_inputs. Ours: the sums (dgamma, dbeta) here, dx in backward_inputs; with Then::add_relu
+// the ResidualRelu's backward has computed the sums already.
+void BatchNorm::backward_parameters(Context& context) {
+    if (!own_) {
+        context.run(backward_);
+        return;
+    }
+    const std::size_t c = own_->inv_std.size();
+    float* dgamma = own_->dgamma_beta.data();
+    if (then_ != Then::add_relu) {
+        batch_norm_backward_sums_bf16(own_->geometry, bits_of(x_.value), mutable_bits_of(y_.diff), channels(),
+                                      then_ == Then::relu ? ReluGate::recompute : ReluGate::none, nullptr, dgamma,
+                                      dgamma + c, context.threads());
+    }
+    std::copy_n(dgamma, 2 * c, gamma_beta_.gradient);
+}
 
-void BatchNorm::backward_inputs(Context& context) { x_grad_.finish(context); }
+void BatchNorm::backward_inputs(Context& context) {
+    if (own_) {
+        const float* dgamma = own_->dgamma_beta.data();
+        batch_norm_backward_data_bf16(own_->geometry, bits_of(x_.value), bits_of(y_.diff), channels(),
+                                      then_ == Then::relu ? ReluGate::recompute : ReluGate::none, dgamma,
+                                      dgamma + own_->inv_std.size(), mutable_bits_of(x_grad_.target()),
+                                      context.threads());
+    }
+    x_grad_.finish(context);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ResidualRelu
+
+ResidualRelu::ResidualRelu(Context& /*context*/, BatchNorm& branch, Activation& shortcut, Activation& y)
+    : branch_(branch), shortcut_(shortcut), y_(y) {
+    if (branch.then_ != BatchNorm::Then::add_relu || !branch.own_) {
+        throw std::logic_error("ResidualRelu: the branch's batch norm must be built with Then::add_relu");
+    }
+    const memory::desc& x_desc = branch.x_.value.get_desc();
+    if (shortcut.value.get_desc() != x_desc || y.value.get_desc() != x_desc) {
+        throw std::logic_error("ResidualRelu: the shortcut and the output must have the branch's shape and layout");
+    }
+}
+
+void ResidualRelu::forward(Context& context) {
+    batch_norm_forward_bf16(branch_.own_->geometry, bits_of(branch_.x_.value), branch_.channels(),
+                            bits_of(shortcut_.value), /*relu=*/true, mutable_bits_of(y_.value), context.threads());
+}
+
+void ResidualRelu::bind_backward(Context& context) {
+    if (!y_.diff || y_.diff.get_desc() != y_.value.get_desc()) {
+        throw std::logic_error("ResidualRelu: dy must be bound, in y's layout");
+    }
+    branch_.y_.diff = y_.diff;  // the gated dy, in place
+    if (!shortcut_.diff) {
+        shortcut_.diff = y_.diff;
+    } else {
+        accumulate_ = add_into(context, shortcut_.diff, y_.diff);
+    }
+}
+
+void ResidualRelu::backward_inputs(Context& context) {
+    BatchNorm::Own& own = *branch_.own_;
+    float* dgamma = own.dgamma_beta.data();
+    batch_norm_backward_sums_bf16(own.geometry, bits_of(branch_.x_.value), mutable_bits_of(y_.diff), branch_.channels(),
+                                  ReluGate::output, bits_of(y_.value), dgamma, dgamma + own.inv_std.size(),
+                                  context.threads());
+    if (accumulate_) context.run(*accumulate_);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Relu

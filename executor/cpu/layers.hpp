@@ -25,6 +25,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "executor/cpu/batch_norm_kernels.hpp"
 #include "executor/cpu/kernels.hpp"
 #include "model/resnet.hpp"
 
@@ -236,34 +237,85 @@ struct RunningStatistics {
 /// y = [relu](gamma * (x - mean) / sqrt(var + eps) + beta), x and y N x C x H x W. Parameters:
 /// gamma (C) then beta (C), contiguous in the arenas. Running statistics updated with momentum
 /// 0.1: r = 0.9 r + 0.1 batch (variance unbiased, n / (n - 1) with n = N x H x W).
+///
+/// bf16 nChw16c tensors run on our own kernels (batch_norm_kernels.hpp) when own kernels are
+/// enabled and the CPU has AVX512-BF16; everything else on oneDNN's primitive. Fusions:
+///   Then::relu      fp32 (oneDNN's fuse_norm_relu) or own kernels; oneDNN 2.6's bf16 fused
+///                   backward is wrong, so bf16 without our kernels cannot fuse.
+///   Then::add_relu  own kernels only: the residual add and ReLU after the batch norm are a
+///                   ResidualRelu layer, which writes the block's output. This layer then only
+///                   computes the statistics forward and dx backward; its y is a placeholder
+///                   whose value is never written (y.diff: bound by the ResidualRelu).
 class BatchNorm : public LayerOp {
 public:
     static constexpr float kEpsilon = 1e-5f;
     static constexpr float kMomentum = 0.1f;
 
+    enum class Then { nothing, relu, add_relu };
+
+    /// Whether a batch norm over x (its value's descriptor) can fuse `then` here.
+    static bool fuses(const dnnl::memory::desc& x, Then then);
+
+    /// Throws std::logic_error when !fuses(x.value's descriptor, then).
     BatchNorm(Context& context, Activation& x, Activation& y, ParameterView gamma_beta,
-              RunningStatistics running, bool fused_relu);
+              RunningStatistics running, Then then);
     void forward(Context& context) override;
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
 
+    /// Whether our own kernels run it (else oneDNN's primitive).
+    bool own_kernels() const { return own_.has_value(); }
+
 private:
+    friend class ResidualRelu;
+    /// Our kernels' state: the geometry and per-channel values (mean_ and variance_ hold the
+    /// statistics, as with oneDNN).
+    struct Own {
+        BatchNormGeometry geometry;
+        std::vector<float> inv_std;      ///< C: 1 / sqrt(variance + epsilon)
+        std::vector<float> gamma_beta;   ///< 2 C: the parameters the forward pass used
+        std::vector<float> dgamma_beta;  ///< 2 C: their gradient, copied to the arena
+    };
+    static bool own_kernels_apply(const dnnl::memory::desc& x);
+    BatchNormChannels channels() const;
     void update_running_statistics() const;
 
     Activation& x_;
     Activation& y_;
     ParameterView gamma_beta_;
     RunningStatistics running_;
-    dnnl::normalization_flags flags_;
+    Then then_;
     std::int64_t values_per_channel_;  ///< N x H x W
-    dnnl::batch_normalization_forward::primitive_desc forward_pd_;
-    dnnl::memory scale_shift_, scale_shift_grad_;  ///< 2 x C fp32 over the arenas
+    std::optional<Own> own_;
+    dnnl::normalization_flags flags_ = dnnl::normalization_flags::none;  ///< oneDNN's
+    dnnl::batch_normalization_forward::primitive_desc forward_pd_;       ///< oneDNN's
+    dnnl::memory scale_shift_, scale_shift_grad_;  ///< 2 x C fp32 over the arenas (oneDNN)
     dnnl::memory mean_, variance_;                 ///< C fp32, this batch's (variance biased)
-    dnnl::memory workspace_;                       ///< the fused ReLU's mask
+    dnnl::memory workspace_;                       ///< oneDNN's fused ReLU's mask
     Call forward_;
     Call backward_;
     GradientSink x_grad_;
+};
+
+/// The end of a residual block, fused on our own kernels (bf16 nChw16c): y = relu(bn(x) +
+/// shortcut), where bn is a BatchNorm built with Then::add_relu (the branch). Forward: the
+/// normalisation, the add and the ReLU in one pass. Backward: y.diff gated by the ReLU in place
+/// (it is then the gradient of both the branch and the shortcut), and the batch norm's dgamma
+/// and dbeta from the same pass; the batch norm's own backward computes dx. The shortcut shares
+/// y.diff when nothing has bound its gradient yet; otherwise y.diff is added to it.
+class ResidualRelu : public LayerOp {
+public:
+    ResidualRelu(Context& context, BatchNorm& branch, Activation& shortcut, Activation& y);
+    void forward(Context& context) override;
+    void bind_backward(Context& context) override;
+    void backward_inputs(Context& context) override;
+
+private:
+    BatchNorm& branch_;
+    Activation& shortcut_;
+    Activation& y_;
+    std::optional<Call> accumulate_;
 };
 
 /// ReLU, y = max(x, 0); in place when y.value is x.value (the backward pass reads y).

@@ -2,8 +2,10 @@
 // table order forward and in reverse order backward.
 //
 // Activations: one per table row (N x C x H x W, the network's layout and type), except that a
-// ReLU shares its input's storage: fused into the batch norm before it where there is one
-// (normalization_flags::fuse_norm_relu), in place after a residual add.
+// ReLU shares its input's storage: fused into the batch norm before it where there is one (fp32:
+// oneDNN's normalization_flags::fuse_norm_relu; bf16: our kernels), in place after a residual add.
+// On our bf16 kernels a residual block's last batch norm, its add and the ReLU after it run as one
+// pass (cpu::ResidualRelu), and that batch norm's own output has no storage.
 #include "executor/cpu/network.hpp"
 
 #include <omp.h>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <numbers>
 #include <stdexcept>
 
@@ -203,6 +206,37 @@ private:
             cpu::make_activation(context_, cpu::activation_desc(batch_, shape, type_, layout)));
     }
 
+    /// The only row that reads row i's output, or -1.
+    std::size_t consumer_of(std::size_t i) const {
+        for (std::size_t j = i + 1; j < architecture_.layers.size(); ++j) {
+            for (int input : architecture_.layers[j].inputs) {
+                if (input == static_cast<int>(i)) return j;
+            }
+        }
+        return static_cast<std::size_t>(-1);
+    }
+
+    /// What batch norm row i fuses: the ReLU that is its only reader (fp32 on oneDNN, bf16 on our
+    /// kernels), or, on our kernels, the residual add whose branch it is (its only reader) with
+    /// the ReLU that is the add's only reader.
+    cpu::BatchNorm::Then fusion_after_batch_norm(std::size_t i, const Activation& x, const std::vector<int>& consumers) const {
+        using Then = cpu::BatchNorm::Then;
+        const auto& layers = architecture_.layers;
+        if (consumers[i] != 1) return Then::nothing;
+        const auto only_reader_is_relu = [&](std::size_t row) {
+            return row + 1 < layers.size() && consumers[row] == 1 && layers[row + 1].kind == LayerKind::relu &&
+                   layers[row + 1].inputs[0] == static_cast<int>(row);
+        };
+        const dnnl::memory::desc x_desc = x.value.get_desc();
+        if (only_reader_is_relu(i)) return cpu::BatchNorm::fuses(x_desc, Then::relu) ? Then::relu : Then::nothing;
+        const std::size_t add = consumer_of(i);
+        if (add < layers.size() && layers[add].kind == LayerKind::add && layers[add].inputs[0] == static_cast<int>(i) &&
+            only_reader_is_relu(add) && cpu::BatchNorm::fuses(x_desc, Then::add_relu)) {
+            return Then::add_relu;
+        }
+        return Then::nothing;
+    }
+
     /// One LayerOp per table row, forward order; output_[i] is row i's output activation.
     void build_layers(Layout layout) {
         const std::vector<int> consumers = consumer_counts(architecture_);
@@ -224,17 +258,19 @@ private:
                     break;
                 }
                 case LayerKind::batch_norm: {
-                    // Fused with the ReLU that follows when that ReLU is its only reader; fp32 only:
-                    // oneDNN 2.6's bf16 fused backward is wrong (tests/executor/test_cpu_layers.cpp).
-                    const bool fuse = type_ == DataType::fp32 && i + 1 < layers.size() && layers[i + 1].kind == LayerKind::relu &&
-                                      layers[i + 1].inputs[0] == static_cast<int>(i) && consumers[i] == 1;
-                    Activation& y = new_activation(layer.output, layout);
+                    const cpu::BatchNorm::Then then = fusion_after_batch_norm(i, x, consumers);
+                    // With Then::add_relu the ResidualRelu at the add writes the output; the batch
+                    // norm's own output is a placeholder (no storage).
+                    Activation& y = then == cpu::BatchNorm::Then::add_relu ? activations_.emplace_back()
+                                                                           : new_activation(layer.output, layout);
                     const std::int64_t c = layer.output.channels;
                     float* running = running_.data() + running_offset_;
                     running_offset_ += 2 * c;
-                    add_step(i, std::make_unique<cpu::BatchNorm>(context_, x, y, view_of(i),
-                                                                 cpu::RunningStatistics{running, running + c}, fuse), y);
-                    if (fuse) output_[++i] = &y;  // the ReLU row shares the batch norm's output
+                    auto bn = std::make_unique<cpu::BatchNorm>(context_, x, y, view_of(i),
+                                                               cpu::RunningStatistics{running, running + c}, then);
+                    if (then == cpu::BatchNorm::Then::add_relu) residual_branch_[consumer_of(i)] = bn.get();
+                    add_step(i, std::move(bn), y);
+                    if (then == cpu::BatchNorm::Then::relu) output_[++i] = &y;  // the ReLU row shares the batch norm's output
                     break;
                 }
                 case LayerKind::relu: {
@@ -253,7 +289,12 @@ private:
                 case LayerKind::add: {
                     Activation& y = new_activation(layer.output, layout);
                     Activation& shortcut = *output_[static_cast<std::size_t>(layer.inputs[1])];
-                    add_step(i, std::make_unique<cpu::Add>(context_, x, shortcut, y), y);
+                    if (const auto fused = residual_branch_.find(i); fused != residual_branch_.end()) {
+                        add_step(i, std::make_unique<cpu::ResidualRelu>(context_, *fused->second, shortcut, y), y);
+                        output_[++i] = &y;  // the ReLU row shares the fused output
+                    } else {
+                        add_step(i, std::make_unique<cpu::Add>(context_, x, shortcut, y), y);
+                    }
                     break;
                 }
                 case LayerKind::fully_connected: {
@@ -310,6 +351,7 @@ private:
     cpu::Call image_reorder_;
     std::deque<Activation> activations_;         ///< stable addresses; the layers hold references
     std::vector<Activation*> output_;            ///< per table row
+    std::map<std::size_t, cpu::BatchNorm*> residual_branch_;  ///< add row -> its branch's batch norm (Then::add_relu)
     dnnl::memory logits_, logits_grad_;          ///< N x classes fp32
     std::vector<Step> steps_;                    ///< forward order
     std::vector<cpu::Weights*> weights_of_layer_;  ///< per table row: its layer's working-copy weights, or none
