@@ -43,8 +43,9 @@ struct Conv1x1Geometry {
 /// True when this CPU has AVX512-F, -BW, -VL and -BF16, the instruction sets of our own kernels.
 bool cpu_has_avx512_bf16();
 
-/// Whether layers built from now on may use these kernels (default true). False makes oneDNN do
-/// everything, for benchmarks that compare the two in one process (bench/cpu_train_bench.cpp).
+/// Whether layers built from now on may use these kernels and those of batch_norm_kernels.hpp
+/// (default true). False makes oneDNN do everything, for benchmarks that compare the two in one
+/// process (bench/cpu_train_bench.cpp) and tests that compare their results.
 void set_own_kernels_enabled(bool enabled);
 bool own_kernels_enabled();
 

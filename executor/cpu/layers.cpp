@@ -414,6 +414,7 @@ void BatchNorm::forward(Context& context) {
     }
     update_running_statistics();
 }
+
 // r = (1 - momentum) r + momentum batch; the batch variance is biased (divides by n), the running
 // one unbiased (n / (n - 1)); with one value per channel (n = 1) the batch variance 0 is kept.
 void BatchNorm::update_running_statistics() const {
