@@ -179,7 +179,7 @@ EPOCHCAST_AVX512_BF16 inline __m512 gated(__m512 x, std::uint16_t* dy, const std
     }
 }
 
-/// Sums of channel blocks [b0, b1): dbeta = sum g, dgamma = inv_std sum g (x - mean).
+/// Sums of channel blocks [begin, end): dbeta = sum g, dgamma = inv_std sum g (x - mean).
 template <ReluGate kGate>
 EPOCHCAST_AVX512_BF16 void sums_of_blocks(const BatchNormGeometry& g, const std::uint16_t* x, std::uint16_t* dy,
                                           const BatchNormChannels& channels, const std::uint16_t* y, Range blocks,
