@@ -9,24 +9,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "executor/cpu/kernel_support.hpp"
 #include "executor/cpu/kernels.hpp"
 
 namespace epochcast::cpu {
 
 namespace {
 
-constexpr int kBlock = 16;  ///< channels per nChw16c block
+using kernel_support::kBlock;
+using kernel_support::thread_share;
 /// Pixels summed in fp32 registers before the partial sums move to fp64 (each register lane
 /// then adds at most kStretch / 4 values).
 constexpr int kStretch = 256;
 
-#define EPOCHCAST_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which -Wuninitialized
-// reports once inlined (GCC bug 105593); the values are all defined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+EPOCHCAST_AVX512_WARNINGS_OFF
 
 /// 16 bf16 (one nChw16c pixel) -> 16 fp32 (exact).
 EPOCHCAST_AVX512_BF16 inline __m512 widen(__m256i bits) {
@@ -79,17 +75,7 @@ EPOCHCAST_AVX512_BF16 inline __m512 pre_activation(__m512 x, const Affine& affin
     return _mm512_fmadd_ps(x, affine.scale, affine.shift);
 }
 
-/// [begin, end) of `count` items for the calling thread of an OpenMP team.
-struct Range {
-    std::int64_t begin = 0;
-    std::int64_t end = 0;
-};
-
-Range thread_range(std::int64_t count) {
-    const int thread = omp_get_thread_num();
-    const int team = omp_get_num_threads();
-    return {count * thread / team, count * (thread + 1) / team};
-}
+using Range = kernel_support::Share<std::int64_t>;
 
 /// Elements of one (image, channel block) row.
 std::int64_t row_elements(const BatchNormGeometry& g) { return std::int64_t{g.pixels} * kBlock; }
@@ -241,7 +227,7 @@ EPOCHCAST_AVX512_BF16 void data_rows(const BatchNormGeometry& g, const std::uint
     }
 }
 
-#pragma GCC diagnostic pop
+EPOCHCAST_AVX512_WARNINGS_ON
 
 void require(const BatchNormGeometry& g) {
     if (!batch_norm_applies(g)) {
@@ -262,7 +248,7 @@ void batch_norm_statistics_bf16(const BatchNormGeometry& g, const std::uint16_t*
                                 int threads) {
     require(g);
 #pragma omp parallel num_threads(std::max(threads, 1))
-    statistics_of_blocks(g, x, thread_range(g.channels / kBlock), mean, variance);
+    statistics_of_blocks(g, x, thread_share<std::int64_t>(g.channels / kBlock), mean, variance);
 }
 
 void batch_norm_forward_bf16(const BatchNormGeometry& g, const std::uint16_t* x, const BatchNormChannels& channels,
@@ -271,7 +257,7 @@ void batch_norm_forward_bf16(const BatchNormGeometry& g, const std::uint16_t* x,
     const std::int64_t rows = std::int64_t{g.batch} * (g.channels / kBlock);
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
-        const Range mine = thread_range(rows);
+        const Range mine = thread_share(rows);
         if (shortcut != nullptr) {
             if (relu) forward_rows<true, true>(g, x, channels, shortcut, y, mine);
             else forward_rows<true, false>(g, x, channels, shortcut, y, mine);
@@ -289,7 +275,7 @@ void batch_norm_backward_sums_bf16(const BatchNormGeometry& g, const std::uint16
     if (gate == ReluGate::output && y == nullptr) throw std::logic_error("batch_norm_backward_sums_bf16: ReluGate::output needs y");
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
-        const Range mine = thread_range(g.channels / kBlock);
+        const Range mine = thread_share<std::int64_t>(g.channels / kBlock);
         switch (gate) {
             case ReluGate::none: sums_of_blocks<ReluGate::none>(g, x, dy, channels, y, mine, dgamma, dbeta); break;
             case ReluGate::recompute: sums_of_blocks<ReluGate::recompute>(g, x, dy, channels, y, mine, dgamma, dbeta); break;
@@ -308,7 +294,7 @@ void batch_norm_backward_data_bf16(const BatchNormGeometry& g, const std::uint16
     const std::int64_t rows = std::int64_t{g.batch} * (g.channels / kBlock);
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
-        const Range mine = thread_range(rows);
+        const Range mine = thread_share(rows);
         if (gate == ReluGate::recompute) data_rows<ReluGate::recompute>(g, x, dy, channels, dgamma, dbeta, dx, mine);
         else data_rows<ReluGate::none>(g, x, dy, channels, dgamma, dbeta, dx, mine);
     }

@@ -11,11 +11,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "executor/cpu/kernel_support.hpp"
+
 namespace epochcast::cpu {
 
 namespace {
 
-constexpr int kBlock = 16;                 ///< channels per nChw16c block
+using kernel_support::kBlock;
+using kernel_support::thread_share;
 constexpr int kPairBytes = 2 * kBlock * 2; ///< one packed pair row: 16 channels x 2 k x bf16
 constexpr int kMaxPairsPerChunk = 256;
 constexpr int kMinPairsPerChunk = 16;
@@ -57,8 +60,6 @@ void locate_pairs(std::int64_t first_k, int pairs, std::int64_t k_total, int pix
     }
 }
 
-#define EPOCHCAST_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
 /// Two adjacent nChw16c rows (t[k][0..15], t[k+1][0..15]) in one register -> the pair form:
 /// position q takes element q / 2 of the first row (q even) or 16 + q / 2 (q odd).
 alignas(64) constexpr std::uint16_t kAdjacentRowsInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
@@ -70,18 +71,6 @@ alignas(64) constexpr std::uint16_t kAdjacentRowsInterleave[32] = {0,  16, 1,  1
 alignas(64) constexpr std::uint16_t kTwoRowsInterleave[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
                                                               37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
                                                               11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-
-/// Output blocks [begin, end) of `blocks` for the calling thread of an OpenMP team.
-struct BlockRange {
-    int begin = 0;
-    int end = 0;
-};
-
-BlockRange thread_share(int blocks) {
-    const int thread = omp_get_thread_num();
-    const int team = omp_get_num_threads();
-    return {blocks * thread / team, blocks * (thread + 1) / team};
-}
 
 /// Pair form of `pairs` pairs of adjacent rows starting at `rows` (pairs x 64 contiguous bytes).
 EPOCHCAST_AVX512_BF16 void pack_adjacent_pairs(const std::uint16_t* rows, int pairs, std::uint16_t* out) {
@@ -617,11 +606,7 @@ EPOCHCAST_AVX512_BF16 void round_row_3x3(const float* master_row, std::int64_t i
     }
 }
 
-// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which -Wuninitialized
-// reports once inlined here (GCC bug 105593); the values are all defined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+EPOCHCAST_AVX512_WARNINGS_OFF
 
 /// 8b16a2b tile: rows[a] (a < 16, `stride` apart) hold 16 bf16 input channels each, 8 pairs;
 /// out[p][a] (32-bit words, p < 8) = rows[a]'s pair p. An 8 x 8 transpose of 32-bit words in
@@ -668,7 +653,7 @@ EPOCHCAST_AVX512_BF16 void write_output_pairs(const std::uint16_t* rows, std::in
     }
 }
 
-#pragma GCC diagnostic pop
+EPOCHCAST_AVX512_WARNINGS_ON
 
 }  // namespace
 
