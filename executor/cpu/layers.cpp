@@ -47,6 +47,16 @@ Call add_into(Context& context, const memory& target, const memory& addend) {
 
 memory::dims dims_of(const memory& m) { return m.get_desc().dims(); }
 
+/// Whether desc is bf16 in nChw16c, the layout our own kernels (kernels.hpp,
+/// batch_norm_kernels.hpp) read and write.
+bool is_blocked_bf16(const memory::desc& desc) {
+    return desc.dims().size() == 4 && desc == memory::desc(desc.dims(), dt::bf16, tag::nChw16c);
+}
+
+/// A bf16 memory's raw 16-bit words, as our kernels take them.
+const std::uint16_t* bits_of(const memory& m) { return static_cast<const std::uint16_t*>(m.get_data_handle()); }
+std::uint16_t* mutable_bits_of(const memory& m) { return static_cast<std::uint16_t*>(m.get_data_handle()); }
+
 }  // namespace
 
 std::optional<BlockedLayout> blocked_layout_of(const memory::desc& desc) {
@@ -181,7 +191,7 @@ memory Weights::working(const Context& context, const memory::desc& wanted) {
     if (const std::optional<BlockedLayout> layout = blocked_layout_of(wanted);
         own_kernels_enabled() && wanted.data_type() == dt::bf16 && layout && Bf16WorkingCopies::applies(*layout) &&
         layout->dims == dims_of(master_)) {
-        own_copies_.add(*layout, static_cast<std::uint16_t*>(copy.get_data_handle()));
+        own_copies_.add(*layout, mutable_bits_of(copy));
         own_memories_.push_back(copy);
     } else {
         refreshes_.push_back(reorder_call(master_, copy));
@@ -257,9 +267,8 @@ void Convolution::bind_backward(Context& context) {
                                        static_cast<int>(x_desc.dims()[3])};
     const bool unit_window = window_.kernel == 1 && window_.stride == 1 && window_.padding == 0;
     const bool same_3x3 = window_.kernel == 3 && window_.stride == 1 && window_.padding == 1;
-    const bool blocked_bf16 = x_desc == memory::desc(x_desc.dims(), dt::bf16, tag::nChw16c) &&
-                              y_.diff.get_desc() == memory::desc(y_desc.dims(), dt::bf16, tag::nChw16c);
-    const bool own = own_kernels_enabled() && type_ == DataType::bf16 && blocked_bf16;
+    const bool own = own_kernels_enabled() && type_ == DataType::bf16 && is_blocked_bf16(x_desc) &&
+                     is_blocked_bf16(y_.diff.get_desc());
     std::size_t own_bytes = 0;
     if (own && unit_window && conv1x1_weight_gradient_applies(geometry)) {
         own_kernel_ = geometry;
@@ -300,8 +309,8 @@ void Convolution::bind_backward(Context& context) {
 
 void Convolution::backward_parameters(Context& context) {
     if (own_weight_gradient()) {
-        const auto* x = static_cast<const std::uint16_t*>(x_.value.get_data_handle());
-        const auto* dy = static_cast<const std::uint16_t*>(y_.diff.get_data_handle());
+        const std::uint16_t* x = bits_of(x_.value);
+        const std::uint16_t* dy = bits_of(y_.diff);
         auto* scratch = static_cast<std::byte*>(own_scratch_.get_data_handle());
         if (const auto* g = std::get_if<Conv1x1Geometry>(&own_kernel_)) {
             conv1x1_weight_gradient_bf16(*g, x, dy, weights_.gradient_arena(), scratch, context.threads());
@@ -324,16 +333,9 @@ void Convolution::backward_inputs(Context& context) {
 // ---------------------------------------------------------------------------------------------
 // BatchNorm
 
-namespace {
-
-const std::uint16_t* bits_of(const memory& m) { return static_cast<const std::uint16_t*>(m.get_data_handle()); }
-std::uint16_t* mutable_bits_of(const memory& m) { return static_cast<std::uint16_t*>(m.get_data_handle()); }
-
-}  // namespace
-
 bool BatchNorm::own_kernels_apply(const memory::desc& x) {
+    if (!own_kernels_enabled() || !is_blocked_bf16(x)) return false;
     const memory::dims dims = x.dims();
-    if (!own_kernels_enabled() || dims.size() != 4 || x != memory::desc(dims, dt::bf16, tag::nChw16c)) return false;
     return batch_norm_applies(BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]),
                                                 static_cast<int>(dims[2] * dims[3])});
 }
@@ -396,9 +398,9 @@ BatchNormChannels BatchNorm::channels() const {
 void BatchNorm::forward(Context& context) {
     if (own_) {
         const BatchNormGeometry& g = own_->geometry;
-        const auto* variance = static_cast<const float*>(variance_.get_data_handle());
-        batch_norm_statistics_bf16(g, bits_of(x_.value), static_cast<float*>(mean_.get_data_handle()),
-                                   static_cast<float*>(variance_.get_data_handle()), context.threads());
+        auto* variance = static_cast<float*>(variance_.get_data_handle());
+        batch_norm_statistics_bf16(g, bits_of(x_.value), static_cast<float*>(mean_.get_data_handle()), variance,
+                                   context.threads());
         for (std::size_t c = 0; c < own_->inv_std.size(); ++c) {
             own_->inv_std[c] = static_cast<float>(1.0 / std::sqrt(double(variance[c]) + double(kEpsilon)));
         }
