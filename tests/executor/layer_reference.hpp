@@ -7,11 +7,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 namespace epochcast::reference {
+
+/// Where element (n, c, p) of an N x C x P tensor lies in oneDNN's nChw16c layout (C a multiple
+/// of 16), the layout our own CPU kernels take: per image, C / 16 rows of P pixels of 16 channels.
+inline std::size_t nchw16c_index(int n, int c, int p, int channels, int pixels) {
+    constexpr int kBlock = 16;
+    return ((std::size_t(n) * (channels / kBlock) + c / kBlock) * pixels + p) * kBlock + c % kBlock;
+}
 
 /// Plain N x C x H x W dims and fp64 values.
 struct Tensor {

@@ -22,11 +22,10 @@
 #include "executor/bf16.hpp"
 #include "executor/cpu/batch_norm_kernels.hpp"
 #include "executor/cpu/kernels.hpp"
+#include "tests/executor/layer_reference.hpp"
 
 namespace epochcast::cpu {
 namespace {
-
-constexpr int kBlock = 16;
 
 /// An N x C x P tensor in nChw16c bf16 bits, read back by logical index.
 struct Blocked {
@@ -34,9 +33,7 @@ struct Blocked {
     std::vector<std::uint16_t> bits;
     explicit Blocked(const BatchNormGeometry& geometry)
         : g(geometry), bits(std::size_t(geometry.batch) * geometry.channels * geometry.pixels) {}
-    std::size_t index(int n, int c, int p) const {
-        return ((std::size_t(n) * (g.channels / kBlock) + c / kBlock) * g.pixels + p) * kBlock + c % kBlock;
-    }
+    std::size_t index(int n, int c, int p) const { return reference::nchw16c_index(n, c, p, g.channels, g.pixels); }
     double at(int n, int c, int p) const { return from_bf16_bits(bits[index(n, c, p)]); }
 };
 

@@ -46,9 +46,7 @@ BlockedTensor random_blocked(int batch, int channels, int pixels, unsigned seed)
         for (int c = 0; c < channels; ++c) {
             for (int p = 0; p < pixels; ++p) {
                 const std::uint16_t bits = to_bf16_bits(normal(engine));
-                const std::size_t blocked =
-                    ((std::size_t(n) * (channels / kBlock) + c / kBlock) * pixels + p) * kBlock + c % kBlock;
-                t.bits[blocked] = bits;
+                t.bits[reference::nchw16c_index(n, c, p, channels, pixels)] = bits;
                 t.plain[(std::size_t(n) * channels + c) * pixels + p] = from_bf16_bits(bits);
             }
         }
