@@ -2,8 +2,12 @@
 //
 // All-reduce: every rank is a worker; the gradient arena is cut into model/'s fusion buckets
 // (consecutive layers in backward order, so each bucket is one contiguous range of the arena) and
-// each bucket's MPI_Iallreduce starts as soon as its last layer's gradients are final, while the
-// rest of the backward pass runs. Every worker then applies the same optimizer step itself.
+// each bucket's exchange starts as soon as its last layer's gradients are final, while the rest of
+// the backward pass runs. With our ring (the default, executor/bucket_collectives.hpp) a bucket is
+// reduce-scattered, each worker applies the optimizer step to the chunk whose sum it holds (its
+// momentum is current only there), and the stepped fp32 weights are all-gathered: each rank steps
+// 1/n of the weights, and the weights stay identical on every rank. With MPI_Iallreduce
+// (`--allreduce mpi`) every worker sums every bucket and steps all the weights itself.
 //
 // Parameter servers: the last `ps_ranks` ranks are servers, each holding one contiguous shard of
 // the weights, its momentum and its decay mask. Workers push each shard's gradients as soon as
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "executor/bf16.hpp"
+#include "executor/bucket_collectives.hpp"
 #include "executor/network.hpp"
 
 namespace epochcast {
@@ -74,20 +79,26 @@ public:
     /// or from the host all-reduce over several workers, which applies the optimizer to each
     /// bucket as its sum arrives and refreshes that bucket's layers (Network::parameters_updated_in).
     virtual bool finish() = 0;
+    /// Make this rank's momentum arena whole, for a checkpoint: an exchange that shards the
+    /// optimizer step keeps only its own chunks' momentum current. Collective over the workers.
+    virtual void complete_state() {}
 };
 
-/// MPI_Iallreduce per fusion bucket over the workers' communicator, for networks whose arenas are in
-/// host memory. With `precision` bf16 the buckets travel as bf16 (DESIGN.md's mixed precision: bf16
-/// gradients), half the bytes of fp32: each bucket is rounded to bf16 (nearest even) when its last
-/// layer is ready, summed pairwise in fp32 and rounded back to bf16 by a user-defined MPI
-/// operation. Otherwise (fp32) the buckets are fp32 sums. Each summed bucket is averaged and
-/// applied by seed 000's optimizer (sgd_nesterov_step_from_sum) as soon as it arrives, while it is
-/// in the cache, instead of in a pass over the whole arena after the backward pass; the gradients
-/// arena keeps this rank's own gradient. With one worker nothing is exchanged and the caller
-/// applies the optimizer.
+/// The all-reduce exchange over the workers' communicator, one bucket per model/ fusion bucket,
+/// each started as the bucket's last layer is ready, for networks whose arenas are in host memory
+/// (`algorithm`: see above). With `precision` bf16 the gradient buckets travel as bf16 (DESIGN.md's
+/// mixed precision: bf16 gradients), half the bytes of fp32: each bucket is rounded to bf16
+/// (nearest even) when its last layer is ready and summed pairwise in fp32, each pairwise sum
+/// rounded back to bf16. Otherwise (fp32) the buckets are fp32 sums. Each summed bucket (or chunk)
+/// is averaged and stepped by seed 000's optimizer (sgd_nesterov_step_from_sum) as soon as it
+/// arrives, while it is in the cache, instead of in a pass over the whole arena after the backward
+/// pass, and the bucket's layers are refreshed once its weights are whole; the gradients arena
+/// keeps this rank's own gradient. With one worker nothing is exchanged and the caller applies
+/// the optimizer.
 std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
                                                           MPI_Comm workers, double fusion_threshold_bytes,
-                                                          Precision precision = Precision::fp32);
+                                                          Precision precision = Precision::fp32,
+                                                          AllReduceAlgorithm algorithm = AllReduceAlgorithm::ring);
 
 /// Pushes shards to the servers and pulls the updated weights (through host copies when the
 /// network's arenas are on a device).

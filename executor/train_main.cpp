@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
     app.add_option("--data-threads", options.data_threads,
                    "decode threads per rank (unused with --backend cuda --data synthetic: the GPU makes the batches)")->capture_default_str();
     app.add_option("--fusion-mib", options.fusion_mib, "all-reduce bucket threshold in MiB")->capture_default_str();
+    app.add_option("--allreduce", options.allreduce,
+                   "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")->capture_default_str();
     app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
     try {
         app.parse(argc, argv);

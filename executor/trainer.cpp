@@ -116,7 +116,8 @@ std::unique_ptr<GradientExchange> make_exchange(const TrainOptions& options, con
         throw RunError("a network with device arenas needs the CUDA build's NCCL exchange");
 #endif
     }
-    return make_allreduce_exchange(architecture, network, workers, fusion_bytes, options.precision);
+    return make_allreduce_exchange(architecture, network, workers, fusion_bytes, options.precision,
+                                   parse_allreduce_algorithm(options.allreduce));
 }
 
 /// This worker's index among the workers on its node (the GPU it drives).
@@ -225,7 +226,8 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     run["configuration"] = {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
                             {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
                             {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
-                            {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib}};
+                            {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib},
+                            {"allreduce", options.allreduce}};
     run["host"] = host_json(host);
     if (ps_ranks > 0) {
         run["ps_ranks"] = ps_ranks;
@@ -433,6 +435,7 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         }
         if (checkpoint_after(options, step, end)) {
             Checkpoint checkpoint{identity, step + 1, {}, {}, {}};
+            exchange->complete_state();  // every worker: a sharded step keeps only its own momentum current
             if (leader) {
                 checkpoint.weights = host_copy(*network, Arena::values);
                 checkpoint.momentum = host_copy(*network, Arena::momentum);
@@ -480,6 +483,7 @@ void validate(const TrainOptions& options) {
     require(options.stop_after >= 0, "--stop-after must not be negative");
     require(options.synthetic_images >= 1, "--synthetic-images must be at least 1");
     require(options.fusion_mib > 0, "--fusion-mib must be positive");
+    parse_allreduce_algorithm(options.allreduce);  // throws InputError naming --allreduce
     require(!options.resume || !options.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
     require(!(options.backend == "cuda" && options.ps_ranks > 0 && options.precision == Precision::amp),
             "--precision fp16 with --ps-ranks: the CPU parameter servers cannot skip a step whose fp16 gradients "

@@ -40,6 +40,7 @@ struct TrainOptions {
     double fusion_mib = 4;              ///< all-reduce bucket threshold, MiB. Not Horovod's 64: Open MPI
                                         ///< progresses MPI_Iallreduce only inside MPI calls, and smaller
                                         ///< buckets overlap more of the backward pass (docs/performance.md)
+    std::string allreduce = "ring";     ///< the CPU all-reduce's algorithm: "ring" (ours) or "mpi" (MPI_Iallreduce)
     bool print_steps = true;            ///< rank 0 prints the per-step table
 };
 

@@ -19,6 +19,7 @@
 
 #include "executor/arena.hpp"
 #include "executor/bf16.hpp"
+#include "executor/huge_pages.hpp"
 #include "executor/optimizer.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
@@ -194,7 +195,10 @@ private:
         state_ = running_statistics_layout(architecture_, running_);
     }
 
-    void initialise_values(std::uint64_t seed) { values_ = initial_values(architecture_, seed); }
+    void initialise_values(std::uint64_t seed) {
+        const std::vector<float> values = initial_values(architecture_, seed);
+        std::copy(values.begin(), values.end(), values_.begin());  // same size: layout_elements
+    }
 
     cpu::ParameterView view_of(std::size_t layer) {
         const std::int64_t offset = offset_of_layer_[layer];
@@ -338,9 +342,10 @@ private:
     cpu::Context context_;
     std::vector<ParameterTensor> parameters_;
     std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
-    std::vector<float> values_;                  ///< parameter_elements() fp32 master weights
-    std::vector<float> gradients_;               ///< parameter_elements() fp32 gradients
-    std::vector<float> momentum_;                ///< parameter_elements() fp32 SGD momentum
+    // The arenas, on huge pages: the all-reduce exchange copies them between ranks (executor/huge_pages.hpp).
+    HugePageVector<float> values_;               ///< parameter_elements() fp32 master weights
+    HugePageVector<float> gradients_;            ///< parameter_elements() fp32 gradients
+    HugePageVector<float> momentum_;             ///< parameter_elements() fp32 SGD momentum
     std::uint16_t* bf16_gradients_ = nullptr;    ///< write_gradients_as_bf16's arena, or none
     std::vector<std::pair<std::int64_t, std::int64_t>> rounded_here_;  ///< per table row: the arena range train_step rounds
     std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)

@@ -66,8 +66,8 @@ protected:
 
     void expect_resumed_run_continues(const std::string& run, double tolerance);
 
-    void expect_two_ranks_apply_the_mean_gradient(const std::string& run, Precision precision,
-                                                  const std::string& checkpoint, double tolerance);
+    void expect_ranks_apply_the_mean_gradient(int ranks, const std::string& run, Precision precision,
+                                              const std::string& checkpoint, double tolerance);
 
     static std::vector<double> losses(const std::string& trace_file) {
         const nlohmann::json trace = nlohmann::json::parse(testing::read_text(trace_file));
@@ -123,20 +123,22 @@ TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
     EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << "first " << loss.front() << ", last " << loss.back();
 }
 
-/// One step on two ranks of 8 images, against the same step computed here: each rank's gradient
-/// on its own 8 images (positions 0-7 and 8-15), summed as the all-reduce sums them (fp32, or
-/// bf16 rounded: each rank's bucket rounded to bf16, their fp32 sum rounded again), averaged, then
-/// seed 000's optimizer at the scaled rate 2 x 0.05. Exact up to float rounding.
-void TrainingTest::expect_two_ranks_apply_the_mean_gradient(const std::string& run, Precision precision,
-                                                            const std::string& checkpoint, double tolerance) {
-    const ProcessResult two = mpirun(2, run + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + checkpoint);
-    ASSERT_EQ(two.exit_code, 0) << two.err;
+/// One step on `ranks` ranks of 8 images, against the same step computed here: each rank's
+/// gradient on its own 8 images (positions 0-7, 8-15, ...), summed as the all-reduce sums them
+/// (fp32, or bf16 rounded: each rank's bucket rounded to bf16, each pairwise fp32 sum rounded
+/// again), averaged, then seed 000's optimizer at the scaled rate ranks x 0.05. Exact up to float
+/// rounding (and, past two ranks, the order of the additions). The checkpoint's momentum is
+/// checked too: the ring exchange steps each chunk on one rank and gathers it for checkpoints.
+void TrainingTest::expect_ranks_apply_the_mean_gradient(int ranks, const std::string& run, Precision precision,
+                                                        const std::string& checkpoint, double tolerance) {
+    const ProcessResult result = mpirun(ranks, run + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + checkpoint);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
     const Architecture architecture = build_resnet("resnet18", 32, 4);
     std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{architecture, 8, precision, 1, 7});
     const std::unique_ptr<DataSource> data = make_synthetic_data(4, 32, 4096, 7);
     const std::int64_t elements = network->parameter_elements();
     std::vector<float> mean_gradient(static_cast<std::size_t>(elements), 0.0f);
-    for (int rank = 0; rank < 2; ++rank) {
+    for (int rank = 0; rank < ranks; ++rank) {
         Batch batch;
         data->fill(8 * rank, 8, batch);
         network->train_step(batch.images.data(), batch.labels.data(), [](int) {});
@@ -149,11 +151,11 @@ void TrainingTest::expect_two_ranks_apply_the_mean_gradient(const std::string& r
             }
         }
     }
-    for (float& g : mean_gradient) g /= 2;
+    for (float& g : mean_gradient) g /= static_cast<float>(ranks);
     std::vector<float> expected(network->values(), network->values() + elements);
     std::vector<float> momentum(expected.size(), 0.0f);
     const std::vector<float> mask = weight_decay_mask(network->parameters());
-    sgd_nesterov_step(expected.data(), mean_gradient.data(), momentum.data(), mask.data(), elements, 0.1);
+    sgd_nesterov_step(expected.data(), mean_gradient.data(), momentum.data(), mask.data(), elements, 0.05 * ranks);
     const std::vector<float> start(network->values(), network->values() + elements);
     const Checkpoint measured = read_checkpoint(checkpoint);
     EXPECT_LT(relative_distance(minus(measured.weights, start), minus(expected, start)), tolerance);
@@ -161,7 +163,17 @@ void TrainingTest::expect_two_ranks_apply_the_mean_gradient(const std::string& r
 }
 
 TEST_F(TrainingTest, TwoRanksApplyTheMeanOfEachRanksGradient) {
-    expect_two_ranks_apply_the_mean_gradient(kSmallRun, Precision::fp32, path("two"), 1e-4);
+    expect_ranks_apply_the_mean_gradient(2, kSmallRun, Precision::fp32, path("two"), 1e-4);
+}
+
+// The same step with MPI_Iallreduce (every rank steps every weight) instead of our ring.
+TEST_F(TrainingTest, TwoRanksApplyTheMeanGradientWithMpisAllReduce) {
+    expect_ranks_apply_the_mean_gradient(2, kSmallRun + " --allreduce mpi", Precision::fp32, path("two"), 1e-4);
+}
+
+// Three ranks: each chunk summed in another order, stepped on another rank.
+TEST_F(TrainingTest, ThreeRanksApplyTheMeanOfEachRanksGradient) {
+    expect_ranks_apply_the_mean_gradient(3, kSmallRun, Precision::fp32, path("three"), 1e-4);
 }
 
 // Mixed precision all-reduces bf16 buckets (half the bytes): the same step, with the rounding the
@@ -170,7 +182,7 @@ TEST_F(TrainingTest, TwoRanksInBf16AllReduceBf16RoundedGradients) {
     if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no native bf16";
     std::string run = kSmallRun;
     run.replace(run.find("--precision fp32"), 16, "--precision bf16");
-    expect_two_ranks_apply_the_mean_gradient(run, Precision::bf16, path("two"), 1e-4);
+    expect_ranks_apply_the_mean_gradient(2, run, Precision::bf16, path("two"), 1e-4);
 }
 
 // bf16 rounding: to nearest, ties to even; infinities and NaN survive; widening is exact.
