@@ -11,8 +11,8 @@
 
 namespace epochcast {
 
-/// `bytes` of host memory (at least one byte), aligned to 2 MiB and advised (madvise
-/// MADV_HUGEPAGE) to be backed by transparent huge pages when it spans at least one. Where the
+/// `bytes` of host memory, rounded up to whole 2 MiB pages (so: for large arrays only), aligned to
+/// 2 MiB and advised (madvise MADV_HUGEPAGE) to be backed by transparent huge pages. Where the
 /// kernel has no transparent huge pages it is ordinary memory. Free with std::free. Throws
 /// std::bad_alloc.
 void* allocate_huge_page_backed(std::size_t bytes);
