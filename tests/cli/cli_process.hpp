@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,16 @@ inline ProcessResult run_command(const std::string& program_and_arguments) {
     std::filesystem::remove_all(dir);
     return result;
 }
+
+#ifdef EPOCHCAST_MPIEXEC
+/// The start of an mpirun line for `ranks` ranks on this host: more ranks than cores allowed, and
+/// root allowed when the tests run as root. The program and its arguments follow.
+inline std::string mpirun_command(int ranks) {
+    std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np " + std::to_string(ranks) + " --oversubscribe";
+    if (::geteuid() == 0) command += " --allow-run-as-root";
+    return command;
+}
+#endif
 
 #ifdef EPOCHCAST_CLI_PATH
 /// Runs `EPOCHCAST_CLI_PATH <arguments>` through the shell (arguments are passed as written).

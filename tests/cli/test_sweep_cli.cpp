@@ -226,9 +226,7 @@ TEST(SweepCli, TwoMpiRanksWriteTheSameRowsAsOneProcess) {
     Folder folder;
     const ProcessResult one = run_epochcast("sweep " + spec.path() + " -o " + (folder / "one.csv"));
     ASSERT_EQ(one.exit_code, 0) << one.err;
-    std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np 2 --oversubscribe";
-    if (::geteuid() == 0) command += " --allow-run-as-root";
-    const ProcessResult two = run_command(command + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() + " -o " +
+    const ProcessResult two = run_command(mpirun_command(2) + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() + " -o " +
                                           (folder / "two.csv"));
     ASSERT_EQ(two.exit_code, 0) << two.err << two.out;
     EXPECT_NE(two.out.find("over 2 ranks"), std::string::npos) << two.out;

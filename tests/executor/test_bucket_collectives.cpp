@@ -3,8 +3,6 @@
 // rounding of n - 1 additions beyond) and that every rank holds the same bits.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <string>
 
 #include "tests/cli/cli_process.hpp"
@@ -13,9 +11,8 @@ namespace epochcast {
 namespace {
 
 testing::ProcessResult run_check(int ranks, const std::string& algorithm) {
-    std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np " + std::to_string(ranks) + " --oversubscribe --timeout 120";
-    if (::geteuid() == 0) command += " --allow-run-as-root";
-    return testing::run_command(command + " '" + EPOCHCAST_COLLECTIVES_CHECK_PATH + "' " + algorithm);
+    return testing::run_command(testing::mpirun_command(ranks) + " --timeout 120 '" + EPOCHCAST_COLLECTIVES_CHECK_PATH +
+                                "' " + algorithm);
 }
 
 class RingCollectives : public ::testing::TestWithParam<int> {};

@@ -55,11 +55,7 @@ protected:
 
     /// epochcast-train under mpirun with `ranks` ranks.
     static ProcessResult mpirun(int ranks, const std::string& arguments) {
-        std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np " + std::to_string(ranks) + " --oversubscribe";
-        if (::geteuid() == 0) {
-            command += " --allow-run-as-root";
-        }
-        return run_command(command + " '" + EPOCHCAST_TRAIN_PATH + "'" + arguments);
+        return run_command(testing::mpirun_command(ranks) + " '" + EPOCHCAST_TRAIN_PATH + "'" + arguments);
     }
 
     std::string path(const std::string& name) const { return (folder / name).string(); }

@@ -43,9 +43,7 @@ TEST(SweepSimulate, TwoRanksShareTheRowsAndWriteWhatOneProcessWrites) {
     TempFile one("", ".csv");
     TempFile two("", ".csv");
     ASSERT_EQ(run_epochcast("sweep " + spec.path() + " --simulate --iterations 3 -o " + one.path()).exit_code, 0);
-    std::string command = std::string("'") + EPOCHCAST_MPIEXEC + "' -np 2 --oversubscribe";
-    if (::geteuid() == 0) command += " --allow-run-as-root";
-    const ProcessResult r = run_command(command + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() +
+    const ProcessResult r = run_command(mpirun_command(2) + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() +
                                         " --simulate --iterations 3 -o " + two.path());
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("6 rows (3 feasible, 3 not)"), std::string::npos) << r.out;
