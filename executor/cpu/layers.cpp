@@ -45,6 +45,17 @@ Call add_into(Context& context, const memory& target, const memory& addend) {
                         {{DNNL_ARG_SRC_0, target}, {DNNL_ARG_SRC_1, addend}, {DNNL_ARG_DST, target}});
 }
 
+/// Pass the gradient `dy` on to `input`, as the residual add and the fused residual end do: an
+/// input whose gradient nothing has bound yet shares dy (no copy); otherwise the returned call
+/// adds dy to it.
+std::optional<Call> pass_gradient(Context& context, Activation& input, const memory& dy) {
+    if (!input.diff) {
+        input.diff = dy;
+        return std::nullopt;
+    }
+    return add_into(context, input.diff, dy);
+}
+
 memory::dims dims_of(const memory& m) { return m.get_desc().dims(); }
 
 /// Whether desc is bf16 in nChw16c, the layout our own kernels (kernels.hpp,
@@ -506,11 +517,7 @@ void ResidualRelu::bind_backward(Context& context) {
         throw std::logic_error("ResidualRelu: dy must be bound, in y's layout");
     }
     branch_.y_.diff = y_.diff;  // the gated dy, in place
-    if (!shortcut_.diff) {
-        shortcut_.diff = y_.diff;
-    } else {
-        accumulate_ = add_into(context, shortcut_.diff, y_.diff);
-    }
+    accumulate_ = pass_gradient(context, shortcut_, y_.diff);
 }
 
 void ResidualRelu::backward_inputs(Context& context) {
@@ -606,11 +613,7 @@ void Add::forward(Context& context) { context.run(forward_); }
 // d(branch) = d(shortcut) = dy: an input nothing has written yet shares dy's memory.
 void Add::bind_backward(Context& context) {
     for (Activation* input : {&branch_, &shortcut_}) {
-        if (!input->diff) {
-            input->diff = y_.diff;
-        } else {
-            accumulate_.push_back(add_into(context, input->diff, y_.diff));
-        }
+        if (std::optional<Call> call = pass_gradient(context, *input, y_.diff)) accumulate_.push_back(std::move(*call));
     }
 }
 
