@@ -29,6 +29,10 @@ void add_fp32(const float* in, float* inout, std::int64_t count) {
 
 MPI_Datatype mpi_type(Element element) { return element == Element::bf16 ? MPI_UINT16_T : MPI_FLOAT; }
 
+std::int64_t element_bytes(Element element) {
+    return element == Element::bf16 ? std::int64_t{sizeof(std::uint16_t)} : std::int64_t{sizeof(float)};
+}
+
 int modulo(int value, int n) { return (value % n + n) % n; }
 
 }  // namespace
@@ -64,10 +68,6 @@ BucketCollectives::~BucketCollectives() {
     }
     if (sum_bf16_ != MPI_OP_NULL) MPI_Op_free(&sum_bf16_);
     if (algorithm_ == AllReduceAlgorithm::ring) MPI_Comm_free(&comm_);
-}
-
-std::size_t BucketCollectives::element_bytes(Element element) const {
-    return element == Element::bf16 ? sizeof(std::uint16_t) : sizeof(float);
 }
 
 std::pair<std::int64_t, std::int64_t> BucketCollectives::owned_chunk(std::int64_t count) const {
@@ -107,7 +107,7 @@ void BucketCollectives::launch(int bucket, const Flight& flight) {
     // One rank: nothing to exchange. The sum is this rank's own part; a null send completes the
     // bucket at the next test, so that it is reported as every other is.
     if (slot.own != nullptr) {
-        std::memcpy(slot.data, slot.own, static_cast<std::size_t>(slot.count) * element_bytes(slot.element));
+        std::memcpy(slot.data, slot.own, static_cast<std::size_t>(slot.count * element_bytes(slot.element)));
     }
     MPI_Isend(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm_, &requests_[2 * static_cast<std::size_t>(bucket)]);
 }
@@ -125,7 +125,7 @@ void BucketCollectives::post_ring_step(int bucket) {
     const int t = reducing ? flight.step : flight.step - (n - 1);
     const Range send = shard_of(flight.count, n, modulo(reducing ? rank_ - t : rank_ + 1 - t, n));
     const Range receive = shard_of(flight.count, n, modulo(reducing ? rank_ - t - 1 : rank_ - t, n));
-    const auto bytes = static_cast<std::int64_t>(element_bytes(flight.element));
+    const std::int64_t bytes = element_bytes(flight.element);
     const std::byte* send_from = reducing && t == 0 ? flight.own : flight.data;
     MPI_Request* request = &requests_[2 * static_cast<std::size_t>(bucket)];
     MPI_Irecv(flight.data + receive.begin * bytes, static_cast<int>(receive.size()), mpi_type(flight.element),
@@ -139,7 +139,7 @@ void BucketCollectives::finish_ring_step(int bucket, std::vector<int>& completed
     const int n = ranks_;
     if (flight.step < n - 1) {  // a reduce-scatter step: add own's part of the chunk just received
         const Range chunk = shard_of(flight.count, n, modulo(rank_ - flight.step - 1, n));
-        const std::int64_t offset = chunk.begin * static_cast<std::int64_t>(element_bytes(flight.element));
+        const std::int64_t offset = chunk.begin * element_bytes(flight.element);
         if (flight.element == Element::bf16) {
             add_bf16(reinterpret_cast<const std::uint16_t*>(flight.own + offset),
                      reinterpret_cast<std::uint16_t*>(flight.data + offset), chunk.size());

@@ -84,7 +84,6 @@ private:
     void post_ring_step(int bucket);
     void finish_ring_step(int bucket, std::vector<int>& completed);
     void collect(int done, std::vector<int>& completed);
-    std::size_t element_bytes(Element element) const;
 
     MPI_Comm comm_ = MPI_COMM_NULL;  ///< our duplicate (ring) or the caller's (mpi)
     AllReduceAlgorithm algorithm_;

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "executor/arena.hpp"
-#include "executor/bucket_collectives.hpp"
 #include "executor/huge_pages.hpp"
 #include "executor/optimizer.hpp"
 #include "model/collectives.hpp"
