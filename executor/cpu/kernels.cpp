@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "executor/bf16.hpp"
 #include "executor/cpu/kernel_support.hpp"
 
 namespace epochcast::cpu {
@@ -143,14 +144,15 @@ EPOCHCAST_AVX512_BF16 inline __m512i x_pair(const std::uint16_t* x_pairs, std::i
 }
 
 /// The output tile dw[o][i] (row stride ld), 8 rows o by kInBlocks x 16 columns i, += the sum over
-/// the chunk's pairs; `first`: the tile starts from zero instead of its stored value.
+/// the chunk's pairs; `first`: the tile starts from zero instead of its stored value; `bf16`, when
+/// not null (the last chunk), also receives the tile rounded to bf16, at the same offsets as dw.
 ///   x_pairs: pairs x 32 bf16 of each input block (blocks x_block_stride apart), as XRows says
 ///   dy_pairs: pairs x 16 bf16 pairs (32 bits each) of the packed output block, from the tile's
 ///            first row
 template <XRows kRows, int kInBlocks>
 EPOCHCAST_AVX512_BF16 void tile_rows(const std::uint16_t* x_pairs, std::int64_t x_block_stride,
-                                     const std::uint32_t* dy_pairs, int pairs, float* dw, std::int64_t ld, bool first,
-                                     Prefetch a, Prefetch b) {
+                                     const std::uint32_t* dy_pairs, int pairs, float* dw, std::uint16_t* bf16,
+                                     std::int64_t ld, bool first, Prefetch a, Prefetch b) {
     constexpr int kLineElements = 32;  // 64 bytes of bf16
     __m512 acc[kTileRows][kInBlocks];
     __m512i carried[kInBlocks];
@@ -184,6 +186,16 @@ EPOCHCAST_AVX512_BF16 void tile_rows(const std::uint16_t* x_pairs, std::int64_t 
 #pragma GCC unroll 2
         for (int c = 0; c < kInBlocks; ++c) _mm512_storeu_ps(dw + o * ld + c * kBlock, acc[o][c]);
     }
+    if (bf16 == nullptr) return;
+#pragma GCC unroll 8
+    for (int o = 0; o < kTileRows; ++o) {
+#pragma GCC unroll 2
+        for (int c = 0; c < kInBlocks; ++c) {
+            const __m256bh rounded = _mm512_cvtneps_pbh(acc[o][c]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(bf16 + o * ld + c * kBlock),
+                                reinterpret_cast<const __m256i&>(rounded));
+        }
+    }
 }
 
 /// Tiles in the order an output block takes them: both 8-row halves of the block, each against the
@@ -197,21 +209,30 @@ struct TileOrder {
     int width(int tile) const { return std::min(kTileInBlocks, in_blocks - first_in_block(tile)); }
 };
 
-/// Tile `tile` (TileOrder) of output block rows dw_block (its row 0, column 0), against x's input
-/// blocks from x_first (the tile's first input block at x_first + first_in_block x x_block_stride).
+/// Where a tile writes: the fp32 rows of its output block (row 0, column 0), and the same block of
+/// the bf16 copy on the last chunk (null otherwise).
+struct TileTarget {
+    float* dw_block = nullptr;
+    std::uint16_t* bf16_block = nullptr;
+};
+
+/// Tile `tile` (TileOrder) of output block rows `to`, against x's input blocks from x_first (the
+/// tile's first input block at x_first + first_in_block x x_block_stride).
 template <XRows kRows>
 EPOCHCAST_AVX512_BF16 void run_tile(const TileOrder& order, int tile, const std::uint16_t* x_first,
                                     std::int64_t x_block_stride, const std::uint32_t* dy_pairs, int pairs,
-                                    float* dw_block, std::int64_t ld, bool first, Prefetch a = {}, Prefetch b = {}) {
+                                    TileTarget to, std::int64_t ld, bool first, Prefetch a = {}, Prefetch b = {}) {
     const int half = order.half(tile);
     const int ib = order.first_in_block(tile);
     const std::uint16_t* x = x_first + ib * x_block_stride;
-    float* dw = dw_block + half * kTileRows * ld + ib * kBlock;
+    const std::int64_t at = half * kTileRows * ld + ib * kBlock;
+    float* dw = to.dw_block + at;
+    std::uint16_t* bf16 = to.bf16_block ? to.bf16_block + at : nullptr;
     const std::uint32_t* dy = dy_pairs + half * kTileRows;
     if (order.width(tile) == kTileInBlocks) {
-        tile_rows<kRows, kTileInBlocks>(x, x_block_stride, dy, pairs, dw, ld, first, a, b);
+        tile_rows<kRows, kTileInBlocks>(x, x_block_stride, dy, pairs, dw, bf16, ld, first, a, b);
     } else {
-        tile_rows<kRows, 1>(x, x_block_stride, dy, pairs, dw, ld, first, a, b);
+        tile_rows<kRows, 1>(x, x_block_stride, dy, pairs, dw, bf16, ld, first, a, b);
     }
 }
 
@@ -222,8 +243,8 @@ EPOCHCAST_AVX512_BF16 void run_tile(const TileOrder& order, int tile, const std:
 /// block and chunk, reused by every input block). With an odd count (7 x 7) pairs cross images, and
 /// x is packed too, once per chunk for every input block; so are small images (kMinRawPairs).
 EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const std::uint16_t* x,
-                                                const std::uint16_t* dy, float* dw, std::byte* scratch,
-                                                int out_begin, int out_end) {
+                                                const std::uint16_t* dy, float* dw, std::uint16_t* dw_bf16,
+                                                std::byte* scratch, int out_begin, int out_end) {
     const int in_blocks = g.in_channels / kBlock;
     const int out_blocks = g.out_channels / kBlock;
     const int chunk_pairs = pairs_per_chunk(in_blocks);
@@ -231,7 +252,11 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
     auto* dy_packed = reinterpret_cast<std::uint16_t*>(
         scratch + align_up(std::size_t(in_blocks) * chunk_pairs * kPairBytes));  // chunk_pairs x 32
     const auto* dy_pairs = reinterpret_cast<const std::uint32_t*>(dy_packed);
-    auto block_rows = [&](int ob) { return dw + std::int64_t{ob} * kBlock * g.in_channels; };
+    // The output block's rows; the bf16 copy's too on the last chunk (`last`), which rounds the sums.
+    auto block_rows = [&](int ob, bool last) {
+        const std::int64_t at = std::int64_t{ob} * kBlock * g.in_channels;
+        return TileTarget{dw + at, last && dw_bf16 ? dw_bf16 + at : nullptr};
+    };
     const TileOrder order{in_blocks};
 
     if (g.pixels % 2 == 0 && g.pixels / 2 >= kMinRawPairs) {
@@ -250,6 +275,7 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
             for (int pair0 = 0; pair0 < image_pairs; pair0 += chunk_pairs) {
                 const int pairs = std::min(chunk_pairs, image_pairs - pair0);
                 const bool first = n == 0 && pair0 == 0;
+                const bool last = n + 1 == g.batch && pair0 + chunk_pairs >= image_pairs;
                 // The next chunk (none after the last: next_pairs 0).
                 const bool same_image = pair0 + chunk_pairs < image_pairs;
                 const int next_n = same_image ? n : n + 1;
@@ -272,7 +298,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
                         const Prefetch x_ahead{fetch_x ? x_rows(next_n, next_pair0, ahead_block) : nullptr,
                                                fetch_x ? next_pairs : 0};
                         run_tile<XRows::raw>(order, tile, x_rows(n, pair0, 0), std::int64_t{g.pixels} * kBlock,
-                                             dy_pairs, pairs, block_rows(ob), g.in_channels, first, dy_ahead, x_ahead);
+                                             dy_pairs, pairs, block_rows(ob, last), g.in_channels, first, dy_ahead,
+                                             x_ahead);
                     }
                 }
             }
@@ -292,7 +319,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
             pack_pairs(dy, out_blocks, ob, g.pixels, at, pairs, dy_packed);
             for (int tile = 0; tile < order.count(); ++tile) {
                 run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs,
-                                        pairs, block_rows(ob), g.in_channels, pair0 == 0);
+                                        pairs, block_rows(ob, pair0 + chunk_pairs >= pairs_total), g.in_channels,
+                                        pair0 == 0);
             }
         }
     }
@@ -323,7 +351,7 @@ std::size_t conv1x1_weight_gradient_scratch_bytes(const Conv1x1Geometry& g, int 
 }
 
 void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& g, const std::uint16_t* x, const std::uint16_t* dy, float* dw,
-                                  std::byte* scratch, int threads) {
+                                  std::byte* scratch, int threads, std::uint16_t* dw_bf16) {
     if (!conv1x1_weight_gradient_applies(g)) {
         throw std::logic_error("conv1x1_weight_gradient_bf16: geometry or CPU not supported");
     }
@@ -332,7 +360,9 @@ void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& g, const std::uint16_t*
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
         const auto [begin, end] = thread_share(out_blocks);
-        if (begin < end) weight_gradient_rows(g, x, dy, dw, scratch + per_thread * omp_get_thread_num(), begin, end);
+        if (begin < end) {
+            weight_gradient_rows(g, x, dy, dw, dw_bf16, scratch + per_thread * omp_get_thread_num(), begin, end);
+        }
     }
 }
 
@@ -457,10 +487,10 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, co
                         const std::uint16_t* x_pairs = x_chunk + first[t] / 2 * 2 * kBlock;
                         if (first[t] % 2 == 0) {
                             run_tile<XRows::packed>(order, tile, x_pairs, x_block, dy_pairs, pairs,
-                                                    rows + t * tap_plane, g.in_channels, zero);
+                                                    TileTarget{rows + t * tap_plane}, g.in_channels, zero);
                         } else {
                             run_tile<XRows::shifted>(order, tile, x_pairs, x_block, dy_pairs, pairs,
-                                                     rows + t * tap_plane, g.in_channels, zero);
+                                                     TileTarget{rows + t * tap_plane}, g.in_channels, zero);
                         }
                     }
                 }
@@ -469,15 +499,17 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, co
     }
 }
 
-/// dw[o][i][t] = taps[t][o][i] for the rows o of output blocks [out_begin, out_end).
-void gather_taps(const Conv3x3Geometry& g, const float* taps, float* dw, int out_begin, int out_end) {
+/// dw[o][i][t] = taps[t][o][i] for the rows o of output blocks [out_begin, out_end), and the
+/// same rounded to bf16 into dw_bf16 when it is not null.
+void gather_taps(const Conv3x3Geometry& g, const float* taps, float* dw, std::uint16_t* dw_bf16, int out_begin,
+                 int out_end) {
     const std::int64_t tap_plane = std::int64_t{g.out_channels} * g.in_channels;
-    for (std::int64_t o = std::int64_t{out_begin} * kBlock; o < std::int64_t{out_end} * kBlock; ++o) {
-        for (std::int64_t i = 0; i < g.in_channels; ++i) {
-            const std::int64_t at = o * g.in_channels + i;
-            for (int t = 0; t < kTaps; ++t) dw[at * kTaps + t] = taps[t * tap_plane + at];
-        }
+    const std::int64_t first = std::int64_t{out_begin} * kBlock * g.in_channels;
+    const std::int64_t end = std::int64_t{out_end} * kBlock * g.in_channels;
+    for (std::int64_t at = first; at < end; ++at) {
+        for (int t = 0; t < kTaps; ++t) dw[at * kTaps + t] = taps[t * tap_plane + at];
     }
+    if (dw_bf16 != nullptr) round_to_bf16(dw + first * kTaps, dw_bf16 + first * kTaps, (end - first) * kTaps);
 }
 
 }  // namespace
@@ -499,7 +531,7 @@ std::size_t conv3x3_weight_gradient_scratch_bytes(const Conv3x3Geometry& g, int 
 }
 
 void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& g, const std::uint16_t* x, const std::uint16_t* dy, float* dw,
-                                  std::byte* scratch, int threads) {
+                                  std::byte* scratch, int threads, std::uint16_t* dw_bf16) {
     if (!conv3x3_weight_gradient_applies(g)) {
         throw std::logic_error("conv3x3_weight_gradient_bf16: geometry or CPU not supported");
     }
@@ -512,7 +544,7 @@ void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& g, const std::uint16_t*
         if (begin < end) {
             std::byte* own = scratch + tap_planes_bytes(g) + omp_get_thread_num() * chunk_scratch_bytes(g);
             weight_gradient_3x3_rows(g, p, x, dy, taps, own, begin, end);
-            gather_taps(g, taps, dw, begin, end);
+            gather_taps(g, taps, dw, dw_bf16, begin, end);
         }
     }
 }

@@ -61,10 +61,12 @@ std::size_t conv1x1_weight_gradient_scratch_bytes(const Conv1x1Geometry& geometr
 ///   x:  N x I x H x W bf16 (raw bits), nChw16c: the convolution's input
 ///   dy: N x O x H x W bf16 (raw bits), nChw16c: the gradient of its output
 ///   scratch: conv1x1_weight_gradient_scratch_bytes(geometry, threads) bytes, 64-byte aligned
+///   dw_bf16: when not null, also receives dW rounded to bf16 (nearest even, as round_to_bf16),
+///            plain like dw: the tiles round their sums as they store them the last time
 /// Runs on up to `threads` OpenMP threads. Requires conv1x1_weight_gradient_applies(geometry);
 /// throws std::logic_error otherwise.
 void conv1x1_weight_gradient_bf16(const Conv1x1Geometry& geometry, const std::uint16_t* x, const std::uint16_t* dy,
-                                  float* dw, std::byte* scratch, int threads);
+                                  float* dw, std::byte* scratch, int threads, std::uint16_t* dw_bf16 = nullptr);
 
 /// A 3x3, stride-1 convolution padded by one zero pixel on each side (the output has the input's
 /// H x W), over N x C x H x W tensors in nChw16c bf16: ResNet's 3x3 convolutions outside the first
@@ -97,10 +99,11 @@ std::size_t conv3x3_weight_gradient_scratch_bytes(const Conv3x3Geometry& geometr
 /// tap is the 1x1 kernel's tile over x's rows at a constant offset; dy's pairs skip the padding.
 ///   x:  N x I x H x W bf16 (raw bits), nChw16c;   dy: N x O x H x W bf16 (raw bits), nChw16c
 ///   scratch: conv3x3_weight_gradient_scratch_bytes(geometry, threads) bytes, 64-byte aligned
+///   dw_bf16: when not null, also receives dW rounded to bf16 (nearest even), plain like dw
 /// Runs on up to `threads` OpenMP threads. Requires conv3x3_weight_gradient_applies(geometry);
 /// throws std::logic_error otherwise.
 void conv3x3_weight_gradient_bf16(const Conv3x3Geometry& geometry, const std::uint16_t* x, const std::uint16_t* dy,
-                                  float* dw, std::byte* scratch, int threads);
+                                  float* dw, std::byte* scratch, int threads, std::uint16_t* dw_bf16 = nullptr);
 
 /// A oneDNN blocked memory layout (dnnl_blocking_desc_t) in plain terms, so that the kernels do
 /// not depend on oneDNN's headers. The element at logical index (i_0, ..., i_{n-1}) lies at

@@ -227,10 +227,14 @@ void Weights::publish_gradient(Context& context) const {
 }
 
 std::int64_t Weights::publish_as_bf16(std::uint16_t* target) {
-    if (!publish_) return 0;
+    if (!publish_ && !own_kernel_gradient_) return 0;
     const memory::desc plain = master_grad_.get_desc();
     const memory::desc bf16(plain.dims(), dt::bf16, plain.dims().size() == 4 ? tag::nchw : tag::nc);
-    publish_ = reorder_call(publish_->args.at(DNNL_ARG_FROM), memory(bf16, master_grad_.get_engine(), target));
+    if (publish_) {
+        publish_ = reorder_call(publish_->args.at(DNNL_ARG_FROM), memory(bf16, master_grad_.get_engine(), target));
+    } else {
+        bf16_gradient_ = target;
+    }
     return static_cast<std::int64_t>(bf16.get_size() / sizeof(std::uint16_t));
 }
 
@@ -283,9 +287,11 @@ void Convolution::bind_backward(Context& context) {
     std::size_t own_bytes = 0;
     if (own && unit_window && conv1x1_weight_gradient_applies(geometry)) {
         own_kernel_ = geometry;
+        weights_.written_by_own_kernel();
         own_bytes = conv1x1_weight_gradient_scratch_bytes(geometry, context.threads());
     } else if (own && same_3x3 && conv3x3_weight_gradient_preferred(geometry_3x3)) {
         own_kernel_ = geometry_3x3;
+        weights_.written_by_own_kernel();
         own_bytes = conv3x3_weight_gradient_scratch_bytes(geometry_3x3, context.threads());
     }
     if (own_weight_gradient()) {
@@ -324,10 +330,11 @@ void Convolution::backward_parameters(Context& context) {
         const std::uint16_t* dy = bits_of(y_.diff);
         auto* scratch = static_cast<std::byte*>(own_scratch_.get_data_handle());
         if (const auto* g = std::get_if<Conv1x1Geometry>(&own_kernel_)) {
-            conv1x1_weight_gradient_bf16(*g, x, dy, weights_.gradient_arena(), scratch, context.threads());
+            conv1x1_weight_gradient_bf16(*g, x, dy, weights_.gradient_arena(), scratch, context.threads(),
+                                         weights_.bf16_gradient());
         } else {
             conv3x3_weight_gradient_bf16(std::get<Conv3x3Geometry>(own_kernel_), x, dy, weights_.gradient_arena(),
-                                         scratch, context.threads());
+                                         scratch, context.threads(), weights_.bf16_gradient());
         }
         return;
     }

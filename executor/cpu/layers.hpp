@@ -145,10 +145,17 @@ public:
     std::size_t own_copies() const { return own_copies_.size(); }
     /// Backward-weights output -> arena (nothing when it wrote the arena directly).
     void publish_gradient(Context& context) const;
-    /// From now on publish the gradient rounded to bf16 (nearest even, by the same reorder) into
-    /// `target`, plain like the arena, instead of into the fp32 arena. Returns the elements it
-    /// covers: all of them, or 0 when backward-weights writes the fp32 arena directly (no reorder).
+    /// From now on publish the gradient rounded to bf16 (nearest even) into `target`, plain like
+    /// the arena: by the same reorder, instead of into the fp32 arena; or, for a gradient our own
+    /// kernel writes (written_by_own_kernel()), by that kernel beside the fp32 arena. Returns the
+    /// elements it covers: all of them, or 0 when backward-weights writes the fp32 arena directly
+    /// (no reorder).
     std::int64_t publish_as_bf16(std::uint16_t* target);
+    /// The gradient is written into the arena by our own kernel, which can round it into
+    /// bf16_gradient() as well.
+    void written_by_own_kernel() { own_kernel_gradient_ = true; }
+    /// Where our kernel writes the gradient rounded to bf16 (publish_as_bf16), or null.
+    std::uint16_t* bf16_gradient() const { return bf16_gradient_; }
 
 private:
     dnnl::memory master_;        ///< O x I x K x K fp32 plain, the values arena
@@ -157,6 +164,8 @@ private:
     Bf16WorkingCopies own_copies_;         ///< the bf16 working copies our writer refreshes
     std::vector<dnnl::memory> own_memories_;  ///< their buffers
     std::optional<Call> publish_;
+    bool own_kernel_gradient_ = false;       ///< written_by_own_kernel()
+    std::uint16_t* bf16_gradient_ = nullptr;  ///< publish_as_bf16's target for our kernel
 };
 
 /// One layer of the network.

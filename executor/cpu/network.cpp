@@ -105,7 +105,7 @@ public:
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
             it->op->backward_parameters(context_);
             if (it->has_parameters) {
-                if (bf16_gradients_ != nullptr) {  // what the reorders did not round: batch norm, fc bias
+                if (bf16_gradients_ != nullptr) {  // what the weights did not publish as bf16: batch norm, fc bias
                     const auto& [begin, end] = rounded_here_[static_cast<std::size_t>(it->layer)];
                     round_to_bf16(gradients_.data() + begin, bf16_gradients_ + begin, end - begin);
                 }
@@ -124,7 +124,7 @@ public:
             if (end == 0) begin = tensor.offset;
             end = tensor.offset + tensor.elements;
         }
-        for (Step& step : steps_) {  // weights published by a reorder start the layer's range
+        for (Step& step : steps_) {  // weights published as bf16 (a reorder, our kernel) start the layer's range
             cpu::Weights* weights = step.op->weights();
             if (weights == nullptr) continue;
             const std::int64_t offset = offset_of_layer_[static_cast<std::size_t>(step.layer)];

@@ -13,6 +13,7 @@
 
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -80,7 +81,24 @@ std::vector<double> reference_weight_gradient(const Conv1x1Geometry& g, const Bl
     return dw;
 }
 
-/// Runs the kernel on random tensors; returns max error / rms against fp64.
+/// A kernel's gradient run a second time with a bf16 copy requested (dw_bf16) must write the same
+/// fp32 values, and a bf16 copy that is each of them rounded to nearest even (round_to_bf16).
+template <typename Kernel>
+void expect_bf16_copy_is_the_rounded_gradient(const std::vector<float>& dw, Kernel run_with_copy) {
+    std::vector<float> again(dw.size(), 1e30f);
+    std::vector<std::uint16_t> bf16(dw.size(), 0x7f7f);
+    run_with_copy(again.data(), bf16.data());
+    std::size_t fp32_differ = 0, bf16_differ = 0;
+    for (std::size_t i = 0; i < dw.size(); ++i) {
+        fp32_differ += std::bit_cast<std::uint32_t>(again[i]) != std::bit_cast<std::uint32_t>(dw[i]);
+        bf16_differ += bf16[i] != to_bf16_bits(dw[i]);
+    }
+    EXPECT_EQ(fp32_differ, 0u) << "of " << dw.size() << " fp32 values";
+    EXPECT_EQ(bf16_differ, 0u) << "of " << dw.size() << " bf16 values";
+}
+
+/// Runs the kernel on random tensors; returns max error / rms against fp64. Checks the bf16 copy
+/// too (expect_bf16_copy_is_the_rounded_gradient).
 double weight_gradient_error(const Conv1x1Geometry& g, int threads) {
     const BlockedTensor x = random_blocked(g.batch, g.in_channels, g.pixels, 11);
     const BlockedTensor dy = random_blocked(g.batch, g.out_channels, g.pixels, 12);
@@ -88,6 +106,9 @@ double weight_gradient_error(const Conv1x1Geometry& g, int threads) {
     std::vector<float> dw(std::size_t(g.out_channels) * g.in_channels, 1e30f);
     const StaleScratch scratch = stale_scratch(conv1x1_weight_gradient_scratch_bytes(g, threads));
     conv1x1_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), dw.data(), scratch.get(), threads);
+    expect_bf16_copy_is_the_rounded_gradient(dw, [&](float* again, std::uint16_t* bf16) {
+        conv1x1_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), again, scratch.get(), threads, bf16);
+    });
     return reference::relative_error(dw, reference_weight_gradient(g, x, dy));
 }
 
@@ -194,7 +215,7 @@ std::vector<double> reference_weight_gradient_3x3(const Conv3x3Geometry& g, cons
 }
 
 /// Runs the kernel on random tensors (stale values in dw and the scratch); returns max error / rms
-/// against fp64.
+/// against fp64. Checks the bf16 copy too.
 double weight_gradient_3x3_error(const Conv3x3Geometry& g, int threads) {
     const int pixels = g.height * g.width;
     const BlockedTensor x = random_blocked(g.batch, g.in_channels, pixels, 21);
@@ -202,6 +223,9 @@ double weight_gradient_3x3_error(const Conv3x3Geometry& g, int threads) {
     std::vector<float> dw(std::size_t(g.out_channels) * g.in_channels * 9, 1e30f);
     const StaleScratch scratch = stale_scratch(conv3x3_weight_gradient_scratch_bytes(g, threads));
     conv3x3_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), dw.data(), scratch.get(), threads);
+    expect_bf16_copy_is_the_rounded_gradient(dw, [&](float* again, std::uint16_t* bf16) {
+        conv3x3_weight_gradient_bf16(g, x.bits.data(), dy.bits.data(), again, scratch.get(), threads, bf16);
+    });
     return reference::relative_error(dw, reference_weight_gradient_3x3(g, x, dy));
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "executor/bf16.hpp"
 #include "executor/cpu/kernels.hpp"
 #include "executor/cpu/network.hpp"
 #include "executor/optimizer.hpp"
@@ -284,6 +285,31 @@ TEST(CpuNetwork, Bf16RunsWhereNative) {
     const Batch data = random_batch(2, 1);
     EXPECT_NEAR(loss_of(*network, data), std::log(double(kClasses)), 0.5);
     EXPECT_NE(network->implementation().find("bf16"), std::string::npos) << network->implementation();
+}
+
+// Several bf16 workers all-reduce bf16 gradients, which the network then publishes itself
+// (write_gradients_as_bf16): oneDNN's gradient reorders and our weight-gradient kernels round into
+// the given arena, and the network rounds the rest (batch norm, the fc bias). Each published value
+// must be the same network's fp32 gradient rounded to nearest even, whoever wrote it. At 64 px
+// stage 1's 3 x 3 convolutions (16 x 16 maps) take our kernel, the others oneDNN's.
+TEST(CpuNetwork, Bf16PublishedGradientsAreTheFp32GradientsRounded) {
+    if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "no native bf16 on " << cpu::cpu_isa_name();
+    const Batch data = random_batch(4, 5);
+    auto unpublished = make_cpu_network(small_spec(4, Precision::bf16));
+    auto published = make_cpu_network(small_spec(4, Precision::bf16));
+    const auto elements = static_cast<std::size_t>(published->parameter_elements());
+    std::vector<std::uint16_t> arena(elements, 0x7f7f);
+    ASSERT_TRUE(published->write_gradients_as_bf16(arena.data()));
+    randomise_gammas(*unpublished);
+    randomise_gammas(*published);
+    EXPECT_EQ(loss_of(*unpublished, data), loss_of(*published, data));
+    for (const ParameterTensor& tensor : published->parameters()) {
+        std::int64_t differ = 0;
+        for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.elements; ++i) {
+            differ += arena[static_cast<std::size_t>(i)] != to_bf16_bits(unpublished->gradients()[i]);
+        }
+        EXPECT_EQ(differ, 0) << tensor.name << ": of " << tensor.elements;
+    }
 }
 
 // The bf16 network on our own kernels (the 1x1 and 3x3 weight gradients, batch norm fused with
