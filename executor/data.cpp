@@ -66,12 +66,8 @@ void check_classes(int classes) {
     if (classes < 1) throw InputError("synthetic data needs at least 1 class, got " + std::to_string(classes));
 }
 
-void size_batch(Batch& batch, int count, int image_size) {
-    batch.size = count;
-    batch.image_size = image_size;
-    batch.images.resize(static_cast<std::size_t>(count) * 3 * image_size * image_size);
-    batch.labels.resize(static_cast<std::size_t>(count));
-}
+/// fp32 values of one image: 3 x S x S.
+std::size_t image_values(int image_size) { return std::size_t{3} * image_size * image_size; }
 
 // ---------------------------------------------------------------------------------------------
 // Synthetic data: the definition is executor/synthetic.hpp's, shared with the GPU generator.
@@ -84,16 +80,16 @@ public:
 
     int classes() const override { return classes_; }
     std::int64_t images() const override { return images_per_epoch_; }
+    int image_size() const override { return image_size_; }
     std::string description() const override { return "synthetic"; }
 
-    void fill(std::int64_t position, int count, Batch& batch) const override {
+    void fill_into(std::int64_t position, int count, float* images, std::int32_t* labels) const override {
         check_fill_arguments(position, count);
-        size_batch(batch, count, image_size_);
         const std::size_t plane = static_cast<std::size_t>(image_size_) * image_size_;
         for (int i = 0; i < count; ++i) {
             const synthetic::ImageDraw image = synthetic::image_draw(seed_, classes_, image_size_, position + i);
-            batch.labels[i] = image.label;
-            draw_image(patterns_[image.label], image, &batch.images[i * 3 * plane]);
+            labels[i] = image.label;
+            draw_image(patterns_[image.label], image, images + i * 3 * plane);
         }
     }
 
@@ -452,13 +448,13 @@ public:
 
     int classes() const override { return classes_; }
     std::int64_t images() const override { return static_cast<std::int64_t>(files_.size()); }
+    int image_size() const override { return image_size_; }
     std::string description() const override { return root_.string(); }
 
-    void fill(std::int64_t position, int count, Batch& batch) const override {
+    void fill_into(std::int64_t position, int count, float* images, std::int32_t* labels) const override {
         check_fill_arguments(position, count);
-        size_batch(batch, count, image_size_);
-        const std::int64_t n = images();
-        const std::size_t image_values = static_cast<std::size_t>(3) * image_size_ * image_size_;
+        const std::int64_t n = this->images();
+        const std::size_t values = image_values(image_size_);
         thread_local std::vector<std::uint8_t> bytes;
         thread_local Pixels pixels;
         std::int64_t epoch = -1;
@@ -472,8 +468,8 @@ public:
             Rng rng(hash_of(seed_, Stream::augment, static_cast<std::uint64_t>(p)));
             const Crop crop = random_resized_crop(pixels.width, pixels.height, rng);
             const bool flip = rng.uniform() < 0.5;
-            resize_normalise(pixels, crop, image_size_, flip, &batch.images[i * image_values]);
-            batch.labels[i] = file.label;
+            resize_normalise(pixels, crop, image_size_, flip, images + i * values);
+            labels[i] = file.label;
         }
     }
 
@@ -544,6 +540,15 @@ std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& 
     return std::make_unique<ImageFolderData>(root, image_size, seed);
 }
 
+void DataSource::fill(std::int64_t position, int count, Batch& batch) const {
+    check_fill_arguments(position, count);
+    batch.size = count;
+    batch.image_size = image_size();
+    batch.images.resize(static_cast<std::size_t>(count) * image_values(image_size()));
+    batch.labels.resize(static_cast<std::size_t>(count));
+    fill_into(position, count, batch.images.data(), batch.labels.data());
+}
+
 std::int64_t batch_position(std::int64_t step, int worker, int workers, int batch) {
     return step * static_cast<std::int64_t>(workers) * batch + static_cast<std::int64_t>(worker) * batch;
 }
@@ -552,20 +557,38 @@ std::int64_t batch_position(std::int64_t step, int worker, int workers, int batc
 // BatchLoader. depth + 1 slots: `depth` being filled ahead while the caller holds one. Step k
 // lives in slot (k - first_step) % (depth + 1). Each step is cut into chunks of at most
 // kMaxChunkImages images so that several threads share one batch and a stopping loader waits
-// for at most one chunk per thread. Tasks run in step order, so the batch needed next is
-// finished first.
+// for at most one chunk per thread; each chunk is decoded straight into its place in the slot's
+// images. Tasks run in step order, so the batch needed next is finished first.
 
 namespace {
 constexpr int kMaxChunkImages = 8;
-}
+
+/// The memory of plain slots.
+class PlainMemory final : public HostMemory {
+public:
+    void* allocate(std::size_t bytes) override { return ::operator new(bytes); }
+    void release(void* data) noexcept override { ::operator delete(data); }
+};
+}  // namespace
 
 struct BatchLoader::Impl {
+    /// One batch's images in `memory`, labels beside them.
     struct Slot {
-        Batch batch;
+        HostMemory* memory = nullptr;
+        float* images = nullptr;  ///< batch x 3 x S x S, from memory
+        std::vector<std::int32_t> labels;
+        BatchView view;
         std::int64_t step = -1;
         int chunks_left = 0;
         bool ready = false;
         std::exception_ptr error;
+
+        Slot() = default;
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
+        ~Slot() {
+            if (images != nullptr) memory->release(images);
+        }
     };
     struct Task {
         int slot;
@@ -578,11 +601,11 @@ struct BatchLoader::Impl {
     const DataSource& source;
     int batch, worker, workers;
     int chunk_images = 1;
-    std::vector<Slot> slots;
+    PlainMemory plain;
+    std::vector<std::unique_ptr<Slot>> slots;
     std::int64_t first_step;
     std::int64_t next_to_schedule;  ///< step the next free slot gets
     std::int64_t next_to_return;    ///< step next() hands out
-    int held = -1;                  ///< slot the caller holds, or -1
     std::exception_ptr failed;      ///< once next() has thrown, it throws this again
     double wait_seconds = 0;
 
@@ -595,10 +618,21 @@ struct BatchLoader::Impl {
     std::int64_t position_of(std::int64_t step) const { return batch_position(step, worker, workers, batch); }
     int slot_of(std::int64_t step) const { return static_cast<int>((step - first_step) % std::ssize(slots)); }
 
+    /// A slot of `batch` images in `memory`.
+    void add_slot(HostMemory& memory) {
+        auto slot = std::make_unique<Slot>();
+        const std::size_t values = static_cast<std::size_t>(batch) * image_values(source.image_size());
+        slot->memory = &memory;
+        slot->images = static_cast<float*>(memory.allocate(values * sizeof(float)));
+        slot->labels.resize(static_cast<std::size_t>(batch));
+        slot->view = BatchView{batch, source.image_size(), {slot->images, values}, slot->labels};
+        slots.push_back(std::move(slot));
+    }
+
     /// Queue the next step into its (free) slot. Called with `mutex` held.
     void schedule() {
         const std::int64_t step = next_to_schedule++;
-        Slot& slot = slots[slot_of(step)];
+        Slot& slot = *slots[slot_of(step)];
         slot.step = step;
         slot.ready = false;
         slot.error = nullptr;
@@ -609,7 +643,7 @@ struct BatchLoader::Impl {
     }
 
     void run() {
-        Batch part;
+        const std::size_t values = image_values(source.image_size());
         for (;;) {
             Task task;
             std::int64_t step;
@@ -619,21 +653,13 @@ struct BatchLoader::Impl {
                 if (stopping) return;
                 task = tasks.front();
                 tasks.pop_front();
-                step = slots[task.slot].step;
+                step = slots[task.slot]->step;
             }
-            Slot& slot = slots[task.slot];
+            Slot& slot = *slots[task.slot];
             std::exception_ptr error;
             try {
-                source.fill(position_of(step) + task.begin, task.count, part);
-                const std::size_t values = part.images.size() / static_cast<std::size_t>(task.count);
-                {
-                    // The first chunk to finish sizes the slot's batch (once: later rounds find it sized).
-                    std::lock_guard lock(mutex);
-                    if (slot.batch.images.size() != values * batch || slot.batch.size != batch)
-                        size_batch(slot.batch, batch, part.image_size);
-                }
-                std::copy(part.images.begin(), part.images.end(), slot.batch.images.begin() + task.begin * values);
-                std::copy(part.labels.begin(), part.labels.end(), slot.batch.labels.begin() + task.begin);
+                source.fill_into(position_of(step) + task.begin, task.count, slot.images + task.begin * values,
+                                 slot.labels.data() + task.begin);
             } catch (...) {
                 error = std::current_exception();
             }
@@ -648,7 +674,7 @@ struct BatchLoader::Impl {
 };
 
 BatchLoader::BatchLoader(const DataSource& source, int batch, int worker, int workers, std::int64_t first_step,
-                         int threads, int depth)
+                         int threads, int depth, HostMemory* memory)
     : impl_(std::make_unique<Impl>(source, batch, worker, workers)) {
     if (batch < 1) throw InputError("batch loader: batch must be >= 1, got " + std::to_string(batch));
     if (workers < 1 || worker < 0 || worker >= workers)
@@ -659,7 +685,7 @@ BatchLoader::BatchLoader(const DataSource& source, int batch, int worker, int wo
     if (depth < 1) throw InputError("batch loader: depth must be >= 1, got " + std::to_string(depth));
     Impl& impl = *impl_;
     impl.chunk_images = std::clamp((batch + threads - 1) / threads, 1, kMaxChunkImages);
-    impl.slots.resize(static_cast<std::size_t>(depth) + 1);
+    for (int i = 0; i <= depth; ++i) impl.add_slot(memory != nullptr ? *memory : impl.plain);
     impl.first_step = impl.next_to_schedule = impl.next_to_return = first_step;
     {
         std::lock_guard lock(impl.mutex);
@@ -679,14 +705,14 @@ BatchLoader::~BatchLoader() {
     for (std::thread& thread : impl_->threads) thread.join();
 }
 
-const Batch& BatchLoader::next() {
+const BatchView& BatchLoader::next() {
     Impl& impl = *impl_;
     if (impl.failed) std::rethrow_exception(impl.failed);
     std::unique_lock lock(impl.mutex);
     // The slot the caller held (or, on the first call, the spare one) is free again: fill it
     // with the step `depth` ahead, then wait for this one.
     while (impl.next_to_schedule < impl.next_to_return + std::ssize(impl.slots)) impl.schedule();
-    Impl::Slot& slot = impl.slots[impl.slot_of(impl.next_to_return)];
+    Impl::Slot& slot = *impl.slots[impl.slot_of(impl.next_to_return)];
     if (!slot.ready) {
         const auto start = std::chrono::steady_clock::now();
         impl.batch_ready.wait(lock, [&] { return slot.ready; });
@@ -697,7 +723,7 @@ const Batch& BatchLoader::next() {
         impl.failed = slot.error;
         std::rethrow_exception(impl.failed);
     }
-    return slot.batch;
+    return slot.view;
 }
 
 double BatchLoader::wait_s() const { return impl_->wait_seconds; }

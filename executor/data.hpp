@@ -11,9 +11,11 @@
 // (epoch = position / images()).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,11 +40,35 @@ public:
     virtual int classes() const = 0;
     /// Images in one epoch (the dataset's size).
     virtual std::int64_t images() const = 0;
+    /// Side of every image it makes, in pixels.
+    virtual int image_size() const = 0;
     /// "synthetic" or the folder's path.
     virtual std::string description() const = 0;
-    /// Fill `batch` (resized as needed) with `count` images starting at global `position`.
-    /// Safe to call from several threads at once on different batches.
-    virtual void fill(std::int64_t position, int count, Batch& batch) const = 0;
+    /// The `count` images from global `position` on into `images` (count x 3 x S x S fp32, S =
+    /// image_size()) and their labels into `labels` (count). Safe to call from several threads
+    /// at once on different memory.
+    virtual void fill_into(std::int64_t position, int count, float* images, std::int32_t* labels) const = 0;
+    /// The same into `batch`, resized to `count` images.
+    void fill(std::int64_t position, int count, Batch& batch) const;
+};
+
+/// Where a BatchLoader keeps the batches it decodes: plain memory by default; page-locked memory
+/// that a GPU copies from directly (the CUDA network's, Network::batch_memory()).
+class HostMemory {
+public:
+    virtual ~HostMemory() = default;
+    /// At least `bytes` bytes, aligned for any scalar type; throws on failure.
+    virtual void* allocate(std::size_t bytes) = 0;
+    /// Gives back what allocate() returned.
+    virtual void release(void* data) noexcept = 0;
+};
+
+/// A batch a BatchLoader hands out: views of its own memory, valid until the next call.
+struct BatchView {
+    int size = 0;                         ///< images in the batch
+    int image_size = 0;                   ///< side in pixels
+    std::span<const float> images;        ///< size x 3 x S x S fp32 NCHW, normalised as Batch's
+    std::span<const std::int32_t> labels;  ///< size labels
 };
 
 /// Synthetic images: each class has its own fixed pattern (seeded), each image is its class's
@@ -70,16 +96,18 @@ std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& 
 class BatchLoader {
 public:
     /// `batch` images per step for worker `worker` of `workers`, first step `first_step`.
-    /// `threads` decode threads (>= 1), `depth` batches in flight (>= 1).
+    /// `threads` decode threads (>= 1), `depth` batches in flight (>= 1). The decode threads
+    /// write each batch's images straight into one of depth + 1 buffers from `memory` (plain
+    /// memory when null; it must outlive the loader), allocated here once.
     BatchLoader(const DataSource& source, int batch, int worker, int workers, std::int64_t first_step,
-                int threads, int depth);
+                int threads, int depth, HostMemory* memory = nullptr);
     ~BatchLoader();
     BatchLoader(const BatchLoader&) = delete;
     BatchLoader& operator=(const BatchLoader&) = delete;
 
-    /// The next step's batch; blocks until it is ready. The reference stays valid until the next
-    /// call. A decode error surfaces here as the InputError it raised.
-    const Batch& next();
+    /// The next step's batch; blocks until it is ready. Its memory stays valid, and unchanged,
+    /// until the next call. A decode error surfaces here as the InputError it raised.
+    const BatchView& next();
     /// Seconds next() spent waiting, summed over all calls.
     double wait_s() const;
 

@@ -27,6 +27,8 @@
 
 namespace epochcast {
 
+class HostMemory;  // executor/data.hpp
+
 /// What a backend builds.
 struct NetworkSpec {
     Architecture architecture;   ///< from build_resnet(model, image_size, classes)
@@ -114,6 +116,11 @@ public:
     virtual bool generate_synthetic_batches(int /*classes*/, int /*image_size*/, std::uint64_t /*seed*/) {
         return false;
     }
+
+    /// Where a BatchLoader feeding train_step should decode its batches: page-locked memory that
+    /// the backend copies to its device without staging (the CUDA backend's), or null for plain
+    /// memory (the default: the CPU backend reads the images where they are). Owned by the network.
+    virtual HostMemory* batch_memory() { return nullptr; }
 
     /// train_step on the backend's own synthetic batch: the images and labels of global positions
     /// [position, position + batch), as make_synthetic_data's fill(position, batch) gives them (to

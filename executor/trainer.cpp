@@ -380,7 +380,7 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
     std::unique_ptr<BatchLoader> loader;
     if (!generated) {
         loader = std::make_unique<BatchLoader>(data, options.batch_per_gpu, topology.rank, workers, plan.first_step,
-                                               options.data_threads, 2);
+                                               options.data_threads, 2, network->batch_memory());
     }
     if (leader && options.print_steps) {
         print_header(options, *network, data, generated, workers, topology.ps_ranks);
@@ -393,7 +393,7 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
     for (std::int64_t step = plan.first_step; step < end; ++step) {
         const Clock::time_point start = Clock::now();
         StepRecord record;
-        const Batch* batch = nullptr;  // null when the network generates its own (no wait)
+        const BatchView* batch = nullptr;  // null when the network generates its own (no wait)
         if (loader) {
             const double waited_before = loader->wait_s();
             batch = &loader->next();

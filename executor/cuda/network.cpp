@@ -6,12 +6,18 @@
 // backward order that writes them; later writers add (GradientSink, cuDNN's beta = 1).
 #include "executor/cuda/network.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "executor/arena.hpp"
+#include "executor/data.hpp"
 #include "executor/cuda/check.hpp"
 #include "executor/cuda/layers.hpp"
 #include "executor/cuda/synthetic.hpp"
@@ -45,6 +51,42 @@ public:
 
 private:
     void* data_ = nullptr;
+};
+
+/// Page-locked host memory for a BatchLoader's batches (Network::batch_memory): the decode
+/// threads write the images where the upload copies them from, with no staging copy between.
+/// It remembers what it gave out, so that an upload can tell such a batch from other memory.
+class PinnedBatchMemory final : public HostMemory {
+public:
+    void* allocate(std::size_t bytes) override {
+        void* data = nullptr;
+        EPOCHCAST_CUDA_CHECK(cudaMallocHost(&data, bytes));
+        std::lock_guard lock(mutex_);
+        given_[static_cast<const std::byte*>(data)] = bytes;
+        return data;
+    }
+
+    void release(void* data) noexcept override {
+        {
+            std::lock_guard lock(mutex_);
+            given_.erase(static_cast<const std::byte*>(data));
+        }
+        (void)cudaFreeHost(data);
+    }
+
+    /// True when [data, data + bytes) lies inside one allocation.
+    bool holds(const void* data, std::size_t bytes) const {
+        const auto* first = static_cast<const std::byte*>(data);
+        std::lock_guard lock(mutex_);
+        auto after = given_.upper_bound(first);
+        if (after == given_.begin()) return false;
+        const auto& [begin, size] = *std::prev(after);
+        return std::less_equal<const std::byte*>()(first + bytes, begin + size);
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::map<const std::byte*, std::size_t> given_;  ///< allocation -> bytes
 };
 
 /// One tensor's working -> master gradient conversion: O x K x K x I -> O x I x K x K (K = 1 and
@@ -116,6 +158,8 @@ public:
         upload_batch(images, labels);
         return forward_backward(layer_ready);
     }
+
+    HostMemory* batch_memory() override { return &batch_memory_; }
 
     bool generate_synthetic_batches(int classes, int image_size, std::uint64_t seed) override {
         if (classes != architecture_.classes || image_size != architecture_.image_size) {
@@ -282,15 +326,21 @@ private:
     }
 
     /// The caller's batch -> one of two pinned buffers (while the GPU may still read the other)
-    /// -> the GPU -> conv1's NHWC input.
+    /// -> the GPU -> conv1's NHWC input. Images a BatchLoader decoded into batch_memory() are
+    /// pinned already and go to the GPU from where they are: the loader keeps them unchanged
+    /// until its next batch is asked for, after train_step has waited for the loss, which the
+    /// stream computes after this copy.
     void upload_batch(const float* images, const std::int32_t* labels) {
         const int b = next_staging_;
         next_staging_ = 1 - next_staging_;
         EPOCHCAST_CUDA_CHECK(cudaEventSynchronize(staged_[b]));
-        std::memcpy(staging_[b].as<float>(), images, image_bytes_);
+        const float* from = images;
+        if (!batch_memory_.holds(images, image_bytes_)) {
+            std::memcpy(staging_[b].as<float>(), images, image_bytes_);
+            from = staging_[b].as<float>();
+        }
         std::memcpy(label_staging_[b].as<std::int32_t>(), labels, sizeof(std::int32_t) * batch_);
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_images_, staging_[b].as<float>(), image_bytes_, cudaMemcpyHostToDevice,
-                                             context_.stream()));
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_images_, from, image_bytes_, cudaMemcpyHostToDevice, context_.stream()));
         EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_labels_, label_staging_[b].as<std::int32_t>(), sizeof(std::int32_t) * batch_,
                                              cudaMemcpyHostToDevice, context_.stream()));
         EPOCHCAST_CUDA_CHECK(cudaEventRecord(staged_[b], context_.stream()));
@@ -394,6 +444,7 @@ private:
     std::vector<ParameterTensor> parameters_;
     std::int64_t elements_;
     std::size_t image_bytes_;                   ///< N x 3 x S x S fp32
+    PinnedBatchMemory batch_memory_;            ///< batch_memory(): a BatchLoader's batches, uploaded in place
     PinnedBuffer staging_[2];                   ///< the caller's images, double-buffered
     PinnedBuffer label_staging_[2];             ///< the caller's labels, double-buffered
     PinnedBuffer read_back_;                    ///< N losses, the bad-label flag, the overflow flag

@@ -7,7 +7,10 @@
 // optimizer step. The working gradients (O x K x K x I for convolutions, in the arena's order) are
 // what the NCCL exchange (exchange.hpp) all-reduces, in fp16 for amp.
 //
-// Data: train_step copies the caller's batch through one of two pinned host buffers to the GPU.
+// Data: an image folder's batches are decoded by the BatchLoader's threads straight into pinned
+// memory the network hands out (batch_memory(): the loader's depth + 1 buffers, 3 in the trainer)
+// and copied to the GPU from there; any other caller's batch goes through one of two pinned
+// staging buffers.
 // With synthetic data the trainer asks for generate_synthetic_batches instead, and
 // train_step_generated makes the batch on the GPU (synthetic.hpp): no images cross from the host.
 #pragma once

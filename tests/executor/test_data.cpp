@@ -656,10 +656,11 @@ public:
         : inner_(make_synthetic_data(4, 8, 1000, 5)), delay_(delay_per_image) {}
     int classes() const override { return inner_->classes(); }
     std::int64_t images() const override { return inner_->images(); }
+    int image_size() const override { return inner_->image_size(); }
     std::string description() const override { return "slow"; }
-    void fill(std::int64_t position, int count, Batch& batch) const override {
+    void fill_into(std::int64_t position, int count, float* images, std::int32_t* labels) const override {
         std::this_thread::sleep_for(delay_ * count);
-        inner_->fill(position, count, batch);
+        inner_->fill_into(position, count, images, labels);
         fills_ += 1;
     }
     int fills() const { return fills_; }
@@ -669,6 +670,10 @@ private:
     std::chrono::milliseconds delay_;
     mutable std::atomic<int> fills_{0};
 };
+
+/// A loader's batch as vectors, to compare with a Batch.
+std::vector<float> images_of(const BatchView& view) { return {view.images.begin(), view.images.end()}; }
+std::vector<std::int32_t> labels_of(const BatchView& view) { return {view.labels.begin(), view.labels.end()}; }
 
 TEST(BatchPosition, IsStepTimesTheGlobalBatchPlusTheWorkersOffset) {
     EXPECT_EQ(batch_position(0, 0, 1, 8), 0);
@@ -684,11 +689,11 @@ TEST(BatchLoader, YieldsWhatFillGivesForThisWorkersPositions) {
     for (int step = 0; step < 8; ++step) {
         Batch expected;
         data->fill(static_cast<std::int64_t>(step) * kWorkers * kBatch + kWorker * kBatch, kBatch, expected);
-        const Batch& got = loader.next();
+        const BatchView& got = loader.next();
         ASSERT_EQ(got.size, kBatch) << "step " << step;
         EXPECT_EQ(got.image_size, 12);
-        EXPECT_EQ(got.images, expected.images) << "step " << step;
-        EXPECT_EQ(got.labels, expected.labels) << "step " << step;
+        EXPECT_EQ(images_of(got), expected.images) << "step " << step;
+        EXPECT_EQ(labels_of(got), expected.labels) << "step " << step;
     }
     EXPECT_GE(loader.wait_s(), 0.0);
     EXPECT_TRUE(std::isfinite(loader.wait_s()));
@@ -700,10 +705,10 @@ TEST(BatchLoader, ResumesFromTheFirstStep) {
     BatchLoader resumed(*data, 4, 0, 2, 5, 2, 3);
     for (int step = 0; step < 5; ++step) whole.next();
     for (int step = 5; step < 9; ++step) {
-        const Batch& a = whole.next();
-        const Batch& b = resumed.next();
-        EXPECT_EQ(a.images, b.images) << "step " << step;
-        EXPECT_EQ(a.labels, b.labels) << "step " << step;
+        const BatchView& a = whole.next();
+        const BatchView& b = resumed.next();
+        EXPECT_EQ(images_of(a), images_of(b)) << "step " << step;
+        EXPECT_EQ(labels_of(a), labels_of(b)) << "step " << step;
     }
 }
 
@@ -715,15 +720,74 @@ TEST(BatchLoader, OneWorkerWithTwiceTheBatchSeesWhatTwoWorkersSeeTogether) {
     BatchLoader rank1(*data, 3, 1, 2, 0, 2, 1);
     // 5 steps of 6 images: two and a half epochs of 12 files.
     for (int step = 0; step < 5; ++step) {
-        const Batch& both = single.next();
-        const Batch& first = rank0.next();
-        const Batch& second = rank1.next();
-        std::vector<float> images = first.images;
+        const BatchView& both = single.next();
+        const BatchView& first = rank0.next();
+        const BatchView& second = rank1.next();
+        std::vector<float> images = images_of(first);
         images.insert(images.end(), second.images.begin(), second.images.end());
-        std::vector<std::int32_t> labels = first.labels;
+        std::vector<std::int32_t> labels = labels_of(first);
         labels.insert(labels.end(), second.labels.begin(), second.labels.end());
-        EXPECT_EQ(both.images, images) << "step " << step;
-        EXPECT_EQ(both.labels, labels) << "step " << step;
+        EXPECT_EQ(images_of(both), images) << "step " << step;
+        EXPECT_EQ(labels_of(both), labels) << "step " << step;
+    }
+}
+
+/// Host memory that records what it hands out (as the CUDA network's pinned memory does).
+class RecordingMemory final : public HostMemory {
+public:
+    void* allocate(std::size_t bytes) override {
+        void* data = ::operator new(bytes);
+        given.emplace_back(static_cast<std::byte*>(data), bytes);
+        return data;
+    }
+    void release(void* data) noexcept override {
+        released.push_back(static_cast<std::byte*>(data));
+        ::operator delete(data);
+    }
+    /// The allocation [data, data + bytes) lies in, or -1.
+    int allocation_of(const void* data, std::size_t bytes) const {
+        const auto* p = static_cast<const std::byte*>(data);
+        for (std::size_t a = 0; a < given.size(); ++a) {
+            if (std::less_equal<const std::byte*>()(given[a].first, p) &&
+                std::less_equal<const std::byte*>()(p + bytes, given[a].first + given[a].second)) {
+                return static_cast<int>(a);
+            }
+        }
+        return -1;
+    }
+    std::vector<std::pair<std::byte*, std::size_t>> given;
+    std::vector<std::byte*> released;
+};
+
+// The decode threads write each batch where the given memory says (a GPU copies from there
+// without staging): depth + 1 buffers of a whole batch, allocated once, used in turn, released
+// with the loader; the images are what fill gives.
+TEST(BatchLoader, DecodesIntoTheMemoryItIsGiven) {
+    ColourFolder folder;
+    const auto data = make_image_folder_data(folder.dir.path(), 16, 4);
+    RecordingMemory memory;
+    constexpr int kBatch = 5, kDepth = 2;
+    const std::size_t bytes = sizeof(float) * kBatch * 3 * 16 * 16;
+    {
+        BatchLoader loader(*data, kBatch, 0, 1, 0, 2, kDepth, &memory);
+        ASSERT_EQ(memory.given.size(), std::size_t{kDepth + 1});
+        for (const auto& [at, size] : memory.given) EXPECT_EQ(size, bytes);
+        std::vector<int> used;
+        for (int step = 0; step < 6; ++step) {
+            const BatchView& got = loader.next();
+            ASSERT_EQ(got.images.size_bytes(), bytes);
+            used.push_back(memory.allocation_of(got.images.data(), got.images.size_bytes()));
+            Batch expected;
+            data->fill(std::int64_t{step} * kBatch, kBatch, expected);
+            EXPECT_EQ(images_of(got), expected.images) << "step " << step;
+            EXPECT_EQ(labels_of(got), expected.labels) << "step " << step;
+        }
+        EXPECT_EQ(used, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+        EXPECT_TRUE(memory.released.empty());
+    }
+    ASSERT_EQ(memory.released.size(), std::size_t{kDepth + 1});
+    for (const auto& [at, size] : memory.given) {
+        EXPECT_NE(std::find(memory.released.begin(), memory.released.end(), at), memory.released.end());
     }
 }
 
