@@ -22,6 +22,7 @@
 
 #include "executor/data.hpp"
 #include "model/errors.hpp"
+#include "tests/executor/image_files.hpp"
 
 namespace epochcast {
 namespace {
@@ -53,60 +54,13 @@ private:
     fs::path path_;
 };
 
-using Rgb = std::array<int, 3>;
-/// Colour of pixel (x, y) of a width x height image.
-using Painter = std::function<Rgb(int x, int y)>;
-
-Painter uniform(Rgb colour) {
-    return [colour](int, int) { return colour; };
-}
-
-/// A PNG with 1 (grey, from the red value), 3 (RGB) or 4 (RGBA, opaque) channels.
-void write_png(const fs::path& file, int width, int height, int channels, const Painter& paint) {
-    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) * height * channels);
-    for (int y = 0; y < height; ++y)
-        for (int x = 0; x < width; ++x) {
-            const Rgb c = paint(x, y);
-            std::uint8_t* p = &pixels[(static_cast<std::size_t>(y) * width + x) * channels];
-            for (int k = 0; k < std::min(channels, 3); ++k) p[k] = static_cast<std::uint8_t>(c[k]);
-            if (channels == 4) p[3] = 255;
-        }
-    png_image image{};
-    image.version = PNG_IMAGE_VERSION;
-    image.width = static_cast<png_uint_32>(width);
-    image.height = static_cast<png_uint_32>(height);
-    image.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-    ASSERT_TRUE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr)) << image.message;
-}
-
-std::vector<unsigned char> jpeg_bytes(int width, int height, const Painter& paint) {
-    std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3);
-    for (int y = 0; y < height; ++y)
-        for (int x = 0; x < width; ++x) {
-            const Rgb c = paint(x, y);
-            for (int k = 0; k < 3; ++k) rgb[(static_cast<std::size_t>(y) * width + x) * 3 + k] = static_cast<unsigned char>(c[k]);
-        }
-    tjhandle tj = tjInitCompress();
-    unsigned char* out = nullptr;
-    unsigned long size = 0;
-    const int rc = tjCompress2(tj, rgb.data(), width, 0, height, TJPF_RGB, &out, &size, TJSAMP_420, 95, 0);
-    std::vector<unsigned char> bytes;
-    if (rc == 0) bytes.assign(out, out + size);
-    tjFree(out);
-    tjDestroy(tj);
-    return bytes;
-}
-
-void write_bytes(const fs::path& file, const std::vector<unsigned char>& bytes) {
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                static_cast<std::streamsize>(bytes.size()));
-}
-
-void write_jpeg(const fs::path& file, int width, int height, const Painter& paint) {
-    const auto bytes = jpeg_bytes(width, height, paint);
-    ASSERT_FALSE(bytes.empty());
-    write_bytes(file, bytes);
-}
+using testing::jpeg_bytes;
+using testing::Painter;
+using testing::Rgb;
+using testing::uniform;
+using testing::write_bytes;
+using testing::write_jpeg;
+using testing::write_png;
 
 std::vector<unsigned char> read_bytes(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
