@@ -33,14 +33,18 @@ void print_tables(const Catalog& catalog, std::ostream& out) {
     }
     gpus.print(out);
 
-    out << "\nInstances (us-east-1, Linux; network in 10^9 bit/s, intra-node in 10^9 byte/s per GPU)\n";
-    Table instances({"instance", "GPU", "GPUs", "vCPUs", "memory GiB", "network Gb/s", "EFA", "intra-node GB/s",
-                     "on-demand $/h", "spot $/h"});
+    out << "\nInstances (AWS: us-east-1, Linux; network in 10^9 bit/s over its NICs, intra-node in 10^9 byte/s per GPU;\n"
+           "GDR: GPUDirect RDMA)\n";
+    Table instances({"instance", "GPU", "GPUs", "vCPUs", "memory GiB", "network Gb/s", "fabric", "NICs", "GDR",
+                     "intra-node GB/s", "intra-node link", "on-demand $/h", "spot $/h"});
     for (const InstanceSpec& instance : catalog.instances()) {
+        std::string link = instance.intra_node_link.empty() ? "-" : instance.intra_node_link;
+        if (instance.nvswitch) link += " + NVSwitch";
         instances.add_row({instance.name, instance.gpu.empty() ? "(CPU only)" : instance.gpu,
                            std::to_string(instance.gpus), std::to_string(instance.vcpus),
                            format_number(instance.memory_gib, 2), format_number(instance.network_gbps, 2),
-                           std::to_string(instance.efa_adapters), or_dash(instance.intra_node_GBps, 1),
+                           std::string(to_string(instance.interconnect)), std::to_string(instance.nics),
+                           instance.gpudirect_rdma ? "yes" : "no", or_dash(instance.intra_node_GBps, 1), link,
                            format_number(instance.price_usd_per_hour, 4), or_dash(instance.spot_usd_per_hour, 4)});
     }
     instances.print(out);

@@ -18,13 +18,7 @@ Scenario ScenarioFlags::scenario_for(const Catalog& catalog) const {
     s.precision = parse_precision(precision, "--precision");
     s.framework = parse_framework(framework, "--framework");
     s.pricing = parse_pricing(pricing, "--pricing");
-    if (strategy.empty()) {
-        const InstanceSpec& instance = catalog.instance(s.instance);
-        const int gpus = s.gpus_per_node > 0 ? s.gpus_per_node : instance.gpus;
-        s.strategy = gpus > 1 ? Strategy::hierarchical : Strategy::ring;
-    } else {
-        s.strategy = parse_strategy(strategy, "--strategy");
-    }
+    s.strategy = strategy.empty() ? Strategy::nccl : parse_strategy(strategy, "--strategy");
     return s;
 }
 
@@ -37,7 +31,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
     scen.push_back(cmd.add_option("--strategy", flags.strategy,
-                                   "ring, hierarchical, tree or ps (default: hierarchical on multi-GPU nodes)"));
+                                   "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
+                                   "forced), hierarchical (Horovod's) or ps"));
     scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
@@ -80,10 +75,11 @@ Evidence load_evidence(const std::vector<std::string>& files, const Catalog& cat
         for (std::size_t i = 0; i < trace.networks.size(); ++i) {
             const NetworkMeasurement& m = trace.networks[i];
             const int adapters = catalog.instance(m.instance).efa_adapters;
-            const int used = m.efa_adapters < 0 ? adapters : m.efa_adapters;
+            const int used = m.efa_adapters < 0 ? (adapters > 0 ? adapters : -1) : m.efa_adapters;
             if (used > 0 && used < adapters) continue;
+            const int gpus = std::max(1, catalog.instance(m.instance).gpus);
             evidence.networks.push_back({path + "#networks[" + std::to_string(i) + "]", m.instance, used, m.ranks,
-                                         m.bus_bandwidth_GBps});
+                                         (m.ranks + gpus - 1) / gpus, m.algorithm, m.bus_bandwidth_GBps});
         }
         evidence.comparisons.insert(evidence.comparisons.end(), trace.comparisons.begin(), trace.comparisons.end());
     }

@@ -31,6 +31,7 @@ std::string fixed(double value, int decimals) {
 
 std::string strategy_label(const Scenario& s) {
     switch (s.strategy) {
+        case Strategy::nccl: return "all-reduce, NCCL's choice";
         case Strategy::ring: return "ring all-reduce";
         case Strategy::hierarchical: return "hierarchical all-reduce";
         case Strategy::tree: return "tree all-reduce";
@@ -61,6 +62,7 @@ constexpr NumericColumn kPredictionColumns[] = {
     {"sync_s", [](const Prediction& p) { return p.sync_s; }},
     {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
     {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
+    {"buckets", [](const Prediction& p) { return double(p.buckets); }},
     {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
     {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
     {"startup_s", [](const Prediction& p) { return p.startup_s; }},
@@ -156,7 +158,7 @@ std::string prediction_csv_header() {
         header += ',';
         header += column.name;
     }
-    header += ",bottleneck,compute_curve\n";
+    header += ",bottleneck,compute_curve,interconnect,algorithm\n";
     return header;
 }
 
@@ -172,6 +174,10 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     row += to_string(p.bottleneck);
     row += ',';
     row += result.measured_curve ? "measured" : result.borrowed_curve ? "another framework's" : "roofline prior";
+    row += ',';
+    row += to_string(p.interconnect);
+    row += ',';
+    row += to_string(p.algorithm);
     row += '\n';
 }
 
@@ -179,7 +185,7 @@ void append_infeasible_csv(std::string& row, const Scenario& scenario, std::stri
     append_scenario_csv(row, scenario, scenario.gpus_per_node);
     row += "false,";
     append_field(row, reason);
-    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 2; ++i) row += ',';
+    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 4; ++i) row += ',';
     row += '\n';
 }
 
@@ -205,6 +211,9 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"bottleneck", to_string(p.bottleneck)},
             {"algorithm_bandwidth_GBps", p.algorithm_bandwidth_GBps},
             {"bus_bandwidth_GBps", p.bus_bandwidth_GBps},
+            {"interconnect", to_string(p.interconnect)},
+            {"algorithm", to_string(p.algorithm)},
+            {"buckets", p.buckets},
             {"checkpoint_s", p.checkpoint_s},
             {"epoch_s", p.epoch_s},
             {"startup_s", p.startup_s},
@@ -236,6 +245,15 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return std::to_string(s.nodes) + " x " + s.instance + " = " + std::to_string(p.gpus) + " x " + instance.gpu;
     });
     row("synchronisation", [](const Scenario& s, const Prediction&) { return strategy_label(s); });
+    row("  fabric between nodes", [&](const Scenario& s, const Prediction& p) {
+        const InstanceSpec& instance = catalog.instance(s.instance);
+        std::string fabric = std::string(to_string(p.interconnect)) + ", " + format_number(instance.network_gbps, 4) + " Gb/s";
+        if (p.interconnect != Interconnect::tcp && instance.nics > 1) fabric += " over " + std::to_string(instance.nics) + " NICs";
+        return fabric;
+    });
+    row("  algorithm x buckets", [](const Scenario&, const Prediction& p) {
+        return std::string(to_string(p.algorithm)) + " x " + std::to_string(p.buckets);
+    });
     row("precision, batch per GPU", [](const Scenario& s, const Prediction&) {
         return std::string(to_string(s.precision)) + ", " + std::to_string(s.batch_per_gpu);
     });

@@ -40,7 +40,7 @@ struct SimulateOptions {
     std::string topology = "star";
     int rack_nodes = 16;
     double oversubscription = 1;
-    double cycle_time_ms = sim::kHorovodCycleTimeS * 1e3;
+    std::optional<double> cycle_time_ms;  ///< unset: the framework's
     std::string timeline;
     std::string elastic;
 };
@@ -123,7 +123,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     options.overlap = o.overlap;
     options.granularity = sim::parse_granularity(o.granularity, "--granularity");
     options.network_model = sim::parse_network_model(o.network_model, "--network-model");
-    options.cycle_time_s = o.cycle_time_ms / 1e3;
+    if (o.cycle_time_ms) options.cycle_time_s = *o.cycle_time_ms / 1e3;
     options.topology.kind = sim::parse_topology(o.topology, "--topology");
     options.topology.rack_nodes = o.rack_nodes;
     options.topology.oversubscription = o.oversubscription;
@@ -156,7 +156,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
                            {"topology", {{"kind", to_string(options.topology.kind)},
                                          {"rack_nodes", options.topology.rack_nodes},
                                          {"oversubscription", options.topology.oversubscription}}},
-                           {"cycle_time_s", options.cycle_time_s},
+                           {"cycle_time_s", options.cycle_time_s.value_or(sim::framework_cycle_time_s(s.framework))},
                            {"buckets_per_iteration", result.buckets_per_iteration},
                            {"transfers", result.transfers},
                            {"executions", result.executions},
@@ -214,7 +214,7 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree (default 16)");
     cmd->add_option("--oversubscription", options->oversubscription,
                     "Rack uplink = its NICs' bandwidth / this, with --topology fat-tree (default 1, non-blocking)");
-    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (Horovod, default 5)");
+    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
                     "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs");

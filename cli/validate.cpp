@@ -40,6 +40,22 @@ struct RunCheck {
     Prediction predicted;
 };
 
+/// One measured all-reduce (nccl-tests) beside the model's large-message bus bandwidth (eqs. N1-A1).
+struct NetworkCheck {
+    NetworkObservation network;
+    AllReducePrediction predicted;
+};
+
+/// Its prediction: the algorithm NCCL_ALGO forced, or NCCL's own choice, for a message large
+/// enough that latencies vanish (nccl-tests' largest rows).
+NetworkCheck network_check(const CostModel& model, const NetworkObservation& n) {
+    constexpr double kLargeMessageBytes = 1e12;
+    const InstanceSpec& instance = model.catalog().instance(n.instance);
+    const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
+    return {n, predict_allreduce(instance, device, n.ranks, n.efa_adapters, kLargeMessageBytes,
+                                 model.calibration().network, n.algorithm)};
+}
+
 /// One published comparison beside the model's ratio.
 struct ComparisonCheck {
     Comparison comparison;
@@ -100,8 +116,30 @@ Summary summarise(const std::vector<RunCheck>& checks) {
     return s;
 }
 
+void print_networks(const std::vector<NetworkCheck>& networks, bool markdown, std::ostream& out) {
+    if (networks.empty()) return;
+    Table table({"network", "instance", "nodes x GPUs", "NCCL_ALGO", "algorithm", "measured busbw GB/s",
+                 "predicted GB/s", "error"});
+    double sum = 0;
+    for (const NetworkCheck& c : networks) {
+        const NetworkObservation& n = c.network;
+        const int per_node = std::max(1, n.ranks / std::max(1, n.nodes));
+        table.add_row({short_origin(n.origin), n.instance + (n.efa_adapters == 0 ? " (0 EFA)" : ""),
+                       std::to_string(n.nodes) + " x " + std::to_string(per_node),
+                       n.algorithm == Strategy::nccl ? "default" : std::string(to_string(n.algorithm)),
+                       std::string(to_string(c.predicted.algorithm)), format_number(n.bus_bandwidth_GBps, 2),
+                       format_number(c.predicted.bus_bandwidth_GBps, 2),
+                       format_number(percent_error(c.predicted.bus_bandwidth_GBps, n.bus_bandwidth_GBps), 1) + " %"});
+        sum += std::abs(percent_error(c.predicted.bus_bandwidth_GBps, n.bus_bandwidth_GBps));
+    }
+    markdown ? table.print_markdown(out) : table.print(out);
+    out << (markdown ? "\n" : "") << "Networks: mean absolute percentage error " << format_number(sum / networks.size(), 2)
+        << " % over " << networks.size() << " all-reduce measurements.\n";
+}
+
 void print_tables(const std::vector<RunCheck>& runs, const std::vector<ComparisonCheck>& comparisons, bool held_out,
                   bool markdown, std::ostream& out) {
+    if (runs.empty()) return;
     Table table({"run", "configuration", "measured img/s", held_out ? "held-out prediction" : "predicted img/s",
                  "error", "95% band", "in band", "epoch s measured / predicted"});
     for (const RunCheck& c : runs) {
@@ -175,14 +213,16 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
     if (o.json_output && o.markdown) throw InputError("validate: --json and --markdown exclude each other");
     const Catalog catalog = load_catalog(o.catalogs);
     const Evidence evidence = load_evidence(o.traces, catalog);
-    if (evidence.runs.empty() && evidence.comparisons.empty()) {
-        throw InputError("validate: the traces hold no run and no comparison to check");
+    if (evidence.runs.empty() && evidence.comparisons.empty() && evidence.networks.empty()) {
+        throw InputError("validate: the traces hold no run, comparison or network measurement to check");
     }
 
     std::vector<RunCheck> runs;
     std::vector<ComparisonCheck> comparisons;
+    std::vector<NetworkCheck> networks;
     if (!o.leave_one_out) {
         const CostModel model(catalog, load_calibration(o.calibration));
+        for (const NetworkObservation& n : evidence.networks) networks.push_back(network_check(model, n));
         for (const Observation& run : evidence.runs) {
             try {
                 runs.push_back({run, model.predict(run.scenario)});
@@ -203,9 +243,24 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
     }
 
     if (o.json_output) {
-        out << checks_json(runs, comparisons, o.leave_one_out).dump(2) << '\n';
+        json report = checks_json(runs, comparisons, o.leave_one_out);
+        report["networks"] = json::array();
+        for (const NetworkCheck& c : networks) {
+            report["networks"].push_back({{"origin", c.network.origin},
+                                          {"instance", c.network.instance},
+                                          {"ranks", c.network.ranks},
+                                          {"nccl_algo", to_string(c.network.algorithm)},
+                                          {"algorithm", to_string(c.predicted.algorithm)},
+                                          {"measured_bus_bandwidth_GBps", c.network.bus_bandwidth_GBps},
+                                          {"predicted_bus_bandwidth_GBps", c.predicted.bus_bandwidth_GBps},
+                                          {"error_percent", percent_error(c.predicted.bus_bandwidth_GBps,
+                                                                          c.network.bus_bandwidth_GBps)}});
+        }
+        out << report.dump(2) << '\n';
     } else {
         print_tables(runs, comparisons, o.leave_one_out, o.markdown, out);
+        if (!networks.empty() && !runs.empty()) out << '\n';
+        print_networks(networks, o.markdown, out);
     }
 }
 

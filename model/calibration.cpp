@@ -1,5 +1,6 @@
 #include "model/calibration.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +16,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kSchema = "epochcast.calibration/1";
+/// The data-free prior's origin: the one file that must give every network key itself.
+constexpr std::string_view kPriorOrigin = "built-in prior";
 
 /// Reads one JSON object's keys, naming the file and the path of the key in every error.
 class Fields {
@@ -105,15 +108,34 @@ ComputeCurve read_curve(const Fields& f) {
     return c;
 }
 
-NetworkParams read_network(const Fields& f) {
+/// The network section. Files written before the fabrics existed name only tcp_* and efa_* and
+/// one intra_efficiency / intra_latency_s (then NVLink's): every key they lack comes from
+/// `defaults` (the data-free prior), or is required when there is none.
+NetworkParams read_network(const Fields& f, const NetworkParams* defaults) {
     NetworkParams n;
-    n.tcp_efficiency = f.number("tcp_efficiency", 1e-3, 1.0);
-    n.tcp_cap_GBps = f.number("tcp_cap_GBps", 1e-3, 1e6);
-    n.efa_efficiency = f.number("efa_efficiency", 1e-3, 1.0);
-    n.tcp_latency_s = f.number("tcp_latency_s", 0.0, 1.0);
-    n.efa_latency_s = f.number("efa_latency_s", 0.0, 1.0);
-    n.intra_efficiency = f.number("intra_efficiency", 1e-3, 1.0);
-    n.intra_latency_s = f.number("intra_latency_s", 0.0, 1.0);
+    auto value = [&](const std::string& key, double low, double high, double fallback) {
+        if (defaults && !f.object_contains(key.c_str())) return fallback;
+        return f.number(key.c_str(), low, high);
+    };
+    for (const Interconnect i : kAllInterconnects) {
+        const std::string name(to_string(i));
+        const FabricParams fallback = defaults ? defaults->fabric(i) : FabricParams{};
+        FabricParams& p = n.fabric(i);
+        p.efficiency = value(name + "_efficiency", 1e-3, 1.0, fallback.efficiency);
+        p.latency_s = value(name + "_latency_s", 0.0, 1.0, fallback.latency_s);
+        p.cap_GBps = f.object_contains((name + "_cap_GBps").c_str()) ? f.number((name + "_cap_GBps").c_str(), 0.0, 1e6)
+                                                                       : fallback.cap_GBps;
+    }
+    for (const IntraLink l : kAllIntraLinks) {
+        const std::string name(to_string(l));
+        LinkParams fallback = defaults ? defaults->link(l) : LinkParams{};
+        if (l == IntraLink::nvlink && f.object_contains("intra_efficiency")) {
+            fallback = {f.number("intra_efficiency", 1e-3, 1.0), value("intra_latency_s", 0.0, 1.0, fallback.latency_s)};
+        }
+        n.link(l).efficiency = value(name + "_efficiency", 1e-3, 1.0, fallback.efficiency);
+        n.link(l).latency_s = value(name + "_latency_s", 0.0, 1.0, fallback.latency_s);
+    }
+    n.nvls_efficiency = value("nvls_efficiency", 1e-3, 1.0, defaults ? defaults->nvls_efficiency : 0.0);
     n.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
     n.source = f.text_or("source", "");
     return n;
@@ -178,16 +200,21 @@ json uncertainty_json(const Uncertainty& u) {
 
 }  // namespace
 
-const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework) const {
+const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework,
+                                            const std::vector<std::string>& same_chip) const {
     for (const ComputeCurve& curve : compute) {
         if (curve.gpu == gpu && curve.precision == precision && curve.framework == framework) return &curve;
+    }
+    for (const ComputeCurve& curve : compute) {
+        if (curve.precision != precision || curve.framework != framework) continue;
+        if (std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end()) return &curve;
     }
     return nullptr;
 }
 
 Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }
 
-Calibration Calibration::data_free_prior() { return parse(embedded::prior_calibration_json, "built-in prior"); }
+Calibration Calibration::data_free_prior() { return parse(embedded::prior_calibration_json, kPriorOrigin); }
 
 Calibration Calibration::parse(std::string_view json_text, std::string_view origin_view) {
     const std::string origin(origin_view);
@@ -222,7 +249,12 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
     for (std::size_t i = 0; i < curves.size(); ++i) {
         c.compute.push_back(read_curve(Fields(curves[i], origin, "compute[" + std::to_string(i) + "]")));
     }
-    c.network = read_network(root.child("network"));
+    if (origin == kPriorOrigin) {
+        c.network = read_network(root.child("network"), nullptr);
+    } else {
+        const Calibration prior = data_free_prior();
+        c.network = read_network(root.child("network"), &prior.network);
+    }
     const Fields pipeline = root.child("input_pipeline");
     c.decode_images_per_s_per_vcpu = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
     c.decode_relative_sigma = pipeline.number("relative_sigma", 0.0, 10.0);
@@ -268,11 +300,20 @@ std::string Calibration::to_json() const {
                                    {"relative_sigma", curve.relative_sigma},
                                    {"source", curve.source}});
     }
-    root["network"] = {{"tcp_efficiency", network.tcp_efficiency},   {"tcp_cap_GBps", network.tcp_cap_GBps},
-                       {"efa_efficiency", network.efa_efficiency},   {"tcp_latency_s", network.tcp_latency_s},
-                       {"efa_latency_s", network.efa_latency_s},     {"intra_efficiency", network.intra_efficiency},
-                       {"intra_latency_s", network.intra_latency_s}, {"relative_sigma", network.relative_sigma},
-                       {"source", network.source}};
+    json& net = root["network"];
+    for (const Interconnect i : kAllInterconnects) {
+        const std::string name(to_string(i));
+        net[name + "_efficiency"] = network.fabric(i).efficiency;
+        net[name + "_latency_s"] = network.fabric(i).latency_s;
+        if (network.fabric(i).cap_GBps > 0) net[name + "_cap_GBps"] = network.fabric(i).cap_GBps;
+    }
+    for (const IntraLink l : kAllIntraLinks) {
+        net[std::string(to_string(l)) + "_efficiency"] = network.link(l).efficiency;
+        net[std::string(to_string(l)) + "_latency_s"] = network.link(l).latency_s;
+    }
+    net["nvls_efficiency"] = network.nvls_efficiency;
+    net["relative_sigma"] = network.relative_sigma;
+    net["source"] = network.source;
     root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu},
                               {"relative_sigma", decode_relative_sigma}};
     root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};

@@ -53,17 +53,32 @@ struct FrameworkProfile {
     std::string source;
 };
 
+/// One inter-node fabric's figures (docs/model.md, eq. N1), fitted to published nccl-tests tables.
+struct FabricParams {
+    double efficiency = 0;  ///< all-reduce bus bandwidth across nodes over the node's line rate
+    double latency_s = 0;   ///< per inter-node hop of a collective (NCCL's per-step network latency), seconds
+    double cap_GBps = 0;    ///< per-node ceiling of that bus bandwidth, in 10^9 bytes/s; 0: none
+};
+
+/// One class of GPU-to-GPU link inside a node (pcie, nvlink, nvswitch).
+struct LinkParams {
+    double efficiency = 0;  ///< ring all-reduce bus bandwidth over the catalog's intra_node_GBps
+    double latency_s = 0;   ///< per intra-node hop of a collective, seconds
+};
+
 /// Network priors (docs/model.md, "Communication"); `epochcast import-nccl` measurements refine them.
 struct NetworkParams {
-    double tcp_efficiency = 0;      ///< fraction of the NIC line rate TCP reaches
-    double tcp_cap_GBps = 0;        ///< ceiling of NCCL's socket transport per node, in 10^9 bytes/s (seed 004)
-    double efa_efficiency = 0;      ///< fraction of the line rate reached over EFA (seed 004, 4 adapters)
-    double tcp_latency_s = 0;       ///< per-message latency across nodes over TCP, in seconds
-    double efa_latency_s = 0;       ///< per-message latency across nodes over EFA, in seconds
-    double intra_efficiency = 0;    ///< fraction of the intra-node GPU bandwidth a ring reaches
-    double intra_latency_s = 0;     ///< per-message latency between GPUs of one node, in seconds
+    std::array<FabricParams, kInterconnectCount> fabrics{};  ///< indexed by Interconnect
+    std::array<LinkParams, kIntraLinkCount> links{};         ///< indexed by IntraLink
+    /// NVLink SHARP's all-reduce bus bandwidth over intra_node_GBps (Hopper and later with NVSwitch).
+    double nvls_efficiency = 0;
     double relative_sigma = 0;      ///< 1-sigma relative uncertainty of communication times
     std::string source;
+
+    FabricParams& fabric(Interconnect i) { return fabrics[static_cast<std::size_t>(i)]; }
+    const FabricParams& fabric(Interconnect i) const { return fabrics[static_cast<std::size_t>(i)]; }
+    LinkParams& link(IntraLink l) { return links[static_cast<std::size_t>(l)]; }
+    const LinkParams& link(IntraLink l) const { return links[static_cast<std::size_t>(l)]; }
 };
 
 /// One calibration run's fit: what was measured and what the fitted model says.
@@ -102,8 +117,10 @@ struct Calibration {
     const FrameworkProfile& framework(Framework f) const { return frameworks[static_cast<int>(f)]; }
     FrameworkProfile& framework(Framework f) { return frameworks[static_cast<int>(f)]; }
 
-    /// The measured curve for this GPU, precision and framework, or nullptr.
-    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework) const;
+    /// The measured curve for this GPU, precision and framework, or nullptr. `chip` (GpuSpec::chip)
+    /// also matches a curve measured on another GPU of the same chip (same silicon and clocks).
+    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework,
+                                   const std::vector<std::string>& same_chip = {}) const;
 
     /// The built-in default (model/default_calibration.json compiled in).
     static Calibration built_in();

@@ -127,50 +127,126 @@ const json& section(const json& root, std::string_view key, std::string_view ori
     return *it;
 }
 
-GpuSpec parse_gpu(const json& entry, const Where& where) {
+/// A string; absent optional keys give `fallback`.
+std::string optional_string(const json& object, std::string_view key, const Where& where, const std::string& fallback) {
+    if (!object.contains(std::string(key))) return fallback;
+    return required_string(object, key, where);
+}
+
+/// true or false; absent keys give `fallback`.
+bool boolean(const json& object, std::string_view key, const Where& where, bool fallback) {
+    const auto it = object.find(std::string(key));
+    if (it == object.end()) return fallback;
+    if (!it->is_boolean()) where.fail(key, "must be true or false, got " + type_name(*it) + " " + format_value(*it));
+    return it->get<bool>();
+}
+
+void require_object(const json& entry, const Where& where) {
     if (!entry.is_object()) {
         throw InputError(std::string(where.origin) + ": " + where.entry + " must be an object, got " +
                          type_name(entry));
     }
-    GpuSpec gpu;
+}
+
+/// `base`: the known entry of the same name that this one overrides key by key, or nullptr.
+GpuSpec parse_gpu(const json& entry, const Where& where, const GpuSpec* base) {
+    require_object(entry, where);
+    const bool required = base == nullptr;
+    GpuSpec gpu = base ? *base : GpuSpec{};
     gpu.name = required_string(entry, "name", where);
-    gpu.fp32_tflops = number(entry, "fp32_tflops", Bound::positive, where, true);
+    gpu.fp32_tflops = number(entry, "fp32_tflops", Bound::positive, where, required, gpu.fp32_tflops);
     // 0 for a device without fp16 arithmetic (a CPU: `epochcast-train --describe-host`).
-    gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::non_negative, where, true);
-    gpu.bf16_tflops = number(entry, "bf16_tflops", Bound::non_negative, where, false, 0);
-    gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
-    gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, true);
-    gpu.source = required_string(entry, "source", where);
+    gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::non_negative, where, required, gpu.fp16_tflops);
+    gpu.bf16_tflops = number(entry, "bf16_tflops", Bound::non_negative, where, false, gpu.bf16_tflops);
+    gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, required, gpu.memory_gib);
+    gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, required, gpu.memory_GBps);
+    gpu.chip = optional_string(entry, "chip", where, gpu.chip);
+    gpu.source = required ? required_string(entry, "source", where) : optional_string(entry, "source", where, gpu.source);
     if (entry.contains("kind")) gpu.kind = parse_device_kind(required_string(entry, "kind", where),
                                                                  std::string(where.origin) + ": " + where.entry + ": key \"kind\"");
     return gpu;
 }
 
-InstanceSpec parse_instance(const json& entry, const Where& where) {
-    if (!entry.is_object()) {
-        throw InputError(std::string(where.origin) + ": " + where.entry + " must be an object, got " +
-                         type_name(entry));
+/// "nvlink4" -> 4, "pcie4" -> 0; fails on anything else.
+int parse_intra_node_link(const std::string& link, const Where& where) {
+    static constexpr std::string_view kLinks[] = {"pcie", "pcie3", "pcie4", "pcie5", "pcie6", "nvlink",
+                                                  "nvlink2", "nvlink3", "nvlink4", "nvlink5"};
+    for (std::string_view known : kLinks) {
+        if (link == known) return link.rfind("nvlink", 0) == 0 && link.size() > 6 ? link.back() - '0' : 0;
     }
-    InstanceSpec instance;
+    where.fail("intra_node_link", "is '" + link + "', expected one of pcie, pcie3, pcie4, pcie5, pcie6, nvlink, "
+                                  "nvlink2, nvlink3, nvlink4, nvlink5");
+}
+
+/// The fabric keys and their defaults (model/catalog.hpp): an entry that gives efa_adapters but
+/// no interconnect is EFA, as before the key existed.
+void parse_fabric(const json& entry, const Where& where, const InstanceSpec* base, InstanceSpec& instance) {
+    const bool given = entry.contains("interconnect");
+    if (given) {
+        instance.interconnect = parse_interconnect(required_string(entry, "interconnect", where),
+                                                   std::string(where.origin) + ": " + where.entry + ": key \"interconnect\"");
+    } else if (!base || entry.contains("efa_adapters")) {
+        instance.interconnect = instance.efa_adapters > 0 ? Interconnect::efa : Interconnect::tcp;
+    }
+    if (instance.interconnect == Interconnect::efa && instance.efa_adapters == 0) {
+        where.fail("interconnect", "is efa but efa_adapters is 0 (give the instance's EFA adapters)");
+    }
+    if (instance.interconnect != Interconnect::efa && instance.efa_adapters > 0) {
+        where.fail("efa_adapters", "must be 0 unless interconnect is efa (interconnect is " +
+                                       std::string(to_string(instance.interconnect)) + ")");
+    }
+    const bool fabric_changed = !base || given || entry.contains("efa_adapters");
+    const int default_nics = instance.efa_adapters > 0 ? instance.efa_adapters : 1;
+    instance.nics = count(entry, "nics", Bound::positive, where, false, fabric_changed ? default_nics : instance.nics);
+    if (instance.interconnect == Interconnect::efa && instance.nics < instance.efa_adapters) {
+        where.fail("nics", "is " + std::to_string(instance.nics) + ", fewer than the " +
+                               std::to_string(instance.efa_adapters) + " EFA adapters");
+    }
+    const bool rdma_fabric = instance.interconnect == Interconnect::infiniband || instance.interconnect == Interconnect::roce;
+    instance.gpudirect_rdma =
+        boolean(entry, "gpudirect_rdma", where, fabric_changed ? rdma_fabric : instance.gpudirect_rdma);
+    if (instance.gpudirect_rdma && instance.interconnect == Interconnect::tcp) {
+        where.fail("gpudirect_rdma", "is true, but NCCL's TCP socket transport cannot write GPU memory");
+    }
+}
+
+InstanceSpec parse_instance(const json& entry, const Where& where, const InstanceSpec* base) {
+    require_object(entry, where);
+    const bool required = base == nullptr;
+    InstanceSpec instance = base ? *base : InstanceSpec{};
     instance.name = required_string(entry, "name", where);
-    instance.gpus = count(entry, "gpus", Bound::non_negative, where, true);
+    instance.gpus = count(entry, "gpus", Bound::non_negative, where, required, instance.gpus);
     const auto gpu = entry.find("gpu");
     const bool names_gpu = gpu != entry.end() && !gpu->is_null();
-    if (instance.gpus > 0) {
-        if (!names_gpu) where.fail("gpu", "is missing: an instance with gpus > 0 must name its GPU");
+    if (names_gpu) {
+        if (instance.gpus == 0) {
+            where.fail("gpu", "must be absent for a CPU-only instance (gpus is 0), got " + format_value(*gpu));
+        }
         instance.gpu = required_string(entry, "gpu", where);
-    } else if (names_gpu) {
-        where.fail("gpu", "must be absent for a CPU-only instance (gpus is 0), got " + format_value(*gpu));
+    } else if (instance.gpus == 0) {
+        instance.gpu.clear();
+    } else if (instance.gpu.empty()) {
+        where.fail("gpu", "is missing: an instance with gpus > 0 must name its GPU");
     }
-    instance.vcpus = count(entry, "vcpus", Bound::positive, where, true);
-    instance.memory_gib = number(entry, "memory_gib", Bound::positive, where, true);
-    instance.network_gbps = number(entry, "network_gbps", Bound::positive, where, true);
-    instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, 0);
-    instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, 0);
+    instance.vcpus = count(entry, "vcpus", Bound::positive, where, required, instance.vcpus);
+    instance.memory_gib = number(entry, "memory_gib", Bound::positive, where, required, instance.memory_gib);
+    instance.network_gbps = number(entry, "network_gbps", Bound::positive, where, required, instance.network_gbps);
+    instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, instance.efa_adapters);
+    parse_fabric(entry, where, base, instance);
+    instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, instance.intra_node_GBps);
+    const bool link_changed = !base || entry.contains("intra_node_GBps") || entry.contains("gpus");
+    std::string link_default = instance.intra_node_link;
+    if (link_changed) link_default = instance.gpus <= 1 ? "" : instance.intra_node_GBps <= 64 ? "pcie" : "nvlink";
+    instance.intra_node_link = optional_string(entry, "intra_node_link", where, link_default);
+    instance.nvlink_generation = instance.intra_node_link.empty() ? 0 : parse_intra_node_link(instance.intra_node_link, where);
+    instance.nvswitch = boolean(entry, "nvswitch", where, link_changed && !entry.contains("intra_node_link") ? false : instance.nvswitch);
+    if (instance.nvswitch && instance.intra_node_link.rfind("nvlink", 0) != 0) {
+        where.fail("nvswitch", "is true, but intra_node_link is '" + instance.intra_node_link + "', not NVLink");
+    }
     // 0 for a machine that costs nothing by the hour (the local host, `local-cpu`).
-    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::non_negative, where, true);
-    instance.spot_usd_per_hour = number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, 0);
-    instance.source = required_string(entry, "source", where);
+    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::non_negative, where, required, instance.price_usd_per_hour);
+    instance.spot_usd_per_hour = number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, instance.spot_usd_per_hour);
+    instance.source = required ? required_string(entry, "source", where) : optional_string(entry, "source", where, instance.source);
     return instance;
 }
 
@@ -190,6 +266,13 @@ const Spec* find_by_name(const std::vector<Spec>& specs, std::string_view name) 
         if (spec.name == name) return &spec;
     }
     return nullptr;
+}
+
+/// The entry's "name" when it is a string, else "" (parse_gpu / parse_instance report the problem).
+std::string name_of(const json& entry) {
+    if (!entry.is_object()) return {};
+    const auto it = entry.find("name");
+    return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 /// Replace the entry of the same name, or append.
@@ -224,7 +307,8 @@ void parse_impl(std::string_view json_text, std::string_view origin, const Catal
     const json& gpu_entries = section(root, "gpus", origin);
     for (std::size_t i = 0; i < gpu_entries.size(); ++i) {
         const Where where{origin, entry_label("gpus", i, gpu_entries[i])};
-        GpuSpec gpu = parse_gpu(gpu_entries[i], where);
+        const GpuSpec* base = known ? find_by_name(known->gpus(), name_of(gpu_entries[i])) : nullptr;
+        GpuSpec gpu = parse_gpu(gpu_entries[i], where, base);
         if (const auto [it, inserted] = seen.emplace(gpu.name, where.entry); !inserted) {
             where.fail("name", "duplicates " + it->second + " in the same file");
         }
@@ -235,7 +319,8 @@ void parse_impl(std::string_view json_text, std::string_view origin, const Catal
     const json& instance_entries = section(root, "instances", origin);
     for (std::size_t i = 0; i < instance_entries.size(); ++i) {
         const Where where{origin, entry_label("instances", i, instance_entries[i])};
-        InstanceSpec instance = parse_instance(instance_entries[i], where);
+        const InstanceSpec* base = known ? find_by_name(known->instances(), name_of(instance_entries[i])) : nullptr;
+        InstanceSpec instance = parse_instance(instance_entries[i], where, base);
         if (const auto [it, inserted] = seen.emplace(instance.name, where.entry); !inserted) {
             where.fail("name", "duplicates " + it->second + " in the same file");
         }
@@ -287,6 +372,19 @@ void Catalog::merge(const Catalog& other) {
     }
 }
 
+std::vector<std::string> Catalog::same_chip(const GpuSpec& gpu) const {
+    std::vector<std::string> names;
+    for (const GpuSpec& other : gpus_) {
+        if (other.name != gpu.name && other.chip_or_name() == gpu.chip_or_name()) names.push_back(other.name);
+    }
+    return names;
+}
+
+IntraLink InstanceSpec::intra_link() const {
+    if (nvswitch) return IntraLink::nvswitch;
+    return intra_node_link.rfind("nvlink", 0) == 0 ? IntraLink::nvlink : IntraLink::pcie;
+}
+
 const GpuSpec& Catalog::gpu(std::string_view name) const {
     if (const GpuSpec* spec = find_by_name(gpus_, name)) return *spec;
     throw InputError("unknown GPU '" + std::string(name) + "' (known: " + known_names(gpus_) + ")");
@@ -315,8 +413,9 @@ std::string Catalog::to_json_text(int indent) const {
                         {"fp16_tflops", gpu.fp16_tflops},
                         {"bf16_tflops", gpu.bf16_tflops},
                         {"memory_gib", gpu.memory_gib},
-                        {"memory_GBps", gpu.memory_GBps},
-                        {"source", gpu.source}});
+                        {"memory_GBps", gpu.memory_GBps}});
+        if (!gpu.chip.empty()) gpus.back()["chip"] = gpu.chip;
+        gpus.back()["source"] = gpu.source;
         if (gpu.kind != DeviceKind::gpu) gpus.back()["kind"] = std::string(to_string(gpu.kind));
     }
     ordered instances = ordered::array();
@@ -329,7 +428,12 @@ std::string Catalog::to_json_text(int indent) const {
         entry["memory_gib"] = instance.memory_gib;
         entry["network_gbps"] = instance.network_gbps;
         entry["efa_adapters"] = instance.efa_adapters;
+        entry["interconnect"] = std::string(to_string(instance.interconnect));
+        entry["nics"] = instance.nics;
+        entry["gpudirect_rdma"] = instance.gpudirect_rdma;
         entry["intra_node_GBps"] = instance.intra_node_GBps;
+        if (!instance.intra_node_link.empty()) entry["intra_node_link"] = instance.intra_node_link;
+        if (instance.nvswitch) entry["nvswitch"] = true;
         entry["price_usd_per_hour"] = instance.price_usd_per_hour;
         entry["spot_usd_per_hour"] = instance.spot_usd_per_hour;
         entry["source"] = instance.source;

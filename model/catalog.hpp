@@ -21,7 +21,14 @@ struct GpuSpec {
     double bf16_tflops = 0;      ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
     double memory_gib = 0;       ///< device memory, in GiB
     double memory_GBps = 0;      ///< device memory bandwidth, in 10^9 bytes/s
+    /// "chip", optional: GPUs that name the same chip are the same silicon at the same clocks and
+    /// memory bandwidth (only the memory size differs), so a compute curve measured on one holds
+    /// for all (V100-SXM2-16GB and -32GB). Empty: the GPU's own name.
+    std::string chip;
     std::string source;          ///< where the figures come from
+
+    /// The chip, or the name where none is given.
+    const std::string& chip_or_name() const { return chip.empty() ? name : chip; }
 };
 
 /// One instance type. CPU-only instances (parameter servers) have gpus == 0 and an empty gpu.
@@ -33,10 +40,33 @@ struct InstanceSpec {
     double memory_gib = 0;          ///< host memory, in GiB
     double network_gbps = 0;        ///< NIC line rate, in 10^9 bit/s
     int efa_adapters = 0;           ///< Elastic Fabric Adapters (0 = plain ENA/TCP networking)
+    /// "interconnect", optional: what joins the node to others. Default efa when efa_adapters > 0,
+    /// else tcp.
+    Interconnect interconnect = Interconnect::tcp;
+    /// "nics", optional: network adapters that carry GPU traffic (InfiniBand rails, EFA adapters).
+    /// Default: efa_adapters when > 0, else 1. network_gbps is their total line rate.
+    int nics = 1;
+    /// "gpudirect_rdma", optional: the NIC reads and writes GPU memory directly. Default true for
+    /// infiniband and roce, false for efa and tcp (p4d and later say true). Without it NCCL stages
+    /// every message through host memory (docs/model.md, eq. N1).
+    bool gpudirect_rdma = false;
+    /// "intra_node_link", optional: "pcie3", "pcie4", "pcie5", "nvlink2" ... "nvlink5", or "pcie" /
+    /// "nvlink" when the generation is unknown; empty for one GPU. Default: pcie when
+    /// intra_node_GBps <= 64, else nvlink.
+    std::string intra_node_link;
+    int nvlink_generation = 0;      ///< from intra_node_link: 2-5, 0 for PCIe or unknown
+    /// "nvswitch", optional (default false): the NVLinks go through NVSwitch chips, so every GPU
+    /// reaches every other at full bandwidth, and from NVLink 4 on the switch can reduce (NVLS).
+    bool nvswitch = false;
     double intra_node_GBps = 0;     ///< GPU-to-GPU bandwidth inside the node per GPU (NVLink or PCIe), in 10^9 bytes/s
     double price_usd_per_hour = 0;  ///< us-east-1 Linux on-demand price, in US dollars per hour (0: a machine you own)
     double spot_usd_per_hour = 0;   ///< us-east-1 spot price, in US dollars per hour
     std::string source;             ///< where the figures come from
+
+    /// The efficiency class of the node's GPU-to-GPU link.
+    IntraLink intra_link() const;
+    /// NVLink SHARP: NVSwitch with NVLink 4 or later (H100, H200, B200 nodes).
+    bool has_nvls() const { return nvswitch && nvlink_generation >= 4; }
 };
 
 /// Every GPU and instance known, built in plus user files.
@@ -56,7 +86,9 @@ public:
     static Catalog load(const std::filesystem::path& path);
 
     /// As parse(), but an instance's gpu may also name a GPU of `known` (a user file that adds an
-    /// instance with a built-in GPU need not repeat the GPU). The result holds only this text's entries.
+    /// instance with a built-in GPU need not repeat the GPU), and an entry whose name `known` has
+    /// overrides only the keys it gives: the others keep the known entry's values (a price-only
+    /// override). A new entry needs every required key. The result holds only this text's entries.
     static Catalog parse(std::string_view json_text, std::string_view origin, const Catalog& known);
 
     /// As load(), resolving GPU names against this file and `known` (see parse above).
@@ -71,6 +103,9 @@ public:
     const InstanceSpec& instance(std::string_view name) const;
     /// The GPU of an instance; throws InputError for a CPU-only instance.
     const GpuSpec& gpu_of(const InstanceSpec& instance) const;
+
+    /// The other GPUs of the same chip as `gpu` (GpuSpec::chip), by name.
+    std::vector<std::string> same_chip(const GpuSpec& gpu) const;
 
     const std::vector<GpuSpec>& gpus() const { return gpus_; }
     const std::vector<InstanceSpec>& instances() const { return instances_; }

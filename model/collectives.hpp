@@ -15,6 +15,42 @@ double ring_allreduce_s(double bytes, int ranks, double latency_s, double bandwi
 /// t = (n-1) alpha + (n-1)/n x bytes / bandwidth. Zero for one rank.
 double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double bandwidth_Bps);
 
+/// NCCL's ring across `nodes` nodes of `gpus_per_node` GPUs (eq. R3): one pipelined ring through
+/// all N = nodes x gpus_per_node GPUs. As NCCL's tuning model counts it (src/graph/tuning.cc,
+/// NCCL 2.23), the pipeline pays each hop's latency once: 2(nodes-1) of its 2(N-1) steps cross the
+/// network, the rest stay inside a node; the bytes move at the slowest link's pace.
+/// t = (2(N-1) - s) alpha_intra + s alpha_inter + 2(N-1)/N x bytes / bandwidth, s = 2(nodes-1).
+/// Zero for one GPU.
+double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                             double inter_latency_s, double bandwidth_Bps);
+
+/// The share of a link's bandwidth NCCL's tree reaches against its ring (src/graph/tuning.cc: the
+/// tree's bus bandwidth is the ring's x 0.92).
+inline constexpr double kTreeBandwidthFactor = 0.92;
+
+/// Bytes that the busiest node of NCCL's double binary tree sends (and receives) across the
+/// network per byte all-reduced (eq. T2): each tree carries half the buffer up (reduce) and down
+/// (broadcast). With two nodes each is the other's only neighbour, so a node sends each half once:
+/// 1. From three nodes on, some node is an inner node of one tree (two children and a parent) and
+/// a leaf of the other: 2, as much as a ring. 0 for one node.
+double tree_network_bytes_factor(int nodes);
+
+/// NCCL's double binary tree (eq. T2): in each node a pipelined chain of its GPUs (or NVLink
+/// SHARP), across nodes two binary trees. The pipeline's latency is the chain's and the trees'
+/// depth, each way; its pace is the slower of the network, at NCCL's tree efficiency
+/// kTreeBandwidthFactor, and the node:
+/// t = 2((k-1) alpha_intra + floor(log2 M) alpha_inter)
+///     + max(tree_network_bytes_factor(M) x bytes / (0.92 network_bandwidth), 2 x bytes / node_bandwidth)
+/// where node_bandwidth is the rate at which the chain moves the buffer through a GPU each way
+/// (infinite for one GPU per node). Zero for one GPU.
+double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                             double inter_latency_s, double network_Bps, double node_Bps);
+
+/// NVLink SHARP in one node (eq. V1): every GPU writes its buffer into the NVSwitch, which
+/// reduces, and reads the sum back; one latency each way, the bytes at NVLS's bus bandwidth.
+/// t = 2 alpha + 2(n-1)/n x bytes / bandwidth. Zero for one GPU.
+double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwidth_Bps);
+
 /// Double binary tree all-reduce (NCCL >= 2.4): a pipelined reduce up and broadcast down the
 /// trees; each rank sends and receives about the whole buffer once in each phase, and the
 /// latency grows with the depth. t = 2 ceil(log2 n) alpha + 2 x bytes / bandwidth. Zero for one rank.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "model/collectives.hpp"
@@ -26,19 +27,26 @@ std::string format_gib(double bytes) {
 
 }  // namespace
 
+Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters) {
+    if (instance.interconnect == Interconnect::efa && efa_adapters == 0) return Interconnect::tcp;
+    return instance.interconnect;
+}
+
 double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
-    const double line_GBps = instance.network_gbps / kBitsPerByte;
-    if (efa_adapters > 0) {
-        return line_GBps * efa_adapters / instance.efa_adapters * network.efa_efficiency * 1e9;
-    }
-    return std::min(line_GBps * network.tcp_efficiency, network.tcp_cap_GBps) * 1e9;
+    const Interconnect fabric = fabric_in_use(instance, efa_adapters);
+    const FabricParams& params = network.fabric(fabric);
+    double line_GBps = instance.network_gbps / kBitsPerByte;
+    if (fabric == Interconnect::efa && efa_adapters > 0) line_GBps *= static_cast<double>(efa_adapters) / instance.efa_adapters;
+    const double GBps = line_GBps * params.efficiency;
+    return (params.cap_GBps > 0 ? std::min(GBps, params.cap_GBps) : GBps) * 1e9;
+}
+
+double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network) {
+    if (device == DeviceKind::cpu) return instance.intra_node_GBps * 1e9;
+    return instance.intra_node_GBps * network.link(instance.intra_link()).efficiency * 1e9;
 }
 
 namespace {
-
-double node_latency_s(int efa_adapters, const NetworkParams& network) {
-    return efa_adapters > 0 ? network.efa_latency_s : network.tcp_latency_s;
-}
 
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
     switch (precision) {
@@ -101,30 +109,127 @@ double exposed_communication_s(double communication_s, double backward_s, double
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
 
-double communication_time_s(const ResolvedScenario& s) {
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    const int k = s.gpus_per_node;
+    const int m = s.nodes;
+    // The slowest link of a ring or tree through every GPU: the NIC across nodes, NVLink/PCIe
+    // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
+    const double bandwidth = m == 1 ? s.intra_bandwidth_Bps
+                             : k > 1 ? std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps)
+                                     : s.inter_bandwidth_Bps;
+    switch (algorithm) {
+        case Algorithm::ring:
+            return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, s.inter_latency_s, bandwidth);
+        case Algorithm::tree: {
+            // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
+            // (NCCL's NVLSTree) the switch reduces, as fast as one NVLS all-reduce (eq. V1).
+            const double node_Bps = s.nvls_bandwidth_Bps > 0 ? s.nvls_bandwidth_Bps * k / (k - 1.0) : s.intra_bandwidth_Bps;
+            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, s.inter_latency_s, s.inter_bandwidth_Bps, node_Bps);
+        }
+        case Algorithm::nvls:
+            return nvls_allreduce_s(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
+        case Algorithm::hierarchical:
+            // Inside a node: reduce-scatter, then all-gather over NVLink/PCIe (half a ring each way).
+            return 2.0 * ring_reduce_scatter_s(bytes, k, s.intra_latency_s, s.intra_bandwidth_Bps) +
+                   ring_allreduce_s(bytes, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+        case Algorithm::none:
+        case Algorithm::push_pull: break;
+    }
+    return 0.0;
+}
+
+Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
+    if (s.nodes * s.gpus_per_node <= 1) return Algorithm::none;
+    Algorithm best = Algorithm::ring;
+    double best_s = allreduce_time_s(s, Algorithm::ring, bytes);
+    auto consider = [&](Algorithm algorithm) {
+        const double t = allreduce_time_s(s, algorithm, bytes);
+        if (t < best_s) {
+            best = algorithm;
+            best_s = t;
+        }
+    };
+    if (s.nodes > 1) consider(Algorithm::tree);
+    if (s.nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
+    return best;
+}
+
+Communication communication(const ResolvedScenario& s) {
     const double g = s.gradient_bytes;
     const int k = s.gpus_per_node;
     const int m = s.nodes;
-    // Inside a node: reduce-scatter then all-gather over NVLink/PCIe (half a ring each way).
-    const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
-    switch (s.strategy) {
-        case Strategy::ring:
-            if (m == 1) return ring_allreduce_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
-            // One ring through every GPU: each step waits for its slowest link, the NIC. Nodes of
-            // one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0): the NIC alone.
-            return ring_allreduce_s(g, m * k, s.inter_latency_s,
-                                    k > 1 ? std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps)
-                                          : s.inter_bandwidth_Bps);
-        case Strategy::hierarchical:
-            return intra + ring_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
-        case Strategy::tree:
-            return intra + tree_allreduce_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
-        case Strategy::ps:
-            if (s.ps_colocated) return intra + ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps);
-            return intra + ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s, s.inter_bandwidth_Bps,
-                                          s.server_bandwidth_Bps);
+    Communication c;
+    if (s.strategy == Strategy::ps) {
+        // Keys are pipelined: one push/pull round per iteration, after the reduce inside the node.
+        c.algorithm = Algorithm::push_pull;
+        c.buckets = 1;
+        const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+        c.seconds = intra + (s.ps_colocated ? ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps)
+                                            : ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s,
+                                                             s.inter_bandwidth_Bps, s.server_bandwidth_Bps));
+        return c;
     }
-    return 0.0;
+    if (m * k <= 1) return c;
+    // Eq. B1: the gradients leave in equal buckets of at most the fusion buffer, one all-reduce each.
+    c.buckets = std::max(1, static_cast<int>(std::ceil(g / s.bucket_bytes)));
+    const double bucket = g / c.buckets;
+    switch (s.strategy) {
+        case Strategy::nccl: c.algorithm = nccl_algorithm(s, bucket); break;
+        case Strategy::ring: c.algorithm = Algorithm::ring; break;
+        case Strategy::tree: c.algorithm = Algorithm::tree; break;
+        case Strategy::hierarchical: c.algorithm = m > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
+        case Strategy::ps: break;
+    }
+    c.seconds = c.buckets * allreduce_time_s(s, c.algorithm, bucket);
+    return c;
+}
+
+double communication_time_s(const ResolvedScenario& s) { return communication(s).seconds; }
+
+namespace {
+
+/// The network part of a resolved scenario for `ranks` GPUs of `instance` (strategy nccl).
+ResolvedScenario network_only(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                              const NetworkParams& network) {
+    ResolvedScenario s;
+    s.strategy = Strategy::nccl;
+    s.gpus_per_node = std::max(1, std::min(ranks, instance.gpus));
+    s.nodes = (ranks + s.gpus_per_node - 1) / s.gpus_per_node;
+    s.interconnect = fabric_in_use(instance, efa_adapters);
+    s.intra_link = instance.intra_link();
+    s.intra_bandwidth_Bps = intra_node_Bps(instance, device, network);
+    if (!(s.intra_bandwidth_Bps > 0)) s.intra_bandwidth_Bps = std::numeric_limits<double>::infinity();
+    s.intra_latency_s = network.link(s.intra_link).latency_s;
+    s.inter_bandwidth_Bps = node_network_Bps(instance, efa_adapters, network);
+    s.inter_latency_s = network.fabric(s.interconnect).latency_s;
+    if (device != DeviceKind::cpu && instance.has_nvls()) s.nvls_bandwidth_Bps = instance.intra_node_GBps * network.nvls_efficiency * 1e9;
+    return s;
+}
+
+}  // namespace
+
+AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                      double bytes, const NetworkParams& network, Strategy strategy) {
+    const ResolvedScenario s = network_only(instance, device, ranks, efa_adapters, network);
+    AllReducePrediction p;
+    if (s.nodes * s.gpus_per_node <= 1) return p;
+    switch (strategy) {
+        case Strategy::ring: p.algorithm = Algorithm::ring; break;
+        case Strategy::tree: p.algorithm = Algorithm::tree; break;
+        case Strategy::hierarchical: p.algorithm = s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
+        case Strategy::nccl:
+        case Strategy::ps: p.algorithm = nccl_algorithm(s, bytes); break;
+    }
+    p.seconds = allreduce_time_s(s, p.algorithm, bytes);
+    p.bus_bandwidth_GBps = bytes / p.seconds * allreduce_bus_factor(ranks) / 1e9;
+    return p;
+}
+
+double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                    const NetworkParams& network, Strategy strategy) {
+    // A terabyte: every latency of eqs. R3, T2 and V1 is below a part in 10^4 of its bytes' time.
+    constexpr double kLargeMessageBytes = 1e12;
+    return predict_allreduce(instance, device, ranks, efa_adapters, kLargeMessageBytes, network, strategy).bus_bandwidth_GBps;
 }
 
 double& ResolvedScenario::field(SensitiveField f) {
@@ -138,6 +243,7 @@ double& ResolvedScenario::field(SensitiveField f) {
         case SensitiveField::inter_bandwidth: return inter_bandwidth_Bps;
         case SensitiveField::inter_latency: return inter_latency_s;
         case SensitiveField::server_bandwidth: return server_bandwidth_Bps;
+        case SensitiveField::nvls_bandwidth: return nvls_bandwidth_Bps;
         case SensitiveField::decode: return decode_images_per_s_per_gpu;
         case SensitiveField::count: break;
     }
@@ -295,12 +401,16 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
                                                           log_value_per_coordinate(coordinate_of(kind), value)};
     };
     const int framework_index = static_cast<int>(scenario.framework);
-    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework);
+    // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
+    // of p3.2xlarge and p3dn.24xlarge) holds for this one.
+    const std::vector<std::string> same_chip = catalog_->same_chip(gpu);
+    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, same_chip);
     r.measured_curve = curve != nullptr;
     if (!curve) {
         // Another framework's curve on the same GPU and precision beats the roofline.
         for (const ComputeCurve& other : calibration_.compute) {
-            if (other.gpu == gpu.name && other.precision == scenario.precision) {
+            const bool chip = std::find(same_chip.begin(), same_chip.end(), other.gpu) != same_chip.end();
+            if ((other.gpu == gpu.name || chip) && other.precision == scenario.precision) {
                 curve = &other;
                 r.borrowed_curve = true;
                 break;
@@ -353,32 +463,43 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
 
     const NetworkParams& net = calibration_.network;
+    r.interconnect = fabric_in_use(instance, efa);
+    r.intra_link = instance.intra_link();
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
-    r.intra_bandwidth_Bps = instance.intra_node_GBps * (cpu_ranks ? 1.0 : net.intra_efficiency) * 1e9;
-    r.intra_latency_s = net.intra_latency_s;
+    r.bucket_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
+    r.intra_bandwidth_Bps = intra_node_Bps(instance, gpu.kind, net);
+    r.intra_latency_s = net.link(r.intra_link).latency_s;
     r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
-    r.inter_latency_s = node_latency_s(efa, net);
+    r.inter_latency_s = net.fabric(r.interconnect).latency_s;
+    Interconnect latency_fabric = r.interconnect;
     if (server) {
-        r.server_bandwidth_Bps = node_network_Bps(*server, server->efa_adapters, net);
+        r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);
         // A message between a worker and a server takes the slower transport of the two.
-        r.inter_latency_s = std::max(r.inter_latency_s, node_latency_s(server->efa_adapters, net));
+        const Interconnect server_fabric = fabric_in_use(*server, -1);
+        if (net.fabric(server_fabric).latency_s > r.inter_latency_s) {
+            r.inter_latency_s = net.fabric(server_fabric).latency_s;
+            latency_fabric = server_fabric;
+        }
     }
-    if (!cpu_ranks) depends(SensitiveField::intra_bandwidth, ParameterKind::intra_efficiency, 0, net.intra_efficiency);
-    depends(SensitiveField::intra_latency, ParameterKind::intra_latency, 0, net.intra_latency_s);
+    if (!cpu_ranks && instance.has_nvls()) r.nvls_bandwidth_Bps = instance.intra_node_GBps * net.nvls_efficiency * 1e9;
+    const int link_index = static_cast<int>(r.intra_link);
+    if (!cpu_ranks) depends(SensitiveField::intra_bandwidth, ParameterKind::link_efficiency, link_index,
+                            net.link(r.intra_link).efficiency);
+    depends(SensitiveField::intra_latency, ParameterKind::link_latency, link_index, r.intra_latency_s);
+    if (r.nvls_bandwidth_Bps > 0) depends(SensitiveField::nvls_bandwidth, ParameterKind::nvls_efficiency, 0, net.nvls_efficiency);
     auto bandwidth_parameter = [&](SensitiveField field, const InstanceSpec& spec, int adapters) {
-        if (adapters > 0) {
-            depends(field, ParameterKind::efa_efficiency, 0, net.efa_efficiency);
-        } else if (spec.network_gbps / kBitsPerByte * net.tcp_efficiency < net.tcp_cap_GBps) {
-            depends(field, ParameterKind::tcp_efficiency, 0, net.tcp_efficiency);
+        const Interconnect fabric = fabric_in_use(spec, adapters);
+        const int index = static_cast<int>(fabric);
+        const FabricParams& params = net.fabric(fabric);
+        if (params.cap_GBps > 0 && node_network_Bps(spec, adapters, net) >= params.cap_GBps * 1e9) {
+            depends(field, ParameterKind::fabric_cap, index, params.cap_GBps);
         } else {
-            depends(field, ParameterKind::tcp_cap, 0, net.tcp_cap_GBps);
+            depends(field, ParameterKind::fabric_efficiency, index, params.efficiency);
         }
     };
     bandwidth_parameter(SensitiveField::inter_bandwidth, instance, efa);
-    const bool efa_latency = efa > 0 && !(server && server->efa_adapters == 0);
-    depends(SensitiveField::inter_latency, efa_latency ? ParameterKind::efa_latency : ParameterKind::tcp_latency, 0,
-            r.inter_latency_s);
-    if (server) bandwidth_parameter(SensitiveField::server_bandwidth, *server, server->efa_adapters);
+    depends(SensitiveField::inter_latency, ParameterKind::fabric_latency, static_cast<int>(latency_fabric), r.inter_latency_s);
+    if (server) bandwidth_parameter(SensitiveField::server_bandwidth, *server, -1);
 
     r.decode_images_per_s_per_gpu = calibration_.decode_images_per_s_per_vcpu * instance.vcpus / k;
     depends(SensitiveField::decode, ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
@@ -421,7 +542,8 @@ bool changes_communication(SensitiveField f) {
         case SensitiveField::intra_latency:
         case SensitiveField::inter_bandwidth:
         case SensitiveField::inter_latency:
-        case SensitiveField::server_bandwidth: return true;
+        case SensitiveField::server_bandwidth:
+        case SensitiveField::nvls_bandwidth: return true;
         default: return false;
     }
 }
@@ -496,7 +618,11 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.gpus = s.nodes * s.gpus_per_node;
     p.global_batch = p.gpus * s.batch_per_gpu;
 
-    const IterationTimes times = iteration_times(s);
+    const Communication comm = communication(s);
+    const IterationTimes times = iteration_times_with(s, comm.seconds);
+    p.interconnect = s.interconnect;
+    p.algorithm = comm.algorithm;
+    p.buckets = comm.buckets;
     p.compute_s = times.compute_s;
     p.data_s = times.data_s;
     p.communication_s = times.communication_s;
@@ -513,9 +639,14 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.throughput_images_per_s = p.global_batch / p.iteration_s;
     p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
     p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / p.compute_s);
-    // One node alone: the same GPUs all-reducing inside the node only (MXNet's 'device' kvstore in seed 000).
+    // One node alone: the same GPUs all-reducing inside the node only (MXNet's 'device' kvstore in
+    // seed 000), by NCCL's choice where the strategy leaves it to NCCL, else by a ring.
+    ResolvedScenario node = s;
+    node.nodes = 1;
+    const Algorithm node_algorithm =
+        s.strategy == Strategy::nccl ? nccl_algorithm(node, s.gradient_bytes) : Algorithm::ring;
     const double node_communication_s =
-        ring_allreduce_s(s.gradient_bytes, s.gpus_per_node, s.intra_latency_s, s.intra_bandwidth_Bps);
+        node_algorithm == Algorithm::none ? 0.0 : allreduce_time_s(node, node_algorithm, s.gradient_bytes);
     const double node_step_s =
         p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +
         exposed_communication_s(node_communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu),

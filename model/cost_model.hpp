@@ -28,7 +28,7 @@ namespace epochcast {
 /// the prediction's interval propagates the parameters' covariance through them (eq. U1).
 enum class SensitiveField {
     time_per_image, fixed, sync_jitter, overlap, intra_bandwidth, intra_latency,
-    inter_bandwidth, inter_latency, server_bandwidth, decode, count
+    inter_bandwidth, inter_latency, server_bandwidth, nvls_bandwidth, decode, count
 };
 inline constexpr std::size_t kSensitiveFields = static_cast<std::size_t>(SensitiveField::count);
 
@@ -63,7 +63,11 @@ struct ResolvedScenario {
     double node_overlap = 0;       ///< the same for all-reduce inside one node (the one-node baseline)
 
     // Communication
+    Interconnect interconnect = Interconnect::tcp;  ///< the fabric the gradients cross (EFA with no adapter in use: tcp)
+    IntraLink intra_link = IntraLink::nvlink;       ///< the class of the GPU-to-GPU link inside a node
     double gradient_bytes = 0;         ///< bytes synchronised per iteration
+    double bucket_bytes = 0;           ///< fusion buffer: the all-reduce runs once per bucket of at most this
+    double nvls_bandwidth_Bps = 0;     ///< NVLink SHARP all-reduce bandwidth in one node, bytes/s; 0 where none
     double intra_bandwidth_Bps = 0;    ///< GPU-to-GPU inside a node, in bytes/s
     double intra_latency_s = 0;        ///< per message inside a node, in seconds
     double inter_bandwidth_Bps = 0;    ///< one worker node's network, in bytes/s
@@ -88,9 +92,52 @@ struct ResolvedScenario {
     double field(SensitiveField f) const { return const_cast<ResolvedScenario*>(this)->field(f); }
 };
 
-/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use, in
-/// bytes/s (docs/model.md, eq. N1).
+/// The fabric a node's gradients cross with `efa_adapters` of its EFA adapters in use (-1: all):
+/// its interconnect, except EFA with none in use, which falls back to NCCL's TCP sockets.
+Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters);
+
+/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use (-1:
+/// all), in bytes/s: the line rate (its share of the adapters for EFA) times the fabric's
+/// efficiency, under the fabric's per-node ceiling where it has one (docs/model.md, eq. N1).
 double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
+
+/// GPU-to-GPU bandwidth inside a node for a ring, in bytes/s: intra_node_GBps times the link
+/// class's efficiency (eq. N2). A host's CPU ranks (`local-cpu`) give their measured bus bandwidth.
+double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network);
+
+/// One all-reduce of `bytes` on the resolved cluster by `algorithm` (ring, tree, nvls or
+/// hierarchical), in seconds (eqs. R1-R3, T2, V1). Zero for one GPU.
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes);
+
+/// The algorithm NCCL picks by default for one all-reduce of `bytes` on the resolved cluster: the
+/// cheapest of ring, tree (several nodes) and NVLS (one node with NVLink SHARP), as NCCL's own
+/// tuning model chooses (eq. A1). Algorithm::none for one GPU.
+Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes);
+
+/// nccl-tests' all_reduce_perf on `ranks` GPUs of `instance` (whole nodes, the last one partly
+/// filled), as the model sees it: for one message of `bytes`, the algorithm (NCCL's default, eq.
+/// A1, for strategy nccl; the one forced by NCCL_ALGO for ring and tree), its time and its bus
+/// bandwidth (as nccl-tests reports them).
+struct AllReducePrediction {
+    Algorithm algorithm = Algorithm::none;
+    double seconds = 0;
+    double bus_bandwidth_GBps = 0;  ///< bytes / seconds x 2(n-1)/n, in 10^9 bytes/s
+};
+AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                      double bytes, const NetworkParams& network, Strategy strategy = Strategy::nccl);
+
+/// The bus bandwidth that predict_allreduce approaches as the message grows (latencies vanish
+/// beside the bytes), in 10^9 bytes/s: what a large-message nccl-tests row measures.
+double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                    const NetworkParams& network, Strategy strategy = Strategy::nccl);
+
+/// How one iteration's gradients are synchronised: the algorithm, the buckets and the time.
+struct Communication {
+    Algorithm algorithm = Algorithm::none;
+    int buckets = 0;        ///< all-reduces per iteration: ceil(gradient bytes / bucket bytes)
+    double seconds = 0;     ///< the whole synchronisation (eq. B1)
+};
+Communication communication(const ResolvedScenario& s);
 
 /// Per-iteration compute of one GPU: fixed + batch x per-image time (docs/model.md, eq. C1).
 double compute_time_s(double fixed_s, double time_per_image_s, int batch);
@@ -124,7 +171,8 @@ double exposed_communication_s(double communication_s, double backward_s, double
 /// Input pipeline time for one GPU's batch (eq. D1).
 double data_time_s(int batch, double decode_images_per_s);
 
-/// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. R1-P2).
+/// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. B1, P1, P2):
+/// communication(s).seconds.
 double communication_time_s(const ResolvedScenario& s);
 
 /// One iteration's phases (eqs. C1-O1, S1, D1).

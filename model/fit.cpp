@@ -126,8 +126,9 @@ public:
         }
         for (const NetworkObservation& n : networks_) {
             const InstanceSpec& instance = model.catalog().instance(n.instance);
-            const int adapters = n.efa_adapters < 0 ? instance.efa_adapters : n.efa_adapters;
-            const double predicted_GBps = node_network_Bps(instance, adapters, c.network) / 1e9;
+            const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
+            const double predicted_GBps =
+                allreduce_bus_bandwidth_GBps(instance, device, n.ranks, n.efa_adapters, c.network, n.algorithm);
             r.push_back(std::log(predicted_GBps / n.bus_bandwidth_GBps) / options_.network_sigma);
             if (record) record->push_back({n.origin, "bus_bandwidth_GBps", n.bus_bandwidth_GBps, predicted_GBps});
         }
@@ -200,7 +201,7 @@ private:
             }
             const GpuSpec& gpu = prior_.catalog().gpu_of(prior_.catalog().instance(run.scenario.instance));
             const Scenario& s = run.scenario;
-            if (calibration_.find_curve(gpu.name, s.precision, s.framework)) continue;
+            if (calibration_.find_curve(gpu.name, s.precision, s.framework, prior_.catalog().same_chip(gpu))) continue;
             ComputeCurve curve;
             curve.gpu = gpu.name;
             curve.precision = s.precision;
@@ -299,13 +300,12 @@ double fit_prior_sigma(ParameterKind kind) {
         case ParameterKind::sync_jitter: return kJitterSigma;
         case ParameterKind::allreduce_overlap:
         case ParameterKind::ps_overlap: return kOverlapSigma;
-        case ParameterKind::tcp_efficiency:
-        case ParameterKind::efa_efficiency:
-        case ParameterKind::intra_efficiency: return kEfficiencySigma;
-        case ParameterKind::tcp_cap: return kCapSigma;
-        case ParameterKind::tcp_latency:
-        case ParameterKind::efa_latency:
-        case ParameterKind::intra_latency: return kLatencySigma;
+        case ParameterKind::fabric_efficiency:
+        case ParameterKind::link_efficiency:
+        case ParameterKind::nvls_efficiency: return kEfficiencySigma;
+        case ParameterKind::fabric_cap: return kCapSigma;
+        case ParameterKind::fabric_latency:
+        case ParameterKind::link_latency: return kLatencySigma;
         case ParameterKind::decode_rate: return kDecodeSigma;
     }
     return 1.0;

@@ -31,6 +31,8 @@ struct NetworkObservation {
     std::string instance;             ///< catalog instance type
     int efa_adapters = -1;            ///< adapters used: -1 all the instance has, 0 TCP sockets
     int ranks = 0;                    ///< GPUs in the all-reduce
+    int nodes = 0;                    ///< nodes they ran on (ranks over the instance's GPUs, rounded up)
+    Strategy algorithm = Strategy::nccl;  ///< NCCL_ALGO of the test: nccl (NCCL's default), ring or tree
     double bus_bandwidth_GBps = 0;    ///< large-message bus bandwidth, in 10^9 bytes/s
 };
 

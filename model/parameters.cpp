@@ -7,9 +7,12 @@
 namespace epochcast {
 namespace {
 
-/// Values are kept this far inside their range before taking a log or a logit, so that a
-/// parameter set to exactly 0 (no overlap) or 1 still has a finite coordinate.
+/// Values are kept this far inside their range before taking a logit, so that a parameter set to
+/// exactly 0 (no overlap) or 1 still has a finite coordinate.
 constexpr double kCoordinateFloor = 1e-6;
+/// The smallest value a log coordinate takes: far below any time the model uses (NVSwitch's
+/// per-hop latency is 0.9 us), so that none is clamped.
+constexpr double kLogFloor = 1e-15;
 
 struct NamedKind {
     ParameterKind kind;
@@ -21,13 +24,12 @@ constexpr std::array<NamedKind, 4> kFrameworkKinds{{{ParameterKind::fixed_overhe
                                                     {ParameterKind::sync_jitter, "sync_jitter"},
                                                     {ParameterKind::allreduce_overlap, "allreduce_overlap"},
                                                     {ParameterKind::ps_overlap, "ps_overlap"}}};
-constexpr std::array<NamedKind, 8> kGlobalKinds{{{ParameterKind::tcp_efficiency, "network.tcp_efficiency"},
-                                                 {ParameterKind::tcp_cap, "network.tcp_cap_GBps"},
-                                                 {ParameterKind::efa_efficiency, "network.efa_efficiency"},
-                                                 {ParameterKind::tcp_latency, "network.tcp_latency_s"},
-                                                 {ParameterKind::efa_latency, "network.efa_latency_s"},
-                                                 {ParameterKind::intra_efficiency, "network.intra_efficiency"},
-                                                 {ParameterKind::intra_latency, "network.intra_latency_s"},
+constexpr std::array<NamedKind, 3> kFabricKinds{{{ParameterKind::fabric_efficiency, "efficiency"},
+                                                 {ParameterKind::fabric_latency, "latency_s"},
+                                                 {ParameterKind::fabric_cap, "cap_GBps"}}};
+constexpr std::array<NamedKind, 2> kLinkKinds{{{ParameterKind::link_efficiency, "efficiency"},
+                                               {ParameterKind::link_latency, "latency_s"}}};
+constexpr std::array<NamedKind, 2> kGlobalKinds{{{ParameterKind::nvls_efficiency, "network.nvls_efficiency"},
                                                  {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
 
 std::string curve_prefix(const ComputeCurve& curve) {
@@ -41,9 +43,9 @@ Coordinate coordinate_of(ParameterKind kind) {
     switch (kind) {
         case ParameterKind::allreduce_overlap:
         case ParameterKind::ps_overlap:
-        case ParameterKind::tcp_efficiency:
-        case ParameterKind::efa_efficiency:
-        case ParameterKind::intra_efficiency: return Coordinate::logit;
+        case ParameterKind::fabric_efficiency:
+        case ParameterKind::link_efficiency:
+        case ParameterKind::nvls_efficiency: return Coordinate::logit;
         default: return Coordinate::log;
     }
 }
@@ -55,6 +57,12 @@ std::string parameter_name(const Calibration& calibration, ParameterId id) {
     for (const NamedKind& k : kFrameworkKinds) {
         if (k.kind == id.kind) return "frameworks." + std::string(to_string(static_cast<Framework>(id.index))) + "." + k.name;
     }
+    for (const NamedKind& k : kFabricKinds) {
+        if (k.kind == id.kind) return "network." + std::string(to_string(static_cast<Interconnect>(id.index))) + "_" + k.name;
+    }
+    for (const NamedKind& k : kLinkKinds) {
+        if (k.kind == id.kind) return "network." + std::string(to_string(static_cast<IntraLink>(id.index))) + "_" + k.name;
+    }
     for (const NamedKind& k : kGlobalKinds) {
         if (k.kind == id.kind) return k.name;
     }
@@ -62,6 +70,8 @@ std::string parameter_name(const Calibration& calibration, ParameterId id) {
 }
 
 bool find_parameter(const Calibration& calibration, const std::string& name, ParameterId* id) {
+    if (name == "network.intra_efficiency") return find_parameter(calibration, "network.nvlink_efficiency", id);
+    if (name == "network.intra_latency_s") return find_parameter(calibration, "network.nvlink_latency_s", id);
     for (const ParameterId candidate : all_parameters(calibration)) {
         if (parameter_name(calibration, candidate) == name) {
             *id = candidate;
@@ -79,13 +89,12 @@ double& parameter_value(Calibration& c, ParameterId id) {
         case ParameterKind::sync_jitter: return c.framework(static_cast<Framework>(id.index)).sync_jitter;
         case ParameterKind::allreduce_overlap: return c.framework(static_cast<Framework>(id.index)).allreduce_overlap;
         case ParameterKind::ps_overlap: return c.framework(static_cast<Framework>(id.index)).ps_overlap;
-        case ParameterKind::tcp_efficiency: return c.network.tcp_efficiency;
-        case ParameterKind::tcp_cap: return c.network.tcp_cap_GBps;
-        case ParameterKind::efa_efficiency: return c.network.efa_efficiency;
-        case ParameterKind::tcp_latency: return c.network.tcp_latency_s;
-        case ParameterKind::efa_latency: return c.network.efa_latency_s;
-        case ParameterKind::intra_efficiency: return c.network.intra_efficiency;
-        case ParameterKind::intra_latency: return c.network.intra_latency_s;
+        case ParameterKind::fabric_efficiency: return c.network.fabric(static_cast<Interconnect>(id.index)).efficiency;
+        case ParameterKind::fabric_latency: return c.network.fabric(static_cast<Interconnect>(id.index)).latency_s;
+        case ParameterKind::fabric_cap: return c.network.fabric(static_cast<Interconnect>(id.index)).cap_GBps;
+        case ParameterKind::link_efficiency: return c.network.link(static_cast<IntraLink>(id.index)).efficiency;
+        case ParameterKind::link_latency: return c.network.link(static_cast<IntraLink>(id.index)).latency_s;
+        case ParameterKind::nvls_efficiency: return c.network.nvls_efficiency;
         case ParameterKind::decode_rate: return c.decode_images_per_s_per_vcpu;
     }
     return c.decode_images_per_s_per_vcpu;
@@ -103,12 +112,21 @@ std::vector<ParameterId> all_parameters(const Calibration& calibration) {
     for (const Framework f : kAllFrameworks) {
         for (const NamedKind& k : kFrameworkKinds) ids.push_back({k.kind, static_cast<int>(f)});
     }
+    for (const Interconnect i : kAllInterconnects) {
+        for (const NamedKind& k : kFabricKinds) {
+            if (k.kind == ParameterKind::fabric_cap && !(calibration.network.fabric(i).cap_GBps > 0)) continue;
+            ids.push_back({k.kind, static_cast<int>(i)});
+        }
+    }
+    for (const IntraLink l : kAllIntraLinks) {
+        for (const NamedKind& k : kLinkKinds) ids.push_back({k.kind, static_cast<int>(l)});
+    }
     for (const NamedKind& k : kGlobalKinds) ids.push_back({k.kind, 0});
     return ids;
 }
 
 double to_coordinate(Coordinate coordinate, double value) {
-    if (coordinate == Coordinate::log) return std::log(std::max(value, kCoordinateFloor));
+    if (coordinate == Coordinate::log) return std::log(std::max(value, kLogFloor));
     const double x = std::clamp(value, kCoordinateFloor, 1.0 - kCoordinateFloor);
     return std::log(x / (1.0 - x));
 }

@@ -22,13 +22,12 @@ enum class ParameterKind {
     sync_jitter,           ///< FrameworkProfile::sync_jitter
     allreduce_overlap,     ///< FrameworkProfile::allreduce_overlap
     ps_overlap,            ///< FrameworkProfile::ps_overlap
-    tcp_efficiency,        ///< NetworkParams::tcp_efficiency
-    tcp_cap,               ///< NetworkParams::tcp_cap_GBps
-    efa_efficiency,        ///< NetworkParams::efa_efficiency
-    tcp_latency,           ///< NetworkParams::tcp_latency_s
-    efa_latency,           ///< NetworkParams::efa_latency_s
-    intra_efficiency,      ///< NetworkParams::intra_efficiency
-    intra_latency,         ///< NetworkParams::intra_latency_s
+    fabric_efficiency,     ///< FabricParams::efficiency of Interconnect index
+    fabric_latency,        ///< FabricParams::latency_s of Interconnect index
+    fabric_cap,            ///< FabricParams::cap_GBps of Interconnect index (only where the cap is set)
+    link_efficiency,       ///< LinkParams::efficiency of IntraLink index
+    link_latency,          ///< LinkParams::latency_s of IntraLink index
+    nvls_efficiency,       ///< NetworkParams::nvls_efficiency
     decode_rate,           ///< Calibration::decode_images_per_s_per_vcpu
 };
 
@@ -36,7 +35,8 @@ enum class ParameterKind {
 enum class Coordinate { log, logit };
 
 /// One parameter of one Calibration. `index` is the compute curve for curve parameters, the
-/// Framework for framework parameters, and unused (0) otherwise.
+/// Framework for framework parameters, the Interconnect for fabric parameters, the IntraLink for
+/// link parameters, and unused (0) otherwise.
 struct ParameterId {
     ParameterKind kind = ParameterKind::decode_rate;
     int index = 0;
@@ -47,18 +47,20 @@ Coordinate coordinate_of(ParameterKind kind);
 
 /// The parameter's name as the calibration file's covariance lists it, e.g.
 /// "compute[V100-SXM2-16GB/amp/tensorflow].time_per_image_s", "frameworks.mxnet.sync_jitter",
-/// "network.tcp_cap_GBps".
+/// "network.tcp_cap_GBps", "network.infiniband_efficiency", "network.nvswitch_latency_s".
 std::string parameter_name(const Calibration& calibration, ParameterId id);
 
-/// The parameter whose name is `name`, or false when the calibration has none.
+/// The parameter whose name is `name`, or false when the calibration has none. The names of
+/// calibrations written before the link classes existed, "network.intra_efficiency" and
+/// "network.intra_latency_s", mean NVLink's.
 bool find_parameter(const Calibration& calibration, const std::string& name, ParameterId* id);
 
 /// The value itself (a reference into the calibration).
 double& parameter_value(Calibration& calibration, ParameterId id);
 double parameter_value(const Calibration& calibration, ParameterId id);
 
-/// Every parameter of the calibration: each curve's two, each framework's four, the network's
-/// seven and the decode rate.
+/// Every parameter of the calibration: each curve's two, each framework's four, each fabric's
+/// efficiency and latency (and its cap where set), each link's two, NVLS's and the decode rate.
 std::vector<ParameterId> all_parameters(const Calibration& calibration);
 
 /// The value's internal coordinate (log x or logit x) and back.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "model/types.hpp"
+
 namespace epochcast {
 
 /// What limits the iteration.
@@ -36,6 +38,10 @@ struct Prediction {
     double iteration_s = 0;              ///< max(compute + sync + exposed communication, data)
     Bottleneck bottleneck = Bottleneck::compute;
 
+    // The gradient collective
+    Interconnect interconnect = Interconnect::tcp;  ///< the fabric between nodes
+    Algorithm algorithm = Algorithm::none;          ///< what synchronised the gradients (NCCL's choice for strategy nccl)
+    int buckets = 0;                                ///< all-reduces (or push/pull rounds) per iteration
     // Bandwidth of the gradient collective, reported as nccl-tests does (doc/PERFORMANCE.md there)
     double algorithm_bandwidth_GBps = 0; ///< gradient bytes / communication_s, in 10^9 bytes/s
     double bus_bandwidth_GBps = 0;       ///< algorithm bandwidth x 2(n-1)/n for all-reduce, in 10^9 bytes/s

@@ -25,7 +25,7 @@ struct Scenario {
     int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has
     int batch_per_gpu = 256;               ///< images per GPU per iteration
     Precision precision = Precision::amp;
-    Strategy strategy = Strategy::hierarchical;
+    Strategy strategy = Strategy::nccl;
     Framework framework = Framework::tensorflow;
 
     std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)

@@ -35,8 +35,10 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog) {
     std::vector<const InstanceSpec*> workers;
     if (space.instances.empty()) {
+        // What can be rented: a machine without a price by the hour (an owned DGX, the local host)
+        // would always be the cheapest plan. Name it with --instance to plan on it.
         for (const InstanceSpec& instance : catalog.instances()) {
-            if (instance.gpus > 0) workers.push_back(&instance);
+            if (instance.gpus > 0 && instance.price_usd_per_hour > 0) workers.push_back(&instance);
         }
     } else {
         for (const std::string& name : space.instances) {

@@ -26,10 +26,10 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
 /// The space the search enumerates. Empty lists mean "what the catalog offers".
 struct SearchSpace {
     Scenario base;                          ///< model, image size, dataset, epochs, precision, framework, pricing
-    std::vector<std::string> instances;     ///< worker instances; empty: every GPU instance of the catalog
+    std::vector<std::string> instances;     ///< worker instances; empty: every GPU instance of the catalog with a price
     std::vector<int> nodes{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};  ///< worker node counts
     std::vector<int> gpus_per_node;         ///< empty: 1, 2, 4, ... below the instance's count, and the count itself
-    std::vector<Strategy> strategies{Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps};
+    std::vector<Strategy> strategies{Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps};
     std::vector<std::string> ps_instances;  ///< dedicated servers; empty: every CPU-only instance of the catalog
     std::vector<double> ps_ratios{0.5, 1, 2};  ///< server nodes per worker node (ps_nodes = ceil(ratio x nodes))
     bool ps_colocated = true;               ///< also one server on each worker node

@@ -101,11 +101,7 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     // 0 means all the instance has; the row says how many that is. More than it has stays, for
     // resolve() to reject with its reason.
     if (s.gpus_per_node == 0) s.gpus_per_node = catalog.instance(s.instance).gpus;
-    if (strategy.empty()) {
-        s.strategy = s.gpus_per_node > 1 ? Strategy::hierarchical : Strategy::ring;
-    } else {
-        s.strategy = strategy[strategy_digit];
-    }
+    s.strategy = strategy.empty() ? Strategy::nccl : strategy[strategy_digit];
     if (s.strategy == Strategy::ps) {
         s.ps_colocated = colocated;
         if (!colocated) {

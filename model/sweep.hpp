@@ -25,7 +25,7 @@ inline constexpr std::array<std::string_view, 18> kSweepFields = {
     "ps_ratio",      "ps_nodes",   "ps_colocated", "efa_adapters",  "nodes",       "batch_per_gpu"};
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
-/// value; `strategy` left out means hierarchical on multi-GPU nodes and ring on single-GPU ones.
+/// value; `strategy` left out means nccl (NCCL's own choice of algorithm).
 struct SweepSpec {
     std::vector<std::string> model{"resnet50"};
     std::vector<int> image_size{224};

@@ -26,8 +26,8 @@ Enum parse_enum(const std::array<std::pair<std::string_view, Enum>, N>& names, s
 
 constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{{
     {"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
-constexpr std::array<std::pair<std::string_view, Strategy>, 4> kStrategies{{
-    {"ring", Strategy::ring}, {"hierarchical", Strategy::hierarchical}, {"tree", Strategy::tree}, {"ps", Strategy::ps}}};
+constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{
+    {"nccl", Strategy::nccl}, {"ring", Strategy::ring}, {"hierarchical", Strategy::hierarchical}, {"tree", Strategy::tree}, {"ps", Strategy::ps}}};
 constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kFrameworks{{
     {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch},
     {"epochcast", Framework::epochcast}}};
@@ -35,6 +35,14 @@ constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
     {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
 constexpr std::array<std::pair<std::string_view, DeviceKind>, 2> kDeviceKinds{{
     {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu}}};
+constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAlgorithms{{
+    {"none", Algorithm::none}, {"ring", Algorithm::ring}, {"tree", Algorithm::tree}, {"nvls", Algorithm::nvls},
+    {"hierarchical", Algorithm::hierarchical}, {"push-pull", Algorithm::push_pull}}};
+constexpr std::array<std::pair<std::string_view, Interconnect>, kInterconnectCount> kInterconnects{{
+    {"tcp", Interconnect::tcp}, {"efa", Interconnect::efa}, {"infiniband", Interconnect::infiniband},
+    {"roce", Interconnect::roce}, {"tcpx", Interconnect::tcpx}}};
+constexpr std::array<std::pair<std::string_view, IntraLink>, kIntraLinkCount> kIntraLinks{{
+    {"pcie", IntraLink::pcie}, {"nvlink", IntraLink::nvlink}, {"nvswitch", IntraLink::nvswitch}}};
 constexpr std::array<std::pair<std::string_view, ComparisonQuantity>, 2> kComparisonQuantities{{
     {"speedup", ComparisonQuantity::speedup}, {"epoch_time_ratio", ComparisonQuantity::epoch_time_ratio}}};
 
@@ -53,6 +61,9 @@ std::string_view to_string(Strategy strategy) { return name_of(kStrategies, stra
 std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
 std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
 std::string_view to_string(DeviceKind kind) { return name_of(kDeviceKinds, kind); }
+std::string_view to_string(Algorithm algorithm) { return name_of(kAlgorithms, algorithm); }
+std::string_view to_string(Interconnect interconnect) { return name_of(kInterconnects, interconnect); }
+std::string_view to_string(IntraLink link) { return name_of(kIntraLinks, link); }
 std::string_view to_string(ComparisonQuantity quantity) { return name_of(kComparisonQuantities, quantity); }
 
 Precision parse_precision(std::string_view text, std::string_view what) { return parse_enum(kPrecisions, text, what); }
@@ -61,6 +72,9 @@ Framework parse_framework(std::string_view text, std::string_view what) { return
 Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }
 DeviceKind parse_device_kind(std::string_view text, std::string_view what) {
     return parse_enum(kDeviceKinds, text, what);
+}
+Interconnect parse_interconnect(std::string_view text, std::string_view what) {
+    return parse_enum(kInterconnects, text, what);
 }
 ComparisonQuantity parse_comparison_quantity(std::string_view text, std::string_view what) {
     return parse_enum(kComparisonQuantities, text, what);

@@ -16,11 +16,43 @@ enum class Precision {
 
 /// How gradients are synchronised between data-parallel workers.
 enum class Strategy {
-    ring,          ///< one flat ring over every GPU (Horovod/NCCL ring all-reduce)
-    hierarchical,  ///< NVLink/PCIe ring inside a node, ring across nodes over the NIC
-    tree,          ///< ring inside a node, double binary tree across nodes (NCCL >= 2.4)
+    nccl,          ///< NCCL's default: per bucket the cheapest of ring, tree and NVLS (docs/model.md, eq. A1)
+    ring,          ///< NCCL's ring forced (NCCL_ALGO=Ring): one pipelined ring through every GPU
+    hierarchical,  ///< Horovod's hierarchical all-reduce: reduce-scatter in the node, ring across, all-gather
+    tree,          ///< NCCL's double binary tree forced (NCCL_ALGO=Tree): a chain in the node, trees across
     ps,            ///< parameter servers: push gradients, pull weights, sharded over servers
 };
+
+/// The collective that carried one iteration's gradients (what the prediction reports).
+enum class Algorithm {
+    none,          ///< one GPU alone: nothing to synchronise
+    ring,          ///< pipelined ring (eq. R1 in one node, R3 across nodes)
+    tree,          ///< NCCL's double binary tree (eq. T2)
+    nvls,          ///< NVLink SHARP: the NVSwitch reduces (eq. V1; one node of Hopper or later)
+    hierarchical,  ///< Horovod's three phases (eq. R2)
+    push_pull,     ///< parameter servers (eqs. P1, P2)
+};
+
+/// What joins one node to the others (catalog "interconnect").
+enum class Interconnect {
+    tcp,         ///< NCCL's socket transport over the instance's Ethernet (ENA)
+    efa,         ///< AWS Elastic Fabric Adapter (SRD, through aws-ofi-nccl)
+    infiniband,  ///< InfiniBand verbs (NCCL's IB transport)
+    roce,        ///< RDMA over Converged Ethernet (NCCL's IB transport on Ethernet)
+    tcpx,        ///< Google Cloud's GPUDirect-TCPX: TCP whose payload goes straight to GPU memory (a3-highgpu)
+};
+inline constexpr int kInterconnectCount = 5;
+inline constexpr Interconnect kAllInterconnects[] = {Interconnect::tcp, Interconnect::efa, Interconnect::infiniband,
+                                                     Interconnect::roce, Interconnect::tcpx};
+
+/// How a node's GPUs reach each other (the efficiency class of catalog "intra_node_link").
+enum class IntraLink {
+    pcie,      ///< through PCIe switches and the host
+    nvlink,    ///< NVLink point to point (V100's hybrid cube mesh)
+    nvswitch,  ///< NVLink through NVSwitch chips: every GPU at full NVLink bandwidth to every other
+};
+inline constexpr int kIntraLinkCount = 3;
+inline constexpr IntraLink kAllIntraLinks[] = {IntraLink::pcie, IntraLink::nvlink, IntraLink::nvswitch};
 
 /// The training framework, each a profile of overheads and overlap that calibration refines.
 /// `epochcast` is this project's own executor (epochcast-train on oneDNN + MPI, `epochcast run`).
@@ -45,6 +77,9 @@ std::string_view to_string(Strategy strategy);
 std::string_view to_string(Framework framework);
 std::string_view to_string(Pricing pricing);
 std::string_view to_string(DeviceKind kind);
+std::string_view to_string(Algorithm algorithm);
+std::string_view to_string(Interconnect interconnect);
+std::string_view to_string(IntraLink link);
 
 /// Parse the spelling above; throws InputError naming `what` (e.g. "--precision") and the
 /// accepted values when the text is none of them. "fp16" is accepted as a synonym of amp.
@@ -53,6 +88,7 @@ Strategy parse_strategy(std::string_view text, std::string_view what = "strategy
 Framework parse_framework(std::string_view text, std::string_view what = "framework");
 Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");
 DeviceKind parse_device_kind(std::string_view text, std::string_view what = "kind");
+Interconnect parse_interconnect(std::string_view text, std::string_view what = "interconnect");
 
 /// Bytes of one stored element of gradients (what all-reduce and push/pull move) for a
 /// precision: 4 for fp32, 2 for amp and bf16.

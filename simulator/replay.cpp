@@ -24,6 +24,7 @@
 #include <simgrid/s4u.hpp>
 #include <string>
 
+#include "model/collectives.hpp"
 #include "simulator/platform.hpp"
 #include "simulator/timeline.hpp"
 
@@ -266,40 +267,81 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
         body();
         record(name, "communication", nodes_, 0, t0, sg4::Engine::get_clock());
     };
+    Algorithm algorithm = Algorithm::ring;
     switch (s_.strategy) {
-        case Strategy::ring:
+        case Strategy::nccl: algorithm = nccl_algorithm(s_, bytes); break;
+        case Strategy::ring: algorithm = Algorithm::ring; break;
+        case Strategy::tree: algorithm = Algorithm::tree; break;
+        case Strategy::hierarchical: algorithm = nodes_ > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
+        case Strategy::ps: return;  // not a collective: ps_node_actor / ps_server_actor
+    }
+    const double n = static_cast<double>(gpus_);
+    switch (algorithm) {
+        case Algorithm::ring:
             if (nodes_ == 1) {
                 phase("ring", [&] { rings(node_rings, bytes, 2 * (k_ - 1), intra_latency_s_); });
             } else {
-                phase("ring", [&] { rings({platform_.gpus}, bytes, 2 * (gpus_ - 1), flat_latency_s_); });
+                // NCCL pipelines its ring (eq. R3): the latencies of its 2(N-1) steps are paid once,
+                // and every rank streams 2(N-1)/N of the bytes to its successor, so it is replayed in
+                // the coarse form whatever the granularity.
+                phase("ring", [&] {
+                    const double latency = nccl_ring_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, s_.inter_latency_s, 1.0);
+                    sg4::this_actor::sleep_for(std::max(0.0, latency - flat_latency_s_));
+                    std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
+                    for (int g = 0; g < gpus_; ++g) pairs.emplace_back(platform_.gpus[static_cast<std::size_t>(g)],
+                                                                       platform_.gpus[static_cast<std::size_t>((g + 1) % gpus_)]);
+                    transfer_round(pairs, 2.0 * (n - 1.0) / n * bytes);
+                });
             }
             break;
-        case Strategy::hierarchical:
+        case Algorithm::tree:
+            // Eq. T2, pipelined: after the chain's and trees' latencies, the chain inside every node
+            // and the trees between the nodes' NICs stream at once. A chain over NVLink SHARP
+            // (NVLSTree) is faster than the link's bandwidth by node_Bps / intra_bandwidth, so it
+            // carries proportionally fewer bytes on the simulated link.
+            phase("tree", [&] {
+                const double latency = nccl_tree_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, s_.inter_latency_s, 1.0, 1.0);
+                const double route_s = nodes_ > 1 ? inter_latency_s_ : intra_latency_s_;
+                sg4::this_actor::sleep_for(std::max(0.0, latency - route_s));
+                std::vector<sg4::CommPtr> comms;
+                if (k_ > 1) {
+                    const double node_Bps = s_.nvls_bandwidth_Bps > 0 ? s_.nvls_bandwidth_Bps * k_ / (k_ - 1.0) : s_.intra_bandwidth_Bps;
+                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / node_Bps;
+                    for (int node = 0; node < nodes_; ++node) {
+                        for (int i = 0; i + 1 < k_; ++i) {
+                            comms.push_back(sg4::Comm::sendto_async(platform_.gpu(node, i), platform_.gpu(node, i + 1), chain_bytes));
+                        }
+                    }
+                }
+                if (nodes_ > 1) {
+                    const double tree_bytes = tree_network_bytes_factor(nodes_) * bytes / kTreeBandwidthFactor;
+                    for (int node = 0; node < nodes_; ++node) {
+                        comms.push_back(sg4::Comm::sendto_async(platform_.node_hosts[static_cast<std::size_t>(node)],
+                                                                platform_.node_hosts[static_cast<std::size_t>((node + 1) % nodes_)],
+                                                                tree_bytes));
+                    }
+                }
+                transfers_ += static_cast<std::int64_t>(comms.size());
+                sg4::Comm::wait_all(comms);
+            });
+            break;
+        case Algorithm::nvls:
+            // Eq. V1: the switch reduces; each GPU writes and reads its buffer once, at NVLS's bus
+            // bandwidth, replayed as one round of a ring carrying bytes scaled to that bandwidth.
+            phase("nvls", [&] {
+                sg4::this_actor::sleep_for(intra_latency_s_);
+                std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
+                for (int i = 0; i < k_; ++i) pairs.emplace_back(platform_.gpu(0, i), platform_.gpu(0, (i + 1) % k_));
+                transfer_round(pairs, 2.0 * (k_ - 1.0) / k_ * bytes * s_.intra_bandwidth_Bps / s_.nvls_bandwidth_Bps);
+            });
+            break;
+        case Algorithm::hierarchical:
             phase("intra-node reduce-scatter", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
             phase("inter-node ring", [&] { rings({platform_.node_hosts}, bytes, 2 * (nodes_ - 1), inter_latency_s_); });
             phase("intra-node all-gather", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
             break;
-        case Strategy::tree:
-            phase("intra-node reduce-scatter", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
-            if (nodes_ > 1) {
-                // Double binary tree across nodes, coarse: each node sends and receives about the
-                // whole buffer in the reduce and again in the broadcast; latency grows with depth (eq. T1).
-                const double depth = std::ceil(std::log2(static_cast<double>(nodes_)));
-                std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
-                for (int n = 0; n < nodes_; ++n) {
-                    pairs.emplace_back(platform_.node_hosts[static_cast<std::size_t>(n)],
-                                       platform_.node_hosts[static_cast<std::size_t>((n + 1) % nodes_)]);
-                }
-                for (const char* name : {"tree reduce", "tree broadcast"}) {
-                    phase(name, [&] {
-                        sg4::this_actor::sleep_for((depth - 1) * inter_latency_s_);
-                        transfer_round(pairs, bytes);
-                    });
-                }
-            }
-            phase("intra-node all-gather", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
-            break;
-        case Strategy::ps: break;  // not a collective: ps_node_actor / ps_server_actor
+        case Algorithm::none:
+        case Algorithm::push_pull: break;
     }
     record("bucket " + std::to_string(bucket), "communication", nodes_, 0, start, sg4::Engine::get_clock(),
            {{"iteration", iteration}, {"bytes", bytes}});
@@ -522,9 +564,10 @@ SimulationResult Simulation::run() {
 long step_transfers_per_bucket(const ResolvedScenario& s) {
     const long m = s.nodes, k = s.gpus_per_node, n = m * k;
     switch (s.strategy) {
-        case Strategy::ring: return m == 1 ? 2 * (k - 1) * k : 2 * (n - 1) * n;
+        case Strategy::nccl:
+        case Strategy::ring: return m == 1 ? 2 * (k - 1) * k : n;  // NCCL's rings across nodes: one round
         case Strategy::hierarchical: return 2 * m * k * (k - 1) + 2 * (m - 1) * m;
-        case Strategy::tree: return 2 * m * k * (k - 1) + 2 * m;
+        case Strategy::tree: return m * (k - 1) + m;
         case Strategy::ps: return m * k * (k - 1);
     }
     return 0;

@@ -21,6 +21,11 @@
 #include "simulator/replay.hpp"
 
 namespace epochcast::sim {
+
+double framework_cycle_time_s(Framework framework) {
+    return framework == Framework::pytorch || framework == Framework::epochcast ? 0.0 : kHorovodCycleTimeS;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -278,7 +283,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     if (options.overlap && !(*options.overlap >= 0 && *options.overlap <= 1)) {
         throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
     }
-    if (!(options.cycle_time_s >= 0) || !std::isfinite(options.cycle_time_s)) {
+    if (options.cycle_time_s && (!(*options.cycle_time_s >= 0) || !std::isfinite(*options.cycle_time_s))) {
         throw InputError("--cycle-time-ms must be 0 or more");
     }
     if (options.topology.rack_nodes < 1) {
@@ -319,7 +324,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     if (resolved.strategy == Strategy::ps) input.granularity = Granularity::step;  // no coarse form: see docs
     input.network_model = options.network_model;
     input.topology = options.topology;
-    input.cycle_time_s = options.cycle_time_s;
+    input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
     input.fusion_threshold_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
     input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
     input.timeline_path = options.timeline_path;

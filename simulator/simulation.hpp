@@ -35,6 +35,11 @@ public:
 /// the gradients all ranks have ready (0.21.0 changed the default to 1 ms, release notes #2468).
 inline constexpr double kHorovodCycleTimeS = 0.005;
 
+/// The fusion cycle a framework runs its all-reduce on: Horovod's background loop (TensorFlow
+/// and MXNet over Horovod) every kHorovodCycleTimeS; PyTorch's DistributedDataParallel and
+/// epochcast's executor start a bucket's all-reduce as soon as it is full, with no cycle (0).
+double framework_cycle_time_s(Framework framework);
+
 /// Step-granularity collectives are simulated when their point-to-point transfers per bucket stay
 /// under this count; above it the coarse form runs (docs/model.md, "Simulation"). Chosen so that
 /// 256 GPUs (32 nodes, hierarchical) simulate step by step and 1,024 GPUs coarsely.
@@ -94,7 +99,8 @@ struct SimulationOptions {
     Granularity granularity = Granularity::automatic;
     NetworkModel network_model = NetworkModel::cm02;
     Topology topology;                   ///< star (default) or fat-tree
-    double cycle_time_s = kHorovodCycleTimeS;  ///< all-reduce fusion cycle, in seconds (>= 0)
+    /// All-reduce fusion cycle, in seconds (>= 0); unset: the framework's (cycle_time_s below).
+    std::optional<double> cycle_time_s;
     std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
 
     /// Called in the calling thread while the simulation runs, each time GPU 0 finishes the

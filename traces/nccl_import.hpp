@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/types.hpp"
+
 namespace epochcast {
 
 /// One row of the table (out-of-place columns).
@@ -24,6 +26,10 @@ struct NetworkMeasurement {
     std::string instance;               ///< catalog instance type the test ran on
     std::string source;                 ///< where the log came from
     int ranks = 0;                      ///< all-reduce participants (GPUs)
+    /// NCCL_ALGO of the test: Strategy::nccl (NCCL's default choice, when the log does not say),
+    /// ring or tree. Two nodes make the difference: NCCL's default there is a tree, whose bus
+    /// bandwidth exceeds the network's line rate (docs/model.md, eq. T2).
+    Strategy algorithm = Strategy::nccl;
     int efa_adapters = -1;              ///< EFA adapters per node the test used: -1 all the instance
                                         ///< has, 0 none (NCCL's TCP socket transport)
     double latency_s = 0;               ///< fitted alpha, seconds per all-reduce (0: unknown)
@@ -40,7 +46,9 @@ struct NetworkMeasurement {
 std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks);
 
 /// Ordinary least-squares fit of t = alpha + S x 2(n-1)/n / B over the samples: absolute errors
-/// let the large, bandwidth-bound messages set B. Throws InputError with fewer than 2 samples.
+/// let the large, bandwidth-bound messages set B. B never exceeds the largest bus bandwidth of the
+/// table: where the fit's is above it, B is that largest figure and alpha the mean of the rows'
+/// t - S x 2(n-1)/n / B. Throws InputError with fewer than 2 samples.
 NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks);
 
 }  // namespace epochcast

@@ -229,6 +229,13 @@ NetworkMeasurement read_network(const json& entry, const std::string& where, con
     m.source = r.text("source", &no_source);
     m.ranks = static_cast<int>(r.integer("ranks", 2));
     m.efa_adapters = r.efa_adapters(catalog.instance(m.instance), -1);
+    if (r.find("algorithm")) {
+        const std::string none;
+        m.algorithm = parse_strategy(r.text("algorithm", &none), where + ": key \"algorithm\"");
+        if (m.algorithm != Strategy::nccl && m.algorithm != Strategy::ring && m.algorithm != Strategy::tree) {
+            r.fail("algorithm", "must be nccl, ring or tree (NCCL_ALGO of the test)");
+        }
+    }
     if (const json* samples = r.find("samples")) {
         if (!samples->is_array()) r.fail("samples", "must be an array");
         for (std::size_t i = 0; i < samples->size(); ++i) {
@@ -362,6 +369,7 @@ json network_json(const NetworkMeasurement& m) {
                   {"max_bus_bandwidth_GBps", m.max_bus_bandwidth_GBps},
                   {"average_bus_bandwidth_GBps", m.average_bus_bandwidth_GBps}};
     if (m.efa_adapters >= 0) entry["efa_adapters"] = m.efa_adapters;
+    if (m.algorithm != Strategy::nccl) entry["algorithm"] = to_string(m.algorithm);
     // A table without samples has no fitted alpha: write none rather than a made-up 0.
     if (!m.samples.empty() || m.latency_s > 0) entry["latency_s"] = m.latency_s;
     if (!m.samples.empty()) {

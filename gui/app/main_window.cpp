@@ -189,7 +189,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     for (const Framework f : kAllFrameworks) framework_->addItem(q(to_string(f)));
     strategy_ = new QComboBox;
     strategy_->setObjectName("strategy");
-    add_items(strategy_, {to_string(Strategy::ring), to_string(Strategy::hierarchical), to_string(Strategy::tree),
+    add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical), to_string(Strategy::tree),
                           to_string(Strategy::ps)});
     ps_instance_ = new QComboBox;
     ps_instance_->setObjectName("psInstance");

@@ -55,7 +55,7 @@ TEST(PredictCli, GpusPerNodeAndDefaultStrategy) {
     const auto json = nlohmann::json::parse(
         run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--json"}));
     EXPECT_EQ(json["gpus"], 4);
-    EXPECT_EQ(json["scenario"]["strategy"], "hierarchical");
+    EXPECT_EQ(json["scenario"]["strategy"], "nccl");  // NCCL chooses: a ring inside one node
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 3012, 0.05 * 3012);
 }
 

@@ -86,8 +86,10 @@ TEST(Catalog, BuiltInFiguresAreConsistent) {
     }
     for (const InstanceSpec& instance : catalog.instances()) {
         EXPECT_FALSE(instance.source.empty()) << instance.name;
-        EXPECT_GT(instance.price_usd_per_hour, 0) << instance.name;
-        EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
+        // Owned reference systems (DGX) have no price by the hour, and say so; everything else is rented.
+        const bool owned = instance.source.rfind("Reference system, owned", 0) == 0;
+        EXPECT_EQ(instance.price_usd_per_hour > 0, !owned) << instance.name;
+        if (!owned) EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
         if (instance.gpus > 0) {
             EXPECT_NO_THROW(catalog.gpu_of(instance)) << instance.name;
         } else {
@@ -150,6 +152,14 @@ TEST(Catalog, ToJsonRoundTrips) {
         EXPECT_DOUBLE_EQ(a.price_usd_per_hour, b.price_usd_per_hour);
         EXPECT_DOUBLE_EQ(a.spot_usd_per_hour, b.spot_usd_per_hour);
         EXPECT_EQ(a.source, b.source);
+        EXPECT_EQ(a.interconnect, b.interconnect) << a.name;
+        EXPECT_EQ(a.nics, b.nics) << a.name;
+        EXPECT_EQ(a.gpudirect_rdma, b.gpudirect_rdma) << a.name;
+        EXPECT_EQ(a.intra_node_link, b.intra_node_link) << a.name;
+        EXPECT_EQ(a.nvswitch, b.nvswitch) << a.name;
+    }
+    for (std::size_t i = 0; i < catalog.gpus().size(); ++i) {
+        EXPECT_EQ(catalog.gpus()[i].chip, again.gpus()[i].chip) << catalog.gpus()[i].name;
     }
 }
 
@@ -270,8 +280,8 @@ TEST(CatalogErrors, LookupListsTheKnownNames) {
     EXPECT_TRUE(contains(message, "unknown instance 'p9.large'")) << message;
     EXPECT_TRUE(contains(message, "p2.xlarge")) << message;
     EXPECT_TRUE(contains(message, "p3.16xlarge")) << message;
-    message = input_error([&] { catalog.gpu("B200"); });
-    EXPECT_TRUE(contains(message, "unknown GPU 'B200'")) << message;
+    message = input_error([&] { catalog.gpu("X9000"); });
+    EXPECT_TRUE(contains(message, "unknown GPU 'X9000'")) << message;
     EXPECT_TRUE(contains(message, "V100-SXM2-16GB")) << message;
 }
 

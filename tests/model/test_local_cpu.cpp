@@ -211,7 +211,8 @@ TEST(LocalCpu, CpuRanksOverlapNothingAndUseTheMeasuredBusBandwidth) {
     EXPECT_EQ(cpu.node_overlap, 0.0);
     EXPECT_GT(gpu.overlap, 0.0);
     EXPECT_DOUBLE_EQ(cpu.intra_bandwidth_Bps, 12e9);
-    EXPECT_DOUBLE_EQ(gpu.intra_bandwidth_Bps, 12e9 * calibration.network.intra_efficiency);
+    // 12 GB/s is no NVLink: the host's entry defaults to the PCIe class.
+    EXPECT_DOUBLE_EQ(gpu.intra_bandwidth_Bps, 12e9 * calibration.network.link(IntraLink::pcie).efficiency);
 
     // The whole all-reduce is exposed: eq. O1 with o = 0, on eq. R1 at 12 GB/s bus bandwidth.
     const Prediction p = CostModel(as_cpu, calibration).predict(two);

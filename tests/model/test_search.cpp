@@ -70,7 +70,7 @@ BruteForce brute_force(const Scenario& base, double deadline_s, double budget_us
         }
     };
     for (const InstanceSpec& worker : catalog.instances()) {
-        if (worker.gpus == 0) continue;
+        if (worker.gpus == 0 || worker.price_usd_per_hour <= 0) continue;
         for (int k = 1; k <= worker.gpus; ++k) {
             const bool power_of_two = (k & (k - 1)) == 0;
             if (!power_of_two && k != worker.gpus) continue;
@@ -81,7 +81,7 @@ BruteForce brute_force(const Scenario& base, double deadline_s, double budget_us
                     s.gpus_per_node = k;
                     s.nodes = nodes;
                     s.batch_per_gpu = batch;
-                    for (Strategy strategy : {Strategy::ring, Strategy::hierarchical, Strategy::tree}) {
+                    for (Strategy strategy : {Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree}) {
                         s.strategy = strategy;
                         consider(s);
                     }

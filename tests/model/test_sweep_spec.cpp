@@ -46,7 +46,7 @@ TEST(SweepSpec, CrossProductHasOneScenarioPerCombinationLastKeyFastest) {
     EXPECT_EQ(spec.scenario_at(11, catalog()).nodes, 4);
 }
 
-TEST(SweepSpec, DefaultsAreTheScenarioDefaultsAndTheStrategyFollowsTheInstance) {
+TEST(SweepSpec, DefaultsAreTheScenarioDefaultsAndTheStrategyIsNcclsChoice) {
     const SweepSpec spec = parse(R"({"instance": ["p3.16xlarge", "p3.2xlarge"]})");
     ASSERT_EQ(spec.combinations(), 2u);
     const Scenario multi = spec.scenario_at(0, catalog());
@@ -55,9 +55,9 @@ TEST(SweepSpec, DefaultsAreTheScenarioDefaultsAndTheStrategyFollowsTheInstance) 
     EXPECT_EQ(multi.nodes, 8);
     EXPECT_EQ(multi.batch_per_gpu, 256);
     EXPECT_EQ(multi.gpus_per_node, 8);  // "all" resolved
-    EXPECT_EQ(multi.strategy, Strategy::hierarchical);
+    EXPECT_EQ(multi.strategy, Strategy::nccl);
     EXPECT_EQ(single.gpus_per_node, 1);
-    EXPECT_EQ(single.strategy, Strategy::ring);
+    EXPECT_EQ(single.strategy, Strategy::nccl);
 }
 
 TEST(SweepSpec, ParameterServerKeysApplyToPsOnlyAndRatioScalesWithNodes) {

@@ -82,6 +82,39 @@ TEST(Agreement, ColocatedParameterServers64V100) {
     EXPECT_LT(a.error(), 0.02) << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s";
 }
 
+// Issue 22: InfiniBand clusters with NCCL's own choice (strategy nccl, the default). PyTorch's DDP
+// runs no fusion cycle, so the simulated buckets leave when the closed form says they do.
+Scenario infiniband_cluster(const char* instance, int nodes) {
+    Scenario s;
+    s.instance = instance;
+    s.nodes = nodes;
+    s.batch_per_gpu = 256;
+    s.precision = Precision::amp;
+    s.framework = Framework::pytorch;
+    return s;
+}
+
+TEST(Agreement, InfiniBandTree128A100) {
+    const Agreement a = compare(infiniband_cluster("dgx-a100", 16));
+    EXPECT_EQ(a.prediction.algorithm, Algorithm::tree);
+    EXPECT_EQ(a.prediction.interconnect, Interconnect::infiniband);
+    EXPECT_LT(a.error(), 0.02) << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s";
+}
+
+TEST(Agreement, InfiniBandForcedRing32H100) {
+    Scenario s = infiniband_cluster("dgx-h100", 4);
+    s.strategy = Strategy::ring;
+    const Agreement a = compare(s);
+    EXPECT_EQ(a.prediction.algorithm, Algorithm::ring);
+    EXPECT_LT(a.error(), 0.02) << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s";
+}
+
+TEST(Agreement, NvlinkSharpOneH100Node) {
+    const Agreement a = compare(infiniband_cluster("dgx-h100", 1));
+    EXPECT_EQ(a.prediction.algorithm, Algorithm::nvls);
+    EXPECT_LT(a.error(), 0.02) << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s";
+}
+
 // Where they differ on purpose (docs/model.md, "Simulation"): one server for eight workers. The
 // closed form (eq. P1) lets pushes and pulls overlap on the server's full-duplex NIC; in the
 // simulation a range is pulled only once every worker has pushed it, and ResNet-50's gradients

@@ -1,0 +1,280 @@
+// Fabrics, links and NCCL's algorithms (docs/model.md, "Communication": eqs. N1, N2, R3, T2, V1,
+// A1, B1), and the catalog keys that describe them. Each formula is recomputed here from its
+// derivation, and the fabric figures are checked against the published tables they come from.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "model/collectives.hpp"
+#include "model/cost_model.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+namespace {
+
+const Catalog& catalog() {
+    static const Catalog instance = Catalog::built_in();
+    return instance;
+}
+
+const CostModel& model() {
+    static const CostModel instance(catalog(), Calibration::built_in());
+    return instance;
+}
+
+const NetworkParams& network() { return model().calibration().network; }
+
+std::string input_error(const std::string& json, const Catalog& known) {
+    try {
+        Catalog::parse(json, "mine.json", known);
+    } catch (const InputError& error) {
+        return error.what();
+    }
+    ADD_FAILURE() << "expected InputError for " << json;
+    return "";
+}
+
+// --- the formulas, against their derivations -------------------------------------------------
+
+TEST(Collectives, NcclRingPaysTheNetworkLatencyOnceAPerNodeHop) {
+    // 4 nodes of 8: 62 steps, 6 of them across the network (R3).
+    const double t = nccl_ring_allreduce_s(1e9, 4, 8, 1e-6, 1e-5, 100e9);
+    EXPECT_NEAR(t, 56 * 1e-6 + 6 * 1e-5 + 62.0 / 32 * 1e9 / 100e9, 1e-12);
+    // One node: R1's ring.
+    EXPECT_NEAR(nccl_ring_allreduce_s(1e9, 1, 8, 1e-6, 1e-5, 100e9), ring_allreduce_s(1e9, 8, 1e-6, 100e9), 1e-15);
+    EXPECT_EQ(nccl_ring_allreduce_s(1e9, 1, 1, 1e-6, 1e-5, 100e9), 0.0);
+}
+
+TEST(Collectives, TreeMovesTheBufferOnceOnTwoNodesAndTwiceFromThreeOn) {
+    EXPECT_EQ(tree_network_bytes_factor(1), 0.0);
+    EXPECT_EQ(tree_network_bytes_factor(2), 1.0);
+    EXPECT_EQ(tree_network_bytes_factor(3), 2.0);
+    EXPECT_EQ(tree_network_bytes_factor(316), 2.0);
+    // 16 nodes of 8, network-bound: latency 2(7 a_i + 4 a_n), bytes 2 S / (0.92 B) (T2).
+    const double t = nccl_tree_allreduce_s(1e9, 16, 8, 1e-6, 1e-5, 100e9, 1e15);
+    EXPECT_NEAR(t, 2 * (7 * 1e-6 + 4 * 1e-5) + 2 * 1e9 / (kTreeBandwidthFactor * 100e9), 1e-12);
+    // Node-bound: the chain moves the buffer twice through each GPU.
+    EXPECT_NEAR(nccl_tree_allreduce_s(1e9, 2, 8, 0, 0, 1e15, 50e9), 2 * 1e9 / 50e9, 1e-12);
+}
+
+TEST(Collectives, NvlsPaysTwoLatenciesAndTheRingsBytes) {
+    EXPECT_NEAR(nvls_allreduce_s(1e9, 8, 1e-6, 450e9), 2e-6 + 1.75 * 1e9 / 450e9, 1e-15);
+    EXPECT_EQ(nvls_allreduce_s(1e9, 1, 1e-6, 450e9), 0.0);
+}
+
+// --- fabrics: InfiniBand against TCP at the same line rate -----------------------------------
+
+/// dgx-a100 (8 x 200 Gb/s InfiniBand), and the same node on TCP at the same 1,600 Gb/s, as a
+/// --catalog file that overrides only the fabric keys would describe it.
+Catalog with_tcp_twin() {
+    Catalog c = catalog();
+    c.merge(Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "dgx-a100-tcp", "gpu": "A100-SXM4-80GB", "gpus": 8, "vcpus": 256, "memory_gib": 2048,
+         "network_gbps": 1600, "interconnect": "tcp", "intra_node_GBps": 600, "intra_node_link": "nvlink3",
+         "nvswitch": true, "price_usd_per_hour": 0, "source": "test: dgx-a100 on TCP sockets"}]})",
+                           "twin.json", c));
+    return c;
+}
+
+TEST(Fabrics, InfiniBandAllReduceIsFarCheaperThanTcpAtTheSameLineRate) {
+    const CostModel m(with_tcp_twin(), Calibration::built_in());
+    Scenario s;
+    s.instance = "dgx-a100";
+    s.nodes = 16;
+    s.batch_per_gpu = 256;
+    const Prediction ib = m.predict(s);
+    s.instance = "dgx-a100-tcp";
+    const Prediction tcp = m.predict(s);
+    EXPECT_EQ(ib.interconnect, Interconnect::infiniband);
+    EXPECT_EQ(tcp.interconnect, Interconnect::tcp);
+    EXPECT_GT(tcp.communication_s, 3 * ib.communication_s) << ib.communication_s << " s against " << tcp.communication_s;
+    EXPECT_GT(ib.throughput_images_per_s, tcp.throughput_images_per_s);
+}
+
+TEST(Fabrics, DgxA100BusBandwidthIsNvidiasPublishedFigure) {
+    // NVIDIA/nccl#812 and GTC24 S62129: 192 GB/s of all-reduce bus bandwidth across DGX A100 nodes.
+    const InstanceSpec& dgx = catalog().instance("dgx-a100");
+    for (int nodes : {4, 16}) {
+        const double busbw = allreduce_bus_bandwidth_GBps(dgx, DeviceKind::gpu, 8 * nodes, -1, network());
+        EXPECT_LT(std::abs(busbw / 192.0 - 1), 0.15) << nodes << " nodes: " << busbw;
+        // A 1 GiB message (nccl-tests' usual top row) is within 15% of it too.
+        const AllReducePrediction p = predict_allreduce(dgx, DeviceKind::gpu, 8 * nodes, -1, 1 << 30, network());
+        EXPECT_LT(std::abs(p.bus_bandwidth_GBps / 192.0 - 1), 0.15) << nodes << " nodes at 1 GiB: " << p.bus_bandwidth_GBps;
+    }
+}
+
+TEST(Fabrics, EfaBusBandwidthsAreWithinTwentyPercentOfPublishedTables) {
+    struct Row {
+        const char* instance;
+        int nodes;
+        Strategy algorithm;
+        double published_GBps;
+    };
+    // Seed 004 (p4d, ring) and traces/published/external_nccl_tests_fabrics.json (p4de, p5).
+    const Row rows[] = {{"p4d.24xlarge", 2, Strategy::ring, 42.03},  {"p4de.24xlarge", 2, Strategy::nccl, 78.33},
+                        {"p5.48xlarge", 2, Strategy::nccl, 487.09},  {"p5.48xlarge", 4, Strategy::nccl, 356.99},
+                        {"p5.48xlarge", 8, Strategy::nccl, 355.36},  {"p5.48xlarge", 16, Strategy::nccl, 356.27},
+                        {"p5.48xlarge", 32, Strategy::nccl, 321.10}};
+    for (const Row& row : rows) {
+        const double busbw = allreduce_bus_bandwidth_GBps(catalog().instance(row.instance), DeviceKind::gpu,
+                                                          8 * row.nodes, -1, network(), row.algorithm);
+        EXPECT_LT(std::abs(busbw / row.published_GBps - 1), 0.20) << row.instance << " x " << row.nodes << ": " << busbw;
+    }
+}
+
+TEST(Fabrics, TwoNodesRunATreeFasterThanTheLineRateAndManyNodesARing) {
+    const InstanceSpec& p4de = catalog().instance("p4de.24xlarge");
+    const double line_GBps = p4de.network_gbps / 8;
+    const AllReducePrediction two = predict_allreduce(p4de, DeviceKind::gpu, 16, -1, 1e12, network());
+    EXPECT_EQ(two.algorithm, Algorithm::tree);
+    EXPECT_GT(two.bus_bandwidth_GBps, line_GBps);
+    const AllReducePrediction many = predict_allreduce(p4de, DeviceKind::gpu, 128, -1, 1e12, network());
+    EXPECT_EQ(many.algorithm, Algorithm::ring);
+    EXPECT_LT(many.bus_bandwidth_GBps, line_GBps);
+}
+
+TEST(Fabrics, NvlinkSharpInOneHopperNodeOnly) {
+    const InstanceSpec& p5 = catalog().instance("p5.48xlarge");
+    EXPECT_TRUE(p5.has_nvls());
+    EXPECT_FALSE(catalog().instance("p4d.24xlarge").has_nvls());
+    const AllReducePrediction p = predict_allreduce(p5, DeviceKind::gpu, 8, -1, 1e12, network());
+    EXPECT_EQ(p.algorithm, Algorithm::nvls);
+    EXPECT_NEAR(p.bus_bandwidth_GBps, 900 * network().nvls_efficiency, 1e-3);
+}
+
+TEST(Fabrics, SmallBucketsAtScaleTakeTheTreeAndPayItsLatencyPerBucket) {
+    // The global batch fixed at 2,528 GPUs: 316 DGX H100, 16 images per GPU, buckets of 8 MiB.
+    Scenario s;
+    s.instance = "dgx-h100";
+    s.nodes = 316;
+    s.batch_per_gpu = 16;
+    s.fusion_threshold_MiB = 8;
+    const ResolvedScenario r = model().resolve(s);
+    const Communication c = communication(r);
+    EXPECT_EQ(c.algorithm, Algorithm::tree);
+    EXPECT_EQ(c.buckets, static_cast<int>(std::ceil(r.gradient_bytes / (8.0 * 1024 * 1024))));
+    const double bucket = r.gradient_bytes / c.buckets;
+    EXPECT_NEAR(c.seconds, c.buckets * allreduce_time_s(r, Algorithm::tree, bucket), 1e-15);
+    // The ring's 2(N-1) hops would cost milliseconds per bucket.
+    EXPECT_GT(allreduce_time_s(r, Algorithm::ring, bucket), 10 * allreduce_time_s(r, Algorithm::tree, bucket));
+    const Prediction p = model().predict(s);
+    EXPECT_EQ(p.algorithm, Algorithm::tree);
+    EXPECT_EQ(p.buckets, c.buckets);
+}
+
+TEST(Fabrics, TheDefaultStrategyIsNcclsCheapestAlgorithm) {
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 4;
+    const Prediction nccl = model().predict(s);
+    s.strategy = Strategy::ring;
+    const double ring = model().predict(s).communication_s;
+    s.strategy = Strategy::tree;
+    const double tree = model().predict(s).communication_s;
+    EXPECT_DOUBLE_EQ(nccl.communication_s, std::min(ring, tree));
+}
+
+// --- the catalog ---------------------------------------------------------------------------
+
+TEST(CatalogFabric, DefaultsKeepOldCatalogsMeaning) {
+    const Catalog mine = Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "a", "gpu": "V100-SXM2-16GB", "gpus": 8, "vcpus": 64, "memory_gib": 488, "network_gbps": 100,
+         "efa_adapters": 2, "intra_node_GBps": 300, "price_usd_per_hour": 1, "source": "s"},
+        {"name": "b", "gpu": "T4", "gpus": 4, "vcpus": 48, "memory_gib": 192, "network_gbps": 50,
+         "intra_node_GBps": 16, "price_usd_per_hour": 1, "source": "s"}]})",
+                                        "mine.json", catalog());
+    const InstanceSpec& a = mine.instances()[0];
+    EXPECT_EQ(a.interconnect, Interconnect::efa);
+    EXPECT_EQ(a.nics, 2);
+    EXPECT_FALSE(a.gpudirect_rdma);
+    EXPECT_EQ(a.intra_link(), IntraLink::nvlink);
+    const InstanceSpec& b = mine.instances()[1];
+    EXPECT_EQ(b.interconnect, Interconnect::tcp);
+    EXPECT_EQ(b.nics, 1);
+    EXPECT_EQ(b.intra_link(), IntraLink::pcie);
+}
+
+TEST(CatalogFabric, BuiltInInstancesSayWhatJoinsThem) {
+    EXPECT_EQ(catalog().instance("dgx-h100").interconnect, Interconnect::infiniband);
+    EXPECT_EQ(catalog().instance("dgx-h100").nics, 8);
+    EXPECT_TRUE(catalog().instance("dgx-h100").gpudirect_rdma);
+    EXPECT_EQ(catalog().instance("p5.48xlarge").interconnect, Interconnect::efa);
+    EXPECT_EQ(catalog().instance("p5.48xlarge").intra_link(), IntraLink::nvswitch);
+    EXPECT_EQ(catalog().instance("p3.16xlarge").intra_link(), IntraLink::nvlink);
+    EXPECT_EQ(catalog().instance("p3.16xlarge").nvlink_generation, 2);
+    EXPECT_EQ(catalog().instance("g6e.48xlarge").intra_link(), IntraLink::pcie);
+    EXPECT_EQ(catalog().instance("a3-highgpu-8g").interconnect, Interconnect::tcpx);
+    for (const char* name : {"p4de.24xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                             "g6.48xlarge", "g6e.48xlarge", "dgx-a100", "dgx-h100", "Standard_ND96isr_H100_v5",
+                             "a3-highgpu-8g"}) {
+        EXPECT_NO_THROW(catalog().instance(name)) << name;
+    }
+    for (const char* gpu : {"H200-SXM-141GB", "B200", "L40S", "L4", "A100-PCIE-80GB", "H100-PCIE-80GB"}) {
+        EXPECT_NO_THROW(catalog().gpu(gpu)) << gpu;
+    }
+    // The June 2025 cut: p4d at about 21.96 $/h, p5 at about 55.04.
+    EXPECT_NEAR(catalog().instance("p4d.24xlarge").price_usd_per_hour, 21.96, 0.01);
+    EXPECT_NEAR(catalog().instance("p5.48xlarge").price_usd_per_hour, 55.04, 0.01);
+}
+
+TEST(CatalogFabric, ContradictionsAreRefusedNamingTheKey) {
+    auto one = [](const std::string& keys) {
+        return R"({"schema": "epochcast.catalog/1", "instances": [{"name": "x", "gpu": "T4", "gpus": 4, "vcpus": 4,
+                   "memory_gib": 16, "network_gbps": 50, "intra_node_GBps": 16, "price_usd_per_hour": 1,
+                   "source": "s", )" + keys + "}]}";
+    };
+    EXPECT_NE(input_error(one(R"("interconnect": "efa")"), catalog()).find("efa_adapters is 0"), std::string::npos);
+    EXPECT_NE(input_error(one(R"("interconnect": "infiniband", "efa_adapters": 2)"), catalog()).find("\"efa_adapters\""),
+              std::string::npos);
+    EXPECT_NE(input_error(one(R"("interconnect": "token-ring")"), catalog()).find("token-ring"), std::string::npos);
+    EXPECT_NE(input_error(one(R"("gpudirect_rdma": true)"), catalog()).find("\"gpudirect_rdma\""), std::string::npos);
+    EXPECT_NE(input_error(one(R"("intra_node_link": "nvlink9")"), catalog()).find("\"intra_node_link\""), std::string::npos);
+    EXPECT_NE(input_error(one(R"("nvswitch": true)"), catalog()).find("\"nvswitch\""), std::string::npos);
+    EXPECT_NE(input_error(one(R"("nics": 0)"), catalog()).find("\"nics\""), std::string::npos);
+}
+
+TEST(CatalogFabric, APriceOnlyOverrideKeepsEveryOtherFigure) {
+    Catalog c = catalog();
+    c.merge(Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "p4d.24xlarge", "price_usd_per_hour": 19.5, "spot_usd_per_hour": 6}],
+        "gpus": [{"name": "K80", "memory_gib": 11.5}]})",
+                           "prices.json", catalog()));
+    const InstanceSpec& p4d = c.instance("p4d.24xlarge");
+    const InstanceSpec& before = catalog().instance("p4d.24xlarge");
+    EXPECT_EQ(p4d.price_usd_per_hour, 19.5);
+    EXPECT_EQ(p4d.spot_usd_per_hour, 6);
+    EXPECT_EQ(p4d.gpu, before.gpu);
+    EXPECT_EQ(p4d.gpus, before.gpus);
+    EXPECT_EQ(p4d.network_gbps, before.network_gbps);
+    EXPECT_EQ(p4d.interconnect, before.interconnect);
+    EXPECT_EQ(p4d.nics, before.nics);
+    EXPECT_EQ(p4d.intra_node_link, before.intra_node_link);
+    EXPECT_EQ(p4d.source, before.source);
+    EXPECT_EQ(c.gpu("K80").memory_gib, 11.5);
+    EXPECT_EQ(c.gpu("K80").fp32_tflops, catalog().gpu("K80").fp32_tflops);
+    // A new instance still needs every required key, and the error names the missing one.
+    EXPECT_NE(input_error(R"({"schema": "epochcast.catalog/1", "instances": [{"name": "new", "price_usd_per_hour": 1}]})",
+                          catalog())
+                  .find("\"gpus\" is missing"),
+              std::string::npos);
+}
+
+TEST(CatalogFabric, OneChipOneSpeed) {
+    // p3.2xlarge holds a V100-SXM2-16GB, p3dn.24xlarge a V100-SXM2-32GB: the same chip.
+    EXPECT_EQ(catalog().gpu("V100-SXM2-16GB").chip_or_name(), catalog().gpu("V100-SXM2-32GB").chip_or_name());
+    Scenario s;
+    s.nodes = 1;
+    s.gpus_per_node = 1;
+    s.batch_per_gpu = 128;
+    s.precision = Precision::amp;
+    s.instance = "p3.2xlarge";
+    const double small = model().predict(s).throughput_images_per_s;
+    s.instance = "p3dn.24xlarge";
+    const double large = model().predict(s).throughput_images_per_s;
+    EXPECT_LT(std::abs(large / small - 1), 0.05) << small << " against " << large;
+    EXPECT_TRUE(model().resolve(s).measured_curve);
+}
+
+}  // namespace
+}  // namespace epochcast
