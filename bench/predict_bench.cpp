@@ -18,7 +18,7 @@ const CostModel& model() {
 /// A spread of resolved scenarios (strategies, node counts, batches) so nothing is constant-folded.
 std::vector<ResolvedScenario> scenarios() {
     std::vector<ResolvedScenario> out;
-    for (Strategy strategy : {Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps}) {
+    for (Strategy strategy : {Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps}) {
         for (int nodes : {1, 2, 4, 8, 16, 32, 64}) {
             for (int batch : {32, 64, 128, 256}) {
                 Scenario s;

@@ -403,8 +403,12 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const int framework_index = static_cast<int>(scenario.framework);
     // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
     // of p3.2xlarge and p3dn.24xlarge) holds for this one.
-    const std::vector<std::string> same_chip = catalog_->same_chip(gpu);
-    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, same_chip);
+    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework);
+    // Only a GPU without a curve of its own looks further (this keeps resolve() fast in sweeps).
+    const std::vector<std::string> same_chip = curve ? std::vector<std::string>{} : catalog_->same_chip(gpu);
+    if (!curve && !same_chip.empty()) {
+        curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, same_chip);
+    }
     r.measured_curve = curve != nullptr;
     if (!curve) {
         // Another framework's curve on the same GPU and precision beats the roofline.
