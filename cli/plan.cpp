@@ -91,9 +91,17 @@ std::string strategy_text(const Scenario& s) {
     return "ps, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
 }
 
+/// The strategy with what ran over which fabric: "nccl (tree over infiniband)".
+std::string strategy_text(const Plan& plan) {
+    const Prediction& p = plan.prediction;
+    std::string text = strategy_text(plan.scenario);
+    if (p.algorithm == Algorithm::none) return text;
+    return text + " (" + std::string(to_string(p.algorithm)) + " over " + std::string(to_string(p.interconnect)) + ")";
+}
+
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
     const Prediction& p = plan.prediction;
-    out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan.scenario) << ", batch "
+    out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
         << plan.scenario.batch_per_gpu << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
         << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
@@ -210,7 +218,7 @@ void run_plan(PlanOptions& o, std::ostream& out) {
             const Plan& plan = search.plans[i];
             const Prediction& p = plan.prediction;
             table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
-                           strategy_text(plan.scenario), std::to_string(plan.scenario.batch_per_gpu),
+                           strategy_text(plan), std::to_string(plan.scenario.batch_per_gpu),
                            format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
         }
         table.print(out);

@@ -278,6 +278,7 @@ void MainWindow::buildOutputs(QWidget* panel) {
     cost_ = add_figure(0, 1, tr("Cost"), "cost");
     efficiency_ = add_figure(1, 1, tr("Scaling efficiency"), "efficiency");
     bottleneck_ = add_figure(2, 1, tr("Bound by"), "bottleneck");
+    collective_ = add_figure(3, 0, tr("Gradients"), "collective");
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
     layout->addWidget(figures);
@@ -416,7 +417,12 @@ void MainWindow::onInstanceChanged() {
                                 .arg(gpu.memory_gib)
                                 .arg(i.vcpus)
                                 .arg(i.network_gbps)
-                                .arg(i.efa_adapters > 0 ? QString(", %1 EFA").arg(i.efa_adapters) : QString())
+                                .arg(QString(", %1%2%3")
+                                         .arg(q(to_string(i.interconnect)))
+                                         .arg(i.nics > 1 ? QString(" x %1").arg(i.nics) : QString())
+                                         .arg(i.intra_node_link.empty() ? QString()
+                                                                        : QString(", %1%2").arg(QString::fromStdString(i.intra_node_link),
+                                                                                                i.nvswitch ? " + NVSwitch" : "")))
                                 .arg(dollars(i.price_usd_per_hour), dollars(i.spot_usd_per_hour)));
     const bool was = updating_;
     updating_ = true;
@@ -536,6 +542,12 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
     efficiency_->setText(banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
                                 QString::number(100 * b.slow.scaling_efficiency, 'f', 1),
                                 QString::number(100 * b.fast.scaling_efficiency, 'f', 1)));
+    collective_->setText(QString("%1 x %2 over %3: %4 ms, %5 ms exposed")
+                             .arg(q(to_string(p.algorithm)))
+                             .arg(p.buckets)
+                             .arg(q(to_string(p.interconnect)))
+                             .arg(p.communication_s * 1e3, 0, 'f', 2)
+                             .arg(p.exposed_communication_s * 1e3, 0, 'f', 2));
     bottleneck_->setText(QString("<b>%1</b> (%2 GPUs, %3 images per iteration, %4/h)")
                              .arg(q(to_string(p.bottleneck)))
                              .arg(p.gpus)
@@ -546,7 +558,7 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
 void MainWindow::clearOutputs(const QString& why) {
     prediction_.reset();
     band_.reset();
-    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_}) label->setText("-");
+    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_}) label->setText("-");
     setMessage(why, true);
 }
 

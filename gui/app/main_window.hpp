@@ -159,6 +159,7 @@ private:
     QLabel* cost_ = nullptr;
     QLabel* efficiency_ = nullptr;
     QLabel* bottleneck_ = nullptr;
+    QLabel* collective_ = nullptr;  ///< the algorithm, buckets and fabric of the gradient all-reduce
     QChartView* breakdown_view_ = nullptr;
     QChartView* scaling_view_ = nullptr;
     QChartView* scatter_view_ = nullptr;

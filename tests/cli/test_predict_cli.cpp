@@ -135,7 +135,22 @@ TEST(ImportNcclCli, WritesATraceThatReadsBack) {
     EXPECT_EQ(json["schema"], "epochcast.trace/1");
     EXPECT_EQ(json["networks"][0]["ranks"], 16);
     EXPECT_NEAR(json["networks"][0]["bus_bandwidth_GBps"].get<double>(), 42.03, 0.05 * 42.03);
+    EXPECT_FALSE(json["networks"][0].contains("algorithm"));  // NCCL chose
     std::filesystem::remove(out);
+}
+
+TEST(ImportNcclCli, RecordsTheForcedAlgorithmAndRefusesAnUnknownOne) {
+    const auto out = std::filesystem::temp_directory_path() / ("epochcast-nccl-algo-" + std::to_string(::getpid()) + ".json");
+    const std::string log = EPOCHCAST_SOURCE_DIR "/tests/traces/data/seed004_all_reduce_perf.log";
+    auto result = testing::run_epochcast("import-nccl " + log + " --instance p4d.24xlarge --nccl-algo ring -o " + out.string());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("efa x 4"), std::string::npos) << result.out;  // the fabric it measured
+    EXPECT_EQ(nlohmann::json::parse(testing::read_text(out))["networks"][0]["algorithm"], "ring");
+    std::filesystem::remove(out);
+    result = testing::run_epochcast("import-nccl " + log + " --instance p4d.24xlarge --nccl-algo hierarchical -o " + out.string());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("--nccl-algo"), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(ImportNcclCli, UnknownInstanceOrMissingLogIsExitCode2AndWritesNothing) {
