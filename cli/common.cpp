@@ -29,6 +29,9 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances"));
     scen.push_back(cmd.add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)"));
     scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
+    scen.push_back(cmd.add_option("--global-batch", s.global_batch,
+                                   "Images per iteration over all GPUs, held fixed: the per-GPU batch is this over the GPUs "
+                                   "(replaces --batch-per-gpu)"));
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
     scen.push_back(cmd.add_option("--strategy", flags.strategy,
                                    "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "

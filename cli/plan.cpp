@@ -36,6 +36,7 @@ struct PlanOptions {
     std::vector<std::string> instances;
     std::vector<int> nodes;
     std::vector<int> batches;
+    int global_batch = 0;
     std::vector<std::string> catalogs;
     std::string calibration;
 };
@@ -91,6 +92,11 @@ std::string strategy_text(const Scenario& s) {
     return "ps, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
 }
 
+/// The per-GPU batch that ran (a fixed global batch sets it from the GPUs).
+int batch_of(const Plan& plan) {
+    return plan.prediction.gpus > 0 ? plan.prediction.global_batch / plan.prediction.gpus : plan.scenario.batch_per_gpu;
+}
+
 /// The strategy with what ran over which fabric: "nccl (tree over infiniband)".
 std::string strategy_text(const Plan& plan) {
     const Prediction& p = plan.prediction;
@@ -102,7 +108,7 @@ std::string strategy_text(const Plan& plan) {
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
-        << plan.scenario.batch_per_gpu << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
+        << batch_of(plan) << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
         << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
         << "\n";
@@ -113,8 +119,8 @@ void print_elastic(std::ostream& out, const Catalog& catalog, const std::string&
     const Plan& a = search.plans[e.first];
     const Plan& b = search.plans[e.second];
     out << heading << ":\n  " << format_number(e.first_epochs, 1) << " epochs on " << cluster_text(catalog, a) << " (batch "
-        << a.scenario.batch_per_gpu << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
-        << cluster_text(catalog, b) << " (batch " << b.scenario.batch_per_gpu << " per GPU), " << strategy_text(a.scenario)
+        << batch_of(a) << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
+        << cluster_text(catalog, b) << " (batch " << batch_of(b) << " per GPU), " << strategy_text(a.scenario)
         << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost " << format_dollars(e.cost_usd)
         << " (same global batch; checkpoint and relaunch between the phases)\n";
 }
@@ -151,6 +157,9 @@ void run_plan(PlanOptions& o, std::ostream& out) {
     space.instances = o.instances;
     if (!o.nodes.empty()) space.nodes = o.nodes;
     if (!o.batches.empty()) space.batch_per_gpu = o.batches;
+    if (o.global_batch < 0) throw InputError("--global-batch must be at least 1 (got " + std::to_string(o.global_batch) + ")");
+    if (o.global_batch > 0 && !o.batches.empty()) throw InputError("give --batch-per-gpu or --global-batch, not both");
+    space.base.global_batch = o.global_batch;
     for (int n : space.nodes) {
         if (n < 1) throw InputError("--nodes values must be at least 1 (got " + std::to_string(n) + ")");
     }
@@ -218,7 +227,7 @@ void run_plan(PlanOptions& o, std::ostream& out) {
             const Plan& plan = search.plans[i];
             const Prediction& p = plan.prediction;
             table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
-                           strategy_text(plan), std::to_string(plan.scenario.batch_per_gpu),
+                           strategy_text(plan), std::to_string(batch_of(plan)),
                            format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
         }
         table.print(out);
@@ -264,6 +273,9 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--instance", o->instances, "Worker instance types to consider (default: every GPU instance); repeatable");
     cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")->delimiter(',');
     cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")->delimiter(',');
+    cmd->add_option("--global-batch", o->global_batch,
+                    "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; sizes it does "
+                    "not divide are left out)");
     cmd->add_option("--catalog", o->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
     cmd->add_option("--calibration", o->calibration, "Calibration: built-in, data-free or a file");
     cmd->add_option("--plot", o->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");

@@ -103,7 +103,7 @@ void append_field(std::string& row, std::string_view text) {
 }
 
 /// The scenario's columns, each followed by a comma; gpus_per_node as resolved when known.
-void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node) {
+void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node, int batch_per_gpu) {
     auto text = [&row](std::string_view value) {
         append_field(row, value);
         row += ',';
@@ -124,7 +124,8 @@ void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node)
     text(to_string(s.framework));
     text(to_string(s.strategy));
     text(to_string(s.precision));
-    number(s.batch_per_gpu);
+    if (batch_per_gpu > 0) append_number(row, batch_per_gpu);  // empty: a global batch that did not divide
+    row += ',';
     text(to_string(s.pricing));
     text(servers ? std::string_view(s.ps_instance) : std::string_view());
     if (servers) append_number(row, s.ps_nodes);
@@ -164,7 +165,7 @@ std::string prediction_csv_header() {
 
 void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     const Prediction& p = result.prediction;
-    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0);
+    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, p.gpus > 0 ? p.global_batch / p.gpus : 0);
     row += "true,";
     for (const NumericColumn& column : kPredictionColumns) {
         row += ',';
@@ -182,7 +183,7 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
 }
 
 void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason) {
-    append_scenario_csv(row, scenario, scenario.gpus_per_node);
+    append_scenario_csv(row, scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu);
     row += "false,";
     append_field(row, reason);
     for (std::size_t i = 0; i < std::size(kPredictionColumns) + 4; ++i) row += ',';
@@ -198,6 +199,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     const Prediction& p = result.prediction;
     nlohmann::json scenario = scenario_json(s);
     scenario["gpus_per_node"] = p.nodes > 0 ? p.gpus / p.nodes : 0;  // resolved: 0 meant "all"
+    scenario["batch_per_gpu"] = p.gpus > 0 ? p.global_batch / p.gpus : s.batch_per_gpu;  // resolved from a global batch
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -254,8 +256,10 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  algorithm x buckets", [](const Scenario&, const Prediction& p) {
         return std::string(to_string(p.algorithm)) + " x " + std::to_string(p.buckets);
     });
-    row("precision, batch per GPU", [](const Scenario& s, const Prediction&) {
-        return std::string(to_string(s.precision)) + ", " + std::to_string(s.batch_per_gpu);
+    row("precision, batch per GPU", [](const Scenario& s, const Prediction& p) {
+        std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(p.gpus > 0 ? p.global_batch / p.gpus : 0);
+        if (s.global_batch > 0) text += " (global " + grouped(s.global_batch) + ", fixed)";
+        return text;
     });
     row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.throughput_images_per_s); });
     row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {

@@ -27,6 +27,21 @@ std::string format_gib(double bytes) {
 
 }  // namespace
 
+int per_gpu_batch(const Scenario& scenario, int instance_gpus) {
+    if (scenario.global_batch == 0) return scenario.batch_per_gpu;
+    if (scenario.global_batch < 0) {
+        throw InputError("--global-batch must be at least 1 (got " + std::to_string(scenario.global_batch) + ")");
+    }
+    const long long gpus = static_cast<long long>(scenario.nodes) *
+                           (scenario.gpus_per_node > 0 ? scenario.gpus_per_node : instance_gpus);
+    if (gpus < 1) return scenario.batch_per_gpu;  // resolve() rejects the count itself
+    if (scenario.global_batch % gpus != 0) {
+        throw InputError("global batch " + std::to_string(scenario.global_batch) + " does not divide over " +
+                         std::to_string(gpus) + " GPUs (choose a multiple of the GPU count)");
+    }
+    return static_cast<int>(scenario.global_batch / gpus);
+}
+
 Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters) {
     if (instance.interconnect == Interconnect::efa && efa_adapters == 0) return Interconnect::tcp;
     return instance.interconnect;
@@ -306,7 +321,7 @@ const Workload& CostModel::workload(const std::string& model, int image_size, in
 
 ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     if (scenario.nodes < 1) throw InputError("--nodes must be at least 1 (got " + std::to_string(scenario.nodes) + ")");
-    if (scenario.batch_per_gpu < 1) {
+    if (scenario.global_batch == 0 && scenario.batch_per_gpu < 1) {
         throw InputError("--batch-per-gpu must be at least 1 (got " + std::to_string(scenario.batch_per_gpu) + ")");
     }
     if (scenario.efa_adapters < -1) {
@@ -371,14 +386,16 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     }
 
     // Memory
-    const MemoryEstimate memory = training_memory(work, scenario.precision, scenario.batch_per_gpu);
+    const int batch = per_gpu_batch(scenario, instance.gpus);
+    if (batch < 1) throw InputError("the per-GPU batch must be at least 1 (got " + std::to_string(batch) + ")");
+    const MemoryEstimate memory = training_memory(work, scenario.precision, batch);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
         // Memory grows linearly with the batch, so the largest batch that fits is a division.
         const double batch_independent_bytes = memory.total_bytes() - memory.activations_bytes;
         const int fits = static_cast<int>(std::floor((capacity - batch_independent_bytes) /
                                                      activation_bytes_per_image(work, scenario.precision)));
-        throw InfeasibleError("batch " + std::to_string(scenario.batch_per_gpu) + " per GPU of " + scenario.model + " at " +
+        throw InfeasibleError("batch " + std::to_string(batch) + " per GPU of " + scenario.model + " at " +
                               std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
                               " GiB, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
                               (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
@@ -388,7 +405,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     ResolvedScenario r;
     r.nodes = scenario.nodes;
     r.gpus_per_node = k;
-    r.batch_per_gpu = scenario.batch_per_gpu;
+    r.batch_per_gpu = batch;
     r.strategy = scenario.strategy;
     r.ps_nodes = server ? scenario.ps_nodes : 0;
     r.ps_colocated = scenario.strategy == Strategy::ps && scenario.ps_colocated;

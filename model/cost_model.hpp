@@ -96,6 +96,11 @@ struct ResolvedScenario {
 /// its interconnect, except EFA with none in use, which falls back to NCCL's TCP sockets.
 Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters);
 
+/// The per-GPU batch of a scenario: global_batch / GPUs when the global batch is fixed (GPUs =
+/// nodes x GPUs per node, `instance_gpus` standing for a gpus_per_node of 0), else batch_per_gpu.
+/// Throws InputError when the GPUs do not divide the global batch, naming both numbers.
+int per_gpu_batch(const Scenario& scenario, int instance_gpus);
+
 /// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use (-1:
 /// all), in bytes/s: the line rate (its share of the adapters for EFA) times the fabric's
 /// efficiency, under the fabric's per-node ceiling where it has one (docs/model.md, eq. N1).

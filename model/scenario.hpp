@@ -23,7 +23,10 @@ struct Scenario {
     std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
     int nodes = 8;                         ///< worker instances
     int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has
-    int batch_per_gpu = 256;               ///< images per GPU per iteration
+    int batch_per_gpu = 256;               ///< images per GPU per iteration (unless global_batch is set)
+    /// Images per iteration over all GPUs, held fixed as GPUs are added (strong scaling, as MLPerf
+    /// runs): the per-GPU batch is global_batch / GPUs, which must divide it. 0: batch_per_gpu rules.
+    int global_batch = 0;
     Precision precision = Precision::amp;
     Strategy strategy = Strategy::nccl;
     Framework framework = Framework::tensorflow;

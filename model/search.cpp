@@ -83,14 +83,17 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
                     choices.push_back({});
                 }
                 for (const Servers& choice : choices) {
+                    // A fixed global batch takes the per-GPU batch from the GPUs: one entry per size.
+                    const std::vector<int> batches =
+                        space.base.global_batch > 0 ? std::vector<int>{0} : space.batch_per_gpu;
                     for (int nodes : space.nodes) {
-                        for (int batch : space.batch_per_gpu) {
+                        for (int batch : batches) {
                             Scenario s = space.base;
                             s.instance = instance->name;
                             s.gpus_per_node = k;
                             s.strategy = strategy;
                             s.nodes = nodes;
-                            s.batch_per_gpu = batch;
+                            if (batch > 0) s.batch_per_gpu = batch;
                             s.ps_instance.clear();
                             s.ps_nodes = 0;
                             s.ps_colocated = false;

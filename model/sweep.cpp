@@ -68,7 +68,8 @@ std::size_t SweepSpec::combinations() const {
     return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() *
            pricing.size() * framework.size() * precision.size() * instance.size() * gpus_per_node.size() *
            std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() * ps_nodes.size() *
-           ps_colocated.size() * efa_adapters.size() * nodes.size() * batch_per_gpu.size();
+           ps_colocated.size() * efa_adapters.size() * nodes.size() *
+           (global_batch.empty() ? batch_per_gpu.size() : global_batch.size());
 }
 
 Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const {
@@ -79,7 +80,11 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
         return d;
     };
     Scenario s;
-    s.batch_per_gpu = batch_per_gpu[digit(batch_per_gpu.size())];
+    if (global_batch.empty()) {
+        s.batch_per_gpu = batch_per_gpu[digit(batch_per_gpu.size())];
+    } else {
+        s.global_batch = global_batch[digit(global_batch.size())];
+    }
     s.nodes = nodes[digit(nodes.size())];
     s.efa_adapters = efa_adapters[digit(efa_adapters.size())];
     const bool colocated = ps_colocated[digit(ps_colocated.size())];
@@ -184,6 +189,12 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     if (given("efa_adapters")) out.efa_adapters = parse_list<int>(spec, "efa_adapters", origin, whole(0));
     if (given("nodes")) out.nodes = parse_list<int>(spec, "nodes", origin, whole(1));
     if (given("batch_per_gpu")) out.batch_per_gpu = parse_list<int>(spec, "batch_per_gpu", origin, whole(1));
+    if (given("global_batch")) {
+        if (given("batch_per_gpu")) {
+            throw InputError(std::string(origin) + ": give \"batch_per_gpu\" or \"global_batch\", not both");
+        }
+        out.global_batch = parse_list<int>(spec, "global_batch", origin, whole(1));
+    }
 
     // Guard the product against overflow before anyone sizes a loop by it.
     double product = 1;
@@ -191,7 +202,8 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
                           out.epochs.size(), out.pricing.size(), out.framework.size(), out.precision.size(),
                           out.instance.size(), out.gpus_per_node.size(), std::max<std::size_t>(out.strategy.size(), 1),
                           out.ps_instance.size(), out.ps_ratio.size(), out.ps_nodes.size(), out.ps_colocated.size(),
-                          out.efa_adapters.size(), out.nodes.size(), out.batch_per_gpu.size()}) {
+                          out.efa_adapters.size(), out.nodes.size(), out.batch_per_gpu.size(),
+                          std::max<std::size_t>(out.global_batch.size(), 1)}) {
         product *= static_cast<double>(n);
     }
     if (product > std::ldexp(1.0, 40)) {

@@ -19,13 +19,16 @@
 namespace epochcast {
 
 /// The spec's keys, in the order of the cross product (the last varies fastest).
-inline constexpr std::array<std::string_view, 18> kSweepFields = {
+/// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
+inline constexpr std::array<std::string_view, 19> kSweepFields = {
     "model",         "image_size", "classes",     "dataset_images", "epochs",      "pricing",
     "framework",     "precision",  "instance",    "gpus_per_node",  "strategy",    "ps_instance",
-    "ps_ratio",      "ps_nodes",   "ps_colocated", "efa_adapters",  "nodes",       "batch_per_gpu"};
+    "ps_ratio",      "ps_nodes",   "ps_colocated", "efa_adapters",  "nodes",       "batch_per_gpu",
+    "global_batch"};
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
-/// value; `strategy` left out means nccl (NCCL's own choice of algorithm).
+/// value; `strategy` left out means nccl (NCCL's own choice of algorithm). With `global_batch`
+/// the per-GPU batch of each row is the global batch over the row's GPUs (Scenario::global_batch).
 struct SweepSpec {
     std::vector<std::string> model{"resnet50"};
     std::vector<int> image_size{224};
@@ -45,6 +48,7 @@ struct SweepSpec {
     std::vector<int> efa_adapters{-1};            ///< -1: all the instance has
     std::vector<int> nodes{8};
     std::vector<int> batch_per_gpu{256};
+    std::vector<int> global_batch;                ///< empty: batch_per_gpu rules; else fixed global batches
 
     /// The number of combinations: the product of the lists' lengths.
     std::size_t combinations() const;

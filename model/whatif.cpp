@@ -34,7 +34,15 @@ std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& 
     std::vector<ScalingPoint> curve;
     curve.reserve(sizes.size());
     for (const int n : sizes) {
-        const Prediction p = model.predict(with_nodes(scenario, n));
+        Prediction p;
+        try {
+            p = model.predict(with_nodes(scenario, n));
+        } catch (const InputError&) {
+            // With the global batch fixed, a size it does not divide, or whose per-GPU share does
+            // not fit in memory, has no point on the curve.
+            if (scenario.global_batch > 0) continue;
+            throw;
+        }
         ScalingPoint point;
         point.nodes = p.nodes;
         point.gpus = p.gpus;

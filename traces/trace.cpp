@@ -140,7 +140,13 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     s.instance = r.instance("instance", catalog);
     s.nodes = static_cast<int>(r.integer("nodes", 1));
     s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 0, &zero));
-    s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1));
+    if (r.find("global_batch")) {
+        s.global_batch = static_cast<int>(r.integer("global_batch", 1));
+        const long long fallback = 0;
+        s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 0, &fallback));
+    } else {
+        s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1));
+    }
     auto parse = [&](std::string_view key, auto parser) {
         const std::string value = r.text(key);
         try {
@@ -325,6 +331,7 @@ json scenario_json(const Scenario& s) {
                    {"precision", to_string(s.precision)},
                    {"batch_per_gpu", s.batch_per_gpu},
                    {"pricing", to_string(s.pricing)}};
+    if (s.global_batch > 0) fields["global_batch"] = s.global_batch;
     if (s.strategy == Strategy::ps) {
         if (s.ps_colocated) {
             fields["ps_colocated"] = true;

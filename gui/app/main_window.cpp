@@ -88,7 +88,8 @@ const std::vector<QString>& row_names() {
 
 Column column_of(const QString& header, const Scenario& s, const Prediction& p) {
     return {header,
-            {q(s.instance), QString::number(s.nodes), QString::number(p.gpus), QString::number(s.batch_per_gpu),
+            {q(s.instance), QString::number(s.nodes), QString::number(p.gpus),
+             QString::number(p.gpus > 0 ? p.global_batch / p.gpus : s.batch_per_gpu),
              q(to_string(s.precision)), q(to_string(s.framework)), q(to_string(s.strategy)), q(to_string(s.pricing)),
              QString::number(p.throughput_images_per_s, 'f', 1), QString::number(p.interval.low, 'f', 1),
              QString::number(p.interval.high, 'f', 1), QString::number(p.epoch_s, 'f', 1),
@@ -178,6 +179,12 @@ void MainWindow::buildInputs(QWidget* panel) {
     batch_ = new QSpinBox;
     batch_->setObjectName("batchPerGpu");
     batch_->setRange(1, 8192);
+    global_batch_ = new QSpinBox;
+    global_batch_->setObjectName("globalBatch");
+    global_batch_->setRange(0, 10'000'000);
+    global_batch_->setGroupSeparatorShown(true);
+    global_batch_->setSpecialValueText(tr("not fixed"));
+    global_batch_->setToolTip(tr("Hold the global batch fixed as GPUs are added: the per-GPU batch is it over the GPUs"));
     memory_ = new QLabel;
     memory_->setObjectName("memory");
     memory_->setWordWrap(true);
@@ -206,6 +213,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     form->addRow(tr("Nodes"), nodes_);
     form->addRow(tr("GPUs per node"), gpus_per_node_);
     form->addRow(tr("Batch per GPU"), batch_);
+    form->addRow(tr("Global batch"), global_batch_);
     form->addRow(memory_);
     form->addRow(tr("Precision"), precision_);
     form->addRow(tr("Framework"), framework_);
@@ -397,6 +405,10 @@ void MainWindow::connectInputs() {
         recompute();
     });
     for (QSpinBox* box : {nodes_, gpus_per_node_, batch_, dataset_}) connect(box, &QSpinBox::valueChanged, this, changed);
+    connect(global_batch_, &QSpinBox::valueChanged, this, [this](int value) {
+        batch_->setEnabled(value == 0);  // a fixed global batch sets the per-GPU batch from the GPUs
+        recompute();
+    });
     for (QDoubleSpinBox* box : {ps_ratio_, epochs_}) connect(box, &QDoubleSpinBox::valueChanged, this, changed);
     for (QComboBox* box : {precision_, framework_, ps_instance_, pricing_}) {
         connect(box, &QComboBox::currentIndexChanged, this, changed);
@@ -445,6 +457,7 @@ Scenario MainWindow::scenario() const {
     s.nodes = nodes_->value();
     s.gpus_per_node = gpus_per_node_->value();
     s.batch_per_gpu = batch_->value();
+    s.global_batch = global_batch_->value();
     s.precision = parse_precision(precision_->currentText().toStdString());
     s.framework = parse_framework(framework_->currentText().toStdString());
     s.strategy = parse_strategy(strategy_->currentText().toStdString());
@@ -470,6 +483,8 @@ void MainWindow::setScenario(const Scenario& s) {
     gpus_per_node_->setValue(s.gpus_per_node > 0 ? s.gpus_per_node : gpus);
     nodes_->setValue(s.nodes);
     batch_->setValue(s.batch_per_gpu);
+    global_batch_->setValue(s.global_batch);
+    batch_->setEnabled(s.global_batch == 0);
     precision_->setCurrentText(q(to_string(s.precision)));
     framework_->setCurrentText(q(to_string(s.framework)));
     strategy_->setCurrentText(q(to_string(s.strategy)));

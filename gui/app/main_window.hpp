@@ -139,6 +139,7 @@ private:
     QSpinBox* nodes_ = nullptr;
     QSpinBox* gpus_per_node_ = nullptr;
     QSpinBox* batch_ = nullptr;
+    QSpinBox* global_batch_ = nullptr;  ///< 0: not fixed (batch_ rules)
     QLabel* memory_ = nullptr;
     QComboBox* precision_ = nullptr;
     QComboBox* framework_ = nullptr;

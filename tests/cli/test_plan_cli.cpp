@@ -38,6 +38,20 @@ TEST(PlanCli, TextNamesTheAnswersAndTheFront) {
     EXPECT_EQ(r.out.find("p4d"), std::string::npos) << "only the instances asked for";
 }
 
+TEST(PlanCli, AFixedGlobalBatchIsKeptOnEveryPlan) {
+    const ProcessResult r = run_epochcast("plan --deadline 2h --global-batch 4096 --instance p4d.24xlarge --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(j["front"].empty());
+    for (const auto& f : j["front"]) {
+        EXPECT_EQ(f["global_batch"], 4096);
+        EXPECT_EQ(f["scenario"]["batch_per_gpu"].get<int>() * f["gpus"].get<int>(), 4096);
+    }
+    const ProcessResult both = run_epochcast("plan --deadline 2h --global-batch 4096 --batch-per-gpu 64");
+    EXPECT_EQ(both.exit_code, 2);
+    EXPECT_NE(both.err.find("--global-batch"), std::string::npos) << both.err;
+}
+
 TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {
     const ProcessResult on_demand = run_epochcast("plan --deadline 3h --instance p3.16xlarge --json");
     const ProcessResult spot = run_epochcast("plan --deadline 3h --instance p3.16xlarge --spot --elastic --json");

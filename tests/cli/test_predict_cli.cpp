@@ -51,6 +51,18 @@ TEST(PredictCli, JsonHasTheContractKeys) {
     EXPECT_EQ(json["scenario"]["ps_nodes"], 16);
 }
 
+TEST(PredictCli, GlobalBatchSetsThePerGpuBatchAndAnIndivisibleOneIsExitCode2) {
+    const auto json = nlohmann::json::parse(
+        run_in_process({"predict", "--instance", "dgx-a100", "--nodes", "16", "--global-batch", "2048", "--json"}));
+    EXPECT_EQ(json["global_batch"], 2048);
+    EXPECT_EQ(json["scenario"]["batch_per_gpu"], 16);
+    EXPECT_EQ(json["scenario"]["global_batch"], 2048);
+    EXPECT_EQ(json["interconnect"], "infiniband");
+    const auto bad = testing::run_epochcast("predict --nodes 3 --global-batch 1000");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("does not divide over 24 GPUs"), std::string::npos) << bad.err;
+}
+
 TEST(PredictCli, GpusPerNodeAndDefaultStrategy) {
     const auto json = nlohmann::json::parse(
         run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--json"}));

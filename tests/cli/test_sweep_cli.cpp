@@ -127,6 +127,26 @@ TEST(SweepCli, JsonRowsAreThePredictContract) {
     EXPECT_FALSE(fs::exists(folder / "out.json.partial"));
 }
 
+TEST(SweepCli, AGlobalBatchRowHoldsTheGlobalBatchOverItsGpusAndSaysWhatRan) {
+    TempFile spec(R"({"instance": "dgx-h100", "nodes": [4, 8, 12], "global_batch": 4096, "framework": "pytorch"})");
+    Folder folder;
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + (folder / "out.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_text(folder / "out.json"));
+    ASSERT_EQ(j["rows"].size(), 3u);
+    EXPECT_EQ(j["rows"][0]["scenario"]["batch_per_gpu"], 128);
+    EXPECT_EQ(j["rows"][1]["scenario"]["batch_per_gpu"], 64);
+    EXPECT_EQ(j["rows"][1]["global_batch"], 4096);
+    EXPECT_EQ(j["rows"][1]["interconnect"], "infiniband");
+    EXPECT_NE(j["rows"][1]["algorithm"], "none");
+    EXPECT_EQ(j["rows"][2]["feasible"], false);  // 96 GPUs do not divide 4,096
+    EXPECT_NE(j["rows"][2]["reason"].get<std::string>().find("96 GPUs"), std::string::npos);
+    TempFile both(R"({"global_batch": 4096, "batch_per_gpu": 64})");
+    const ProcessResult refused = run_epochcast("sweep " + both.path() + " -o " + (folder / "both.csv"));
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("global_batch"), std::string::npos) << refused.err;
+}
+
 TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
     Folder folder;
     const std::string out = folder / "out.csv";

@@ -9,6 +9,7 @@
 #include "model/collectives.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
+#include "model/whatif.hpp"
 
 namespace epochcast {
 namespace {
@@ -274,6 +275,65 @@ TEST(CatalogFabric, OneChipOneSpeed) {
     const double large = model().predict(s).throughput_images_per_s;
     EXPECT_LT(std::abs(large / small - 1), 0.05) << small << " against " << large;
     EXPECT_TRUE(model().resolve(s).measured_curve);
+}
+
+}  // namespace
+}  // namespace epochcast
+
+// --- the global batch fixed (strong scaling) ----------------------------------------------------
+
+namespace epochcast {
+namespace {
+
+TEST(GlobalBatch, ThePerGpuBatchIsTheGlobalBatchOverTheGpusAndKeepsTheFixedCost) {
+    const CostModel& m = model();
+    Scenario s;
+    s.instance = "dgx-h100";
+    s.nodes = 316;
+    s.global_batch = 40448;  // 2,528 GPUs x 16 images
+    const ResolvedScenario r = m.resolve(s);
+    EXPECT_EQ(r.batch_per_gpu, 16);
+    const Prediction p = m.predict(r);
+    EXPECT_EQ(p.global_batch, 40448);
+    // Eq. C1 at 16 images: the fixed per-iteration cost is in it, and is most of it at this size.
+    EXPECT_NEAR(p.compute_s, r.fixed_s + 16 * r.time_per_image_s, 1e-12);
+    EXPECT_GT(r.fixed_s, 0.0);
+    EXPECT_GT(r.fixed_s, 0.25 * p.compute_s);
+    // Twice the nodes: half the per-GPU batch, the same global batch.
+    s.nodes = 158;
+    EXPECT_EQ(m.resolve(s).batch_per_gpu, 32);
+    EXPECT_EQ(m.predict(s).global_batch, 40448);
+}
+
+TEST(GlobalBatch, AGlobalBatchTheGpusDoNotDivideIsRefusedNamingBoth) {
+    Scenario s;
+    s.nodes = 3;  // 24 V100
+    s.global_batch = 1000;
+    try {
+        model().resolve(s);
+        ADD_FAILURE() << "expected InputError";
+    } catch (const InputError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("1000"), std::string::npos) << message;
+        EXPECT_NE(message.find("24 GPUs"), std::string::npos) << message;
+    }
+    s.global_batch = -8;
+    EXPECT_THROW(model().resolve(s), InputError);
+}
+
+TEST(GlobalBatch, TheScalingCurveKeepsTheGlobalBatchAndSkipsSizesThatCannotHoldIt) {
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 4;
+    s.global_batch = 8192;  // 1 node: 1,024 per A100 40GB does not fit; 2, 4, 8, 16 nodes do
+    const std::vector<ScalingPoint> curve = scaling_curve(model(), s, 16);
+    ASSERT_FALSE(curve.empty());
+    EXPECT_GT(curve.front().nodes, 1);
+    for (const ScalingPoint& point : curve) {
+        Scenario sized = s;
+        sized.nodes = point.nodes;
+        EXPECT_EQ(model().predict(sized).global_batch, 8192);
+    }
 }
 
 }  // namespace
