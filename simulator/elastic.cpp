@@ -144,6 +144,7 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
         s.scenario.epochs = schedule.epochs();
         s.scenario.batch_per_gpu =
             std::max(1, static_cast<int>(std::lround(static_cast<double>(global_batch) / (nodes * k))));
+        s.scenario.global_batch = 0;  // the rounded per-GPU batch above rules each phase
         try {
             s.prediction = simulated_prediction(model, s.scenario, simulate(model, s.scenario, phase_options));
         } catch (const InfeasibleError& error) {
