@@ -357,15 +357,17 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         if (fit.converged) break;
     }
 
-    // Covariance of the coordinates: (J'J)^-1 at the solution (J includes the prior rows), scaled
-    // up when the runs scatter more than the assumed run sigma.
+    // Covariance of the coordinates: (J'J)^-1 at the solution, J holding the data rows and the
+    // prior rows. Where the runs scatter more than the assumed run sigma, the data rows count for
+    // less (their information is divided by the inflation), never the priors: a parameter the data
+    // do not touch keeps its prior's uncertainty, and none comes out wider than its prior.
     const Eigen::MatrixXd j = problem.jacobian(u, r);
-    const Eigen::MatrixXd information = j.transpose() * j;
-    const Eigen::MatrixXd covariance_u =
-        information.ldlt().solve(Eigen::MatrixXd::Identity(information.rows(), information.cols()));
     const auto data_rows = static_cast<Eigen::Index>(n_data);
     const Eigen::MatrixXd jd = j.topRows(data_rows);
-    fit.effective_parameters = (jd * covariance_u * jd.transpose()).trace();
+    const Eigen::MatrixXd jp = j.bottomRows(j.rows() - data_rows);
+    const Eigen::MatrixXd identity = Eigen::MatrixXd::Identity(j.cols(), j.cols());
+    const Eigen::MatrixXd unscaled_u = (j.transpose() * j).ldlt().solve(identity);
+    fit.effective_parameters = (jd * unscaled_u * jd.transpose()).trace();
     std::vector<FitResidual> record;
     problem.residuals(u, &record);
     double run_squares = 0;
@@ -379,6 +381,8 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     fit.model_sigma = options.run_sigma;
     if (run_count > 0 && dof >= 1.0) fit.model_sigma = std::max(options.run_sigma, std::sqrt(run_squares / dof));
     const double inflation = std::pow(fit.model_sigma / options.run_sigma, 2);
+    const Eigen::MatrixXd information = jd.transpose() * jd / inflation + jp.transpose() * jp;
+    const Eigen::MatrixXd covariance_u = information.ldlt().solve(identity);
 
     // The calibration parameters' covariance: each is its own coordinate, plus the shared level.
     const std::vector<FitMapping>& mappings = problem.mappings();
@@ -389,13 +393,14 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         a(i, m.own) = 1.0;
         if (m.level >= 0) a(i, m.level) = 1.0;
     }
-    const Eigen::MatrixXd covariance = inflation * a * covariance_u * a.transpose();
+    const Eigen::MatrixXd covariance = a * covariance_u * a.transpose();
 
     fit.calibration = problem.calibration_at(u);
     Calibration& c = fit.calibration;
     Uncertainty& uncertainty = c.uncertainty;
     uncertainty = {};
-    uncertainty.method = "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J'J)^-1";
+    uncertainty.method =
+        "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + J_p'J_p)^-1";
     uncertainty.model_sigma = fit.model_sigma;
     const Calibration& before = problem.base_calibration();
     for (Eigen::Index i = 0; i < p; ++i) {

@@ -158,3 +158,30 @@ TEST(Parameters, NamesAndCoordinatesRoundTrip) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// Issue 23: after calibrate, no parameter's uncertainty exceeds its prior's. The runs' scatter
+// inflates only what the runs say; a parameter they do not touch keeps its prior's width.
+TEST(Fit, NoParameterComesOutMoreUncertainThanItsPrior) {
+    const CostModel data_free(Catalog::built_in(), Calibration::data_free_prior());
+    const CostModel built_in(Catalog::built_in(), Calibration::built_in());
+    const std::vector<std::pair<const CostModel*, std::vector<std::string>>> cases = {
+        {&data_free, {kSeed001 + "#0", kSeed001 + "#1"}},
+        {&data_free, {kK80 + "#0", kK80 + "#1"}},
+        {&built_in, {kK80 + "#5", kK80 + "#6"}},  // batch 32: the runs disagree with the prior
+        {&data_free, {kSeed000, kSeed001, kSeed004}},
+    };
+    for (const auto& [prior, files] : cases) {
+        const cli::Evidence e = evidence(files);
+        const CalibrationFit fit = fit_calibration(*prior, e.runs, e.networks);
+        ASSERT_FALSE(fit.parameters.empty());
+        for (const FittedParameter& p : fit.parameters) {
+            EXPECT_LE(p.sigma, p.prior_sigma * (1 + 1e-9)) << files.front() << ": " << p.name;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace epochcast
