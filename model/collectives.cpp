@@ -17,12 +17,6 @@ double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double b
     return (n - 1.0) * latency_s + (n - 1.0) / n * bytes / bandwidth_Bps;
 }
 
-double tree_allreduce_s(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
-    if (ranks <= 1) return 0.0;
-    const double depth = std::ceil(std::log2(static_cast<double>(ranks)));
-    return 2.0 * depth * latency_s + 2.0 * bytes / bandwidth_Bps;
-}
-
 double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
                              double inter_latency_s, double bandwidth_Bps) {
     const double n = static_cast<double>(nodes) * gpus_per_node;

@@ -51,10 +51,6 @@ double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double 
 /// t = 2 alpha + 2(n-1)/n x bytes / bandwidth. Zero for one GPU.
 double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwidth_Bps);
 
-/// Double binary tree all-reduce (NCCL >= 2.4): a pipelined reduce up and broadcast down the
-/// trees; each rank sends and receives about the whole buffer once in each phase, and the
-/// latency grows with the depth. t = 2 ceil(log2 n) alpha + 2 x bytes / bandwidth. Zero for one rank.
-double tree_allreduce_s(double bytes, int ranks, double latency_s, double bandwidth_Bps);
 
 /// Parameter servers on `servers` dedicated hosts, `workers` worker hosts: each worker pushes its
 /// whole gradient and pulls the whole model (full duplex, keys pipelined so push and pull overlap);

@@ -264,7 +264,6 @@ TEST(Collectives, FormulasMatchTheirDerivation) {
     EXPECT_NEAR(ring_allreduce_s(1e9, 8, 1e-6, 10e9), 14e-6 + 0.175, 1e-12);
     EXPECT_NEAR(ring_reduce_scatter_s(1e9, 8, 1e-6, 10e9), 7e-6 + 0.0875, 1e-12);
     EXPECT_EQ(ring_allreduce_s(1e9, 1, 1e-6, 10e9), 0.0);
-    EXPECT_NEAR(tree_allreduce_s(1e9, 8, 1e-6, 10e9), 6e-6 + 0.2, 1e-12);
     // 8 workers, 16 servers: the worker's NIC bounds (0.1 s), not the servers' (0.05 s).
     EXPECT_NEAR(ps_push_pull_s(1e9, 8, 16, 1e-6, 10e9, 10e9), 2e-6 + 0.1, 1e-12);
     // 8 workers, 2 servers: each server takes 4 GB in: 0.4 s.
