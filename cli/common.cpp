@@ -13,7 +13,7 @@ bool ScenarioFlags::any_given() const {
     return false;
 }
 
-Scenario ScenarioFlags::scenario_for(const Catalog& catalog) const {
+Scenario ScenarioFlags::to_scenario() const {
     Scenario s = scenario;
     s.precision = parse_precision(precision, "--precision");
     s.framework = parse_framework(framework, "--framework");

@@ -27,7 +27,7 @@ struct ScenarioFlags {
     /// True when the user gave at least one scenario flag (--pricing does not count).
     bool any_given() const;
     /// The Scenario the flags describe; throws InputError naming a bad value.
-    Scenario scenario_for(const Catalog& catalog) const;
+    Scenario to_scenario() const;
 };
 
 /// Register --instance, --nodes, --gpus-per-node, --batch-per-gpu, --precision, --strategy,

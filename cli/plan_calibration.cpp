@@ -26,7 +26,7 @@ std::string band_percent(double sigma) { return "+/- " + format_number(100.0 * s
 
 void run_plan(const PlanCliOptions& o, std::ostream& out) {
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
-    const Scenario target = o.flags.scenario_for(model.catalog());
+    const Scenario target = o.flags.to_scenario();
     const CalibrationPlan plan = plan_calibration(model, target, o.plan);
     const Prediction predicted = model.predict(target);
 

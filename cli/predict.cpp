@@ -41,7 +41,7 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     const bool any_scenario_flag = o.flags.any_given();
     std::vector<Scenario> scenarios;
     if (any_scenario_flag) {
-        scenarios.push_back(o.flags.scenario_for(model.catalog()));
+        scenarios.push_back(o.flags.to_scenario());
     } else {
         scenarios = seed_cluster();
         for (Scenario& s : scenarios) s.pricing = parse_pricing(o.flags.pricing, "--pricing");

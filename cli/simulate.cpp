@@ -113,7 +113,7 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
 void run_simulate(SimulateOptions& o, std::ostream& out) {
     Catalog catalog = load_catalog(o.catalogs);
     const CostModel model(std::move(catalog), load_calibration(o.calibration.empty() ? "built-in" : o.calibration));
-    Scenario s = o.flags.scenario_for(model.catalog());
+    Scenario s = o.flags.to_scenario();
 
     sim::SimulationOptions options;
     options.iterations = o.iterations;
