@@ -89,7 +89,9 @@ TEST(Catalog, BuiltInFiguresAreConsistent) {
         // Owned reference systems (DGX) have no price by the hour, and say so; everything else is rented.
         const bool owned = instance.source.rfind("Reference system, owned", 0) == 0;
         EXPECT_EQ(instance.price_usd_per_hour > 0, !owned) << instance.name;
-        if (!owned) EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
+        if (!owned) {
+            EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
+        }
         if (instance.gpus > 0) {
             EXPECT_NO_THROW(catalog.gpu_of(instance)) << instance.name;
         } else {
