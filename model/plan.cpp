@@ -31,6 +31,14 @@ Eigen::VectorXd dense_gradient(const CostModel& model, const ResolvedScenario& r
 
 std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario& target, const PlanOptions& options) {
     const InstanceSpec& instance = model.catalog().instance(target.instance);
+    // The target's own per-GPU batch (a fixed global batch over its GPUs) and others around it:
+    // runs at two batch sizes are what separate the fixed per-iteration cost from the per-image
+    // one (eq. C1), which matters most when the target's batch is small.
+    const int target_batch = per_gpu_batch(target, instance.gpus);
+    std::vector<int> batches;
+    for (const int b : {target_batch, target_batch / 2, 2 * target_batch, 8 * target_batch}) {
+        if (b >= 1 && std::find(batches.begin(), batches.end(), b) == batches.end()) batches.push_back(b);
+    }
     std::vector<Scenario> out;
     for (int nodes = 1; nodes <= std::max(1, options.max_nodes); nodes *= 2) {
         std::vector<int> gpus{instance.gpus};
@@ -40,12 +48,12 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
             if (instance.gpus > 1) gpus.push_back(instance.gpus);
         }
         for (const int k : gpus) {
-            for (const int batch : {target.batch_per_gpu, target.batch_per_gpu / 2}) {
-                if (batch < 1) continue;
+            for (const int batch : batches) {
                 Scenario s = target;
                 s.nodes = nodes;
                 s.gpus_per_node = k;
                 s.batch_per_gpu = batch;
+                s.global_batch = 0;  // a calibration run's batch is its own
                 if (s.strategy == Strategy::ps && !s.ps_colocated) {
                     s.ps_nodes = std::max(1, target.ps_nodes * nodes / std::max(1, target.nodes));
                 }

@@ -2,6 +2,9 @@
 // and what is already known needs no run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "model/errors.hpp"
 #include "model/plan.hpp"
 
@@ -30,6 +33,26 @@ TEST(Plan, AnUncalibratedGpuGetsRunsThatEachNarrowTheBand) {
     EXPECT_DOUBLE_EQ(plan.total_cost_usd, total);
     // A short benchmark on a p2.8xlarge ($7.20/h) costs cents to a dollar, not a training run.
     EXPECT_LT(plan.total_cost_usd, 5.0);
+}
+
+// Issue 23: with the global batch fixed, the target's per-GPU batch is small and the fixed
+// per-iteration cost matters; runs at two batch sizes are what tell it from the per-image cost.
+TEST(Plan, ASmallPerGpuBatchGetsRunsAtTwoBatchSizes) {
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario target;
+    target.instance = "p4d.24xlarge";
+    target.nodes = 16;
+    target.global_batch = 2048;  // 16 per A100
+    const CalibrationPlan plan = plan_calibration(model, target);
+    ASSERT_GE(plan.runs.size(), 2u);
+    std::vector<int> batches;
+    for (const PlannedRun& run : plan.runs) {
+        EXPECT_EQ(run.scenario.global_batch, 0) << "a calibration run's batch is its own";
+        batches.push_back(run.scenario.batch_per_gpu);
+    }
+    EXPECT_NE(std::find(batches.begin(), batches.end(), 16), batches.end()) << "the target's own batch";
+    std::sort(batches.begin(), batches.end());
+    EXPECT_GT(std::unique(batches.begin(), batches.end()) - batches.begin(), 1) << "a second batch size";
 }
 
 TEST(Plan, BadLimitsAreInputErrors) {
