@@ -82,7 +82,8 @@ Evidence load_evidence(const std::vector<std::string>& files, const Catalog& cat
             if (used > 0 && used < adapters) continue;
             const int gpus = std::max(1, catalog.instance(m.instance).gpus);
             evidence.networks.push_back({path + "#networks[" + std::to_string(i) + "]", m.instance, used, m.ranks,
-                                         (m.ranks + gpus - 1) / gpus, m.algorithm, m.bus_bandwidth_GBps});
+                                         (m.ranks + gpus - 1) / gpus, m.algorithm, m.bus_bandwidth_GBps,
+                                         m.message_bytes});
         }
         evidence.comparisons.insert(evidence.comparisons.end(), trace.comparisons.begin(), trace.comparisons.end());
     }

@@ -46,14 +46,14 @@ struct NetworkCheck {
     AllReducePrediction predicted;
 };
 
-/// Its prediction: the algorithm NCCL_ALGO forced, or NCCL's own choice, for a message large
-/// enough that latencies vanish (nccl-tests' largest rows).
+/// Its prediction: the algorithm NCCL_ALGO forced, or NCCL's own choice, at the row's message
+/// size, or for a message large enough that latencies vanish (nccl-tests' largest rows).
 NetworkCheck network_check(const CostModel& model, const NetworkObservation& n) {
-    constexpr double kLargeMessageBytes = 1e12;
+    const double bytes = n.message_bytes > 0 ? n.message_bytes : 1e12;
     const InstanceSpec& instance = model.catalog().instance(n.instance);
     const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
-    return {n, predict_allreduce(instance, device, n.ranks, n.efa_adapters, kLargeMessageBytes,
-                                 model.calibration().network, n.algorithm)};
+    return {n, predict_allreduce(instance, device, n.ranks, n.efa_adapters, bytes, model.calibration().network,
+                                 n.algorithm)};
 }
 
 /// One published comparison beside the model's ratio.
@@ -118,7 +118,7 @@ Summary summarise(const std::vector<RunCheck>& checks) {
 
 void print_networks(const std::vector<NetworkCheck>& networks, bool markdown, std::ostream& out) {
     if (networks.empty()) return;
-    Table table({"network", "instance", "nodes x GPUs", "NCCL_ALGO", "algorithm", "measured busbw GB/s",
+    Table table({"network", "instance", "nodes x GPUs", "message", "NCCL_ALGO", "algorithm", "measured busbw GB/s",
                  "predicted GB/s", "error"});
     double sum = 0;
     for (const NetworkCheck& c : networks) {
@@ -126,6 +126,7 @@ void print_networks(const std::vector<NetworkCheck>& networks, bool markdown, st
         const int per_node = std::max(1, n.ranks / std::max(1, n.nodes));
         table.add_row({short_origin(n.origin), n.instance + (n.efa_adapters == 0 ? " (0 EFA)" : ""),
                        std::to_string(n.nodes) + " x " + std::to_string(per_node),
+                       n.message_bytes > 0 ? format_number(n.message_bytes / (1024.0 * 1024.0), 0) + " MiB" : "plateau",
                        n.algorithm == Strategy::nccl ? "default" : std::string(to_string(n.algorithm)),
                        std::string(to_string(c.predicted.algorithm)), format_number(n.bus_bandwidth_GBps, 2),
                        format_number(c.predicted.bus_bandwidth_GBps, 2),

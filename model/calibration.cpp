@@ -125,6 +125,9 @@ NetworkParams read_network(const Fields& f, const NetworkParams* defaults) {
         p.latency_s = value(name + "_latency_s", 0.0, 1.0, fallback.latency_s);
         p.cap_GBps = f.object_contains((name + "_cap_GBps").c_str()) ? f.number((name + "_cap_GBps").c_str(), 0.0, 1e6)
                                                                        : fallback.cap_GBps;
+        p.simple_latency_s = f.object_contains((name + "_simple_latency_s").c_str())
+                                 ? f.number((name + "_simple_latency_s").c_str(), 0.0, 1.0)
+                                 : fallback.simple_latency_s;
     }
     for (const IntraLink l : kAllIntraLinks) {
         const std::string name(to_string(l));
@@ -306,6 +309,7 @@ std::string Calibration::to_json() const {
         net[name + "_efficiency"] = network.fabric(i).efficiency;
         net[name + "_latency_s"] = network.fabric(i).latency_s;
         if (network.fabric(i).cap_GBps > 0) net[name + "_cap_GBps"] = network.fabric(i).cap_GBps;
+        if (network.fabric(i).simple_latency_s > 0) net[name + "_simple_latency_s"] = network.fabric(i).simple_latency_s;
     }
     for (const IntraLink l : kAllIntraLinks) {
         net[std::string(to_string(l)) + "_efficiency"] = network.link(l).efficiency;

@@ -57,6 +57,10 @@ struct FrameworkProfile {
 struct FabricParams {
     double efficiency = 0;  ///< all-reduce bus bandwidth across nodes over the node's line rate
     double latency_s = 0;   ///< per inter-node hop of a collective (NCCL's per-step network latency), seconds
+    /// Per inter-node hop of NCCL's Simple protocol, the one that reaches the full bandwidth, in
+    /// seconds; latency_s is then the low-latency protocol's, which moves half the bytes per
+    /// transfer (eq. N3). 0: one protocol, latency_s at full bandwidth.
+    double simple_latency_s = 0;
     double cap_GBps = 0;    ///< per-node ceiling of that bus bandwidth, in 10^9 bytes/s; 0: none
 };
 

@@ -28,6 +28,11 @@ double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double 
 /// tree's bus bandwidth is the ring's x 0.92).
 inline constexpr double kTreeBandwidthFactor = 0.92;
 
+/// The share of the bandwidth NCCL's low-latency protocol (LL) reaches: each 8-byte word it sends
+/// carries 4 bytes of data and a 4-byte flag (src/graph/tuning.cc: LL's bus bandwidth is Simple's
+/// x 0.5), in exchange for a shorter latency per hop (eq. N3).
+inline constexpr double kLowLatencyBandwidthFactor = 0.5;
+
 /// Bytes that the busiest node of NCCL's double binary tree sends (and receives) across the
 /// network per byte all-reduced (eq. T2): each tree carries half the buffer up (reduce) and down
 /// (broadcast). With two nodes each is the other's only neighbour, so a node sends each half once:

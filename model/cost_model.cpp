@@ -124,22 +124,24 @@ double exposed_communication_s(double communication_s, double backward_s, double
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
 
-double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
     const int k = s.gpus_per_node;
     const int m = s.nodes;
+    const double f = protocol.bandwidth_factor;
+    const double intra_Bps = f * s.intra_bandwidth_Bps;
+    const double inter_Bps = f * s.inter_bandwidth_Bps;
+    const double nvls_Bps = f * s.nvls_bandwidth_Bps;
     // The slowest link of a ring or tree through every GPU: the NIC across nodes, NVLink/PCIe
     // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
-    const double bandwidth = m == 1 ? s.intra_bandwidth_Bps
-                             : k > 1 ? std::min(s.intra_bandwidth_Bps, s.inter_bandwidth_Bps)
-                                     : s.inter_bandwidth_Bps;
+    const double bandwidth = m == 1 ? intra_Bps : k > 1 ? std::min(intra_Bps, inter_Bps) : inter_Bps;
     switch (algorithm) {
         case Algorithm::ring:
-            return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, s.inter_latency_s, bandwidth);
+            return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, bandwidth);
         case Algorithm::tree: {
             // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
             // (NCCL's NVLSTree) the switch reduces, as fast as one NVLS all-reduce (eq. V1).
-            const double node_Bps = s.nvls_bandwidth_Bps > 0 ? s.nvls_bandwidth_Bps * k / (k - 1.0) : s.intra_bandwidth_Bps;
-            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, s.inter_latency_s, s.inter_bandwidth_Bps, node_Bps);
+            const double node_Bps = nvls_Bps > 0 ? nvls_Bps * k / (k - 1.0) : intra_Bps;
+            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps, node_Bps);
         }
         case Algorithm::nvls:
             return nvls_allreduce_s(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
@@ -151,6 +153,22 @@ double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double b
         case Algorithm::push_pull: break;
     }
     return 0.0;
+}
+
+Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    const Protocol single{s.inter_latency_s, 1.0};
+    const bool two = s.inter_simple_latency_s > 0 && s.nodes > 1 &&
+                     (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
+    if (!two) return single;
+    const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
+    const Protocol simple{s.inter_simple_latency_s, 1.0};
+    return allreduce_time_s(s, algorithm, bytes, low_latency) < allreduce_time_s(s, algorithm, bytes, simple)
+               ? low_latency
+               : simple;
+}
+
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    return allreduce_time_s(s, algorithm, bytes, nccl_protocol(s, algorithm, bytes));
 }
 
 Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
@@ -217,6 +235,7 @@ ResolvedScenario network_only(const InstanceSpec& instance, DeviceKind device, i
     s.intra_latency_s = network.link(s.intra_link).latency_s;
     s.inter_bandwidth_Bps = node_network_Bps(instance, efa_adapters, network);
     s.inter_latency_s = network.fabric(s.interconnect).latency_s;
+    s.inter_simple_latency_s = network.fabric(s.interconnect).simple_latency_s;
     if (device != DeviceKind::cpu && instance.has_nvls()) s.nvls_bandwidth_Bps = instance.intra_node_GBps * network.nvls_efficiency * 1e9;
     return s;
 }
@@ -492,6 +511,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.intra_latency_s = net.link(r.intra_link).latency_s;
     r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
     r.inter_latency_s = net.fabric(r.interconnect).latency_s;
+    r.inter_simple_latency_s = net.fabric(r.interconnect).simple_latency_s;
     Interconnect latency_fabric = r.interconnect;
     if (server) {
         r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);

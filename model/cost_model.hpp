@@ -71,7 +71,8 @@ struct ResolvedScenario {
     double intra_bandwidth_Bps = 0;    ///< GPU-to-GPU inside a node, in bytes/s
     double intra_latency_s = 0;        ///< per message inside a node, in seconds
     double inter_bandwidth_Bps = 0;    ///< one worker node's network, in bytes/s
-    double inter_latency_s = 0;        ///< per message across nodes, in seconds
+    double inter_latency_s = 0;        ///< per message across nodes, in seconds (the low-latency protocol's)
+    double inter_simple_latency_s = 0; ///< per message across nodes with NCCL's Simple protocol; 0: one protocol
     double server_bandwidth_Bps = 0;   ///< one parameter-server node's network, in bytes/s
 
     // Input pipeline
@@ -110,9 +111,21 @@ double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const Ne
 /// class's efficiency (eq. N2). A host's CPU ranks (`local-cpu`) give their measured bus bandwidth.
 double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network);
 
+/// NCCL's protocol for one collective across nodes (eq. N3): the low-latency one (the fabric's
+/// latency, kLowLatencyBandwidthFactor of every bandwidth) or Simple (its own latency, the full
+/// bandwidth), whichever is cheaper for the bytes.
+struct Protocol {
+    double inter_latency_s = 0;     ///< per inter-node hop
+    double bandwidth_factor = 1;    ///< of every bandwidth the algorithm uses
+};
+Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes);
+
 /// One all-reduce of `bytes` on the resolved cluster by `algorithm` (ring, tree, nvls or
-/// hierarchical), in seconds (eqs. R1-R3, T2, V1). Zero for one GPU.
+/// hierarchical), in seconds (eqs. R1-R3, T2, V1, with N3's protocol across nodes). Zero for one GPU.
 double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes);
+
+/// The same with the protocol given.
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol);
 
 /// The algorithm NCCL picks by default for one all-reduce of `bytes` on the resolved cluster: the
 /// cheapest of ring, tree (several nodes) and NVLS (one node with NVLink SHARP), as NCCL's own

@@ -128,7 +128,10 @@ public:
             const InstanceSpec& instance = model.catalog().instance(n.instance);
             const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
             const double predicted_GBps =
-                allreduce_bus_bandwidth_GBps(instance, device, n.ranks, n.efa_adapters, c.network, n.algorithm);
+                n.message_bytes > 0
+                    ? predict_allreduce(instance, device, n.ranks, n.efa_adapters, n.message_bytes, c.network, n.algorithm)
+                          .bus_bandwidth_GBps
+                    : allreduce_bus_bandwidth_GBps(instance, device, n.ranks, n.efa_adapters, c.network, n.algorithm);
             r.push_back(std::log(predicted_GBps / n.bus_bandwidth_GBps) / options_.network_sigma);
             if (record) record->push_back({n.origin, "bus_bandwidth_GBps", n.bus_bandwidth_GBps, predicted_GBps});
         }

@@ -33,7 +33,8 @@ struct NetworkObservation {
     int ranks = 0;                    ///< GPUs in the all-reduce
     int nodes = 0;                    ///< nodes they ran on (ranks over the instance's GPUs, rounded up)
     Strategy algorithm = Strategy::nccl;  ///< NCCL_ALGO of the test: nccl (NCCL's default), ring or tree
-    double bus_bandwidth_GBps = 0;    ///< large-message bus bandwidth, in 10^9 bytes/s
+    double bus_bandwidth_GBps = 0;    ///< bus bandwidth, in 10^9 bytes/s
+    double message_bytes = 0;         ///< the message size it was measured at; 0: the large-message plateau
 };
 
 /// A published relative figure where no absolute throughput was published: how one configuration

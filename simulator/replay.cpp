@@ -285,12 +285,16 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                 // and every rank streams 2(N-1)/N of the bytes to its successor, so it is replayed in
                 // the coarse form whatever the granularity.
                 phase("ring", [&] {
-                    const double latency = nccl_ring_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, s_.inter_latency_s, 1.0);
+                    // NCCL's protocol (eq. N3): the low-latency one moves each byte at half the
+                    // links' speed, replayed as twice the bytes on the simulated links.
+                    const Protocol protocol = nccl_protocol(s_, Algorithm::ring, bytes);
+                    const double latency =
+                        nccl_ring_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, protocol.inter_latency_s, 1.0);
                     sg4::this_actor::sleep_for(std::max(0.0, latency - flat_latency_s_));
                     std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
                     for (int g = 0; g < gpus_; ++g) pairs.emplace_back(platform_.gpus[static_cast<std::size_t>(g)],
                                                                        platform_.gpus[static_cast<std::size_t>((g + 1) % gpus_)]);
-                    transfer_round(pairs, 2.0 * (n - 1.0) / n * bytes);
+                    transfer_round(pairs, 2.0 * (n - 1.0) / n * bytes / protocol.bandwidth_factor);
                 });
             }
             break;
@@ -300,13 +304,15 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
             // (NVLSTree) is faster than the link's bandwidth by node_Bps / intra_bandwidth, so it
             // carries proportionally fewer bytes on the simulated link.
             phase("tree", [&] {
-                const double latency = nccl_tree_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, s_.inter_latency_s, 1.0, 1.0);
+                const Protocol protocol = nccl_protocol(s_, Algorithm::tree, bytes);
+                const double latency =
+                    nccl_tree_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, protocol.inter_latency_s, 1.0, 1.0);
                 const double route_s = nodes_ > 1 ? inter_latency_s_ : intra_latency_s_;
                 sg4::this_actor::sleep_for(std::max(0.0, latency - route_s));
                 std::vector<sg4::CommPtr> comms;
                 if (k_ > 1) {
                     const double node_Bps = s_.nvls_bandwidth_Bps > 0 ? s_.nvls_bandwidth_Bps * k_ / (k_ - 1.0) : s_.intra_bandwidth_Bps;
-                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / node_Bps;
+                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / node_Bps / protocol.bandwidth_factor;
                     for (int node = 0; node < nodes_; ++node) {
                         for (int i = 0; i + 1 < k_; ++i) {
                             comms.push_back(sg4::Comm::sendto_async(platform_.gpu(node, i), platform_.gpu(node, i + 1), chain_bytes));
@@ -314,7 +320,8 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                     }
                 }
                 if (nodes_ > 1) {
-                    const double tree_bytes = tree_network_bytes_factor(nodes_) * bytes / kTreeBandwidthFactor;
+                    const double tree_bytes =
+                        tree_network_bytes_factor(nodes_) * bytes / kTreeBandwidthFactor / protocol.bandwidth_factor;
                     for (int node = 0; node < nodes_; ++node) {
                         comms.push_back(sg4::Comm::sendto_async(platform_.node_hosts[static_cast<std::size_t>(node)],
                                                                 platform_.node_hosts[static_cast<std::size_t>((node + 1) % nodes_)],

@@ -35,6 +35,9 @@ struct NetworkMeasurement {
     double latency_s = 0;               ///< fitted alpha, seconds per all-reduce (0: unknown)
     double bus_bandwidth_GBps = 0;      ///< fitted B (or the table's largest), in 10^9 bytes/s
     double max_bus_bandwidth_GBps = 0;  ///< largest bus bandwidth in the table
+    /// The message size bus_bandwidth_GBps was measured at, in bytes, for a figure read off one row
+    /// of a published table; 0: the large-message plateau (a fitted B, or a table's largest).
+    double message_bytes = 0;
     double average_bus_bandwidth_GBps = 0;  ///< mean over the table, as nccl-tests prints it
     std::vector<NcclSample> samples;
 };

@@ -255,6 +255,7 @@ NetworkMeasurement read_network(const json& entry, const std::string& where, con
     m.latency_s = r.number("latency_s", !m.samples.empty(), false).value_or(0.0);
     m.bus_bandwidth_GBps = *r.number("bus_bandwidth_GBps", true);
     m.max_bus_bandwidth_GBps = r.number("max_bus_bandwidth_GBps", false, false).value_or(0.0);
+    m.message_bytes = r.number("message_bytes", false, true).value_or(0.0);
     m.average_bus_bandwidth_GBps = r.number("average_bus_bandwidth_GBps", false, false).value_or(0.0);
     return m;
 }
@@ -377,6 +378,7 @@ json network_json(const NetworkMeasurement& m) {
                   {"average_bus_bandwidth_GBps", m.average_bus_bandwidth_GBps}};
     if (m.efa_adapters >= 0) entry["efa_adapters"] = m.efa_adapters;
     if (m.algorithm != Strategy::nccl) entry["algorithm"] = to_string(m.algorithm);
+    if (m.message_bytes > 0) entry["message_bytes"] = m.message_bytes;
     // A table without samples has no fitted alpha: write none rather than a made-up 0.
     if (!m.samples.empty() || m.latency_s > 0) entry["latency_s"] = m.latency_s;
     if (!m.samples.empty()) {
