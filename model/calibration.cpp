@@ -83,8 +83,10 @@ RooflinePrior read_roofline(const Fields& f) {
     return r;
 }
 
-FrameworkProfile read_framework(const Fields& f) {
+FrameworkProfile read_framework(const Fields& f, const FrameworkProfile* defaults) {
     FrameworkProfile p;
+    // Files written before the key existed take the data-free prior's bucket.
+    p.bucket_MiB = defaults && !f.object_contains("bucket_MiB") ? defaults->bucket_MiB : f.number("bucket_MiB", 1e-6, 1e6);
     p.fixed_overhead_s = f.number("fixed_overhead_s", 0.0, 10.0);
     p.sync_jitter = f.number("sync_jitter", 0.0, 10.0);
     p.allreduce_overlap = f.number("allreduce_overlap", 0.0, 1.0);
@@ -245,7 +247,12 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
             c.framework(f) = data_free_prior().framework(f);
             continue;
         }
-        c.framework(f) = read_framework(frameworks.child(name.c_str()));
+        if (origin == kPriorOrigin) {
+            c.framework(f) = read_framework(frameworks.child(name.c_str()), nullptr);
+        } else {
+            const Calibration prior = data_free_prior();
+            c.framework(f) = read_framework(frameworks.child(name.c_str()), &prior.framework(f));
+        }
     }
     const json& curves = root.at("compute");
     if (!curves.is_array()) root.fail("compute", "must be an array");
@@ -288,6 +295,7 @@ std::string Calibration::to_json() const {
                                                          {"sync_jitter", p.sync_jitter},
                                                          {"allreduce_overlap", p.allreduce_overlap},
                                                          {"ps_overlap", p.ps_overlap},
+                                                         {"bucket_MiB", p.bucket_MiB},
                                                          {"relative_sigma", p.relative_sigma},
                                                          {"source", p.source}};
     }

@@ -49,6 +49,10 @@ struct FrameworkProfile {
     double sync_jitter = 0;         ///< relative standard deviation of one worker's compute time (stragglers)
     double allreduce_overlap = 0;   ///< fraction of the backward pass that hides all-reduce traffic, 0..1
     double ps_overlap = 0;          ///< same for parameter-server push/pull, 0..1
+    /// Gradient bucket the framework all-reduces at once, in MiB: Horovod's fusion threshold (64),
+    /// PyTorch DDP's bucket_cap_mb (25), epochcast-train's --fusion-mib (4). A Scenario's
+    /// fusion_threshold_MiB overrides it.
+    double bucket_MiB = 0;
     double relative_sigma = 0;      ///< 1-sigma relative uncertainty of the sync and overlap terms
     std::string source;
 };

@@ -351,7 +351,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     }
     if (scenario.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
     if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive");
-    if (!(scenario.fusion_threshold_MiB > 0)) throw InputError("the fusion threshold must be positive");
+    if (!(scenario.fusion_threshold_MiB >= 0) || !std::isfinite(scenario.fusion_threshold_MiB)) {
+        throw InputError("the fusion threshold must be positive (0: the framework's bucket)");
+    }
 
     const InstanceSpec& instance = catalog_->instance(scenario.instance);
     if (instance.gpus == 0) {
@@ -506,7 +508,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.interconnect = fabric_in_use(instance, efa);
     r.intra_link = instance.intra_link();
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
-    r.bucket_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
+    r.bucket_bytes = (scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB : profile.bucket_MiB) * 1024.0 * 1024.0;
     r.intra_bandwidth_Bps = intra_node_Bps(instance, gpu.kind, net);
     r.intra_latency_s = net.link(r.intra_link).latency_s;
     r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);

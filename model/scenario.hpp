@@ -38,7 +38,7 @@ struct Scenario {
                                            ///< (NCCL falls back to TCP sockets, seed 004)
 
     Pricing pricing = Pricing::on_demand;
-    double fusion_threshold_MiB = 64;      ///< gradient fusion buffer (Horovod default 64 MiB)
+    double fusion_threshold_MiB = 0;       ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
 };
 
 }  // namespace epochcast

@@ -325,7 +325,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
-    input.fusion_threshold_bytes = scenario.fusion_threshold_MiB * 1024.0 * 1024.0;
+    input.fusion_threshold_bytes = resolved.bucket_bytes;
     input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
     input.timeline_path = options.timeline_path;
     return run_in_child(std::move(input), options);

@@ -370,3 +370,32 @@ TEST(Fabrics, EfaAcrossMessageSizesFromGradientBucketsToThePlateau) {
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+TEST(Buckets, EachFrameworkAllReducesInItsOwnBucketsUnlessTheScenarioSetsThem) {
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 2;
+    s.precision = Precision::fp32;  // 4 bytes a gradient: ResNet-50's 25.6 M make 102 MB
+    s.batch_per_gpu = 64;
+    const double gradient_bytes = model().resolve(s).gradient_bytes;
+    auto buckets = [&](Framework framework, double threshold_MiB) {
+        Scenario t = s;
+        t.framework = framework;
+        t.fusion_threshold_MiB = threshold_MiB;
+        return model().predict(t).buckets;
+    };
+    const auto expected = [&](double MiB) { return static_cast<int>(std::ceil(gradient_bytes / (MiB * 1048576))); };
+    EXPECT_EQ(buckets(Framework::tensorflow, 0), expected(64));  // Horovod's fusion threshold
+    EXPECT_EQ(buckets(Framework::pytorch, 0), expected(25));     // DDP's bucket_cap_mb
+    EXPECT_EQ(buckets(Framework::epochcast, 0), expected(4));    // epochcast-train's --fusion-mib
+    EXPECT_EQ(buckets(Framework::pytorch, 8), expected(8));
+    EXPECT_GT(buckets(Framework::pytorch, 0), buckets(Framework::tensorflow, 0));
+    s.fusion_threshold_MiB = -1;
+    EXPECT_THROW(model().resolve(s), InputError);
+}
+
+}  // namespace
+}  // namespace epochcast
