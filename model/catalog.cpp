@@ -185,7 +185,9 @@ void parse_fabric(const json& entry, const Where& where, const InstanceSpec* bas
     if (given) {
         instance.interconnect = parse_interconnect(required_string(entry, "interconnect", where),
                                                    std::string(where.origin) + ": " + where.entry + ": key \"interconnect\"");
-    } else if (!base || entry.contains("efa_adapters")) {
+    } else if (!base || (entry.contains("efa_adapters") && (instance.interconnect == Interconnect::efa ||
+                                                             instance.interconnect == Interconnect::tcp))) {
+        // A new entry, or a known EFA/TCP one whose adapters change: EFA exactly when it has some.
         instance.interconnect = instance.efa_adapters > 0 ? Interconnect::efa : Interconnect::tcp;
     }
     if (instance.interconnect == Interconnect::efa && instance.efa_adapters == 0) {
@@ -234,12 +236,13 @@ InstanceSpec parse_instance(const json& entry, const Where& where, const Instanc
     instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, instance.efa_adapters);
     parse_fabric(entry, where, base, instance);
     instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, instance.intra_node_GBps);
-    const bool link_changed = !base || entry.contains("intra_node_GBps") || entry.contains("gpus");
+    // A known entry keeps its link unless the file names one; a new entry's defaults to PCIe up to
+    // 64 GB/s (a x16 gen5 slot each way), else NVLink, without NVSwitch.
     std::string link_default = instance.intra_node_link;
-    if (link_changed) link_default = instance.gpus <= 1 ? "" : instance.intra_node_GBps <= 64 ? "pcie" : "nvlink";
+    if (!base) link_default = instance.gpus <= 1 ? "" : instance.intra_node_GBps <= 64 ? "pcie" : "nvlink";
     instance.intra_node_link = optional_string(entry, "intra_node_link", where, link_default);
     instance.nvlink_generation = instance.intra_node_link.empty() ? 0 : parse_intra_node_link(instance.intra_node_link, where);
-    instance.nvswitch = boolean(entry, "nvswitch", where, link_changed && !entry.contains("intra_node_link") ? false : instance.nvswitch);
+    instance.nvswitch = boolean(entry, "nvswitch", where, base && !entry.contains("intra_node_link") ? instance.nvswitch : false);
     if (instance.nvswitch && instance.intra_node_link.rfind("nvlink", 0) != 0) {
         where.fail("nvswitch", "is true, but intra_node_link is '" + instance.intra_node_link + "', not NVLink");
     }

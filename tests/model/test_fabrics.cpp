@@ -254,6 +254,14 @@ TEST(CatalogFabric, APriceOnlyOverrideKeepsEveryOtherFigure) {
     EXPECT_EQ(p4d.intra_node_link, before.intra_node_link);
     EXPECT_EQ(p4d.source, before.source);
     EXPECT_EQ(c.gpu("K80").memory_gib, 11.5);
+    // Overriding one figure of the node keeps its link and fabric.
+    c.merge(Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "dgx-a100", "intra_node_GBps": 500, "efa_adapters": 0}]})",
+                           "bandwidth.json", c));
+    EXPECT_EQ(c.instance("dgx-a100").intra_node_GBps, 500);
+    EXPECT_EQ(c.instance("dgx-a100").intra_node_link, "nvlink3");
+    EXPECT_TRUE(c.instance("dgx-a100").nvswitch);
+    EXPECT_EQ(c.instance("dgx-a100").interconnect, Interconnect::infiniband);
     EXPECT_EQ(c.gpu("K80").fp32_tflops, catalog().gpu("K80").fp32_tflops);
     // A new instance still needs every required key, and the error names the missing one.
     EXPECT_NE(input_error(R"({"schema": "epochcast.catalog/1", "instances": [{"name": "new", "price_usd_per_hour": 1}]})",
