@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -119,17 +120,18 @@ NetworkParams read_network(const Fields& f, const NetworkParams* defaults) {
         if (defaults && !f.object_contains(key.c_str())) return fallback;
         return f.number(key.c_str(), low, high);
     };
+    // Keys no file needs, the prior included (0: none): a fabric's cap and its Simple latency.
+    auto optional = [&](const std::string& key, double high, double fallback) {
+        return f.object_contains(key.c_str()) ? f.number(key.c_str(), 0.0, high) : fallback;
+    };
     for (const Interconnect i : kAllInterconnects) {
         const std::string name(to_string(i));
         const FabricParams fallback = defaults ? defaults->fabric(i) : FabricParams{};
         FabricParams& p = n.fabric(i);
         p.efficiency = value(name + "_efficiency", 1e-3, 1.0, fallback.efficiency);
         p.latency_s = value(name + "_latency_s", 0.0, 1.0, fallback.latency_s);
-        p.cap_GBps = f.object_contains((name + "_cap_GBps").c_str()) ? f.number((name + "_cap_GBps").c_str(), 0.0, 1e6)
-                                                                       : fallback.cap_GBps;
-        p.simple_latency_s = f.object_contains((name + "_simple_latency_s").c_str())
-                                 ? f.number((name + "_simple_latency_s").c_str(), 0.0, 1.0)
-                                 : fallback.simple_latency_s;
+        p.cap_GBps = optional(name + "_cap_GBps", 1e6, fallback.cap_GBps);
+        p.simple_latency_s = optional(name + "_simple_latency_s", 1.0, fallback.simple_latency_s);
     }
     for (const IntraLink l : kAllIntraLinks) {
         const std::string name(to_string(l));
@@ -239,32 +241,26 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
         }
     }
     c.roofline = read_roofline(root.child("roofline"));
+    // Every file but the data-free prior itself takes the keys it lacks (written before they
+    // existed) from the prior, read once here.
+    const std::optional<Calibration> prior =
+        origin == kPriorOrigin ? std::nullopt : std::optional<Calibration>(data_free_prior());
     const Fields frameworks = root.child("frameworks");
     for (Framework f : kAllFrameworks) {
         const std::string name(to_string(f));
-        if (f == Framework::epochcast && !frameworks.object_contains(name.c_str())) {
+        if (prior && f == Framework::epochcast && !frameworks.object_contains(name.c_str())) {
             // Files written before epochcast's own executor had a profile: take the prior's.
-            c.framework(f) = data_free_prior().framework(f);
+            c.framework(f) = prior->framework(f);
             continue;
         }
-        if (origin == kPriorOrigin) {
-            c.framework(f) = read_framework(frameworks.child(name.c_str()), nullptr);
-        } else {
-            const Calibration prior = data_free_prior();
-            c.framework(f) = read_framework(frameworks.child(name.c_str()), &prior.framework(f));
-        }
+        c.framework(f) = read_framework(frameworks.child(name.c_str()), prior ? &prior->framework(f) : nullptr);
     }
     const json& curves = root.at("compute");
     if (!curves.is_array()) root.fail("compute", "must be an array");
     for (std::size_t i = 0; i < curves.size(); ++i) {
         c.compute.push_back(read_curve(Fields(curves[i], origin, "compute[" + std::to_string(i) + "]")));
     }
-    if (origin == kPriorOrigin) {
-        c.network = read_network(root.child("network"), nullptr);
-    } else {
-        const Calibration prior = data_free_prior();
-        c.network = read_network(root.child("network"), &prior.network);
-    }
+    c.network = read_network(root.child("network"), prior ? &prior->network : nullptr);
     const Fields pipeline = root.child("input_pipeline");
     c.decode_images_per_s_per_vcpu = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
     c.decode_relative_sigma = pipeline.number("relative_sigma", 0.0, 10.0);
