@@ -58,8 +58,7 @@ void run_import(const ImportOptions& o, std::ostream& out) {
     write_trace(trace, o.output);
 
     // What the built-in fabric figures say of the same test (docs/model.md, eqs. N1-A1).
-    const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : catalog.gpu(instance.gpu).kind;
-    const double model_GBps = allreduce_bus_bandwidth_GBps(instance, device, m.ranks, m.efa_adapters,
+    const double model_GBps = allreduce_bus_bandwidth_GBps(instance, catalog.device_kind(instance), m.ranks, m.efa_adapters,
                                                            Calibration::built_in().network, algorithm);
     Table table({"instance", "fabric", "ranks", "NCCL_ALGO", "sizes", "alpha (us)", "fitted bus GB/s", "max bus GB/s",
                  "avg bus GB/s", "built-in model GB/s"});

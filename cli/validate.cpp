@@ -49,11 +49,7 @@ struct NetworkCheck {
 /// Its prediction: the algorithm NCCL_ALGO forced, or NCCL's own choice, at the row's message
 /// size, or for a message large enough that latencies vanish (nccl-tests' largest rows).
 NetworkCheck network_check(const CostModel& model, const NetworkObservation& n) {
-    const double bytes = n.message_bytes > 0 ? n.message_bytes : 1e12;
-    const InstanceSpec& instance = model.catalog().instance(n.instance);
-    const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
-    return {n, predict_allreduce(instance, device, n.ranks, n.efa_adapters, bytes, model.calibration().network,
-                                 n.algorithm)};
+    return {n, predict_allreduce(model.catalog(), n, model.calibration().network)};
 }
 
 /// One published comparison beside the model's ratio.

@@ -375,6 +375,10 @@ void Catalog::merge(const Catalog& other) {
     }
 }
 
+DeviceKind Catalog::device_kind(const InstanceSpec& instance) const {
+    return instance.gpu.empty() ? DeviceKind::gpu : gpu(instance.gpu).kind;
+}
+
 std::vector<std::string> Catalog::same_chip(const GpuSpec& gpu) const {
     std::vector<std::string> names;
     for (const GpuSpec& other : gpus_) {

@@ -104,6 +104,10 @@ public:
     /// The GPU of an instance; throws InputError for a CPU-only instance.
     const GpuSpec& gpu_of(const InstanceSpec& instance) const;
 
+    /// What computes on the instance: its GPU's kind (a `local-cpu` entry's is cpu), gpu for a
+    /// CPU-only instance.
+    DeviceKind device_kind(const InstanceSpec& instance) const;
+
     /// The other GPUs of the same chip as `gpu` (GpuSpec::chip), by name.
     std::vector<std::string> same_chip(const GpuSpec& gpu) const;
 

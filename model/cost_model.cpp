@@ -63,6 +63,22 @@ double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const Net
 
 namespace {
 
+/// The network fields of a resolved scenario for `efa_adapters` of `instance`'s adapters in use
+/// (eqs. N1-N3): what resolve() and the nccl-tests predictions share.
+void set_network(ResolvedScenario& r, const InstanceSpec& instance, DeviceKind device, int efa_adapters,
+                 const NetworkParams& network) {
+    r.interconnect = fabric_in_use(instance, efa_adapters);
+    r.intra_link = instance.intra_link();
+    r.intra_bandwidth_Bps = intra_node_Bps(instance, device, network);
+    r.intra_latency_s = network.link(r.intra_link).latency_s;
+    r.inter_bandwidth_Bps = node_network_Bps(instance, efa_adapters, network);
+    r.inter_latency_s = network.fabric(r.interconnect).latency_s;
+    r.inter_simple_latency_s = network.fabric(r.interconnect).simple_latency_s;
+    r.nvls_bandwidth_Bps = device != DeviceKind::cpu && instance.has_nvls()
+                               ? instance.intra_node_GBps * network.nvls_efficiency * 1e9
+                               : 0.0;
+}
+
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
     switch (precision) {
         case Precision::fp32: return gpu.fp32_tflops * 1e12;
@@ -124,25 +140,28 @@ double exposed_communication_s(double communication_s, double backward_s, double
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
 
+double tree_node_Bps(const ResolvedScenario& s) {
+    // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
+    // (NCCL's NVLSTree) the switch reduces, as fast as one NVLS all-reduce (eq. V1).
+    const int k = s.gpus_per_node;
+    return s.nvls_bandwidth_Bps > 0 && k > 1 ? s.nvls_bandwidth_Bps * k / (k - 1.0) : s.intra_bandwidth_Bps;
+}
+
 double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
     const int k = s.gpus_per_node;
     const int m = s.nodes;
     const double f = protocol.bandwidth_factor;
     const double intra_Bps = f * s.intra_bandwidth_Bps;
     const double inter_Bps = f * s.inter_bandwidth_Bps;
-    const double nvls_Bps = f * s.nvls_bandwidth_Bps;
     // The slowest link of a ring or tree through every GPU: the NIC across nodes, NVLink/PCIe
     // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
     const double bandwidth = m == 1 ? intra_Bps : k > 1 ? std::min(intra_Bps, inter_Bps) : inter_Bps;
     switch (algorithm) {
         case Algorithm::ring:
             return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, bandwidth);
-        case Algorithm::tree: {
-            // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
-            // (NCCL's NVLSTree) the switch reduces, as fast as one NVLS all-reduce (eq. V1).
-            const double node_Bps = nvls_Bps > 0 ? nvls_Bps * k / (k - 1.0) : intra_Bps;
-            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps, node_Bps);
-        }
+        case Algorithm::tree:
+            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps,
+                                         f * tree_node_Bps(s));
         case Algorithm::nvls:
             return nvls_allreduce_s(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
         case Algorithm::hierarchical:
@@ -187,6 +206,17 @@ Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
     return best;
 }
 
+Algorithm algorithm_for(const ResolvedScenario& s, double bytes) {
+    switch (s.strategy) {
+        case Strategy::nccl: return nccl_algorithm(s, bytes);
+        case Strategy::ring: return Algorithm::ring;
+        case Strategy::tree: return Algorithm::tree;
+        case Strategy::hierarchical: return s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring;
+        case Strategy::ps: return Algorithm::push_pull;
+    }
+    return Algorithm::none;
+}
+
 Communication communication(const ResolvedScenario& s) {
     const double g = s.gradient_bytes;
     const int k = s.gpus_per_node;
@@ -206,13 +236,7 @@ Communication communication(const ResolvedScenario& s) {
     // Eq. B1: the gradients leave in equal buckets of at most the fusion buffer, one all-reduce each.
     c.buckets = std::max(1, static_cast<int>(std::ceil(g / s.bucket_bytes)));
     const double bucket = g / c.buckets;
-    switch (s.strategy) {
-        case Strategy::nccl: c.algorithm = nccl_algorithm(s, bucket); break;
-        case Strategy::ring: c.algorithm = Algorithm::ring; break;
-        case Strategy::tree: c.algorithm = Algorithm::tree; break;
-        case Strategy::hierarchical: c.algorithm = m > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
-        case Strategy::ps: break;
-    }
+    c.algorithm = algorithm_for(s, bucket);
     c.seconds = c.buckets * allreduce_time_s(s, c.algorithm, bucket);
     return c;
 }
@@ -221,22 +245,16 @@ double communication_time_s(const ResolvedScenario& s) { return communication(s)
 
 namespace {
 
-/// The network part of a resolved scenario for `ranks` GPUs of `instance` (strategy nccl).
+/// The network part of a resolved scenario for `ranks` GPUs of `instance` (whole nodes first) and
+/// the all-reduce `strategy`.
 ResolvedScenario network_only(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
-                              const NetworkParams& network) {
+                              const NetworkParams& network, Strategy strategy) {
     ResolvedScenario s;
-    s.strategy = Strategy::nccl;
+    s.strategy = strategy;
     s.gpus_per_node = std::max(1, std::min(ranks, instance.gpus));
     s.nodes = (ranks + s.gpus_per_node - 1) / s.gpus_per_node;
-    s.interconnect = fabric_in_use(instance, efa_adapters);
-    s.intra_link = instance.intra_link();
-    s.intra_bandwidth_Bps = intra_node_Bps(instance, device, network);
+    set_network(s, instance, device, efa_adapters, network);
     if (!(s.intra_bandwidth_Bps > 0)) s.intra_bandwidth_Bps = std::numeric_limits<double>::infinity();
-    s.intra_latency_s = network.link(s.intra_link).latency_s;
-    s.inter_bandwidth_Bps = node_network_Bps(instance, efa_adapters, network);
-    s.inter_latency_s = network.fabric(s.interconnect).latency_s;
-    s.inter_simple_latency_s = network.fabric(s.interconnect).simple_latency_s;
-    if (device != DeviceKind::cpu && instance.has_nvls()) s.nvls_bandwidth_Bps = instance.intra_node_GBps * network.nvls_efficiency * 1e9;
     return s;
 }
 
@@ -244,16 +262,12 @@ ResolvedScenario network_only(const InstanceSpec& instance, DeviceKind device, i
 
 AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
                                       double bytes, const NetworkParams& network, Strategy strategy) {
-    const ResolvedScenario s = network_only(instance, device, ranks, efa_adapters, network);
+    // A test runs an all-reduce: parameter servers have none, so `ps` means NCCL's choice.
+    const ResolvedScenario s = network_only(instance, device, ranks, efa_adapters, network,
+                                            strategy == Strategy::ps ? Strategy::nccl : strategy);
     AllReducePrediction p;
     if (s.nodes * s.gpus_per_node <= 1) return p;
-    switch (strategy) {
-        case Strategy::ring: p.algorithm = Algorithm::ring; break;
-        case Strategy::tree: p.algorithm = Algorithm::tree; break;
-        case Strategy::hierarchical: p.algorithm = s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
-        case Strategy::nccl:
-        case Strategy::ps: p.algorithm = nccl_algorithm(s, bytes); break;
-    }
+    p.algorithm = algorithm_for(s, bytes);
     p.seconds = allreduce_time_s(s, p.algorithm, bytes);
     p.bus_bandwidth_GBps = bytes / p.seconds * allreduce_bus_factor(ranks) / 1e9;
     return p;
@@ -261,9 +275,15 @@ AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind d
 
 double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
                                     const NetworkParams& network, Strategy strategy) {
-    // A terabyte: every latency of eqs. R3, T2 and V1 is below a part in 10^4 of its bytes' time.
-    constexpr double kLargeMessageBytes = 1e12;
     return predict_allreduce(instance, device, ranks, efa_adapters, kLargeMessageBytes, network, strategy).bus_bandwidth_GBps;
+}
+
+AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObservation& measured,
+                                      const NetworkParams& network) {
+    const InstanceSpec& instance = catalog.instance(measured.instance);
+    return predict_allreduce(instance, catalog.device_kind(instance), measured.ranks, measured.efa_adapters,
+                             measured.message_bytes > 0 ? measured.message_bytes : kLargeMessageBytes, network,
+                             measured.algorithm);
 }
 
 double& ResolvedScenario::field(SensitiveField f) {
@@ -505,15 +525,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
 
     const NetworkParams& net = calibration_.network;
-    r.interconnect = fabric_in_use(instance, efa);
-    r.intra_link = instance.intra_link();
+    set_network(r, instance, gpu.kind, efa, net);
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
     r.bucket_bytes = (scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB : profile.bucket_MiB) * 1024.0 * 1024.0;
-    r.intra_bandwidth_Bps = intra_node_Bps(instance, gpu.kind, net);
-    r.intra_latency_s = net.link(r.intra_link).latency_s;
-    r.inter_bandwidth_Bps = node_network_Bps(instance, efa, net);
-    r.inter_latency_s = net.fabric(r.interconnect).latency_s;
-    r.inter_simple_latency_s = net.fabric(r.interconnect).simple_latency_s;
     Interconnect latency_fabric = r.interconnect;
     if (server) {
         r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);
@@ -524,7 +538,6 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
             latency_fabric = server_fabric;
         }
     }
-    if (!cpu_ranks && instance.has_nvls()) r.nvls_bandwidth_Bps = instance.intra_node_GBps * net.nvls_efficiency * 1e9;
     const int link_index = static_cast<int>(r.intra_link);
     if (!cpu_ranks) depends(SensitiveField::intra_bandwidth, ParameterKind::link_efficiency, link_index,
                             net.link(r.intra_link).efficiency);

@@ -17,6 +17,7 @@
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/observation.hpp"
 #include "model/parameters.hpp"
 #include "model/prediction.hpp"
 #include "model/scenario.hpp"
@@ -111,6 +112,15 @@ double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const Ne
 /// class's efficiency (eq. N2). A host's CPU ranks (`local-cpu`) give their measured bus bandwidth.
 double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network);
 
+/// The algorithm the scenario's strategy runs for one all-reduce of `bytes`: NCCL's choice (eq.
+/// A1) for nccl, the forced one for ring and tree, Horovod's three phases for hierarchical (a ring
+/// in one node), push_pull for parameter servers.
+Algorithm algorithm_for(const ResolvedScenario& s, double bytes);
+
+/// The rate at which NCCL's tree moves the buffer through a node's GPUs (eq. T2): its chain over
+/// intra_bandwidth_Bps, or NVLink SHARP's (NVLSTree) where the node has it, in bytes/s.
+double tree_node_Bps(const ResolvedScenario& s);
+
 /// NCCL's protocol for one collective across nodes (eq. N3): the low-latency one (the fabric's
 /// latency, kLowLatencyBandwidthFactor of every bandwidth) or Simple (its own latency, the full
 /// bandwidth), whichever is cheaper for the bytes.
@@ -144,10 +154,19 @@ struct AllReducePrediction {
 AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
                                       double bytes, const NetworkParams& network, Strategy strategy = Strategy::nccl);
 
+/// A message large enough that every latency of eqs. R3, T2 and V1 is below a part in 10^4 of
+/// its bytes' time (a terabyte): what stands for nccl-tests' plateau.
+inline constexpr double kLargeMessageBytes = 1e12;
+
 /// The bus bandwidth that predict_allreduce approaches as the message grows (latencies vanish
 /// beside the bytes), in 10^9 bytes/s: what a large-message nccl-tests row measures.
 double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
                                     const NetworkParams& network, Strategy strategy = Strategy::nccl);
+
+/// predict_allreduce for a measured all-reduce: its instance (from `catalog`), ranks, EFA
+/// adapters and NCCL_ALGO, at its message size, or at kLargeMessageBytes for a plateau figure.
+AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObservation& measured,
+                                      const NetworkParams& network);
 
 /// How one iteration's gradients are synchronised: the algorithm, the buckets and the time.
 struct Communication {

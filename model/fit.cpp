@@ -125,13 +125,7 @@ public:
             }
         }
         for (const NetworkObservation& n : networks_) {
-            const InstanceSpec& instance = model.catalog().instance(n.instance);
-            const DeviceKind device = instance.gpu.empty() ? DeviceKind::gpu : model.catalog().gpu(instance.gpu).kind;
-            const double predicted_GBps =
-                n.message_bytes > 0
-                    ? predict_allreduce(instance, device, n.ranks, n.efa_adapters, n.message_bytes, c.network, n.algorithm)
-                          .bus_bandwidth_GBps
-                    : allreduce_bus_bandwidth_GBps(instance, device, n.ranks, n.efa_adapters, c.network, n.algorithm);
+            const double predicted_GBps = predict_allreduce(model.catalog(), n, c.network).bus_bandwidth_GBps;
             r.push_back(std::log(predicted_GBps / n.bus_bandwidth_GBps) / options_.network_sigma);
             if (record) record->push_back({n.origin, "bus_bandwidth_GBps", n.bus_bandwidth_GBps, predicted_GBps});
         }

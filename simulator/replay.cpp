@@ -267,14 +267,9 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
         body();
         record(name, "communication", nodes_, 0, t0, sg4::Engine::get_clock());
     };
-    Algorithm algorithm = Algorithm::ring;
-    switch (s_.strategy) {
-        case Strategy::nccl: algorithm = nccl_algorithm(s_, bytes); break;
-        case Strategy::ring: algorithm = Algorithm::ring; break;
-        case Strategy::tree: algorithm = Algorithm::tree; break;
-        case Strategy::hierarchical: algorithm = nodes_ > 1 ? Algorithm::hierarchical : Algorithm::ring; break;
-        case Strategy::ps: return;  // not a collective: ps_node_actor / ps_server_actor
-    }
+    // The closed form's algorithm for this bucket; parameter servers have no collective here
+    // (ps_node_actor / ps_server_actor).
+    const Algorithm algorithm = algorithm_for(s_, bytes);
     const double n = static_cast<double>(gpus_);
     switch (algorithm) {
         case Algorithm::ring:
@@ -311,8 +306,7 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                 sg4::this_actor::sleep_for(std::max(0.0, latency - route_s));
                 std::vector<sg4::CommPtr> comms;
                 if (k_ > 1) {
-                    const double node_Bps = s_.nvls_bandwidth_Bps > 0 ? s_.nvls_bandwidth_Bps * k_ / (k_ - 1.0) : s_.intra_bandwidth_Bps;
-                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / node_Bps / protocol.bandwidth_factor;
+                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / tree_node_Bps(s_) / protocol.bandwidth_factor;
                     for (int node = 0; node < nodes_; ++node) {
                         for (int i = 0; i + 1 < k_; ++i) {
                             comms.push_back(sg4::Comm::sendto_async(platform_.gpu(node, i), platform_.gpu(node, i + 1), chain_bytes));

@@ -364,11 +364,7 @@ TEST(Fabrics, EfaAcrossMessageSizesFromGradientBucketsToThePlateau) {
     ASSERT_GE(e.networks.size(), 25u);
     double sum = 0;
     for (const NetworkObservation& n : e.networks) {
-        const InstanceSpec& instance = catalog().instance(n.instance);
-        const double bytes = n.message_bytes > 0 ? n.message_bytes : 1e12;
-        const double predicted =
-            predict_allreduce(instance, DeviceKind::gpu, n.ranks, n.efa_adapters, bytes, network(), n.algorithm)
-                .bus_bandwidth_GBps;
+        const double predicted = predict_allreduce(catalog(), n, network()).bus_bandwidth_GBps;
         const double error = predicted / n.bus_bandwidth_GBps - 1;
         EXPECT_LT(std::abs(error), 0.35) << n.origin << ": " << predicted << " against " << n.bus_bandwidth_GBps;
         sum += std::abs(error);
