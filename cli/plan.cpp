@@ -92,11 +92,6 @@ std::string strategy_text(const Scenario& s) {
     return "ps, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
 }
 
-/// The per-GPU batch that ran (a fixed global batch sets it from the GPUs).
-int batch_of(const Plan& plan) {
-    return plan.prediction.gpus > 0 ? plan.prediction.global_batch / plan.prediction.gpus : plan.scenario.batch_per_gpu;
-}
-
 /// The strategy with what ran over which fabric: "nccl (tree over infiniband)".
 std::string strategy_text(const Plan& plan) {
     const Prediction& p = plan.prediction;
@@ -108,7 +103,7 @@ std::string strategy_text(const Plan& plan) {
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
-        << batch_of(plan) << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
+        << batch_per_gpu(plan.prediction) << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
         << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
         << "\n";
@@ -119,8 +114,8 @@ void print_elastic(std::ostream& out, const Catalog& catalog, const std::string&
     const Plan& a = search.plans[e.first];
     const Plan& b = search.plans[e.second];
     out << heading << ":\n  " << format_number(e.first_epochs, 1) << " epochs on " << cluster_text(catalog, a) << " (batch "
-        << batch_of(a) << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
-        << cluster_text(catalog, b) << " (batch " << batch_of(b) << " per GPU), " << strategy_text(a.scenario)
+        << batch_per_gpu(a.prediction) << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
+        << cluster_text(catalog, b) << " (batch " << batch_per_gpu(b.prediction) << " per GPU), " << strategy_text(a.scenario)
         << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost " << format_dollars(e.cost_usd)
         << " (same global batch; checkpoint and relaunch between the phases)\n";
 }
@@ -227,7 +222,7 @@ void run_plan(PlanOptions& o, std::ostream& out) {
             const Plan& plan = search.plans[i];
             const Prediction& p = plan.prediction;
             table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
-                           strategy_text(plan), std::to_string(batch_of(plan)),
+                           strategy_text(plan), std::to_string(batch_per_gpu(plan.prediction)),
                            format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
         }
         table.print(out);

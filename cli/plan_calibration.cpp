@@ -32,7 +32,7 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
 
     out << "Target: " << target.nodes << " x " << target.instance << " (" << predicted.gpus << " GPUs), "
         << to_string(target.framework) << "/" << to_string(target.strategy) << ", " << target.model << " batch "
-        << predicted.global_batch / std::max(1, predicted.gpus) << " per GPU"
+        << batch_per_gpu(predicted) << " per GPU"
         << (target.global_batch > 0 ? " (global " + std::to_string(target.global_batch) + ")" : std::string()) << " "
         << to_string(target.precision) << ": "
         << format_number(predicted.throughput_images_per_s, 0) << " img/s, 95% band "

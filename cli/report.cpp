@@ -165,7 +165,7 @@ std::string prediction_csv_header() {
 
 void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     const Prediction& p = result.prediction;
-    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, p.gpus > 0 ? p.global_batch / p.gpus : 0);
+    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, batch_per_gpu(p));
     row += "true,";
     for (const NumericColumn& column : kPredictionColumns) {
         row += ',';
@@ -199,7 +199,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     const Prediction& p = result.prediction;
     nlohmann::json scenario = scenario_json(s);
     scenario["gpus_per_node"] = p.nodes > 0 ? p.gpus / p.nodes : 0;  // resolved: 0 meant "all"
-    scenario["batch_per_gpu"] = p.gpus > 0 ? p.global_batch / p.gpus : s.batch_per_gpu;  // resolved from a global batch
+    scenario["batch_per_gpu"] = batch_per_gpu(p);  // resolved from a global batch
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -257,7 +257,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return std::string(to_string(p.algorithm)) + " x " + std::to_string(p.buckets);
     });
     row("precision, batch per GPU", [](const Scenario& s, const Prediction& p) {
-        std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(p.gpus > 0 ? p.global_batch / p.gpus : 0);
+        std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(batch_per_gpu(p));
         if (s.global_batch > 0) text += " (global " + grouped(s.global_batch) + ", fixed)";
         return text;
     });

@@ -67,6 +67,10 @@ struct Prediction {
     double cost_usd = 0;                 ///< the whole run, billed per second
 };
 
+/// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from
+/// the GPUs); 0 for a prediction of no GPU.
+inline int batch_per_gpu(const Prediction& p) { return p.gpus > 0 ? p.global_batch / p.gpus : 0; }
+
 /// The input pipeline's time per iteration that the GPU's step (compute + sync + exposed
 /// communication) does not hide, in seconds: what the GPUs wait for data. 0 when the step is longer.
 inline double data_wait_s(const Prediction& p) {

@@ -89,7 +89,7 @@ const std::vector<QString>& row_names() {
 Column column_of(const QString& header, const Scenario& s, const Prediction& p) {
     return {header,
             {q(s.instance), QString::number(s.nodes), QString::number(p.gpus),
-             QString::number(p.gpus > 0 ? p.global_batch / p.gpus : s.batch_per_gpu),
+             QString::number(batch_per_gpu(p)),
              q(to_string(s.precision)), q(to_string(s.framework)), q(to_string(s.strategy)), q(to_string(s.pricing)),
              QString::number(p.throughput_images_per_s, 'f', 1), QString::number(p.interval.low, 'f', 1),
              QString::number(p.interval.high, 'f', 1), QString::number(p.epoch_s, 'f', 1),
