@@ -35,11 +35,12 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     const Catalog catalog = load_catalog(o.catalogs);
     const Evidence evidence = load_evidence(o.traces, catalog);
     const CostModel prior(catalog, load_calibration(o.prior));
-    const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks);
+    const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks, evidence.comparisons);
     write_text_file_atomically(o.output, fit.calibration.to_json(), "calibration");
 
-    out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs and "
-        << evidence.networks.size() << " network measurements (Levenberg-Marquardt, " << fit.iterations
+    out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs, "
+        << evidence.networks.size() << " network measurements and " << evidence.comparisons.size()
+        << " published comparisons (Levenberg-Marquardt, " << fit.iterations
         << " iterations" << (fit.converged ? "" : ", NOT converged") << "); the data pinned down "
         << format_number(fit.effective_parameters, 1) << " of them.\n\n";
     Table parameters({"parameter", "prior", "fitted", "1-sigma before", "1-sigma after"});

@@ -18,6 +18,7 @@ Scenario ScenarioFlags::to_scenario() const {
     s.precision = parse_precision(precision, "--precision");
     s.framework = parse_framework(framework, "--framework");
     s.pricing = parse_pricing(pricing, "--pricing");
+    s.stack = parse_software_stack(stack, "--stack");
     s.strategy = strategy.empty() ? Strategy::nccl : parse_strategy(strategy, "--strategy");
     return s;
 }
@@ -37,6 +38,9 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
                                    "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
                                    "forced), hierarchical (Horovod's) or ps"));
     scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
+    scen.push_back(cmd.add_option("--stack", flags.stack,
+                                   "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
+                                   "stock releases on CUDA 9; docs/model.md)"));
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
     scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));

@@ -22,6 +22,7 @@ struct ScenarioFlags {
     std::string strategy;  ///< empty: hierarchical for multi-GPU nodes, ring for one GPU per node
     std::string framework = "tensorflow";
     std::string pricing = "on-demand";
+    std::string stack = "current";
     std::vector<CLI::Option*> options;  ///< the scenario flags, to tell whether any was given
 
     /// True when the user gave at least one scenario flag (--pricing does not count).
@@ -31,8 +32,8 @@ struct ScenarioFlags {
 };
 
 /// Register --instance, --nodes, --gpus-per-node, --batch-per-gpu, --precision, --strategy,
-/// --framework, --ps-instance, --ps-nodes, --ps-colocated, --efa-adapters, --model, --image-size,
-/// --classes, --dataset-images, --epochs and --pricing on `command`.
+/// --global-batch, --framework, --stack, --ps-instance, --ps-nodes, --ps-colocated, --efa-adapters,
+/// --model, --image-size, --classes, --dataset-images, --epochs and --pricing on `command`.
 void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
 /// What a set of trace files measured, as the model sees it.

@@ -30,6 +30,7 @@ struct ValidateOptions {
     std::string calibration = "built-in";
     std::string prior = "data-free";
     bool leave_one_out = false;
+    std::string hold_out;  ///< "", run, system or two-runs
     bool json_output = false;
     bool markdown = false;
 };
@@ -76,16 +77,6 @@ bool in_band(const RunCheck& c) {
            c.run.throughput_images_per_s <= c.predicted.interval.high;
 }
 
-double comparison_ratio(const CostModel& model, const Comparison& c) {
-    const Prediction scenario = model.predict(c.scenario);
-    const Prediction baseline = model.predict(c.baseline);
-    switch (c.quantity) {
-        case ComparisonQuantity::speedup: return scenario.throughput_images_per_s / baseline.throughput_images_per_s;
-        case ComparisonQuantity::epoch_time_ratio: return scenario.epoch_s / baseline.epoch_s;
-    }
-    return 0;
-}
-
 /// Distance of the predicted ratio from the published value or range, in percent (0 inside it).
 double comparison_error(const ComparisonCheck& c) {
     if (c.predicted < c.comparison.measured_low) return percent_error(c.predicted, c.comparison.measured_low);
@@ -97,6 +88,8 @@ struct Summary {
     double mape = 0;
     int averaged = 0;
     int in_band = 0;
+    double worst = 0;         ///< the largest error of an averaged run, in percent (signed)
+    std::string worst_origin;
 };
 
 Summary summarise(const std::vector<RunCheck>& checks) {
@@ -105,8 +98,13 @@ Summary summarise(const std::vector<RunCheck>& checks) {
     for (const RunCheck& c : checks) {
         if (in_band(c)) ++s.in_band;
         if (c.run.approximate) continue;
-        sum += std::abs(percent_error(c.predicted.throughput_images_per_s, c.run.throughput_images_per_s));
+        const double error = percent_error(c.predicted.throughput_images_per_s, c.run.throughput_images_per_s);
+        sum += std::abs(error);
         ++s.averaged;
+        if (std::abs(error) > std::abs(s.worst)) {
+            s.worst = error;
+            s.worst_origin = c.run.origin;
+        }
     }
     s.mape = s.averaged > 0 ? sum / s.averaged : 0.0;
     return s;
@@ -134,10 +132,12 @@ void print_networks(const std::vector<NetworkCheck>& networks, bool markdown, st
         << " % over " << networks.size() << " all-reduce measurements.\n";
 }
 
-void print_tables(const std::vector<RunCheck>& runs, const std::vector<ComparisonCheck>& comparisons, bool held_out,
-                  bool markdown, std::ostream& out) {
+/// `held_out`: how the predictions were held out ("Leave-one-out", "Leave-one-system-out",
+/// "Two-run calibration"), empty for predictions by one calibration.
+void print_tables(const std::vector<RunCheck>& runs, const std::vector<ComparisonCheck>& comparisons,
+                  const std::string& held_out, bool markdown, std::ostream& out) {
     if (runs.empty()) return;
-    Table table({"run", "configuration", "measured img/s", held_out ? "held-out prediction" : "predicted img/s",
+    Table table({"run", "configuration", "measured img/s", held_out.empty() ? "predicted img/s" : "held-out prediction",
                  "error", "95% band", "in band", "epoch s measured / predicted"});
     for (const RunCheck& c : runs) {
         const Prediction& p = c.predicted;
@@ -151,11 +151,13 @@ void print_tables(const std::vector<RunCheck>& runs, const std::vector<Compariso
     }
     markdown ? table.print_markdown(out) : table.print(out);
     const Summary s = summarise(runs);
-    out << (markdown ? "\n" : "") << (held_out ? "Leave-one-out mean absolute percentage error: "
-                                               : "Mean absolute percentage error: ")
+    out << (markdown ? "\n" : "") << (held_out.empty() ? "Mean absolute percentage error: "
+                                                       : held_out + " mean absolute percentage error: ")
         << format_number(s.mape, 2) << " % over " << s.averaged << " runs"
         << (s.averaged < static_cast<int>(runs.size()) ? " (approximate figures shown, not averaged)" : "") << "; "
-        << s.in_band << " of " << runs.size() << " measurements inside the predicted 95% band.\n";
+        << (s.averaged > 0 ? "worst " + format_number(s.worst, 1) + " % (" + short_origin(s.worst_origin) + "); " : "")
+        << s.in_band << " of "
+        << runs.size() << " measurements inside the predicted 95% band.\n";
     if (comparisons.empty()) return;
     out << '\n';
     Table compared({"comparison", "quantity", "scenario", "baseline", "published", "predicted", "off by"});
@@ -194,6 +196,7 @@ json checks_json(const std::vector<RunCheck>& runs, const std::vector<Comparison
     out["mape_percent"] = s.mape;
     out["averaged_runs"] = s.averaged;
     out["inside_interval"] = s.in_band;
+    out["worst_error_percent"] = s.worst;
     out["comparisons"] = json::array();
     for (const ComparisonCheck& c : comparisons) {
         out["comparisons"].push_back({{"origin", c.comparison.origin},
@@ -217,7 +220,8 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
     std::vector<RunCheck> runs;
     std::vector<ComparisonCheck> comparisons;
     std::vector<NetworkCheck> networks;
-    if (!o.leave_one_out) {
+    const bool held_out = o.leave_one_out || !o.hold_out.empty();
+    if (!held_out) {
         const CostModel model(catalog, load_calibration(o.calibration));
         for (const NetworkObservation& n : evidence.networks) networks.push_back(network_check(model, n));
         for (const Observation& run : evidence.runs) {
@@ -227,20 +231,34 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
                 throw InputError(run.origin + ": " + error.what());
             }
         }
-        for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, comparison_ratio(model, c)});
+        for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, predicted_ratio(model, c)});
     } else {
+        HoldOut mode = HoldOut::run;
+        if (o.hold_out == "system") mode = HoldOut::system;
+        else if (o.hold_out == "two-runs") mode = HoldOut::two_runs;
+        else if (!o.hold_out.empty() && o.hold_out != "run") {
+            throw InputError("--hold-out: unknown value '" + o.hold_out + "' (expected one of run, system, two-runs)");
+        }
+        if (o.leave_one_out && mode != HoldOut::run) throw InputError("validate: --leave-one-out is --hold-out run");
         const CostModel prior(catalog, load_calibration(o.prior));
-        const std::vector<Prediction> held_out = leave_one_out_predictions(prior, evidence.runs, evidence.networks);
-        for (std::size_t i = 0; i < evidence.runs.size(); ++i) runs.push_back({evidence.runs[i], held_out[i]});
+        // Comparisons are held out of the per-run refits (they are checked against the full fit);
+        // the per-system refits keep the comparisons of the other systems.
+        const std::vector<HeldOutPrediction> predictions = held_out_predictions(
+            prior, evidence.runs, evidence.networks, mode == HoldOut::run ? std::vector<Comparison>{} : evidence.comparisons, mode);
+        for (std::size_t i = 0; i < evidence.runs.size(); ++i) {
+            if (predictions[i].predicted && !predictions[i].calibration_run) {
+                runs.push_back({evidence.runs[i], predictions[i].prediction});
+            }
+        }
         if (!evidence.comparisons.empty()) {
             const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks);
             const CostModel model(prior, fit.calibration);
-            for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, comparison_ratio(model, c)});
+            for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, predicted_ratio(model, c)});
         }
     }
 
     if (o.json_output) {
-        json report = checks_json(runs, comparisons, o.leave_one_out);
+        json report = checks_json(runs, comparisons, held_out);
         report["networks"] = json::array();
         for (const NetworkCheck& c : networks) {
             report["networks"].push_back({{"origin", c.network.origin},
@@ -255,7 +273,12 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
         }
         out << report.dump(2) << '\n';
     } else {
-        print_tables(runs, comparisons, o.leave_one_out, o.markdown, out);
+        print_tables(runs, comparisons,
+                     !held_out ? ""
+                     : o.hold_out == "system"   ? "Leave-one-system-out"
+                     : o.hold_out == "two-runs" ? "Two-run calibration"
+                                                : "Leave-one-out",
+                     o.markdown, out);
         if (!networks.empty() && !runs.empty()) out << '\n';
         print_networks(networks, o.markdown, out);
     }
@@ -274,8 +297,12 @@ void register_validate(CLI::App& app, std::ostream& out) {
                     "Calibration to check: built-in (default), data-free, or a file");
     cmd->add_flag("--leave-one-out", options->leave_one_out,
                   "Refit without each run in turn (from --prior) and report that held-out error");
+    cmd->add_option("--hold-out", options->hold_out,
+                    "run (as --leave-one-out), system (each system's runs predicted by a fit to the other systems: one "
+                    "never seen) or two-runs (each system of 3+ runs calibrated from its two smallest on top of the other "
+                    "systems' fit, predicting the rest); a system is an instance, framework, precision and stack");
     cmd->add_option("--prior", options->prior,
-                    "With --leave-one-out, what each refit starts from: data-free (default), built-in, or a file");
+                    "With --leave-one-out or --hold-out, what each refit starts from: data-free (default), built-in, or a file");
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
     cmd->add_flag("--json", options->json_output, "Print JSON instead of the tables");
     cmd->add_flag("--markdown", options->markdown, "Print the tables as Markdown (docs/validation.md)");

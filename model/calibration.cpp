@@ -1,6 +1,7 @@
 #include "model/calibration.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -102,6 +103,7 @@ ComputeCurve read_curve(const Fields& f) {
     c.gpu = f.text("gpu");
     c.precision = parse_precision(f.text("precision"), f.origin() + ": " + f.path() + ".precision");
     c.framework = parse_framework(f.text("framework"), f.origin() + ": " + f.path() + ".framework");
+    if (f.object_contains("stack")) c.stack = parse_software_stack(f.text("stack"), f.origin() + ": " + f.path() + ".stack");
     c.model = f.text_or("model", "resnet50");
     c.image_size = f.object_contains("image_size") ? f.integer("image_size", 32, 100000) : 224;
     c.time_per_image_s = f.number("time_per_image_s", 1e-9, 100.0);
@@ -208,15 +210,53 @@ json uncertainty_json(const Uncertainty& u) {
 }  // namespace
 
 const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework,
-                                            const std::vector<std::string>& same_chip) const {
+                                            SoftwareStack stack, const std::vector<std::string>& same_chip) const {
     for (const ComputeCurve& curve : compute) {
-        if (curve.gpu == gpu && curve.precision == precision && curve.framework == framework) return &curve;
+        if (curve.gpu == gpu && curve.precision == precision && curve.framework == framework && curve.stack == stack) {
+            return &curve;
+        }
     }
     for (const ComputeCurve& curve : compute) {
-        if (curve.precision != precision || curve.framework != framework) continue;
+        if (curve.precision != precision || curve.framework != framework || curve.stack != stack) continue;
         if (std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end()) return &curve;
     }
     return nullptr;
+}
+
+const ComputeCurve* Calibration::sibling_curve(std::string_view gpu, const std::vector<std::string>& same_chip,
+                                               Precision precision, Framework framework, SoftwareStack stack) const {
+    const ComputeCurve* best = nullptr;
+    int best_rank = 3;
+    for (const ComputeCurve& curve : compute) {
+        const bool here = curve.gpu == gpu || std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end();
+        if (!here || curve.precision != precision) continue;
+        const int rank = curve.stack == stack ? 0 : curve.framework == framework ? 1 : 2;
+        if (rank < best_rank) {
+            best = &curve;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+double Calibration::transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const {
+    double log_sum = 0;
+    int count = 0;
+    for (const ComputeCurve& a : compute) {
+        if (a.precision != from.precision || a.framework != from.framework || a.stack != from.stack ||
+            a.model != from.model || a.image_size != from.image_size) {
+            continue;
+        }
+        for (const ComputeCurve& b : compute) {
+            if (b.gpu != a.gpu || b.precision != a.precision || b.framework != framework || b.stack != stack ||
+                b.model != a.model || b.image_size != a.image_size) {
+                continue;
+            }
+            log_sum += std::log(b.time_per_image_s / a.time_per_image_s);
+            ++count;
+        }
+    }
+    return count > 0 ? std::exp(log_sum / count) : 1.0;
 }
 
 Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }
@@ -297,15 +337,17 @@ std::string Calibration::to_json() const {
     }
     root["compute"] = json::array();
     for (const ComputeCurve& curve : compute) {
-        root["compute"].push_back({{"gpu", curve.gpu},
-                                   {"precision", to_string(curve.precision)},
-                                   {"framework", to_string(curve.framework)},
-                                   {"model", curve.model},
-                                   {"image_size", curve.image_size},
-                                   {"time_per_image_s", curve.time_per_image_s},
-                                   {"fixed_s", curve.fixed_s},
-                                   {"relative_sigma", curve.relative_sigma},
-                                   {"source", curve.source}});
+        json entry = {{"gpu", curve.gpu},
+                      {"precision", to_string(curve.precision)},
+                      {"framework", to_string(curve.framework)},
+                      {"model", curve.model},
+                      {"image_size", curve.image_size},
+                      {"time_per_image_s", curve.time_per_image_s},
+                      {"fixed_s", curve.fixed_s},
+                      {"relative_sigma", curve.relative_sigma},
+                      {"source", curve.source}};
+        if (curve.stack != SoftwareStack::current) entry["stack"] = to_string(curve.stack);
+        root["compute"].push_back(std::move(entry));
     }
     json& net = root["network"];
     for (const Interconnect i : kAllInterconnects) {

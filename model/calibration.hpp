@@ -1,6 +1,6 @@
 // The model's fitted parameters (schema "epochcast.calibration/1"): what `epochcast calibrate`
-// writes and `--calibration` reads. The built-in default (model/default_calibration.json) is
-// derived from the seeds' published figures; docs/model.md shows how.
+// writes and `--calibration` reads. The built-in one (model/default_calibration.json) is fitted to
+// every published run by scripts/fit-built-in-calibration; docs/model.md shows how.
 #pragma once
 
 #include <array>
@@ -24,6 +24,7 @@ struct ComputeCurve {
     std::string gpu;                 ///< GpuSpec::name
     Precision precision = Precision::amp;
     Framework framework = Framework::tensorflow;
+    SoftwareStack stack = SoftwareStack::current;  ///< the software it was measured on
     std::string model = "resnet50";  ///< architecture the curve was measured on; other models scale by FLOPs
     int image_size = 224;            ///< image side it was measured at
     double time_per_image_s = 0;     ///< marginal seconds per image on one GPU
@@ -125,10 +126,23 @@ struct Calibration {
     const FrameworkProfile& framework(Framework f) const { return frameworks[static_cast<int>(f)]; }
     FrameworkProfile& framework(Framework f) { return frameworks[static_cast<int>(f)]; }
 
-    /// The measured curve for this GPU, precision and framework, or nullptr. `chip` (GpuSpec::chip)
-    /// also matches a curve measured on another GPU of the same chip (same silicon and clocks).
+    /// The measured curve for this GPU, precision, framework and software stack, or nullptr.
+    /// `same_chip` (Catalog::same_chip) also matches a curve measured on another GPU of the same
+    /// chip (same silicon and clocks).
     const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework,
-                                   const std::vector<std::string>& same_chip = {}) const;
+                                   SoftwareStack stack, const std::vector<std::string>& same_chip = {}) const;
+
+    /// A curve of another framework or software stack on this GPU (or one of `same_chip`) and
+    /// precision, to borrow where the GPU has none of its own: the same stack first (another
+    /// framework), then the same framework (another stack), then any; nullptr when there is none.
+    const ComputeCurve* sibling_curve(std::string_view gpu, const std::vector<std::string>& same_chip,
+                                      Precision precision, Framework framework, SoftwareStack stack) const;
+
+    /// How much longer an image takes under `framework` and `stack` than under `from`'s, on the
+    /// evidence of the GPUs where both were measured at `from`'s precision, model and image size:
+    /// the geometric mean of their time-per-image ratios (docs/model.md, eq. C4), 1 where no GPU
+    /// has both.
+    double transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const;
 
     /// The built-in default (model/default_calibration.json compiled in).
     static Calibration built_in();

@@ -461,22 +461,22 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const int framework_index = static_cast<int>(scenario.framework);
     // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
     // of p3.2xlarge and p3dn.24xlarge) holds for this one.
-    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework);
+    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack);
     // Only a GPU without a curve of its own looks further (this keeps resolve() fast in sweeps).
     const std::vector<std::string> same_chip = curve ? std::vector<std::string>{} : catalog_->same_chip(gpu);
     if (!curve && !same_chip.empty()) {
-        curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, same_chip);
+        curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack, same_chip);
     }
     r.measured_curve = curve != nullptr;
+    double borrowed_ratio = 1.0;
     if (!curve) {
-        // Another framework's curve on the same GPU and precision beats the roofline.
-        for (const ComputeCurve& other : calibration_.compute) {
-            const bool chip = std::find(same_chip.begin(), same_chip.end(), other.gpu) != same_chip.end();
-            if ((other.gpu == gpu.name || chip) && other.precision == scenario.precision) {
-                curve = &other;
-                r.borrowed_curve = true;
-                break;
-            }
+        // Another framework's or stack's curve on the same GPU and precision beats the roofline,
+        // carried over by the ratio the two show where both were measured (eq. C4).
+        if (const ComputeCurve* other = calibration_.sibling_curve(gpu.name, same_chip, scenario.precision,
+                                                                   scenario.framework, scenario.stack)) {
+            curve = other;
+            r.borrowed_curve = true;
+            borrowed_ratio = calibration_.transfer_ratio(*other, scenario.framework, scenario.stack);
         }
     }
     if (curve) {
@@ -485,7 +485,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         depends(SensitiveField::fixed, ParameterKind::curve_fixed, curve_index, curve->fixed_s);
         const Workload& measured = workload(curve->model, curve->image_size, 1000);
         const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
-        r.time_per_image_s = curve->time_per_image_s * flops_ratio;
+        r.time_per_image_s = curve->time_per_image_s * flops_ratio * borrowed_ratio;
         r.fixed_s = curve->fixed_s;
         // A curve carried to another architecture by its FLOPs is half as uncertain as a roofline
         // prior; one carried to another framework, kFrameworkTransferSigma.

@@ -65,8 +65,9 @@ struct FitMapping {
 class Problem {
 public:
     Problem(const CostModel& prior, const std::vector<Observation>& runs, const std::vector<NetworkObservation>& networks,
-            const FitOptions& options)
-        : prior_(prior), runs_(runs), networks_(networks), options_(options), calibration_(prior.calibration()) {
+            const std::vector<Comparison>& comparisons, const FitOptions& options)
+        : prior_(prior), runs_(runs), networks_(networks), comparisons_(comparisons), options_(options),
+          calibration_(prior.calibration()) {
         // The residuals need the values only: each evaluation's CostModel would otherwise rebuild
         // the prior's covariance by name. The fitted calibration gets its own below.
         calibration_.uncertainty = {};
@@ -128,6 +129,13 @@ public:
             const double predicted_GBps = predict_allreduce(model.catalog(), n, c.network).bus_bandwidth_GBps;
             r.push_back(std::log(predicted_GBps / n.bus_bandwidth_GBps) / options_.network_sigma);
             if (record) record->push_back({n.origin, "bus_bandwidth_GBps", n.bus_bandwidth_GBps, predicted_GBps});
+        }
+        for (const Comparison& comparison : comparisons_) {
+            const double ratio = predicted_ratio(model, comparison);
+            // Inside the published range: no cost; outside: the log distance to its nearer end.
+            const double nearest = std::clamp(ratio, comparison.measured_low, comparison.measured_high);
+            r.push_back(std::log(ratio / nearest) / options_.comparison_sigma);
+            if (record) record->push_back({comparison.origin, std::string(to_string(comparison.quantity)), nearest, ratio});
         }
         Eigen::VectorXd out(static_cast<Eigen::Index>(r.size() + coordinates_.size()));
         for (std::size_t i = 0; i < r.size(); ++i) out[static_cast<Eigen::Index>(i)] = r[i];
@@ -198,23 +206,25 @@ private:
             }
             const GpuSpec& gpu = prior_.catalog().gpu_of(prior_.catalog().instance(run.scenario.instance));
             const Scenario& s = run.scenario;
-            if (calibration_.find_curve(gpu.name, s.precision, s.framework, prior_.catalog().same_chip(gpu))) continue;
+            if (calibration_.find_curve(gpu.name, s.precision, s.framework, s.stack, prior_.catalog().same_chip(gpu))) continue;
             ComputeCurve curve;
             curve.gpu = gpu.name;
             curve.precision = s.precision;
             curve.framework = s.framework;
+            curve.stack = s.stack;
             curve.model = s.model;
             curve.image_size = s.image_size;
             curve.fixed_s = calibration_.framework(s.framework).fixed_overhead_s;
             curve.source = "fitted by epochcast calibrate";
-            const std::string key = gpu.name + "/" + std::string(to_string(s.precision));
+            const std::string key =
+                gpu.name + "/" + std::string(to_string(s.precision)) + "/" + std::string(to_string(s.stack));
             if (!levels.contains(key)) {
                 // Prior of the level: the prior calibration's curves of this GPU and precision under
                 // other frameworks, carried to this architecture by FLOPs, or else the roofline.
                 double sum = 0;
                 int count = 0;
                 for (const ComputeCurve& other : prior_.calibration().compute) {
-                    if (other.gpu != gpu.name || other.precision != s.precision) continue;
+                    if (other.gpu != gpu.name || other.precision != s.precision || other.stack != s.stack) continue;
                     const double flops = prior_.workload(s.model, s.image_size, 1000).training_flops_per_image /
                                          prior_.workload(other.model, other.image_size, 1000).training_flops_per_image;
                     sum += std::log(other.time_per_image_s * flops);
@@ -250,6 +260,16 @@ private:
         coordinates_.push_back({"sync jitter level", sum / std::size(kJitterLevelFrameworks), kJitterSigma});
     }
 
+    /// The 1-sigma the prior calibration's fitted covariance gives the parameter, or 0 when that
+    /// calibration was not fitted to it.
+    double fitted_prior_sigma(const std::string& name) const {
+        const Uncertainty& u = prior_.calibration().uncertainty;
+        const auto found = std::find(u.parameters.begin(), u.parameters.end(), name);
+        if (found == u.parameters.end()) return 0.0;
+        const auto i = static_cast<std::size_t>(found - u.parameters.begin());
+        return std::sqrt(std::max(u.covariance[i * u.parameters.size() + i], 0.0));
+    }
+
     void add_parameter(ParameterId id) {
         FitMapping m;
         m.id = id;
@@ -258,6 +278,16 @@ private:
         c.name = parameter_name(calibration_, id);
         c.prior_sigma = fit_prior_sigma(id.kind);
         c.prior_mean = to_coordinate(m.coordinate, parameter_value(calibration_, id));
+        if (const double fitted = fitted_prior_sigma(c.name); fitted > 0) {
+            // A prior that was itself fitted (the built-in calibration, fitted to the corpus) is
+            // the posterior of its data: it is this fit's prior as it stands, so that what the new
+            // runs touch can only narrow and what they do not keeps the corpus's width.
+            c.prior_sigma = std::min(c.prior_sigma, fitted);
+            m.own = static_cast<int>(coordinates_.size());
+            coordinates_.push_back(c);
+            mappings_.push_back(m);
+            return;
+        }
         if (id.kind == ParameterKind::sync_jitter && static_cast<Framework>(id.index) != Framework::epochcast) {
             m.level = jitter_level_;
             c.prior_mean -= coordinates_[static_cast<std::size_t>(jitter_level_)].prior_mean;
@@ -277,6 +307,7 @@ private:
     const CostModel& prior_;
     const std::vector<Observation>& runs_;
     const std::vector<NetworkObservation>& networks_;
+    const std::vector<Comparison>& comparisons_;
     FitOptions options_;
     std::vector<std::optional<double>> measured_jitter_;  ///< eq. S2 of each run with enough per-step samples
     Calibration calibration_;
@@ -308,14 +339,25 @@ double fit_prior_sigma(ParameterKind kind) {
     return 1.0;
 }
 
+double predicted_ratio(const CostModel& model, const Comparison& comparison) {
+    const Prediction scenario = model.predict(comparison.scenario);
+    const Prediction baseline = model.predict(comparison.baseline);
+    switch (comparison.quantity) {
+        case ComparisonQuantity::speedup: return scenario.throughput_images_per_s / baseline.throughput_images_per_s;
+        case ComparisonQuantity::epoch_time_ratio: return scenario.epoch_s / baseline.epoch_s;
+    }
+    return 0;
+}
+
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
-                               const std::vector<NetworkObservation>& networks, const FitOptions& options) {
+                               const std::vector<NetworkObservation>& networks,
+                               const std::vector<Comparison>& comparisons, const FitOptions& options) {
     if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
     for (const NetworkObservation& n : networks) {
         if (!(n.bus_bandwidth_GBps > 0)) throw InputError(n.origin + ": bus bandwidth must be positive");
         prior.catalog().instance(n.instance);
     }
-    Problem problem(prior, runs, networks, options);
+    Problem problem(prior, runs, networks, comparisons, options);
     problem.drop_untouched();
     const std::size_t n_data = problem.data_rows();
 
@@ -375,7 +417,8 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         ++run_count;
     }
     const double dof = static_cast<double>(n_data) - fit.effective_parameters;
-    fit.model_sigma = options.run_sigma;
+    // Too few runs to measure their own scatter: the prior's, where it measured one.
+    fit.model_sigma = std::max(options.run_sigma, prior.calibration().uncertainty.model_sigma);
     if (run_count > 0 && dof >= 1.0) fit.model_sigma = std::max(options.run_sigma, std::sqrt(run_squares / dof));
     const double inflation = std::pow(fit.model_sigma / options.run_sigma, 2);
     const Eigen::MatrixXd information = jd.transpose() * jd / inflation + jp.transpose() * jp;
@@ -415,6 +458,32 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
             c.compute[static_cast<std::size_t>(m.id.index)].relative_sigma = std::sqrt(std::max(covariance(i, i), 0.0));
         }
     }
+    // Parameters the prior calibration had fitted and these data do not touch keep their
+    // variances and covariances (uncorrelated with the ones refitted here).
+    const Uncertainty& before_u = prior.calibration().uncertainty;
+    std::vector<std::size_t> carried;
+    for (std::size_t i = 0; i < before_u.parameters.size(); ++i) {
+        if (std::find(uncertainty.parameters.begin(), uncertainty.parameters.end(), before_u.parameters[i]) ==
+            uncertainty.parameters.end()) {
+            carried.push_back(i);
+        }
+    }
+    if (!carried.empty()) {
+        const std::size_t fitted_n = uncertainty.parameters.size();
+        const std::size_t n = fitted_n + carried.size();
+        std::vector<double> merged(n * n, 0.0);
+        for (std::size_t a = 0; a < fitted_n; ++a) {
+            for (std::size_t b = 0; b < fitted_n; ++b) merged[a * n + b] = uncertainty.covariance[a * fitted_n + b];
+        }
+        const std::size_t before_n = before_u.parameters.size();
+        for (std::size_t a = 0; a < carried.size(); ++a) {
+            for (std::size_t b = 0; b < carried.size(); ++b) {
+                merged[(fitted_n + a) * n + fitted_n + b] = before_u.covariance[carried[a] * before_n + carried[b]];
+            }
+        }
+        for (const std::size_t i : carried) uncertainty.parameters.push_back(before_u.parameters[i]);
+        uncertainty.covariance = std::move(merged);
+    }
     uncertainty.residuals = record;
     fit.residuals = record;
     std::set<std::string> origins;
@@ -425,13 +494,16 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     for (const NetworkObservation& n : networks) {
         if (origins.insert(n.origin).second) c.fitted_from.push_back(n.origin);
     }
+    for (const Comparison& comparison : comparisons) {
+        if (origins.insert(comparison.origin).second) c.fitted_from.push_back(comparison.origin);
+    }
     for (ComputeCurve& curve : c.compute) {
         if (curve.source == "fitted by epochcast calibrate") {
             std::string from;
             for (const Observation& run : runs) {
                 const GpuSpec& gpu = prior.catalog().gpu_of(prior.catalog().instance(run.scenario.instance));
                 if (gpu.name == curve.gpu && run.scenario.precision == curve.precision &&
-                    run.scenario.framework == curve.framework) {
+                    run.scenario.framework == curve.framework && run.scenario.stack == curve.stack) {
                     from += (from.empty() ? "" : ", ") + run.origin;
                 }
             }
@@ -439,7 +511,9 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         }
     }
     c.description = "Fitted by epochcast calibrate to " + std::to_string(runs.size()) + " runs and " +
-                    std::to_string(networks.size()) + " network measurements (" + std::to_string(mappings.size()) +
+                    std::to_string(networks.size()) + " network measurements" +
+                    (comparisons.empty() ? "" : " and " + std::to_string(comparisons.size()) + " published comparisons") +
+                    " (" + std::to_string(mappings.size()) +
                     " parameters, " + std::to_string(fit.effective_parameters).substr(0, 4) +
                     " pinned down by the data), starting from: " + prior.calibration().description;
     return fit;
@@ -452,11 +526,95 @@ std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const 
     for (std::size_t i = 0; i < runs.size(); ++i) {
         std::vector<Observation> others = runs;
         others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-        const CalibrationFit fit = fit_calibration(prior, others, networks, options);
+        const CalibrationFit fit = fit_calibration(prior, others, networks, {}, options);
         const CostModel model(prior, fit.calibration);
         predictions.push_back(model.predict(runs[i].scenario));
     }
     return predictions;
+}
+
+std::string system_of(const Scenario& s) {
+    return s.instance + " " + std::string(to_string(s.framework)) + " " + std::string(to_string(s.precision)) + " " +
+           std::string(to_string(s.stack));
+}
+
+namespace {
+
+/// The comparisons that involve none of `system`'s configurations.
+std::vector<Comparison> comparisons_without(const std::vector<Comparison>& comparisons, const std::string& system) {
+    std::vector<Comparison> kept;
+    for (const Comparison& c : comparisons) {
+        if (system_of(c.scenario) != system && system_of(c.baseline) != system) kept.push_back(c);
+    }
+    return kept;
+}
+
+/// The indices of `system`'s runs, smallest first (fewest GPUs, then smallest batch, then file order).
+std::vector<std::size_t> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& system) {
+    std::vector<std::size_t> mine;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (system_of(runs[i].scenario) == system) mine.push_back(i);
+    }
+    auto size = [&](std::size_t i) {
+        const ResolvedScenario r = model.resolve(runs[i].scenario);
+        return std::make_pair(r.nodes * r.gpus_per_node, r.batch_per_gpu);
+    };
+    std::stable_sort(mine.begin(), mine.end(), [&](std::size_t a, std::size_t b) { return size(a) < size(b); });
+    return mine;
+}
+
+}  // namespace
+
+std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
+                                                    const std::vector<NetworkObservation>& networks,
+                                                    const std::vector<Comparison>& comparisons, HoldOut mode,
+                                                    const FitOptions& options) {
+    std::vector<HeldOutPrediction> out(runs.size());
+    if (mode == HoldOut::run) {
+        const std::vector<Prediction> predictions = leave_one_out_predictions(prior, runs, networks, options);
+        for (std::size_t i = 0; i < runs.size(); ++i) out[i] = {predictions[i], false, true};
+        return out;
+    }
+    std::vector<std::string> systems;
+    for (const Observation& run : runs) {
+        const std::string system = system_of(run.scenario);
+        if (std::find(systems.begin(), systems.end(), system) == systems.end()) systems.push_back(system);
+    }
+    for (const std::string& system : systems) {
+        const std::vector<std::size_t> mine = runs_of(prior, runs, system);
+        if (mode == HoldOut::two_runs && mine.size() < 3) continue;  // nothing left to predict
+        std::vector<Observation> others;
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            if (system_of(runs[i].scenario) != system) others.push_back(runs[i]);
+        }
+        const CalibrationFit corpus = fit_calibration(prior, others, networks, comparisons_without(comparisons, system), options);
+        std::optional<CostModel> model;
+        model.emplace(prior, corpus.calibration);
+        std::vector<std::size_t> calibration_runs;
+        if (mode == HoldOut::two_runs) {
+            // The smallest run, and the next smallest that differs from it in GPUs or batch (a
+            // second size tells the fit how the system scales), else the next smallest.
+            calibration_runs.push_back(mine[0]);
+            std::size_t second = mine[1];
+            for (std::size_t k = 1; k < mine.size(); ++k) {
+                const ResolvedScenario a = prior.resolve(runs[mine[0]].scenario);
+                const ResolvedScenario b = prior.resolve(runs[mine[k]].scenario);
+                if (a.nodes * a.gpus_per_node != b.nodes * b.gpus_per_node || a.batch_per_gpu != b.batch_per_gpu) {
+                    second = mine[k];
+                    break;
+                }
+            }
+            calibration_runs.push_back(second);
+            const CalibrationFit own =
+                fit_calibration(*model, {runs[calibration_runs[0]], runs[calibration_runs[1]]}, {}, {}, options);
+            model.emplace(prior, own.calibration);
+        }
+        for (const std::size_t i : mine) {
+            const bool used = std::find(calibration_runs.begin(), calibration_runs.end(), i) != calibration_runs.end();
+            out[i] = {model->predict(runs[i].scenario), used, true};
+        }
+    }
+    return out;
 }
 
 }  // namespace epochcast

@@ -19,6 +19,7 @@ struct FitOptions {
     double run_sigma = 0.03;         ///< a run's measured throughput (measurement and model-form scatter)
     double efficiency_sigma = 0.02;  ///< a published scaling efficiency
     double network_sigma = 0.05;     ///< an nccl-tests bus bandwidth
+    double comparison_sigma = 0.03;  ///< a published ratio of two configurations (outside its range)
     double jitter_sigma = 0.3;       ///< a worker's compute jitter from a run's per-step samples (eq. S2)
     int max_iterations = 200;
 };
@@ -46,17 +47,51 @@ struct CalibrationFit {
 /// they touch); docs/model.md, "Calibration".
 double fit_prior_sigma(ParameterKind kind);
 
-/// Fit `prior`'s calibration to the runs and network measurements. Runs whose GPU, precision and
-/// framework have no compute curve get one, started from the roofline (or a sibling framework's
-/// curve on the same GPU) with that prior's uncertainty. Throws InputError when there is nothing
-/// to fit or a run cannot be resolved (its message names the run's origin).
+/// The ratio a comparison's two configurations have under `model`: the scenario's throughput over
+/// the baseline's (speedup) or its epoch time over the baseline's (epoch_time_ratio).
+double predicted_ratio(const CostModel& model, const Comparison& comparison);
+
+/// Fit `prior`'s calibration to the runs, network measurements and published comparisons (a ratio
+/// inside its published range costs nothing, one outside it its log distance to the range). Runs
+/// whose GPU, precision, framework and stack have no compute curve get one, started from the
+/// roofline (or a sibling framework's curve on the same GPU) with that prior's uncertainty. Throws
+/// InputError when there is nothing to fit or a run cannot be resolved (its message names the
+/// run's origin).
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
-                               const std::vector<NetworkObservation>& networks, const FitOptions& options = {});
+                               const std::vector<NetworkObservation>& networks,
+                               const std::vector<Comparison>& comparisons = {}, const FitOptions& options = {});
 
 /// Each run predicted by a calibration fitted to all the other runs (and every network
 /// measurement), starting from `prior`: the held-out error is the honest one. Same order as `runs`.
 std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
                                                   const std::vector<NetworkObservation>& networks,
                                                   const FitOptions& options = {});
+
+/// The system a run was measured on, for the held-out checks: its instance, framework, precision
+/// and software stack, e.g. "dgx-a100 mxnet amp current" (what a user calibrates as one).
+std::string system_of(const Scenario& scenario);
+
+/// What a held-out check holds out (docs/validation.md).
+enum class HoldOut {
+    run,       ///< each run, predicted by a fit to every other run
+    system,    ///< each system's runs, predicted by a fit to every other system's (a system never seen)
+    two_runs,  ///< each system of 3 or more runs: a fit to every other system, then to its two smallest runs
+};
+
+/// One run's held-out prediction; `calibration_run` marks the two runs HoldOut::two_runs fitted to
+/// (their prediction is in-sample). A system of fewer than 3 runs under two_runs gets no
+/// prediction (`predicted` false).
+struct HeldOutPrediction {
+    Prediction prediction;
+    bool calibration_run = false;
+    bool predicted = false;
+};
+
+/// Every run's held-out prediction under `mode`, starting each fit from `prior`; comparisons that
+/// involve a held-out system are held out with it. Same order as `runs`.
+std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
+                                                    const std::vector<NetworkObservation>& networks,
+                                                    const std::vector<Comparison>& comparisons, HoldOut mode,
+                                                    const FitOptions& options = {});
 
 }  // namespace epochcast

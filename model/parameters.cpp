@@ -33,8 +33,10 @@ constexpr std::array<NamedKind, 2> kGlobalKinds{{{ParameterKind::nvls_efficiency
                                                  {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
 
 std::string curve_prefix(const ComputeCurve& curve) {
+    // A legacy-stack curve's name says so; a current one's is the name it always had.
     return "compute[" + curve.gpu + "/" + std::string(to_string(curve.precision)) + "/" +
-           std::string(to_string(curve.framework)) + "]";
+           std::string(to_string(curve.framework)) +
+           (curve.stack == SoftwareStack::current ? "" : "/" + std::string(to_string(curve.stack))) + "]";
 }
 
 }  // namespace

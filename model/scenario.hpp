@@ -30,6 +30,7 @@ struct Scenario {
     Precision precision = Precision::amp;
     Strategy strategy = Strategy::nccl;
     Framework framework = Framework::tensorflow;
+    SoftwareStack stack = SoftwareStack::current;  ///< the software the compute runs on
 
     std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)
     int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located)

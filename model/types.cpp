@@ -33,6 +33,8 @@ constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kF
     {"epochcast", Framework::epochcast}}};
 constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
     {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
+constexpr std::array<std::pair<std::string_view, SoftwareStack>, kSoftwareStackCount> kSoftwareStacks{{
+    {"current", SoftwareStack::current}, {"legacy", SoftwareStack::legacy}}};
 constexpr std::array<std::pair<std::string_view, DeviceKind>, 2> kDeviceKinds{{
     {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu}}};
 constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAlgorithms{{
@@ -60,6 +62,7 @@ std::string_view to_string(Precision precision) { return name_of(kPrecisions, pr
 std::string_view to_string(Strategy strategy) { return name_of(kStrategies, strategy); }
 std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
 std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
+std::string_view to_string(SoftwareStack stack) { return name_of(kSoftwareStacks, stack); }
 std::string_view to_string(DeviceKind kind) { return name_of(kDeviceKinds, kind); }
 std::string_view to_string(Algorithm algorithm) { return name_of(kAlgorithms, algorithm); }
 std::string_view to_string(Interconnect interconnect) { return name_of(kInterconnects, interconnect); }
@@ -70,6 +73,9 @@ Precision parse_precision(std::string_view text, std::string_view what) { return
 Strategy parse_strategy(std::string_view text, std::string_view what) { return parse_enum(kStrategies, text, what); }
 Framework parse_framework(std::string_view text, std::string_view what) { return parse_enum(kFrameworks, text, what); }
 Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }
+SoftwareStack parse_software_stack(std::string_view text, std::string_view what) {
+    return parse_enum(kSoftwareStacks, text, what);
+}
 DeviceKind parse_device_kind(std::string_view text, std::string_view what) {
     return parse_enum(kDeviceKinds, text, what);
 }

@@ -63,6 +63,16 @@ inline constexpr Framework kAllFrameworks[] = {Framework::mxnet, Framework::tens
                                                Framework::epochcast};
 inline constexpr int kFrameworkCount = 4;
 
+/// The software a run's compute ran on, the one dimension besides the GPU, precision and framework
+/// that moves a compute curve by up to a factor of two (docs/model.md, "Software stacks").
+enum class SoftwareStack {
+    current,  ///< NVIDIA's tuned stacks from 2019 on (NGC containers, DeepLearningExamples, MLPerf code:
+              ///< NHWC, DALI, fused batch norm) and what current releases reach with AMP and channels_last
+    legacy,   ///< the 2017-2018 stock releases on CUDA 9 and cuDNN 7.0-7.1 (TensorFlow 1.x, MXNet 1.3,
+              ///< NCHW, the framework's own input pipeline): seeds 000-002 and TensorFlow's 2017 benchmarks
+};
+inline constexpr int kSoftwareStackCount = 2;
+
 /// Which price list the cost uses.
 enum class Pricing { on_demand, spot };
 
@@ -76,6 +86,7 @@ std::string_view to_string(Precision precision);
 std::string_view to_string(Strategy strategy);
 std::string_view to_string(Framework framework);
 std::string_view to_string(Pricing pricing);
+std::string_view to_string(SoftwareStack stack);
 std::string_view to_string(DeviceKind kind);
 std::string_view to_string(Algorithm algorithm);
 std::string_view to_string(Interconnect interconnect);
@@ -87,6 +98,7 @@ Precision parse_precision(std::string_view text, std::string_view what = "precis
 Strategy parse_strategy(std::string_view text, std::string_view what = "strategy");
 Framework parse_framework(std::string_view text, std::string_view what = "framework");
 Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");
+SoftwareStack parse_software_stack(std::string_view text, std::string_view what = "stack");
 DeviceKind parse_device_kind(std::string_view text, std::string_view what = "kind");
 Interconnect parse_interconnect(std::string_view text, std::string_view what = "interconnect");
 

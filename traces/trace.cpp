@@ -158,6 +158,7 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     s.precision = parse("precision", parse_precision);
     s.strategy = parse("strategy", parse_strategy);
     s.framework = parse("framework", parse_framework);
+    if (r.find("stack")) s.stack = parse("stack", parse_software_stack);
     if (r.find("pricing")) s.pricing = parse("pricing", parse_pricing);
     if (s.strategy == Strategy::ps) {
         if (const json* colocated = r.find("ps_colocated")) {
@@ -333,6 +334,7 @@ json scenario_json(const Scenario& s) {
                    {"batch_per_gpu", s.batch_per_gpu},
                    {"pricing", to_string(s.pricing)}};
     if (s.global_batch > 0) fields["global_batch"] = s.global_batch;
+    if (s.stack != SoftwareStack::current) fields["stack"] = to_string(s.stack);
     if (s.strategy == Strategy::ps) {
         if (s.ps_colocated) {
             fields["ps_colocated"] = true;

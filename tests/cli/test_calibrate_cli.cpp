@@ -29,7 +29,7 @@ TEST(CalibrateCli, FitsTwoRunsWritesACalibrationThatPredictReads) {
     const Calibration c = Calibration::load(output);
     EXPECT_EQ(c.fitted_from.size(), 2u);
     EXPECT_FALSE(c.uncertainty.parameters.empty());
-    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --json --calibration '" + output.string() + "'");
+    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --stack legacy --json --calibration '" + output.string() + "'");
     ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
     const auto json = nlohmann::json::parse(predicted.out);
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 19559, 0.10 * 19559);
@@ -60,9 +60,17 @@ TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
     const auto json = nlohmann::json::parse(result.out);
     ASSERT_EQ(json["runs"].size(), 4u);
     EXPECT_FALSE(json["held_out"].get<bool>());
-    // The built-in calibration was solved from runs 0 and 1; 2 and 3 are held out (+6.7%, +10.0%).
-    EXPECT_NEAR(json["runs"][2]["error_percent"].get<double>(), 6.72, 0.1);
-    EXPECT_NEAR(json["mape_percent"].get<double>(), (6.72 + 9.99) / 4, 0.1);
+    // The built-in calibration was fitted to the corpus, these runs among them: each within the
+    // 15% issue 23 allows a seed run, and the mean is the mean of the runs' absolute errors.
+    double sum = 0;
+    for (const auto& run : json["runs"]) {
+        const double error = run["error_percent"].get<double>();
+        EXPECT_LT(std::abs(error), 15.0) << run["origin"];
+        EXPECT_NEAR(error, 100.0 * (run["predicted_throughput_images_per_s"].get<double>() /
+                                    run["measured_throughput_images_per_s"].get<double>() - 1.0), 1e-9);
+        sum += std::abs(error);
+    }
+    EXPECT_NEAR(json["mape_percent"].get<double>(), sum / 4, 1e-9);
 }
 
 TEST(ValidateCli, LeaveOneOutRefitsWithoutEachRun) {

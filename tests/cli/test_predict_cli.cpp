@@ -37,7 +37,8 @@ TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
 TEST(PredictCli, JsonHasTheContractKeys) {
     const auto json = nlohmann::json::parse(run_in_process(
         {"predict", "--instance", "p3.16xlarge", "--nodes", "8", "--batch-per-gpu", "256", "--precision", "amp",
-         "--strategy", "ps", "--ps-instance", "m4.16xlarge", "--ps-nodes", "16", "--framework", "mxnet", "--json"}));
+         "--strategy", "ps", "--ps-instance", "m4.16xlarge", "--ps-nodes", "16", "--framework", "mxnet", "--stack",
+         "legacy", "--json"}));
     for (const char* key : {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s",
                             "exposed_communication_s", "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd",
                             "scaling_efficiency", "gpus", "interval"}) {
@@ -65,7 +66,7 @@ TEST(PredictCli, GlobalBatchSetsThePerGpuBatchAndAnIndivisibleOneIsExitCode2) {
 
 TEST(PredictCli, GpusPerNodeAndDefaultStrategy) {
     const auto json = nlohmann::json::parse(
-        run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--json"}));
+        run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--stack", "legacy", "--json"}));
     EXPECT_EQ(json["gpus"], 4);
     EXPECT_EQ(json["scenario"]["strategy"], "nccl");  // NCCL chooses: a ring inside one node
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 3012, 0.05 * 3012);

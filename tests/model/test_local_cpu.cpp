@@ -130,7 +130,7 @@ TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
         const ResolvedScenario resolved = calibrated.resolve(run.scenario);
         EXPECT_TRUE(resolved.measured_curve);
         EXPECT_NEAR(calibrated.predict(resolved).throughput_images_per_s / measured, 1.0, 0.03) << measured;
-        const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast);
+        const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast, SoftwareStack::current);
         ASSERT_NE(curve, nullptr);
         EXPECT_NE(curve->source.find("local.json#0"), std::string::npos);
     }

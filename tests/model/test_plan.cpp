@@ -14,8 +14,8 @@ namespace {
 TEST(Plan, AnUncalibratedGpuGetsRunsThatEachNarrowTheBand) {
     const CostModel model(Catalog::built_in(), Calibration::built_in());
     Scenario target;
-    target.instance = "p2.8xlarge";
-    target.precision = Precision::fp32;
+    target.instance = "g4dn.12xlarge";  // T4: no run of the corpus
+    target.precision = Precision::amp;
     target.batch_per_gpu = 64;
     const CalibrationPlan plan = plan_calibration(model, target);
     ASSERT_FALSE(plan.runs.empty());
@@ -31,7 +31,7 @@ TEST(Plan, AnUncalibratedGpuGetsRunsThatEachNarrowTheBand) {
     }
     EXPECT_LT(plan.runs.back().target_sigma_after, 0.5 * plan.target_sigma_before);
     EXPECT_DOUBLE_EQ(plan.total_cost_usd, total);
-    // A short benchmark on a p2.8xlarge ($7.20/h) costs cents to a dollar, not a training run.
+    // A short benchmark on a g4dn.12xlarge costs cents to a dollar, not a training run.
     EXPECT_LT(plan.total_cost_usd, 5.0);
 }
 
@@ -50,8 +50,8 @@ TEST(Plan, ASmallPerGpuBatchGetsRunsAtTwoBatchSizes) {
         EXPECT_EQ(run.scenario.global_batch, 0) << "a calibration run's batch is its own";
         batches.push_back(run.scenario.batch_per_gpu);
     }
-    EXPECT_NE(std::find(batches.begin(), batches.end(), 16), batches.end()) << "the target's own batch";
     std::sort(batches.begin(), batches.end());
+    EXPECT_LE(batches.front(), 16) << "a run at or below the target's own batch, where the fixed cost shows";
     EXPECT_GT(std::unique(batches.begin(), batches.end()) - batches.begin(), 1) << "a second batch size";
 }
 

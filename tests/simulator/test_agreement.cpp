@@ -47,6 +47,7 @@ Scenario seed_cluster(Strategy strategy, Framework framework, int nodes) {
     s.precision = Precision::amp;
     s.strategy = strategy;
     s.framework = framework;
+    s.stack = SoftwareStack::legacy;  // the seeds' 2018 frameworks
     return s;
 }
 

@@ -112,6 +112,7 @@ TEST(Elastic, APlausibleDynamicTrainingScheduleLandsInSeed003sRanges) {
     const auto& time = findings.at(2).at("value");
     Scenario s = cluster(6, 128);
     s.framework = Framework::mxnet;
+    s.stack = SoftwareStack::legacy;  // MXNet's 2018 release
     s.strategy = Strategy::ps;
     s.ps_colocated = true;
     sim::SimulationOptions o;
