@@ -1,8 +1,9 @@
-// `epochcast validate TRACE.json... [--calibration CAL] [--leave-one-out [--prior P]] [--json|--markdown]`:
-// every measured run beside its prediction, the error, whether the measurement fell inside the
-// predicted 95% band, and the mean absolute percentage error. With --leave-one-out each run is
-// predicted by a calibration fitted to all the other runs (from a prior with no seed run in it),
-// the honest number. Published comparisons (speedups, epoch-time ratios) are checked too.
+// `epochcast validate TRACE.json... [--calibration CAL] [--leave-one-out | --hold-out MODE [--prior P]]
+// [--json|--markdown]`: every measured run beside its prediction, the error, whether the measurement
+// fell inside the predicted 95% band, the mean absolute percentage error and the worst error. With
+// --leave-one-out each run is predicted by a calibration fitted to all the other runs (from a prior
+// with no published run in it), the honest number; --hold-out system and two-runs hold out whole
+// systems (model/fit.hpp). Published comparisons (speedups, epoch-time ratios) are checked too.
 #include <CLI/CLI.hpp>
 
 #include <cmath>

@@ -587,9 +587,14 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
         for (std::size_t i = 0; i < runs.size(); ++i) {
             if (system_of(runs[i].scenario) != system) others.push_back(runs[i]);
         }
-        const CalibrationFit corpus = fit_calibration(prior, others, networks, comparisons_without(comparisons, system), options);
+        // With nothing else to fit, the prior alone stands for the rest of the corpus.
         std::optional<CostModel> model;
-        model.emplace(prior, corpus.calibration);
+        if (others.empty() && networks.empty()) {
+            model.emplace(prior, prior.calibration());
+        } else {
+            model.emplace(prior,
+                          fit_calibration(prior, others, networks, comparisons_without(comparisons, system), options).calibration);
+        }
         std::vector<std::size_t> calibration_runs;
         if (mode == HoldOut::two_runs) {
             // The smallest run, and the next smallest that differs from it in GPUs or batch (a

@@ -73,6 +73,17 @@ TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
     EXPECT_NEAR(json["mape_percent"].get<double>(), sum / 4, 1e-9);
 }
 
+TEST(ValidateCli, HoldOutTwoRunsPredictsTheRestAndAnUnknownModeIsExitCode2) {
+    const auto two = run_epochcast("validate '" + kSeed001 + "' --hold-out two-runs --json");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    const auto json = nlohmann::json::parse(two.out);
+    EXPECT_TRUE(json["held_out"].get<bool>());
+    EXPECT_EQ(json["runs"].size(), 2u);  // 4 and 8 GPUs calibrate; 32 and 256 are predicted
+    const auto bad = run_epochcast("validate '" + kSeed001 + "' --hold-out bogus");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--hold-out"), std::string::npos) << bad.err;
+}
+
 TEST(ValidateCli, LeaveOneOutRefitsWithoutEachRun) {
     const auto result = run_epochcast("validate '" + kSeed001 + "' --leave-one-out");
     ASSERT_EQ(result.exit_code, 0) << result.err;
