@@ -549,17 +549,22 @@ std::vector<Comparison> comparisons_without(const std::vector<Comparison>& compa
     return kept;
 }
 
-/// The indices of `system`'s runs, smallest first (fewest GPUs, then smallest batch, then file order).
-std::vector<std::size_t> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& system) {
-    std::vector<std::size_t> mine;
+/// One run of a system and its size: GPUs, then the per-GPU batch.
+struct SizedRun {
+    std::size_t index = 0;
+    std::pair<int, int> size;
+};
+
+/// `system`'s runs, smallest first (fewest GPUs, then smallest batch, then file order); each run
+/// resolved once.
+std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& system) {
+    std::vector<SizedRun> mine;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (system_of(runs[i].scenario) == system) mine.push_back(i);
-    }
-    auto size = [&](std::size_t i) {
+        if (system_of(runs[i].scenario) != system) continue;
         const ResolvedScenario r = model.resolve(runs[i].scenario);
-        return std::make_pair(r.nodes * r.gpus_per_node, r.batch_per_gpu);
-    };
-    std::stable_sort(mine.begin(), mine.end(), [&](std::size_t a, std::size_t b) { return size(a) < size(b); });
+        mine.push_back({i, {r.nodes * r.gpus_per_node, r.batch_per_gpu}});
+    }
+    std::stable_sort(mine.begin(), mine.end(), [](const SizedRun& a, const SizedRun& b) { return a.size < b.size; });
     return mine;
 }
 
@@ -581,7 +586,7 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
         if (std::find(systems.begin(), systems.end(), system) == systems.end()) systems.push_back(system);
     }
     for (const std::string& system : systems) {
-        const std::vector<std::size_t> mine = runs_of(prior, runs, system);
+        const std::vector<SizedRun> mine = runs_of(prior, runs, system);
         if (mode == HoldOut::two_runs && mine.size() < 3) continue;  // nothing left to predict
         std::vector<Observation> others;
         for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -599,13 +604,11 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
         if (mode == HoldOut::two_runs) {
             // The smallest run, and the next smallest that differs from it in GPUs or batch (a
             // second size tells the fit how the system scales), else the next smallest.
-            calibration_runs.push_back(mine[0]);
-            std::size_t second = mine[1];
+            calibration_runs.push_back(mine[0].index);
+            std::size_t second = mine[1].index;
             for (std::size_t k = 1; k < mine.size(); ++k) {
-                const ResolvedScenario a = prior.resolve(runs[mine[0]].scenario);
-                const ResolvedScenario b = prior.resolve(runs[mine[k]].scenario);
-                if (a.nodes * a.gpus_per_node != b.nodes * b.gpus_per_node || a.batch_per_gpu != b.batch_per_gpu) {
-                    second = mine[k];
+                if (mine[k].size != mine[0].size) {
+                    second = mine[k].index;
                     break;
                 }
             }
@@ -614,7 +617,8 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
                 fit_calibration(*model, {runs[calibration_runs[0]], runs[calibration_runs[1]]}, {}, {}, options);
             model.emplace(prior, own.calibration);
         }
-        for (const std::size_t i : mine) {
+        for (const SizedRun& run : mine) {
+            const std::size_t i = run.index;
             const bool used = std::find(calibration_runs.begin(), calibration_runs.end(), i) != calibration_runs.end();
             out[i] = {model->predict(runs[i].scenario), used, true};
         }
