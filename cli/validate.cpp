@@ -40,6 +40,7 @@ struct ValidateOptions {
 struct RunCheck {
     Observation run;
     Prediction predicted;
+    std::string held_out_group;  ///< what was held out with it (held_out_group); empty in-sample
 };
 
 /// One measured all-reduce (nccl-tests) beside the model's large-message bus bandwidth (eqs. N1-A1).
@@ -191,6 +192,7 @@ json checks_json(const std::vector<RunCheck>& runs, const std::vector<Comparison
                     {"in_interval", in_band(c)},
                     {"predicted_epoch_s", p.epoch_s}};
         if (c.run.epoch_s) row["measured_epoch_s"] = *c.run.epoch_s;
+        if (!c.held_out_group.empty()) row["held_out_group"] = c.held_out_group;
         out["runs"].push_back(row);
     }
     const Summary s = summarise(runs);
@@ -227,7 +229,7 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
         for (const NetworkObservation& n : evidence.networks) networks.push_back(network_check(model, n));
         for (const Observation& run : evidence.runs) {
             try {
-                runs.push_back({run, model.predict(run.scenario)});
+                runs.push_back({run, model.predict(run.scenario), {}});
             } catch (const InputError& error) {
                 throw InputError(run.origin + ": " + error.what());
             }
@@ -248,7 +250,7 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
             prior, evidence.runs, evidence.networks, mode == HoldOut::run ? std::vector<Comparison>{} : evidence.comparisons, mode);
         for (std::size_t i = 0; i < evidence.runs.size(); ++i) {
             if (predictions[i].predicted && !predictions[i].calibration_run) {
-                runs.push_back({evidence.runs[i], predictions[i].prediction});
+                runs.push_back({evidence.runs[i], predictions[i].prediction, predictions[i].group});
             }
         }
         if (!evidence.comparisons.empty()) {
@@ -301,7 +303,8 @@ void register_validate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--hold-out", options->hold_out,
                     "run (as --leave-one-out), system (each system's runs predicted by a fit to the other systems: one "
                     "never seen) or two-runs (each system of 3+ runs calibrated from its two smallest on top of the other "
-                    "systems' fit, predicting the rest); a system is an instance, framework, precision and stack");
+                    "systems' fit, predicting the rest); a system is an instance, framework, precision and stack, and under "
+                    "two-runs also the run's campaign (trace key \"campaign\", else its file)");
     cmd->add_option("--prior", options->prior,
                     "With --leave-one-out or --hold-out, what each refit starts from: data-free (default), built-in, or a file");
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");

@@ -549,18 +549,19 @@ std::vector<Comparison> comparisons_without(const std::vector<Comparison>& compa
     return kept;
 }
 
-/// One run of a system and its size: GPUs, then the per-GPU batch.
+/// One run of a held-out group and its size: GPUs, then the per-GPU batch.
 struct SizedRun {
     std::size_t index = 0;
     std::pair<int, int> size;
 };
 
-/// `system`'s runs, smallest first (fewest GPUs, then smallest batch, then file order); each run
-/// resolved once.
-std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& system) {
+/// The runs of `group` under `mode`, smallest first (fewest GPUs, then smallest batch, then file
+/// order); each run resolved once.
+std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& group,
+                              HoldOut mode) {
     std::vector<SizedRun> mine;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (system_of(runs[i].scenario) != system) continue;
+        if (held_out_group(runs[i], mode) != group) continue;
         const ResolvedScenario r = model.resolve(runs[i].scenario);
         mine.push_back({i, {r.nodes * r.gpus_per_node, r.batch_per_gpu}});
     }
@@ -570,6 +571,20 @@ std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observat
 
 }  // namespace
 
+std::string campaign_of(const Observation& run) {
+    if (!run.campaign.empty()) return run.campaign;
+    return run.origin.substr(0, run.origin.rfind('#'));
+}
+
+std::string held_out_group(const Observation& run, HoldOut mode) {
+    switch (mode) {
+        case HoldOut::run: return run.origin;
+        case HoldOut::system: return system_of(run.scenario);
+        case HoldOut::two_runs: return system_of(run.scenario) + " (" + campaign_of(run) + ")";
+    }
+    return run.origin;
+}
+
 std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
                                                     const std::vector<NetworkObservation>& networks,
                                                     const std::vector<Comparison>& comparisons, HoldOut mode,
@@ -577,21 +592,24 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
     std::vector<HeldOutPrediction> out(runs.size());
     if (mode == HoldOut::run) {
         const std::vector<Prediction> predictions = leave_one_out_predictions(prior, runs, networks, options);
-        for (std::size_t i = 0; i < runs.size(); ++i) out[i] = {predictions[i], false, true};
+        for (std::size_t i = 0; i < runs.size(); ++i) out[i] = {predictions[i], false, true, runs[i].origin};
         return out;
     }
-    std::vector<std::string> systems;
+    std::vector<std::string> groups;
     for (const Observation& run : runs) {
-        const std::string system = system_of(run.scenario);
-        if (std::find(systems.begin(), systems.end(), system) == systems.end()) systems.push_back(system);
+        const std::string group = held_out_group(run, mode);
+        if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
     }
-    for (const std::string& system : systems) {
-        const std::vector<SizedRun> mine = runs_of(prior, runs, system);
+    for (const std::string& group : groups) {
+        const std::vector<SizedRun> mine = runs_of(prior, runs, group, mode);
         if (mode == HoldOut::two_runs && mine.size() < 3) continue;  // nothing left to predict
         std::vector<Observation> others;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            if (system_of(runs[i].scenario) != system) others.push_back(runs[i]);
+            if (held_out_group(runs[i], mode) != group) others.push_back(runs[i]);
         }
+        // A comparison involving the group's instance, framework, precision and stack is held out
+        // with it, whatever its campaign.
+        const std::string system = system_of(runs[mine[0].index].scenario);
         // With nothing else to fit, the prior alone stands for the rest of the corpus.
         std::optional<CostModel> model;
         if (others.empty() && networks.empty()) {
@@ -602,16 +620,19 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
         }
         std::vector<std::size_t> calibration_runs;
         if (mode == HoldOut::two_runs) {
-            // The smallest run, and the next smallest that differs from it in GPUs or batch (a
-            // second size tells the fit how the system scales), else the next smallest.
+            // The smallest run, and the next smallest on more GPUs (a second GPU count tells the
+            // fit how the system scales: a user benchmarks one GPU and a node), else the next
+            // smallest of another batch, else the next smallest.
             calibration_runs.push_back(mine[0].index);
-            std::size_t second = mine[1].index;
-            for (std::size_t k = 1; k < mine.size(); ++k) {
-                if (mine[k].size != mine[0].size) {
-                    second = mine[k].index;
-                    break;
+            auto next_where = [&](auto differs) -> std::optional<std::size_t> {
+                for (std::size_t k = 1; k < mine.size(); ++k) {
+                    if (differs(mine[k])) return mine[k].index;
                 }
-            }
+                return std::nullopt;
+            };
+            const std::size_t second =
+                next_where([&](const SizedRun& r) { return r.size.first != mine[0].size.first; })
+                    .value_or(next_where([&](const SizedRun& r) { return r.size != mine[0].size; }).value_or(mine[1].index));
             calibration_runs.push_back(second);
             const CalibrationFit own =
                 fit_calibration(*model, {runs[calibration_runs[0]], runs[calibration_runs[1]]}, {}, {}, options);
@@ -620,7 +641,7 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
         for (const SizedRun& run : mine) {
             const std::size_t i = run.index;
             const bool used = std::find(calibration_runs.begin(), calibration_runs.end(), i) != calibration_runs.end();
-            out[i] = {model->predict(runs[i].scenario), used, true};
+            out[i] = {model->predict(runs[i].scenario), used, true, group};
         }
     }
     return out;

@@ -71,20 +71,31 @@ std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const 
 /// and software stack, e.g. "dgx-a100 mxnet amp current" (what a user calibrates as one).
 std::string system_of(const Scenario& scenario);
 
+/// The campaign a run belongs to: its trace's "campaign" (the runs measured together with one code
+/// and software setup), else the trace file it came from (its origin before '#').
+std::string campaign_of(const Observation& run);
+
 /// What a held-out check holds out (docs/validation.md).
 enum class HoldOut {
     run,       ///< each run, predicted by a fit to every other run
     system,    ///< each system's runs, predicted by a fit to every other system's (a system never seen)
-    two_runs,  ///< each system of 3 or more runs: a fit to every other system, then to its two smallest runs
+    two_runs,  ///< each system of 3 or more runs of one campaign: a fit to every other run, then to its
+               ///< two smallest runs (what a user does with two benchmark runs of their own setup)
 };
+
+/// What `mode` holds out together: under HoldOut::system a run's system_of; under two_runs its
+/// system_of and campaign, e.g. "dgx-a100 mxnet amp current (MLPerf Training, NVIDIA)"; under run
+/// the run's origin.
+std::string held_out_group(const Observation& run, HoldOut mode);
 
 /// One run's held-out prediction; `calibration_run` marks the two runs HoldOut::two_runs fitted to
 /// (their prediction is in-sample). A system of fewer than 3 runs under two_runs gets no
-/// prediction (`predicted` false).
+/// prediction (`predicted` false). `group` is what was held out with it (held_out_group).
 struct HeldOutPrediction {
     Prediction prediction;
     bool calibration_run = false;
     bool predicted = false;
+    std::string group;
 };
 
 /// Every run's held-out prediction under `mode`, starting each fit from `prior`; comparisons that

@@ -14,6 +14,8 @@ namespace epochcast {
 struct Observation {
     std::string origin;                      ///< where it came from, e.g. "traces/published/x.json#2"
     std::string source;                      ///< the run's source: a URL, a paper, or "epochcast-train on <host>"
+    std::string campaign;                    ///< the runs measured together with one code and software setup (one
+                                             ///< results table, one submitter's MLPerf code); empty: its trace file
     Scenario scenario;                       ///< the configuration that ran
     double throughput_images_per_s = 0;      ///< measured global throughput, images/s
     std::optional<double> epoch_s;           ///< measured seconds per epoch, where published

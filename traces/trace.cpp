@@ -179,6 +179,10 @@ Observation read_run(const json& run, const std::string& where, const std::strin
     Observation o;
     o.origin = origin;
     o.source = r.text("source");
+    if (r.find("campaign")) {
+        o.campaign = r.text("campaign");
+        if (o.campaign.empty()) r.fail("campaign", "must not be empty (leave it out: the trace file is the campaign)");
+    }
     o.scenario = read_scenario(r, catalog);
     const ObjectReader measured = r.child("measured");
     o.throughput_images_per_s = *measured.number("throughput_images_per_s", true);
@@ -350,6 +354,7 @@ json scenario_json(const Scenario& s) {
 json run_json(const Observation& o) {
     json run = scenario_json(o.scenario);
     run["source"] = o.source;
+    if (!o.campaign.empty()) run["campaign"] = o.campaign;
     json measured = {{"throughput_images_per_s", o.throughput_images_per_s}};
     if (o.epoch_s) measured["epoch_s"] = *o.epoch_s;
     if (o.time_to_train_s) measured["time_to_train_s"] = *o.time_to_train_s;

@@ -258,6 +258,22 @@ TEST(Trace, PerStepComputeSamplesAreReadAndWrittenBack) {
     EXPECT_NE(not_array.find("key \"measured.step_compute_s\" must be an array"), std::string::npos) << not_array;
 }
 
+// A run's campaign (the runs measured together with one code and software setup) is read and
+// written back; an empty one is refused; none leaves the trace file as the campaign.
+TEST(Trace, TheCampaignIsReadAndWrittenBack) {
+    const std::string run = good_run_with(R"("source": "test", )", R"("source": "test", "campaign": "lab table v2", )");
+    const Trace trace = parse_trace(trace_with(run), "t.json", catalog());
+    EXPECT_EQ(trace.runs[0].observation.campaign, "lab table v2");
+    EXPECT_EQ(run_json(trace.runs[0].observation)["campaign"], "lab table v2");
+    const Trace plain = parse_trace(trace_with(kGoodRun), "t.json", catalog());
+    EXPECT_TRUE(plain.runs[0].observation.campaign.empty());
+    EXPECT_FALSE(run_json(plain.runs[0].observation).contains("campaign"));
+    const std::string empty = error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": "", )")));
+    EXPECT_NE(empty.find("run 0: key \"campaign\" must not be empty"), std::string::npos) << empty;
+    const std::string number = error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": 2, )")));
+    EXPECT_NE(number.find("key \"campaign\" must be a string"), std::string::npos) << number;
+}
+
 TEST(TraceErrors, InstanceFromAnExtraCatalogIsAccepted) {
     const std::string run = good_run_with(R"("instance": "p3.16xlarge")", R"("instance": "lab.v100x8")");
     EXPECT_NE(error_of(trace_with(run)).find("lab.v100x8"), std::string::npos);
