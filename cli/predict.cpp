@@ -50,7 +50,7 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
-        results.push_back({s, model.predict(resolved), resolved.measured_curve, resolved.borrowed_curve});
+        results.push_back({s, model.predict(resolved), resolved.curve_origin});
     }
 
     if (o.json) {
@@ -69,11 +69,17 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     }
     print_prediction_table(results, model.catalog(), out);
     for (const ScenarioResult& r : results) {
-        if (!r.measured_curve) {
+        if (r.curve_origin != CurveOrigin::measured) {
             out << "\nnote: no measured compute curve for " << model.catalog().instance(r.scenario.instance).gpu << " / "
                 << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
-                << (r.borrowed_curve ? "; another framework's curve on the same GPU stands in, hence the wider band.\n"
-                                     : "; the roofline prior is used, hence the wide band.\n");
+                << (r.curve_origin == CurveOrigin::roofline ? "; the roofline prior is used"
+                    : r.curve_origin == CurveOrigin::other_framework
+                        ? "; another framework's curve on the same GPU stands in (docs/model.md, eq. C4)"
+                    : r.curve_origin == CurveOrigin::other_gpus
+                        ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. C5)"
+                        : "; another framework's curve on the same GPU and this framework's curves on other GPUs "
+                          "stand in, pooled (eqs. C4-C6)")
+                << ", hence the wider band.\n";
             break;
         }
     }

@@ -174,7 +174,7 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     row += ',';
     row += to_string(p.bottleneck);
     row += ',';
-    row += result.measured_curve ? "measured" : result.borrowed_curve ? "another framework's" : "roofline prior";
+    row += to_string(result.curve_origin);
     row += ',';
     row += to_string(p.interconnect);
     row += ',';
@@ -228,7 +228,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
-            {"compute_curve", result.measured_curve ? "measured" : result.borrowed_curve ? "another framework's" : "roofline prior"}};
+            {"compute_curve", to_string(result.curve_origin)}};
 }
 
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {

@@ -17,8 +17,7 @@ namespace epochcast::cli {
 struct ScenarioResult {
     Scenario scenario;
     Prediction prediction;
-    bool measured_curve = false;  ///< the compute curve came from measured runs, not the roofline prior
-    bool borrowed_curve = false;  ///< another framework's measured curve on the same GPU stood in
+    CurveOrigin curve_origin = CurveOrigin::roofline;  ///< where the compute curve came from
 };
 
 /// The contract's keys (seconds, images/s, US dollars) plus the breakdown and the scenario echoed.

@@ -141,7 +141,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
     const Prediction prediction = sim::simulated_prediction(model, s, result);
     const Prediction analytic = model.predict(resolved);
-    const ScenarioResult reported{s, prediction, resolved.measured_curve};
+    const ScenarioResult reported{s, prediction, resolved.curve_origin};
 
     if (o.json) {
         nlohmann::json j = prediction_json(reported);

@@ -193,7 +193,7 @@ public:
         const Scenario s = spec_.scenario_at(index, model_.catalog());
         try {
             const ResolvedScenario resolved = model_.resolve(s);
-            const ScenarioResult result{s, predict(s, resolved), resolved.measured_curve, resolved.borrowed_curve};
+            const ScenarioResult result{s, predict(s, resolved), resolved.curve_origin};
             if (format_ == Format::csv) {
                 append_prediction_csv(text, result);
             } else {

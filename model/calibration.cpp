@@ -239,9 +239,9 @@ const ComputeCurve* Calibration::sibling_curve(std::string_view gpu, const std::
     return best;
 }
 
-double Calibration::transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const {
-    double log_sum = 0;
-    int count = 0;
+Calibration::TransferRatio Calibration::transfer_ratio(const ComputeCurve& from, Framework framework,
+                                                      SoftwareStack stack) const {
+    std::vector<double> logs;
     for (const ComputeCurve& a : compute) {
         if (a.precision != from.precision || a.framework != from.framework || a.stack != from.stack ||
             a.model != from.model || a.image_size != from.image_size) {
@@ -252,11 +252,21 @@ double Calibration::transfer_ratio(const ComputeCurve& from, Framework framework
                 b.model != a.model || b.image_size != a.image_size) {
                 continue;
             }
-            log_sum += std::log(b.time_per_image_s / a.time_per_image_s);
-            ++count;
+            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
         }
     }
-    return count > 0 ? std::exp(log_sum / count) : 1.0;
+    TransferRatio t;
+    t.gpus = static_cast<int>(logs.size());
+    if (logs.empty()) return t;
+    double mean = 0;
+    for (const double l : logs) mean += l / static_cast<double>(logs.size());
+    t.ratio = std::exp(mean);
+    if (logs.size() >= 2) {
+        double squares = 0;
+        for (const double l : logs) squares += (l - mean) * (l - mean);
+        t.relative_sigma = std::max(kFrameworkTransferSigma, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
+    }
+    return t;
 }
 
 Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }

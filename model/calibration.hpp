@@ -141,8 +141,14 @@ struct Calibration {
     /// How much longer an image takes under `framework` and `stack` than under `from`'s, on the
     /// evidence of the GPUs where both were measured at `from`'s precision, model and image size:
     /// the geometric mean of their time-per-image ratios (docs/model.md, eq. C4), 1 where no GPU
-    /// has both.
-    double transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const;
+    /// has both. `relative_sigma` is the scatter of the ratios' logarithms over those GPUs, never
+    /// below kFrameworkTransferSigma (which it is with fewer than two).
+    struct TransferRatio {
+        double ratio = 1.0;
+        double relative_sigma = kFrameworkTransferSigma;
+        int gpus = 0;  ///< GPUs with both curves
+    };
+    TransferRatio transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const;
 
     /// The built-in default (model/default_calibration.json compiled in).
     static Calibration built_in();

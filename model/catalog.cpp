@@ -397,6 +397,8 @@ const GpuSpec& Catalog::gpu(std::string_view name) const {
     throw InputError("unknown GPU '" + std::string(name) + "' (known: " + known_names(gpus_) + ")");
 }
 
+const GpuSpec* Catalog::find_gpu(std::string_view name) const { return find_by_name(gpus_, name); }
+
 const InstanceSpec& Catalog::instance(std::string_view name) const {
     if (const InstanceSpec* spec = find_by_name(instances_, name)) return *spec;
     throw InputError("unknown instance '" + std::string(name) + "' (known: " + known_names(instances_) + ")");

@@ -100,6 +100,8 @@ public:
 
     /// Look up by exact name; throws InputError listing the known names when there is none.
     const GpuSpec& gpu(std::string_view name) const;
+    /// The GPU of that name, or nullptr.
+    const GpuSpec* find_gpu(std::string_view name) const;
     const InstanceSpec& instance(std::string_view name) const;
     /// The GPU of an instance; throws InputError for a CPU-only instance.
     const GpuSpec& gpu_of(const InstanceSpec& instance) const;

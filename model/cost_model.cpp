@@ -108,6 +108,65 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
     return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
 }
 
+FrameworkRoofline fit_framework_roofline(const std::vector<RooflinePoint>& points, double roofline_sigma) {
+    FrameworkRoofline line;
+    line.curves = static_cast<int>(points.size());
+    if (points.empty()) return line;
+    // Least squares in relative terms: minimise sum ((a r_i + c) / t_i - 1)^2, i.e. a linear fit of
+    // 1 to x_i = r_i / t_i and y_i = 1 / t_i.
+    double sxx = 0, sxy = 0, syy = 0, sx = 0, sy = 0, lowest = points[0].roofline_s, highest = lowest;
+    for (const RooflinePoint& p : points) {
+        const double x = p.roofline_s / p.measured_s, y = 1.0 / p.measured_s;
+        sxx += x * x;
+        sxy += x * y;
+        syy += y * y;
+        sx += x;
+        sy += y;
+        lowest = std::min(lowest, p.roofline_s);
+        highest = std::max(highest, p.roofline_s);
+    }
+    int parameters = 1;
+    line.factor = sx / sxx;
+    if (points.size() >= 3 && highest >= 1.5 * lowest) {
+        const double det = sxx * syy - sxy * sxy;
+        const double factor = (sx * syy - sy * sxy) / det, floor = (sxx * sy - sxy * sx) / det;
+        if (det > 0 && factor > 0 && floor > 0) {
+            line.factor = factor;
+            line.floor_s = floor;
+            parameters = 2;
+        }
+    }
+    // The scatter around the line, with the roofline prior's sigma as one more pseudo-observation
+    // (few curves say little about how far a GPU they did not measure can stray).
+    const int dof = std::max(line.curves - parameters, 0);
+    double squares = roofline_sigma * roofline_sigma;
+    for (const RooflinePoint& p : points) {
+        const double off = std::log((line.factor * p.roofline_s + line.floor_s) / p.measured_s);
+        squares += off * off;
+    }
+    line.relative_sigma = std::max(kRooflineFitMinSigma, std::sqrt(squares / (dof + 1)));
+    return line;
+}
+
+double pooled_weight(double sigma_a, double sigma_b) {
+    return sigma_b * sigma_b / (sigma_a * sigma_a + sigma_b * sigma_b);
+}
+
+double pooled_sigma(double sigma_a, double sigma_b) {
+    return sigma_a * sigma_b / std::sqrt(sigma_a * sigma_a + sigma_b * sigma_b);
+}
+
+std::string_view to_string(CurveOrigin origin) {
+    switch (origin) {
+        case CurveOrigin::measured: return "measured";
+        case CurveOrigin::other_framework: return "another framework's";
+        case CurveOrigin::other_gpus: return "other GPUs'";
+        case CurveOrigin::pooled: return "pooled";
+        case CurveOrigin::roofline: return "roofline prior";
+    }
+    return "?";
+}
+
 double straggler_factor(int workers) {
     if (workers <= 1) return 0.0;
     return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
@@ -309,11 +368,52 @@ CostModel::CostModel(Catalog catalog, Calibration calibration)
       calibration_(std::move(calibration)),
       workloads_(std::make_shared<WorkloadCache>()) {
     build_covariance();
+    build_framework_rooflines();
 }
 
 CostModel::CostModel(const CostModel& base, Calibration calibration)
     : catalog_(base.catalog_), calibration_(std::move(calibration)), workloads_(base.workloads_) {
     build_covariance();
+    build_framework_rooflines();
+}
+
+double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const {
+    const RooflinePrior& prior = calibration_.roofline;
+    const double peak = peak_flops_per_s(gpu, precision);
+    // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
+    // cores) run it at the fp32 efficiency; dedicated units (tensor cores, a CPU's AMX or
+    // AVX-512 BF16) at the tensor efficiency.
+    const bool tensor = precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;
+    const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
+    const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(precision);
+    return roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
+                                     gpu.memory_GBps * 1e9, prior.memory_efficiency);
+}
+
+void CostModel::build_framework_rooflines() {
+    framework_rooflines_.clear();
+    std::map<std::tuple<Framework, SoftwareStack, Precision>, std::vector<RooflinePoint>> points;
+    const Workload& reference = workload(kReferenceModel, kReferenceImageSize, 1000);
+    for (const ComputeCurve& curve : calibration_.compute) {
+        const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
+        if (!gpu || gpu->kind == DeviceKind::cpu || !(peak_flops_per_s(*gpu, curve.precision) > 0)) continue;
+        const Workload& work = workload(curve.model, curve.image_size, 1000);
+        // Per reference-model image: the floor is a per-image cost that scales with the work.
+        const double to_reference = reference.training_flops_per_image / work.training_flops_per_image;
+        points[{curve.framework, curve.stack, curve.precision}].push_back(
+            {roofline_s(*gpu, curve.precision, work) * to_reference, curve.time_per_image_s * to_reference});
+    }
+    for (const auto& [key, list] : points) {
+        framework_rooflines_.emplace_back(key, fit_framework_roofline(list, calibration_.roofline.relative_sigma));
+    }
+}
+
+const FrameworkRoofline* CostModel::framework_roofline(Framework framework, SoftwareStack stack,
+                                                       Precision precision) const {
+    for (const auto& [key, line] : framework_rooflines_) {
+        if (key == std::tuple{framework, stack, precision}) return &line;
+    }
+    return nullptr;
 }
 
 void CostModel::build_covariance() {
@@ -468,44 +568,76 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack, same_chip);
     }
     r.measured_curve = curve != nullptr;
-    double borrowed_ratio = 1.0;
-    if (!curve) {
-        // Another framework's or stack's curve on the same GPU and precision beats the roofline,
-        // carried over by the ratio the two show where both were measured (eq. C4).
-        if (const ComputeCurve* other = calibration_.sibling_curve(gpu.name, same_chip, scenario.precision,
-                                                                   scenario.framework, scenario.stack)) {
-            curve = other;
-            r.borrowed_curve = true;
-            borrowed_ratio = calibration_.transfer_ratio(*other, scenario.framework, scenario.stack);
-        }
-    }
     if (curve) {
+        r.curve_origin = CurveOrigin::measured;
         const int curve_index = static_cast<int>(curve - calibration_.compute.data());
         depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
         depends(SensitiveField::fixed, ParameterKind::curve_fixed, curve_index, curve->fixed_s);
         const Workload& measured = workload(curve->model, curve->image_size, 1000);
         const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
-        r.time_per_image_s = curve->time_per_image_s * flops_ratio * borrowed_ratio;
+        r.time_per_image_s = curve->time_per_image_s * flops_ratio;
         r.fixed_s = curve->fixed_s;
-        // A curve carried to another architecture by its FLOPs is half as uncertain as a roofline
-        // prior; one carried to another framework, kFrameworkTransferSigma.
-        const double architecture_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
-        const double framework_sigma = r.borrowed_curve ? kFrameworkTransferSigma : 0.0;
-        r.transfer_sigma = std::hypot(architecture_sigma, framework_sigma);
+        // A curve carried to another depth or image size is half as uncertain as a roofline prior.
+        r.transfer_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
     } else {
-        const RooflinePrior& prior = calibration_.roofline;
-        // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
-        // cores) run it at the fp32 efficiency; dedicated units (tensor cores, a CPU's AMX or
-        // AVX-512 BF16) at the tensor efficiency.
-        const bool tensor = scenario.precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;
-        const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
-        const double traffic_bytes =
-            work.memory_traffic_elements_per_image * activation_element_bytes(scenario.precision);
-        r.time_per_image_s = roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
-                                                       gpu.memory_GBps * 1e9, prior.memory_efficiency);
-        r.fixed_s = profile.fixed_overhead_s;
-        r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {static_cast<int>(parameters_.size()), 1.0};
-        depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
+        // No curve of its own: another framework's or stack's curve on this GPU, carried over by
+        // the ratio the two show where both were measured (eq. C4), and this framework's curves
+        // on other GPUs, carried by their roofline times (eq. C5); where both exist, their
+        // logarithms weighted by inverse variance (eq. C6); where neither, the roofline (eq. C3).
+        const double roofline = roofline_s(gpu, scenario.precision, work);
+        const ComputeCurve* sibling =
+            calibration_.sibling_curve(gpu.name, same_chip, scenario.precision, scenario.framework, scenario.stack);
+        const FrameworkRoofline* line = framework_roofline(scenario.framework, scenario.stack, scenario.precision);
+        double sibling_log = 0, sibling_sigma = 0;
+        if (sibling) {
+            const Calibration::TransferRatio transfer =
+                calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
+            const double flops_ratio =
+                work.training_flops_per_image / workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
+            sibling_log = std::log(sibling->time_per_image_s * flops_ratio * transfer.ratio);
+            sibling_sigma = std::hypot(transfer.relative_sigma,
+                                       flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0);
+        }
+        double line_log = 0;
+        if (line) {
+            const double to_reference =
+                work.training_flops_per_image / workload(kReferenceModel, kReferenceImageSize, 1000).training_flops_per_image;
+            line_log = std::log(line->factor * roofline + line->floor_s * to_reference);
+        }
+        if (sibling) {
+            const int sibling_index = static_cast<int>(sibling - calibration_.compute.data());
+            // The sibling's weight in eq. C6 (1 when it stands alone).
+            const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;
+            depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, sibling_index,
+                    sibling->time_per_image_s);
+            r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate *= weight;
+            depends(SensitiveField::fixed, ParameterKind::curve_fixed, sibling_index, sibling->fixed_s);
+            r.fixed_s = sibling->fixed_s;
+            r.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
+            r.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
+            r.curve_origin = line ? CurveOrigin::pooled : CurveOrigin::other_framework;
+        } else if (line) {
+            r.time_per_image_s = std::exp(line_log);
+            // The roofline row stands for what no curve of this GPU measured, scaled to the line's
+            // sigma, so that a planned run (model/plan.cpp) can narrow it.
+            const double roofline_sigma = calibration_.roofline.relative_sigma;
+            if (roofline_sigma > 0) {
+                r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {
+                    static_cast<int>(parameters_.size()), line->relative_sigma / roofline_sigma};
+            } else {
+                r.transfer_sigma = line->relative_sigma;
+            }
+            r.curve_origin = CurveOrigin::other_gpus;
+        } else {
+            r.time_per_image_s = roofline;
+            r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {static_cast<int>(parameters_.size()), 1.0};
+            r.curve_origin = CurveOrigin::roofline;
+        }
+        r.borrowed_curve = r.curve_origin != CurveOrigin::roofline;
+        if (!sibling) {
+            r.fixed_s = profile.fixed_overhead_s;
+            depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
+        }
     }
     depends(SensitiveField::sync_jitter, ParameterKind::sync_jitter, framework_index, profile.sync_jitter);
     // CPU ranks move their gradients with the cores that compute (docs/model.md, "CPU ranks"):
@@ -636,8 +768,16 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
     const std::array<double, kSensitiveFields> gradient = throughput_gradient(s);
     const std::size_t n = parameters_.size() + 1;
     double variance = calibration_.uncertainty.model_sigma * calibration_.uncertainty.model_sigma;
-    const double transfer = gradient[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
-    variance += transfer * transfer;
+    if (s.transfer_sigma > 0) {
+        // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
+        // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
+        constexpr double kStep = 1e-4;
+        const double base = iteration_times(s).iteration_s;
+        ResolvedScenario moved = s;
+        moved.time_per_image_s *= 1.0 + kStep;
+        const double transfer = (iteration_times(moved).iteration_s / base - 1.0) / kStep * s.transfer_sigma;
+        variance += transfer * transfer;
+    }
     for (std::size_t a = 0; a < kSensitiveFields; ++a) {
         if (gradient[a] == 0) continue;
         for (std::size_t b = 0; b < kSensitiveFields; ++b) {

@@ -40,6 +40,16 @@ struct FieldSensitivity {
     double log_field_per_coordinate = 0;
 };
 
+/// Where a resolved scenario's compute curve came from (docs/model.md, "Compute").
+enum class CurveOrigin {
+    measured,         ///< a curve measured on this GPU (or one of the same chip) for its framework and stack
+    other_framework,  ///< another framework's or stack's curve on this GPU (eq. C4)
+    other_gpus,       ///< this framework's curves on other GPUs, carried by the roofline (eq. C5)
+    pooled,           ///< both of the above, weighted by their uncertainties (eq. C6)
+    roofline,         ///< the roofline prior alone (eq. C3)
+};
+std::string_view to_string(CurveOrigin origin);
+
 /// A Scenario reduced to the numbers the formulas use. Plain values, cheap to copy.
 struct ResolvedScenario {
     // Cluster shape
@@ -55,7 +65,8 @@ struct ResolvedScenario {
     double fixed_s = 0;            ///< seconds per iteration
     double transfer_sigma = 0;     ///< extra relative 1-sigma of a curve carried to another architecture
     bool measured_curve = false;   ///< true when the calibration measured this GPU/precision/framework
-    bool borrowed_curve = false;   ///< true when another framework's curve on this GPU and precision stands in
+    bool borrowed_curve = false;   ///< true when other measured curves stand in (eqs. C4-C6), not the roofline alone
+    CurveOrigin curve_origin = CurveOrigin::roofline;
 
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
@@ -187,6 +198,38 @@ double backward_time_s(double time_per_image_s, int batch);
 double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,
                                  double memory_bytes, double memory_Bps, double memory_efficiency);
 
+/// One measured curve against its GPU's roofline (eq. C3 at the prior's efficiencies), both in
+/// seconds per image, for eq. C5.
+struct RooflinePoint {
+    double roofline_s = 0;
+    double measured_s = 0;
+};
+
+/// Eq. C5: a framework's measured curves over the GPUs it ran on, against each GPU's roofline:
+/// t_img = factor x roofline + floor. `floor_s` is the per-image time no faster GPU removes (0
+/// unless three or more curves span a 1.5x range of roofline times); `relative_sigma` the scatter
+/// of the curves' logarithms around the line with the roofline prior's sigma (`roofline_sigma`)
+/// counted as one more residual, over the degrees of freedom plus one, never below
+/// kRooflineFitMinSigma: the roofline prior's own sigma when the points leave no freedom.
+struct FrameworkRoofline {
+    double factor = 0;
+    double floor_s = 0;
+    double relative_sigma = 0;
+    int curves = 0;
+};
+inline constexpr double kRooflineFitMinSigma = 0.05;
+FrameworkRoofline fit_framework_roofline(const std::vector<RooflinePoint>& points, double roofline_sigma);
+
+/// Eq. C6: two independent estimates of ln t_img with relative sigmas `sigma_a` and `sigma_b`,
+/// pooled by inverse variance: the first one's weight, and the pooled estimate's sigma.
+double pooled_weight(double sigma_a, double sigma_b);
+double pooled_sigma(double sigma_a, double sigma_b);
+
+/// Eq. C5 fits its line per image of this model (other depths and sizes scale by their FLOPs).
+inline constexpr const char* kReferenceModel = "resnet50";
+inline constexpr int kReferenceImageSize = 224;
+
+
 /// Expected wait for the slowest of `workers` whose compute time has relative std `jitter`:
 /// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.
 double straggler_wait_s(double compute_s, double jitter, int workers);
@@ -272,13 +315,20 @@ private:
         std::map<std::tuple<std::string, int, int>, Workload> workloads;
     };
     void build_covariance();
+    void build_framework_rooflines();
     int parameter_row(ParameterKind kind, int index) const;
+    /// Eq. C3 for one image of `work` on `gpu` at `precision`, at the calibration's prior efficiencies.
+    double roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const;
+    /// Eq. C5's line for the framework, stack and precision, or nullptr where no curve of theirs exists.
+    const FrameworkRoofline* framework_roofline(Framework framework, SoftwareStack stack, Precision precision) const;
 
     std::shared_ptr<const Catalog> catalog_;
     Calibration calibration_;
     std::shared_ptr<WorkloadCache> workloads_;
     std::vector<ParameterId> parameters_;  ///< covariance rows; the last row is the roofline prior
     std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
+    /// Eq. C5 per framework, stack and precision that has curves, fitted once per calibration.
+    std::vector<std::pair<std::tuple<Framework, SoftwareStack, Precision>, FrameworkRoofline>> framework_rooflines_;
 };
 
 }  // namespace epochcast

@@ -520,12 +520,13 @@ void MainWindow::recompute() {
         memory_->setText(QString("needs %1 GiB of the GPU's %2 GiB").arg(prediction_->memory_per_gpu_GiB, 0, 'f', 1).arg(gpu.memory_gib));
         memory_->setStyleSheet("color: gray;");
         batch_->setStyleSheet("");
-        setMessage(resolved.measured_curve ? QString()
-                                           : resolved.borrowed_curve
-                                                 ? tr("No measured compute curve for this GPU, precision and framework: "
-                                                      "another framework's stands in (wider band).")
-                                                 : tr("No measured compute curve for this GPU, precision and framework: "
-                                                      "the roofline prior is used (wide band)."),
+        setMessage(resolved.curve_origin == CurveOrigin::measured ? QString()
+                   : resolved.curve_origin == CurveOrigin::roofline
+                       ? tr("No measured compute curve for this GPU, precision and framework: "
+                            "the roofline prior is used (wide band).")
+                       : tr("No measured compute curve for this GPU, precision and framework: "
+                            "measured curves stand in (%1, docs/model.md eqs. C4-C6; wider band).")
+                             .arg(QString::fromStdString(std::string(to_string(resolved.curve_origin)))),
                    false);
         showOutputs(resolved);
     } catch (const InfeasibleError& error) {

@@ -308,3 +308,48 @@ TEST(CostModelTerms, ComputeJitterIsTheRelativeSpreadOfStepsAndIgnoresASlowDrift
 
 }  // namespace
 }  // namespace epochcast
+
+namespace epochcast {
+namespace {
+
+// Eq. C5's line: points exactly on t = 0.9 r + 0.2 ms over a 4x range of roofline times give back
+// the factor and the floor, at the smallest scatter; two points fit the factor alone.
+TEST(FrameworkRooflineFit, ThreeCurvesOverAWideRangeFindTheFactorAndTheFloor) {
+    std::vector<RooflinePoint> points;
+    for (const double r : {0.1e-3, 0.2e-3, 0.4e-3}) points.push_back({r, 0.9 * r + 0.2e-3});
+    const FrameworkRoofline line = fit_framework_roofline(points, 0.25);
+    EXPECT_NEAR(line.factor, 0.9, 1e-9);
+    EXPECT_NEAR(line.floor_s, 0.2e-3, 1e-12);
+    EXPECT_NEAR(line.relative_sigma, std::max(kRooflineFitMinSigma, 0.25 / std::sqrt(2.0)), 1e-9);
+    EXPECT_EQ(line.curves, 3);
+    // Many points on the line: the prior's pseudo-residual fades, down to the smallest scatter.
+    std::vector<RooflinePoint> many;
+    for (int i = 1; i <= 60; ++i) many.push_back({i * 0.1e-3, 0.9 * i * 0.1e-3 + 0.2e-3});
+    EXPECT_DOUBLE_EQ(fit_framework_roofline(many, 0.25).relative_sigma, kRooflineFitMinSigma);
+
+    // Two points: no floor, the factor by least squares of relative errors, one degree of freedom;
+    // the roofline prior's sigma counts as one more residual.
+    const FrameworkRoofline two = fit_framework_roofline({{1e-3, 1e-3}, {1e-3, 2e-3}}, 0.25);
+    EXPECT_DOUBLE_EQ(two.floor_s, 0.0);
+    const double factor = (1 + 0.5) / (1 + 0.25);
+    EXPECT_NEAR(two.factor, factor, 1e-12);
+    EXPECT_NEAR(two.relative_sigma,
+                std::sqrt((0.25 * 0.25 + std::pow(std::log(factor), 2) + std::pow(std::log(factor / 2), 2)) / 2), 1e-12);
+    // One point leaves no degree of freedom: the roofline prior's sigma.
+    const FrameworkRoofline one = fit_framework_roofline({{1e-3, 2e-3}}, 0.25);
+    EXPECT_NEAR(one.factor, 2.0, 1e-12);
+    EXPECT_NEAR(one.relative_sigma, 0.25, 1e-12);
+    // A narrow range (less than 1.5x) cannot tell a floor from the factor.
+    const FrameworkRoofline narrow = fit_framework_roofline({{1e-3, 1.1e-3}, {1.2e-3, 1.3e-3}, {1.4e-3, 1.5e-3}}, 0.25);
+    EXPECT_DOUBLE_EQ(narrow.floor_s, 0.0);
+}
+
+// Eq. C6: inverse-variance weights; two equal sigmas weigh one half each and pool to sigma / sqrt 2.
+TEST(FrameworkRooflineFit, PoolingWeighsByInverseVariance) {
+    EXPECT_DOUBLE_EQ(pooled_weight(0.1, 0.1), 0.5);
+    EXPECT_NEAR(pooled_sigma(0.1, 0.1), 0.1 / std::sqrt(2.0), 1e-15);
+    EXPECT_NEAR(pooled_weight(0.1, 0.2), 0.8, 1e-15);
+}
+
+}  // namespace
+}  // namespace epochcast

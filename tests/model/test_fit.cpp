@@ -216,7 +216,9 @@ TEST(Fit, FromTheCorpusFitWhatTheRunsTouchNarrowsAndTheRestKeepsItsVariance) {
     };
     for (const FittedParameter& p : fit.parameters) {
         const double before = variance(corpus.uncertainty, p.name);
-        if (before > 0) EXPECT_LE(p.sigma, std::sqrt(before) * (1 + 1e-9)) << p.name;
+        if (before > 0) {
+            EXPECT_LE(p.sigma, std::sqrt(before) * (1 + 1e-9)) << p.name;
+        }
         EXPECT_LE(p.sigma, p.prior_sigma * (1 + 1e-9)) << p.name;
     }
     // A100 curves: no K80 run touches them; they keep the corpus's variance.
@@ -229,38 +231,118 @@ TEST(Fit, FromTheCorpusFitWhatTheRunsTouchNarrowsAndTheRestKeepsItsVariance) {
     EXPECT_GT(kept, 0);
 }
 
-// Eq. C4: a GPU without a curve under this framework borrows another framework's, scaled by the
-// ratio the two frameworks show on the GPUs where both were measured.
-TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
-    Calibration c = Calibration::data_free_prior();
-    c.compute.clear();
-    auto curve = [](const char* gpu, Framework f, double t) {
-        ComputeCurve k;
-        k.gpu = gpu;
-        k.precision = Precision::amp;
-        k.framework = f;
-        k.time_per_image_s = t;
-        k.fixed_s = 0.01;
-        k.relative_sigma = 0.05;
-        return k;
-    };
-    c.compute = {curve("V100-SXM2-16GB", Framework::mxnet, 1.0e-3), curve("V100-SXM2-16GB", Framework::pytorch, 1.2e-3),
-                 curve("A100-SXM4-80GB", Framework::mxnet, 0.4e-3), curve("A100-SXM4-80GB", Framework::pytorch, 0.6e-3),
-                 curve("H100-SXM5-80GB", Framework::pytorch, 0.3e-3)};
-    EXPECT_NEAR(c.transfer_ratio(c.compute[4], Framework::mxnet, SoftwareStack::current), std::sqrt(1.0 / 1.2 * 0.4 / 0.6),
-                1e-12);
-    const CostModel model(Catalog::built_in(), c);
+/// A curve of one GPU, amp, current stack.
+ComputeCurve amp_curve(const char* gpu, Framework f, double time_per_image_s) {
+    ComputeCurve k;
+    k.gpu = gpu;
+    k.precision = Precision::amp;
+    k.framework = f;
+    k.time_per_image_s = time_per_image_s;
+    k.fixed_s = 0.01;
+    k.relative_sigma = 0.05;
+    return k;
+}
+
+/// Eq. C3's time per image of ResNet-50 at amp on an instance's GPU: what a model with no curve
+/// at all resolves.
+double roofline_of(const std::string& instance) {
+    Calibration none = Calibration::data_free_prior();
+    none.compute.clear();
+    Scenario s;
+    s.instance = instance;
+    s.nodes = 1;
+    return CostModel(Catalog::built_in(), none).resolve(s).time_per_image_s;
+}
+
+/// One DGX H100 under MXNet, which no curve below measured.
+Scenario h100_mxnet() {
     Scenario s;
     s.instance = "dgx-h100";
     s.nodes = 1;
     s.framework = Framework::mxnet;
-    const ResolvedScenario r = model.resolve(s);
+    return s;
+}
+
+/// Eq. C5's line through mxnet curves at 1.1 and 0.9 times the V100's and A100's roofline times:
+/// the factor (least squares of (a r_i) / t_i = 1 over x_i = r_i / t_i: a = sum x / sum x^2) and
+/// the line's sigma (the roofline prior's sigma as one more residual, over 1 + 1).
+struct TwoPointLine {
+    double factor = 0;
+    double sigma = 0;
+};
+TwoPointLine two_point_line(double roofline_sigma) {
+    const double x1 = 1 / 1.1, x2 = 1 / 0.9, factor = (x1 + x2) / (x1 * x1 + x2 * x2);
+    return {factor, std::sqrt((roofline_sigma * roofline_sigma + std::pow(std::log(factor / 1.1), 2) +
+                               std::pow(std::log(factor / 0.9), 2)) / 2)};
+}
+
+// Eq. C4: a GPU without a curve under this framework, whose framework has no curve on any other
+// GPU, borrows another framework's on the same GPU, scaled by the ratio the two frameworks show
+// on the GPUs where both were measured.
+TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
+    Calibration c = Calibration::data_free_prior();
+    c.compute = {amp_curve("V100-SXM2-16GB", Framework::tensorflow, 1.0e-3),
+                 amp_curve("V100-SXM2-16GB", Framework::pytorch, 1.2e-3),
+                 amp_curve("A100-SXM4-80GB", Framework::tensorflow, 0.4e-3),
+                 amp_curve("A100-SXM4-80GB", Framework::pytorch, 0.6e-3),
+                 amp_curve("H100-SXM5-80GB", Framework::pytorch, 0.3e-3)};
+    const double ratio = std::sqrt(1.0 / 1.2 * 0.4 / 0.6);
+    const Calibration::TransferRatio transfer = c.transfer_ratio(c.compute[4], Framework::tensorflow, SoftwareStack::current);
+    EXPECT_NEAR(transfer.ratio, ratio, 1e-12);
+    EXPECT_EQ(transfer.gpus, 2);
+    // The two GPUs' log ratios, -0.182 and -0.405, scatter by 0.158 (sample standard deviation).
+    EXPECT_NEAR(transfer.relative_sigma, std::abs(std::log(1.0 / 1.2) - std::log(0.4 / 0.6)) / std::sqrt(2.0), 1e-12);
+    // Without the tensorflow curves, pytorch's curve on the H100 is the only evidence: eq. C4 alone.
+    Calibration alone = c;
+    alone.compute = {c.compute[1], c.compute[3], c.compute[4]};
+    const CostModel model(Catalog::built_in(), alone);
+    const ResolvedScenario r = model.resolve(h100_mxnet());
+    EXPECT_EQ(r.curve_origin, CurveOrigin::other_framework);
     EXPECT_TRUE(r.borrowed_curve);
-    EXPECT_NEAR(r.time_per_image_s, 0.3e-3 * std::sqrt(1.0 / 1.2 * 0.4 / 0.6), 1e-12);
-    // No GPU with both stacks: a legacy request borrows the current curve as it is.
-    s.stack = SoftwareStack::legacy;
-    s.framework = Framework::pytorch;
-    EXPECT_NEAR(model.resolve(s).time_per_image_s, 0.3e-3, 1e-12);
+    EXPECT_NEAR(r.time_per_image_s, 0.3e-3, 1e-12);  // no GPU with both: the ratio is 1
+    EXPECT_NEAR(r.transfer_sigma, kFrameworkTransferSigma, 1e-12);
+    EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);
+}
+
+// Eq. C5: a framework's curves on other GPUs, against those GPUs' roofline times, carry it to a
+// GPU it never ran on; two points fit the factor alone (no floor).
+TEST(Fit, AGpuWithoutCurvesTakesItsFrameworksRooflineLine) {
+    Calibration c = Calibration::data_free_prior();
+    const double v100 = roofline_of("p3.16xlarge"), a100 = roofline_of("dgx-a100"), h100 = roofline_of("dgx-h100");
+    c.compute = {amp_curve("V100-SXM2-16GB", Framework::mxnet, 1.1 * v100),
+                 amp_curve("A100-SXM4-80GB", Framework::mxnet, 0.9 * a100)};
+    const CostModel model(Catalog::built_in(), c);
+    const ResolvedScenario r = model.resolve(h100_mxnet());
+    EXPECT_EQ(r.curve_origin, CurveOrigin::other_gpus);
+    const double roofline_sigma = c.roofline.relative_sigma;
+    const auto [factor, scatter] = two_point_line(roofline_sigma);
+    EXPECT_NEAR(r.time_per_image_s, factor * h100, 1e-9 * h100);
+    // The line's sigma rides on the roofline row of the covariance (so that a planned run narrows it).
+    const FieldSensitivity& time = r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)];
+    EXPECT_EQ(time.parameter, static_cast<int>(model.parameters().size()));
+    EXPECT_NEAR(time.log_field_per_coordinate * roofline_sigma, scatter, 1e-9);
+    EXPECT_DOUBLE_EQ(r.transfer_sigma, 0.0);
+    // The framework's fixed overhead, not a curve's.
+    EXPECT_DOUBLE_EQ(r.fixed_s, c.framework(Framework::mxnet).fixed_overhead_s);
+}
+
+// Eq. C6: where both exist, eq. C4's and eq. C5's estimates are pooled by inverse variance.
+TEST(Fit, BothBorrowingsArePooledByTheirUncertainties) {
+    Calibration c = Calibration::data_free_prior();
+    const double v100 = roofline_of("p3.16xlarge"), a100 = roofline_of("dgx-a100"), h100 = roofline_of("dgx-h100");
+    c.compute = {amp_curve("V100-SXM2-16GB", Framework::mxnet, 1.1 * v100),
+                 amp_curve("A100-SXM4-80GB", Framework::mxnet, 0.9 * a100),
+                 amp_curve("H100-SXM5-80GB", Framework::pytorch, 3.0 * h100)};
+    const CostModel model(Catalog::built_in(), c);
+    const ResolvedScenario r = model.resolve(h100_mxnet());
+    EXPECT_EQ(r.curve_origin, CurveOrigin::pooled);
+    const auto [factor, line_sigma] = two_point_line(c.roofline.relative_sigma);
+    const double w = line_sigma * line_sigma / (line_sigma * line_sigma + kFrameworkTransferSigma * kFrameworkTransferSigma);
+    EXPECT_NEAR(r.time_per_image_s, std::exp(w * std::log(3.0 * h100) + (1 - w) * std::log(factor * h100)), 1e-9 * h100);
+    EXPECT_NEAR(r.transfer_sigma, pooled_sigma(kFrameworkTransferSigma, line_sigma), 1e-12);
+    EXPECT_LT(r.transfer_sigma, line_sigma);
+    // The pooled estimate depends on the sibling curve by its weight only.
+    EXPECT_NEAR(r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate, w, 1e-12);
 }
 
 // A published comparison is fitted: seed 004's epoch-time ratio with and without EFA (0.92-0.95)
@@ -288,12 +370,33 @@ TEST(Fit, TwoRunHoldOutCalibratesFromTheSmallestRunsAndPredictsTheRest) {
     // seed 001 (one system, 4 runs: 4, 8, 32 and 256 GPUs): 4 and 8 calibrate.
     EXPECT_TRUE(two[0].calibration_run && two[1].calibration_run);
     EXPECT_TRUE(two[2].predicted && !two[2].calibration_run);
-    EXPECT_LT(std::abs(error(two[3].prediction.throughput_images_per_s, e.runs[3].throughput_images_per_s)), 0.10);
+    // 256 GPUs from 4 and 8, with seed 000's TensorFlow run (the same system, another campaign) in
+    // the prior: within 12%.
+    EXPECT_LT(std::abs(error(two[3].prediction.throughput_images_per_s, e.runs[3].throughput_images_per_s)), 0.12);
+    EXPECT_EQ(two[0].group, held_out_group(e.runs[0], HoldOut::two_runs));
+    EXPECT_NE(two[0].group.find("seed001"), std::string::npos);
     // seed 000: one run per system, nothing to predict.
     EXPECT_FALSE(two[4].predicted);
     const std::vector<HeldOutPrediction> unseen = held_out_predictions(prior, e.runs, e.networks, {}, HoldOut::system);
     for (const HeldOutPrediction& h : unseen) EXPECT_TRUE(h.predicted && !h.calibration_run);
     EXPECT_EQ(system_of(e.runs[0].scenario), "p3.16xlarge tensorflow amp legacy");
+}
+
+// Under two-runs a system is also its campaign: the same configuration measured by another code
+// or table is another user's setup, and stays in the prior; under system it is held out too.
+TEST(Fit, TwoRunGroupsAreSystemsOfOneCampaign) {
+    Observation a;
+    a.origin = "traces/published/x.json#3";
+    a.scenario.instance = "dgx-a100";
+    a.scenario.framework = Framework::mxnet;
+    Observation b = a;
+    b.campaign = "MLPerf code";
+    EXPECT_EQ(campaign_of(a), "traces/published/x.json");
+    EXPECT_EQ(campaign_of(b), "MLPerf code");
+    EXPECT_EQ(held_out_group(a, HoldOut::system), held_out_group(b, HoldOut::system));
+    EXPECT_NE(held_out_group(a, HoldOut::two_runs), held_out_group(b, HoldOut::two_runs));
+    EXPECT_EQ(held_out_group(b, HoldOut::two_runs), system_of(b.scenario) + " (MLPerf code)");
+    EXPECT_EQ(held_out_group(a, HoldOut::run), a.origin);
 }
 
 }  // namespace
