@@ -101,7 +101,7 @@ int trace_threads(const std::string& path) {
 }
 
 /// Predicted beside measured: throughput, iteration and the phases the trace measured.
-void print_comparison(const Observation& run, const json& raw, const Prediction& p, bool measured_curve,
+void print_comparison(const Observation& run, const json& raw, const Prediction& p, CurveOrigin curve_origin,
                       std::ostream& out) {
     Table table({"", "predicted", "measured", "error"});
     auto row = [&](const std::string& label, double predicted, std::optional<double> measured, int decimals) {
@@ -123,7 +123,7 @@ void print_comparison(const Observation& run, const json& raw, const Prediction&
     out << "95% band of the prediction: " << format_number(p.interval.low, 2) << " - "
         << format_number(p.interval.high, 2) << " img/s; the measurement is " << (inside ? "inside" : "outside")
         << " it.\n";
-    if (!measured_curve) {
+    if (curve_origin != CurveOrigin::measured) {
         out << "note: the calibration has no measured curve for local-cpu / " << to_string(run.scenario.precision)
             << " / epochcast, so the roofline prior on the host's measured peaks predicts it; calibrate with this "
                "run's trace: run with --trace-out RUN.json --save-host-catalog HOST.json, then epochcast calibrate "
@@ -191,7 +191,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, s
     const CostModel model(catalog, calibration);
     try {
         const ResolvedScenario resolved = model.resolve(measured.observation.scenario);
-        print_comparison(measured.observation, measured.raw, model.predict(resolved), resolved.measured_curve, out);
+        print_comparison(measured.observation, measured.raw, model.predict(resolved), resolved.curve_origin, out);
     } catch (const InputError& error) {
         // The run succeeded; only the model has nothing to say about it (say, more ranks than cores).
         out << "no prediction for this run: " << error.what() << "\n";

@@ -393,13 +393,13 @@ double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Work
 void CostModel::build_framework_rooflines() {
     framework_rooflines_.clear();
     std::map<std::tuple<Framework, SoftwareStack, Precision>, std::vector<RooflinePoint>> points;
-    const Workload& reference = workload(kReferenceModel, kReferenceImageSize, 1000);
+    reference_training_flops_ = workload(kReferenceModel, kReferenceImageSize, 1000).training_flops_per_image;
     for (const ComputeCurve& curve : calibration_.compute) {
         const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
         if (!gpu || gpu->kind == DeviceKind::cpu || !(peak_flops_per_s(*gpu, curve.precision) > 0)) continue;
         const Workload& work = workload(curve.model, curve.image_size, 1000);
         // Per reference-model image: the floor is a per-image cost that scales with the work.
-        const double to_reference = reference.training_flops_per_image / work.training_flops_per_image;
+        const double to_reference = reference_training_flops_ / work.training_flops_per_image;
         points[{curve.framework, curve.stack, curve.precision}].push_back(
             {roofline_s(*gpu, curve.precision, work) * to_reference, curve.time_per_image_s * to_reference});
     }
@@ -567,7 +567,6 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     if (!curve && !same_chip.empty()) {
         curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack, same_chip);
     }
-    r.measured_curve = curve != nullptr;
     if (curve) {
         r.curve_origin = CurveOrigin::measured;
         const int curve_index = static_cast<int>(curve - calibration_.compute.data());
@@ -600,9 +599,8 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         }
         double line_log = 0;
         if (line) {
-            const double to_reference =
-                work.training_flops_per_image / workload(kReferenceModel, kReferenceImageSize, 1000).training_flops_per_image;
-            line_log = std::log(line->factor * roofline + line->floor_s * to_reference);
+            const double from_reference = work.training_flops_per_image / reference_training_flops_;
+            line_log = std::log(line->factor * roofline + line->floor_s * from_reference);
         }
         if (sibling) {
             const int sibling_index = static_cast<int>(sibling - calibration_.compute.data());
@@ -633,7 +631,6 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
             r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {static_cast<int>(parameters_.size()), 1.0};
             r.curve_origin = CurveOrigin::roofline;
         }
-        r.borrowed_curve = r.curve_origin != CurveOrigin::roofline;
         if (!sibling) {
             r.fixed_s = profile.fixed_overhead_s;
             depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
@@ -736,14 +733,27 @@ bool changes_communication(SensitiveField f) {
     }
 }
 
+/// d ln(iteration) / d ln(field) by a forward difference (eq. U1), around the iteration of
+/// `base_s` seconds whose all-reduce takes `communication_s`; the all-reduce is recomputed only
+/// for the network's fields. `moved` is a copy of the scenario, left as it was found.
+double log_iteration_per_log_field(ResolvedScenario& moved, SensitiveField field, double base_s,
+                                   double communication_s) noexcept {
+    constexpr double kStep = 1e-4;
+    double& value = moved.field(field);
+    const double saved = value;
+    value *= 1.0 + kStep;
+    const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
+    const double d_log_iteration = (iteration_times_with(moved, moved_communication_s).iteration_s / base_s - 1.0) / kStep;
+    value = saved;
+    return d_log_iteration;
+}
+
 }  // namespace
 
 IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
 
 std::array<double, kSensitiveFields> CostModel::throughput_gradient(const ResolvedScenario& s) const noexcept {
-    // A forward difference on each field a parameter scales (eq. U1); the all-reduce time is
-    // recomputed only for the network's fields.
-    constexpr double kStep = 1e-4;
+    // d ln(throughput) = -d ln(iteration), through each field a parameter scales (eq. U1).
     const double communication_s = communication_time_s(s);
     const double base = iteration_times_with(s, communication_s).iteration_s;
     std::array<double, kSensitiveFields> gradient{};
@@ -751,14 +761,8 @@ std::array<double, kSensitiveFields> CostModel::throughput_gradient(const Resolv
     for (std::size_t f = 0; f < kSensitiveFields; ++f) {
         const FieldSensitivity& sensitivity = s.sensitivity[f];
         if (sensitivity.parameter < 0 || sensitivity.log_field_per_coordinate == 0) continue;
-        const auto field = static_cast<SensitiveField>(f);
-        double& value = moved.field(field);
-        const double saved = value;
-        value *= 1.0 + kStep;
-        const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
-        const double d_log_iteration = (iteration_times_with(moved, moved_communication_s).iteration_s / base - 1.0) / kStep;
-        value = saved;
-        gradient[f] = -d_log_iteration * sensitivity.log_field_per_coordinate;
+        gradient[f] = -log_iteration_per_log_field(moved, static_cast<SensitiveField>(f), base, communication_s) *
+                      sensitivity.log_field_per_coordinate;
     }
     return gradient;
 }
@@ -771,11 +775,12 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
     if (s.transfer_sigma > 0) {
         // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
-        constexpr double kStep = 1e-4;
-        const double base = iteration_times(s).iteration_s;
+        const double communication_s = communication_time_s(s);
         ResolvedScenario moved = s;
-        moved.time_per_image_s *= 1.0 + kStep;
-        const double transfer = (iteration_times(moved).iteration_s / base - 1.0) / kStep * s.transfer_sigma;
+        const double transfer = log_iteration_per_log_field(moved, SensitiveField::time_per_image,
+                                                            iteration_times_with(s, communication_s).iteration_s,
+                                                            communication_s) *
+                                s.transfer_sigma;
         variance += transfer * transfer;
     }
     for (std::size_t a = 0; a < kSensitiveFields; ++a) {

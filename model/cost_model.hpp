@@ -64,9 +64,7 @@ struct ResolvedScenario {
     double time_per_image_s = 0;   ///< seconds per image
     double fixed_s = 0;            ///< seconds per iteration
     double transfer_sigma = 0;     ///< extra relative 1-sigma of a curve carried to another architecture
-    bool measured_curve = false;   ///< true when the calibration measured this GPU/precision/framework
-    bool borrowed_curve = false;   ///< true when other measured curves stand in (eqs. C4-C6), not the roofline alone
-    CurveOrigin curve_origin = CurveOrigin::roofline;
+    CurveOrigin curve_origin = CurveOrigin::roofline;  ///< measured, borrowed (eqs. C4-C6) or the roofline
 
     // Framework profile
     double sync_jitter = 0;        ///< relative std of a worker's compute time
@@ -327,6 +325,8 @@ private:
     std::shared_ptr<WorkloadCache> workloads_;
     std::vector<ParameterId> parameters_;  ///< covariance rows; the last row is the roofline prior
     std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
+    /// Training FLOPs of one image of the reference model, in which eq. C5's lines are fitted.
+    double reference_training_flops_ = 0;
     /// Eq. C5 per framework, stack and precision that has curves, fitted once per calibration.
     std::vector<std::pair<std::tuple<Framework, SoftwareStack, Precision>, FrameworkRoofline>> framework_rooflines_;
 };

@@ -555,13 +555,13 @@ struct SizedRun {
     std::pair<int, int> size;
 };
 
-/// The runs of `group` under `mode`, smallest first (fewest GPUs, then smallest batch, then file
-/// order); each run resolved once.
-std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observation>& runs, const std::string& group,
-                              HoldOut mode) {
+/// The runs whose group (`group_of`, one per run) is `group`, smallest first (fewest GPUs, then
+/// smallest batch, then file order); each run resolved once.
+std::vector<SizedRun> runs_of(const CostModel& model, const std::vector<Observation>& runs,
+                              const std::vector<std::string>& group_of, const std::string& group) {
     std::vector<SizedRun> mine;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (held_out_group(runs[i], mode) != group) continue;
+        if (group_of[i] != group) continue;
         const ResolvedScenario r = model.resolve(runs[i].scenario);
         mine.push_back({i, {r.nodes * r.gpus_per_node, r.batch_per_gpu}});
     }
@@ -590,22 +590,23 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
                                                     const std::vector<Comparison>& comparisons, HoldOut mode,
                                                     const FitOptions& options) {
     std::vector<HeldOutPrediction> out(runs.size());
+    std::vector<std::string> group_of;
+    for (const Observation& run : runs) group_of.push_back(held_out_group(run, mode));
     if (mode == HoldOut::run) {
         const std::vector<Prediction> predictions = leave_one_out_predictions(prior, runs, networks, options);
-        for (std::size_t i = 0; i < runs.size(); ++i) out[i] = {predictions[i], false, true, runs[i].origin};
+        for (std::size_t i = 0; i < runs.size(); ++i) out[i] = {predictions[i], false, true, group_of[i]};
         return out;
     }
     std::vector<std::string> groups;
-    for (const Observation& run : runs) {
-        const std::string group = held_out_group(run, mode);
+    for (const std::string& group : group_of) {
         if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
     }
     for (const std::string& group : groups) {
-        const std::vector<SizedRun> mine = runs_of(prior, runs, group, mode);
+        const std::vector<SizedRun> mine = runs_of(prior, runs, group_of, group);
         if (mode == HoldOut::two_runs && mine.size() < 3) continue;  // nothing left to predict
         std::vector<Observation> others;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            if (held_out_group(runs[i], mode) != group) others.push_back(runs[i]);
+            if (group_of[i] != group) others.push_back(runs[i]);
         }
         // A comparison involving the group's instance, framework, precision and stack is held out
         // with it, whatever its campaign.

@@ -190,8 +190,8 @@ TEST(CostModel, UncalibratedGpuGetsAWiderBand) {
     const double band_a = (a.interval.high - a.interval.low) / a.throughput_images_per_s;
     const double band_b = (b.interval.high - b.interval.low) / b.throughput_images_per_s;
     EXPECT_GT(band_b, 2 * band_a);
-    EXPECT_FALSE(model().resolve(prior).measured_curve);
-    EXPECT_TRUE(model().resolve(calibrated).measured_curve);
+    EXPECT_NE(model().resolve(prior).curve_origin, CurveOrigin::measured);
+    EXPECT_EQ(model().resolve(calibrated).curve_origin, CurveOrigin::measured);
 }
 
 TEST(CostModel, ParameterServerRatioMatters) {

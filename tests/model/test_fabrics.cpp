@@ -283,7 +283,7 @@ TEST(CatalogFabric, OneChipOneSpeed) {
     s.instance = "p3dn.24xlarge";
     const double large = model().predict(s).throughput_images_per_s;
     EXPECT_LT(std::abs(large / small - 1), 0.05) << small << " against " << large;
-    EXPECT_TRUE(model().resolve(s).measured_curve);
+    EXPECT_EQ(model().resolve(s).curve_origin, CurveOrigin::measured);
 }
 
 }  // namespace

@@ -298,7 +298,6 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
     const CostModel model(Catalog::built_in(), alone);
     const ResolvedScenario r = model.resolve(h100_mxnet());
     EXPECT_EQ(r.curve_origin, CurveOrigin::other_framework);
-    EXPECT_TRUE(r.borrowed_curve);
     EXPECT_NEAR(r.time_per_image_s, 0.3e-3, 1e-12);  // no GPU with both: the ratio is 1
     EXPECT_NEAR(r.transfer_sigma, kFrameworkTransferSigma, 1e-12);
     EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);

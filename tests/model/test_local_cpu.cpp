@@ -97,7 +97,7 @@ TEST(LocalCpu, Bf16PredictionUsesTheBf16PeakAndFp32TheFp32Peak) {
     const CostModel fast(catalog_with_host(1.15), Calibration::built_in());
     const ResolvedScenario slow_bf16 = slow.resolve(one_rank(Precision::bf16));
     const ResolvedScenario fast_bf16 = fast.resolve(one_rank(Precision::bf16));
-    EXPECT_FALSE(slow_bf16.measured_curve);
+    EXPECT_NE(slow_bf16.curve_origin, CurveOrigin::measured);
     // Doubling the bf16 peak halves the compute part of the roofline (the memory part stays).
     EXPECT_LT(fast_bf16.time_per_image_s, 0.6 * slow_bf16.time_per_image_s);
     EXPECT_DOUBLE_EQ(slow.resolve(one_rank(Precision::fp32)).time_per_image_s,
@@ -128,7 +128,7 @@ TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
         const CalibrationFit fit = fit_calibration(prior, {run}, {});
         const CostModel calibrated(prior, fit.calibration);
         const ResolvedScenario resolved = calibrated.resolve(run.scenario);
-        EXPECT_TRUE(resolved.measured_curve);
+        EXPECT_EQ(resolved.curve_origin, CurveOrigin::measured);
         EXPECT_NEAR(calibrated.predict(resolved).throughput_images_per_s / measured, 1.0, 0.03) << measured;
         const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast, SoftwareStack::current);
         ASSERT_NE(curve, nullptr);
