@@ -1,5 +1,8 @@
 #include "cli/common.hpp"
 
+#include <cmath>
+
+#include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/types.hpp"
 #include "traces/trace.hpp"
@@ -13,8 +16,36 @@ bool ScenarioFlags::any_given() const {
     return false;
 }
 
+void TargetFlags::apply(Scenario& scenario) const {
+    const bool has_target = target != nullptr && target->count() > 0;
+    if (recipe_option != nullptr && recipe_option->count() > 0) {
+        if (!has_target) throw InputError("--recipe goes with --target-top1 (without a target the epochs are --epochs)");
+        if (!Convergence::built_in().knows(recipe)) {
+            throw InputError("unknown recipe '" + recipe + "' (known: " + Convergence::built_in().names() + ")");
+        }
+    }
+    if (!has_target) return;
+    if (!std::isfinite(target_top1_percent) || target_top1_percent <= 0 || target_top1_percent >= 100) {
+        throw InputError("--target-top1 must be a top-1 accuracy in percent, above 0 and below 100 (got " +
+                         target->as<std::string>() + ")");
+    }
+    scenario.target_top1_percent = target_top1_percent;
+    scenario.recipe = recipe;
+}
+
+void add_target_flags(CLI::App& cmd, TargetFlags& flags, CLI::Option* epochs) {
+    flags.target = cmd.add_option("--target-top1", flags.target_top1_percent,
+                                  "Target ImageNet top-1 accuracy in percent (e.g. 75.9): the epochs become what the recipe "
+                                  "needs at the run's global batch (replaces --epochs)");
+    flags.recipe_option = cmd.add_option("--recipe", flags.recipe,
+                                         "Training recipe for --target-top1: " + Convergence::built_in().names() +
+                                             " (default " + Convergence::built_in().default_recipe + ")");
+    if (epochs != nullptr) flags.target->excludes(epochs);
+}
+
 Scenario ScenarioFlags::to_scenario() const {
     Scenario s = scenario;
+    target.apply(s);
     s.precision = parse_precision(precision, "--precision");
     s.framework = parse_framework(framework, "--framework");
     s.pricing = parse_pricing(pricing, "--pricing");
@@ -50,7 +81,10 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     scen.push_back(cmd.add_option("--image-size", s.image_size, "Input side in pixels"));
     scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs"));
     scen.push_back(cmd.add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)"));
-    scen.push_back(cmd.add_option("--epochs", s.epochs, "Epochs to train"));
+    scen.push_back(cmd.add_option("--epochs", s.epochs, "Epochs to train (default 90)"));
+    add_target_flags(cmd, flags.target, scen.back());
+    scen.push_back(flags.target.target);
+    scen.push_back(flags.target.recipe_option);
     cmd.add_option("--pricing", flags.pricing, "on-demand or spot");
 }
 

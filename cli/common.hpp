@@ -15,6 +15,22 @@ namespace epochcast::cli {
 
 // load_catalog (model/catalog.hpp) and load_calibration (model/calibration.hpp) are shared with the GUI.
 
+/// --target-top1 and --recipe: the epochs become what a training recipe needs to reach a top-1
+/// accuracy at the run's global batch (docs/model.md, "Time to accuracy").
+struct TargetFlags {
+    double target_top1_percent = 0;
+    std::string recipe;
+    CLI::Option* target = nullptr;
+    CLI::Option* recipe_option = nullptr;
+
+    /// Set the scenario's target and recipe when --target-top1 was given. Throws InputError for a
+    /// target that is not a percentage in (0, 100), an unknown recipe, or --recipe without a target.
+    void apply(Scenario& scenario) const;
+};
+
+/// Register --target-top1 and --recipe on `command`; --target-top1 excludes `epochs` (--epochs).
+void add_target_flags(CLI::App& command, TargetFlags& flags, CLI::Option* epochs);
+
 /// predict's scenario flags (DESIGN.md), shared by every subcommand that takes a scenario.
 struct ScenarioFlags {
     Scenario scenario;
@@ -23,6 +39,7 @@ struct ScenarioFlags {
     std::string framework = "tensorflow";
     std::string pricing = "on-demand";
     std::string stack = "current";
+    TargetFlags target;
     std::vector<CLI::Option*> options;  ///< the scenario flags, to tell whether any was given
 
     /// True when the user gave at least one scenario flag (--pricing does not count).
@@ -33,7 +50,8 @@ struct ScenarioFlags {
 
 /// Register --instance, --nodes, --gpus-per-node, --batch-per-gpu, --precision, --strategy,
 /// --global-batch, --framework, --stack, --ps-instance, --ps-nodes, --ps-colocated, --efa-adapters,
-/// --model, --image-size, --classes, --dataset-images, --epochs and --pricing on `command`.
+/// --model, --image-size, --classes, --dataset-images, --epochs, --target-top1, --recipe and --pricing
+/// on `command`.
 void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
 /// What a set of trace files measured, as the model sees it.

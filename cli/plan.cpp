@@ -39,6 +39,7 @@ struct PlanOptions {
     int global_batch = 0;
     std::vector<std::string> catalogs;
     std::string calibration;
+    TargetFlags target;
 };
 
 /// "2h", "90min", "1h30m", "5400s" or a bare number of hours, in seconds. Throws InputError naming
@@ -103,7 +104,8 @@ std::string strategy_text(const Plan& plan) {
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
-        << batch_per_gpu(plan.prediction) << " per GPU\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
+        << batch_per_gpu(plan.prediction) << " per GPU (global " << p.global_batch << "), " << format_number(p.epochs, 3)
+        << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
         << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
         << "\n";
@@ -164,6 +166,14 @@ void run_plan(PlanOptions& o, std::ostream& out) {
     model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
     if (o.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
     if (!(o.epochs > 0)) throw InputError("--epochs must be positive");
+    o.target.apply(space.base);
+    std::string epochs_text = format_number(o.epochs, 2) + " epochs";
+    if (space.base.target_top1_percent > 0) {
+        // A recipe that does not apply to the model fails here, not as every configuration infeasible.
+        const std::string& name = space.base.recipe.empty() ? model.convergence().default_recipe : space.base.recipe;
+        check_recipe_applies(model.convergence().recipe(name, o.model), o.model, o.dataset_images, o.image_size);
+        epochs_text = "the epochs " + name + " needs for " + format_number(space.base.target_top1_percent, 3) + "% top-1";
+    }
 
     const PlanSearch search = search_plans(model, space, deadline_s, budget_usd, o.elastic);
     const Catalog& catalog = model.catalog();
@@ -189,8 +199,8 @@ void run_plan(PlanOptions& o, std::ostream& out) {
         j["front"] = front;
         out << j.dump(2) << '\n';
     } else {
-        out << "Searched " << search.considered << " configurations of " << o.model << " (" << format_number(o.epochs, 2)
-            << " epochs of " << o.dataset_images << " images, " << o.precision << ", " << o.framework << ", "
+        out << "Searched " << search.considered << " configurations of " << o.model << " (" << epochs_text
+            << " of " << o.dataset_images << " images, " << o.precision << ", " << o.framework << ", "
             << (o.spot ? "spot" : "on-demand") << " prices): " << search.plans.size() << " feasible.\n\n";
         // One answer: the plan, or what comes closest, then the elastic schedule when asked for.
         auto answer = [&](const std::string& heading, std::optional<std::size_t> plan, const std::string& closest,
@@ -217,12 +227,15 @@ void run_plan(PlanOptions& o, std::ostream& out) {
                    search.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
-        Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "images/s", "$/h"});
+        Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"});
         for (std::size_t i : search.front) {
             const Plan& plan = search.plans[i];
             const Prediction& p = plan.prediction;
+            std::string epochs = format_number(p.epochs, 3);
+            if (p.epochs_basis == EpochsBasis::extrapolated) epochs += " (extrapolated)";
+            if (p.global_batch_beyond_published) epochs += " [global batch beyond published recipes]";
             table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
-                           strategy_text(plan), std::to_string(batch_per_gpu(plan.prediction)),
+                           strategy_text(plan), std::to_string(batch_per_gpu(plan.prediction)), epochs,
                            format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
         }
         table.print(out);
@@ -239,7 +252,7 @@ void run_plan(PlanOptions& o, std::ostream& out) {
         }
         request.deadline_s = deadline_s;
         request.budget_usd = budget_usd;
-        request.title = "Plans for " + o.model + ", " + format_number(o.epochs, 2) + " epochs: time against cost";
+        request.title = "Plans for " + o.model + ", " + epochs_text + ": time against cost";
         write_plots(request);
         if (!o.json) out << "\nplots: " << o.plot << '\n';
     }
@@ -262,7 +275,7 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
     cmd->add_option("--image-size", o->image_size, "Input side in pixels");
     cmd->add_option("--dataset-images", o->dataset_images, "Images per epoch (default: ImageNet-1k)");
-    cmd->add_option("--epochs", o->epochs, "Epochs to train (default 90)");
+    add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train (default 90)"));
     cmd->add_option("--precision", o->precision, "fp32, amp or bf16 (GPUs without it are left out)");
     cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
     cmd->add_option("--instance", o->instances, "Worker instance types to consider (default: every GPU instance); repeatable");

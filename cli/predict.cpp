@@ -7,6 +7,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/report.hpp"
+#include "model/text_io.hpp"
 #include "model/types.hpp"
 
 namespace epochcast::cli {
@@ -68,6 +69,24 @@ void run_predict(PredictOptions& o, std::ostream& out) {
                "precision:\n\n";
     }
     print_prediction_table(results, model.catalog(), out);
+    for (const ScenarioResult& r : results) {
+        const Prediction& p = r.prediction;
+        if (p.global_batch_beyond_published) {
+            out << "\nnote: a global batch of " << format_count(p.global_batch) << " is beyond every published recipe for "
+                << r.scenario.model << " (the largest: " << format_count(model.convergence().largest_published_batch(r.scenario.model))
+                << "): no published run says what accuracy it reaches.\n";
+            break;
+        }
+    }
+    for (const ScenarioResult& r : results) {
+        if (r.prediction.epochs_basis == EpochsBasis::extrapolated) {
+            const Recipe& recipe = model.convergence().recipes[static_cast<std::size_t>(r.prediction.epochs_recipe)];
+            out << "\nnote: the epochs are extrapolated past " << recipe.name << "'s largest published global batch ("
+                << format_count(recipe.largest_batch()) << ") by the noise-scale law (docs/model.md, eq. K2), hence their "
+                << "wider band.\n";
+            break;
+        }
+    }
     for (const ScenarioResult& r : results) {
         if (r.curve_origin != CurveOrigin::measured) {
             out << "\nnote: no measured compute curve for " << model.catalog().instance(r.scenario.instance).gpu << " / "

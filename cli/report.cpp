@@ -73,6 +73,9 @@ constexpr NumericColumn kPredictionColumns[] = {
     {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
     {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
     {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+    {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},
+    {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
+    {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
 };
 constexpr const char* kScenarioColumns =
     "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,"
@@ -117,7 +120,11 @@ void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node,
     number(s.image_size);
     number(s.classes);
     number(s.dataset_images);
-    number(s.epochs);
+    if (s.target_top1_percent > 0) {
+        row += ',';  // an output: epochs_to_train
+    } else {
+        number(s.epochs);
+    }
     text(s.instance);
     number(s.nodes);
     number(gpus_per_node);
@@ -159,7 +166,7 @@ std::string prediction_csv_header() {
         header += ',';
         header += column.name;
     }
-    header += ",bottleneck,compute_curve,interconnect,algorithm\n";
+    header += ",bottleneck,compute_curve,interconnect,algorithm,epochs_source,global_batch_beyond_published\n";
     return header;
 }
 
@@ -179,19 +186,25 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     row += to_string(p.interconnect);
     row += ',';
     row += to_string(p.algorithm);
-    row += '\n';
+    row += ',';
+    append_field(row, epochs_source_of(p));
+    row += p.global_batch_beyond_published ? ",true\n" : ",false\n";
 }
 
 void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason) {
     append_scenario_csv(row, scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu);
     row += "false,";
     append_field(row, reason);
-    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 4; ++i) row += ',';
+    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 6; ++i) row += ',';
     row += '\n';
 }
 
 nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason) {
     return {{"scenario", scenario_json(scenario)}, {"feasible", false}, {"reason", reason}};
+}
+
+std::string epochs_source_of(const Prediction& p) {
+    return epochs_source(Convergence::built_in(), p.epochs_recipe, p.epochs_basis);
 }
 
 nlohmann::json prediction_json(const ScenarioResult& result) {
@@ -200,6 +213,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     nlohmann::json scenario = scenario_json(s);
     scenario["gpus_per_node"] = p.nodes > 0 ? p.gpus / p.nodes : 0;  // resolved: 0 meant "all"
     scenario["batch_per_gpu"] = batch_per_gpu(p);  // resolved from a global batch
+    if (p.epochs_recipe >= 0) scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -219,6 +233,9 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"checkpoint_s", p.checkpoint_s},
             {"epoch_s", p.epoch_s},
             {"startup_s", p.startup_s},
+            {"epochs", p.epochs},
+            {"epochs_source", epochs_source_of(p)},
+            {"epochs_interval", {{"low", p.epochs_interval.low}, {"high", p.epochs_interval.high}}},
             {"time_to_train_s", p.time_to_train_s},
             {"cluster_usd_per_hour", p.cluster_usd_per_hour},
             {"cost_usd", p.cost_usd},
@@ -228,6 +245,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
+            {"global_batch_beyond_published", p.global_batch_beyond_published},
             {"compute_curve", to_string(result.curve_origin)}};
 }
 
@@ -259,6 +277,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("precision, batch per GPU", [](const Scenario& s, const Prediction& p) {
         std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(batch_per_gpu(p));
         if (s.global_batch > 0) text += " (global " + grouped(s.global_batch) + ", fixed)";
+        if (p.global_batch_beyond_published) text += " [global " + grouped(p.global_batch) + ": beyond every published recipe]";
         return text;
     });
     row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.throughput_images_per_s); });
@@ -282,9 +301,14 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
     row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) { return fixed(p.memory_per_gpu_GiB, 2); });
     row("epoch", [](const Scenario&, const Prediction& p) { return format_duration(p.epoch_s); });
-    row("time to train", [](const Scenario& s, const Prediction& p) {
-        return format_duration(p.time_to_train_s) + " (" + format_number(s.epochs, 2) + " epochs)";
+    row("epochs", [](const Scenario&, const Prediction& p) {
+        std::string text = format_number(p.epochs, 3);
+        if (p.epochs_interval.high > p.epochs_interval.low) {
+            text += " (" + format_number(p.epochs_interval.low, 3) + " - " + format_number(p.epochs_interval.high, 3) + ")";
+        }
+        return text + (p.epochs_basis == EpochsBasis::given ? std::string(", given") : ", " + epochs_source_of(p));
     });
+    row("time to train", [](const Scenario&, const Prediction& p) { return format_duration(p.time_to_train_s); });
     row("cluster price ($/h)", [](const Scenario& s, const Prediction& p) {
         return format_dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
     });

@@ -23,6 +23,10 @@ struct ScenarioResult {
 /// The contract's keys (seconds, images/s, US dollars) plus the breakdown and the scenario echoed.
 nlohmann::json prediction_json(const ScenarioResult& result);
 
+/// The prediction's `epochs_source`: "--epochs", or the recipe and whether its published runs or
+/// eq. K2's extrapolation gave the epochs (docs/model.md, "Time to accuracy").
+std::string epochs_source_of(const Prediction& prediction);
+
 /// "42.0 s", "12.5 min", "3.20 h", "4.10 days": seconds in the unit a reader expects.
 std::string format_duration(double seconds);
 

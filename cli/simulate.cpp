@@ -132,7 +132,13 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     std::optional<sim::ElasticSchedule> schedule;
     if (!o.elastic.empty()) {
         schedule = sim::read_elastic_schedule(o.elastic);
-        s.epochs = schedule->epochs();  // the schedule says how many epochs
+        if (s.target_top1_percent > 0) {
+            // The schedule keeps the global batch, which fixes the epochs to the target: its
+            // phases keep their proportions over those epochs.
+            schedule = schedule->scaled_to(model.resolve(s).epochs);
+        } else {
+            s.epochs = schedule->epochs();  // the schedule says how many epochs
+        }
     }
 
     const ResolvedScenario resolved = model.resolve(s);
@@ -217,7 +223,8 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
-                    "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs");
+                    "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs; with "
+                    "--target-top1 they are scaled to the epochs the global batch needs");
     cmd->callback([options, &out] { run_simulate(*options, out); });
 }
 

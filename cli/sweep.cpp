@@ -66,6 +66,7 @@ struct SweepOptions {
     std::vector<std::string> catalogs;
     std::string calibration;
     std::string plot;
+    TargetFlags target;
 };
 
 Format format_of(const std::string& output) {
@@ -333,7 +334,14 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     }
 #endif
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
-    const SweepSpec spec = read_sweep_spec(o.spec, model.catalog());
+    SweepSpec spec = read_sweep_spec(o.spec, model.catalog());
+    Scenario target;
+    o.target.apply(target);
+    if (target.target_top1_percent > 0) {
+        if (spec.epochs_given) throw InputError(o.spec + ": the spec's \"epochs\" and --target-top1 exclude each other");
+        spec.target_top1_percent = target.target_top1_percent;
+        spec.recipe = target.recipe;
+    }
     const std::size_t total = spec.combinations();
     const Evaluator evaluator(spec, model, format, o.simulate, o.iterations);
 
@@ -422,6 +430,7 @@ void register_sweep(CLI::App& app, std::ostream& out) {
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
     cmd->add_option("--calibration", options->calibration, "Calibration: built-in, data-free or a file");
     cmd->add_option("--plot", options->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
+    add_target_flags(*cmd, options->target, nullptr);
     cmd->callback([options, &out] { run_sweep(*options, out); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -470,7 +471,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         throw InputError("--gpus-per-node must be positive (got " + std::to_string(scenario.gpus_per_node) + ")");
     }
     if (scenario.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
-    if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive");
+    if (scenario.target_top1_percent == 0 && !(scenario.epochs > 0)) throw InputError("--epochs must be positive");
     if (!(scenario.fusion_threshold_MiB >= 0) || !std::isfinite(scenario.fusion_threshold_MiB)) {
         throw InputError("the fusion threshold must be positive (0: the framework's bucket)");
     }
@@ -529,6 +530,11 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     // Memory
     const int batch = per_gpu_batch(scenario, instance.gpus);
     if (batch < 1) throw InputError("the per-GPU batch must be at least 1 (got " + std::to_string(batch) + ")");
+    const double global_batch = static_cast<double>(scenario.nodes) * k * batch;
+    if (global_batch > static_cast<double>(scenario.dataset_images)) {
+        throw InputError("a global batch of " + format_count(global_batch) + " images is more than the dataset's " +
+                         format_count(static_cast<double>(scenario.dataset_images)) + ": one iteration would exceed an epoch");
+    }
     const MemoryEstimate memory = training_memory(work, scenario.precision, batch);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
@@ -690,7 +696,20 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     depends(SensitiveField::decode, ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
 
     r.dataset_images = static_cast<double>(scenario.dataset_images);
-    r.epochs = scenario.epochs;
+    r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
+    if (scenario.target_top1_percent != 0) {
+        const std::string& name = scenario.recipe.empty() ? convergence_->default_recipe : scenario.recipe;
+        const EpochsToTarget needed =
+            epochs_to_target(convergence_->recipe(name, scenario.model), global_batch, scenario.target_top1_percent,
+                             scenario.model, scenario.dataset_images, scenario.image_size);
+        r.epochs = needed.epochs;
+        r.epochs_low = needed.epochs_low;
+        r.epochs_high = needed.epochs_high;
+        r.epochs_basis = needed.basis;
+        r.epochs_recipe = convergence_->index_of(name, scenario.model);
+    }
+    const double largest_published = convergence_->largest_published_batch(scenario.model);
+    r.global_batch_beyond_published = largest_published > 0 && global_batch > largest_published;
     r.checkpoint_s = work.parameters * kCheckpointBytesPerParameter / (calibration_.checkpoint_write_GBps * 1e9);
     r.startup_s = calibration_.startup_s;
 
@@ -805,6 +824,11 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.checkpoint_s = s.checkpoint_s;
     p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
     p.startup_s = s.startup_s;
+    p.epochs = s.epochs;
+    p.epochs_interval = {s.epochs_low, s.epochs_high};
+    p.epochs_basis = s.epochs_basis;
+    p.epochs_recipe = s.epochs_recipe;
+    p.global_batch_beyond_published = s.global_batch_beyond_published;
     p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
 

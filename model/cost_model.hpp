@@ -17,6 +17,7 @@
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/convergence.hpp"
 #include "model/observation.hpp"
 #include "model/parameters.hpp"
 #include "model/prediction.hpp"
@@ -90,7 +91,12 @@ struct ResolvedScenario {
 
     // Run and money
     double dataset_images = 0;         ///< images per epoch
-    double epochs = 0;                 ///< epochs to train
+    double epochs = 0;                 ///< epochs to train (given, or eqs. K1-K3 for a target)
+    double epochs_low = 0;             ///< their band
+    double epochs_high = 0;
+    EpochsBasis epochs_basis = EpochsBasis::given;
+    int epochs_recipe = -1;            ///< index into CostModel::convergence().recipes; -1 for given epochs
+    bool global_batch_beyond_published = false;  ///< beyond every recipe's largest published batch for the model
     double checkpoint_s = 0;           ///< one checkpoint write, seconds
     double startup_s = 0;              ///< launch to first iteration, seconds
     double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
@@ -292,6 +298,8 @@ public:
     const Workload& workload(const std::string& model, int image_size, int classes) const;
 
     const Catalog& catalog() const { return *catalog_; }
+    /// The training recipes that turn a target accuracy into epochs (built in).
+    const Convergence& convergence() const { return *convergence_; }
     const Calibration& calibration() const { return calibration_; }
 
     /// Relative 1-sigma of the predicted throughput (eq. U1), from the parameters' covariance and
@@ -321,6 +329,7 @@ private:
     const FrameworkRoofline* framework_roofline(Framework framework, SoftwareStack stack, Precision precision) const;
 
     std::shared_ptr<const Catalog> catalog_;
+    const Convergence* convergence_ = &Convergence::built_in();
     Calibration calibration_;
     std::shared_ptr<WorkloadCache> workloads_;
     std::vector<ParameterId> parameters_;  ///< covariance rows; the last row is the roofline prior

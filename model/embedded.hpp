@@ -10,4 +10,6 @@ extern const std::string_view catalog_json;
 extern const std::string_view calibration_json;
 /// The text of model/prior_calibration.json.
 extern const std::string_view prior_calibration_json;
+/// The text of model/convergence.json.
+extern const std::string_view convergence_json;
 }  // namespace epochcast::embedded

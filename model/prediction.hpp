@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "model/convergence.hpp"
 #include "model/types.hpp"
 
 namespace epochcast {
@@ -55,6 +56,11 @@ struct Prediction {
                                          ///< (seed 000: 92% MXNet, 90% TensorFlow; seed 001: 90% at 256 GPUs)
 
     // Training run
+    double epochs = 0;                   ///< epochs trained: given, or what the recipe needs for the target
+    Interval epochs_interval;            ///< their band (equal ends for given epochs)
+    EpochsBasis epochs_basis = EpochsBasis::given;  ///< given, a recipe's published runs, or extrapolated
+    int epochs_recipe = -1;              ///< index into the model's Convergence::recipes; -1 for given epochs
+    bool global_batch_beyond_published = false;  ///< larger than any recipe for the model was published at
     double checkpoint_s = 0;             ///< writing one checkpoint, once per epoch
     double epoch_s = 0;                  ///< dataset_images / throughput + checkpoint_s
     double startup_s = 0;                ///< launch and warm-up before the first epoch (seed 001: 1.5 min)

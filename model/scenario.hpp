@@ -18,7 +18,11 @@ struct Scenario {
     int image_size = 224;                  ///< input side, in pixels
     int classes = 1000;                    ///< outputs of the classifier
     std::int64_t dataset_images = kImageNetTrainImages;  ///< images in one epoch
-    double epochs = 90;                    ///< epochs to train (seed 000: 90)
+    double epochs = 90;                    ///< epochs to train (seed 000: 90), unless a target is set
+    /// A target ImageNet top-1 accuracy, percent: when above 0 the epochs are what `recipe` needs
+    /// to reach it at the global batch (docs/model.md, "Time to accuracy"), and `epochs` is unused.
+    double target_top1_percent = 0;
+    std::string recipe;                    ///< training recipe for the target; empty: the built-in default
 
     std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
     int nodes = 8;                         ///< worker instances

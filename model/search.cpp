@@ -199,7 +199,8 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         auto improve = [&](std::optional<ElasticPlan>& best, std::optional<std::size_t> fixed, std::size_t a,
                            std::size_t b, double limit, bool deadline) {
             auto other_axis = [deadline](double time_s, double cost) { return deadline ? cost : time_s; };
-            const auto plan = split_at_limit(result.plans, a, b, space.base.epochs, limit, deadline);
+            // Both phases keep the global batch, so both need the same epochs (given, or the recipe's).
+            const auto plan = split_at_limit(result.plans, a, b, result.plans[a].prediction.epochs, limit, deadline);
             if (!plan) return;
             const double incumbent =
                 best ? other_axis(best->time_to_train_s, best->cost_usd)

@@ -25,7 +25,8 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
 
 /// The space the search enumerates. Empty lists mean "what the catalog offers".
 struct SearchSpace {
-    Scenario base;                          ///< model, image size, dataset, epochs, precision, framework, pricing;
+    Scenario base;                          ///< model, image size, dataset, epochs (or target and recipe), precision,
+                                            ///< framework, pricing;
                                             ///< a global_batch > 0 is kept on every size (batch_per_gpu unused)
     std::vector<std::string> instances;     ///< worker instances; empty: every GPU instance of the catalog with a price
     std::vector<int> nodes{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};  ///< worker node counts

@@ -102,6 +102,8 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     s.classes = classes[digit(classes.size())];
     s.image_size = image_size[digit(image_size.size())];
     s.model = model[digit(model.size())];
+    s.target_top1_percent = target_top1_percent;
+    s.recipe = recipe;
 
     // 0 means all the instance has; the row says how many that is. More than it has stays, for
     // resolve() to reject with its reason.
@@ -150,7 +152,10 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     if (given("dataset_images")) {
         out.dataset_images = parse_list<std::int64_t>(spec, "dataset_images", origin, [](const json& v) { return integer(v, 1); });
     }
-    if (given("epochs")) out.epochs = parse_list<double>(spec, "epochs", origin, positive);
+    if (given("epochs")) {
+        out.epochs = parse_list<double>(spec, "epochs", origin, positive);
+        out.epochs_given = true;
+    }
     if (given("pricing")) {
         out.pricing = parse_list<Pricing>(spec, "pricing", origin, [](const json& v) { return parse_pricing(text(v)); });
     }

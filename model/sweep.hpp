@@ -49,6 +49,11 @@ struct SweepSpec {
     std::vector<int> nodes{8};
     std::vector<int> batch_per_gpu{256};
     std::vector<int> global_batch;                ///< empty: batch_per_gpu rules; else fixed global batches
+    bool epochs_given = false;                    ///< the spec lists "epochs" itself
+    /// Not spec keys (sweep's --target-top1 and --recipe): every row's target accuracy and recipe,
+    /// which make the epochs an output (Scenario::target_top1_percent); 0 trains `epochs`.
+    double target_top1_percent = 0;
+    std::string recipe;
 
     /// The number of combinations: the product of the lists' lengths.
     std::size_t combinations() const;

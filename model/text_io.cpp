@@ -1,6 +1,7 @@
 #include "model/text_io.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,9 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin) {
     } catch (const nlohmann::json::parse_error& error) {
         throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
                          error.what());
+    } catch (const nlohmann::json::out_of_range&) {
+        // Only a number beyond a double's range (1e400) gets here while parsing.
+        throw InputError(std::string(origin) + ": a number is beyond the range of a double (about 1.8e308)");
     }
 }
 
@@ -58,6 +62,17 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
         std::filesystem::remove(temporary, error);
         throw InputError(failure);
     }
+}
+
+std::string format_count(double count) {
+    const long long whole = std::llround(count);
+    const std::string digits = std::to_string(whole < 0 ? -whole : whole);
+    std::string out = whole < 0 ? "-" : "";
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
 }
 
 }  // namespace epochcast

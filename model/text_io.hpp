@@ -18,7 +18,11 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
 /// failure leaves no half-written file. Throws InputError "cannot write <what> file '<path>'".
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what);
 
-/// Parse JSON. Throws InputError "<origin>: malformed JSON at byte N: ..." on a syntax error.
+/// Parse JSON. Throws InputError "<origin>: malformed JSON at byte N: ..." on a syntax error, and
+/// one naming the origin for a number beyond a double's range.
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
+
+/// A whole count with thousands separators: 34560 -> "34,560" (rounded to the nearest whole).
+std::string format_count(double count);
 
 }  // namespace epochcast

@@ -99,8 +99,13 @@ Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& pre
 }
 
 PredictionBand prediction_band(const ResolvedScenario& scenario, const Prediction& prediction) {
-    return {at_throughput(scenario, prediction, prediction.interval.low),
-            at_throughput(scenario, prediction, prediction.interval.high)};
+    // The slow end also trains the most epochs of the recipe's band, the fast end the fewest.
+    ResolvedScenario longest = scenario;
+    longest.epochs = scenario.epochs_high;
+    ResolvedScenario shortest = scenario;
+    shortest.epochs = scenario.epochs_low;
+    return {at_throughput(longest, prediction, prediction.interval.low),
+            at_throughput(shortest, prediction, prediction.interval.high)};
 }
 
 }  // namespace epochcast

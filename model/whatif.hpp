@@ -69,8 +69,8 @@ InstanceComparison across_instances(const CostModel& model, const Scenario& base
 /// train and cost follow from it by apply_schedule, as in predict.
 Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction, double throughput_images_per_s);
 
-/// The prediction at both ends of its throughput band: `slow` at interval.low (longer, costlier),
-/// `fast` at interval.high.
+/// The prediction at both ends of its throughput band: `slow` at interval.low (longer, costlier)
+/// with the most epochs of the epochs' band, `fast` at interval.high with the fewest.
 struct PredictionBand {
     Prediction slow;
     Prediction fast;

@@ -40,6 +40,14 @@ double positive_number(const json& entry, const char* key, std::string_view orig
 
 }  // namespace
 
+ElasticSchedule ElasticSchedule::scaled_to(double total) const {
+    const double factor = total / epochs();
+    ElasticSchedule out = *this;
+    for (ElasticPhase& phase : out.phases) phase.epochs *= factor;
+    for (NodeLoss& loss : out.node_losses) loss.epoch *= factor;
+    return out;
+}
+
 double ElasticSchedule::epochs() const {
     double total = 0;
     for (const ElasticPhase& p : phases) total += p.epochs;
@@ -142,6 +150,7 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
         s.scenario.nodes = nodes;
         s.scenario.gpus_per_node = k;
         s.scenario.epochs = schedule.epochs();
+        s.scenario.target_top1_percent = 0;  // the schedule's epochs (scaled to a target by the caller)
         s.scenario.batch_per_gpu =
             std::max(1, static_cast<int>(std::lround(static_cast<double>(global_batch) / (nodes * k))));
         s.scenario.global_batch = 0;  // the rounded per-GPU batch above rules each phase

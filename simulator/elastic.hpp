@@ -42,6 +42,9 @@ struct ElasticSchedule {
     std::vector<ElasticPhase> phases;
     std::vector<NodeLoss> node_losses;  ///< sorted by epoch
     double epochs() const;              ///< sum of the phases' epochs
+    /// The same schedule over `total` epochs: every phase and node loss scaled by total / epochs()
+    /// (a target accuracy fixes the epochs, docs/model.md "Time to accuracy"; the proportions stay).
+    ElasticSchedule scaled_to(double total) const;
 };
 
 /// Parse schedule JSON; `origin` names it in errors. Throws InputError naming the origin, the

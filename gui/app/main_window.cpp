@@ -32,11 +32,13 @@
 #include <QTemporaryDir>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 
 #include "gui/app/timeline_view.hpp"
+#include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/observation.hpp"
 #include "model/types.hpp"
@@ -233,6 +235,27 @@ void MainWindow::buildInputs(QWidget* panel) {
     epochs_->setObjectName("epochs");
     epochs_->setRange(0.01, 10000);
     epochs_->setDecimals(2);
+    target_ = new QDoubleSpinBox;
+    target_->setObjectName("targetTop1");
+    target_->setRange(0, 99.9);
+    target_->setDecimals(1);
+    target_->setSingleStep(0.1);
+    target_->setSpecialValueText(tr("none (train the epochs above)"));
+    target_->setSuffix(" %");
+    target_->setToolTip(tr("Target ImageNet top-1 accuracy: the epochs become what the recipe needs at the global batch "
+                           "(docs/model.md, \"Time to accuracy\")"));
+    recipe_ = new QComboBox;
+    recipe_->setObjectName("recipe");
+    {
+        const Convergence& convergence = Convergence::built_in();
+        std::vector<std::string> names;
+        for (const Recipe& r : convergence.recipes) {
+            if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+        }
+        for (const std::string& name : names) recipe_->addItem(QString::fromStdString(name));
+        recipe_->setCurrentText(QString::fromStdString(convergence.default_recipe));
+    }
+    recipe_->setEnabled(false);
     pricing_ = new QComboBox;
     pricing_->setObjectName("pricing");
     add_items(pricing_, {to_string(Pricing::on_demand), to_string(Pricing::spot)});
@@ -245,6 +268,8 @@ void MainWindow::buildInputs(QWidget* panel) {
     calibration_row->addWidget(open_calibration);
     run_form->addRow(tr("Dataset images"), dataset_);
     run_form->addRow(tr("Epochs"), epochs_);
+    run_form->addRow(tr("Target top-1"), target_);
+    run_form->addRow(tr("Recipe"), recipe_);
     run_form->addRow(tr("Pricing"), pricing_);
     run_form->addRow(tr("Calibration"), calibration_row);
     layout->addWidget(run);
@@ -287,6 +312,7 @@ void MainWindow::buildOutputs(QWidget* panel) {
     efficiency_ = add_figure(1, 1, tr("Scaling efficiency"), "efficiency");
     bottleneck_ = add_figure(2, 1, tr("Bound by"), "bottleneck");
     collective_ = add_figure(3, 0, tr("Gradients"), "collective");
+    epochs_out_ = add_figure(3, 1, tr("Epochs"), "epochsTrained");
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
     layout->addWidget(figures);
@@ -410,7 +436,12 @@ void MainWindow::connectInputs() {
         recompute();
     });
     for (QDoubleSpinBox* box : {ps_ratio_, epochs_}) connect(box, &QDoubleSpinBox::valueChanged, this, changed);
-    for (QComboBox* box : {precision_, framework_, ps_instance_, pricing_}) {
+    connect(target_, &QDoubleSpinBox::valueChanged, this, [this](double value) {
+        epochs_->setEnabled(value == 0);  // a target makes the epochs an output
+        recipe_->setEnabled(value > 0);
+        recompute();
+    });
+    for (QComboBox* box : {precision_, framework_, ps_instance_, pricing_, recipe_}) {
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     }
     connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
@@ -470,6 +501,10 @@ Scenario MainWindow::scenario() const {
     }
     s.dataset_images = dataset_->value();
     s.epochs = epochs_->value();
+    if (target_->value() > 0) {
+        s.target_top1_percent = target_->value();
+        s.recipe = recipe_->currentText().toStdString();
+    }
     s.pricing = parse_pricing(pricing_->currentText().toStdString());
     return s;
 }
@@ -494,6 +529,10 @@ void MainWindow::setScenario(const Scenario& s) {
     onStrategyChanged();
     dataset_->setValue(static_cast<int>(s.dataset_images));
     epochs_->setValue(s.epochs);
+    target_->setValue(s.target_top1_percent);
+    epochs_->setEnabled(s.target_top1_percent == 0);
+    recipe_->setEnabled(s.target_top1_percent > 0);
+    if (!s.recipe.empty()) recipe_->setCurrentText(QString::fromStdString(s.recipe));
     pricing_->setCurrentText(q(to_string(s.pricing)));
     updating_ = was;
     recompute();
@@ -554,6 +593,18 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
     epoch_->setText(banded(QString::number(p.epoch_s, 'f', 1) + " s", QString::number(b.fast.epoch_s, 'f', 1),
                            QString::number(b.slow.epoch_s, 'f', 1)));
     time_to_train_->setText(banded(hours(p.time_to_train_s), hours(b.fast.time_to_train_s), hours(b.slow.time_to_train_s)));
+    QString epochs = p.epochs_interval.high > p.epochs_interval.low
+                         ? banded(QString::number(p.epochs, 'f', 1), QString::number(p.epochs_interval.low, 'f', 1),
+                                  QString::number(p.epochs_interval.high, 'f', 1))
+                         : QString::number(p.epochs, 'g', 6);
+    if (p.epochs_basis != EpochsBasis::given) {
+        epochs += " " + tr("by %1").arg(QString::fromStdString(epochs_source(model_->convergence(), p.epochs_recipe, p.epochs_basis)));
+    }
+    if (p.global_batch_beyond_published) {
+        epochs += " <span style=\"color: #b00020; font-weight: bold;\">" +
+                  tr("global batch %1 beyond every published recipe").arg(p.global_batch) + "</span>";
+    }
+    epochs_out_->setText(epochs);
     cost_->setText(banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd)));
     efficiency_->setText(banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
                                 QString::number(100 * b.slow.scaling_efficiency, 'f', 1),
@@ -574,7 +625,9 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
 void MainWindow::clearOutputs(const QString& why) {
     prediction_.reset();
     band_.reset();
-    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_}) label->setText("-");
+    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_, epochs_out_}) {
+        label->setText("-");
+    }
     setMessage(why, true);
 }
 

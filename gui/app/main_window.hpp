@@ -149,6 +149,8 @@ private:
     QCheckBox* ps_colocated_ = nullptr;
     QSpinBox* dataset_ = nullptr;
     QDoubleSpinBox* epochs_ = nullptr;
+    QDoubleSpinBox* target_ = nullptr;   ///< target top-1 accuracy, percent; 0: train `epochs_`
+    QComboBox* recipe_ = nullptr;        ///< the recipe that turns the target into epochs
     QComboBox* pricing_ = nullptr;
     QComboBox* calibration_ = nullptr;
     QLabel* message_ = nullptr;
@@ -157,6 +159,7 @@ private:
     QLabel* throughput_ = nullptr;
     QLabel* epoch_ = nullptr;
     QLabel* time_to_train_ = nullptr;
+    QLabel* epochs_out_ = nullptr;       ///< epochs trained, their band and where they come from
     QLabel* cost_ = nullptr;
     QLabel* efficiency_ = nullptr;
     QLabel* bottleneck_ = nullptr;

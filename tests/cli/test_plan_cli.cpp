@@ -52,6 +52,28 @@ TEST(PlanCli, AFixedGlobalBatchIsKeptOnEveryPlan) {
     EXPECT_NE(both.err.find("--global-batch"), std::string::npos) << both.err;
 }
 
+TEST(PlanCli, ATargetAccuracyMakesEachPlanTrainWhatItsGlobalBatchNeeds) {
+    const ProcessResult fixed = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --json");
+    const ProcessResult target = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --target-top1 75.9 --json");
+    ASSERT_EQ(target.exit_code, 0) << target.err;
+    const nlohmann::json a = nlohmann::json::parse(fixed.out);
+    const nlohmann::json b = nlohmann::json::parse(target.out);
+    const auto& cheapest = b["cheapest_within_deadline"];
+    EXPECT_LT(cheapest["cost_usd"].get<double>(), a["cheapest_within_deadline"]["cost_usd"].get<double>());
+    EXPECT_EQ(cheapest["epochs_source"], "mlperf-lars (published)");
+    EXPECT_EQ(cheapest["scenario"]["target_top1_percent"], 75.9);
+    EXPECT_FALSE(cheapest["scenario"].contains("epochs"));
+    for (const auto& f : b["front"]) EXPECT_GE(f["epochs"].get<double>(), 35) << f.dump();
+    const ProcessResult text = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --target-top1 75.9");
+    EXPECT_NE(text.out.find("the epochs mlperf-lars needs for 75.9% top-1"), std::string::npos) << text.out;
+    const ProcessResult both = run_epochcast("plan --deadline 2h --target-top1 75.9 --epochs 40");
+    EXPECT_EQ(both.exit_code, 2);
+    const ProcessResult other_model = run_epochcast("plan --deadline 2h --target-top1 70 --model resnet18");
+    EXPECT_EQ(other_model.exit_code, 2);
+    EXPECT_NE(other_model.err.find("recipe mlperf-lars is published for resnet50, not resnet18"), std::string::npos)
+        << other_model.err;
+}
+
 TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {
     const ProcessResult on_demand = run_epochcast("plan --deadline 3h --instance p3.16xlarge --json");
     const ProcessResult spot = run_epochcast("plan --deadline 3h --instance p3.16xlarge --spot --elastic --json");

@@ -104,6 +104,35 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --catalog /nonexistent/catalog.json", "/nonexistent/catalog.json");
     expect_bad_input("predict --calibration /nonexistent/cal.json", "/nonexistent/cal.json");
     expect_bad_input("predict --frobnicate", "frobnicate");
+    expect_bad_input("predict --nodes 1000", "a global batch of 2,048,000 images is more than the dataset's 1,281,167");
+    expect_bad_input("predict --target-top1 0", "--target-top1 must be a top-1 accuracy in percent");
+    expect_bad_input("predict --target-top1 inf", "--target-top1");
+    expect_bad_input("predict --target-top1 75.9 --epochs 40", "--epochs excludes --target-top1");
+    expect_bad_input("predict --target-top1 75 --recipe lamb", "unknown recipe 'lamb'");
+    expect_bad_input("predict --recipe goyal2017", "--recipe goes with --target-top1");
+    expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
+}
+
+TEST(PredictCli, ATargetAccuracyMakesTheEpochsAnOutputWithTheirSource) {
+    const auto json = nlohmann::json::parse(run_in_process(
+        {"predict", "--instance", "p4d.24xlarge", "--nodes", "1", "--batch-per-gpu", "256", "--target-top1", "75.9", "--json"}));
+    EXPECT_EQ(json["epochs"], 35);
+    EXPECT_EQ(json["epochs_source"], "mlperf-lars (published)");
+    EXPECT_EQ(json["epochs_interval"]["low"], 35);
+    EXPECT_EQ(json["global_batch_beyond_published"], false);
+    EXPECT_EQ(json["scenario"]["recipe"], "mlperf-lars");
+    const double time = json["time_to_train_s"];
+    EXPECT_NEAR(time, json["startup_s"].get<double>() + 35 * json["epoch_s"].get<double>(), 1e-6 * time);
+    const auto given = nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"}));
+    EXPECT_EQ(given["epochs"], 90);
+    EXPECT_EQ(given["epochs_source"], "--epochs");
+    // The plan issue 24 found, 196,608 images per iteration, is flagged in the JSON and the table.
+    const std::vector<std::string> big = {"predict", "--instance", "p4d.24xlarge", "--nodes", "48", "--batch-per-gpu", "512"};
+    std::vector<std::string> as_json = big;
+    as_json.push_back("--json");
+    EXPECT_EQ(nlohmann::json::parse(run_in_process(as_json))["global_batch_beyond_published"], true);
+    const std::string table = run_in_process(big);
+    EXPECT_NE(table.find("beyond every published recipe"), std::string::npos) << table;
 }
 
 TEST(PredictCliErrors, MalformedFilesAreNamed) {

@@ -147,6 +147,27 @@ TEST(SweepCli, AGlobalBatchRowHoldsTheGlobalBatchOverItsGpusAndSaysWhatRan) {
     EXPECT_NE(refused.err.find("global_batch"), std::string::npos) << refused.err;
 }
 
+TEST(SweepCli, ATargetAccuracyGivesEachRowTheEpochsItsGlobalBatchNeeds) {
+    TempFile spec(R"({"instance": "p4d.24xlarge", "nodes": [1, 16, 40, 100], "batch_per_gpu": 256})");
+    Folder folder;
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --target-top1 75.9 -o " + (folder / "out.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_text(folder / "out.json"));
+    ASSERT_EQ(j["rows"].size(), 4u);
+    EXPECT_EQ(j["rows"][0]["epochs"], 35);  // global 2,048
+    EXPECT_EQ(j["rows"][0]["epochs_source"], "mlperf-lars (published)");
+    EXPECT_GT(j["rows"][1]["epochs"].get<double>(), 50);  // global 32,768
+    EXPECT_EQ(j["rows"][2]["epochs_source"], "mlperf-lars (extrapolated)");  // 81,920
+    EXPECT_EQ(j["rows"][2]["global_batch_beyond_published"], true);
+    EXPECT_EQ(j["rows"][3]["feasible"], false);  // 204,800: past twice the largest published batch
+    EXPECT_NE(j["rows"][3]["reason"].get<std::string>().find("published up to a global batch of 67,456"),
+              std::string::npos);
+    TempFile with_epochs(R"({"epochs": [30]})");
+    const ProcessResult refused = run_epochcast("sweep " + with_epochs.path() + " --target-top1 75.9");
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("exclude each other"), std::string::npos) << refused.err;
+}
+
 TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
     Folder folder;
     const std::string out = folder / "out.csv";

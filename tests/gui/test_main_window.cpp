@@ -125,6 +125,37 @@ TEST_F(Window, ABatchThatDoesNotFitIsFlaggedAndClearsTheOutputs) {
     EXPECT_TRUE(child<QLabel>(window, "memory")->text().startsWith("needs"));
 }
 
+TEST_F(Window, ATargetAccuracyMakesTheEpochsAnOutputAndFlagsABatchBeyondTheRecipes) {
+    auto* target = child<QDoubleSpinBox>(window, "targetTop1");
+    auto* epochs = child<QDoubleSpinBox>(window, "epochs");
+    EXPECT_TRUE(epochs->isEnabled());
+    EXPECT_FALSE(child<QComboBox>(window, "recipe")->isEnabled());
+    target->setValue(75.9);  // seed 000's 64 V100 at 256: a global batch of 16,384, 47 epochs by mlperf-lars
+    EXPECT_FALSE(epochs->isEnabled());
+    Scenario s = window.scenario();
+    EXPECT_DOUBLE_EQ(s.target_top1_percent, 75.9);
+    EXPECT_EQ(s.recipe, "mlperf-lars");
+    ASSERT_TRUE(window.prediction());
+    EXPECT_DOUBLE_EQ(window.prediction()->epochs, 47);
+    EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, direct(s).cost_usd);
+    QString shown = child<QLabel>(window, "epochsTrained")->text();
+    EXPECT_TRUE(shown.contains("47") && shown.contains("mlperf-lars (published)")) << shown.toStdString();
+    // goyal2017 does not reach 75.9% at 16,384: a message, no outputs.
+    child<QComboBox>(window, "recipe")->setCurrentText("goyal2017");
+    EXPECT_FALSE(window.prediction());
+    EXPECT_TRUE(window.message().contains("below the target 75.9%")) << window.message().toStdString();
+    // Back to the default recipe on 40 nodes (81,920 images): extrapolated and flagged.
+    child<QComboBox>(window, "recipe")->setCurrentText("mlperf-lars");
+    type_into(child<QSpinBox>(window, "nodes"), 40);
+    ASSERT_TRUE(window.prediction());
+    EXPECT_EQ(window.prediction()->epochs_basis, EpochsBasis::extrapolated);
+    shown = child<QLabel>(window, "epochsTrained")->text();
+    EXPECT_TRUE(shown.contains("beyond every published recipe")) << shown.toStdString();
+    target->setValue(0);
+    EXPECT_TRUE(epochs->isEnabled());
+    EXPECT_DOUBLE_EQ(window.prediction()->epochs, epochs->value());
+}
+
 TEST_F(Window, InstanceInfoShowsItsGpuVcpusNetworkAndPrice) {
     child<QComboBox>(window, "instance")->setCurrentText("p3.2xlarge");
     const QString info = child<QLabel>(window, "instanceInfo")->text();
