@@ -1,7 +1,5 @@
 #include "cli/common.hpp"
 
-#include <cmath>
-
 #include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/types.hpp"
@@ -20,15 +18,10 @@ void TargetFlags::apply(Scenario& scenario) const {
     const bool has_target = target != nullptr && target->count() > 0;
     if (recipe_option != nullptr && recipe_option->count() > 0) {
         if (!has_target) throw InputError("--recipe goes with --target-top1 (without a target the epochs are --epochs)");
-        if (!Convergence::built_in().knows(recipe)) {
-            throw InputError("unknown recipe '" + recipe + "' (known: " + Convergence::built_in().names() + ")");
-        }
+        Convergence::built_in().require_known(recipe);
     }
     if (!has_target) return;
-    if (!std::isfinite(target_top1_percent) || target_top1_percent <= 0 || target_top1_percent >= 100) {
-        throw InputError("--target-top1 must be a top-1 accuracy in percent, above 0 and below 100 (got " +
-                         target->as<std::string>() + ")");
-    }
+    check_target_top1(target_top1_percent);
     scenario.target_top1_percent = target_top1_percent;
     scenario.recipe = recipe;
 }

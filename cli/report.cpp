@@ -6,22 +6,11 @@
 #include <string>
 
 #include "cli/table.hpp"
+#include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
 namespace epochcast::cli {
 namespace {
-
-/// 41020.4 -> "41,020": whole numbers with thousands separators.
-std::string grouped(double value) {
-    const long long whole = std::llround(value);
-    std::string digits = std::to_string(whole < 0 ? -whole : whole);
-    std::string out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return whole < 0 ? "-" + out : out;
-}
 
 std::string fixed(double value, int decimals) {
     char buffer[64];
@@ -155,7 +144,7 @@ std::string format_dollars(double usd) {
     const std::string text = fixed(usd, 2);  // "1234.56"
     const auto dot = text.find('.');
     std::string out = "$";
-    out += grouped(std::stod(text.substr(0, dot)));
+    out += format_count(std::stod(text.substr(0, dot)));
     out += text.substr(dot);
     return out;
 }
@@ -276,15 +265,15 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     });
     row("precision, batch per GPU", [](const Scenario& s, const Prediction& p) {
         std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(batch_per_gpu(p));
-        if (s.global_batch > 0) text += " (global " + grouped(s.global_batch) + ", fixed)";
-        if (p.global_batch_beyond_published) text += " [global " + grouped(p.global_batch) + ": beyond every published recipe]";
+        if (s.global_batch > 0) text += " (global " + format_count(s.global_batch) + ", fixed)";
+        if (p.global_batch_beyond_published) text += " [global " + format_count(p.global_batch) + ": beyond every published recipe]";
         return text;
     });
-    row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.throughput_images_per_s); });
+    row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return format_count(p.throughput_images_per_s); });
     row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {
-        return grouped(p.interval.low) + " - " + grouped(p.interval.high);
+        return format_count(p.interval.low) + " - " + format_count(p.interval.high);
     });
-    row("  per GPU (images/s)", [](const Scenario&, const Prediction& p) { return grouped(p.per_gpu_images_per_s); });
+    row("  per GPU (images/s)", [](const Scenario&, const Prediction& p) { return format_count(p.per_gpu_images_per_s); });
     row("scaling efficiency vs 1 GPU", [](const Scenario&, const Prediction& p) {
         return fixed(100 * p.scaling_efficiency, 1) + " %";
     });

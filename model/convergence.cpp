@@ -133,37 +133,36 @@ NoiseScaleLaw fit_noise_scale_law(const std::vector<RecipePoint>& points) {
     return law;
 }
 
-const Recipe& Convergence::recipe(std::string_view name, std::string_view model) const {
-    if (!knows(name)) throw InputError("unknown recipe '" + std::string(name) + "' (known: " + names() + ")");
-    const int i = index_of(name, model);
-    if (i < 0) {
-        std::string models;
-        for (const Recipe& r : recipes) {
-            if (r.name == name) models += (models.empty() ? "" : ", ") + r.model;
-        }
-        throw InputError("recipe " + std::string(name) + " is published for " + models + ", not " + std::string(model));
-    }
-    return recipes[static_cast<std::size_t>(i)];
-}
-
-int Convergence::index_of(std::string_view name, std::string_view model) const {
+int Convergence::recipe_index(std::string_view name, std::string_view model) const {
+    require_known(name);
+    std::string models;
     for (std::size_t i = 0; i < recipes.size(); ++i) {
-        if (recipes[i].name == name && recipes[i].model == model) return static_cast<int>(i);
+        if (recipes[i].name != name) continue;
+        if (recipes[i].model == model) return static_cast<int>(i);
+        models += (models.empty() ? "" : ", ") + recipes[i].model;
     }
-    return -1;
+    throw InputError("recipe " + std::string(name) + " is published for " + models + ", not " + std::string(model));
 }
 
 bool Convergence::knows(std::string_view name) const {
     return std::any_of(recipes.begin(), recipes.end(), [&](const Recipe& r) { return r.name == name; });
 }
 
-std::string Convergence::names() const {
+void Convergence::require_known(std::string_view name) const {
+    if (!knows(name)) throw InputError("unknown recipe '" + std::string(name) + "' (known: " + names() + ")");
+}
+
+std::vector<std::string> Convergence::recipe_names() const {
     std::vector<std::string> sorted;
     for (const Recipe& r : recipes) sorted.push_back(r.name);
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    return sorted;
+}
+
+std::string Convergence::names() const {
     std::string out;
-    for (const std::string& name : sorted) out += (out.empty() ? "" : ", ") + name;
+    for (const std::string& name : recipe_names()) out += (out.empty() ? "" : ", ") + name;
     return out;
 }
 
@@ -193,10 +192,12 @@ Convergence Convergence::parse(std::string_view json_text, std::string_view orig
     Convergence out;
     for (std::size_t i = 0; i < recipes->size(); ++i) {
         Recipe r = parse_recipe((*recipes)[i], where + ": recipe " + std::to_string(i));
-        if (out.index_of(r.name, r.model) >= 0) {
-            throw InputError(where + ": recipe '" + r.name + "' is given twice for " + r.model);
+        for (const Recipe& known : out.recipes) {
+            if (known.name == r.name && known.model == r.model) {
+                throw InputError(where + ": recipe '" + r.name + "' is given twice for " + r.model);
+            }
         }
-        if (r.extrapolate) fit_noise_scale_law(r.points);  // fails here, not at the first prediction
+        if (r.extrapolate) r.law = fit_noise_scale_law(r.points);  // fails here, not at the first prediction
         out.recipes.push_back(std::move(r));
     }
     out.default_recipe = string_field(root, "default_recipe", where);
@@ -215,6 +216,13 @@ std::string_view to_string(EpochsBasis basis) {
     return "given";
 }
 
+void check_target_top1(double percent) {
+    if (!std::isfinite(percent) || percent <= 0 || percent >= 100) {
+        throw InputError("--target-top1 must be a top-1 accuracy in percent, above 0 and below 100 (got " +
+                         format_percent(percent) + ")");
+    }
+}
+
 void check_recipe_applies(const Recipe& recipe, std::string_view model, std::int64_t dataset_images, int image_size) {
     if (model != recipe.model || dataset_images != recipe.dataset_images || image_size != recipe.image_size) {
         throw InputError("recipe " + recipe.name + " is published for " + recipe.model + " at " +
@@ -226,9 +234,7 @@ void check_recipe_applies(const Recipe& recipe, std::string_view model, std::int
 
 EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, double target_top1_percent,
                                 std::string_view model, std::int64_t dataset_images, int image_size) {
-    if (!std::isfinite(target_top1_percent) || target_top1_percent <= 0 || target_top1_percent >= 100) {
-        throw InputError("--target-top1 must be a percentage between 0 and 100 (got " + format_percent(target_top1_percent) + ")");
-    }
+    check_target_top1(target_top1_percent);
     check_recipe_applies(recipe, model, dataset_images, image_size);
     if (!(global_batch > 0) || !std::isfinite(global_batch)) throw InputError("the global batch must be positive");
     const std::vector<RecipePoint>& pts = recipe.points;
@@ -242,7 +248,7 @@ EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, doubl
                              "; " + format_count(global_batch) + " is beyond it");
         }
         // Eq. K2 from the largest published point: the law's rise added to that point's range.
-        const NoiseScaleLaw law = fit_noise_scale_law(pts);
+        const NoiseScaleLaw& law = recipe.law;
         const RecipePoint& last = pts.back();
         const double rise = law.epochs(global_batch) - law.epochs(last.global_batch);
         const double spread = kBand95 * law.sigma(global_batch);

@@ -21,26 +21,6 @@ struct RecipePoint {
     std::string source;        ///< where the figure is published, with its conditions
 };
 
-/// A training recipe (optimizer, schedule, hyper-parameters rescaled with the batch) and what it is
-/// published to reach.
-struct Recipe {
-    std::string name;             ///< "mlperf-lars", "goyal2017"
-    std::string description;      ///< optimizer and schedule, one line
-    std::string model;            ///< the architecture its runs trained ("resnet50")
-    std::int64_t dataset_images = 0;  ///< the training set of its runs (ImageNet-1k)
-    int image_size = 0;           ///< their input side, pixels
-    /// Beyond the largest published batch the epochs follow eq. K2 up to kMaxExtrapolation times
-    /// that batch (true), or the recipe is not extrapolated at all (false).
-    bool extrapolate = false;
-    std::vector<RecipePoint> points;  ///< increasing global batch, at least two
-
-    double largest_batch() const { return points.back().global_batch; }
-    double smallest_batch() const { return points.front().global_batch; }
-};
-
-/// How far past its largest published batch a recipe with `extrapolate` is carried by eq. K2.
-inline constexpr double kMaxExtrapolation = 2.0;
-
 /// Eq. K2, the empirical law of large-batch training (McCandlish et al. 2018, "An Empirical Model of
 /// Large-Batch Training", arXiv:1812.06162): epochs = min_epochs x (1 + batch / noise_batch), fitted
 /// by least squares to a recipe's published points (each at the middle of its range).
@@ -57,17 +37,45 @@ struct NoiseScaleLaw {
 };
 NoiseScaleLaw fit_noise_scale_law(const std::vector<RecipePoint>& points);
 
+/// A training recipe (optimizer, schedule, hyper-parameters rescaled with the batch) and what it is
+/// published to reach.
+struct Recipe {
+    std::string name;             ///< "mlperf-lars", "goyal2017"
+    std::string description;      ///< optimizer and schedule, one line
+    std::string model;            ///< the architecture its runs trained ("resnet50")
+    std::int64_t dataset_images = 0;  ///< the training set of its runs (ImageNet-1k)
+    int image_size = 0;           ///< their input side, pixels
+    /// Beyond the largest published batch the epochs follow eq. K2 up to kMaxExtrapolation times
+    /// that batch (true), or the recipe is not extrapolated at all (false).
+    bool extrapolate = false;
+    std::vector<RecipePoint> points;  ///< increasing global batch, at least two
+    NoiseScaleLaw law;                ///< eq. K2 fitted to the points once, when `extrapolate`
+
+    double largest_batch() const { return points.back().global_batch; }
+    double smallest_batch() const { return points.front().global_batch; }
+};
+
+/// How far past its largest published batch a recipe with `extrapolate` is carried by eq. K2.
+inline constexpr double kMaxExtrapolation = 2.0;
+
+
 /// The recipes, as compiled in from model/convergence.json or parsed from such a file. One recipe
 /// name may be published for several models (goyal2017: ResNet-50 and ResNet-101).
 struct Convergence {
     std::vector<Recipe> recipes;
     std::string default_recipe;  ///< what --target-top1 uses without --recipe
 
-    /// The recipe `name` for `model`. Throws InputError naming the known recipes for an unknown
-    /// name, and the models it is published for when `model` is not one of them.
-    const Recipe& recipe(std::string_view name, std::string_view model) const;
-    int index_of(std::string_view name, std::string_view model) const;  ///< -1 when there is none
+    /// The index in `recipes` of recipe `name` for `model`. Throws InputError naming the known
+    /// recipes for an unknown name, and the models it is published for when `model` is not one.
+    int recipe_index(std::string_view name, std::string_view model) const;
+    const Recipe& recipe(std::string_view name, std::string_view model) const {
+        return recipes[static_cast<std::size_t>(recipe_index(name, model))];
+    }
     bool knows(std::string_view name) const;  ///< some model has a recipe of this name
+    /// Throws InputError naming the known recipes when no model has a recipe called `name`.
+    void require_known(std::string_view name) const;
+    /// The recipes' names, each once, sorted.
+    std::vector<std::string> recipe_names() const;
     /// "goyal2017, mlperf-lars"
     std::string names() const;
     /// The largest global batch any recipe for `model` was published at (0 when none is).
@@ -95,6 +103,9 @@ struct EpochsToTarget {
     double top1_percent = 0;  ///< what the recipe reaches at this batch (eq. K1)
     EpochsBasis basis = EpochsBasis::published;
 };
+
+/// Throws InputError unless `percent` is a top-1 accuracy above 0 and below 100 (--target-top1).
+void check_target_top1(double percent);
 
 /// Throws InputError when `recipe` was not published for this model, dataset size and image size.
 void check_recipe_applies(const Recipe& recipe, std::string_view model, std::int64_t dataset_images, int image_size);

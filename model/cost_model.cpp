@@ -699,14 +699,14 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
     if (scenario.target_top1_percent != 0) {
         const std::string& name = scenario.recipe.empty() ? convergence_->default_recipe : scenario.recipe;
+        r.epochs_recipe = convergence_->recipe_index(name, scenario.model);
         const EpochsToTarget needed =
-            epochs_to_target(convergence_->recipe(name, scenario.model), global_batch, scenario.target_top1_percent,
-                             scenario.model, scenario.dataset_images, scenario.image_size);
+            epochs_to_target(convergence_->recipes[static_cast<std::size_t>(r.epochs_recipe)], global_batch,
+                             scenario.target_top1_percent, scenario.model, scenario.dataset_images, scenario.image_size);
         r.epochs = needed.epochs;
         r.epochs_low = needed.epochs_low;
         r.epochs_high = needed.epochs_high;
         r.epochs_basis = needed.basis;
-        r.epochs_recipe = convergence_->index_of(name, scenario.model);
     }
     const double largest_published = convergence_->largest_published_batch(scenario.model);
     r.global_batch_beyond_published = largest_published > 0 && global_batch > largest_published;

@@ -32,7 +32,6 @@
 #include <QTemporaryDir>
 #include <QVBoxLayout>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -246,15 +245,8 @@ void MainWindow::buildInputs(QWidget* panel) {
                            "(docs/model.md, \"Time to accuracy\")"));
     recipe_ = new QComboBox;
     recipe_->setObjectName("recipe");
-    {
-        const Convergence& convergence = Convergence::built_in();
-        std::vector<std::string> names;
-        for (const Recipe& r : convergence.recipes) {
-            if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
-        }
-        for (const std::string& name : names) recipe_->addItem(QString::fromStdString(name));
-        recipe_->setCurrentText(QString::fromStdString(convergence.default_recipe));
-    }
+    for (const std::string& name : Convergence::built_in().recipe_names()) recipe_->addItem(QString::fromStdString(name));
+    recipe_->setCurrentText(QString::fromStdString(Convergence::built_in().default_recipe));
     recipe_->setEnabled(false);
     pricing_ = new QComboBox;
     pricing_->setObjectName("pricing");
