@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/output.hpp"
 #include "model/errors.hpp"
 
 namespace epochcast::cli {
@@ -10,6 +11,11 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Show the help of every subcommand");
+    app.footer(
+        "Exit codes: 0 an answer (also when stdout's reader stops early, as `| head` does); 1 a run that failed "
+        "(a rank died; Ctrl-C, SIGTERM or SIGHUP on a sweep) or an internal error; 2 bad input, an output that "
+        "cannot be written or a failed write (a full disk, a closed stdout); 3 plan: nothing meets the deadline "
+        "or the budget.");
     register_catalog(app, out);
     register_predict(app, out);
     register_import_nccl(app, out);
@@ -32,6 +38,7 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     } catch (const CLI::ParseError& error) {
         throw InputError(error.what());
     }
+    check_written(out);  // a full disk or a closed stdout is an error, not a truncated answer
 }
 
 }  // namespace epochcast::cli

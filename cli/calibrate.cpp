@@ -8,6 +8,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "model/cost_model.hpp"
 #include "model/fit.hpp"
@@ -32,6 +33,10 @@ double relative_band(const std::string& name, double value, double sigma) {
 }
 
 void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
+    std::vector<std::string> inputs = o.catalogs;
+    for (const std::string& trace : o.traces) inputs.push_back(trace_file(trace));
+    inputs.push_back(calibration_file(o.prior));
+    check_outputs({{"-o", o.output}}, inputs);
     const Catalog catalog = load_catalog(o.catalogs);
     const Evidence evidence = load_evidence(o.traces, catalog);
     const CostModel prior(catalog, load_calibration(o.prior));

@@ -10,6 +10,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -30,6 +31,9 @@ struct ImportOptions {
 };
 
 void run_import(const ImportOptions& o, std::ostream& out) {
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(o.log);
+    check_outputs({{"-o", o.output}}, inputs);
     const Catalog catalog = load_catalog(o.catalogs);
     const InstanceSpec& instance = catalog.instance(o.instance);  // an unknown instance fails before any work
     if (o.efa_adapters < -1) {

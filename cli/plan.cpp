@@ -1,7 +1,8 @@
 // `epochcast plan --deadline 2h --budget 500 [--spot] [--elastic] [--plot FILE] [--json]`: which
 // configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
 // that meets the deadline and the fastest within the budget, and prints the Pareto front of time
-// against cost.
+// against cost. When nothing meets the deadline or the budget, it says so on stderr after the
+// output and exits with code 3 (cli/output.hpp).
 #include <CLI/CLI.hpp>
 
 #include <cctype>
@@ -11,6 +12,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/output.hpp"
 #include "cli/plot.hpp"
 #include "cli/report.hpp"
 #include "cli/table.hpp"
@@ -131,6 +133,28 @@ nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
             {"cost_usd", e.cost_usd}};
 }
 
+/// "no configuration meets the deadline of 1 h (the fastest takes 3.2 h, $412.00)": what plan's
+/// exit code 3 says, for the constraints given that no plan meets.
+std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_s, std::optional<double> budget_usd) {
+    if (search.front.empty()) {
+        return "no configuration meets " + std::string(deadline_s && budget_usd ? "the deadline or the budget" : deadline_s ? "the deadline" : "the budget") +
+               ": none of the " + std::to_string(search.considered) + " configurations searched is feasible";
+    }
+    const Prediction& fastest = search.plans[search.front.front()].prediction;
+    const Prediction& cheapest = search.plans[search.front.back()].prediction;
+    std::string text;
+    if (deadline_s) {
+        text = "no configuration meets the deadline of " + format_duration(*deadline_s) + " (the fastest takes " +
+               format_duration(fastest.time_to_train_s) + ", " + format_dollars(fastest.cost_usd) + ")";
+    }
+    if (budget_usd) {
+        text += (text.empty() ? "no configuration meets" : "; none meets") + std::string(" the budget of ") +
+                format_dollars(*budget_usd) + " (the cheapest costs " + format_dollars(cheapest.cost_usd) + ", " +
+                format_duration(cheapest.time_to_train_s) + ")";
+    }
+    return text;
+}
+
 void run_plan(PlanOptions& o, std::ostream& out) {
     std::optional<double> deadline_s;
     std::optional<double> budget_usd;
@@ -141,6 +165,9 @@ void run_plan(PlanOptions& o, std::ostream& out) {
     }
     if (!deadline_s && !budget_usd) throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
     if (!o.plot.empty()) check_plot_path(o.plot);
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(calibration_file(o.calibration));
+    check_outputs({{"--plot", o.plot}}, inputs);
 
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
     SearchSpace space;
@@ -256,6 +283,13 @@ void run_plan(PlanOptions& o, std::ostream& out) {
         write_plots(request);
         if (!o.json) out << "\nplots: " << o.plot << '\n';
     }
+    const bool deadline_unmet = deadline_s && !search.cheapest_within_deadline;
+    const bool budget_unmet = budget_usd && !search.fastest_within_budget;
+    if (deadline_unmet || budget_unmet) {
+        check_written(out);  // a failed write is reported before the answer's exit code
+        throw NoAnswer(unmet_text(search, deadline_unmet ? deadline_s : std::nullopt,
+                                  budget_unmet ? budget_usd : std::nullopt));
+    }
 }
 
 }  // namespace
@@ -266,7 +300,9 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "plan",
         "Which configuration to rent: search the catalog (instances, node counts, GPUs per node, strategies, "
         "parameter-server instances and ratios, batch sizes that fit) for the cheapest plan that meets --deadline "
-        "and the fastest within --budget, and print the Pareto front of time against cost.");
+        "and the fastest within --budget, and print the Pareto front of time against cost. Exit code 3 (after the "
+        "output) when no configuration meets the deadline or the budget: stderr says which, and how close the "
+        "fastest or the cheapest comes.");
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
     cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars");
     cmd->add_flag("--spot", o->spot, "Price with spot instead of on-demand prices");

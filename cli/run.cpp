@@ -17,6 +17,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/launch.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -141,7 +142,13 @@ void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, s
     for (const char* ours : {"--np", "--ps-ranks"}) {
         if (flag_value(train_flags, ours)) throw InputError(std::string("run: ") + ours + " is given twice");
     }
-    // Everything that can be checked is checked before anything starts.
+    // Everything that can be checked is checked before anything starts, the outputs first.
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(calibration_file(o.calibration));
+    inputs.push_back(o.host_catalog);
+    check_outputs({{"--save-host-catalog", o.save_host_catalog},
+                   {"--trace-out", flag_value(train_flags, "--trace-out").value_or("")}},
+                  inputs);
     Catalog catalog = load_catalog(o.catalogs);
     const Calibration calibration = load_calibration(o.calibration);
     if (!o.host_catalog.empty()) Catalog::load(o.host_catalog, catalog);

@@ -9,6 +9,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "model/errors.hpp"
 #include "model/types.hpp"
@@ -111,6 +112,9 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
 }
 
 void run_simulate(SimulateOptions& o, std::ostream& out) {
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(calibration_file(o.calibration));
+    check_outputs({{"--timeline", o.timeline}}, inputs);
     Catalog catalog = load_catalog(o.catalogs);
     const CostModel model(std::move(catalog), load_calibration(o.calibration.empty() ? "built-in" : o.calibration));
     Scenario s = o.flags.to_scenario();

@@ -1,8 +1,10 @@
 // `epochcast sweep SPEC.json [-o out.csv|out.json] [--jobs N] [--simulate] [--plot FILE]`: the
 // cross product of a spec (model/sweep.hpp), one row per combination, an infeasible one with its
 // reason. Threads evaluate chunks of rows while the main thread writes them in order through a
-// temporary file renamed at the end, or on Ctrl-C with the rows so far and a note that the sweep
-// was interrupted. Started under mpirun, the ranks share the rows and rank 0 writes.
+// temporary file (unique to the process) renamed at the end, or on Ctrl-C, SIGTERM or SIGHUP with
+// the rows so far and a note that the sweep was interrupted. Rows streamed to stdout are checked as
+// they go: a failed write stops the sweep (exit 2), a reader that stops early (`| head`) ends it
+// quietly. Started under mpirun, the ranks share the rows and rank 0 writes.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -10,16 +12,22 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/mpi_world.hpp"
+#include "cli/output.hpp"
 #include "cli/plot.hpp"
 #include "cli/report.hpp"
 #include "model/errors.hpp"
@@ -34,26 +42,40 @@
 namespace epochcast::cli {
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_interrupt(int) { g_interrupted = 1; }
+volatile std::sig_atomic_t g_interrupted = 0;  ///< the signal that interrupted the sweep, 0 for none
+extern "C" void on_interrupt(int signal) { g_interrupted = signal; }
 
-/// SIGINT sets g_interrupted while this lives; the previous handler comes back afterwards.
+/// SIGINT (Ctrl-C), SIGTERM (kill, a batch system's time limit) and SIGHUP (a closed terminal) set
+/// g_interrupted while this lives; the previous handlers come back afterwards.
 class InterruptGuard {
 public:
+    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
     InterruptGuard() {
         g_interrupted = 0;
         struct sigaction action {};
         action.sa_handler = on_interrupt;
         sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &previous_);
+        for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &action, &previous_[i]);
     }
-    ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+    ~InterruptGuard() {
+        for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+    }
     InterruptGuard(const InterruptGuard&) = delete;
     InterruptGuard& operator=(const InterruptGuard&) = delete;
 
 private:
-    struct sigaction previous_ {};
+    struct sigaction previous_[std::size(kSignals)] {};
 };
+
+/// "Ctrl-C", "SIGTERM", "SIGHUP": what interrupted the sweep.
+std::string interruption_name(int signal) {
+    if (signal == SIGTERM) return "SIGTERM";
+    if (signal == SIGHUP) return "SIGHUP";
+    return "Ctrl-C";
+}
+
+/// The most threads --jobs may ask for.
+constexpr int kMaxJobs = 1024;
 
 enum class Format { csv, json };
 
@@ -77,22 +99,19 @@ Format format_of(const std::string& output) {
     throw InputError("-o '" + output + "': the name must end in .csv or .json");
 }
 
-/// The rows' destination: `out` (stdout) or a temporary file beside `path`, renamed on finish().
-/// Destroyed unfinished, it removes the temporary file: nothing half-written is left behind.
+/// The rows' destination: `out` (stdout) or a temporary file beside `path` (x.csv.partial.<pid>),
+/// renamed on finish(). Destroyed unfinished, it removes the temporary file: nothing half-written
+/// is left behind. A failed write throws InputError at once (ReaderGone when stdout's reader left).
 class RowWriter {
 public:
     RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
         : path_(path), format_(format), total_(total), out_(out) {
         if (!path_.empty()) {
-            partial_ = path_;
-            partial_ += ".partial";
+            partial_ = temporary_beside(path_);
             file_ = std::fopen(partial_.c_str(), "wb");
-            if (!file_) throw InputError("-o '" + path + "' cannot be written (does its folder exist?)");
+            if (!file_) throw InputError("-o '" + path + "' cannot be written: " + std::strerror(errno));
             std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
         }
-        put(format_ == Format::csv ? prediction_csv_header()
-                                   : "{\"schema\": \"epochcast.sweep/1\", \"combinations\": " + std::to_string(total_) +
-                                         ",\n\"rows\": [\n");
     }
     ~RowWriter() {
         if (file_) {
@@ -107,6 +126,7 @@ public:
     /// Rows as append_row() made them.
     void write(std::string_view rows, std::size_t count) {
         if (rows.empty()) return;
+        put_header();
         if (format_ == Format::json && written_ == 0) rows.remove_prefix(2);  // the first row's ",\n"
         put(rows);
         written_ += count;
@@ -115,6 +135,7 @@ public:
     /// Close the file (JSON: the list, whether the sweep is complete; CSV: a comment line when it
     /// was interrupted) and move it into place.
     void finish(bool interrupted) {
+        put_header();
         if (format_ == Format::json) {
             put("\n],\n\"rows_written\": " + std::to_string(written_) + ", \"complete\": " +
                 (written_ == total_ ? "true" : "false") + ", \"interrupted\": " + (interrupted ? "true" : "false") + "}\n");
@@ -122,29 +143,52 @@ public:
             put("# interrupted: " + std::to_string(written_) + " of " + std::to_string(total_) + " rows written\n");
         }
         if (!file_) {
-            out_.flush();
+            check_written(out_);
             return;
         }
-        const bool ok = std::fflush(file_) == 0 && !std::ferror(file_);
-        std::fclose(file_);
+        const bool flushed = std::fflush(file_) == 0 && !std::ferror(file_);
+        const int flush_error = errno;
+        const bool closed = std::fclose(file_) == 0;
+        const int close_error = errno;
         file_ = nullptr;
         std::error_code error;
-        if (ok) std::filesystem::rename(partial_, path_, error);
-        if (!ok || error) {
+        if (!flushed || !closed) {
             std::filesystem::remove(partial_, error);
-            throw RunError("could not write '" + path_.string() + "' (disk full?)");
+            throw_write_error(!flushed ? flush_error : close_error);
+        }
+        std::filesystem::rename(partial_, path_, error);
+        if (error) {
+            std::error_code ignored;
+            std::filesystem::remove(partial_, ignored);
+            throw InputError("cannot write -o '" + path_.string() + "': " + error.message());
         }
     }
 
     std::size_t written() const { return written_; }
 
 private:
+    /// The CSV header or the JSON document's head, before the first row (not before: a sweep that
+    /// fails to start prints nothing).
+    void put_header() {
+        if (header_written_) return;
+        header_written_ = true;
+        put(format_ == Format::csv ? prediction_csv_header()
+                                   : "{\"schema\": \"epochcast.sweep/1\", \"combinations\": " + std::to_string(total_) +
+                                         ",\n\"rows\": [\n");
+    }
+
     void put(std::string_view text) {
         if (file_) {
-            std::fwrite(text.data(), 1, text.size(), file_);
+            if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) throw_write_error(errno);
         } else {
             out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+            if (!out_) check_written(out_);
         }
+    }
+
+    /// The temporary file is removed by the destructor.
+    [[noreturn]] void throw_write_error(int error) const {
+        throw InputError("cannot write -o '" + path_.string() + "': " + std::strerror(error != 0 ? error : EIO));
     }
 
     std::filesystem::path path_;
@@ -154,6 +198,7 @@ private:
     std::ostream& out_;
     std::FILE* file_ = nullptr;
     std::size_t written_ = 0;
+    bool header_written_ = false;
 };
 
 /// A progress bar on stderr when it is a terminal, redrawn at most ten times a second.
@@ -245,7 +290,9 @@ struct Chunk {
 
 /// Evaluate [range.first, range.last) with `jobs` threads in chunks of `chunk_rows`, handing each
 /// finished chunk to `sink` in index order. Stops early (between chunks) when g_interrupted is set
-/// and `stop_on_interrupt`; returns whether it did.
+/// and `stop_on_interrupt`; returns whether it did. The threads are joined on every path: an
+/// exception from `sink` or from a worker (rethrown here) stops them first, and a thread that
+/// cannot be started is an InputError naming --jobs.
 template <typename Sink>
 bool evaluate_range(const Evaluator& evaluator, IndexRange range, int jobs, std::size_t chunk_rows, bool keep_plot,
                     bool stop_on_interrupt, Sink&& sink) {
@@ -253,54 +300,80 @@ bool evaluate_range(const Evaluator& evaluator, IndexRange range, int jobs, std:
     const std::size_t chunks = (count + chunk_rows - 1) / chunk_rows;
     const std::size_t window = static_cast<std::size_t>(jobs) * 4;  // chunks ahead of the writer, at most
     std::atomic<std::size_t> next{0};
-    std::atomic<bool> stop{false};
     std::mutex mutex;
     std::condition_variable ready;
     std::condition_variable space;
+    bool stop = false;                  // guarded by mutex
+    std::exception_ptr worker_failure;  // guarded by mutex: the first exception a worker threw
     std::map<std::size_t, Chunk> done;
     std::size_t consumed = 0;
 
     auto worker = [&] {
-        for (;;) {
-            const std::size_t c = next.fetch_add(1);
-            if (c >= chunks || stop) return;
-            {
-                std::unique_lock lock(mutex);
-                space.wait(lock, [&] { return c < consumed + window || stop; });
-                if (stop) return;
+        try {
+            for (;;) {
+                const std::size_t c = next.fetch_add(1);
+                if (c >= chunks) return;
+                {
+                    std::unique_lock lock(mutex);
+                    space.wait(lock, [&] { return c < consumed + window || stop; });
+                    if (stop) return;
+                }
+                Chunk chunk;
+                const std::size_t first = range.first + c * chunk_rows;
+                const std::size_t last = std::min(range.last, first + chunk_rows);
+                chunk.text.reserve((last - first) * 420);
+                for (std::size_t i = first; i < last; ++i) {
+                    chunk.feasible += evaluator.append_row(i, chunk.text, keep_plot ? &chunk.plot : nullptr) ? 1 : 0;
+                }
+                chunk.rows = last - first;
+                std::lock_guard lock(mutex);
+                done.emplace(c, std::move(chunk));
+                ready.notify_all();
             }
-            Chunk chunk;
-            const std::size_t first = range.first + c * chunk_rows;
-            const std::size_t last = std::min(range.last, first + chunk_rows);
-            chunk.text.reserve((last - first) * 420);
-            for (std::size_t i = first; i < last; ++i) {
-                chunk.feasible += evaluator.append_row(i, chunk.text, keep_plot ? &chunk.plot : nullptr) ? 1 : 0;
-            }
-            chunk.rows = last - first;
+        } catch (...) {
             std::lock_guard lock(mutex);
-            done.emplace(c, std::move(chunk));
+            if (!worker_failure) worker_failure = std::current_exception();
+            stop = true;
             ready.notify_all();
+            space.notify_all();
         }
     };
     std::vector<std::thread> threads;
-    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    struct Joiner {  // stops and joins the workers however this function ends
+        std::vector<std::thread>& threads;
+        std::mutex& mutex;
+        bool& stop;
+        std::condition_variable& space;
+        ~Joiner() {
+            {
+                std::lock_guard lock(mutex);
+                stop = true;
+            }
+            space.notify_all();
+            for (std::thread& t : threads) t.join();
+        }
+    } joiner{threads, mutex, stop, space};
+    threads.reserve(static_cast<std::size_t>(jobs));
+    for (int j = 0; j < jobs; ++j) {
+        try {
+            threads.emplace_back(worker);
+        } catch (const std::system_error& error) {
+            throw InputError("--jobs " + std::to_string(jobs) + ": could not start thread " + std::to_string(j + 1) +
+                             " (" + error.code().message() + "); give fewer");
+        }
+    }
 
-    bool interrupted = false;
     for (std::size_t c = 0; c < chunks; ++c) {
         Chunk chunk;
         {
             std::unique_lock lock(mutex);
             // Wake now and then to notice Ctrl-C while a slow chunk (a simulation) runs.
-            while (!done.count(c)) {
-                if (stop_on_interrupt && g_interrupted) break;
+            while (!done.count(c) && !worker_failure) {
+                if (stop_on_interrupt && g_interrupted) return true;  // the joiner stops the workers
                 ready.wait_for(lock, std::chrono::milliseconds(50));
             }
-            if (stop_on_interrupt && g_interrupted) {
-                interrupted = true;
-                stop = true;
-                space.notify_all();
-                break;
-            }
+            if (worker_failure) std::rethrow_exception(worker_failure);
+            if (stop_on_interrupt && g_interrupted) return true;
             chunk = std::move(done.at(c));
             done.erase(c);
             ++consumed;
@@ -308,10 +381,7 @@ bool evaluate_range(const Evaluator& evaluator, IndexRange range, int jobs, std:
         space.notify_all();
         sink(chunk);
     }
-    stop = true;
-    space.notify_all();
-    for (std::thread& t : threads) t.join();
-    return interrupted;
+    return false;
 }
 
 void run_sweep(SweepOptions& o, std::ostream& out) {
@@ -320,9 +390,17 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     const bool root = world->rank() == 0;
 
     const Format format = format_of(o.output);
-    if (o.jobs < 0) throw InputError("--jobs must be at least 1 (got " + std::to_string(o.jobs) + ")");
+    if (o.jobs < 0 || o.jobs > kMaxJobs) {
+        throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " + std::to_string(o.jobs) + ")");
+    }
     if (o.iterations < 1) throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
     if (!o.plot.empty()) check_plot_path(o.plot);
+    // Every output is checked before any work: nothing is computed, printed or written for a sweep
+    // whose rows or plot cannot be written, or that would overwrite what it reads.
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(o.spec);
+    inputs.push_back(calibration_file(o.calibration));
+    check_outputs({{"-o", o.output}, {"--plot", o.plot}}, inputs);
     if (!o.plot.empty() && world->size() > 1) {
         throw InputError("--plot is not available under mpirun (the rows stay on their ranks); run the sweep, then "
                          "plot with a sweep of one process");
@@ -375,9 +453,9 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         writer.write(all, total);
         writer.finish(false);
     } else {
+        InterruptGuard guard;  // before the temporary file exists, so that no signal leaves it behind
         RowWriter writer(o.output, format, total, out);
         Progress progress(total);
-        InterruptGuard guard;
         const bool interrupted = evaluate_range(evaluator, {0, total}, jobs, chunk_rows, keep_plot, true, [&](Chunk& chunk) {
             writer.write(chunk.text, chunk.rows);
             feasible += chunk.feasible;
@@ -386,8 +464,8 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         });
         writer.finish(interrupted);
         if (interrupted) {
-            throw RunError("interrupted: " + std::to_string(writer.written()) + " of " + std::to_string(total) +
-                           " rows written" + (o.output.empty() ? "" : " to '" + o.output + "'"));
+            throw RunError("interrupted by " + interruption_name(g_interrupted) + ": " + std::to_string(writer.written()) +
+                           " of " + std::to_string(total) + " rows written" + (o.output.empty() ? "" : " to '" + o.output + "'"));
         }
     }
 
@@ -423,7 +501,7 @@ void register_sweep(CLI::App& app, std::ostream& out) {
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
-    cmd->add_option("--jobs", options->jobs, "Threads evaluating rows (default: the machine's cores)");
+    cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)");
     cmd->add_flag("--simulate", options->simulate,
                   "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
     cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate (default 10)");

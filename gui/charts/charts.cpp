@@ -388,7 +388,7 @@ void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::p
     QCoreApplication::sendPostedEvents();  // lets the charts lay out their plot areas and legends
 
     std::filesystem::path partial = path;
-    partial += ".partial";
+    partial += ".partial." + std::to_string(QCoreApplication::applicationPid());  // unique per process
     bool written = false;
     if (ext == ".png") {
         QImage image(width, height, QImage::Format_ARGB32_Premultiplied);

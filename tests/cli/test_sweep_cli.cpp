@@ -16,6 +16,7 @@
 #include "cli/plot.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast::testing {
 namespace {
@@ -55,14 +56,7 @@ std::vector<std::string> fields_of(const std::string& line) {
     return fields;
 }
 
-/// A scratch folder removed at the end of the test.
-struct Folder {
-    fs::path path = fs::temp_directory_path() / ("epochcast_sweep_test_" + std::to_string(::getpid()) + "_" +
-                                                 std::to_string(std::rand()));
-    Folder() { fs::create_directories(path); }
-    ~Folder() { fs::remove_all(path); }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using Folder = TempFolder;
 
 const char* kSpec = R"({"instance": ["p3.16xlarge", "p3.2xlarge"], "nodes": [1, 2, 4],
                         "batch_per_gpu": [128, 512], "strategy": ["ring", "ps"],
@@ -195,12 +189,13 @@ TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
     EXPECT_NE(bad_output.err.find(".csv or .json"), std::string::npos);
     const ProcessResult no_folder = run_epochcast("sweep " + spec.path() + " -o " + (folder / "none/out.csv"));
     EXPECT_EQ(no_folder.exit_code, 2);
-    EXPECT_NE(no_folder.err.find("cannot be written"), std::string::npos);
+    EXPECT_NE(no_folder.err.find("does not exist"), std::string::npos) << no_folder.err;
     EXPECT_TRUE(fs::is_empty(folder.path));
 }
 
-/// Start `epochcast sweep` on the million-row spec, let it write for a while, press Ctrl-C.
-ProcessResult interrupt_sweep(const std::string& output, double seconds) {
+/// Start `epochcast sweep` on the million-row spec, let it write for a while, press Ctrl-C (or send
+/// `signal`).
+ProcessResult interrupt_sweep(const std::string& output, double seconds, int signal = SIGINT) {
     const std::string spec = std::string(EPOCHCAST_SOURCE_DIR) + "/bench/specs/million.json";
     const std::string err_path = output + ".stderr";
     const pid_t child = ::fork();
@@ -212,7 +207,7 @@ ProcessResult interrupt_sweep(const std::string& output, double seconds) {
         ::_exit(127);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    ::kill(child, SIGINT);
+    ::kill(child, signal);
     int status = 0;
     ::waitpid(child, &status, 0);
     ProcessResult r;
@@ -229,7 +224,7 @@ TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
     ASSERT_EQ(r.exit_code, 1) << r.err;  // a run that did not finish
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
     ASSERT_TRUE(fs::exists(out));
-    EXPECT_FALSE(fs::exists(out + ".partial"));
+    EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1) << "a temporary file is left";
     const std::vector<std::string> lines = lines_of(read_text(out));
     ASSERT_GE(lines.size(), 3u);
     const std::size_t columns = fields_of(lines[0]).size();
@@ -238,6 +233,25 @@ TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
     EXPECT_LT(rows, 1'000'000u);
     for (std::size_t i = 1; i + 1 < lines.size(); ++i) ASSERT_EQ(fields_of(lines[i]).size(), columns) << "line " << i;
     EXPECT_EQ(lines.back(), "# interrupted: " + std::to_string(rows) + " of 1000000 rows written");
+}
+
+TEST(SweepCli, SigtermAndSighupAreHandledAsCtrlC) {
+    // A batch system's time limit (SIGTERM) or a closed terminal (SIGHUP) keeps the rows so far,
+    // as Ctrl-C does, and leaves no temporary file.
+    for (const int signal : {SIGTERM, SIGHUP}) {
+        Folder folder;
+        const std::string out = folder / "big.csv";
+        const ProcessResult r = interrupt_sweep(out, 0.8, signal);
+        ASSERT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_NE(r.err.find(signal == SIGTERM ? "interrupted by SIGTERM: " : "interrupted by SIGHUP: "), std::string::npos)
+            << r.err;
+        EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1) << "a temporary file is left";
+        const std::vector<std::string> lines = lines_of(read_text(out));
+        ASSERT_GE(lines.size(), 3u);
+        const std::size_t rows = lines.size() - 2;
+        EXPECT_GT(rows, 0u);
+        EXPECT_EQ(lines.back(), "# interrupted: " + std::to_string(rows) + " of 1000000 rows written");
+    }
 }
 
 TEST(SweepCli, CtrlCLeavesAValidJsonThatSaysSo) {

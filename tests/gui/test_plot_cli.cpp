@@ -6,6 +6,7 @@
 #include <QtGui/QImage>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
@@ -70,6 +71,29 @@ TEST(PlotCli, UnwritablePlotIsABadInputAndLeavesNothing) {
     const ProcessResult r = run_epochcast("plan --deadline 1h --instance p3.16xlarge --plot /nonexistent-folder/x.png");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("/nonexistent-folder/x.png"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << "the plan was printed before the plot failed";
+    // sweep: neither the rows nor the plot are written when the plot's folder does not exist.
+    TempFile spec(R"({"nodes": [1, 2]})");
+    const std::string rows = "/tmp/epochcast_plot_cli_rows_" + std::to_string(::getpid()) + ".csv";
+    const ProcessResult s = run_epochcast("sweep " + spec.path() + " -o " + rows + " --plot /nonexistent-folder/s.png");
+    EXPECT_EQ(s.exit_code, 2);
+    EXPECT_NE(s.err.find("--plot '/nonexistent-folder/s.png': the folder '/nonexistent-folder' does not exist"),
+              std::string::npos) << s.err;
+    EXPECT_EQ(s.out, "");
+    EXPECT_FALSE(fs::exists(rows));
+}
+
+TEST(PlotCli, TwoPlotsOfTheSameFileDoNotShareATemporaryFile) {
+    // Another process drawing the same picture holds p.png.partial.<its pid>; this one leaves it be.
+    TempFile png("", ".png");
+    fs::remove(png.path());
+    const std::string other = png.path() + ".partial";
+    std::ofstream(other) << "another plan's picture";
+    const ProcessResult r = run_epochcast("plan --deadline 1h --instance p3.16xlarge --plot " + png.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_text(other), "another plan's picture");
+    fs::remove(other);
+    expect_three_charts(png.path());
 }
 
 }  // namespace

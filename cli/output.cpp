@@ -1,0 +1,212 @@
+#include "cli/output.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <new>
+
+#include "model/errors.hpp"
+
+namespace epochcast::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The path as it will be resolved: absolute, with symbolic links and "..", "." resolved as far as
+/// the path exists.
+fs::path resolved(const std::string& path) {
+    std::error_code error;
+    fs::path canonical = fs::weakly_canonical(fs::absolute(path, error), error);
+    return error ? fs::path(path).lexically_normal() : canonical;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code error;
+    if (fs::equivalent(a, b, error) && !error) return true;
+    return resolved(a) == resolved(b);
+}
+
+void check_writable(const OutputFile& output) {
+    const std::string named = output.flag + " '" + output.path + "'";
+    std::error_code error;
+    if (fs::is_directory(output.path, error)) throw InputError(named + " is a folder; give a file name");
+    fs::path folder = fs::path(output.path).parent_path();
+    if (folder.empty()) folder = ".";
+    if (!fs::is_directory(folder, error)) {
+        throw InputError(named + ": the folder '" + folder.string() + "' does not exist");
+    }
+    if (::access(folder.c_str(), W_OK) != 0) {
+        throw InputError(named + ": the folder '" + folder.string() + "' is not writable (" + std::strerror(errno) + ")");
+    }
+    if (fs::exists(output.path, error) && ::access(output.path.c_str(), W_OK) != 0) {
+        throw InputError(named + " cannot be overwritten (" + std::string(std::strerror(errno)) + ")");
+    }
+}
+
+/// Valid UTF-8 sequence length at `i`, 0 when the bytes there are not one (overlong forms,
+/// surrogates and code points past U+10FFFF included).
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF) length = 3;
+    else if (lead >= 0xF0 && lead <= 0xF4) length = 4;
+    else return 0;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+    if (i + length > text.size()) return 0;
+    if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+    for (std::size_t k = 2; k < length; ++k) {
+        if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+    }
+    return length;
+}
+
+[[noreturn]] void throw_write_error(int error) {
+    if (error == EPIPE) throw ReaderGone();
+    throw InputError(std::string("cannot write to standard output: ") +
+                     (error != 0 ? std::strerror(error) : "write error"));
+}
+
+extern "C" void on_broken_pipe(int) {}
+
+void reopen_if_closed(int fd, int flags) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) return;
+    const int opened = ::open("/dev/null", flags);
+    if (opened >= 0 && opened != fd) {
+        ::dup2(opened, fd);
+        ::close(opened);
+    }
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const OutputFile& output = outputs[i];
+        if (output.path.empty()) continue;
+        for (const std::string& input : inputs) {
+            if (!input.empty() && same_file(output.path, input)) {
+                throw InputError(output.flag + " " + output.path + " is also an input; write to another file");
+            }
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+            if (!outputs[j].path.empty() && same_file(output.path, outputs[j].path)) {
+                throw InputError(output.flag + " " + output.path + " is also " + outputs[j].flag + "; give two files");
+            }
+        }
+        check_writable(output);
+    }
+}
+
+std::string calibration_file(const std::string& name) {
+    return name == "built-in" || name == "data-free" ? "" : name;
+}
+
+std::string trace_file(const std::string& argument) {
+    const auto hash = argument.rfind('#');
+    return hash == std::string::npos ? argument : argument.substr(0, hash);
+}
+
+fs::path temporary_beside(const fs::path& path, std::string_view tag) {
+    fs::path temporary = path;
+    temporary += "." + std::string(tag) + "." + std::to_string(::getpid());
+    return temporary;
+}
+
+void check_written(std::ostream& out) {
+    const int earlier = errno;  // set by the write that failed, when the stream failed just now
+    if (out) {
+        errno = 0;
+        out.flush();
+        if (out) return;
+        throw_write_error(errno);
+    }
+    // An earlier write failed: ask the C stream again (its buffer still holds what was not written).
+    errno = 0;
+    if (&out == &std::cout) std::fflush(stdout);
+    int error = errno;
+    const bool plausible = earlier == ENOSPC || earlier == EBADF || earlier == EPIPE || earlier == EIO ||
+                           earlier == EFBIG || earlier == EDQUOT || earlier == ENXIO;
+    if (error == 0 && plausible) error = earlier;
+    throw_write_error(error);
+}
+
+void guard_standard_streams() {
+    reopen_if_closed(STDIN_FILENO, O_RDONLY);
+    reopen_if_closed(STDOUT_FILENO, O_RDONLY);
+    reopen_if_closed(STDERR_FILENO, O_WRONLY);
+    struct sigaction action {};
+    action.sa_handler = on_broken_pipe;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGPIPE, &action, nullptr);
+}
+
+std::string escape_for_terminal(std::string_view text, bool keep_newlines) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7F) {
+            out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        if (c >= 0x80) {
+            if (const std::size_t length = utf8_length(text, i)) {
+                out.append(text.substr(i, length));
+                i += length;
+                continue;
+            }
+        }
+        if (c == '\n' && keep_newlines) out += '\n';
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        }
+        ++i;
+    }
+    return out;
+}
+
+int report_error(const std::exception_ptr& error, std::ostream& err) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const ReaderGone&) {
+        return 0;
+    } catch (const NoAnswer& answer) {
+        err << "epochcast: " << escape_for_terminal(answer.what()) << '\n';
+        return 3;
+    } catch (const InputError& input) {  // InfeasibleError included
+        err << "epochcast: error: " << escape_for_terminal(input.what()) << '\n';
+        return 2;
+    } catch (const RunError& run) {
+        err << "epochcast: failed: " << escape_for_terminal(run.what(), /*keep_newlines=*/true) << '\n';
+        return 1;
+    } catch (const std::bad_alloc&) {
+        err << "epochcast: internal error: out of memory\n";
+        return 1;
+    } catch (const std::exception& other) {
+        err << "epochcast: internal error (a bug; please report): " << escape_for_terminal(other.what()) << '\n';
+        return 1;
+    } catch (...) {
+        err << "epochcast: internal error (a bug; please report): an unknown exception\n";
+        return 1;
+    }
+}
+
+}  // namespace epochcast::cli
