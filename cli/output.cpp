@@ -35,6 +35,11 @@ void check_writable(const OutputFile& output) {
     const std::string named = output.flag + " '" + output.path + "'";
     std::error_code error;
     if (fs::is_directory(output.path, error)) throw InputError(named + " is a folder; give a file name");
+    // Outputs are written beside the path and renamed over it: a device or a pipe would be replaced.
+    const fs::file_status status = fs::status(output.path, error);
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+        throw InputError(named + " is not a regular file (the output replaces it whole); give a file name");
+    }
     fs::path folder = fs::path(output.path).parent_path();
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, error)) {

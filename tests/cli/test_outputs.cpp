@@ -155,6 +155,13 @@ TEST(Outputs, AnOutputThatCannotBeWrittenStopsTheCommandBeforeAnyOutput) {
         EXPECT_NE(locked.err.find("is not writable"), std::string::npos) << locked.err;
         fs::permissions(folder / "locked", fs::perms::owner_all);
     }
+    // An output replaces its file whole (a temporary file renamed over it): a device is refused.
+    const std::string trace = std::string(EPOCHCAST_SOURCE_DIR) + "/traces/published/external_tf_benchmarks_k80_distributed.json";
+    const ProcessResult device = run_epochcast("calibrate '" + trace + "#0' -o /dev/null");
+    EXPECT_EQ(device.exit_code, 2);
+    EXPECT_EQ(device.err, "epochcast: error: -o '/dev/null' is not a regular file (the output replaces it whole); give a "
+                          "file name\n");
+    EXPECT_TRUE(fs::is_character_file("/dev/null"));
     // The plot's folder is checked before the rows are computed or written, and before plan prints.
     const ProcessResult sweep = run_epochcast("sweep " + spec.path() + " -o " + (folder / "r.csv") + " --plot /nonexistent/s.png");
     EXPECT_EQ(sweep.exit_code, 2);
