@@ -335,6 +335,90 @@ TEST_F(FakePrograms, RunThatWritesNoTraceFails) {
     EXPECT_TRUE(contains(r.err, "wrote no trace")) << r.err;
 }
 
+/// The progress folder `epochcast run` named on its first lines ("progress reports in DIR; ...").
+std::string progress_folder(const std::string& out) {
+    const std::string marker = "progress reports in ";
+    const std::size_t begin = out.find(marker);
+    if (begin == std::string::npos) return "";
+    const std::size_t start = begin + marker.size();
+    return out.substr(start, out.find(';', start) - start);
+}
+
+// The issue's case: the trainer's exit 2 (bad input) became exit 1. When every rank that failed
+// exited 2, `run` exits 2 with the trainer's one-line message, and leaves no progress folder.
+TEST_F(FakePrograms, TrainersBadInputIsExitTwoWithItsMessage) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"code\": 2, \"message\": \"--lr must be a positive finite number\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
+                 "echo '{\"rank\": 1, \"code\": 2, \"message\": \"--lr must be a positive finite number\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\n"
+                 "echo 'epochcast-train (rank 0): error: --lr must be a positive finite number' >&2\nexit 1\n");
+    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "' --lr 0");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err, "epochcast: error: epochcast-train (rank 0): --lr must be a positive finite number\n");
+    const std::string folder = progress_folder(r.out);
+    ASSERT_FALSE(folder.empty()) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(folder)) << folder;
+}
+
+// A rank that failed at run time (exit 1) makes the run fail (exit 1) whatever the others said,
+// and its message is passed on.
+TEST_F(FakePrograms, ARunFailureAmongBadInputsIsExitOne) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"code\": 2, \"message\": \"bad\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
+                 "echo '{\"rank\": 1, \"code\": 1, \"message\": \"loss is NaN at step 3\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\nexit 1\n");
+    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "epochcast-train (rank 1): loss is NaN at step 3")) << r.err;
+}
+
+/// This host's name, as the ranks report it.
+std::string hostname() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// A rank that reports two steps and then makes no progress (it sleeps, as a stopped rank would;
+// rank 0, on another host, did one step more and waits for it):
+// with --watchdog 1, the job is killed and reported naming the rank and host, within the
+// deadline + 10 s; the rank's process (which has the run's progress folder in its environment)
+// is killed too.
+TEST_F(FakePrograms, WatchdogKillsAJobWhoseRankMakesNoProgress) {
+    write_script("mpirun",
+                 "echo \"{\\\"rank\\\": 1, \\\"host\\\": \\\"$(uname -n)\\\", \\\"pid\\\": $$, "
+                 "\\\"steps\\\": 2, \\\"slowest_step_s\\\": 0.25}\" > \"$EPOCHCAST_PROGRESS_DIR/rank-1.json\"\n"
+                 "echo '{\"rank\": 0, \"host\": \"elsewhere\", \"pid\": 1, \"steps\": 3, \"slowest_step_s\": 0.2}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.json\"\necho 'step 2 done'\nexec sleep 60\n");
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r = run_epochcast("run --np 2 --watchdog 1 --mpirun '" + path("mpirun") + "'");
+    const double elapsed = seconds_since(start);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_LT(elapsed, 1 + 10.0);
+    EXPECT_TRUE(contains(r.err, "rank 1 on host " + hostname() + " made no progress for")) << r.err;
+    EXPECT_TRUE(contains(r.err, "the slowest step so far took 0.25 s")) << r.err;
+    EXPECT_TRUE(contains(r.err, "the job was killed")) << r.err;
+    EXPECT_TRUE(contains(r.out, "watchdog: 1 s without a step")) << r.out;
+}
+
+// --watchdog 0 turns it off (the run ends by itself here), and a bad value is bad input.
+TEST_F(FakePrograms, WatchdogCanBeTurnedOffAndRefusesBadValues) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"host\": \"h\", \"pid\": 1, \"steps\": 1, \"slowest_step_s\": 0.1}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.json\"\nsleep 2\necho done\n");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --watchdog 0 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the fake writes no trace
+    EXPECT_TRUE(contains(r.err, "wrote no trace")) << r.err;
+    EXPECT_TRUE(contains(r.out, "watchdog: off")) << r.out;
+    for (const char* value : {"-1", "nan", "inf"}) {
+        const testing::ProcessResult bad =
+            run_epochcast(std::string("run --np 1 --watchdog ") + value + " --mpirun '" + path("mpirun") + "'");
+        EXPECT_EQ(bad.exit_code, 2) << value << ": " << bad.err;
+        EXPECT_TRUE(contains(bad.err, "--watchdog")) << value << ": " << bad.err;
+    }
+}
+
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {
     write_mpirun_writing(prepared_trace());
     for (const char* flags : {"--np 0", "--np 2 --ps-ranks 2", "--np 2 --ps-ranks -1", "--ps-ranks 1"}) {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -330,6 +331,48 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
     run = mpirun(2, kSmallRun + " --batch-per-gpu 2 --steps 1 --ps-ranks 2");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE((run.err + run.out).find("--ps-ranks"), std::string::npos) << run.err;
+}
+
+// The case: training did not stop on a non-finite loss (`--lr 1e30` exited 0 with -nan).
+// It stops at the first non-finite loss with exit 1 (a failed run, not bad input: the rate is a
+// number a schedule could hold, the training diverged), before the step's row is printed and
+// without writing a checkpoint over the last good one.
+TEST_F(TrainingTest, ANonFiniteLossStopsTheRunNamingTheStep) {
+    const ProcessResult run = train(kSmallRun + " --batch-per-gpu 4 --steps 20 --lr 1e30 --checkpoint-dir " + path("ck"));
+    EXPECT_EQ(run.exit_code, 1) << run.err << run.out;
+    EXPECT_NE(run.err.find(" at step "), std::string::npos) << run.err;
+    EXPECT_TRUE(run.err.find("loss is NaN") != std::string::npos || run.err.find("loss is infinite") != std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("lower --lr"), std::string::npos) << run.err;
+    EXPECT_EQ(run.out.find("nan"), std::string::npos) << run.out;
+    EXPECT_FALSE(std::filesystem::exists(folder / "ck" / kCheckpointFile));
+}
+
+TEST_F(TrainingTest, ALearningRateThatIsNotAPositiveFp32NumberIsBadInput) {
+    for (const char* lr : {"0", "-0.1", "nan", "inf", "1e39"}) {
+        const ProcessResult run = train(kSmallRun + " --batch-per-gpu 2 --steps 1 --lr=" + lr);
+        EXPECT_EQ(run.exit_code, 2) << lr << ": " << run.err;
+        EXPECT_NE(run.err.find("--lr"), std::string::npos) << lr << ": " << run.err;
+    }
+}
+
+// The case: 200 flipped bytes in a checkpoint resumed silently. `--resume` refuses a
+// damaged checkpoint with exit 2, naming the file, and resumes the intact one.
+TEST_F(TrainingTest, ADamagedCheckpointIsRefusedOnResume) {
+    const std::string common = kSmallRun + " --batch-per-gpu 2 --steps 3 --lr 0.05 --checkpoint-dir " + path("ck");
+    ASSERT_EQ(train(common + " --stop-after 1").exit_code, 0);
+    const std::filesystem::path file = folder / "ck" / kCheckpointFile;
+    const std::string intact = testing::read_text(file);
+    std::string damaged = intact;
+    for (std::size_t i = damaged.find('\n') + 1; i < damaged.size(); i += damaged.size() / 200) damaged[i] ^= 0x5a;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << damaged;
+    const ProcessResult refused = train(common + " --resume");
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find(file.string()), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("checksum"), std::string::npos) << refused.err;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << intact;
+    const ProcessResult resumed = train(common + " --resume");
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
 }
 
 #ifdef EPOCHCAST_WITH_CUDA
