@@ -208,7 +208,7 @@ std::string find_train_program() {
 }
 
 Watchdog::Watchdog(std::filesystem::path directory, int ranks, std::optional<double> deadline_s, Clock::time_point now)
-    : directory_(std::move(directory)), deadline_s_(deadline_s) {
+    : directory_(std::move(directory)), deadline_s_(deadline_s), last_check_(now) {
     for (int rank = 0; rank < ranks; ++rank) ranks_[rank].changed = now;
 }
 
@@ -234,6 +234,10 @@ double Watchdog::deadline_for(const RankState& rank) const {
 }
 
 std::optional<std::string> Watchdog::check(Clock::time_point now) {
+    if (seconds_between(last_check_, now) > kSuspendedGapS) {  // we were stopped: so was the job
+        for (auto& [rank, state] : ranks_) state.changed += now - last_check_;
+    }
+    last_check_ = now;
     read_reports(now);
     const std::string host = this_host();
     const std::pair<const int, RankState>* named = nullptr;

@@ -56,7 +56,9 @@ std::string find_train_program();
 /// rank has reported its first step done (start-up: MPI, listing the data, building the network,
 /// the first step's primitives) it is at least kStartupFloor whatever was given. Among stalled
 /// ranks the one named is a stopped process (SIGSTOP, traced), else the one that did fewest
-/// steps (the others wait for it in a collective), else the lowest rank.
+/// steps (the others wait for it in a collective), else the lowest rank. Time during which
+/// `epochcast run` itself did not run (Ctrl-Z, which stops the ranks too; a suspended machine),
+/// seen as a gap of more than kSuspendedGapS between two checks, does not count.
 class Watchdog {
 public:
     using Clock = std::chrono::steady_clock;
@@ -68,6 +70,8 @@ public:
     /// files) on a network file system, building ResNet-152's primitives and writing a
     /// checkpoint of a few hundred MB each take up to minutes.
     static constexpr double kStartupFloorS = 300;
+    /// A gap between two checks (made every 200 ms) longer than this means we were not running.
+    static constexpr double kSuspendedGapS = 5;
 
     /// Watches `ranks` ranks reporting into `directory`; `deadline_s` is --watchdog (nullopt:
     /// the default rule above). Starts the clock of start-up now.
@@ -95,6 +99,7 @@ private:
     std::filesystem::path directory_;
     std::optional<double> deadline_s_;
     std::map<int, RankState> ranks_;
+    Clock::time_point last_check_;
 };
 
 /// The failure reports ranks left in `directory` ("<dir>/rank-R.failed.json" = {"rank", "code",

@@ -85,8 +85,11 @@ std::string watchdog_description(const std::optional<double>& seconds) {
     if (!exit.stalled.empty()) throw RunError(exit.stalled + "; the job was killed");
     const std::vector<RankFailure> failures = read_rank_failures(progress);
     const auto trainer = [&](const RankFailure& failure) {
+        std::string message = failure.message;  // one line, whatever the rank wrote
+        std::replace(message.begin(), message.end(), '\n', ' ');
+        std::replace(message.begin(), message.end(), '\r', ' ');
         return "epochcast-train" + (ranks > 1 ? " (rank " + std::to_string(failure.rank) + ")" : std::string()) + ": " +
-               failure.message;
+               message;
     };
     const bool bad_input = !failures.empty() && std::all_of(failures.begin(), failures.end(),
                                                             [](const RankFailure& f) { return f.code == 2; });

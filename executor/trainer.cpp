@@ -458,9 +458,13 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         progress.step_done(record.iteration_s);
 
         if (leader && options.print_steps) {
-            std::printf("%8lld  %8.4f  %14.2f  %9.5f  %10.6f\n", static_cast<long long>(step + 1),
+            // A step fp16 loss scaling skipped may have no finite loss: the column says so.
+            char loss[16];
+            if (std::isfinite(record.loss)) std::snprintf(loss, sizeof loss, "%9.5f", record.loss);
+            else std::snprintf(loss, sizeof loss, "%9s", "skipped");
+            std::printf("%8lld  %8.4f  %14.2f  %s  %10.6f\n", static_cast<long long>(step + 1),
                         static_cast<double>(step + 1) * global_batch / static_cast<double>(plan.dataset_images),
-                        global_batch / record.iteration_s, record.loss, lr);
+                        global_batch / record.iteration_s, loss, lr);
             std::fflush(stdout);
         }
         if (checkpoint_after(options, step, end)) {

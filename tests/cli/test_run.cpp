@@ -4,14 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -417,6 +421,113 @@ TEST_F(FakePrograms, WatchdogCanBeTurnedOffAndRefusesBadValues) {
         EXPECT_EQ(bad.exit_code, 2) << value << ": " << bad.err;
         EXPECT_TRUE(contains(bad.err, "--watchdog")) << value << ": " << bad.err;
     }
+}
+
+/// Writes rank `rank`'s progress report into `folder`, as epochcast-train does.
+void write_report(const std::string& folder, int rank, long long steps, double slowest_s, pid_t pid = 1,
+                  const std::string& host = "elsewhere") {
+    std::ofstream(folder + "/rank-" + std::to_string(rank) + ".json")
+        << nlohmann::json{{"rank", rank}, {"host", host}, {"pid", pid}, {"steps", steps}, {"slowest_step_s", slowest_s}}.dump();
+}
+
+/// Checks `watchdog` every second of made-up time from `from` to `to` (seconds after `start`);
+/// the first message, if any, and when.
+std::optional<std::pair<double, std::string>> first_stall(cli::Watchdog& watchdog, cli::Watchdog::Clock::time_point start,
+                                                          int from, int to) {
+    for (int second = from; second <= to; ++second) {
+        if (auto message = watchdog.check(start + std::chrono::seconds(second))) return std::pair{double(second), *message};
+    }
+    return std::nullopt;
+}
+
+// The default deadline: 10 x the slowest step any rank reported, never under 300 s; start-up (no
+// step done yet) gets 300 s even when --watchdog asks for less.
+TEST_F(FakePrograms, WatchdogDeadlinesFollowTheSlowestStepWithAStartUpFloor) {
+    const auto start = cli::Watchdog::Clock::now();
+    {
+        cli::Watchdog watchdog(dir_, 2, std::nullopt, start);
+        write_report(path(""), 0, 3, 40.0);
+        write_report(path(""), 1, 3, 2.0);
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 401) << stall->second;  // 10 x 40 s, not 300
+        EXPECT_TRUE(contains(stall->second, "rank 0 on host elsewhere made no progress for 401 s")) << stall->second;
+        EXPECT_TRUE(contains(stall->second, "deadline 400 s; 3 steps done, the slowest step so far took 40 s"))
+            << stall->second;
+    }
+    {
+        cli::Watchdog watchdog(dir_, 2, std::nullopt, start);
+        write_report(path(""), 0, 3, 0.25);
+        write_report(path(""), 1, 2, 0.25);  // one step behind: the others wait for it
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 301);
+        EXPECT_TRUE(contains(stall->second, "rank 1 on host elsewhere")) << stall->second;
+    }
+    {
+        cli::Watchdog watchdog(dir_, 2, 3.0, start);  // --watchdog 3: after the first step only
+        write_report(path(""), 0, 0, 0);
+        write_report(path(""), 1, 5, 0.5);
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 4);  // rank 1, 3 s after its last step
+        EXPECT_TRUE(contains(stall->second, "rank 1")) << stall->second;
+        for (int second = 5; second <= 300; ++second) {  // rank 1 moves on each second; rank 0 is still starting
+            write_report(path(""), 1, 100 + second, 0.5);
+            ASSERT_FALSE(watchdog.check(start + std::chrono::seconds(second))) << second;
+        }
+        write_report(path(""), 1, 401, 0.5);
+        const auto starting = first_stall(watchdog, start, 301, 301);
+        ASSERT_TRUE(starting);
+        EXPECT_TRUE(contains(starting->second, "rank 0 on host elsewhere made no progress for 301 s (deadline 300 s; 0 "
+                                               "steps done, still starting)")) << starting->second;
+    }
+    {
+        for (const char* name : {"rank-0.json", "rank-1.json"}) std::filesystem::remove(dir_ / name);
+        cli::Watchdog watchdog(dir_, 3, std::nullopt, start);  // no rank reports
+        const auto stall = first_stall(watchdog, start, 0, 400);
+        ASSERT_TRUE(stall);
+        EXPECT_TRUE(contains(stall->second, "rank 0 made no progress for 301 s: it has not started")) << stall->second;
+    }
+}
+
+// Time during which `epochcast run` did not run (Ctrl-Z stops the ranks too) is not held against
+// the ranks: a gap between checks of more than 5 s is left out.
+TEST_F(FakePrograms, WatchdogLeavesOutTimeItWasNotRunning) {
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 1, 3.0, start);
+    write_report(path(""), 0, 4, 0.1);
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(1)));
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(600)));  // suspended for 10 minutes
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(602)));
+    EXPECT_TRUE(watchdog.check(start + std::chrono::seconds(604)));
+}
+
+// Among ranks that all stopped reporting, a stopped process is the one named, even when another
+// rank did fewer steps; kill_ranks leaves alone a process that is not one of the run's ranks.
+TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::kill(child, SIGSTOP), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);  // it has stopped
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 2, 2.0, start);
+    write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
+    write_report(path(""), 1, 4, 0.1, child, hostname());
+    const auto stall = first_stall(watchdog, start, 0, 10);
+    watchdog.kill_ranks();  // neither has the run's progress folder in its environment
+    const bool survived = ::kill(child, 0) == 0;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ASSERT_TRUE(stall);
+    EXPECT_TRUE(contains(stall->second, "rank 1 on host " + hostname())) << stall->second;
+    EXPECT_TRUE(contains(stall->second, "its process " + std::to_string(child) + " is stopped")) << stall->second;
+    EXPECT_TRUE(survived);
 }
 
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {
