@@ -72,7 +72,8 @@ private:
 /// How --watchdog reads on the first line of output.
 std::string watchdog_description(const std::optional<double>& seconds) {
     if (!seconds) {
-        return "10 x the slowest step, at least " + format_number(Watchdog::kStartupFloorS, 0) + " s";
+        return format_number(Watchdog::kDeadlineMultiple, 0) + " x the slowest step, at least " +
+               format_number(Watchdog::kStartupFloorS, 0) + " s";
     }
     if (*seconds == 0) return "off";
     return format_number(*seconds, *seconds == std::floor(*seconds) ? 0 : 1) + " s without a step (start-up: at least " +
