@@ -217,12 +217,15 @@ void Watchdog::read_reports(Clock::time_point now) {
         const auto found = ranks_.find(rank);
         if (found == ranks_.end()) continue;
         RankState& state = found->second;
-        const long long steps = report.value("steps", -1LL);
-        if (steps != state.steps) state.changed = now;
-        state.steps = steps;
-        state.host = report.value("host", std::string());
-        state.pid = static_cast<pid_t>(report.value("pid", 0LL));
-        state.slowest_step_s = report.value("slowest_step_s", 0.0);
+        try {
+            const long long steps = report.value("steps", -1LL);
+            if (steps != state.steps) state.changed = now;
+            state.steps = steps;
+            state.host = report.value("host", std::string());
+            state.pid = static_cast<pid_t>(report.value("pid", 0LL));
+            state.slowest_step_s = report.value("slowest_step_s", 0.0);
+        } catch (const nlohmann::json::exception&) {  // not a report epochcast-train wrote: ignored
+        }
     }
 }
 

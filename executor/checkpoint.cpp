@@ -19,8 +19,8 @@ namespace {
 constexpr std::size_t kChecksumBytes = 8;
 
 void append_floats(std::string& out, const std::vector<float>& values) {
-    const auto* bytes = reinterpret_cast<const char*>(values.data());
-    out.append(bytes, values.size() * sizeof(float));
+    if (values.empty()) return;
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
 void append_checksum(std::string& out) {
@@ -50,7 +50,7 @@ std::int64_t element_count(const nlohmann::json& value, std::size_t file_bytes, 
 std::vector<float> take_floats(const std::string& payload, std::size_t& offset, std::int64_t count,
                                const std::filesystem::path& file, const std::string& what) {
     std::vector<float> values(static_cast<std::size_t>(count));
-    std::memcpy(values.data(), payload.data() + offset, values.size() * sizeof(float));
+    if (!values.empty()) std::memcpy(values.data(), payload.data() + offset, values.size() * sizeof(float));
     offset += values.size() * sizeof(float);
     for (const float value : values) {
         if (!std::isfinite(value)) {

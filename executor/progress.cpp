@@ -28,6 +28,12 @@ void replace_file(const std::string& directory, const std::string& name, const s
     if (!written || std::rename(temporary.c_str(), final_path.c_str()) != 0) ::unlink(temporary.c_str());
 }
 
+/// One line of JSON; bytes that are not UTF-8 (a host name, a message echoing input) are replaced
+/// rather than thrown on, so that a report never fails the training.
+std::string dumped(const nlohmann::json& report) {
+    return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 std::string hostname() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -50,15 +56,14 @@ void ProgressReport::write() const {
     const nlohmann::json report = {{"rank", rank_},   {"host", host},
                                    {"pid", ::getpid()}, {"steps", steps_},
                                    {"slowest_step_s", slowest_step_s_}};
-    replace_file(directory_, "rank-" + std::to_string(rank_) + ".json", report.dump() + "\n");
+    replace_file(directory_, "rank-" + std::to_string(rank_) + ".json", dumped(report));
 }
 
 void report_failure(int rank, int code, const std::string& message) {
     const std::string directory = progress_directory();
     if (directory.empty()) return;
     const nlohmann::json report = {{"rank", rank}, {"code", code}, {"message", message}};
-    replace_file(directory, "rank-" + std::to_string(rank) + ".failed.json",
-                 report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    replace_file(directory, "rank-" + std::to_string(rank) + ".failed.json", dumped(report));
 }
 
 }  // namespace epochcast
