@@ -6,15 +6,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "executor/progress.hpp"
 #include "model/errors.hpp"
+
+extern char** environ;
 
 namespace epochcast::cli {
 namespace {
@@ -25,6 +34,78 @@ constexpr std::chrono::milliseconds kDrainAfterExit{1500};
 constexpr int kPollMilliseconds = 200;
 /// Lines of output kept for error messages.
 constexpr std::size_t kTailLines = 12;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+}
+
+std::string this_host() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+    return name;
+}
+
+std::string read_whole_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// "1.5" for 1.5, "12" for 12.0: seconds as people write them.
+std::string seconds_text(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", seconds);
+    return text;
+}
+
+/// The N of "<prefix>N<suffix>" when `name` is exactly that, else -1.
+int rank_of(const std::string& name, const std::string& prefix, const std::string& suffix) {
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        return -1;
+    }
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(digits);
+}
+
+/// The reports of `directory` named "rank-N<suffix>", parsed, by rank; unreadable ones skipped.
+std::map<int, nlohmann::json> rank_reports(const std::filesystem::path& directory, const std::string& suffix) {
+    std::map<int, nlohmann::json> reports;
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+        const int rank = rank_of(it->path().filename().string(), "rank-", suffix);
+        if (rank < 0) continue;
+        const nlohmann::json report = nlohmann::json::parse(read_whole_file(it->path()), nullptr, false);
+        if (report.is_object()) reports[rank] = report;
+    }
+    return reports;
+}
+
+/// Whether process `pid` of this host is stopped (SIGSTOP, SIGTSTP) or traced: /proc/PID/stat's
+/// state field, after the command in parentheses.
+bool process_is_stopped(pid_t pid) {
+    const std::string stat = read_whole_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return false;
+    const char state = stat[close + 2];
+    return state == 'T' || state == 't';
+}
+
+/// Whether process `pid` runs with `variable` in its environment (it is one of our job's ranks,
+/// not an unrelated process that reused a dead rank's PID).
+bool process_has_environment(pid_t pid, const std::string& variable) {
+    const std::string environment = read_whole_file("/proc/" + std::to_string(pid) + "/environ");
+    std::size_t begin = 0;
+    while (begin < environment.size()) {
+        std::size_t end = environment.find('\0', begin);
+        if (end == std::string::npos) end = environment.size();
+        if (environment.compare(begin, end - begin, variable) == 0) return true;
+        begin = end + 1;
+    }
+    return false;
+}
 
 bool is_executable_file(const std::string& path) {
     struct stat info {};
@@ -126,13 +207,112 @@ std::string find_train_program() {
     return beside;
 }
 
+Watchdog::Watchdog(std::filesystem::path directory, int ranks, std::optional<double> deadline_s, Clock::time_point now)
+    : directory_(std::move(directory)), deadline_s_(deadline_s), last_check_(now) {
+    for (int rank = 0; rank < ranks; ++rank) ranks_[rank].changed = now;
+}
+
+void Watchdog::read_reports(Clock::time_point now) {
+    for (const auto& [rank, report] : rank_reports(directory_, ".json")) {
+        const auto found = ranks_.find(rank);
+        if (found == ranks_.end()) continue;
+        RankState& state = found->second;
+        try {
+            const long long steps = report.value("steps", -1LL);
+            if (steps != state.steps) state.changed = now;
+            state.steps = steps;
+            state.host = report.value("host", std::string());
+            state.pid = static_cast<pid_t>(report.value("pid", 0LL));
+            state.slowest_step_s = report.value("slowest_step_s", 0.0);
+        } catch (const nlohmann::json::exception&) {  // not a report epochcast-train wrote: ignored
+        }
+    }
+}
+
+double Watchdog::deadline_for(const RankState& rank) const {
+    double slowest = 0;
+    for (const auto& [index, state] : ranks_) slowest = std::max(slowest, state.slowest_step_s);
+    const double deadline = deadline_s_ ? *deadline_s_ : std::max(kStartupFloorS, kDeadlineMultiple * slowest);
+    return rank.steps < 1 ? std::max(deadline, kStartupFloorS) : deadline;
+}
+
+std::optional<std::string> Watchdog::check(Clock::time_point now) {
+    if (seconds_between(last_check_, now) > kSuspendedGapS) {  // we were stopped: so was the job
+        for (auto& [rank, state] : ranks_) state.changed += now - last_check_;
+    }
+    last_check_ = now;
+    read_reports(now);
+    const std::string host = this_host();
+    const std::pair<const int, RankState>* named = nullptr;
+    bool named_stopped = false;
+    for (const auto& entry : ranks_) {
+        const RankState& state = entry.second;
+        if (seconds_between(state.changed, now) <= deadline_for(state)) continue;
+        const bool stopped = state.pid > 0 && state.host == host && process_is_stopped(state.pid);
+        if (!named || (stopped && !named_stopped) ||
+            (stopped == named_stopped && state.steps < named->second.steps)) {
+            named = &entry;
+            named_stopped = stopped;
+        }
+    }
+    if (!named) return std::nullopt;
+    const RankState& state = named->second;
+    const std::string rank = "rank " + std::to_string(named->first);
+    const std::string silent = seconds_text(seconds_between(state.changed, now));
+    const std::string deadline = seconds_text(deadline_for(state));
+    if (state.steps < 0) {
+        return rank + " made no progress for " + silent + " s: it has not started (no progress report; the " +
+               "start-up allowance is " + deadline + " s)";
+    }
+    double slowest = 0;
+    for (const auto& [index, other] : ranks_) slowest = std::max(slowest, other.slowest_step_s);
+    return rank + " on host " + state.host + " made no progress for " + silent + " s (deadline " + deadline +
+           " s; " + std::to_string(state.steps) + " step" + (state.steps == 1 ? "" : "s") + " done" +
+           (state.steps > 0 ? ", the slowest step so far took " + seconds_text(slowest) + " s" : ", still starting") +
+           (named_stopped ? "; its process " + std::to_string(state.pid) + " is stopped" : "") + ")";
+}
+
+void Watchdog::kill_ranks() const {
+    const std::string host = this_host();
+    const std::string ours = std::string(kProgressDirVariable) + "=" + directory_.string();
+    for (const auto& [rank, state] : ranks_) {
+        if (state.pid <= 0 || state.host != host || !process_has_environment(state.pid, ours)) continue;
+        if (::getpgid(state.pid) == state.pid) ::kill(-state.pid, SIGKILL);  // with what it started
+        ::kill(state.pid, SIGKILL);
+    }
+}
+
+std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory) {
+    std::vector<RankFailure> failures;
+    for (const auto& [rank, report] : rank_reports(directory, ".failed.json")) {
+        const nlohmann::json& code = report.contains("code") ? report["code"] : nlohmann::json();
+        const nlohmann::json& message = report.contains("message") ? report["message"] : nlohmann::json();
+        if (!code.is_number_integer() || !message.is_string()) continue;
+        failures.push_back({rank, code.get<int>(), message.get<std::string>()});
+    }
+    return failures;
+}
+
 std::string ChildExit::describe() const {
     if (exited) return "exited with status " + std::to_string(code);
     return "was killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
 
-ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured, bool merge_stderr) {
+ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured, bool merge_stderr,
+                    const ChildControl& control) {
     if (argv.empty()) throw RunError("run_child: no program to start");
+    // The child's environment: ours, with control.environment's variables set.
+    std::vector<std::string> environment = control.environment;
+    for (char** variable = environ; *variable; ++variable) {
+        const std::string entry = *variable;
+        const std::string name = entry.substr(0, entry.find('='));
+        bool replaced = false;
+        for (const std::string& added : control.environment) replaced |= added.rfind(name + "=", 0) == 0;
+        if (!replaced) environment.push_back(entry);
+    }
+    std::vector<char*> envp;
+    for (std::string& entry : environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw RunError(std::string("cannot create a pipe: ") + std::strerror(errno));
     std::vector<char*> args;
@@ -148,7 +328,7 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
     if (pid == 0) {
         ::dup2(fds[1], STDOUT_FILENO);
         if (merge_stderr) ::dup2(fds[1], STDERR_FILENO);
-        ::execvp(args[0], args.data());
+        ::execvpe(args[0], args.data(), envp.data());
         const std::string message = std::string("cannot execute ") + argv[0] + ": " + std::strerror(errno) + "\n";
         [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, message.data(), message.size());
         ::_exit(127);
@@ -159,14 +339,30 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
     std::string output;
     bool ended = false;
     int status = 0;
-    std::chrono::steady_clock::time_point drain_until{};
+    Clock::time_point drain_until{};
+    Clock::time_point next_check = Clock::now();
+    Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL for a stalled job's child still there
     char buffer[4096];
     for (;;) {
         if (!ended && ::waitpid(pid, &status, WNOHANG) == pid) {
             ended = true;
-            drain_until = std::chrono::steady_clock::now() + kDrainAfterExit;
+            drain_until = Clock::now() + kDrainAfterExit;
         }
-        if (ended && std::chrono::steady_clock::now() >= drain_until) break;
+        const Clock::time_point now = Clock::now();
+        if (ended && now >= drain_until) break;
+        if (!ended && control.watchdog && result.stalled.empty() && now >= next_check) {
+            next_check = now + std::chrono::milliseconds(kPollMilliseconds);
+            if (std::optional<std::string> stalled = control.watchdog->check(now)) {
+                result.stalled = *stalled;
+                control.watchdog->kill_ranks();
+                ::kill(pid, SIGTERM);
+                kill_at = now + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
+            }
+        }
+        if (!ended && now >= kill_at) {
+            ::kill(pid, SIGKILL);
+            kill_at = Clock::time_point::max();
+        }
         pollfd readable{fds[0], POLLIN, 0};
         const int ready = ::poll(&readable, 1, kPollMilliseconds);
         if (ready < 0 && errno != EINTR) break;

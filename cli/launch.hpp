@@ -1,9 +1,14 @@
 // What `epochcast run` needs to start other programs: the mpirun line for epochcast-train (a pure
 // function, so that its rules are tested without MPI), finding the programs before anything
 // starts, and running a child whose output streams through live and whose death is noticed
-// within seconds, never waited on forever.
+// within seconds, never waited on forever; a watchdog notices a rank that stops without dying.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -43,16 +48,87 @@ std::optional<std::string> find_program(const std::string& program);
 /// (/proc/self/exe's folder). Throws RunError naming where it looked when it is not executable.
 std::string find_train_program();
 
+/// The watchdog of `epochcast run`. The ranks' progress reports (executor/progress.hpp: one file
+/// per rank, "<dir>/rank-R.json" = {"rank", "host", "pid", "steps", "slowest_step_s"}, rewritten
+/// at start and after each step) are read every 200 ms; a rank whose report has not changed for
+/// the deadline is stalled. The deadline between steps is `--watchdog SECONDS` when given, else
+/// kDeadlineMultiple x the slowest step any rank has reported, at least kStartupFloor; until a
+/// rank has reported its first step done (start-up: MPI, listing the data, building the network,
+/// the first step's primitives) it is at least kStartupFloor whatever was given. Among stalled
+/// ranks the one named is a stopped process (SIGSTOP, traced), else the one that did fewest
+/// steps (the others wait for it in a collective), else the lowest rank. Time during which
+/// `epochcast run` itself did not run (Ctrl-Z, which stops the ranks too; a suspended machine),
+/// seen as a gap of more than kSuspendedGapS between two checks, does not count.
+class Watchdog {
+public:
+    using Clock = std::chrono::steady_clock;
+    /// A step may take this many times the slowest so far before its rank is called stalled:
+    /// steps vary with data-loading hiccups, periodic checkpoint writes and epoch boundaries, and
+    /// a false alarm kills a whole job, where a late one costs only idle minutes.
+    static constexpr double kDeadlineMultiple = 10;
+    /// Start-up's allowance, and the least default deadline: listing an ImageNet folder (1.28 M
+    /// files) on a network file system, building ResNet-152's primitives and writing a
+    /// checkpoint of a few hundred MB each take up to minutes.
+    static constexpr double kStartupFloorS = 300;
+    /// A gap between two checks (made every 200 ms) longer than this means we were not running.
+    static constexpr double kSuspendedGapS = 5;
+
+    /// Watches `ranks` ranks reporting into `directory`; `deadline_s` is --watchdog (nullopt:
+    /// the default rule above). Starts the clock of start-up now.
+    Watchdog(std::filesystem::path directory, int ranks, std::optional<double> deadline_s, Clock::time_point now);
+
+    /// Reads the reports; returns the one-line message naming a stalled rank ("rank 1 on host
+    /// xyz made no progress for 12.1 s (...)"), or nullopt while every rank makes progress.
+    std::optional<std::string> check(Clock::time_point now);
+    /// Kills (SIGKILL) every rank process on this host that has reported, with the process
+    /// group it leads (Open MPI starts each rank in a group of its own): a stopped process dies
+    /// of SIGKILL too.
+    void kill_ranks() const;
+
+private:
+    struct RankState {
+        std::string host;
+        pid_t pid = 0;
+        long long steps = -1;          ///< -1: no report yet
+        double slowest_step_s = 0;
+        Clock::time_point changed;     ///< when the report last changed (or the watch began)
+    };
+    void read_reports(Clock::time_point now);
+    double deadline_for(const RankState& rank) const;
+
+    std::filesystem::path directory_;
+    std::optional<double> deadline_s_;
+    std::map<int, RankState> ranks_;
+    Clock::time_point last_check_;
+};
+
+/// The failure reports ranks left in `directory` ("<dir>/rank-R.failed.json" = {"rank", "code",
+/// "message"}, executor/progress.hpp), by rank.
+struct RankFailure {
+    int rank = 0;
+    int code = 0;
+    std::string message;
+};
+std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory);
+
 /// How a child ended.
 struct ChildExit {
     bool exited = false;         ///< ended by exit (else by a signal)
     int code = 0;                ///< exit status, when exited
     int signal = 0;              ///< the signal, when not exited
     std::string output_tail;     ///< its last lines of output (stdout and stderr), for error messages
+    std::string stalled;         ///< the watchdog's message when it killed the job, else empty
 
     bool success() const { return exited && code == 0; }
     /// "exited with status 1" or "was killed by signal 9 (Killed)".
     std::string describe() const;
+};
+
+/// What else run_child does: variables added to the child's environment ("NAME=value"), and a
+/// watchdog consulted every 200 ms.
+struct ChildControl {
+    std::vector<std::string> environment;
+    Watchdog* watchdog = nullptr;
 };
 
 /// Run `argv` (argv[0] a path or a name on PATH) with its stdout, and its stderr too when
@@ -60,8 +136,14 @@ struct ChildExit {
 /// and collected in `captured` (when given). Returns
 /// when the child has ended and its output is drained; output still held open by the child's
 /// own children after it ended is read for at most a second or two, so a dead child is never
-/// waited on forever. Throws RunError when the child cannot be started.
+/// waited on forever. When the watchdog reports a stalled rank, the job is killed (the ranks with
+/// SIGKILL, then the child with SIGTERM, which Open MPI's mpirun passes on to any rank left, and
+/// SIGKILL after kKillGraceS) and the message is returned in ChildExit::stalled, within about
+/// kKillGraceS + 2 s. Throws RunError when the child cannot be started.
 ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured = nullptr,
-                    bool merge_stderr = true);
+                    bool merge_stderr = true, const ChildControl& control = {});
+
+/// Seconds a stalled job's mpirun gets to end after SIGTERM before SIGKILL.
+inline constexpr double kKillGraceS = 3;
 
 }  // namespace epochcast::cli

@@ -3,10 +3,19 @@
 // model's prediction for the same configuration beside what was measured. epochcast-train is a
 // separate program (found beside this one, or at $EPOCHCAST_TRAIN); its output is the progress
 // display. The host is the catalog's `local-cpu`, described by `epochcast-train --describe-host`.
+//
+// The ranks report their progress and failures into a folder made for the run (executor/
+// progress.hpp), which gives two things: a watchdog (--watchdog, cli/launch.hpp's Watchdog) that
+// kills a job one of whose ranks stopped without dying, and exit codes that follow the trainer's:
+// when every rank that reported a failure exited 2 (bad input), `run` exits 2 with the trainer's
+// message; any other failure is exit 1.
 #include <CLI/CLI.hpp>
 
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -19,6 +28,7 @@
 #include "cli/launch.hpp"
 #include "cli/output.hpp"
 #include "cli/table.hpp"
+#include "executor/progress.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -37,7 +47,62 @@ struct RunOptions {
     std::string save_host_catalog;
     std::string mpirun = "mpirun";
     std::vector<std::string> catalogs;
+    std::optional<double> watchdog_s;  ///< --watchdog: 0 off; nullopt: the default rule
 };
+
+/// The folder the ranks report into, made for this run and removed however it ends.
+class ProgressFolder {
+public:
+    ProgressFolder() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "epochcast-run-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw RunError("cannot create a progress folder under " + pattern);
+        path_ = pattern;
+    }
+    ~ProgressFolder() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    ProgressFolder(const ProgressFolder&) = delete;
+    ProgressFolder& operator=(const ProgressFolder&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// How --watchdog reads on the first line of output.
+std::string watchdog_description(const std::optional<double>& seconds) {
+    if (!seconds) {
+        return format_number(Watchdog::kDeadlineMultiple, 0) + " x the slowest step, at least " +
+               format_number(Watchdog::kStartupFloorS, 0) + " s";
+    }
+    if (*seconds == 0) return "off";
+    return format_number(*seconds, *seconds == std::floor(*seconds) ? 0 : 1) + " s without a step (start-up: at least " +
+           format_number(Watchdog::kStartupFloorS, 0) + " s)";
+}
+
+/// The error for a failed mpirun: the trainer's own when its ranks said why (exit 2, bad input,
+/// when every rank that failed exited 2), else mpirun's status with its last output.
+[[noreturn]] void throw_run_failure(const ChildExit& exit, const std::filesystem::path& progress, int ranks) {
+    if (!exit.stalled.empty()) throw RunError(exit.stalled + "; the job was killed");
+    const std::vector<RankFailure> failures = read_rank_failures(progress);
+    const auto trainer = [&](const RankFailure& failure) {
+        std::string message = failure.message;  // one line, whatever the rank wrote
+        std::replace(message.begin(), message.end(), '\n', ' ');
+        std::replace(message.begin(), message.end(), '\r', ' ');
+        return "epochcast-train" + (ranks > 1 ? " (rank " + std::to_string(failure.rank) + ")" : std::string()) + ": " +
+               message;
+    };
+    const bool bad_input = !failures.empty() && std::all_of(failures.begin(), failures.end(),
+                                                            [](const RankFailure& f) { return f.code == 2; });
+    if (bad_input) throw InputError(trainer(failures.front()));
+    for (const RankFailure& failure : failures) {
+        if (failure.code != 2) {
+            throw RunError(trainer(failure) + " (mpirun " + exit.describe() + "); its last output:\n" + exit.output_tail);
+        }
+    }
+    throw RunError("mpirun " + exit.describe() + " (a rank failed or was killed); its last output:\n" + exit.output_tail);
+}
 
 /// A trace file `epochcast run` made for itself, removed however the run ends.
 class OwnedTrace {
@@ -135,6 +200,9 @@ void print_comparison(const Observation& run, const json& raw, const Prediction&
 
 void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, std::ostream& out) {
     if (o.ranks < 1) throw InputError("run: --np must be at least 1 (got " + std::to_string(o.ranks) + ")");
+    if (o.watchdog_s && !(std::isfinite(*o.watchdog_s) && *o.watchdog_s >= 0)) {
+        throw InputError("run: --watchdog must be a number of seconds, 0 or more (0 turns it off)");
+    }
     if (o.ps_ranks < 0 || o.ps_ranks >= o.ranks) {
         throw InputError("run: --ps-ranks must be between 0 and --np - 1 = " + std::to_string(o.ranks - 1) +
                          " (at least one rank trains; got " + std::to_string(o.ps_ranks) + ")");
@@ -174,12 +242,20 @@ void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, s
     const std::vector<std::string> argv = mpirun_argv(request);
     std::string line;
     for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
-    out << "epochcast run: " << line << "\n" << std::flush;
-    const ChildExit exit = run_child(argv, &out);
-    if (!exit.success()) {
-        throw RunError("mpirun " + exit.describe() + " (a rank failed or was killed); its last output:\n" +
-                       exit.output_tail);
+    const ProgressFolder progress;
+    out << "epochcast run: " << line << "\n"
+        << "epochcast run: progress reports in " << progress.path().string()
+        << "; watchdog: " << watchdog_description(o.watchdog_s) << "\n"
+        << std::flush;
+    std::optional<Watchdog> watchdog;
+    if (!o.watchdog_s || *o.watchdog_s > 0) {
+        watchdog.emplace(progress.path(), o.ranks, o.watchdog_s, std::chrono::steady_clock::now());
     }
+    ChildControl control;
+    control.environment = {std::string(kProgressDirVariable) + "=" + progress.path().string()};
+    control.watchdog = watchdog ? &*watchdog : nullptr;
+    const ChildExit exit = run_child(argv, &out, nullptr, true, control);
+    if (!exit.success()) throw_run_failure(exit, progress.path(), o.ranks);
     if (!std::filesystem::exists(trace_path)) {
         throw RunError("epochcast-train finished but wrote no trace at " + trace_path);
     }
@@ -227,6 +303,12 @@ void register_run(CLI::App& app, std::ostream& out) {
                     "Write the measured local-cpu catalog to this file (to calibrate with later)");
     cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
     cmd->add_option("--mpirun", options->mpirun, "The mpirun program (default: mpirun on PATH)");
+    cmd->add_option("--watchdog", options->watchdog_s,
+                    "Seconds a rank may go without finishing a step before the job is killed and reported with "
+                    "the rank and its host (a rank stopped or hung in a collective never dies by itself); 0 turns "
+                    "it off. Default: 10 x the slowest step so far, at least 300 s (steps vary with data loading, "
+                    "checkpoint writes and epoch ends; start-up lists the data and builds the network, minutes on "
+                    "ImageNet over a network file system). Start-up and the first step always get at least 300 s.");
     cmd->callback([options, cmd, &out] { run_run(*options, cmd->remaining(), out); });
 }
 

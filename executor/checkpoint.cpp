@@ -1,9 +1,13 @@
 #include "executor/checkpoint.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -12,25 +16,85 @@ namespace epochcast {
 
 namespace {
 
+constexpr std::size_t kChecksumBytes = 8;
+
 void append_floats(std::string& out, const std::vector<float>& values) {
-    const auto* bytes = reinterpret_cast<const char*>(values.data());
-    out.append(bytes, values.size() * sizeof(float));
+    if (values.empty()) return;
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
 }
 
-/// Reads `count` floats at `offset` of `payload`; throws when the file is too short.
-std::vector<float> take_floats(const std::string& payload, std::size_t& offset, std::int64_t count,
-                               const std::filesystem::path& file) {
-    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
-    if (count < 0 || offset + bytes > payload.size()) {
-        throw InputError("checkpoint '" + file.string() + "' is truncated");
+void append_checksum(std::string& out) {
+    std::uint64_t hash = fnv1a64(out);
+    for (std::size_t i = 0; i < kChecksumBytes; ++i, hash >>= 8) out.push_back(static_cast<char>(hash & 0xff));
+}
+
+std::uint64_t stored_checksum(const std::string& bytes) {
+    std::uint64_t hash = 0;
+    for (std::size_t i = 0; i < kChecksumBytes; ++i) {
+        hash |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[bytes.size() - kChecksumBytes + i])) << (8 * i);
     }
+    return hash;
+}
+
+/// A tensor's element count from the header: an integer from 0 to what the file could hold.
+std::int64_t element_count(const nlohmann::json& value, std::size_t file_bytes, const std::filesystem::path& file) {
+    const auto count = value.get<std::int64_t>();
+    if (count < 0 || static_cast<std::uint64_t>(count) > file_bytes / sizeof(float)) {
+        throw InputError("checkpoint '" + file.string() + "' is truncated (its header announces " +
+                         std::to_string(count) + " values)");
+    }
+    return count;
+}
+
+/// Reads `count` floats at `offset` of `payload` (whose size the caller has checked).
+std::vector<float> take_floats(const std::string& payload, std::size_t& offset, std::int64_t count,
+                               const std::filesystem::path& file, const std::string& what) {
     std::vector<float> values(static_cast<std::size_t>(count));
-    std::memcpy(values.data(), payload.data() + offset, bytes);
-    offset += bytes;
+    if (!values.empty()) std::memcpy(values.data(), payload.data() + offset, values.size() * sizeof(float));
+    offset += values.size() * sizeof(float);
+    for (const float value : values) {
+        if (!std::isfinite(value)) {
+            throw InputError("checkpoint '" + file.string() + "' holds a non-finite value in its " + what +
+                             "; it cannot be resumed");
+        }
+    }
     return values;
 }
 
+/// The PID of a temporary "checkpoint.ecp.tmp.<PID>[...]", or 0 when the name is not one.
+pid_t temporary_owner(const std::string& name) {
+    const std::string prefix = std::string(kCheckpointFile) + ".tmp.";
+    if (name.rfind(prefix, 0) != 0) return 0;
+    long long pid = 0;
+    std::size_t i = prefix.size();
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && pid < (1LL << 31); ++i) pid = pid * 10 + (name[i] - '0');
+    return i > prefix.size() && pid > 0 && pid < (1LL << 31) ? static_cast<pid_t>(pid) : 0;
+}
+
+bool process_is_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+/// Removes the temporaries of writers that are gone (killed mid-write); keeps this process's and
+/// those of live processes (another run writing into the same folder right now).
+void remove_stale_temporaries(const std::filesystem::path& directory) {
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+        const pid_t owner = temporary_owner(it->path().filename().string());
+        if (owner == 0 || owner == ::getpid() || process_is_alive(owner)) continue;
+        std::error_code ignored;
+        std::filesystem::remove(it->path(), ignored);
+    }
+}
+
 }  // namespace
+
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash) {
+    constexpr std::uint64_t kPrime = 1099511628211ULL;
+    for (const char c : bytes) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= kPrime;
+    }
+    return hash;
+}
 
 void write_checkpoint(const std::filesystem::path& directory, const Checkpoint& checkpoint) {
     std::error_code error;
@@ -38,6 +102,7 @@ void write_checkpoint(const std::filesystem::path& directory, const Checkpoint& 
     if (error) {
         throw InputError("cannot create checkpoint folder '" + directory.string() + "': " + error.message());
     }
+    remove_stale_temporaries(directory);
     nlohmann::json header = {{"schema", kCheckpointSchema},
                              {"run", checkpoint.run},
                              {"next_step", checkpoint.next_step},
@@ -52,6 +117,7 @@ void write_checkpoint(const std::filesystem::path& directory, const Checkpoint& 
     for (const NamedTensor& tensor : checkpoint.state) {
         append_floats(payload, tensor.values);
     }
+    append_checksum(payload);
     write_text_file_atomically(directory / kCheckpointFile, payload, "checkpoint");
 }
 
@@ -67,9 +133,16 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     try {
         header = nlohmann::json::parse(payload.substr(0, end_of_header));
     } catch (const nlohmann::json::exception&) {
-        throw InputError("'" + file.string() + "' is not an epochcast checkpoint (bad header)");
+        throw InputError("'" + file.string() + "' is not an epochcast checkpoint, or its header is damaged");
     }
-    if (end_of_header == std::string::npos || !header.is_object() || header.value("schema", "") != kCheckpointSchema) {
+    const std::string schema =
+        header.is_object() && header.contains("schema") && header["schema"].is_string() ? header["schema"].get<std::string>() : "";
+    if (end_of_header != std::string::npos && schema == kUncheckedCheckpointSchema) {
+        throw InputError("'" + file.string() + "' is an " + schema +
+                         " checkpoint, written before checkpoints carried a checksum; it cannot be verified, so it "
+                         "is not resumed: start the run again (or resume it with the epochcast that wrote it)");
+    }
+    if (end_of_header == std::string::npos || schema != kCheckpointSchema) {
         throw InputError("'" + file.string() + "' is not an epochcast checkpoint (schema " +
                          std::string(kCheckpointSchema) + " expected)");
     }
@@ -77,20 +150,35 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     try {
         checkpoint.run = header.at("run");
         checkpoint.next_step = header.at("next_step").get<std::int64_t>();
-        const auto parameters = header.at("parameters").get<std::int64_t>();
+        if (checkpoint.next_step < 0) throw InputError("checkpoint '" + file.string() + "' has a negative next_step");
+        // The sizes the header announces, against the file's, before anything is read.
+        const std::int64_t parameters = element_count(header.at("parameters"), payload.size(), file);
+        std::uint64_t values = 2 * static_cast<std::uint64_t>(parameters);
+        std::vector<std::int64_t> state_elements;
+        for (const nlohmann::json& entry : header.at("state")) {
+            state_elements.push_back(element_count(entry.at("elements"), payload.size(), file));
+            values += static_cast<std::uint64_t>(state_elements.back());
+        }
+        const std::uint64_t expected = end_of_header + 1 + values * sizeof(float) + kChecksumBytes;
+        if (payload.size() < expected) throw InputError("checkpoint '" + file.string() + "' is truncated");
+        if (payload.size() > expected) throw InputError("checkpoint '" + file.string() + "' has trailing bytes");
+        if (fnv1a64(std::string_view(payload).substr(0, payload.size() - kChecksumBytes)) != stored_checksum(payload)) {
+            throw InputError("checkpoint '" + file.string() +
+                             "' is damaged: its checksum does not match its contents (changed or truncated after "
+                             "it was written); it cannot be resumed");
+        }
         std::size_t offset = end_of_header + 1;
-        checkpoint.weights = take_floats(payload, offset, parameters, file);
-        checkpoint.momentum = take_floats(payload, offset, parameters, file);
+        checkpoint.weights = take_floats(payload, offset, parameters, file, "weights");
+        checkpoint.momentum = take_floats(payload, offset, parameters, file, "momentum");
+        std::size_t index = 0;
         for (const nlohmann::json& entry : header.at("state")) {
             NamedTensor tensor{entry.at("name").get<std::string>(), {}};
-            tensor.values = take_floats(payload, offset, entry.at("elements").get<std::int64_t>(), file);
+            tensor.values = take_floats(payload, offset, state_elements[index++], file, "state '" + tensor.name + "'");
             checkpoint.state.push_back(std::move(tensor));
         }
-        if (offset != payload.size()) {
-            throw InputError("checkpoint '" + file.string() + "' has trailing bytes");
-        }
-    } catch (const nlohmann::json::exception& error) {
-        throw InputError("checkpoint '" + file.string() + "' has a malformed header: " + error.what());
+    } catch (const nlohmann::json::exception&) {
+        throw InputError("checkpoint '" + file.string() +
+                         "' has a malformed header (run, next_step, parameters and state[].name/elements expected)");
     }
     return checkpoint;
 }

@@ -177,6 +177,23 @@ struct Pixels {
     throw InputError("cannot decode image '" + file.string() + "': " + why);
 }
 
+/// Largest side and area an image may claim, checked on its header before any pixel memory is
+/// taken (a 2 KB JPEG can claim 30000 x 30000 pixels: 2.7 GB of RGB per decode). 64 megapixels
+/// (256 MiB decoded as RGBA) is above a 60-megapixel camera's full-size photograph and some 600
+/// times an average ImageNet training image (about 400 x 350).
+constexpr std::uint64_t kMaxImageSide = std::uint64_t{1} << 15;
+constexpr std::uint64_t kMaxImagePixels = std::uint64_t{1} << 26;
+
+/// Throws the decode error naming `file` when width x height is empty or beyond the caps above.
+void check_image_dimensions(const std::filesystem::path& file, std::uint64_t width, std::uint64_t height) {
+    if (width == 0 || height == 0 || width > kMaxImageSide || height > kMaxImageSide ||
+        width * height > kMaxImagePixels) {
+        throw_decode_error(file, "its header claims " + std::to_string(width) + " x " + std::to_string(height) +
+                                     " pixels; images of 1 to 32768 pixels a side and at most 64 megapixels are "
+                                     "accepted");
+    }
+}
+
 void read_file(const std::filesystem::path& file, std::vector<std::uint8_t>& bytes) {
     std::ifstream in(file, std::ios::binary | std::ios::ate);
     if (!in) throw InputError("cannot open image '" + file.string() + "': " + std::strerror(errno));
@@ -208,7 +225,7 @@ void decode_jpeg(const std::filesystem::path& file, const std::vector<std::uint8
     int width = 0, height = 0, subsampling = 0, colorspace = 0;
     if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &width, &height, &subsampling, &colorspace) != 0)
         throw_decode_error(file, tjGetErrorStr2(tj));
-    if (width <= 0 || height <= 0) throw_decode_error(file, "empty image");
+    check_image_dimensions(file, static_cast<std::uint64_t>(std::max(width, 0)), static_cast<std::uint64_t>(std::max(height, 0)));
     const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
     const int pixel_format = cmyk ? TJPF_CMYK : TJPF_RGB;
     const int source_channels = cmyk ? 4 : 3;
@@ -240,10 +257,11 @@ void decode_png(const std::filesystem::path& file, const std::vector<std::uint8_
     if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) throw_decode_error(file, image.message);
     image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;  // after begin_read, which resets the flags
     image.format = PNG_FORMAT_RGBA;
-    if (image.width == 0 || image.height == 0 || image.width > (1u << 15) || image.height > (1u << 15)) {
+    try {
+        check_image_dimensions(file, image.width, image.height);
+    } catch (const InputError&) {
         png_image_free(&image);
-        throw_decode_error(file, "image of " + std::to_string(image.width) + " x " + std::to_string(image.height) +
-                                     " pixels is outside 1 to 32768 per side");
+        throw;
     }
     out.width = static_cast<int>(image.width), out.height = static_cast<int>(image.height), out.channels = 4;
     out.data.resize(PNG_IMAGE_SIZE(image));
@@ -433,17 +451,25 @@ public:
         if (class_folders.empty())
             throw InputError("image folder '" + root.string() +
                              "' has no class subfolders (expected one subfolder of images per class)");
+        std::vector<std::filesystem::path> empty_classes;
         for (std::size_t label = 0; label < class_folders.size(); ++label) {
             const auto images = sorted_entries(class_folders[label], [](const auto& entry) {
                 std::error_code ignored;
                 return entry.is_regular_file(ignored) && is_image_file(entry.path());
             });
+            if (images.empty()) empty_classes.push_back(class_folders[label]);
             for (const auto& image : images) files_.push_back({image, static_cast<std::int32_t>(label)});
         }
         classes_ = static_cast<int>(class_folders.size());
         if (files_.empty())
             throw InputError("image folder '" + root.string() + "' has " + std::to_string(classes_) +
                              " class subfolders but no .jpg, .jpeg or .png images in them");
+        if (!empty_classes.empty())
+            throw InputError("class folder '" + empty_classes.front().string() + "' holds no .jpg, .jpeg or .png images" +
+                             (empty_classes.size() > 1 ? " (nor do " + std::to_string(empty_classes.size() - 1) +
+                                                             " other class folders)"
+                                                       : std::string()) +
+                             "; remove it, or fill it: every class folder must hold images");
     }
 
     int classes() const override { return classes_; }

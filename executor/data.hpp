@@ -79,15 +79,19 @@ std::unique_ptr<DataSource> make_synthetic_data(int classes, int image_size, std
 
 /// An image folder: every subfolder of `root` (sorted by name) is one class; its .jpg, .jpeg and
 /// .png files (any case, sorted by name) are its images. Hidden entries (".name") and other files
-/// are ignored. A class folder with no images still counts as a class (labels stay the folder
-/// indices) as long as some other class has images. Files are decoded by content (TurboJPEG, or
+/// are ignored. A class folder with no images is refused, naming it (as torchvision's
+/// ImageFolder does): the folders are the classes, so an empty one would be a class the network
+/// can never see yet must predict, and in an ImageNet-style set it is a sign of a failed copy or
+/// extraction, not of intent. Files are decoded by content (TurboJPEG, or
 /// libpng with palette, grey, alpha and 16-bit converted to 8-bit RGB; alpha is dropped).
 /// Crops cover 8% to 100% of the area with aspect ratio 3/4 to 4/3 (torchvision's
 /// RandomResizedCrop: 10 attempts, then a centre crop), resized bilinearly (antialiased when
 /// shrinking) to image_size, flipped with probability 1/2. Throws InputError for a missing or
-/// unreadable folder, a path that is not a folder, no class subfolders, or no images, naming the
-/// path; an image that fails to decode (including a truncated JPEG) is an InputError naming the
-/// file and the decoder's message when it is read.
+/// unreadable folder, a path that is not a folder, no class subfolders, no images, or a class
+/// folder without images, naming the path; an image that fails to decode (including a truncated
+/// JPEG) or whose header claims more than 32768 pixels a side or 64 megapixels (checked before
+/// any pixel memory is taken, JPEG and PNG alike) is an InputError naming the file and the
+/// reason when it is read.
 std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& root, int image_size,
                                                    std::uint64_t seed);
 

@@ -19,6 +19,10 @@ LossScaler::LossScaler(double initial_scale, std::int64_t growth_interval)
 
 bool LossScaler::update(bool overflowed) {
     if (overflowed) {
+        if (scale_ <= kMinimumScale) {
+            throw RunError("fp16 gradients overflow even at the minimum loss scale (" + std::to_string(skipped_ + 1) +
+                           " steps skipped in all): training diverged; lower --lr");
+        }
         scale_ = std::max(kMinimumScale, scale_ / 2);
         clean_steps_ = 0;
         ++skipped_;

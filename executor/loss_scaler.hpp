@@ -22,6 +22,9 @@ public:
     double scale() const { return scale_; }
     /// Records one step's outcome: `overflowed` when its (all-reduced) gradients held an inf or
     /// NaN. Returns true when the step's update must be applied, false when it must be skipped.
+    /// Throws RunError when the gradients overflow at the minimum scale already: halving can no
+    /// longer help, the loss itself has diverged (a rate too high), and every later step would
+    /// be skipped too.
     bool update(bool overflowed);
     /// Steps skipped so far.
     std::int64_t skipped() const { return skipped_; }

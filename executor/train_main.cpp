@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -16,19 +17,30 @@
 
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
+#include "executor/progress.hpp"
 #include "executor/trainer.hpp"
 #include "model/errors.hpp"
 
 namespace {
 
-/// Stops the job with `code`: every rank of a multi-rank job, or just this process.
+/// This process's rank before MPI_Init: what the launcher (Open MPI, or a PMI launcher) says.
+int launcher_rank() {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+        if (const char* value = std::getenv(name)) return std::atoi(value);
+    }
+    return 0;
+}
+
+/// Stops the job with `code`: every rank of a multi-rank job, or just this process. Under
+/// `epochcast run` the rank's failure report (executor/progress.hpp) carries code and message.
 int fail(int code, const std::string& prefix, const char* message) {
-    int rank = 0, ranks = 1, initialised = 0;
+    int rank = launcher_rank(), ranks = 1, initialised = 0;
     MPI_Initialized(&initialised);
     if (initialised) {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     }
+    epochcast::report_failure(rank, code, message);
     std::cerr << "epochcast-train" << (ranks > 1 ? " (rank " + std::to_string(rank) + ")" : std::string()) << ": "
               << prefix << message << std::endl;
     if (initialised && ranks > 1) {
@@ -77,7 +89,8 @@ int main(int argc, char** argv) {
     app.add_option("--epochs", options.epochs, "epochs to run in all (when --steps is not given)");
     app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")->capture_default_str();
     app.add_option("--synthetic-images", options.synthetic_images, "epoch length of synthetic data")->capture_default_str();
-    app.add_option("--lr", options.lr, "per-worker learning rate before linear scaling (default 0.1 x batch / 256)");
+    CLI::Option* lr = app.add_option(
+        "--lr", options.lr, "per-worker learning rate before linear scaling (default 0.1 x batch / 256); a positive number");
     app.add_option("--warmup-epochs", options.warmup_epochs, "epochs of linear warm-up")->capture_default_str();
     app.add_option("--checkpoint-dir", options.checkpoint_dir, "folder for the checkpoint");
     app.add_option("--checkpoint-every", options.checkpoint_every, "steps between checkpoints (and one at the end)");
@@ -95,15 +108,16 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
+        if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
+            throw epochcast::InputError("--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
+        }
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) {
             return app.exit(error);
         }
-        std::cerr << "epochcast-train: error: " << error.what() << std::endl;
-        return 2;
+        return fail(2, "error: ", error.what());
     } catch (const epochcast::InputError& error) {
-        std::cerr << "epochcast-train: error: " << error.what() << std::endl;
-        return 2;
+        return fail(2, "error: ", error.what());
     }
 
     try {

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/optimizer.hpp"
+#include "executor/progress.hpp"
 #include "model/errors.hpp"
 #include "model/resnet.hpp"
 #include "model/text_io.hpp"
@@ -33,6 +35,13 @@ namespace epochcast {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// `value` in printf's %g form ("1e+30", "0.05").
+std::string compact(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
+}
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -248,7 +257,8 @@ struct RunPlan {
 };
 
 /// The server side of parameter-server mode: holds one shard of the weights and momentum.
-void serve_parameters(const TrainOptions& options, const Topology& topology, const RunPlan& plan) {
+void serve_parameters(const TrainOptions& options, const Topology& topology, const RunPlan& plan,
+                      ProgressReport& progress) {
     const std::vector<ParameterTensor> layout = parameter_layout(plan.architecture);
     const std::int64_t elements = layout_elements(layout);
     const Range shard = shard_of(elements, topology.ps_ranks, topology.server_index());
@@ -262,6 +272,7 @@ void serve_parameters(const TrainOptions& options, const Topology& topology, con
     std::vector<MPI_Request> requests(static_cast<std::size_t>(workers));
     const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
     for (std::int64_t step = plan.first_step; step < end; ++step) {
+        const Clock::time_point start = Clock::now();
         for (int w = 0; w < workers; ++w) {
             MPI_Irecv(pushed[static_cast<std::size_t>(w)].data(), count, MPI_FLOAT, w, kTagGradients, MPI_COMM_WORLD,
                       &requests[static_cast<std::size_t>(w)]);
@@ -284,6 +295,7 @@ void serve_parameters(const TrainOptions& options, const Topology& topology, con
             MPI_Send(weights.data(), count, MPI_FLOAT, 0, kTagCheckpointShard, MPI_COMM_WORLD);
             MPI_Send(momentum.data(), count, MPI_FLOAT, 0, kTagCheckpointShard, MPI_COMM_WORLD);
         }
+        progress.step_done(seconds_since(start));
     }
 }
 
@@ -334,9 +346,21 @@ std::vector<NamedTensor> read_state(Network& network) {
     return saved;
 }
 
+/// Throws RunError when the workers' mean loss after step `step` (0-based) is not finite: the
+/// run has diverged, and every later step would only carry NaN on. Under fp16 loss scaling a
+/// step whose gradients overflowed is skipped by design (the scaler lowers the scale), so a
+/// non-finite loss on a skipped step is not an error; the scaler itself fails the run when even
+/// its minimum scale overflows (LossScaler::update).
+void check_loss(double loss, std::int64_t step, double lr, const TrainOptions& options, bool skipped) {
+    if (std::isfinite(loss) || (options.precision == Precision::amp && skipped)) return;
+    throw RunError(std::string("loss is ") + (std::isnan(loss) ? "NaN" : "infinite") + " at step " +
+                   std::to_string(step + 1) + " (learning rate " + compact(lr) +
+                   "): training diverged; lower --lr (the last checkpoint, if any, is kept)");
+}
+
 /// A worker's run: the loop.
 void train_worker(const TrainOptions& options, const Topology& topology, RunPlan& plan, const DataSource& data,
-                  MPI_Comm workers_comm) {
+                  MPI_Comm workers_comm, ProgressReport& progress) {
     const int workers = topology.workers();
     const bool leader = topology.rank == 0;
     NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed,
@@ -415,7 +439,11 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
 
         const Clock::time_point update_start = Clock::now();
         if (apply_optimizer) {  // the step refreshes the working copies; an exchange that stepped did too
-            record.skipped = !network->optimizer_step(lr);
+            try {
+                record.skipped = !network->optimizer_step(lr);
+            } catch (const RunError& error) {  // the loss scaler gave up
+                throw RunError("at step " + std::to_string(step + 1) + ": " + error.what());
+            }
         }
         record.compute_s += seconds_since(update_start);
 
@@ -425,12 +453,18 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         record.loss = loss_sum / workers;
         record.communication_s += seconds_since(loss_start);
         record.iteration_s = seconds_since(start);
+        check_loss(record.loss, step, lr, options, record.skipped);
         records.push_back(record);
+        progress.step_done(record.iteration_s);
 
         if (leader && options.print_steps) {
-            std::printf("%8lld  %8.4f  %14.2f  %9.5f  %10.6f\n", static_cast<long long>(step + 1),
+            // A step fp16 loss scaling skipped may have no finite loss: the column says so.
+            char loss[16];
+            if (std::isfinite(record.loss)) std::snprintf(loss, sizeof loss, "%9.5f", record.loss);
+            else std::snprintf(loss, sizeof loss, "%9s", "skipped");
+            std::printf("%8lld  %8.4f  %14.2f  %s  %10.6f\n", static_cast<long long>(step + 1),
                         static_cast<double>(step + 1) * global_batch / static_cast<double>(plan.dataset_images),
-                        global_batch / record.iteration_s, record.loss, lr);
+                        global_batch / record.iteration_s, loss, lr);
             std::fflush(stdout);
         }
         if (checkpoint_after(options, step, end)) {
@@ -477,8 +511,10 @@ void validate(const TrainOptions& options) {
     require(options.data_threads >= 1, "--data-threads must be at least 1");
     require(options.steps > 0 || options.epochs > 0, "give --steps or --epochs (a positive number)");
     require(options.steps >= 0 && options.epochs >= 0, "--steps and --epochs must not be negative");
-    require(options.lr >= 0, "--lr must not be negative");
-    require(options.warmup_epochs >= 0, "--warmup-epochs must not be negative");
+    require(std::isfinite(options.epochs), "--epochs must be a finite number");
+    require(std::isfinite(options.lr) && options.lr >= 0, "--lr must be a positive finite number");
+    require(std::isfinite(options.warmup_epochs) && options.warmup_epochs >= 0,
+            "--warmup-epochs must be a finite number, not negative");
     require(options.checkpoint_every >= 0, "--checkpoint-every must not be negative");
     require(options.stop_after >= 0, "--stop-after must not be negative");
     require(options.synthetic_images >= 1, "--synthetic-images must be at least 1");
@@ -494,6 +530,12 @@ void run_training(const TrainOptions& options) {
     validate(options);
     const Topology topology = world_topology(options.ps_ranks);
     const int workers = topology.workers();
+    // The optimizer computes in fp32: a peak rate beyond fp32's range is infinite from the start.
+    if (options.lr * workers > FLT_MAX) {
+        throw InputError("--lr " + compact(options.lr) + " (x " + std::to_string(workers) +
+                         " worker(s), linear scaling) is beyond fp32's range (3.4e38), in which the optimizer computes");
+    }
+    ProgressReport progress(topology.rank);
     omp_set_num_threads(options.threads);
 
     // Every rank builds the same plan; servers never touch the data.
@@ -520,9 +562,9 @@ void run_training(const TrainOptions& options) {
     MPI_Comm_split(MPI_COMM_WORLD, topology.is_server() ? 1 : 0, topology.rank, &group);
     if (topology.is_server()) {
         MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-        serve_parameters(options, topology, plan);
+        serve_parameters(options, topology, plan, progress);
     } else {
-        train_worker(options, topology, plan, *data, group);
+        train_worker(options, topology, plan, *data, group, progress);
     }
     MPI_Comm_free(&group);
 }

@@ -48,7 +48,9 @@ struct TrainOptions {
 void validate(const TrainOptions& options);
 
 /// Run the training on this rank (MPI must be initialised). Throws InputError for bad input and
-/// RunError for failures during the run.
+/// RunError for failures during the run, among them a mean loss that is not finite (the run
+/// diverged; a step fp16 loss scaling skipped excepted) and an fp16 overflow at the minimum loss
+/// scale. Reports progress for `epochcast run`'s watchdog (executor/progress.hpp).
 void run_training(const TrainOptions& options);
 
 }  // namespace epochcast

@@ -4,14 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -333,6 +337,197 @@ TEST_F(FakePrograms, RunThatWritesNoTraceFails) {
     const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "'");
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(contains(r.err, "wrote no trace")) << r.err;
+}
+
+/// The progress folder `epochcast run` named on its first lines ("progress reports in DIR; ...").
+std::string progress_folder(const std::string& out) {
+    const std::string marker = "progress reports in ";
+    const std::size_t begin = out.find(marker);
+    if (begin == std::string::npos) return "";
+    const std::size_t start = begin + marker.size();
+    return out.substr(start, out.find(';', start) - start);
+}
+
+// The issue's case: the trainer's exit 2 (bad input) became exit 1. When every rank that failed
+// exited 2, `run` exits 2 with the trainer's one-line message, and leaves no progress folder.
+TEST_F(FakePrograms, TrainersBadInputIsExitTwoWithItsMessage) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"code\": 2, \"message\": \"--lr must be a positive finite number\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
+                 "echo '{\"rank\": 1, \"code\": 2, \"message\": \"--lr must be a positive finite number\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\n"
+                 "echo 'epochcast-train (rank 0): error: --lr must be a positive finite number' >&2\nexit 1\n");
+    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "' --lr 0");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err, "epochcast: error: epochcast-train (rank 0): --lr must be a positive finite number\n");
+    const std::string folder = progress_folder(r.out);
+    ASSERT_FALSE(folder.empty()) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(folder)) << folder;
+}
+
+// A rank that failed at run time (exit 1) makes the run fail (exit 1) whatever the others said,
+// and its message is passed on.
+TEST_F(FakePrograms, ARunFailureAmongBadInputsIsExitOne) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"code\": 2, \"message\": \"bad\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
+                 "echo '{\"rank\": 1, \"code\": 1, \"message\": \"loss is NaN at step 3\"}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\nexit 1\n");
+    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "epochcast-train (rank 1): loss is NaN at step 3")) << r.err;
+}
+
+/// This host's name, as the ranks report it.
+std::string hostname() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// A rank that reports two steps and then makes no progress (it sleeps, as a stopped rank would;
+// rank 0, on another host, did one step more and waits for it):
+// with --watchdog 1, the job is killed and reported naming the rank and host, within the
+// deadline + 10 s; the rank's process (which has the run's progress folder in its environment)
+// is killed too.
+TEST_F(FakePrograms, WatchdogKillsAJobWhoseRankMakesNoProgress) {
+    write_script("mpirun",
+                 "echo \"{\\\"rank\\\": 1, \\\"host\\\": \\\"$(uname -n)\\\", \\\"pid\\\": $$, "
+                 "\\\"steps\\\": 2, \\\"slowest_step_s\\\": 0.25}\" > \"$EPOCHCAST_PROGRESS_DIR/rank-1.json\"\n"
+                 "echo '{\"rank\": 0, \"host\": \"elsewhere\", \"pid\": 1, \"steps\": 3, \"slowest_step_s\": 0.2}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.json\"\necho 'step 2 done'\nexec sleep 60\n");
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r = run_epochcast("run --np 2 --watchdog 1 --mpirun '" + path("mpirun") + "'");
+    const double elapsed = seconds_since(start);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_LT(elapsed, 1 + 10.0);
+    EXPECT_TRUE(contains(r.err, "rank 1 on host " + hostname() + " made no progress for")) << r.err;
+    EXPECT_TRUE(contains(r.err, "the slowest step so far took 0.25 s")) << r.err;
+    EXPECT_TRUE(contains(r.err, "the job was killed")) << r.err;
+    EXPECT_TRUE(contains(r.out, "watchdog: 1 s without a step")) << r.out;
+}
+
+// --watchdog 0 turns it off (the run ends by itself here), and a bad value is bad input.
+TEST_F(FakePrograms, WatchdogCanBeTurnedOffAndRefusesBadValues) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 0, \"host\": \"h\", \"pid\": 1, \"steps\": 1, \"slowest_step_s\": 0.1}' > "
+                 "\"$EPOCHCAST_PROGRESS_DIR/rank-0.json\"\nsleep 2\necho done\n");
+    const testing::ProcessResult r = run_epochcast("run --np 1 --watchdog 0 --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // the fake writes no trace
+    EXPECT_TRUE(contains(r.err, "wrote no trace")) << r.err;
+    EXPECT_TRUE(contains(r.out, "watchdog: off")) << r.out;
+    for (const char* value : {"-1", "nan", "inf"}) {
+        const testing::ProcessResult bad =
+            run_epochcast(std::string("run --np 1 --watchdog ") + value + " --mpirun '" + path("mpirun") + "'");
+        EXPECT_EQ(bad.exit_code, 2) << value << ": " << bad.err;
+        EXPECT_TRUE(contains(bad.err, "--watchdog")) << value << ": " << bad.err;
+    }
+}
+
+/// Writes rank `rank`'s progress report into `folder`, as epochcast-train does.
+void write_report(const std::string& folder, int rank, long long steps, double slowest_s, pid_t pid = 1,
+                  const std::string& host = "elsewhere") {
+    std::ofstream(folder + "/rank-" + std::to_string(rank) + ".json")
+        << nlohmann::json{{"rank", rank}, {"host", host}, {"pid", pid}, {"steps", steps}, {"slowest_step_s", slowest_s}}.dump();
+}
+
+/// Checks `watchdog` every second of made-up time from `from` to `to` (seconds after `start`);
+/// the first message, if any, and when.
+std::optional<std::pair<double, std::string>> first_stall(cli::Watchdog& watchdog, cli::Watchdog::Clock::time_point start,
+                                                          int from, int to) {
+    for (int second = from; second <= to; ++second) {
+        if (auto message = watchdog.check(start + std::chrono::seconds(second))) return std::pair{double(second), *message};
+    }
+    return std::nullopt;
+}
+
+// The default deadline: 10 x the slowest step any rank reported, never under 300 s; start-up (no
+// step done yet) gets 300 s even when --watchdog asks for less.
+TEST_F(FakePrograms, WatchdogDeadlinesFollowTheSlowestStepWithAStartUpFloor) {
+    const auto start = cli::Watchdog::Clock::now();
+    {
+        cli::Watchdog watchdog(dir_, 2, std::nullopt, start);
+        write_report(path(""), 0, 3, 40.0);
+        write_report(path(""), 1, 3, 2.0);
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 401) << stall->second;  // 10 x 40 s, not 300
+        EXPECT_TRUE(contains(stall->second, "rank 0 on host elsewhere made no progress for 401 s")) << stall->second;
+        EXPECT_TRUE(contains(stall->second, "deadline 400 s; 3 steps done, the slowest step so far took 40 s"))
+            << stall->second;
+    }
+    {
+        cli::Watchdog watchdog(dir_, 2, std::nullopt, start);
+        write_report(path(""), 0, 3, 0.25);
+        write_report(path(""), 1, 2, 0.25);  // one step behind: the others wait for it
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 301);
+        EXPECT_TRUE(contains(stall->second, "rank 1 on host elsewhere")) << stall->second;
+    }
+    {
+        cli::Watchdog watchdog(dir_, 2, 3.0, start);  // --watchdog 3: after the first step only
+        write_report(path(""), 0, 0, 0);
+        write_report(path(""), 1, 5, 0.5);
+        const auto stall = first_stall(watchdog, start, 0, 500);
+        ASSERT_TRUE(stall);
+        EXPECT_EQ(stall->first, 4);  // rank 1, 3 s after its last step
+        EXPECT_TRUE(contains(stall->second, "rank 1")) << stall->second;
+        for (int second = 5; second <= 300; ++second) {  // rank 1 moves on each second; rank 0 is still starting
+            write_report(path(""), 1, 100 + second, 0.5);
+            ASSERT_FALSE(watchdog.check(start + std::chrono::seconds(second))) << second;
+        }
+        write_report(path(""), 1, 401, 0.5);
+        const auto starting = first_stall(watchdog, start, 301, 301);
+        ASSERT_TRUE(starting);
+        EXPECT_TRUE(contains(starting->second, "rank 0 on host elsewhere made no progress for 301 s (deadline 300 s; 0 "
+                                               "steps done, still starting)")) << starting->second;
+    }
+    {
+        for (const char* name : {"rank-0.json", "rank-1.json"}) std::filesystem::remove(dir_ / name);
+        cli::Watchdog watchdog(dir_, 3, std::nullopt, start);  // no rank reports
+        const auto stall = first_stall(watchdog, start, 0, 400);
+        ASSERT_TRUE(stall);
+        EXPECT_TRUE(contains(stall->second, "rank 0 made no progress for 301 s: it has not started")) << stall->second;
+    }
+}
+
+// Time during which `epochcast run` did not run (Ctrl-Z stops the ranks too) is not held against
+// the ranks: a gap between checks of more than 5 s is left out.
+TEST_F(FakePrograms, WatchdogLeavesOutTimeItWasNotRunning) {
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 1, 3.0, start);
+    write_report(path(""), 0, 4, 0.1);
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(1)));
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(600)));  // suspended for 10 minutes
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(602)));
+    EXPECT_TRUE(watchdog.check(start + std::chrono::seconds(604)));
+}
+
+// Among ranks that all stopped reporting, a stopped process is the one named, even when another
+// rank did fewer steps; kill_ranks leaves alone a process that is not one of the run's ranks.
+TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::kill(child, SIGSTOP), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);  // it has stopped
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 2, 2.0, start);
+    write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
+    write_report(path(""), 1, 4, 0.1, child, hostname());
+    const auto stall = first_stall(watchdog, start, 0, 10);
+    watchdog.kill_ranks();  // neither has the run's progress folder in its environment
+    const bool survived = ::kill(child, 0) == 0;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ASSERT_TRUE(stall);
+    EXPECT_TRUE(contains(stall->second, "rank 1 on host " + hostname())) << stall->second;
+    EXPECT_TRUE(contains(stall->second, "its process " + std::to_string(child) + " is stopped")) << stall->second;
+    EXPECT_TRUE(survived);
 }
 
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {

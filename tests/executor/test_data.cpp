@@ -388,17 +388,22 @@ TEST(ImageFolderData, CropsCoverEightToHundredPercentWithBoundedAspectAndHalfAre
     EXPECT_GT(largest, 0.6);
 }
 
-TEST(ImageFolderData, AnEmptyClassFolderKeepsItsLabelWhenOthersHaveImages) {
+// The case: an empty class folder counted as a class. It is refused, naming the folder,
+// even when the other classes hold images (a text file does not make it a class of images).
+TEST(ImageFolderData, AnEmptyClassFolderIsRefusedNamingIt) {
     TempDir dir;
     fs::create_directories(dir.path() / "a_empty");
     fs::create_directories(dir.path() / "b_full");
+    fs::create_directories(dir.path() / "c_text");
+    std::ofstream(dir.path() / "c_text" / "notes.txt") << "no images here";
     write_png(dir.path() / "b_full" / "x.png", 10, 10, 3, uniform({9, 9, 9}));
+    expect_input_error_naming([&] { make_image_folder_data(dir.path(), 8, 1); }, (dir.path() / "a_empty").string());
+    expect_input_error_naming([&] { make_image_folder_data(dir.path(), 8, 1); }, "nor do 1 other class folders");
+    fs::remove_all(dir.path() / "a_empty");
+    fs::remove_all(dir.path() / "c_text");
     const auto data = make_image_folder_data(dir.path(), 8, 1);
-    EXPECT_EQ(data->classes(), 2);
+    EXPECT_EQ(data->classes(), 1);
     EXPECT_EQ(data->images(), 1);
-    Batch batch;
-    data->fill(0, 4, batch);
-    EXPECT_EQ(batch.labels, std::vector<std::int32_t>(4, 1));
 }
 
 TEST(ImageFolderData, InputErrorsNameThePath) {
@@ -458,6 +463,41 @@ TEST(ImageFolderData, CorruptFilesAreInputErrorsNamingTheFileWhenRead) {
         Batch batch;
         expect_input_error_naming([&] { data->fill(0, 1, batch); }, folder.file.string());
     }
+}
+
+/// A valid 16 x 16 JPEG whose frame header (SOF0) is patched to claim width x height pixels.
+std::vector<unsigned char> jpeg_claiming(int width, int height) {
+    std::vector<unsigned char> bytes = jpeg_bytes(16, 16, uniform({200, 30, 30}));
+    for (std::size_t i = 0; i + 9 < bytes.size(); ++i) {
+        if (bytes[i] == 0xff && bytes[i + 1] == 0xc0) {  // SOF0: length (2), precision (1), height (2), width (2)
+            bytes[i + 5] = static_cast<unsigned char>(height >> 8), bytes[i + 6] = static_cast<unsigned char>(height & 0xff);
+            bytes[i + 7] = static_cast<unsigned char>(width >> 8), bytes[i + 8] = static_cast<unsigned char>(width & 0xff);
+            return bytes;
+        }
+    }
+    ADD_FAILURE() << "no SOF0 marker in the JPEG TurboJPEG wrote";
+    return bytes;
+}
+
+// The case: a 2 KB JPEG whose header claims 30000 x 30000 pixels cost 3.1 GB per rank.
+// Its header is read first and the file refused, by side (40000) or by area (30000 x 30000, and
+// 10000 x 10000 = 100 megapixels), before a byte of pixels is allocated.
+TEST(ImageFolderData, AJpegClaimingHugeDimensionsIsRefusedBeforeDecoding) {
+    for (const auto& [width, height] : {std::pair{30000, 30000}, std::pair{10000, 10000}, std::pair{40000, 16}}) {
+        const std::vector<unsigned char> bytes = jpeg_claiming(width, height);
+        ASSERT_LT(bytes.size(), 2048u);
+        OneFileFolder folder("huge.jpg", bytes);
+        const auto data = make_image_folder_data(folder.dir.path(), 16, 1);
+        Batch batch;
+        expect_input_error_naming([&] { data->fill(0, 1, batch); }, folder.file.string());
+        expect_input_error_naming([&] { data->fill(0, 1, batch); },
+                                  std::to_string(width) + " x " + std::to_string(height) + " pixels");
+    }
+    // The unpatched kind of file decodes.
+    OneFileFolder fine("fine.jpg", jpeg_bytes(64, 48, uniform({1, 2, 3})));
+    Batch batch;
+    make_image_folder_data(fine.dir.path(), 16, 1)->fill(0, 1, batch);
+    EXPECT_EQ(batch.labels, std::vector<std::int32_t>{0});
 }
 
 // ----- synthetic data -----------------------------------------------------------------------

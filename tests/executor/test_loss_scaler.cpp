@@ -50,11 +50,25 @@ TEST(LossScaler, AnOverflowRestartsTheCountOfCleanSteps) {
     EXPECT_EQ(scaler.skipped(), 1);
 }
 
-TEST(LossScaler, HalvingStopsAtOne) {
+// Halving stops at 1; an overflow there cannot be cured by a smaller scale, so the run fails
+// (the issue: a run whose scaler keeps skipping until the scale underflows is an error).
+TEST(LossScaler, HalvingStopsAtOneWhereAnotherOverflowFailsTheRun) {
     LossScaler scaler(4);
-    for (int step = 0; step < 5; ++step) EXPECT_FALSE(scaler.update(true));
+    EXPECT_FALSE(scaler.update(true));
+    EXPECT_FALSE(scaler.update(true));
     EXPECT_EQ(scaler.scale(), 1.0);
-    EXPECT_EQ(scaler.skipped(), 5);
+    EXPECT_EQ(scaler.skipped(), 2);
+    try {
+        scaler.update(true);
+        FAIL() << "an overflow at the minimum scale was skipped";
+    } catch (const RunError& error) {
+        EXPECT_NE(std::string(error.what()).find("minimum loss scale"), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find("lower --lr"), std::string::npos) << error.what();
+    }
+    LossScaler recovering(2);  // one clean step at scale 1 keeps the run going
+    EXPECT_FALSE(recovering.update(true));
+    EXPECT_TRUE(recovering.update(false));
+    EXPECT_EQ(recovering.scale(), 1.0);
 }
 
 TEST(LossScaler, RefusesAScaleBelowOneOrAnEmptyInterval) {

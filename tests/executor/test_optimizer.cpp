@@ -4,7 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <numeric>
+#include <random>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "executor/arena.hpp"
 #include "executor/checkpoint.hpp"
@@ -219,6 +226,133 @@ TEST_F(CheckpointTest, MissingTruncatedAndForeignFilesAreInputErrorsNamingTheFil
     }
     std::ofstream(file) << "{\"schema\": \"something else\"}\n";
     EXPECT_THROW(read_checkpoint(directory), InputError);
+}
+
+/// The whole checkpoint file's bytes, and back.
+std::string file_bytes(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_file_bytes(const std::filesystem::path& file, const std::string& bytes) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+/// read_checkpoint(directory) throws an InputError naming `file` and holding `part`.
+void expect_refused(const std::filesystem::path& directory, const std::string& part) {
+    const std::string file = (directory / kCheckpointFile).string();
+    try {
+        read_checkpoint(directory);
+        ADD_FAILURE() << "a checkpoint that should be refused (" << part << ") was read";
+    } catch (const InputError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find(file), std::string::npos) << message;
+        EXPECT_NE(message.find(part), std::string::npos) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+}
+
+/// A checkpoint of 1000 weights, as a run writes it.
+Checkpoint thousand_weights() {
+    Checkpoint checkpoint{{{"model", "resnet18"}, {"batch_per_gpu", 4}}, 7, {}, {}, {{"bn1.running_var", {1.0f, 2.0f}}}};
+    for (int i = 0; i < 1000; ++i) {
+        checkpoint.weights.push_back(0.001f * static_cast<float>(i) - 0.3f);
+        checkpoint.momentum.push_back(0.0001f * static_cast<float>(i % 17));
+    }
+    return checkpoint;
+}
+
+TEST(Checksum, IsFnv1a64) {
+    EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ULL);
+    EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+    EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ULL);
+    EXPECT_EQ(fnv1a64("bar", fnv1a64("foo")), fnv1a64("foobar"));  // in pieces
+}
+
+// The case: a NaN written into the weights of a checkpoint file resumed with exit 0.
+TEST_F(CheckpointTest, ANanWrittenIntoTheWeightsIsRefused) {
+    write_checkpoint(directory, thousand_weights());
+    const std::filesystem::path file = directory / kCheckpointFile;
+    std::string bytes = file_bytes(file);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    bytes.replace(bytes.find('\n') + 1 + 10 * sizeof(float), sizeof(float), reinterpret_cast<const char*>(&nan), sizeof(float));
+    write_file_bytes(file, bytes);
+    expect_refused(directory, "checksum does not match");
+}
+
+// A NaN that the checksum covers (a run whose weights went bad, or a file rewritten with a fresh
+// checksum) is refused all the same.
+TEST_F(CheckpointTest, NonFiniteValuesUnderAValidChecksumAreRefused) {
+    Checkpoint checkpoint = thousand_weights();
+    checkpoint.momentum[3] = std::numeric_limits<float>::infinity();
+    write_checkpoint(directory, checkpoint);
+    expect_refused(directory, "non-finite value in its momentum");
+}
+
+// The case: 200 flipped bytes resumed silently with different losses.
+TEST_F(CheckpointTest, TwoHundredFlippedBytesAreRefusedWhereverTheyFall) {
+    write_checkpoint(directory, thousand_weights());
+    const std::filesystem::path file = directory / kCheckpointFile;
+    const std::string intact = file_bytes(file);
+    const std::size_t values_begin = intact.find('\n') + 1;
+    std::mt19937 random(25);
+    for (int trial = 0; trial < 20; ++trial) {
+        std::string bytes = intact;
+        // Half the trials in the values (the header stays readable), half anywhere.
+        const std::size_t begin = trial % 2 == 0 ? values_begin : 0;
+        std::uniform_int_distribution<std::size_t> where(begin, bytes.size() - 1);
+        for (int flip = 0; flip < 200; ++flip) bytes[where(random)] ^= static_cast<char>(1 + random() % 255);
+        write_file_bytes(file, bytes);
+        EXPECT_THROW(read_checkpoint(directory), InputError) << "trial " << trial;
+        if (trial == 0) expect_refused(directory, "is damaged");
+    }
+    // One changed digit of the header (next_step 7 -> 8) still parses, and is caught.
+    std::string bytes = intact;
+    bytes[bytes.find("\"next_step\":7") + 12] = '8';
+    write_file_bytes(file, bytes);
+    expect_refused(directory, "checksum does not match");
+    write_file_bytes(file, intact);
+    EXPECT_EQ(read_checkpoint(directory).weights, thousand_weights().weights);
+}
+
+TEST_F(CheckpointTest, TruncatedFilesAreRefusedAtAnyLength) {
+    write_checkpoint(directory, thousand_weights());
+    const std::filesystem::path file = directory / kCheckpointFile;
+    const std::string intact = file_bytes(file);
+    for (const std::size_t cut : {std::size_t{1}, std::size_t{4}, std::size_t{8}, std::size_t{9}, intact.size() / 2}) {
+        write_file_bytes(file, intact.substr(0, intact.size() - cut));
+        expect_refused(directory, "truncated");
+    }
+    write_file_bytes(file, intact + "x");
+    expect_refused(directory, "trailing bytes");
+}
+
+TEST_F(CheckpointTest, AFileOfTheUncheckedFirstSchemaIsRefusedSayingWhy) {
+    std::filesystem::create_directories(directory);
+    const std::vector<float> values = {1, 2, 0, 0};
+    std::string bytes = "{\"next_step\":1,\"parameters\":2,\"run\":{},\"schema\":\"epochcast.checkpoint/1\",\"state\":[]}\n";
+    bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    write_file_bytes(directory / kCheckpointFile, bytes);
+    expect_refused(directory, "epochcast.checkpoint/1 checkpoint, written before checkpoints carried a checksum");
+}
+
+// A write killed half-way (SIGKILL) leaves "checkpoint.ecp.tmp.<PID>"; the next write removes it,
+// and leaves alone the temporary of a process that is still alive (a run sharing the folder).
+TEST_F(CheckpointTest, TheNextWriteRemovesTemporariesOfDeadWritersOnly) {
+    std::filesystem::create_directories(directory);
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a PID of no process
+    const std::filesystem::path dead = directory / (std::string(kCheckpointFile) + ".tmp." + std::to_string(child));
+    const std::filesystem::path alive = directory / (std::string(kCheckpointFile) + ".tmp." + std::to_string(::getppid()));
+    const std::filesystem::path other = directory / "notes.tmp.1";
+    for (const auto& path : {dead, alive, other}) write_file_bytes(path, "half a checkpoint");
+    write_checkpoint(directory, thousand_weights());
+    EXPECT_FALSE(std::filesystem::exists(dead));
+    EXPECT_TRUE(std::filesystem::exists(alive));
+    EXPECT_TRUE(std::filesystem::exists(other));
+    EXPECT_EQ(read_checkpoint(directory).next_step, 7);
 }
 
 TEST_F(CheckpointTest, ResumingADifferentRunNamesTheKeyThatDiffers) {

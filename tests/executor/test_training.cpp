@@ -6,13 +6,19 @@
 
 #include <bit>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -330,6 +336,112 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
     run = mpirun(2, kSmallRun + " --batch-per-gpu 2 --steps 1 --ps-ranks 2");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE((run.err + run.out).find("--ps-ranks"), std::string::npos) << run.err;
+}
+
+// The case: training did not stop on a non-finite loss (`--lr 1e30` exited 0 with -nan).
+// It stops at the first non-finite loss with exit 1 (a failed run, not bad input: the rate is a
+// number a schedule could hold, the training diverged), before the step's row is printed and
+// without writing a checkpoint over the last good one.
+TEST_F(TrainingTest, ANonFiniteLossStopsTheRunNamingTheStep) {
+    const ProcessResult run = train(kSmallRun + " --batch-per-gpu 4 --steps 20 --lr 1e30 --checkpoint-dir " + path("ck"));
+    EXPECT_EQ(run.exit_code, 1) << run.err << run.out;
+    EXPECT_NE(run.err.find(" at step "), std::string::npos) << run.err;
+    EXPECT_TRUE(run.err.find("loss is NaN") != std::string::npos || run.err.find("loss is infinite") != std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find("lower --lr"), std::string::npos) << run.err;
+    EXPECT_EQ(run.out.find("nan"), std::string::npos) << run.out;
+    EXPECT_FALSE(std::filesystem::exists(folder / "ck" / kCheckpointFile));
+}
+
+TEST_F(TrainingTest, ALearningRateThatIsNotAPositiveFp32NumberIsBadInput) {
+    for (const char* lr : {"0", "-0.1", "nan", "inf", "1e39"}) {
+        const ProcessResult run = train(kSmallRun + " --batch-per-gpu 2 --steps 1 --lr=" + lr);
+        EXPECT_EQ(run.exit_code, 2) << lr << ": " << run.err;
+        EXPECT_NE(run.err.find("--lr"), std::string::npos) << lr << ": " << run.err;
+    }
+}
+
+// The case: 200 flipped bytes in a checkpoint resumed silently. `--resume` refuses a
+// damaged checkpoint with exit 2, naming the file, and resumes the intact one.
+TEST_F(TrainingTest, ADamagedCheckpointIsRefusedOnResume) {
+    const std::string common = kSmallRun + " --batch-per-gpu 2 --steps 3 --lr 0.05 --checkpoint-dir " + path("ck");
+    ASSERT_EQ(train(common + " --stop-after 1").exit_code, 0);
+    const std::filesystem::path file = folder / "ck" / kCheckpointFile;
+    const std::string intact = testing::read_text(file);
+    std::string damaged = intact;
+    for (std::size_t i = damaged.find('\n') + 1; i < damaged.size(); i += damaged.size() / 200) damaged[i] ^= 0x5a;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << damaged;
+    const ProcessResult refused = train(common + " --resume");
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find(file.string()), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("checksum"), std::string::npos) << refused.err;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << intact;
+    const ProcessResult resumed = train(common + " --resume");
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+}
+
+// SIGKILL while a checkpoint is being written (its temporary has appeared) leaves the previous,
+// complete and verified checkpoint; the write it interrupted leaves "checkpoint.ecp.tmp.<PID>",
+// which the next run's first write removes.
+TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) {
+    const std::string checkpoint = path("ck");
+    const std::vector<std::string> flags = {"--model", "resnet18", "--image-size", "32", "--classes", "4",
+                                            "--precision", "fp32", "--threads", "1", "--synthetic-images", "4096",
+                                            "--seed", "7", "--batch-per-gpu", "2", "--steps", "1000", "--lr", "0.05",
+                                            "--checkpoint-dir", checkpoint, "--checkpoint-every", "1"};
+    int temporaries_left = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        std::vector<std::string> argv = {EPOCHCAST_TRAIN_PATH};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        if (attempt > 0) argv.push_back("--resume");
+        std::vector<char*> args;
+        for (std::string& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        const std::int64_t before = attempt > 0 ? read_checkpoint(checkpoint).next_step : 0;
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            const int null = ::open("/dev/null", O_WRONLY);
+            ::dup2(null, STDOUT_FILENO);
+            ::dup2(null, STDERR_FILENO);
+            ::execv(args[0], args.data());
+            ::_exit(127);
+        }
+        ASSERT_GT(pid, 0);
+        // Two checkpoints past where it started.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        while (std::chrono::steady_clock::now() < until) {
+            std::ifstream in(std::filesystem::path(checkpoint) / kCheckpointFile);
+            std::string header;  // the header line alone: reading the whole file would slow the run
+            if (std::getline(in, header)) {
+                const nlohmann::json parsed = nlohmann::json::parse(header, nullptr, false);
+                if (parsed.is_object() && parsed.value("next_step", std::int64_t{0}) >= before + 2) break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        // Then while the next checkpoint is being written, as soon as its temporary appears.
+        const auto writing_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        for (bool writing = false; !writing && std::chrono::steady_clock::now() < writing_until;) {
+            for (const auto& entry : std::filesystem::directory_iterator(checkpoint)) {
+                writing |= entry.path().filename().string().rfind("checkpoint.ecp.tmp.", 0) == 0;
+            }
+        }
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        Checkpoint kept;
+        ASSERT_NO_THROW(kept = read_checkpoint(checkpoint)) << "attempt " << attempt;
+        EXPECT_GE(kept.next_step, before + 2);
+        for (const auto& entry : std::filesystem::directory_iterator(checkpoint)) {
+            temporaries_left += entry.path().filename().string().rfind("checkpoint.ecp.tmp.", 0) == 0 ? 1 : 0;
+        }
+    }
+    EXPECT_GE(temporaries_left, 1) << "no kill landed during a write";
+    const ProcessResult last = train(" --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
+                                     " --synthetic-images 4096 --seed 7 --batch-per-gpu 2 --steps 1000 --lr 0.05"
+                                     " --checkpoint-dir " + checkpoint + " --checkpoint-every 1 --resume --stop-after 1");
+    ASSERT_EQ(last.exit_code, 0) << last.err;
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(checkpoint)) files.push_back(entry.path().filename());
+    EXPECT_EQ(files, std::vector<std::string>{kCheckpointFile}) << temporaries_left << " temporaries were left by kills";
 }
 
 #ifdef EPOCHCAST_WITH_CUDA

@@ -1,0 +1,69 @@
+#include "executor/progress.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace epochcast {
+namespace {
+
+std::string progress_directory() {
+    const char* directory = std::getenv(kProgressDirVariable);
+    return directory ? directory : "";
+}
+
+/// `text` into `directory`/`name` through a temporary and a rename; failures are ignored.
+void replace_file(const std::string& directory, const std::string& name, const std::string& text) {
+    const std::string final_path = directory + "/" + name;
+    const std::string temporary = directory + "/." + name + ".tmp";
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!written || std::rename(temporary.c_str(), final_path.c_str()) != 0) ::unlink(temporary.c_str());
+}
+
+/// One line of JSON; bytes that are not UTF-8 (a host name, a message echoing input) are replaced
+/// rather than thrown on, so that a report never fails the training.
+std::string dumped(const nlohmann::json& report) {
+    return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string hostname() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+    return name;
+}
+
+}  // namespace
+
+ProgressReport::ProgressReport(int rank) : directory_(progress_directory()), rank_(rank) { write(); }
+
+void ProgressReport::step_done(double step_s) {
+    ++steps_;
+    slowest_step_s_ = std::max(slowest_step_s_, step_s);
+    write();
+}
+
+void ProgressReport::write() const {
+    if (directory_.empty()) return;
+    static const std::string host = hostname();
+    const nlohmann::json report = {{"rank", rank_},   {"host", host},
+                                   {"pid", ::getpid()}, {"steps", steps_},
+                                   {"slowest_step_s", slowest_step_s_}};
+    replace_file(directory_, "rank-" + std::to_string(rank_) + ".json", dumped(report));
+}
+
+void report_failure(int rank, int code, const std::string& message) {
+    const std::string directory = progress_directory();
+    if (directory.empty()) return;
+    const nlohmann::json report = {{"rank", rank}, {"code", code}, {"message", message}};
+    replace_file(directory, "rank-" + std::to_string(rank) + ".failed.json", dumped(report));
+}
+
+}  // namespace epochcast
