@@ -30,7 +30,7 @@ struct SimulateOptions {
     std::string calibration;
     bool json = false;
 
-    int iterations = 10;
+    double iterations = 10;  ///< as typed; sim::checked_iterations makes it a count
     std::uint64_t seed = 1;
     std::optional<double> jitter;
     std::vector<std::string> slow_nodes;
@@ -116,7 +116,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     Scenario s = o.flags.to_scenario();
 
     sim::SimulationOptions options;
-    options.iterations = o.iterations;
+    options.iterations = sim::checked_iterations(o.iterations);
     options.seed = o.seed;
     options.jitter = o.jitter;
     for (const std::string& text : o.slow_nodes) options.slow_nodes.push_back(sim::parse_slow_node(text));

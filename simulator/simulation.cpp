@@ -168,15 +168,61 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         throw RunError(WIFSIGNALED(status) ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
                                            : "the simulation process ended without a result");
     }
-    const json reply = json::parse(text);
-    if (reply.contains("error")) {
-        const std::string message = reply.at("message");
+    const json reply = json::parse(text, nullptr, false);
+    if (reply.is_object() && reply.contains("error")) {
+        const std::string message = reply.value("message", std::string("no message"));
         if (reply.at("error") == "input") throw InputError(message);
         throw RunError("simulation failed: " + message);
     }
-    SimulationResult result = result_from_json(reply);
+    SimulationResult result;
+    try {
+        result = result_from_json(reply);
+    } catch (const json::exception&) {
+        // A NaN or an infinity travels as null: the options' limits should make that impossible.
+        throw RunError("the simulation process returned a result that is not a set of finite figures");
+    }
     result.peak_memory_MiB = static_cast<double>(usage.ru_maxrss) / kKiBPerMiB;  // ru_maxrss is in KiB on Linux
     return result;
+}
+
+/// Shortest text of a finite option value, for error messages ("1.5", "1e+300").
+std::string format_number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
+}
+
+/// True when `value` lies in [low, high] (false for NaN).
+bool within(double value, double low, double high) { return value >= low && value <= high; }
+
+/// The options' limits (simulation.hpp), each refused with a one-line InputError naming its flag.
+void check_options(const SimulationOptions& options) {
+    checked_iterations(options.iterations);
+    if (options.jitter && !within(*options.jitter, 0, kMaxJitter)) {
+        throw InputError("--jitter must be from 0 to " + format_number(kMaxJitter) +
+                         " (a coefficient of variation of a GPU's compute time, e.g. 0.05; got " +
+                         format_number(*options.jitter) + ")");
+    }
+    for (const SlowNode& slow : options.slow_nodes) {
+        if (slow.node < 0 || !within(slow.factor, 1, kMaxSlowNodeFactor)) {
+            throw InputError("--slow-node: the node index must be 0 or more and the factor from 1 to " +
+                             format_number(kMaxSlowNodeFactor));
+        }
+    }
+    if (options.overlap && !within(*options.overlap, 0, 1)) {
+        throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
+    }
+    if (options.cycle_time_s && !within(*options.cycle_time_s, 0, kMaxCycleTimeS)) {
+        throw InputError("--cycle-time-ms must be from 0 to " + format_number(kMaxCycleTimeS * 1e3) + " (got " +
+                         format_number(*options.cycle_time_s * 1e3) + ")");
+    }
+    if (options.topology.rack_nodes < 1) {
+        throw InputError("--rack-nodes must be at least 1 (got " + std::to_string(options.topology.rack_nodes) + ")");
+    }
+    if (!within(options.topology.oversubscription, 1, kMaxOversubscription)) {
+        throw InputError("--oversubscription must be from 1 (non-blocking) to " + format_number(kMaxOversubscription) +
+                         " (got " + format_number(options.topology.oversubscription) + ")");
+    }
 }
 
 double percentile(std::vector<double> sorted, double q) {
@@ -233,6 +279,14 @@ TopologyKind parse_topology(std::string_view text, std::string_view what) {
     throw InputError(std::string(what) + " must be star or fat-tree (got '" + std::string(text) + "')");
 }
 
+int checked_iterations(double iterations) {
+    if (!within(iterations, 1, kMaxIterations) || iterations != std::floor(iterations)) {
+        throw InputError("--iterations must be a whole number from 1 to " + std::to_string(kMaxIterations) + " (got " +
+                         format_number(iterations) + ")");
+    }
+    return static_cast<int>(iterations);
+}
+
 SlowNode parse_slow_node(std::string_view text, std::string_view what) {
     const std::string value(text);
     const auto colon = value.find(':');
@@ -246,12 +300,13 @@ SlowNode parse_slow_node(std::string_view text, std::string_view what) {
         const std::string factor = value.substr(colon + 1);
         slow.factor = std::stod(factor, &used);
         if (used != factor.size()) throw InputError(problem);
-    } catch (const std::logic_error&) {
+    } catch (const std::logic_error&) {  // stoi / stod: not a number, or out of range
         throw InputError(problem);
     }
     if (slow.node < 0) throw InputError(std::string(what) + ": the node index must be 0 or more (got '" + value + "')");
-    if (!(slow.factor > 0) || !std::isfinite(slow.factor)) {
-        throw InputError(std::string(what) + ": the factor must be positive (got '" + value + "')");
+    if (!(slow.factor >= 1 && slow.factor <= kMaxSlowNodeFactor)) {
+        throw InputError(std::string(what) + ": the factor must be from 1 to " + format_number(kMaxSlowNodeFactor) +
+                         " (got '" + value + "')");
     }
     return slow;
 }
@@ -274,28 +329,11 @@ Distribution describe(const std::vector<double>& samples) {
 }
 
 SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
-    if (options.iterations < 1) {
-        throw InputError("--iterations must be at least 1 (got " + std::to_string(options.iterations) + ")");
-    }
-    if (options.jitter && (!(*options.jitter >= 0) || !std::isfinite(*options.jitter))) {
-        throw InputError("--jitter must be 0 or more (a relative standard deviation, e.g. 0.05)");
-    }
-    if (options.overlap && !(*options.overlap >= 0 && *options.overlap <= 1)) {
-        throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
-    }
-    if (options.cycle_time_s && (!(*options.cycle_time_s >= 0) || !std::isfinite(*options.cycle_time_s))) {
-        throw InputError("--cycle-time-ms must be 0 or more");
-    }
-    if (options.topology.rack_nodes < 1) {
-        throw InputError("--rack-nodes must be at least 1 (got " + std::to_string(options.topology.rack_nodes) + ")");
-    }
-    if (!(options.topology.oversubscription >= 1) || !std::isfinite(options.topology.oversubscription)) {
-        throw InputError("--oversubscription must be 1 or more (1 = non-blocking)");
-    }
+    check_options(options);
     const ResolvedScenario resolved = model.resolve(scenario);
     for (const SlowNode& slow : options.slow_nodes) {
         if (slow.node >= resolved.nodes) {
-            throw InputError("--slow-node " + std::to_string(slow.node) + ":" + std::to_string(slow.factor) +
+            throw InputError("--slow-node " + std::to_string(slow.node) + ":" + format_number(slow.factor) +
                              ": the cluster has nodes 0 to " + std::to_string(resolved.nodes - 1));
         }
     }

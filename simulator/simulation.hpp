@@ -82,16 +82,28 @@ struct Topology {
 /// A worker node whose GPUs are slower than the rest.
 struct SlowNode {
     int node = 0;         ///< worker node index, 0-based
-    double factor = 1.0;  ///< its compute time is multiplied by this (1.5 = 50% slower), > 0
+    double factor = 1.0;  ///< its compute time is multiplied by this (1.5 = 50% slower), 1 to kMaxSlowNodeFactor
 };
+
+/// Limits of the simulation's options (simulate() refuses values outside them with an InputError
+/// naming the flag). Every figure out stays finite inside them.
+inline constexpr int kMaxIterations = 1000000;         ///< a full training run of one small node
+inline constexpr double kMaxJitter = 1.0;              ///< a coefficient of variation; draws clamp at 0.1
+inline constexpr double kMaxSlowNodeFactor = 100.0;    ///< a GPU 100 times slower is a failed one
+inline constexpr double kMaxCycleTimeS = 1.0;          ///< Horovod's cycle is 1 to 5 ms
+inline constexpr double kMaxOversubscription = 1000.0; ///< rack uplink at least a thousandth of its NICs
+
+/// --iterations as typed (a number, perhaps "1e3"): throws InputError unless it is a whole number
+/// from 1 to kMaxIterations.
+int checked_iterations(double iterations);
 
 /// Parse "INDEX:FACTOR" (e.g. "3:1.5"); throws InputError naming `what`.
 SlowNode parse_slow_node(std::string_view text, std::string_view what = "--slow-node");
 
 struct SimulationOptions {
-    int iterations = 10;                 ///< iterations simulated, at least 1
+    int iterations = 10;                 ///< iterations simulated, 1 to kMaxIterations
     std::uint64_t seed = 1;              ///< seed of the jitter draws (std::mt19937_64)
-    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration;
+    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration, 0 to kMaxJitter;
                                          ///< unset: the calibration's framework sync_jitter
     std::vector<SlowNode> slow_nodes;    ///< named slow nodes
     std::optional<double> overlap;       ///< fraction of the backward pass (at its end) during which
@@ -99,7 +111,7 @@ struct SimulationOptions {
     Granularity granularity = Granularity::automatic;
     NetworkModel network_model = NetworkModel::cm02;
     Topology topology;                   ///< star (default) or fat-tree
-    /// All-reduce fusion cycle, in seconds (>= 0); unset: the framework's (cycle_time_s below).
+    /// All-reduce fusion cycle, in seconds (0 to kMaxCycleTimeS); unset: the framework's (cycle_time_s below).
     std::optional<double> cycle_time_s;
     std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
 

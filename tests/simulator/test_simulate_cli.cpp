@@ -68,6 +68,22 @@ TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
         {"--granularity fine", "--granularity"},
         {"--network-model ns3", "--network-model"},
         {"--timeline " + missing.string(), "timeline"},
+        // Issue 25: hostile numbers are one-line errors naming the flag, never an internal text.
+        {"--jitter 1e308", "--jitter"},
+        {"--jitter inf", "--jitter"},
+        {"--jitter nan", "--jitter"},
+        {"--jitter 1.5", "--jitter"},
+        {"--slow-node 3:1e300", "--slow-node"},
+        {"--slow-node 1:0.5", "--slow-node"},
+        {"--slow-node 1:nan", "--slow-node"},
+        {"--slow-node 99999999999:2", "--slow-node"},
+        {"--slow-node -1:2", "--slow-node"},
+        {"--overlap nan", "--overlap"},
+        {"--cycle-time-ms 1e300", "--cycle-time-ms"},
+        {"--cycle-time-ms -1", "--cycle-time-ms"},
+        {"--topology fat-tree --oversubscription 1e300", "--oversubscription"},
+        {"--topology fat-tree --oversubscription 0.5", "--oversubscription"},
+        {"--topology fat-tree --rack-nodes 0", "--rack-nodes"},
     };
     for (const auto& [flags, named] : cases) {
         const auto r = run_epochcast("simulate --nodes 2 --iterations 1 " + flags);
@@ -77,6 +93,21 @@ TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
         EXPECT_TRUE(r.out.empty()) << flags;
     }
     EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
+// Issue 25: 100,000,000 iterations gave bad_alloc (10,000,000 took 5.3 GB); the count is bounded.
+TEST(SimulateCli, IterationsAreAWholeNumberWithinTheBound) {
+    for (const char* value : {"100000000", "1000001", "0", "-3", "1.5", "nan", "inf", "1e400"}) {
+        const auto r = run_epochcast(std::string("simulate --nodes 2 --iterations ") + value);
+        EXPECT_EQ(r.exit_code, 2) << value << ": " << r.err;
+        EXPECT_NE(r.err.find("--iterations must be a whole number from 1 to 1000000"), std::string::npos)
+            << value << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << value << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << value;
+    }
+    const auto r = run_epochcast("simulate --nodes 1 --gpus-per-node 1 --iterations 1e1 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["iteration_distribution"]["samples_s"].size(), 10u);
 }
 
 }  // namespace
