@@ -181,7 +181,8 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     print_prediction_table({reported}, model.catalog(), out);
     const sim::Distribution d = sim::describe(result.iteration_s);
     out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
-        << ", " << to_string(result.granularity) << " collectives, jitter " << result.jitter << ", seed "
+        << ", " << to_string(result.granularity)
+        << (resolved.strategy == Strategy::ps ? " push/pull" : " collectives") << ", jitter " << result.jitter << ", seed "
         << options.seed << "): iteration mean " << d.mean * 1e3 << " ms, p95 " << d.p95 * 1e3 << " ms; predict says "
         << analytic.iteration_s * 1e3 << " ms.\n";
     out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";

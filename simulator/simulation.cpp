@@ -225,6 +225,24 @@ void check_options(const SimulationOptions& options) {
     }
 }
 
+/// What --granularity auto means for this cluster (docs/model.md, "Simulation"), and where coarse
+/// parameter servers are refused: their flows load every NIC as the pairs do on one switch, but
+/// not a fat-tree's rack uplinks.
+Granularity chosen_granularity(const ResolvedScenario& resolved, const SimulationOptions& options) {
+    const bool ps = resolved.strategy == Strategy::ps;
+    const bool star = options.topology.kind == TopologyKind::star;
+    if (ps && !star && options.granularity == Granularity::coarse) {
+        throw InputError("--granularity coarse with --strategy ps needs --topology star (the coarse flows do not cross "
+                         "racks as the per-pair messages do)");
+    }
+    if (options.granularity != Granularity::automatic) return options.granularity;
+    if (ps) {
+        return !star || step_transfers_per_bucket(resolved) <= kPsStepTransfersBudget ? Granularity::step
+                                                                                       : Granularity::coarse;
+    }
+    return step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
+}
+
 double percentile(std::vector<double> sorted, double q) {
     if (sorted.empty()) return 0;
     const double position = q * static_cast<double>(sorted.size() - 1);
@@ -354,12 +372,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.seed = options.seed;
     input.jitter = options.jitter.value_or(resolved.sync_jitter);
     input.slow_nodes = options.slow_nodes;
-    input.granularity = options.granularity;
-    if (input.granularity == Granularity::automatic) {
-        input.granularity =
-            step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
-    }
-    if (resolved.strategy == Strategy::ps) input.granularity = Granularity::step;  // no coarse form: see docs
+    input.granularity = chosen_granularity(resolved, options);
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));

@@ -45,11 +45,21 @@ double framework_cycle_time_s(Framework framework);
 /// 256 GPUs (32 nodes, hierarchical) simulate step by step and 1,024 GPUs coarsely.
 inline constexpr long kStepTransfersBudget = 20000;
 
+/// Parameter servers: the step (per-pair) form runs where one release's transfers (intra-node ring
+/// rounds, a push and a pull per (node, server) pair) stay under this count; above it the coarse
+/// form runs (docs/model.md, "Simulation"). Lower than the all-reduce's budget because SimGrid
+/// keeps each actor's detached messages in a list it scans on every completion, so the per-pair
+/// form's cost grows with the square of the pairs: 128 GPUs co-located (1,408) run per pair,
+/// 256 GPUs (3,840: 2.3 s per iteration per pair) coarsely.
+inline constexpr long kPsStepTransfersBudget = 2000;
+
 /// How finely a collective is simulated.
 enum class Granularity {
-    automatic,  ///< step where the transfers stay under kStepTransfersBudget, else coarse
-    step,       ///< every ring step is a round of transfers (2(n-1) rounds of S/n bytes)
-    coarse,     ///< one transfer per rank per phase carrying the phase's bytes, plus its latencies
+    automatic,  ///< step where the transfers stay under the budget above, else coarse
+    step,       ///< every ring step is a round of transfers (2(n-1) rounds of S/n bytes); parameter
+                ///< servers: a push and a pull per (node, server) pair and release
+    coarse,     ///< one transfer per rank per phase carrying the phase's bytes, plus its latencies;
+                ///< parameter servers: at most nodes + servers - 1 push and pull flows per release
 };
 std::string_view to_string(Granularity granularity);
 Granularity parse_granularity(std::string_view text, std::string_view what = "granularity");

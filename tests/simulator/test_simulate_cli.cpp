@@ -54,6 +54,21 @@ TEST(SimulateCli, TableNamesTheSimulation) {
         << r.out;
 }
 
+// Issue 25: --granularity coarse was ignored for parameter servers, and the table said "step
+// collectives"; now the coarse form runs and both outputs say which form ran.
+TEST(SimulateCli, ParameterServersReportTheFormThatRan) {
+    const std::string ps = "simulate --nodes 4 --strategy ps --ps-colocated --iterations 2 --jitter 0 ";
+    for (const char* form : {"step", "coarse"}) {
+        const auto table = run_epochcast(ps + "--granularity " + form);
+        ASSERT_EQ(table.exit_code, 0) << table.err;
+        EXPECT_NE(table.out.find(std::string(form) + " push/pull, jitter 0"), std::string::npos) << table.out;
+        EXPECT_EQ(table.out.find("collectives"), std::string::npos) << table.out;
+        const auto json = run_epochcast(ps + "--json --granularity " + form);
+        ASSERT_EQ(json.exit_code, 0) << json.err;
+        EXPECT_EQ(nlohmann::json::parse(json.out)["collective_granularity"], form);
+    }
+}
+
 TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
     const auto missing = std::filesystem::temp_directory_path() / "epochcast-no-such-folder" / "timeline.json";
     const std::vector<std::pair<std::string, std::string>> cases = {
