@@ -17,6 +17,7 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -117,10 +118,10 @@ private:
 
     void publish(int gpu, int prefix);
     ReadyGroup& group_of(int gpu) { return groups_[static_cast<std::size_t>(ps_ ? gpu / k_ : 0)]; }
-    double factor(int iteration, int gpu) const {
-        return factors_[static_cast<std::size_t>(iteration) * static_cast<std::size_t>(gpus_) +
-                        static_cast<std::size_t>(gpu)];
-    }
+    double factor(int iteration, int gpu);
+    void computed(int iteration, double start_s, double end_s);
+    void ended(int iteration, double end_s);
+    void fold_complete();
     void record(const std::string& name, const char* category, int process, int thread, double start, double end,
                 nlohmann::json args = nullptr);
     std::vector<sg4::Host*> servers() const;
@@ -130,7 +131,11 @@ private:
     int gpus_ = 0, nodes_ = 0, k_ = 0, tensors_ = 0;
     bool ps_ = false;
     Platform platform_;
-    std::vector<double> factors_;
+    // Jitter factors of the two iterations under way, drawn a row (iteration) at a time
+    std::mt19937_64 generator_;
+    std::normal_distribution<double> normal_{0.0, 1.0};
+    std::vector<double> factor_rows_;  ///< 2 x gpus: row `iteration % 2`
+    int rows_drawn_ = 0;
     std::vector<ReadyGroup> groups_;
     std::vector<int> gpu_prefix_;
     double intra_latency_s_ = 0, flat_latency_s_ = 0, inter_latency_s_ = 0;
@@ -148,8 +153,18 @@ private:
     } coarse_;
     bool coarse_ps_ = false;
 
-    // Measurements, per iteration
-    std::vector<double> end_s_, compute_sum_s_, compute_end_sum_s_, compute_end_max_s_;
+    // Measurements of the two iterations under way (no GPU is more than one iteration ahead of
+    // another: the next starts after the synchronisation, which needs everyone's gradients),
+    // folded into the sums below once complete, so memory does not grow with the iterations.
+    struct IterationRecord {
+        double end_s = 0, compute_sum_s = 0, compute_end_sum_s = 0, compute_end_max_s = 0;
+        int computed = 0;  ///< GPUs that finished its compute
+        int ended = 0;     ///< synchronisations that ended (the communicator, or every PS node)
+    };
+    std::array<IterationRecord, 2> window_;
+    int folded_ = 0;  ///< iterations folded
+    double previous_end_s_ = 0, compute_total_s_ = 0, sync_total_s_ = 0, exposed_total_s_ = 0;
+    std::vector<double> iteration_s_;
     double communication_busy_s_ = 0;
     std::int64_t transfers_ = 0, executions_ = 0, buckets_ = 0;
 };
@@ -166,14 +181,9 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
     flat_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.gpu(0, k_ - 1), platform_.gpu(1, 0)) : intra_latency_s_;
     inter_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.node_hosts[0], platform_.node_hosts[1]) : 0.0;
 
-    // Jitter: every GPU's compute time in every iteration times (1 + jitter x N(0,1)), drawn up
-    // front in a fixed order so that a seed gives the same run whatever the actors' interleaving.
-    std::mt19937_64 generator(in_.seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    factors_.resize(static_cast<std::size_t>(in_.iterations) * static_cast<std::size_t>(gpus_), 1.0);
-    if (in_.jitter > 0) {
-        for (double& f : factors_) f = std::max(kMinJitterFactor, 1.0 + in_.jitter * normal(generator));
-    }
+    generator_.seed(in_.seed);
+    factor_rows_.assign(2 * static_cast<std::size_t>(gpus_), 1.0);
+    iteration_s_.reserve(static_cast<std::size_t>(in_.iterations));
 
     const int group_count = ps_ ? nodes_ : 1;
     groups_.resize(static_cast<std::size_t>(group_count));
@@ -199,11 +209,6 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
         coarse_.pull_queue.resize(static_cast<std::size_t>(server_count));
         for (int i = 0; i < server_count; ++i) coarse_.pull_ready.push_back(sg4::Semaphore::create(0));
     }
-    const auto n = static_cast<std::size_t>(in_.iterations);
-    end_s_.assign(n, 0);
-    compute_sum_s_.assign(n, 0);
-    compute_end_sum_s_.assign(n, 0);
-    compute_end_max_s_.assign(n, 0);
 
     if (!in_.timeline_path.empty()) {
         timeline_ = std::make_unique<Timeline>();
@@ -216,6 +221,54 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
             timeline_->name_process(nodes_, "collectives");
             timeline_->name_thread(nodes_, 0, std::string(to_string(s_.strategy)) + " all-reduce");
         }
+    }
+}
+
+double Simulation::factor(int iteration, int gpu) {
+    // Jitter: every GPU's compute time in every iteration times (1 + jitter x N(0,1)), drawn in a
+    // fixed order (iteration by iteration, GPU by GPU) so that a seed gives the same run whatever
+    // the actors' interleaving. A row is drawn when the first GPU starts its iteration; the row two
+    // iterations back, which it replaces, has no GPU left.
+    while (rows_drawn_ <= iteration) {
+        double* row = factor_rows_.data() + static_cast<std::size_t>(rows_drawn_ % 2) * static_cast<std::size_t>(gpus_);
+        for (int g = 0; g < gpus_; ++g) {
+            row[g] = in_.jitter > 0 ? std::max(kMinJitterFactor, 1.0 + in_.jitter * normal_(generator_)) : 1.0;
+        }
+        ++rows_drawn_;
+    }
+    return factor_rows_[static_cast<std::size_t>(iteration % 2) * static_cast<std::size_t>(gpus_) +
+                        static_cast<std::size_t>(gpu)];
+}
+
+void Simulation::computed(int iteration, double start_s, double end_s) {
+    IterationRecord& r = window_[static_cast<std::size_t>(iteration % 2)];
+    r.compute_sum_s += end_s - start_s;
+    r.compute_end_sum_s += end_s;
+    r.compute_end_max_s = std::max(r.compute_end_max_s, end_s);
+    ++r.computed;
+    fold_complete();
+}
+
+void Simulation::ended(int iteration, double end_s) {
+    IterationRecord& r = window_[static_cast<std::size_t>(iteration % 2)];
+    r.end_s = std::max(r.end_s, end_s);
+    ++r.ended;
+    fold_complete();
+}
+
+void Simulation::fold_complete() {
+    // In order: every GPU computed and every synchronisation ended (a one-GPU all-reduce may end
+    // before its GPU has recorded its compute, at the same simulated time).
+    for (;;) {
+        IterationRecord& r = window_[static_cast<std::size_t>(folded_ % 2)];
+        if (r.computed < gpus_ || r.ended < (ps_ ? nodes_ : 1)) return;
+        iteration_s_.push_back(r.end_s - previous_end_s_);
+        previous_end_s_ = r.end_s;
+        compute_total_s_ += r.compute_sum_s / gpus_;
+        sync_total_s_ += r.compute_end_max_s - r.compute_end_sum_s / gpus_;
+        exposed_total_s_ += std::max(0.0, r.end_s - r.compute_end_max_s);
+        r = IterationRecord{};
+        ++folded_;
     }
 }
 
@@ -263,10 +316,7 @@ void Simulation::gpu_actor(int gpu) {
             publish(gpu, segment.publish_prefix);
         }
         const double end = sg4::Engine::get_clock();
-        const auto i = static_cast<std::size_t>(it);
-        compute_sum_s_[i] += end - start;
-        compute_end_sum_s_[i] += end;
-        compute_end_max_s_[i] = std::max(compute_end_max_s_[i], end);
+        computed(it, start, end);
         record("forward", "compute", node, gpu % k_, start, forward_end, {{"iteration", it}});
         record("backward", "compute", node, gpu % k_, forward_end, end, {{"iteration", it}});
         if (gpu == 0 && in_.on_iteration) in_.on_iteration(it);
@@ -425,7 +475,7 @@ void Simulation::allreduce_actor() {
             sent = end;
             free_at = sg4::Engine::get_clock();
         }
-        end_s_[static_cast<std::size_t>(it)] = sg4::Engine::get_clock();
+        ended(it, sg4::Engine::get_clock());
         std::fill(g.reach.begin(), g.reach.end(), 0);
         g.prefix = 0;
         for (int i = 0; i < g.size; ++i) g.done->release();
@@ -522,8 +572,7 @@ void Simulation::ps_node_actor(int node) {
         if (timeline_) {
             for (const auto& [a, b] : busy) record("push/pull", "communication", node, k_, a, b, {{"iteration", it}});
         }
-        auto& iteration_end = end_s_[static_cast<std::size_t>(it)];
-        iteration_end = std::max(iteration_end, end);
+        ended(it, end);
         batches.clear();
         busy.clear();
         std::fill(g.reach.begin(), g.reach.end(), 0);
@@ -645,21 +694,13 @@ SimulationResult Simulation::run() {
     }
     sg4::Engine::get_instance()->run();
 
+    if (folded_ != in_.iterations) throw RunError("the simulation ended before all its iterations did");
     SimulationResult r;
     const double n = in_.iterations;
-    double previous = 0;
-    double compute = 0, sync = 0, exposed = 0;
-    for (int it = 0; it < in_.iterations; ++it) {
-        const auto i = static_cast<std::size_t>(it);
-        r.iteration_s.push_back(end_s_[i] - previous);
-        previous = end_s_[i];
-        compute += compute_sum_s_[i] / gpus_;
-        sync += compute_end_max_s_[i] - compute_end_sum_s_[i] / gpus_;
-        exposed += std::max(0.0, end_s_[i] - compute_end_max_s_[i]);
-    }
-    r.compute_s = compute / n;
-    r.sync_s = sync / n;
-    r.exposed_communication_s = exposed / n;
+    r.iteration_s = std::move(iteration_s_);
+    r.compute_s = compute_total_s_ / n;
+    r.sync_s = sync_total_s_ / n;
+    r.exposed_communication_s = exposed_total_s_ / n;
     r.communication_s = communication_busy_s_ / n;
     r.data_s = in_.data_s;
     r.jitter = in_.jitter;
