@@ -3,7 +3,10 @@
 // collective granularity ran; --timeline writes a Chrome trace-event file (Perfetto).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -16,6 +19,7 @@
 #if EPOCHCAST_WITH_SIMULATOR
 #include "simulator/elastic.hpp"
 #include "simulator/prediction.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/simulation.hpp"
 #endif
 
@@ -142,7 +146,14 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     }
 
     const ResolvedScenario resolved = model.resolve(s);
+    // Progress on stderr while it runs: rewritten in place on a terminal, a line every 10 s in a
+    // log; nothing for a run shorter than that (sim::progress_pace).
+    sim::ProgressPrinter progress(std::cerr, sim::progress_pace(::isatty(STDERR_FILENO) == 1));
+    progress.update(0, options.iterations);
+    options.on_progress = [&progress](int done, int total) { progress.update(done, total); };
     const sim::SimulationResult result = sim::simulate(model, s, options);
+    progress.stop();
+    options.on_progress = nullptr;
     std::optional<sim::ElasticReport> elastic;
     if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
     const Prediction prediction = sim::simulated_prediction(model, s, result);

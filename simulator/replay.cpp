@@ -738,6 +738,20 @@ long step_transfers_per_bucket(const ResolvedScenario& s) {
     return 0;
 }
 
+double transfers_per_iteration(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity) {
+    const double m = s.nodes, k = s.gpus_per_node, n = m * k;
+    const bool step = granularity == Granularity::step;
+    if (s.strategy == Strategy::ps) {
+        const double servers = s.ps_colocated ? m : s.ps_nodes;
+        const double per_release = step ? static_cast<double>(step_transfers_per_bucket(s)) : m * k + 2 * (m + servers);
+        return static_cast<double>(plan.backward.size()) * per_release;
+    }
+    // The window's opening bucket, then the rest of the gradients in buckets of the fusion size.
+    const double buckets = 1 + std::ceil(s.gradient_bytes / std::max(1.0, s.bucket_bytes));
+    // Coarse: one transfer per rank per phase (two intra-node phases, one between the nodes).
+    return buckets * (step ? static_cast<double>(step_transfers_per_bucket(s)) : 2 * n + m);
+}
+
 std::vector<PsFlow> coarse_ps_flows(int nodes, int servers, bool colocated) {
     std::vector<PsFlow> flows;
     if (colocated) {

@@ -35,6 +35,11 @@ struct RunInput {
 /// granularity); for parameter servers, of one release (intra-node rings, pushes and pulls).
 long step_transfers_per_bucket(const ResolvedScenario& scenario);
 
+/// Transfers one iteration simulates at `granularity` (step or coarse), roughly: buckets (or
+/// parameter-server releases, one per backward segment of `plan`) times the transfers of each.
+/// For simulate()'s estimate of its own cost.
+double transfers_per_iteration(const ResolvedScenario& scenario, const ReplayPlan& plan, Granularity granularity);
+
 /// One flow of the coarse parameter-server form: worker node `node` pushes `fraction` of each of
 /// its releases to server `server`, which sends the same fraction of each aggregated range back.
 struct PsFlow {

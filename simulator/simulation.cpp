@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "simulator/replay.hpp"
 
 namespace epochcast::sim {
@@ -243,6 +244,46 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
     return step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
 }
 
+/// A rough wall time of the simulation on the development machine (docs/performance.md): each
+/// compute step and transfer costs about 1 us plus 6 ns per GPU (SimGrid's sharing solver touches
+/// the flows in flight; 256 GPUs: 2.5 us, 8,192 GPUs: 50 us measured), plus 1 us per server for
+/// the per-pair parameter-server form, whose messages SimGrid scans in lists. Only to refuse runs
+/// of hours up front: it is within a factor of about 2 of the measured cases.
+double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
+    const double gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
+    const double steps = gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
+    double per_step_s = 1e-6 + 6e-9 * gpus;
+    if (s.strategy == Strategy::ps && granularity == Granularity::step) {
+        per_step_s += 1e-6 * (s.ps_colocated ? s.nodes : s.ps_nodes);
+    }
+    return iterations * steps * per_step_s;
+}
+
+/// Refuse a run estimated to take more than kMaxEstimatedWallS, saying what would fit.
+void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
+    const double total_s = estimated_wall_s(s, plan, granularity, iterations);
+    if (total_s <= kMaxEstimatedWallS) return;
+    const double one_s = estimated_wall_s(s, plan, granularity, 1);
+    auto duration = [](double seconds) {
+        char text[64];
+        if (seconds < 2 * 3600) {
+            std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60);
+        } else {
+            std::snprintf(text, sizeof text, "%.0f hours", seconds / 3600);
+        }
+        return std::string(text);
+    };
+    std::string advice;
+    if (one_s <= kMaxEstimatedWallS) {
+        advice = "use at most " + format_count(std::floor(kMaxEstimatedWallS / one_s)) + " --iterations here";
+    } else {
+        advice = "even one iteration would take about " + duration(one_s) + ": use fewer --nodes";
+    }
+    if (granularity == Granularity::step) advice += ", --granularity coarse";
+    throw InputError("simulate would run for about " + duration(total_s) + ", over its limit of " +
+                     duration(kMaxEstimatedWallS) + ": " + advice + ", or predict");
+}
+
 double percentile(std::vector<double> sorted, double q) {
     if (sorted.empty()) return 0;
     const double position = q * static_cast<double>(sorted.size() - 1);
@@ -349,6 +390,11 @@ Distribution describe(const std::vector<double>& samples) {
 SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
     check_options(options);
     const ResolvedScenario resolved = model.resolve(scenario);
+    const long gpus = static_cast<long>(resolved.nodes) * resolved.gpus_per_node;
+    if (gpus > kMaxSimulatedGpus) {
+        throw InputError("simulate takes at most " + format_count(static_cast<double>(kMaxSimulatedGpus)) + " GPUs (got " +
+                         format_count(static_cast<double>(gpus)) + " from --nodes and --gpus-per-node); predict has no such limit");
+    }
     for (const SlowNode& slow : options.slow_nodes) {
         if (slow.node >= resolved.nodes) {
             throw InputError("--slow-node " + std::to_string(slow.node) + ":" + format_number(slow.factor) +
@@ -373,6 +419,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.jitter = options.jitter.value_or(resolved.sync_jitter);
     input.slow_nodes = options.slow_nodes;
     input.granularity = chosen_granularity(resolved, options);
+    check_cost(resolved, input.plan, input.granularity, input.iterations);
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));

@@ -103,6 +103,12 @@ inline constexpr double kMaxSlowNodeFactor = 100.0;    ///< a GPU 100 times slow
 inline constexpr double kMaxCycleTimeS = 1.0;          ///< Horovod's cycle is 1 to 5 ms
 inline constexpr double kMaxOversubscription = 1000.0; ///< rack uplink at least a thousandth of its NICs
 
+/// The most GPUs simulate() takes: each GPU is an actor whose stack is two memory mappings, and
+/// Linux allows 65,530 per process by default (32,768 GPUs aborted after 3 minutes).
+inline constexpr long kMaxSimulatedGpus = 16384;
+/// simulate() refuses a run whose estimated wall time (estimated_wall_s) exceeds this, in seconds.
+inline constexpr double kMaxEstimatedWallS = 3600;
+
 /// --iterations as typed (a number, perhaps "1e3"): throws InputError unless it is a whole number
 /// from 1 to kMaxIterations.
 int checked_iterations(double iterations);

@@ -2,6 +2,7 @@
 // granularity, reproducible with a seed, and a one-line error with exit code 2 for bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -108,6 +109,29 @@ TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
         EXPECT_TRUE(r.out.empty()) << flags;
     }
     EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
+// Issue 25: `simulate --nodes 100000` ran for over a minute; the simulator refuses what it cannot
+// run in an hour, up front, saying what would fit.
+TEST(SimulateCli, RefusesRunsItCannotFinish) {
+    const struct {
+        const char* flags;
+        const char* says;
+    } cases[] = {
+        {"--nodes 100000 --batch-per-gpu 1", "simulate takes at most 16,384 GPUs (got 800,000"},
+        {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "use at most"},
+        {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "--iterations here"},
+        {"--nodes 64 --strategy ps --ps-colocated --granularity step --iterations 1000", "--granularity coarse"},
+    };
+    for (const auto& c : cases) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = run_epochcast(std::string("simulate ") + c.flags);
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0) << c.flags;
+        EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.flags << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << c.flags;
+    }
 }
 
 // Issue 25: 100,000,000 iterations gave bad_alloc (10,000,000 took 5.3 GB); the count is bounded.
