@@ -50,7 +50,7 @@ inline constexpr long kStepTransfersBudget = 20000;
 /// form runs (docs/model.md, "Simulation"). Lower than the all-reduce's budget because SimGrid
 /// keeps each actor's detached messages in a list it scans on every completion, so the per-pair
 /// form's cost grows with the square of the pairs: 128 GPUs co-located (1,408) run per pair,
-/// 256 GPUs (3,840: 2.3 s per iteration per pair) coarsely.
+/// 256 GPUs (3,840: 2.3 to 4.7 s per iteration per pair, 0.12 s coarse) coarsely.
 inline constexpr long kPsStepTransfersBudget = 2000;
 
 /// How finely a collective is simulated.
