@@ -215,24 +215,25 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
     cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
 
-    cmd->add_option("--iterations", options->iterations, "Iterations to simulate (default 10)");
+    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000 (default 10)")
+        ->type_name("INT");
     cmd->add_option("--seed", options->seed, "Seed of the jitter draws (default 1)");
     cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
     cmd->add_option("--jitter", options->jitter,
-                    "Relative std of each GPU's compute time per iteration (default: the calibration's framework "
-                    "jitter; 0 for a deterministic replay)");
-    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR times longer; repeatable");
+                    "Relative std of each GPU's compute time per iteration, 0 to 1 (default: the calibration's "
+                    "framework jitter; 0 for a deterministic replay)");
+    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR (1 to 100) times longer; repeatable");
     cmd->add_option("--overlap", options->overlap,
                     "Fraction of the backward pass during which gradients may be sent (default: the calibration's; "
                     "1 = as soon as a bucket is ready)");
-    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collective steps (default auto)");
+    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collectives and parameter-server push/pull (default auto)");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
     cmd->add_option("--topology", options->topology,
                     "star (one switch, default) or fat-tree (racks of --rack-nodes leaves under a spine)");
     cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree (default 16)");
     cmd->add_option("--oversubscription", options->oversubscription,
-                    "Rack uplink = its NICs' bandwidth / this, with --topology fat-tree (default 1, non-blocking)");
-    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
+                    "Rack uplink = its NICs' bandwidth / this, 1 to 1,000, with --topology fat-tree (default 1, non-blocking)");
+    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms, 0 to 1,000 (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
                     "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs; with "
