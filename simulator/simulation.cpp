@@ -259,8 +259,10 @@ double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granu
     return iterations * steps * per_step_s;
 }
 
-/// Refuse a run estimated to take more than kMaxEstimatedWallS, saying what would fit.
-void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
+/// Refuse a run estimated to take more than kMaxEstimatedWallS, saying what would fit
+/// (`coarse_allowed`: whether --granularity coarse is an option here).
+void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations,
+                bool coarse_allowed) {
     const double total_s = estimated_wall_s(s, plan, granularity, iterations);
     if (total_s <= kMaxEstimatedWallS) return;
     const double one_s = estimated_wall_s(s, plan, granularity, 1);
@@ -279,7 +281,7 @@ void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity g
     } else {
         advice = "even one iteration would take about " + duration(one_s) + ": use fewer --nodes";
     }
-    if (granularity == Granularity::step) advice += ", --granularity coarse";
+    if (granularity == Granularity::step && coarse_allowed) advice += ", --granularity coarse";
     throw InputError("simulate would run for about " + duration(total_s) + ", over its limit of " +
                      duration(kMaxEstimatedWallS) + ": " + advice + ", or predict");
 }
@@ -419,7 +421,8 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.jitter = options.jitter.value_or(resolved.sync_jitter);
     input.slow_nodes = options.slow_nodes;
     input.granularity = chosen_granularity(resolved, options);
-    check_cost(resolved, input.plan, input.granularity, input.iterations);
+    check_cost(resolved, input.plan, input.granularity, input.iterations,
+               resolved.strategy != Strategy::ps || options.topology.kind == TopologyKind::star);
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
