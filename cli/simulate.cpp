@@ -3,7 +3,10 @@
 // collective granularity ran; --timeline writes a Chrome trace-event file (Perfetto).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -17,6 +20,7 @@
 #if EPOCHCAST_WITH_SIMULATOR
 #include "simulator/elastic.hpp"
 #include "simulator/prediction.hpp"
+#include "simulator/progress.hpp"
 #include "simulator/simulation.hpp"
 #endif
 
@@ -31,7 +35,7 @@ struct SimulateOptions {
     std::string calibration;
     bool json = false;
 
-    int iterations = 10;
+    double iterations = 10;  ///< as typed; sim::checked_iterations makes it a count
     std::uint64_t seed = 1;
     std::optional<double> jitter;
     std::vector<std::string> slow_nodes;
@@ -120,7 +124,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     Scenario s = o.flags.to_scenario();
 
     sim::SimulationOptions options;
-    options.iterations = o.iterations;
+    options.iterations = sim::checked_iterations(o.iterations);
     options.seed = o.seed;
     options.jitter = o.jitter;
     for (const std::string& text : o.slow_nodes) options.slow_nodes.push_back(sim::parse_slow_node(text));
@@ -146,7 +150,14 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     }
 
     const ResolvedScenario resolved = model.resolve(s);
+    // Progress on stderr while it runs: rewritten in place on a terminal, a line every 10 s in a
+    // log; nothing for a run shorter than that (sim::progress_pace).
+    sim::ProgressPrinter progress(std::cerr, sim::progress_pace(::isatty(STDERR_FILENO) == 1));
+    progress.update(0, options.iterations);
+    options.on_progress = [&progress](int done, int total) { progress.update(done, total); };
     const sim::SimulationResult result = sim::simulate(model, s, options);
+    progress.stop();
+    options.on_progress = nullptr;
     std::optional<sim::ElasticReport> elastic;
     if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
     const Prediction prediction = sim::simulated_prediction(model, s, result);
@@ -185,7 +196,8 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     print_prediction_table({reported}, model.catalog(), out);
     const sim::Distribution d = sim::describe(result.iteration_s);
     out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
-        << ", " << to_string(result.granularity) << " collectives, jitter " << result.jitter << ", seed "
+        << ", " << to_string(result.granularity)
+        << (resolved.strategy == Strategy::ps ? " push/pull" : " collectives") << ", jitter " << result.jitter << ", seed "
         << options.seed << "): iteration mean " << d.mean * 1e3 << " ms, p95 " << d.p95 * 1e3 << " ms; predict says "
         << analytic.iteration_s * 1e3 << " ms.\n";
     out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";
@@ -207,24 +219,25 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
     cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
 
-    cmd->add_option("--iterations", options->iterations, "Iterations to simulate (default 10)");
+    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000 (default 10)")
+        ->type_name("INT");
     cmd->add_option("--seed", options->seed, "Seed of the jitter draws (default 1)");
     cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
     cmd->add_option("--jitter", options->jitter,
-                    "Relative std of each GPU's compute time per iteration (default: the calibration's framework "
-                    "jitter; 0 for a deterministic replay)");
-    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR times longer; repeatable");
+                    "Relative std of each GPU's compute time per iteration, 0 to 1 (default: the calibration's "
+                    "framework jitter; 0 for a deterministic replay)");
+    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR (1 to 100) times longer; repeatable");
     cmd->add_option("--overlap", options->overlap,
                     "Fraction of the backward pass during which gradients may be sent (default: the calibration's; "
                     "1 = as soon as a bucket is ready)");
-    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collective steps (default auto)");
+    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collectives and parameter-server push/pull (default auto)");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
     cmd->add_option("--topology", options->topology,
                     "star (one switch, default) or fat-tree (racks of --rack-nodes leaves under a spine)");
     cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree (default 16)");
     cmd->add_option("--oversubscription", options->oversubscription,
-                    "Rack uplink = its NICs' bandwidth / this, with --topology fat-tree (default 1, non-blocking)");
-    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
+                    "Rack uplink = its NICs' bandwidth / this, 1 to 1,000, with --topology fat-tree (default 1, non-blocking)");
+    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms, 0 to 1,000 (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
                     "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs; with "

@@ -7,7 +7,9 @@
 //    one at a time, while the rest of the backward pass runs;
 //  * parameter servers: one actor per worker node reduces its GPUs' ready gradients inside the
 //    node and pushes them, sharded over the servers; one actor per server sums the pushes of every
-//    node and answers each node's pull as soon as a range of gradients is complete.
+//    node and answers each node's pull as soon as a range of gradients is complete; at coarse
+//    granularity the pushes and pulls travel as at most nodes + servers - 1 flows per release
+//    (coarse_ps_flows) and a range is complete once every node's flows of it have arrived.
 //
 // Actors run cooperatively in one thread (SimGrid's contexts), so they share plain C++ state.
 #include "simulator/replay.hpp"
@@ -15,6 +17,7 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -60,6 +63,21 @@ struct PullMessage {
     int end = 0;
 };
 
+/// Ranges [begin, end) that arrive as `parts` messages each (the coarse parameter-server form):
+/// add() returns true when the last part of a range has arrived.
+class PartCounter {
+public:
+    bool add(int begin, int end, int parts) {
+        auto [slot, fresh] = arrived_.try_emplace(begin, end, 0);
+        if (++slot->second.second < parts) return false;
+        arrived_.erase(slot);
+        return true;
+    }
+
+private:
+    std::map<int, std::pair<int, int>> arrived_;  ///< begin -> (end, parts arrived)
+};
+
 /// Ranges [begin, end) arrive in any order (a small message overtakes a large one); this keeps
 /// the prefix [0, prefix) that has fully arrived.
 class ContiguousPrefix {
@@ -89,6 +107,9 @@ private:
     void allreduce_actor();
     void ps_node_actor(int node);
     void ps_server_actor(int server);
+    void coarse_ps_server_actor(int server);
+    void coarse_ps_pull_actor(int server);
+    void coarse_ps_push(int node, int begin, int end, double bytes);
 
     // Collectives, run by the calling actor with direct host-to-host transfers
     void collective(double bytes, int iteration, int bucket);
@@ -97,10 +118,10 @@ private:
 
     void publish(int gpu, int prefix);
     ReadyGroup& group_of(int gpu) { return groups_[static_cast<std::size_t>(ps_ ? gpu / k_ : 0)]; }
-    double factor(int iteration, int gpu) const {
-        return factors_[static_cast<std::size_t>(iteration) * static_cast<std::size_t>(gpus_) +
-                        static_cast<std::size_t>(gpu)];
-    }
+    double factor(int iteration, int gpu);
+    void computed(int iteration, double start_s, double end_s);
+    void ended(int iteration, double end_s);
+    void fold_complete();
     void record(const std::string& name, const char* category, int process, int thread, double start, double end,
                 nlohmann::json args = nullptr);
     std::vector<sg4::Host*> servers() const;
@@ -110,14 +131,40 @@ private:
     int gpus_ = 0, nodes_ = 0, k_ = 0, tensors_ = 0;
     bool ps_ = false;
     Platform platform_;
-    std::vector<double> factors_;
+    // Jitter factors of the two iterations under way, drawn a row (iteration) at a time
+    std::mt19937_64 generator_;
+    std::normal_distribution<double> normal_{0.0, 1.0};
+    std::vector<double> factor_rows_;  ///< 2 x gpus: row `iteration % 2`
+    int rows_drawn_ = 0;
     std::vector<ReadyGroup> groups_;
     std::vector<int> gpu_prefix_;
     double intra_latency_s_ = 0, flat_latency_s_ = 0, inter_latency_s_ = 0;
     std::unique_ptr<Timeline> timeline_;
 
-    // Measurements, per iteration
-    std::vector<double> end_s_, compute_sum_s_, compute_end_sum_s_, compute_end_max_s_;
+    /// The coarse parameter-server form's shared state (actors run cooperatively in one thread).
+    struct CoarsePs {
+        std::vector<PsFlow> flows;
+        std::vector<std::vector<PsFlow>> by_node, by_server;
+        std::vector<PartCounter> push_parts;    ///< per node: parts of its releases arrived
+        std::vector<ContiguousPrefix> pushed;   ///< per node: gradients every server has
+        int served = 0;                         ///< gradients aggregated and queued for the pulls
+        std::vector<std::vector<std::pair<int, int>>> pull_queue;  ///< per server: ranges to answer
+        std::vector<sg4::SemaphorePtr> pull_ready;                 ///< per server: released per range
+    } coarse_;
+    bool coarse_ps_ = false;
+
+    // Measurements of the two iterations under way (no GPU is more than one iteration ahead of
+    // another: the next starts after the synchronisation, which needs everyone's gradients),
+    // folded into the sums below once complete, so memory does not grow with the iterations.
+    struct IterationRecord {
+        double end_s = 0, compute_sum_s = 0, compute_end_sum_s = 0, compute_end_max_s = 0;
+        int computed = 0;  ///< GPUs that finished its compute
+        int ended = 0;     ///< synchronisations that ended (the communicator, or every PS node)
+    };
+    std::array<IterationRecord, 2> window_;
+    int folded_ = 0;  ///< iterations folded
+    double previous_end_s_ = 0, compute_total_s_ = 0, sync_total_s_ = 0, exposed_total_s_ = 0;
+    std::vector<double> iteration_s_;
     double communication_busy_s_ = 0;
     std::int64_t transfers_ = 0, executions_ = 0, buckets_ = 0;
 };
@@ -134,14 +181,9 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
     flat_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.gpu(0, k_ - 1), platform_.gpu(1, 0)) : intra_latency_s_;
     inter_latency_s_ = nodes_ > 1 ? route_latency_s(platform_.node_hosts[0], platform_.node_hosts[1]) : 0.0;
 
-    // Jitter: every GPU's compute time in every iteration times (1 + jitter x N(0,1)), drawn up
-    // front in a fixed order so that a seed gives the same run whatever the actors' interleaving.
-    std::mt19937_64 generator(in_.seed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    factors_.resize(static_cast<std::size_t>(in_.iterations) * static_cast<std::size_t>(gpus_), 1.0);
-    if (in_.jitter > 0) {
-        for (double& f : factors_) f = std::max(kMinJitterFactor, 1.0 + in_.jitter * normal(generator));
-    }
+    generator_.seed(in_.seed);
+    factor_rows_.assign(2 * static_cast<std::size_t>(gpus_), 1.0);
+    iteration_s_.reserve(static_cast<std::size_t>(in_.iterations));
 
     const int group_count = ps_ ? nodes_ : 1;
     groups_.resize(static_cast<std::size_t>(group_count));
@@ -152,11 +194,21 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
         g.done = sg4::Semaphore::create(0);
     }
     gpu_prefix_.assign(static_cast<std::size_t>(gpus_), 0);
-    const auto n = static_cast<std::size_t>(in_.iterations);
-    end_s_.assign(n, 0);
-    compute_sum_s_.assign(n, 0);
-    compute_end_sum_s_.assign(n, 0);
-    compute_end_max_s_.assign(n, 0);
+    coarse_ps_ = ps_ && in_.granularity == Granularity::coarse;
+    if (coarse_ps_) {
+        const int server_count = static_cast<int>(servers().size());
+        coarse_.flows = coarse_ps_flows(nodes_, server_count, s_.ps_colocated);
+        coarse_.by_node.resize(static_cast<std::size_t>(nodes_));
+        coarse_.by_server.resize(static_cast<std::size_t>(server_count));
+        for (const PsFlow& f : coarse_.flows) {
+            coarse_.by_node[static_cast<std::size_t>(f.node)].push_back(f);
+            coarse_.by_server[static_cast<std::size_t>(f.server)].push_back(f);
+        }
+        coarse_.push_parts.resize(static_cast<std::size_t>(nodes_));
+        coarse_.pushed.resize(static_cast<std::size_t>(nodes_));
+        coarse_.pull_queue.resize(static_cast<std::size_t>(server_count));
+        for (int i = 0; i < server_count; ++i) coarse_.pull_ready.push_back(sg4::Semaphore::create(0));
+    }
 
     if (!in_.timeline_path.empty()) {
         timeline_ = std::make_unique<Timeline>();
@@ -169,6 +221,54 @@ Simulation::Simulation(const RunInput& input) : in_(input), s_(input.scenario) {
             timeline_->name_process(nodes_, "collectives");
             timeline_->name_thread(nodes_, 0, std::string(to_string(s_.strategy)) + " all-reduce");
         }
+    }
+}
+
+double Simulation::factor(int iteration, int gpu) {
+    // Jitter: every GPU's compute time in every iteration times (1 + jitter x N(0,1)), drawn in a
+    // fixed order (iteration by iteration, GPU by GPU) so that a seed gives the same run whatever
+    // the actors' interleaving. A row is drawn when the first GPU starts its iteration; the row two
+    // iterations back, which it replaces, has no GPU left.
+    while (rows_drawn_ <= iteration) {
+        double* row = factor_rows_.data() + static_cast<std::size_t>(rows_drawn_ % 2) * static_cast<std::size_t>(gpus_);
+        for (int g = 0; g < gpus_; ++g) {
+            row[g] = in_.jitter > 0 ? std::max(kMinJitterFactor, 1.0 + in_.jitter * normal_(generator_)) : 1.0;
+        }
+        ++rows_drawn_;
+    }
+    return factor_rows_[static_cast<std::size_t>(iteration % 2) * static_cast<std::size_t>(gpus_) +
+                        static_cast<std::size_t>(gpu)];
+}
+
+void Simulation::computed(int iteration, double start_s, double end_s) {
+    IterationRecord& r = window_[static_cast<std::size_t>(iteration % 2)];
+    r.compute_sum_s += end_s - start_s;
+    r.compute_end_sum_s += end_s;
+    r.compute_end_max_s = std::max(r.compute_end_max_s, end_s);
+    ++r.computed;
+    fold_complete();
+}
+
+void Simulation::ended(int iteration, double end_s) {
+    IterationRecord& r = window_[static_cast<std::size_t>(iteration % 2)];
+    r.end_s = std::max(r.end_s, end_s);
+    ++r.ended;
+    fold_complete();
+}
+
+void Simulation::fold_complete() {
+    // In order: every GPU computed and every synchronisation ended (a one-GPU all-reduce may end
+    // before its GPU has recorded its compute, at the same simulated time).
+    for (;;) {
+        IterationRecord& r = window_[static_cast<std::size_t>(folded_ % 2)];
+        if (r.computed < gpus_ || r.ended < (ps_ ? nodes_ : 1)) return;
+        iteration_s_.push_back(r.end_s - previous_end_s_);
+        previous_end_s_ = r.end_s;
+        compute_total_s_ += r.compute_sum_s / gpus_;
+        sync_total_s_ += r.compute_end_max_s - r.compute_end_sum_s / gpus_;
+        exposed_total_s_ += std::max(0.0, r.end_s - r.compute_end_max_s);
+        r = IterationRecord{};
+        ++folded_;
     }
 }
 
@@ -216,10 +316,7 @@ void Simulation::gpu_actor(int gpu) {
             publish(gpu, segment.publish_prefix);
         }
         const double end = sg4::Engine::get_clock();
-        const auto i = static_cast<std::size_t>(it);
-        compute_sum_s_[i] += end - start;
-        compute_end_sum_s_[i] += end;
-        compute_end_max_s_[i] = std::max(compute_end_max_s_[i], end);
+        computed(it, start, end);
         record("forward", "compute", node, gpu % k_, start, forward_end, {{"iteration", it}});
         record("backward", "compute", node, gpu % k_, forward_end, end, {{"iteration", it}});
         if (gpu == 0 && in_.on_iteration) in_.on_iteration(it);
@@ -378,7 +475,7 @@ void Simulation::allreduce_actor() {
             sent = end;
             free_at = sg4::Engine::get_clock();
         }
-        end_s_[static_cast<std::size_t>(it)] = sg4::Engine::get_clock();
+        ended(it, sg4::Engine::get_clock());
         std::fill(g.reach.begin(), g.reach.end(), 0);
         g.prefix = 0;
         for (int i = 0; i < g.size; ++i) g.done->release();
@@ -406,13 +503,17 @@ void Simulation::ps_node_actor(int node) {
     // batch's end is seen when its last pull arrives.
     sg4::ActorPtr receiver = sg4::Actor::create("ps-pulls-" + std::to_string(node), self, [&, node] {
         sg4::Mailbox* pulls = sg4::Mailbox::by_name("pull-" + std::to_string(node));
+        // Coarse: a range is pulled once all the node's flows of it have arrived, as one prefix.
+        const int pull_parts = coarse_ps_ ? static_cast<int>(coarse_.by_node[static_cast<std::size_t>(node)].size()) : 1;
         for (int it = 0; it < in_.iterations; ++it) {
-            std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(server_count));
+            std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(coarse_ps_ ? 1 : server_count));
+            PartCounter parts;
             std::size_t closed = 0;
             int complete = 0;
             while (complete < tensors_) {
                 const std::unique_ptr<PullMessage> message = pulls->get_unique<PullMessage>();
-                pulled[static_cast<std::size_t>(message->server)].add(message->begin, message->end);
+                if (coarse_ps_ && !parts.add(message->begin, message->end, pull_parts)) continue;
+                pulled[static_cast<std::size_t>(coarse_ps_ ? 0 : message->server)].add(message->begin, message->end);
                 complete = tensors_;
                 for (const ContiguousPrefix& p : pulled) complete = std::min(complete, p.prefix());
                 while (closed < batches.size() && batches[closed].end <= complete) {
@@ -436,6 +537,11 @@ void Simulation::ps_node_actor(int node) {
             // sharded evenly over the servers.
             rings(node_ring, bytes, k_ - 1, intra_latency_s_);
             batches.push_back({t0, end});
+            if (coarse_ps_) {
+                coarse_ps_push(node, sent, end, bytes);
+                sent = end;
+                continue;
+            }
             for (int s = 0; s < server_count; ++s) {
                 sg4::Host* server = server_hosts[static_cast<std::size_t>(s)];
                 const double shard = server == self ? 0.0 : bytes / server_count;
@@ -466,8 +572,7 @@ void Simulation::ps_node_actor(int node) {
         if (timeline_) {
             for (const auto& [a, b] : busy) record("push/pull", "communication", node, k_, a, b, {{"iteration", it}});
         }
-        auto& iteration_end = end_s_[static_cast<std::size_t>(it)];
-        iteration_end = std::max(iteration_end, end);
+        ended(it, end);
         batches.clear();
         busy.clear();
         std::fill(g.reach.begin(), g.reach.end(), 0);
@@ -505,6 +610,65 @@ void Simulation::ps_server_actor(int server) {
     }
 }
 
+void Simulation::coarse_ps_push(int node, int begin, int end, double bytes) {
+    sg4::Host* self = platform_.node_hosts[static_cast<std::size_t>(node)];
+    const std::vector<sg4::Host*> server_hosts = servers();
+    for (const PsFlow& f : coarse_.by_node[static_cast<std::size_t>(node)]) {
+        const double flow = server_hosts[static_cast<std::size_t>(f.server)] == self ? 0.0 : f.fraction * bytes;
+        sg4::Mailbox::by_name("push-" + std::to_string(f.server))
+            ->put_init(new PushMessage{node, begin, end}, static_cast<std::uint64_t>(std::llround(flow)))
+            ->detach();
+        ++transfers_;
+    }
+}
+
+void Simulation::coarse_ps_server_actor(int server) {
+    // A daemon: it waits for pushes until the workers are done, then SimGrid ends it.
+    sg4::Actor::self()->daemonize();
+    sg4::Mailbox* pushes = sg4::Mailbox::by_name("push-" + std::to_string(server));
+    pushes->set_receiver(sg4::Actor::self());
+    for (;;) {
+        const std::unique_ptr<PushMessage> message = pushes->get_unique<PushMessage>();
+        const auto node = static_cast<std::size_t>(message->node);
+        if (!coarse_.push_parts[node].add(message->begin, message->end,
+                                          static_cast<int>(coarse_.by_node[node].size()))) {
+            continue;
+        }
+        coarse_.pushed[node].add(message->begin, message->end);
+        int aggregated = tensors_;
+        for (const ContiguousPrefix& p : coarse_.pushed) aggregated = std::min(aggregated, p.prefix());
+        if (aggregated <= coarse_.served) continue;
+        // Every server has [served, aggregated) from every node: each answers its flows' nodes.
+        // The shared state is settled before the first simcall (release), where other actors run.
+        for (auto& queue : coarse_.pull_queue) queue.emplace_back(coarse_.served, aggregated);
+        coarse_.served = aggregated;
+        if (coarse_.served == tensors_) {  // the iteration's pushes are all in: start the next one afresh
+            coarse_.served = 0;
+            std::fill(coarse_.pushed.begin(), coarse_.pushed.end(), ContiguousPrefix{});
+        }
+        for (const sg4::SemaphorePtr& ready : coarse_.pull_ready) ready->release();
+    }
+}
+
+void Simulation::coarse_ps_pull_actor(int server) {
+    sg4::Actor::self()->daemonize();
+    sg4::Host* self = servers()[static_cast<std::size_t>(server)];
+    auto& queue = coarse_.pull_queue[static_cast<std::size_t>(server)];
+    for (;;) {
+        coarse_.pull_ready[static_cast<std::size_t>(server)]->acquire();
+        const auto [begin, end] = queue.front();
+        queue.erase(queue.begin());
+        const double bytes = gradient_range_bytes(in_.plan.gradients, begin, end);
+        for (const PsFlow& f : coarse_.by_server[static_cast<std::size_t>(server)]) {
+            const double flow = platform_.node_hosts[static_cast<std::size_t>(f.node)] == self ? 0.0 : f.fraction * bytes;
+            sg4::Mailbox::by_name("pull-" + std::to_string(f.node))
+                ->put_init(new PullMessage{server, begin, end}, static_cast<std::uint64_t>(std::llround(flow)))
+                ->detach();
+            ++transfers_;
+        }
+    }
+}
+
 SimulationResult Simulation::run() {
     for (int gpu = 0; gpu < gpus_; ++gpu) {
         sg4::Actor::create("gpu-" + std::to_string(gpu), platform_.gpus[static_cast<std::size_t>(gpu)],
@@ -517,29 +681,26 @@ SimulationResult Simulation::run() {
         }
         const std::vector<sg4::Host*> server_hosts = servers();
         for (int s = 0; s < static_cast<int>(server_hosts.size()); ++s) {
-            sg4::Actor::create("ps-server-" + std::to_string(s), server_hosts[static_cast<std::size_t>(s)],
-                               [this, s] { ps_server_actor(s); });
+            sg4::Host* host = server_hosts[static_cast<std::size_t>(s)];
+            if (coarse_ps_) {
+                sg4::Actor::create("ps-server-" + std::to_string(s), host, [this, s] { coarse_ps_server_actor(s); });
+                sg4::Actor::create("ps-pull-" + std::to_string(s), host, [this, s] { coarse_ps_pull_actor(s); });
+            } else {
+                sg4::Actor::create("ps-server-" + std::to_string(s), host, [this, s] { ps_server_actor(s); });
+            }
         }
     } else {
         sg4::Actor::create("communicator", platform_.node_hosts.front(), [this] { allreduce_actor(); });
     }
     sg4::Engine::get_instance()->run();
 
+    if (folded_ != in_.iterations) throw RunError("the simulation ended before all its iterations did");
     SimulationResult r;
     const double n = in_.iterations;
-    double previous = 0;
-    double compute = 0, sync = 0, exposed = 0;
-    for (int it = 0; it < in_.iterations; ++it) {
-        const auto i = static_cast<std::size_t>(it);
-        r.iteration_s.push_back(end_s_[i] - previous);
-        previous = end_s_[i];
-        compute += compute_sum_s_[i] / gpus_;
-        sync += compute_end_max_s_[i] - compute_end_sum_s_[i] / gpus_;
-        exposed += std::max(0.0, end_s_[i] - compute_end_max_s_[i]);
-    }
-    r.compute_s = compute / n;
-    r.sync_s = sync / n;
-    r.exposed_communication_s = exposed / n;
+    r.iteration_s = std::move(iteration_s_);
+    r.compute_s = compute_total_s_ / n;
+    r.sync_s = sync_total_s_ / n;
+    r.exposed_communication_s = exposed_total_s_ / n;
     r.communication_s = communication_busy_s_ / n;
     r.data_s = in_.data_s;
     r.jitter = in_.jitter;
@@ -569,9 +730,53 @@ long step_transfers_per_bucket(const ResolvedScenario& s) {
         case Strategy::ring: return m == 1 ? 2 * (k - 1) * k : n;  // NCCL's rings across nodes: one round
         case Strategy::hierarchical: return 2 * m * k * (k - 1) + 2 * (m - 1) * m;
         case Strategy::tree: return m * (k - 1) + m;
-        case Strategy::ps: return m * k * (k - 1);
+        case Strategy::ps: {
+            const long servers = s.ps_colocated ? m : s.ps_nodes;
+            return m * k * (k - 1) + 2 * m * servers;  // intra-node rings, then a push and a pull per pair
+        }
     }
     return 0;
+}
+
+double transfers_per_iteration(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity) {
+    const double m = s.nodes, k = s.gpus_per_node, n = m * k;
+    const bool step = granularity == Granularity::step;
+    if (s.strategy == Strategy::ps) {
+        const double servers = s.ps_colocated ? m : s.ps_nodes;
+        const double per_release = step ? static_cast<double>(step_transfers_per_bucket(s)) : m * k + 2 * (m + servers);
+        return static_cast<double>(plan.backward.size()) * per_release;
+    }
+    // The window's opening bucket, then the rest of the gradients in buckets of the fusion size.
+    const double buckets = 1 + std::ceil(s.gradient_bytes / std::max(1.0, s.bucket_bytes));
+    // Coarse: one transfer per rank per phase (two intra-node phases, one between the nodes).
+    return buckets * (step ? static_cast<double>(step_transfers_per_bucket(s)) : 2 * n + m);
+}
+
+std::vector<PsFlow> coarse_ps_flows(int nodes, int servers, bool colocated) {
+    std::vector<PsFlow> flows;
+    if (colocated) {
+        const double off_host = (nodes - 1.0) / nodes;  // the own shard stays on the host
+        for (int n = 0; n < nodes; ++n) flows.push_back({n, (n + 1) % nodes, off_host});
+        return flows;
+    }
+    // North-west corner in whole units: each node supplies `servers` units, each server takes
+    // `nodes`, so a unit is 1/servers of a node's bytes and every amount is exact.
+    long supply = servers, demand = nodes;
+    for (int n = 0, s = 0; n < nodes && s < servers;) {
+        const long amount = std::min(supply, demand);
+        flows.push_back({n, s, static_cast<double>(amount) / servers});
+        supply -= amount;
+        demand -= amount;
+        if (supply == 0) {
+            ++n;
+            supply = servers;
+        }
+        if (demand == 0) {
+            ++s;
+            demand = nodes;
+        }
+    }
+    return flows;
 }
 
 SimulationResult run_simulation(const RunInput& input) {

@@ -31,8 +31,30 @@ struct RunInput {
     std::function<void(int iteration)> on_iteration;
 };
 
-/// Point-to-point transfers of one bucket's collective at step granularity (to choose the granularity).
+/// Point-to-point transfers of one bucket's collective at step granularity (to choose the
+/// granularity); for parameter servers, of one release (intra-node rings, pushes and pulls).
 long step_transfers_per_bucket(const ResolvedScenario& scenario);
+
+/// Transfers one iteration simulates at `granularity` (step or coarse), roughly: buckets (or
+/// parameter-server releases, one per backward segment of `plan`) times the transfers of each.
+/// For simulate()'s estimate of its own cost.
+double transfers_per_iteration(const ResolvedScenario& scenario, const ReplayPlan& plan, Granularity granularity);
+
+/// One flow of the coarse parameter-server form: worker node `node` pushes `fraction` of each of
+/// its releases to server `server`, which sends the same fraction of each aggregated range back.
+struct PsFlow {
+    int node = 0;
+    int server = 0;
+    double fraction = 0;
+};
+
+/// The coarse form's flows (docs/model.md, "Simulation"): instead of one message per (node, server)
+/// pair, at most nodes + servers - 1 flows that load every NIC as the pairs do. Co-located
+/// (servers == nodes): node n sends its (M-1)/M off-host share to node n+1. Dedicated servers: the
+/// north-west-corner rule splits each node's bytes over consecutive servers so that each server
+/// takes nodes/servers of a node's bytes. Each node's fractions sum to its off-host share, each
+/// server's to its share of the nodes' bytes.
+std::vector<PsFlow> coarse_ps_flows(int nodes, int servers, bool colocated);
 
 /// Run the simulation in this process (creates the Engine; once per process).
 SimulationResult run_simulation(const RunInput& input);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "simulator/replay.hpp"
 
 namespace epochcast::sim {
@@ -168,15 +169,121 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         throw RunError(WIFSIGNALED(status) ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
                                            : "the simulation process ended without a result");
     }
-    const json reply = json::parse(text);
-    if (reply.contains("error")) {
-        const std::string message = reply.at("message");
+    const json reply = json::parse(text, nullptr, false);
+    if (reply.is_object() && reply.contains("error")) {
+        const std::string message = reply.value("message", std::string("no message"));
         if (reply.at("error") == "input") throw InputError(message);
         throw RunError("simulation failed: " + message);
     }
-    SimulationResult result = result_from_json(reply);
+    SimulationResult result;
+    try {
+        result = result_from_json(reply);
+    } catch (const json::exception&) {
+        // A NaN or an infinity travels as null: the options' limits should make that impossible.
+        throw RunError("the simulation process returned a result that is not a set of finite figures");
+    }
     result.peak_memory_MiB = static_cast<double>(usage.ru_maxrss) / kKiBPerMiB;  // ru_maxrss is in KiB on Linux
     return result;
+}
+
+/// Shortest text of a finite option value, for error messages ("1.5", "1e+300").
+std::string format_number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return text;
+}
+
+/// True when `value` lies in [low, high] (false for NaN).
+bool within(double value, double low, double high) { return value >= low && value <= high; }
+
+/// The options' limits (simulation.hpp), each refused with a one-line InputError naming its flag.
+void check_options(const SimulationOptions& options) {
+    checked_iterations(options.iterations);
+    if (options.jitter && !within(*options.jitter, 0, kMaxJitter)) {
+        throw InputError("--jitter must be from 0 to " + format_number(kMaxJitter) +
+                         " (a coefficient of variation of a GPU's compute time, e.g. 0.05; got " +
+                         format_number(*options.jitter) + ")");
+    }
+    for (const SlowNode& slow : options.slow_nodes) {
+        if (slow.node < 0 || !within(slow.factor, 1, kMaxSlowNodeFactor)) {
+            throw InputError("--slow-node: the node index must be 0 or more and the factor from 1 to " +
+                             format_number(kMaxSlowNodeFactor));
+        }
+    }
+    if (options.overlap && !within(*options.overlap, 0, 1)) {
+        throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
+    }
+    if (options.cycle_time_s && !within(*options.cycle_time_s, 0, kMaxCycleTimeS)) {
+        throw InputError("--cycle-time-ms must be from 0 to " + format_number(kMaxCycleTimeS * 1e3) + " (got " +
+                         format_number(*options.cycle_time_s * 1e3) + ")");
+    }
+    if (options.topology.rack_nodes < 1) {
+        throw InputError("--rack-nodes must be at least 1 (got " + std::to_string(options.topology.rack_nodes) + ")");
+    }
+    if (!within(options.topology.oversubscription, 1, kMaxOversubscription)) {
+        throw InputError("--oversubscription must be from 1 (non-blocking) to " + format_number(kMaxOversubscription) +
+                         " (got " + format_number(options.topology.oversubscription) + ")");
+    }
+}
+
+/// What --granularity auto means for this cluster (docs/model.md, "Simulation"), and where coarse
+/// parameter servers are refused: their flows load every NIC as the pairs do on one switch, but
+/// not a fat-tree's rack uplinks.
+Granularity chosen_granularity(const ResolvedScenario& resolved, const SimulationOptions& options) {
+    const bool ps = resolved.strategy == Strategy::ps;
+    const bool star = options.topology.kind == TopologyKind::star;
+    if (ps && !star && options.granularity == Granularity::coarse) {
+        throw InputError("--granularity coarse with --strategy ps needs --topology star (the coarse flows do not cross "
+                         "racks as the per-pair messages do)");
+    }
+    if (options.granularity != Granularity::automatic) return options.granularity;
+    if (ps) {
+        return !star || step_transfers_per_bucket(resolved) <= kPsStepTransfersBudget ? Granularity::step
+                                                                                       : Granularity::coarse;
+    }
+    return step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
+}
+
+/// A rough wall time of the simulation on the development machine (docs/performance.md): each
+/// compute step and transfer costs about 1 us plus 6 ns per GPU (SimGrid's sharing solver touches
+/// the flows in flight; 256 GPUs: 2.5 us, 8,192 GPUs: 50 us measured), plus 1 us per server for
+/// the per-pair parameter-server form, whose messages SimGrid scans in lists. Only to refuse runs
+/// of hours up front: it is within a factor of about 2 of the measured cases.
+double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
+    const double gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
+    const double steps = gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
+    double per_step_s = 1e-6 + 6e-9 * gpus;
+    if (s.strategy == Strategy::ps && granularity == Granularity::step) {
+        per_step_s += 1e-6 * (s.ps_colocated ? s.nodes : s.ps_nodes);
+    }
+    return iterations * steps * per_step_s;
+}
+
+/// Refuse a run estimated to take more than kMaxEstimatedWallS, saying what would fit
+/// (`coarse_allowed`: whether --granularity coarse is an option here).
+void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations,
+                bool coarse_allowed) {
+    const double total_s = estimated_wall_s(s, plan, granularity, iterations);
+    if (total_s <= kMaxEstimatedWallS) return;
+    const double one_s = estimated_wall_s(s, plan, granularity, 1);
+    auto duration = [](double seconds) {
+        char text[64];
+        if (seconds < 2 * 3600) {
+            std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60);
+        } else {
+            std::snprintf(text, sizeof text, "%.0f hours", seconds / 3600);
+        }
+        return std::string(text);
+    };
+    std::string advice;
+    if (one_s <= kMaxEstimatedWallS) {
+        advice = "use at most " + format_count(std::floor(kMaxEstimatedWallS / one_s)) + " --iterations here";
+    } else {
+        advice = "even one iteration would take about " + duration(one_s) + ": use fewer --nodes";
+    }
+    if (granularity == Granularity::step && coarse_allowed) advice += ", --granularity coarse";
+    throw InputError("simulate would run for about " + duration(total_s) + ", over its limit of " +
+                     duration(kMaxEstimatedWallS) + ": " + advice + ", or predict");
 }
 
 double percentile(std::vector<double> sorted, double q) {
@@ -233,6 +340,14 @@ TopologyKind parse_topology(std::string_view text, std::string_view what) {
     throw InputError(std::string(what) + " must be star or fat-tree (got '" + std::string(text) + "')");
 }
 
+int checked_iterations(double iterations) {
+    if (!within(iterations, 1, kMaxIterations) || iterations != std::floor(iterations)) {
+        throw InputError("--iterations must be a whole number from 1 to " + std::to_string(kMaxIterations) + " (got " +
+                         format_number(iterations) + ")");
+    }
+    return static_cast<int>(iterations);
+}
+
 SlowNode parse_slow_node(std::string_view text, std::string_view what) {
     const std::string value(text);
     const auto colon = value.find(':');
@@ -246,12 +361,13 @@ SlowNode parse_slow_node(std::string_view text, std::string_view what) {
         const std::string factor = value.substr(colon + 1);
         slow.factor = std::stod(factor, &used);
         if (used != factor.size()) throw InputError(problem);
-    } catch (const std::logic_error&) {
+    } catch (const std::logic_error&) {  // stoi / stod: not a number, or out of range
         throw InputError(problem);
     }
     if (slow.node < 0) throw InputError(std::string(what) + ": the node index must be 0 or more (got '" + value + "')");
-    if (!(slow.factor > 0) || !std::isfinite(slow.factor)) {
-        throw InputError(std::string(what) + ": the factor must be positive (got '" + value + "')");
+    if (!(slow.factor >= 1 && slow.factor <= kMaxSlowNodeFactor)) {
+        throw InputError(std::string(what) + ": the factor must be from 1 to " + format_number(kMaxSlowNodeFactor) +
+                         " (got '" + value + "')");
     }
     return slow;
 }
@@ -274,28 +390,16 @@ Distribution describe(const std::vector<double>& samples) {
 }
 
 SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
-    if (options.iterations < 1) {
-        throw InputError("--iterations must be at least 1 (got " + std::to_string(options.iterations) + ")");
-    }
-    if (options.jitter && (!(*options.jitter >= 0) || !std::isfinite(*options.jitter))) {
-        throw InputError("--jitter must be 0 or more (a relative standard deviation, e.g. 0.05)");
-    }
-    if (options.overlap && !(*options.overlap >= 0 && *options.overlap <= 1)) {
-        throw InputError("--overlap must be between 0 and 1 (a fraction of the backward pass)");
-    }
-    if (options.cycle_time_s && (!(*options.cycle_time_s >= 0) || !std::isfinite(*options.cycle_time_s))) {
-        throw InputError("--cycle-time-ms must be 0 or more");
-    }
-    if (options.topology.rack_nodes < 1) {
-        throw InputError("--rack-nodes must be at least 1 (got " + std::to_string(options.topology.rack_nodes) + ")");
-    }
-    if (!(options.topology.oversubscription >= 1) || !std::isfinite(options.topology.oversubscription)) {
-        throw InputError("--oversubscription must be 1 or more (1 = non-blocking)");
-    }
+    check_options(options);
     const ResolvedScenario resolved = model.resolve(scenario);
+    const long gpus = static_cast<long>(resolved.nodes) * resolved.gpus_per_node;
+    if (gpus > kMaxSimulatedGpus) {
+        throw InputError("simulate takes at most " + format_count(static_cast<double>(kMaxSimulatedGpus)) + " GPUs (got " +
+                         format_count(static_cast<double>(gpus)) + " from --nodes and --gpus-per-node); predict has no such limit");
+    }
     for (const SlowNode& slow : options.slow_nodes) {
         if (slow.node >= resolved.nodes) {
-            throw InputError("--slow-node " + std::to_string(slow.node) + ":" + std::to_string(slow.factor) +
+            throw InputError("--slow-node " + std::to_string(slow.node) + ":" + format_number(slow.factor) +
                              ": the cluster has nodes 0 to " + std::to_string(resolved.nodes - 1));
         }
     }
@@ -316,12 +420,9 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.seed = options.seed;
     input.jitter = options.jitter.value_or(resolved.sync_jitter);
     input.slow_nodes = options.slow_nodes;
-    input.granularity = options.granularity;
-    if (input.granularity == Granularity::automatic) {
-        input.granularity =
-            step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
-    }
-    if (resolved.strategy == Strategy::ps) input.granularity = Granularity::step;  // no coarse form: see docs
+    input.granularity = chosen_granularity(resolved, options);
+    check_cost(resolved, input.plan, input.granularity, input.iterations,
+               resolved.strategy != Strategy::ps || options.topology.kind == TopologyKind::star);
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));

@@ -45,11 +45,21 @@ double framework_cycle_time_s(Framework framework);
 /// 256 GPUs (32 nodes, hierarchical) simulate step by step and 1,024 GPUs coarsely.
 inline constexpr long kStepTransfersBudget = 20000;
 
+/// Parameter servers: the step (per-pair) form runs where one release's transfers (intra-node ring
+/// rounds, a push and a pull per (node, server) pair) stay under this count; above it the coarse
+/// form runs (docs/model.md, "Simulation"). Lower than the all-reduce's budget because SimGrid
+/// keeps each actor's detached messages in a list it scans on every completion, so the per-pair
+/// form's cost grows with the square of the pairs: 128 GPUs co-located (1,408) run per pair,
+/// 256 GPUs (3,840: 2.3 to 4.7 s per iteration per pair, 0.12 s coarse) coarsely.
+inline constexpr long kPsStepTransfersBudget = 2000;
+
 /// How finely a collective is simulated.
 enum class Granularity {
-    automatic,  ///< step where the transfers stay under kStepTransfersBudget, else coarse
-    step,       ///< every ring step is a round of transfers (2(n-1) rounds of S/n bytes)
-    coarse,     ///< one transfer per rank per phase carrying the phase's bytes, plus its latencies
+    automatic,  ///< step where the transfers stay under the budget above, else coarse
+    step,       ///< every ring step is a round of transfers (2(n-1) rounds of S/n bytes); parameter
+                ///< servers: a push and a pull per (node, server) pair and release
+    coarse,     ///< one transfer per rank per phase carrying the phase's bytes, plus its latencies;
+                ///< parameter servers: at most nodes + servers - 1 push and pull flows per release
 };
 std::string_view to_string(Granularity granularity);
 Granularity parse_granularity(std::string_view text, std::string_view what = "granularity");
@@ -82,16 +92,34 @@ struct Topology {
 /// A worker node whose GPUs are slower than the rest.
 struct SlowNode {
     int node = 0;         ///< worker node index, 0-based
-    double factor = 1.0;  ///< its compute time is multiplied by this (1.5 = 50% slower), > 0
+    double factor = 1.0;  ///< its compute time is multiplied by this (1.5 = 50% slower), 1 to kMaxSlowNodeFactor
 };
+
+/// Limits of the simulation's options (simulate() refuses values outside them with an InputError
+/// naming the flag). Every figure out stays finite inside them.
+inline constexpr int kMaxIterations = 1000000;         ///< a full training run of one small node
+inline constexpr double kMaxJitter = 1.0;              ///< a coefficient of variation; draws clamp at 0.1
+inline constexpr double kMaxSlowNodeFactor = 100.0;    ///< a GPU 100 times slower is a failed one
+inline constexpr double kMaxCycleTimeS = 1.0;          ///< Horovod's cycle is 1 to 5 ms
+inline constexpr double kMaxOversubscription = 1000.0; ///< rack uplink at least a thousandth of its NICs
+
+/// The most GPUs simulate() takes: each GPU is an actor whose stack is two memory mappings, and
+/// Linux allows 65,530 per process by default (32,768 GPUs aborted after 3 minutes).
+inline constexpr long kMaxSimulatedGpus = 16384;
+/// simulate() refuses a run whose estimated wall time (estimated_wall_s) exceeds this, in seconds.
+inline constexpr double kMaxEstimatedWallS = 3600;
+
+/// --iterations as typed (a number, perhaps "1e3"): throws InputError unless it is a whole number
+/// from 1 to kMaxIterations.
+int checked_iterations(double iterations);
 
 /// Parse "INDEX:FACTOR" (e.g. "3:1.5"); throws InputError naming `what`.
 SlowNode parse_slow_node(std::string_view text, std::string_view what = "--slow-node");
 
 struct SimulationOptions {
-    int iterations = 10;                 ///< iterations simulated, at least 1
+    int iterations = 10;                 ///< iterations simulated, 1 to kMaxIterations
     std::uint64_t seed = 1;              ///< seed of the jitter draws (std::mt19937_64)
-    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration;
+    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration, 0 to kMaxJitter;
                                          ///< unset: the calibration's framework sync_jitter
     std::vector<SlowNode> slow_nodes;    ///< named slow nodes
     std::optional<double> overlap;       ///< fraction of the backward pass (at its end) during which
@@ -99,7 +127,7 @@ struct SimulationOptions {
     Granularity granularity = Granularity::automatic;
     NetworkModel network_model = NetworkModel::cm02;
     Topology topology;                   ///< star (default) or fat-tree
-    /// All-reduce fusion cycle, in seconds (>= 0); unset: the framework's (cycle_time_s below).
+    /// All-reduce fusion cycle, in seconds (0 to kMaxCycleTimeS); unset: the framework's (cycle_time_s below).
     std::optional<double> cycle_time_s;
     std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
 

@@ -99,3 +99,65 @@ TEST(TimelineRead, ABadFileIsAnInputErrorNamingIt) {
 
 }  // namespace
 }  // namespace epochcast
+
+#include <sstream>
+
+#include "simulator/progress.hpp"
+
+namespace epochcast {
+namespace {
+
+// Issue 25: `simulate --nodes 100000` ran for over a minute with no progress shown.
+TEST(ProgressPrinter, TheLineSaysIterationsPercentAndSeconds) {
+    EXPECT_EQ(sim::progress_line(3, 10, 41.2), "simulated 3 of 10 iterations (30%), 41 s");
+    EXPECT_EQ(sim::progress_line(0, 1, 0.4), "simulated 0 of 1 iterations (0%), 0 s");
+}
+
+TEST(ProgressPrinter, ATerminalIsRewrittenEverySecondALogEveryTen) {
+    const sim::ProgressPace terminal = sim::progress_pace(true);
+    EXPECT_TRUE(terminal.rewrite);
+    EXPECT_DOUBLE_EQ(terminal.first_s, 2);
+    EXPECT_DOUBLE_EQ(terminal.every_s, 1);
+    const sim::ProgressPace log = sim::progress_pace(false);
+    EXPECT_FALSE(log.rewrite);
+    EXPECT_DOUBLE_EQ(log.first_s, 10);
+    EXPECT_DOUBLE_EQ(log.every_s, 10);
+}
+
+TEST(ProgressPrinter, PrintsAtItsPaceWhileTheRunLasts) {
+    std::ostringstream out;
+    sim::ProgressPrinter printer(out, {0.05, 0.05, false});
+    printer.update(3, 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    printer.stop();
+    const std::string text = out.str();
+    const auto lines = std::count(text.begin(), text.end(), '\n');
+    EXPECT_GE(lines, 2) << text;
+    EXPECT_LE(lines, 9) << text;
+    EXPECT_EQ(text.rfind("simulated 3 of 10 iterations (30%), 0 s\n", 0), 0u) << text;
+}
+
+TEST(ProgressPrinter, RewritesOneLineOnATerminalAndEndsIt) {
+    std::ostringstream out;
+    {
+        sim::ProgressPrinter printer(out, {0.05, 0.05, true});
+        printer.update(1, 4);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }  // the destructor stops it
+    const std::string text = out.str();
+    EXPECT_EQ(text.rfind("\rsimulated 1 of 4 iterations (25%)", 0), 0u) << text;
+    EXPECT_GE(std::count(text.begin(), text.end(), '\r'), 2) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+    EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(ProgressPrinter, AShortRunPrintsNothing) {
+    std::ostringstream out;
+    sim::ProgressPrinter printer(out, sim::progress_pace(true));
+    printer.update(10, 10);
+    printer.stop();
+    EXPECT_TRUE(out.str().empty());
+}
+
+}  // namespace
+}  // namespace epochcast

@@ -2,6 +2,7 @@
 // granularity, reproducible with a seed, and a one-line error with exit code 2 for bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,21 @@ TEST(SimulateCli, TableNamesTheSimulation) {
         << r.out;
 }
 
+// Issue 25: --granularity coarse was ignored for parameter servers, and the table said "step
+// collectives"; now the coarse form runs and both outputs say which form ran.
+TEST(SimulateCli, ParameterServersReportTheFormThatRan) {
+    const std::string ps = "simulate --nodes 4 --strategy ps --ps-colocated --iterations 2 --jitter 0 ";
+    for (const char* form : {"step", "coarse"}) {
+        const auto table = run_epochcast(ps + "--granularity " + form);
+        ASSERT_EQ(table.exit_code, 0) << table.err;
+        EXPECT_NE(table.out.find(std::string(form) + " push/pull, jitter 0"), std::string::npos) << table.out;
+        EXPECT_EQ(table.out.find("collectives"), std::string::npos) << table.out;
+        const auto json = run_epochcast(ps + "--json --granularity " + form);
+        ASSERT_EQ(json.exit_code, 0) << json.err;
+        EXPECT_EQ(nlohmann::json::parse(json.out)["collective_granularity"], form);
+    }
+}
+
 TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
     const auto missing = std::filesystem::temp_directory_path() / "epochcast-no-such-folder" / "timeline.json";
     const std::vector<std::pair<std::string, std::string>> cases = {
@@ -68,6 +84,22 @@ TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
         {"--granularity fine", "--granularity"},
         {"--network-model ns3", "--network-model"},
         {"--timeline " + missing.string(), "timeline"},
+        // Issue 25: hostile numbers are one-line errors naming the flag, never an internal text.
+        {"--jitter 1e308", "--jitter"},
+        {"--jitter inf", "--jitter"},
+        {"--jitter nan", "--jitter"},
+        {"--jitter 1.5", "--jitter"},
+        {"--slow-node 3:1e300", "--slow-node"},
+        {"--slow-node 1:0.5", "--slow-node"},
+        {"--slow-node 1:nan", "--slow-node"},
+        {"--slow-node 99999999999:2", "--slow-node"},
+        {"--slow-node -1:2", "--slow-node"},
+        {"--overlap nan", "--overlap"},
+        {"--cycle-time-ms 1e300", "--cycle-time-ms"},
+        {"--cycle-time-ms -1", "--cycle-time-ms"},
+        {"--topology fat-tree --oversubscription 1e300", "--oversubscription"},
+        {"--topology fat-tree --oversubscription 0.5", "--oversubscription"},
+        {"--topology fat-tree --rack-nodes 0", "--rack-nodes"},
     };
     for (const auto& [flags, named] : cases) {
         const auto r = run_epochcast("simulate --nodes 2 --iterations 1 " + flags);
@@ -77,6 +109,44 @@ TEST(SimulateCli, BadInputIsExitCodeTwoWithOneLine) {
         EXPECT_TRUE(r.out.empty()) << flags;
     }
     EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
+// Issue 25: `simulate --nodes 100000` ran for over a minute; the simulator refuses what it cannot
+// run in an hour, up front, saying what would fit.
+TEST(SimulateCli, RefusesRunsItCannotFinish) {
+    const struct {
+        const char* flags;
+        const char* says;
+    } cases[] = {
+        {"--nodes 100000 --batch-per-gpu 1", "simulate takes at most 16,384 GPUs (got 800,000"},
+        {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "use at most"},
+        {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "--iterations here"},
+        {"--nodes 64 --strategy ps --ps-colocated --granularity step --iterations 1000", "--granularity coarse"},
+    };
+    for (const auto& c : cases) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = run_epochcast(std::string("simulate ") + c.flags);
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0) << c.flags;
+        EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.flags << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << c.flags;
+    }
+}
+
+// Issue 25: 100,000,000 iterations gave bad_alloc (10,000,000 took 5.3 GB); the count is bounded.
+TEST(SimulateCli, IterationsAreAWholeNumberWithinTheBound) {
+    for (const char* value : {"100000000", "1000001", "0", "-3", "1.5", "nan", "inf", "1e400"}) {
+        const auto r = run_epochcast(std::string("simulate --nodes 2 --iterations ") + value);
+        EXPECT_EQ(r.exit_code, 2) << value << ": " << r.err;
+        EXPECT_NE(r.err.find("--iterations must be a whole number from 1 to 1000000"), std::string::npos)
+            << value << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << value << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << value;
+    }
+    const auto r = run_epochcast("simulate --nodes 1 --gpus-per-node 1 --iterations 1e1 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["iteration_distribution"]["samples_s"].size(), 10u);
 }
 
 }  // namespace
