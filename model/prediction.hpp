@@ -73,6 +73,45 @@ struct Prediction {
     double cost_usd = 0;                 ///< the whole run, billed per second
 };
 
+/// One numeric figure of a Prediction, by the name prediction_json() and the sweep's CSV give it.
+struct PredictionFigure {
+    const char* name;
+    double (*get)(const Prediction&);
+};
+
+/// Every numeric figure of a Prediction, in the sweep CSV's column order. Each is finite and not
+/// negative in a prediction that check_prediction() (model/cost_model.hpp) accepts.
+inline constexpr PredictionFigure kPredictionFigures[] = {
+    {"gpus", [](const Prediction& p) { return double(p.gpus); }},
+    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},
+    {"throughput_images_per_s", [](const Prediction& p) { return p.throughput_images_per_s; }},
+    {"interval_low", [](const Prediction& p) { return p.interval.low; }},
+    {"interval_high", [](const Prediction& p) { return p.interval.high; }},
+    {"per_gpu_images_per_s", [](const Prediction& p) { return p.per_gpu_images_per_s; }},
+    {"iteration_s", [](const Prediction& p) { return p.iteration_s; }},
+    {"compute_s", [](const Prediction& p) { return p.compute_s; }},
+    {"data_s", [](const Prediction& p) { return p.data_s; }},
+    {"communication_s", [](const Prediction& p) { return p.communication_s; }},
+    {"exposed_communication_s", [](const Prediction& p) { return p.exposed_communication_s; }},
+    {"sync_s", [](const Prediction& p) { return p.sync_s; }},
+    {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
+    {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
+    {"buckets", [](const Prediction& p) { return double(p.buckets); }},
+    {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
+    {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
+    {"startup_s", [](const Prediction& p) { return p.startup_s; }},
+    {"time_to_train_s", [](const Prediction& p) { return p.time_to_train_s; }},
+    {"cluster_usd_per_hour", [](const Prediction& p) { return p.cluster_usd_per_hour; }},
+    {"cost_usd", [](const Prediction& p) { return p.cost_usd; }},
+    {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
+    {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
+    {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
+    {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+    {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},
+    {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
+    {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
+};
+
 /// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from
 /// the GPUs); 0 for a prediction of no GPU.
 inline int batch_per_gpu(const Prediction& p) { return p.gpus > 0 ? p.global_batch / p.gpus : 0; }

@@ -21,6 +21,12 @@ double ps_ratio(const Scenario& scenario);
 /// rounded, at least one.
 int ps_nodes_for(double ratio, int nodes);
 
+/// Throws InputError "--max-nodes N is more than the 100,000 nodes epochcast models" past kMaxNodes.
+void check_max_nodes(int max_nodes);
+
+/// 1, 2, 4, ... up to `limit` (nothing when it is below 1), without overflow for any int limit.
+std::vector<int> powers_of_two_up_to(int limit);
+
 /// The scenario on `nodes` worker nodes, its dedicated parameter servers scaled to keep ps_ratio
 /// (rounded, at least one).
 Scenario with_nodes(const Scenario& scenario, int nodes);
