@@ -617,13 +617,10 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const MemoryEstimate memory = training_memory(work, scenario.precision, batch);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
-        // Memory grows linearly with the batch, so the largest batch that fits is a division.
-        const double batch_independent_bytes = memory.total_bytes() - memory.activations_bytes;
-        const int fits = static_cast<int>(std::floor((capacity - batch_independent_bytes) /
-                                                     activation_bytes_per_image(work, scenario.precision)));
+        const int fits = largest_batch_that_fits(work, scenario.precision, capacity);
         throw InfeasibleError("batch " + std::to_string(batch) + " per GPU of " + scenario.model + " at " +
                               std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
-                              " GiB, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
+                              " GiB with the CUDA context and the allocator's slack, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
                               (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
                                         : " (not even a batch of 1 fits)"));
     }

@@ -56,7 +56,8 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
                 s.batch_per_gpu = batch;
                 s.global_batch = 0;  // a calibration run's batch is its own
                 if (s.strategy == Strategy::ps && !s.ps_colocated) {
-                    s.ps_nodes = std::max(1, target.ps_nodes * nodes / std::max(1, target.nodes));
+                    const long long servers = static_cast<long long>(target.ps_nodes) * nodes / std::max(1, target.nodes);
+                    s.ps_nodes = std::max(1, clamped_count(static_cast<double>(servers)));
                 }
                 out.push_back(s);
             }

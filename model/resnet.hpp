@@ -56,8 +56,8 @@ struct Architecture {
 };
 
 /// The largest input side epochcast models, in pixels (docs/model.md, "Limits"): a 4096 px image
-/// keeps about 4 GiB of activations per image in ResNet-50, past every GPU's memory at any batch,
-/// and every layer's elements per image stay below 2^31.
+/// keeps about 17.5 GiB of ResNet-50 activations at amp, so a few at most fit an 80 GB GPU, and
+/// every layer's elements per image stay below 2^31.
 inline constexpr int kMaxImageSizePx = 4'096;
 /// The most classifier outputs epochcast models (ResNet-50's fc then holds 2 x 10^9 parameters).
 inline constexpr int kMaxClasses = 1'000'000;

@@ -23,6 +23,10 @@ inline constexpr std::int64_t kMaxDatasetImages = 1'000'000'000'000;  ///< image
 inline constexpr double kMaxEpochs = 10'000;                      ///< epochs to train
 inline constexpr int kMaxEfaAdapters = 64;                        ///< EFA adapters per node
 
+/// A count computed in floating point (servers = ratio x worker nodes) as a Scenario's int: past
+/// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.
+inline int clamped_count(double count) { return count <= kMaxNodes ? static_cast<int>(count) : kMaxNodes + 1; }
+
 /// One configuration. Field names follow the trace runs and the sweep spec (DESIGN.md).
 /// The defaults are seed 000's cluster with TensorFlow + Horovod.
 struct Scenario {

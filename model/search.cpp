@@ -101,7 +101,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
                                 s.ps_colocated = choice.colocated;
                                 if (!choice.colocated) {
                                     s.ps_instance = choice.instance;
-                                    s.ps_nodes = std::max(1, static_cast<int>(std::ceil(choice.ratio * nodes - 1e-9)));
+                                    s.ps_nodes = std::max(1, clamped_count(std::ceil(choice.ratio * nodes - 1e-9)));
                                 }
                             }
                             out.push_back(std::move(s));

@@ -21,7 +21,7 @@ double ps_ratio(const Scenario& scenario) {
     return static_cast<double>(scenario.ps_nodes) / scenario.nodes;
 }
 
-int ps_nodes_for(double ratio, int nodes) { return std::max(1, static_cast<int>(std::lround(ratio * nodes))); }
+int ps_nodes_for(double ratio, int nodes) { return std::max(1, clamped_count(std::round(ratio * nodes))); }
 
 std::vector<int> powers_of_two_up_to(int limit) {
     std::vector<int> out;

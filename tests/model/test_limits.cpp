@@ -219,5 +219,20 @@ TEST(Limits, DoublingLoopsStopAtAnyIntWithoutOverflow) {
     EXPECT_THROW(across_instances(model(), target, INT_MAX), InputError);
 }
 
+TEST(Limits, ServerCountsScaledFromARatioClampInsteadOfOverflowing) {
+    EXPECT_EQ(clamped_count(3.0), 3);
+    EXPECT_EQ(clamped_count(1e10), kMaxNodes + 1);
+    EXPECT_EQ(clamped_count(std::nan("")), kMaxNodes + 1);
+    // 100,000 servers for one worker, grown to 100,000 workers: 10^10 servers, past an int.
+    Scenario s;
+    s.strategy = Strategy::ps;
+    s.ps_instance = "m4.16xlarge";
+    s.nodes = 1;
+    s.ps_nodes = kMaxNodes;
+    const Scenario grown = with_nodes(s, kMaxNodes);
+    EXPECT_EQ(grown.ps_nodes, kMaxNodes + 1);
+    EXPECT_TRUE(contains(refusal(grown), "--ps-nodes 100001 is more than the 100,000 server nodes")) << refusal(grown);
+}
+
 }  // namespace
 }  // namespace epochcast
