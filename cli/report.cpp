@@ -197,6 +197,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"scaling_efficiency", p.scaling_efficiency},
             {"node_scaling_efficiency", p.node_scaling_efficiency},
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
+            {"memory_headroom_GiB", p.memory_headroom_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
             {"global_batch_beyond_published", p.global_batch_beyond_published},
@@ -253,7 +254,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     });
     row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.data_s, 1); });
     row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
-    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) { return fixed(p.memory_per_gpu_GiB, 2); });
+    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
+        return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";
+    });
     row("epoch", [](const Scenario&, const Prediction& p) { return format_duration(p.epoch_s); });
     row("epochs", [](const Scenario&, const Prediction& p) {
         std::string text = format_number(p.epochs, 3);

@@ -797,6 +797,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     };
     r.cluster_usd_per_hour = scenario.nodes * hourly(instance) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
     r.memory_per_gpu_bytes = memory.total_bytes();
+    r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     return r;
 }
 
@@ -910,6 +911,7 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.global_batch_beyond_published = s.global_batch_beyond_published;
     p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
+    p.memory_headroom_GiB = s.memory_headroom_bytes / kBytesPerGiB;
 
     p.cluster_usd_per_hour = s.cluster_usd_per_hour;
     p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;

@@ -100,7 +100,8 @@ struct ResolvedScenario {
     double checkpoint_s = 0;           ///< one checkpoint write, seconds
     double startup_s = 0;              ///< launch to first iteration, seconds
     double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
-    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch
+    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_bytes = 0;  ///< of that, the CUDA context and the allocator's slack
 
     // Uncertainty
     std::array<FieldSensitivity, kSensitiveFields> sensitivity{};  ///< indexed by SensitiveField

@@ -65,7 +65,9 @@ struct Prediction {
     double epoch_s = 0;                  ///< dataset_images / throughput + checkpoint_s
     double startup_s = 0;                ///< launch and warm-up before the first epoch (seed 001: 1.5 min)
     double time_to_train_s = 0;          ///< startup + epochs x epoch
-    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch
+    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_GiB = 0;      ///< of that, what the GPU keeps beside the tensors: the CUDA
+                                         ///< context and the allocator's slack (docs/model.md, eq. M1)
 
     // Money, in US dollars
     double cluster_usd_per_hour = 0;     ///< workers plus dedicated parameter servers, at the chosen pricing
@@ -107,6 +109,7 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
     {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
     {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+    {"memory_headroom_GiB", [](const Prediction& p) { return p.memory_headroom_GiB; }},
     {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},
     {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
     {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},

@@ -199,6 +199,21 @@ TEST(PredictCliLimits, SweepRowsPastTheLimitsAreInfeasibleWithTheReason) {
     EXPECT_NE(result.out.find("--nodes 2147483647 is more than the 100,000 nodes"), std::string::npos) << result.out;
 }
 
+TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
+    // "A batch that leaves 30 MiB of a 16 GiB GPU free 'fits'": the figure holds the CUDA context
+    // (781 MiB) and 2% of the tensors for the allocator (docs/model.md, eq. M1), and says so.
+    const auto json = nlohmann::json::parse(run_in_process({"predict", "--nodes", "1", "--json"}));
+    const double tensors_GiB = 14'694'707'680.0 / (1024.0 * 1024 * 1024);
+    EXPECT_NEAR(json["memory_headroom_GiB"].get<double>(), 781.0 / 1024 + 0.02 * tensors_GiB, 1e-9);
+    EXPECT_NEAR(json["memory_per_gpu_GiB"].get<double>(), 1.02 * tensors_GiB + 781.0 / 1024, 1e-9);
+    const std::string table = run_in_process({"predict", "--nodes", "1"});
+    EXPECT_NE(table.find("14.72, 1.04 of it headroom"), std::string::npos) << table;
+    // The largest batch that fits a 16 GiB V100 at amp is 279; the refusal counts the headroom.
+    expect_bad_input("predict --nodes 1 --batch-per-gpu 280",
+                     "with the CUDA context and the allocator's slack, more than the 16 GiB of a V100-SXM2-16GB (the "
+                     "largest batch that fits is 279)");
+}
+
 TEST(PredictCli, ATargetAccuracyMakesTheEpochsAnOutputWithTheirSource) {
     const auto json = nlohmann::json::parse(run_in_process(
         {"predict", "--instance", "p4d.24xlarge", "--nodes", "1", "--batch-per-gpu", "256", "--target-top1", "75.9", "--json"}));
