@@ -73,8 +73,10 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     auto& scen = flags.options;
     scen.push_back(cmd.add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
     scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances, 1 to " + format_count(kMaxNodes)));
-    flags.gpus_per_node = cmd.add_option("--gpus-per-node", s.gpus_per_node,
-                                         "GPUs used per instance, at least 1 (default: all the instance has)");
+    flags.gpus_per_node =
+        cmd.add_option("--gpus-per-node", s.gpus_per_node,
+                       "GPUs used per instance, 1 to what the instance has (at most " + format_count(kMaxGpusPerNode) +
+                           "; default: all of them)");
     scen.push_back(flags.gpus_per_node);
     scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu,
                                    "Images per GPU per iteration, 1 to " + format_count(kMaxBatchPerGpu)));
