@@ -1,6 +1,9 @@
 #include "cli/common.hpp"
 
 #include "model/convergence.hpp"
+#include "model/cost_model.hpp"
+#include "model/resnet.hpp"
+#include "model/text_io.hpp"
 #include "model/errors.hpp"
 #include "model/types.hpp"
 #include "traces/trace.hpp"
@@ -44,6 +47,24 @@ Scenario ScenarioFlags::to_scenario() const {
     s.pricing = parse_pricing(pricing, "--pricing");
     s.stack = parse_software_stack(stack, "--stack");
     s.strategy = strategy.empty() ? Strategy::nccl : parse_strategy(strategy, "--strategy");
+    // The model's sentinels (0 GPUs per node: all; 0 global batch: --batch-per-gpu rules; 0
+    // servers: none; -1 adapters: all) are what a flag left out means; given, each must be a count.
+    struct Floor {
+        const CLI::Option* option;
+        int value;
+        int lowest;
+        const char* left_out;
+    };
+    for (const Floor& f : {Floor{gpus_per_node, s.gpus_per_node, 1, "leave it out to use all the instance's GPUs"},
+                           Floor{global_batch, s.global_batch, 1, "leave it out to set --batch-per-gpu"},
+                           Floor{ps_nodes, s.ps_nodes, 1, "leave it out with --ps-colocated or an all-reduce strategy"},
+                           Floor{efa_adapters, s.efa_adapters, 0, "leave it out to use all the instance's adapters"}}) {
+        if (f.option != nullptr && f.option->count() > 0 && f.value < f.lowest) {
+            throw InputError(f.option->get_name() + " must be at least " + std::to_string(f.lowest) + " (got " +
+                             std::to_string(f.value) + "; " + f.left_out + ")");
+        }
+    }
+    check_scenario_limits(s);
     return s;
 }
 
@@ -51,12 +72,18 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     Scenario& s = flags.scenario;
     auto& scen = flags.options;
     scen.push_back(cmd.add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
-    scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances"));
-    scen.push_back(cmd.add_option("--gpus-per-node", s.gpus_per_node, "GPUs used per instance (default: all)"));
-    scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu, "Images per GPU per iteration"));
-    scen.push_back(cmd.add_option("--global-batch", s.global_batch,
-                                   "Images per iteration over all GPUs, held fixed: the per-GPU batch is this over the GPUs "
-                                   "(replaces --batch-per-gpu)"));
+    scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances, 1 to " + format_count(kMaxNodes)));
+    flags.gpus_per_node =
+        cmd.add_option("--gpus-per-node", s.gpus_per_node,
+                       "GPUs used per instance, 1 to what the instance has (at most " + format_count(kMaxGpusPerNode) +
+                           "; default: all of them)");
+    scen.push_back(flags.gpus_per_node);
+    scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu,
+                                   "Images per GPU per iteration, 1 to " + format_count(kMaxBatchPerGpu)));
+    flags.global_batch = cmd.add_option("--global-batch", s.global_batch,
+                                        "Images per iteration over all GPUs (1 to " + format_count(kMaxGlobalBatch) +
+                                            "), held fixed: the per-GPU batch is this over the GPUs (replaces --batch-per-gpu)");
+    scen.push_back(flags.global_batch);
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
     scen.push_back(cmd.add_option("--strategy", flags.strategy,
                                    "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
@@ -66,15 +93,23 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
                                    "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
                                    "stock releases on CUDA 9; docs/model.md)"));
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
-    scen.push_back(cmd.add_option("--ps-nodes", s.ps_nodes, "Parameter-server instances (--strategy ps)"));
+    flags.ps_nodes = cmd.add_option("--ps-nodes", s.ps_nodes,
+                                    "Dedicated parameter-server instances, at least 1 (--strategy ps without --ps-colocated; "
+                                    "left out: none)");
+    scen.push_back(flags.ps_nodes);
     scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
-    scen.push_back(cmd.add_option("--efa-adapters", s.efa_adapters,
-                                   "EFA adapters used per node (default: all the instance has; 0: TCP sockets)"));
+    flags.efa_adapters = cmd.add_option("--efa-adapters", s.efa_adapters,
+                                        "EFA adapters used per node, 0 (TCP sockets) up to what the instance has (default: all)");
+    scen.push_back(flags.efa_adapters);
     scen.push_back(cmd.add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
-    scen.push_back(cmd.add_option("--image-size", s.image_size, "Input side in pixels"));
-    scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs"));
-    scen.push_back(cmd.add_option("--dataset-images", s.dataset_images, "Images per epoch (default: ImageNet-1k, 1281167)"));
-    scen.push_back(cmd.add_option("--epochs", s.epochs, "Epochs to train (default 90)"));
+    scen.push_back(cmd.add_option("--image-size", s.image_size,
+                                   "Input side in pixels, 32 to " + format_count(kMaxImageSizePx) + " (default 224)"));
+    scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs, 1 to " + format_count(kMaxClasses)));
+    scen.push_back(cmd.add_option("--dataset-images", s.dataset_images,
+                                   "Images per epoch, 1 to " + format_count(static_cast<double>(kMaxDatasetImages)) +
+                                       " (default: ImageNet-1k, 1281167)"));
+    scen.push_back(cmd.add_option("--epochs", s.epochs,
+                                   "Epochs to train, more than 0 and at most " + format_count(kMaxEpochs) + " (default 90)"));
     add_target_flags(cmd, flags.target, scen.back());
     scen.push_back(flags.target.target);
     scen.push_back(flags.target.recipe_option);

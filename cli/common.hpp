@@ -41,10 +41,16 @@ struct ScenarioFlags {
     std::string stack = "current";
     TargetFlags target;
     std::vector<CLI::Option*> options;  ///< the scenario flags, to tell whether any was given
+    CLI::Option* gpus_per_node = nullptr;  ///< given: at least 1 (the model's 0, "all", is the flag left out)
+    CLI::Option* ps_nodes = nullptr;       ///< given: at least 1 (0, "no dedicated servers", is the flag left out)
+    CLI::Option* global_batch = nullptr;   ///< given: at least 1 (0, "--batch-per-gpu rules", is the flag left out)
+    CLI::Option* efa_adapters = nullptr;   ///< given: 0 or more (the model's -1, "all", is the flag left out)
 
     /// True when the user gave at least one scenario flag (--pricing does not count).
     bool any_given() const;
-    /// The Scenario the flags describe; throws InputError naming a bad value.
+    /// The Scenario the flags describe; throws InputError naming a bad value: a given
+    /// --gpus-per-node, --ps-nodes or --global-batch below 1, a given --efa-adapters below 0, and whatever
+    /// check_scenario_limits() (model/cost_model.hpp) refuses.
     Scenario to_scenario() const;
 };
 

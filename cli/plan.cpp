@@ -184,15 +184,17 @@ void run_plan(PlanOptions& o, std::ostream& out) {
     if (o.global_batch < 0) throw InputError("--global-batch must be at least 1 (got " + std::to_string(o.global_batch) + ")");
     if (o.global_batch > 0 && !o.batches.empty()) throw InputError("give --batch-per-gpu or --global-batch, not both");
     space.base.global_batch = o.global_batch;
+    // Every node count and batch within the limits epochcast models (model/scenario.hpp), each
+    // refused by the flag it came from, before any configuration is enumerated.
     for (int n : space.nodes) {
-        if (n < 1) throw InputError("--nodes values must be at least 1 (got " + std::to_string(n) + ")");
-    }
-    for (int b : space.batch_per_gpu) {
-        if (b < 1) throw InputError("--batch-per-gpu values must be at least 1 (got " + std::to_string(b) + ")");
+        for (int b : space.batch_per_gpu) {
+            Scenario probe = space.base;
+            probe.nodes = n;
+            probe.batch_per_gpu = b;
+            check_scenario_limits(probe);
+        }
     }
     model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
-    if (o.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
-    if (!(o.epochs > 0)) throw InputError("--epochs must be positive");
     o.target.apply(space.base);
     std::string epochs_text = format_number(o.epochs, 2) + " epochs";
     if (space.base.target_top1_percent > 0) {

@@ -28,7 +28,7 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
     const Scenario target = o.flags.to_scenario();
     const CalibrationPlan plan = plan_calibration(model, target, o.plan);
-    const Prediction predicted = model.predict(target);
+    const Prediction predicted = model.checked_predict(target);
 
     out << "Target: " << target.nodes << " x " << target.instance << " (" << predicted.gpus << " GPUs), "
         << to_string(target.framework) << "/" << to_string(target.strategy) << ", " << target.model << " batch "

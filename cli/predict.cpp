@@ -51,7 +51,7 @@ void run_predict(PredictOptions& o, std::ostream& out) {
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
-        results.push_back({s, model.predict(resolved), resolved.curve_origin});
+        results.push_back({s, model.checked_predict(resolved), resolved.curve_origin});
     }
 
     if (o.json) {

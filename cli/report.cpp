@@ -31,41 +31,6 @@ std::string strategy_label(const Scenario& s) {
     return "?";
 }
 
-/// The Prediction's numeric CSV columns, named as in prediction_json().
-struct NumericColumn {
-    const char* name;
-    double (*get)(const Prediction&);
-};
-constexpr NumericColumn kPredictionColumns[] = {
-    {"gpus", [](const Prediction& p) { return double(p.gpus); }},
-    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},
-    {"throughput_images_per_s", [](const Prediction& p) { return p.throughput_images_per_s; }},
-    {"interval_low", [](const Prediction& p) { return p.interval.low; }},
-    {"interval_high", [](const Prediction& p) { return p.interval.high; }},
-    {"per_gpu_images_per_s", [](const Prediction& p) { return p.per_gpu_images_per_s; }},
-    {"iteration_s", [](const Prediction& p) { return p.iteration_s; }},
-    {"compute_s", [](const Prediction& p) { return p.compute_s; }},
-    {"data_s", [](const Prediction& p) { return p.data_s; }},
-    {"communication_s", [](const Prediction& p) { return p.communication_s; }},
-    {"exposed_communication_s", [](const Prediction& p) { return p.exposed_communication_s; }},
-    {"sync_s", [](const Prediction& p) { return p.sync_s; }},
-    {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
-    {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
-    {"buckets", [](const Prediction& p) { return double(p.buckets); }},
-    {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
-    {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
-    {"startup_s", [](const Prediction& p) { return p.startup_s; }},
-    {"time_to_train_s", [](const Prediction& p) { return p.time_to_train_s; }},
-    {"cluster_usd_per_hour", [](const Prediction& p) { return p.cluster_usd_per_hour; }},
-    {"cost_usd", [](const Prediction& p) { return p.cost_usd; }},
-    {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
-    {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
-    {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
-    {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
-    {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},
-    {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
-    {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
-};
 constexpr const char* kScenarioColumns =
     "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,"
     "batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
@@ -151,7 +116,7 @@ std::string format_dollars(double usd) {
 
 std::string prediction_csv_header() {
     std::string header = kScenarioColumns;
-    for (const NumericColumn& column : kPredictionColumns) {
+    for (const PredictionFigure& column : kPredictionFigures) {
         header += ',';
         header += column.name;
     }
@@ -163,7 +128,7 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     const Prediction& p = result.prediction;
     append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, batch_per_gpu(p));
     row += "true,";
-    for (const NumericColumn& column : kPredictionColumns) {
+    for (const PredictionFigure& column : kPredictionFigures) {
         row += ',';
         append_number(row, column.get(p));
     }
@@ -184,7 +149,7 @@ void append_infeasible_csv(std::string& row, const Scenario& scenario, std::stri
     append_scenario_csv(row, scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu);
     row += "false,";
     append_field(row, reason);
-    for (std::size_t i = 0; i < std::size(kPredictionColumns) + 6; ++i) row += ',';
+    for (std::size_t i = 0; i < std::size(kPredictionFigures) + 6; ++i) row += ',';
     row += '\n';
 }
 
@@ -232,6 +197,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"scaling_efficiency", p.scaling_efficiency},
             {"node_scaling_efficiency", p.node_scaling_efficiency},
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
+            {"memory_headroom_GiB", p.memory_headroom_GiB},
             {"gpus", p.gpus},
             {"global_batch", p.global_batch},
             {"global_batch_beyond_published", p.global_batch_beyond_published},
@@ -288,7 +254,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     });
     row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.data_s, 1); });
     row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
-    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) { return fixed(p.memory_per_gpu_GiB, 2); });
+    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
+        return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";
+    });
     row("epoch", [](const Scenario&, const Prediction& p) { return format_duration(p.epoch_s); });
     row("epochs", [](const Scenario&, const Prediction& p) {
         std::string text = format_number(p.epochs, 3);

@@ -240,6 +240,7 @@ public:
         try {
             const ResolvedScenario resolved = model_.resolve(s);
             const ScenarioResult result{s, predict(s, resolved), resolved.curve_origin};
+            check_prediction(result.prediction);  // a row marked feasible holds finite, non-negative figures
             if (format_ == Format::csv) {
                 append_prediction_csv(text, result);
             } else {

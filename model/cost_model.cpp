@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -459,22 +460,91 @@ const Workload& CostModel::workload(const std::string& model, int image_size, in
     return found->second;
 }
 
-ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
-    if (scenario.nodes < 1) throw InputError("--nodes must be at least 1 (got " + std::to_string(scenario.nodes) + ")");
-    if (scenario.global_batch == 0 && scenario.batch_per_gpu < 1) {
-        throw InputError("--batch-per-gpu must be at least 1 (got " + std::to_string(scenario.batch_per_gpu) + ")");
+namespace {
+
+/// "<flag> <value> is more than the <limit> <unit> epochcast models".
+[[noreturn]] void beyond_limit(std::string_view flag, const std::string& value, double limit, std::string_view unit) {
+    throw InputError(std::string(flag) + " " + value + " is more than the " + format_count(limit) + " " +
+                     std::string(unit) + " epochcast models");
+}
+
+/// A count that must lie in [lowest, highest]: below, "<flag> must be at least <lowest> (got N)".
+void check_count(std::string_view flag, std::int64_t value, std::int64_t lowest, std::int64_t highest,
+                 std::string_view unit) {
+    if (value < lowest) {
+        throw InputError(std::string(flag) + " must be at least " + std::to_string(lowest) + " (got " +
+                         std::to_string(value) + ")");
+    }
+    if (value > highest) beyond_limit(flag, std::to_string(value), static_cast<double>(highest), unit);
+}
+
+std::string shortest(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", value);
+    return buffer;
+}
+
+}  // namespace
+
+void check_scenario_limits(const Scenario& scenario) {
+    check_count("--nodes", scenario.nodes, 1, kMaxNodes, "nodes");
+    if (scenario.gpus_per_node != 0) check_count("--gpus-per-node", scenario.gpus_per_node, 1, kMaxGpusPerNode, "GPUs per node");
+    if (scenario.global_batch != 0) {
+        check_count("--global-batch", scenario.global_batch, 1, kMaxGlobalBatch, "images per iteration");
+    } else {
+        check_count("--batch-per-gpu", scenario.batch_per_gpu, 1, kMaxBatchPerGpu, "images per GPU");
+    }
+    if (scenario.image_size > kMaxImageSizePx) {
+        beyond_limit("--image-size", std::to_string(scenario.image_size), kMaxImageSizePx, "px");
+    }
+    check_count("--classes", scenario.classes, 1, kMaxClasses, "classes");
+    check_count("--dataset-images", scenario.dataset_images, 1, kMaxDatasetImages, "images");
+    if (scenario.target_top1_percent == 0) {
+        if (!std::isfinite(scenario.epochs)) {
+            throw InputError("--epochs must be a finite number (got " + shortest(scenario.epochs) + ")");
+        }
+        if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive (got " + shortest(scenario.epochs) + ")");
+        if (scenario.epochs > kMaxEpochs) beyond_limit("--epochs", shortest(scenario.epochs), kMaxEpochs, "epochs");
     }
     if (scenario.efa_adapters < -1) {
         throw InputError("--efa-adapters must be 0 or more (got " + std::to_string(scenario.efa_adapters) + ")");
     }
-    if (scenario.gpus_per_node < 0) {
-        throw InputError("--gpus-per-node must be positive (got " + std::to_string(scenario.gpus_per_node) + ")");
+    if (scenario.efa_adapters > kMaxEfaAdapters) {
+        beyond_limit("--efa-adapters", std::to_string(scenario.efa_adapters), kMaxEfaAdapters, "adapters per node");
     }
-    if (scenario.dataset_images < 1) throw InputError("--dataset-images must be at least 1");
-    if (scenario.target_top1_percent == 0 && !(scenario.epochs > 0)) throw InputError("--epochs must be positive");
+    check_count("--ps-nodes", scenario.ps_nodes, 0, kMaxNodes, "server nodes");
     if (!(scenario.fusion_threshold_MiB >= 0) || !std::isfinite(scenario.fusion_threshold_MiB)) {
         throw InputError("the fusion threshold must be positive (0: the framework's bucket)");
     }
+}
+
+void check_prediction(const Prediction& p) {
+    for (const PredictionFigure& figure : kPredictionFigures) {
+        const double value = figure.get(p);
+        if (std::isfinite(value) && value >= 0) continue;
+        const std::string name = figure.name;
+        if (name == "interval_low" || name == "interval_high") {
+            throw InfeasibleError("the calibration's uncertainty gives no finite throughput band for this scenario (" +
+                                  name + " " + shortest(value) + ")");
+        }
+        throw InfeasibleError("the model gives " + name + " " + shortest(value) +
+                              " for this scenario, not a finite, non-negative figure");
+    }
+    if (!(p.throughput_images_per_s > 0)) throw InfeasibleError("the model gives no throughput for this scenario");
+    if (!(p.interval.low <= p.throughput_images_per_s && p.throughput_images_per_s <= p.interval.high)) {
+        throw InfeasibleError("the calibration's uncertainty gives a throughput band (" + shortest(p.interval.low) + " - " +
+                              shortest(p.interval.high) + " img/s) that does not hold the throughput");
+    }
+}
+
+Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
+    Prediction p = predict(scenario);
+    check_prediction(p);
+    return p;
+}
+
+ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
+    check_scenario_limits(scenario);
 
     const InstanceSpec& instance = catalog_->instance(scenario.instance);
     if (instance.gpus == 0) {
@@ -487,6 +557,10 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     }
     const int efa = scenario.efa_adapters < 0 ? instance.efa_adapters : scenario.efa_adapters;
     const int k = scenario.gpus_per_node == 0 ? instance.gpus : scenario.gpus_per_node;
+    if (k > kMaxGpusPerNode) {
+        throw InputError("instance '" + instance.name + "' has " + std::to_string(k) + " GPUs, more than the " +
+                         format_count(kMaxGpusPerNode) + " per node epochcast models");
+    }
     if (k > instance.gpus) {
         throw InputError("--gpus-per-node " + std::to_string(k) + " is more than " + instance.name + " has (" +
                          std::to_string(instance.gpus) + ")");
@@ -531,6 +605,11 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const int batch = per_gpu_batch(scenario, instance.gpus);
     if (batch < 1) throw InputError("the per-GPU batch must be at least 1 (got " + std::to_string(batch) + ")");
     const double global_batch = static_cast<double>(scenario.nodes) * k * batch;
+    if (global_batch > kMaxGlobalBatch) {
+        throw InputError("a global batch of " + format_count(global_batch) + " images (" + std::to_string(scenario.nodes) +
+                         " nodes x " + std::to_string(k) + " GPUs x " + std::to_string(batch) + ") is more than the " +
+                         format_count(kMaxGlobalBatch) + " images per iteration epochcast models");
+    }
     if (global_batch > static_cast<double>(scenario.dataset_images)) {
         throw InputError("a global batch of " + format_count(global_batch) + " images is more than the dataset's " +
                          format_count(static_cast<double>(scenario.dataset_images)) + ": one iteration would exceed an epoch");
@@ -538,13 +617,10 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const MemoryEstimate memory = training_memory(work, scenario.precision, batch);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
-        // Memory grows linearly with the batch, so the largest batch that fits is a division.
-        const double batch_independent_bytes = memory.total_bytes() - memory.activations_bytes;
-        const int fits = static_cast<int>(std::floor((capacity - batch_independent_bytes) /
-                                                     activation_bytes_per_image(work, scenario.precision)));
+        const int fits = largest_batch_that_fits(work, scenario.precision, capacity);
         throw InfeasibleError("batch " + std::to_string(batch) + " per GPU of " + scenario.model + " at " +
                               std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
-                              " GiB, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
+                              " GiB with the CUDA context and the allocator's slack, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
                               (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
                                         : " (not even a batch of 1 fits)"));
     }
@@ -721,6 +797,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     };
     r.cluster_usd_per_hour = scenario.nodes * hourly(instance) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
     r.memory_per_gpu_bytes = memory.total_bytes();
+    r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     return r;
 }
 
@@ -811,6 +888,9 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
             variance += gradient[a] * gradient[b] * covariance_[row * n + column];
         }
     }
+    // A covariance too large for a double (1e308 in a calibration file) gives no band: an infinite
+    // sigma, which check_prediction() refuses, rather than a NaN that prints as "0 - -0".
+    if (!std::isfinite(variance)) return std::numeric_limits<double>::infinity();
     return std::sqrt(std::max(variance, 0.0));
 }
 
@@ -831,6 +911,7 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.global_batch_beyond_published = s.global_batch_beyond_published;
     p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
+    p.memory_headroom_GiB = s.memory_headroom_bytes / kBytesPerGiB;
 
     p.cluster_usd_per_hour = s.cluster_usd_per_hour;
     p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;

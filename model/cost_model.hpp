@@ -100,7 +100,8 @@ struct ResolvedScenario {
     double checkpoint_s = 0;           ///< one checkpoint write, seconds
     double startup_s = 0;              ///< launch to first iteration, seconds
     double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
-    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch
+    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_bytes = 0;  ///< of that, the CUDA context and the allocator's slack
 
     // Uncertainty
     std::array<FieldSensitivity, kSensitiveFields> sensitivity{};  ///< indexed by SensitiveField
@@ -278,6 +279,21 @@ Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communi
 /// (docs/model.md, "Time to train and cost"); shared by the closed form and the simulator.
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 
+/// Refuse a scenario past the limits epochcast models (model/scenario.hpp, docs/model.md "Limits")
+/// or below their floor, before any product is formed: nodes 1..kMaxNodes, GPUs per node 0 (all)
+/// or 1..kMaxGpusPerNode, batch per GPU 1..kMaxBatchPerGpu (unless a global batch is set), global
+/// batch 0 (none) or 1..kMaxGlobalBatch, image size up to kMaxImageSizePx, classes 1..kMaxClasses,
+/// dataset images 1..kMaxDatasetImages, epochs finite in (0, kMaxEpochs] (unless a target is set),
+/// EFA adapters -1 (all), 0 or up to kMaxEfaAdapters, server nodes 0..kMaxNodes. Throws InputError
+/// naming the CLI flag and the limit ("--nodes 2147483647 is more than the 100,000 nodes epochcast
+/// models"). resolve() calls it first.
+void check_scenario_limits(const Scenario& scenario);
+
+/// Refuse a prediction with a figure of kPredictionFigures that is not a finite, non-negative
+/// number, no throughput, or a band that does not hold the throughput: throws InfeasibleError
+/// naming the figure. The last check before a prediction reaches a user (CostModel::checked_predict).
+void check_prediction(const Prediction& prediction);
+
 class CostModel {
 public:
     /// Throws InputError when the calibration's covariance names a parameter it does not have.
@@ -293,6 +309,11 @@ public:
     Prediction predict(const ResolvedScenario& scenario) const noexcept;
 
     Prediction predict(const Scenario& scenario) const { return predict(resolve(scenario)); }
+
+    /// predict() followed by check_prediction(): what the CLI, the plan search, the sweep and the
+    /// what-if curves show. Throws InfeasibleError for a figure that is not finite and non-negative.
+    Prediction checked_predict(const ResolvedScenario& scenario) const;
+    Prediction checked_predict(const Scenario& scenario) const { return checked_predict(resolve(scenario)); }
 
     /// The architecture's workload figures, built once per (model, image size, classes).
     const Workload& workload(const std::string& model, int image_size, int classes) const;

@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 
 #include "model/errors.hpp"
+#include "model/whatif.hpp"
 
 namespace epochcast {
 namespace {
@@ -40,7 +41,7 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
         if (b >= 1 && std::find(batches.begin(), batches.end(), b) == batches.end()) batches.push_back(b);
     }
     std::vector<Scenario> out;
-    for (int nodes = 1; nodes <= std::max(1, options.max_nodes); nodes *= 2) {
+    for (const int nodes : powers_of_two_up_to(options.max_nodes)) {
         std::vector<int> gpus{instance.gpus};
         if (nodes == 1) {
             gpus = {1};
@@ -55,7 +56,8 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
                 s.batch_per_gpu = batch;
                 s.global_batch = 0;  // a calibration run's batch is its own
                 if (s.strategy == Strategy::ps && !s.ps_colocated) {
-                    s.ps_nodes = std::max(1, target.ps_nodes * nodes / std::max(1, target.nodes));
+                    const long long servers = static_cast<long long>(target.ps_nodes) * nodes / std::max(1, target.nodes);
+                    s.ps_nodes = std::max(1, clamped_count(static_cast<double>(servers)));
                 }
                 out.push_back(s);
             }
@@ -68,6 +70,7 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
 
 CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target, const PlanOptions& options) {
     if (options.max_nodes < 1) throw InputError("--max-nodes must be at least 1");
+    check_max_nodes(options.max_nodes);
     if (options.max_runs < 1) throw InputError("--max-runs must be at least 1");
     if (options.benchmark_iterations < 1) throw InputError("--iterations must be at least 1");
 
@@ -87,12 +90,13 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
     std::vector<Candidate> candidates;
     for (const Scenario& s : candidate_scenarios(model, target, options)) {
         ResolvedScenario r;
+        Prediction p;
         try {
             r = model.resolve(s);
+            p = model.checked_predict(r);
         } catch (const InputError&) {
             continue;  // e.g. half the batch of a configuration that does not fit
         }
-        const Prediction p = model.predict(r);
         Candidate c;
         c.scenario = s;
         c.gradient = dense_gradient(model, r, rows);

@@ -65,12 +65,54 @@ struct Prediction {
     double epoch_s = 0;                  ///< dataset_images / throughput + checkpoint_s
     double startup_s = 0;                ///< launch and warm-up before the first epoch (seed 001: 1.5 min)
     double time_to_train_s = 0;          ///< startup + epochs x epoch
-    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch
+    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_GiB = 0;      ///< of that, what the GPU keeps beside the tensors: the CUDA
+                                         ///< context and the allocator's slack (docs/model.md, eq. M1)
 
     // Money, in US dollars
     double cluster_usd_per_hour = 0;     ///< workers plus dedicated parameter servers, at the chosen pricing
     double cost_per_epoch_usd = 0;       ///< one epoch's share
     double cost_usd = 0;                 ///< the whole run, billed per second
+};
+
+/// One numeric figure of a Prediction, by the name prediction_json() and the sweep's CSV give it.
+struct PredictionFigure {
+    const char* name;
+    double (*get)(const Prediction&);
+};
+
+/// Every numeric figure of a Prediction, in the sweep CSV's column order. Each is finite and not
+/// negative in a prediction that check_prediction() (model/cost_model.hpp) accepts.
+inline constexpr PredictionFigure kPredictionFigures[] = {
+    {"gpus", [](const Prediction& p) { return double(p.gpus); }},
+    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},
+    {"throughput_images_per_s", [](const Prediction& p) { return p.throughput_images_per_s; }},
+    {"interval_low", [](const Prediction& p) { return p.interval.low; }},
+    {"interval_high", [](const Prediction& p) { return p.interval.high; }},
+    {"per_gpu_images_per_s", [](const Prediction& p) { return p.per_gpu_images_per_s; }},
+    {"iteration_s", [](const Prediction& p) { return p.iteration_s; }},
+    {"compute_s", [](const Prediction& p) { return p.compute_s; }},
+    {"data_s", [](const Prediction& p) { return p.data_s; }},
+    {"communication_s", [](const Prediction& p) { return p.communication_s; }},
+    {"exposed_communication_s", [](const Prediction& p) { return p.exposed_communication_s; }},
+    {"sync_s", [](const Prediction& p) { return p.sync_s; }},
+    {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
+    {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
+    {"buckets", [](const Prediction& p) { return double(p.buckets); }},
+    {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
+    {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
+    {"startup_s", [](const Prediction& p) { return p.startup_s; }},
+    {"time_to_train_s", [](const Prediction& p) { return p.time_to_train_s; }},
+    {"cluster_usd_per_hour", [](const Prediction& p) { return p.cluster_usd_per_hour; }},
+    {"cost_usd", [](const Prediction& p) { return p.cost_usd; }},
+    {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
+    {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
+    {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
+    {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+    {"memory_headroom_GiB", [](const Prediction& p) { return p.memory_headroom_GiB; }},
+    {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},
+    {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
+    {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
 };
 
 /// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from

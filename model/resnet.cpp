@@ -21,6 +21,7 @@
 #include <stdexcept>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 
@@ -233,8 +234,16 @@ Architecture build_resnet(std::string_view model, int image_size, int classes) {
         throw InputError("image size " + std::to_string(image_size) + " px is too small for " +
                          std::string(model) + "; use at least " + std::to_string(kMinImageSizePx) + " px");
     }
+    if (image_size > kMaxImageSizePx) {
+        throw InputError("image size " + std::to_string(image_size) + " px is more than the " +
+                         format_count(kMaxImageSizePx) + " px epochcast models");
+    }
     if (classes < 1) {
         throw InputError("class count " + std::to_string(classes) + " is invalid; use at least 1 class");
+    }
+    if (classes > kMaxClasses) {
+        throw InputError("class count " + std::to_string(classes) + " is more than the " + format_count(kMaxClasses) +
+                         " classes epochcast models");
     }
 
     Architecture architecture;

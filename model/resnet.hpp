@@ -55,6 +55,13 @@ struct Architecture {
     std::int64_t forward_macs() const;  ///< sum of layers' forward multiply-accumulates, per image
 };
 
+/// The largest input side epochcast models, in pixels (docs/model.md, "Limits"): a 4096 px image
+/// keeps about 17.5 GiB of ResNet-50 activations at amp, so a few at most fit an 80 GB GPU, and
+/// every layer's elements per image stay below 2^31.
+inline constexpr int kMaxImageSizePx = 4'096;
+/// The most classifier outputs epochcast models (ResNet-50's fc then holds 2 x 10^9 parameters).
+inline constexpr int kMaxClasses = 1'000'000;
+
 /// The names build_resnet accepts, in depth order.
 const std::vector<std::string>& resnet_models();
 

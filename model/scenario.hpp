@@ -11,6 +11,22 @@ namespace epochcast {
 /// The ImageNet-1k training set (ILSVRC2012), in images (seed 000: "1.28M images").
 inline constexpr std::int64_t kImageNetTrainImages = 1'281'167;
 
+// The largest scenario epochcast models (docs/model.md, "Limits"). Generous beside any cluster that
+// can be rented, and small enough that every product the model forms fits its type: GPUs (nodes x
+// GPUs per node <= 1.0e8) and the global batch (<= kMaxGlobalBatch) in an int, memory, images and
+// seconds in a double far from its range. check_scenario_limits() (model/cost_model.hpp) applies them.
+inline constexpr int kMaxNodes = 100'000;                         ///< worker (and server) instances
+inline constexpr int kMaxGpusPerNode = 1'024;                     ///< GPUs (or CPU ranks) per instance
+inline constexpr int kMaxBatchPerGpu = 1'000'000;                 ///< images per GPU per iteration
+inline constexpr int kMaxGlobalBatch = 100'000'000;               ///< images per iteration over all GPUs
+inline constexpr std::int64_t kMaxDatasetImages = 1'000'000'000'000;  ///< images per epoch
+inline constexpr double kMaxEpochs = 10'000;                      ///< epochs to train
+inline constexpr int kMaxEfaAdapters = 64;                        ///< EFA adapters per node
+
+/// A count computed in floating point (servers = ratio x worker nodes) as a Scenario's int: past
+/// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.
+inline int clamped_count(double count) { return count <= kMaxNodes ? static_cast<int>(count) : kMaxNodes + 1; }
+
 /// One configuration. Field names follow the trace runs and the sweep spec (DESIGN.md).
 /// The defaults are seed 000's cluster with TensorFlow + Horovod.
 struct Scenario {
@@ -26,7 +42,8 @@ struct Scenario {
 
     std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
     int nodes = 8;                         ///< worker instances
-    int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has
+    int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has (the
+                                           ///< CLI's --gpus-per-node refuses 0: leave the flag out for all)
     int batch_per_gpu = 256;               ///< images per GPU per iteration (unless global_batch is set)
     /// Images per iteration over all GPUs, held fixed as GPUs are added (strong scaling, as MLPerf
     /// runs): the per-GPU batch is global_batch / GPUs, which must divide it. 0: batch_per_gpu rules.
@@ -37,7 +54,7 @@ struct Scenario {
     SoftwareStack stack = SoftwareStack::current;  ///< the software the compute runs on
 
     std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)
-    int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located)
+    int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located); 0: none
     bool ps_colocated = false;             ///< one server per worker node, on the workers themselves
     int efa_adapters = -1;                 ///< EFA adapters used per node: -1 all the instance has, 0 none
                                            ///< (NCCL falls back to TCP sockets, seed 004)

@@ -101,7 +101,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
                                 s.ps_colocated = choice.colocated;
                                 if (!choice.colocated) {
                                     s.ps_instance = choice.instance;
-                                    s.ps_nodes = std::max(1, static_cast<int>(std::ceil(choice.ratio * nodes - 1e-9)));
+                                    s.ps_nodes = std::max(1, clamped_count(std::ceil(choice.ratio * nodes - 1e-9)));
                                 }
                             }
                             out.push_back(std::move(s));
@@ -168,10 +168,10 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         ++result.considered;
         try {
             const ResolvedScenario resolved = model.resolve(s);
-            const Prediction p = model.predict(resolved);
+            const Prediction p = model.checked_predict(resolved);
             result.plans.push_back({std::move(s), p});
         } catch (const InputError&) {
-            ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, ...
+            ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, no finite figure, ...
         }
     }
     std::vector<TimeCost> points;

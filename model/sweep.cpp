@@ -113,7 +113,7 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
         s.ps_colocated = colocated;
         if (!colocated) {
             s.ps_instance = server_instance;
-            s.ps_nodes = ratio > 0 ? static_cast<int>(std::ceil(ratio * s.nodes - 1e-9)) : servers;
+            s.ps_nodes = ratio > 0 ? clamped_count(std::ceil(ratio * s.nodes - 1e-9)) : servers;
         }
     }
     return s;

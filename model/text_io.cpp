@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -65,7 +66,16 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
 }
 
 std::string format_count(double count) {
-    const long long whole = std::llround(count);
+    if (std::isnan(count)) return "nan";
+    if (std::isinf(count)) return count < 0 ? "-inf" : "inf";
+    const double rounded = std::round(count);
+    // Past 10^18 a long long no longer holds every value a double may: scientific notation.
+    if (std::fabs(rounded) >= 1e18) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%.3g", rounded);
+        return buffer;
+    }
+    const long long whole = static_cast<long long>(rounded);
     const std::string digits = std::to_string(whole < 0 ? -whole : whole);
     std::string out = whole < 0 ? "-" : "";
     for (std::size_t i = 0; i < digits.size(); ++i) {

@@ -23,6 +23,8 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
 
 /// A whole count with thousands separators: 34560 -> "34,560" (rounded to the nearest whole).
+/// Safe for any double: beyond 10^18 in magnitude "1e+20" (three significant digits), and
+/// "inf", "-inf" or "nan" for what is not finite.
 std::string format_count(double count);
 
 }  // namespace epochcast

@@ -5,15 +5,29 @@
 #include <numeric>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
+
+void check_max_nodes(int max_nodes) {
+    if (max_nodes > kMaxNodes) {
+        throw InputError("--max-nodes " + std::to_string(max_nodes) + " is more than the " + format_count(kMaxNodes) +
+                         " nodes epochcast models");
+    }
+}
 
 double ps_ratio(const Scenario& scenario) {
     if (scenario.strategy != Strategy::ps || scenario.ps_colocated || scenario.nodes <= 0) return 0.0;
     return static_cast<double>(scenario.ps_nodes) / scenario.nodes;
 }
 
-int ps_nodes_for(double ratio, int nodes) { return std::max(1, static_cast<int>(std::lround(ratio * nodes))); }
+int ps_nodes_for(double ratio, int nodes) { return std::max(1, clamped_count(std::round(ratio * nodes))); }
+
+std::vector<int> powers_of_two_up_to(int limit) {
+    std::vector<int> out;
+    for (long long n = 1; n <= limit; n *= 2) out.push_back(static_cast<int>(n));
+    return out;
+}
 
 Scenario with_nodes(const Scenario& scenario, int nodes) {
     Scenario s = scenario;
@@ -25,8 +39,8 @@ Scenario with_nodes(const Scenario& scenario, int nodes) {
 
 std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& scenario, int max_nodes) {
     model.resolve(scenario);  // the scenario itself must be valid: its error is the user's to see
-    std::vector<int> sizes;
-    for (int n = 1; n <= std::max(max_nodes, scenario.nodes); n *= 2) sizes.push_back(n);
+    check_max_nodes(max_nodes);
+    std::vector<int> sizes = powers_of_two_up_to(std::max(max_nodes, scenario.nodes));
     sizes.push_back(scenario.nodes);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -36,7 +50,7 @@ std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& 
     for (const int n : sizes) {
         Prediction p;
         try {
-            p = model.predict(with_nodes(scenario, n));
+            p = model.checked_predict(with_nodes(scenario, n));
         } catch (const InputError&) {
             // With the global batch fixed, a size it does not divide, or whose per-GPU share does
             // not fit in memory, has no point on the curve.
@@ -56,6 +70,7 @@ std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& 
 }
 
 InstanceComparison across_instances(const CostModel& model, const Scenario& base, int max_nodes) {
+    check_max_nodes(max_nodes);
     InstanceComparison out;
     for (const InstanceSpec& instance : model.catalog().instances()) {
         if (instance.gpus == 0) continue;  // parameter-server hosts, not workers
@@ -68,15 +83,10 @@ InstanceComparison across_instances(const CostModel& model, const Scenario& base
         }
         std::string reason;
         bool any = false;
-        for (int n = 1; n <= std::max(1, max_nodes); n *= 2) {
+        for (const int n : powers_of_two_up_to(std::max(1, max_nodes))) {
             const Scenario sized = with_nodes(s, n);
             try {
-                const Prediction p = model.predict(sized);
-                if (!std::isfinite(p.cost_usd) || !(p.throughput_images_per_s > 0)) {
-                    if (reason.empty()) reason = "the model gives no finite throughput for " + std::to_string(n) + " nodes";
-                    continue;
-                }
-                out.options.push_back({sized, p});
+                out.options.push_back({sized, model.checked_predict(sized)});
                 any = true;
             } catch (const InputError& error) {
                 if (reason.empty()) reason = error.what();

@@ -21,6 +21,12 @@ double ps_ratio(const Scenario& scenario);
 /// rounded, at least one.
 int ps_nodes_for(double ratio, int nodes);
 
+/// Throws InputError "--max-nodes N is more than the 100,000 nodes epochcast models" past kMaxNodes.
+void check_max_nodes(int max_nodes);
+
+/// 1, 2, 4, ... up to `limit` (nothing when it is below 1), without overflow for any int limit.
+std::vector<int> powers_of_two_up_to(int limit);
+
 /// The scenario on `nodes` worker nodes, its dedicated parameter servers scaled to keep ps_ratio
 /// (rounded, at least one).
 Scenario with_nodes(const Scenario& scenario, int nodes);
@@ -37,7 +43,8 @@ struct ScalingPoint {
 
 /// The scenario at 1, 2, 4, ... worker nodes up to max(max_nodes, the scenario's own), with the
 /// scenario's own node count included, in increasing order. Throws what CostModel::resolve throws
-/// for the scenario itself (other sizes resolve the same way, parameter servers scaled).
+/// for the scenario itself (other sizes resolve the same way, parameter servers scaled), and
+/// check_max_nodes's error past kMaxNodes. Every point passes check_prediction.
 std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& scenario, int max_nodes);
 
 /// One configuration of the scatter across instance types.
@@ -61,7 +68,8 @@ struct InstanceComparison {
 /// on 1, 2, 4, ... nodes up to `max_nodes`. A strategy that needs several GPUs per node
 /// (hierarchical, tree) becomes ring on one-GPU instances; the EFA choice returns to "all the
 /// instance has". Configurations the model rejects are left out; an instance type none of whose
-/// sizes resolves is listed in `skipped` with the model's reason.
+/// sizes resolves is listed in `skipped` with the model's reason (a figure check_prediction refuses
+/// included). Throws check_max_nodes's error past kMaxNodes.
 InstanceComparison across_instances(const CostModel& model, const Scenario& base, int max_nodes);
 
 /// The prediction as it would read at another throughput (an end of its band): per-GPU throughput

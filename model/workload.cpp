@@ -1,6 +1,7 @@
 // Workload figures derived from the architecture table (see workload.hpp).
 #include "model/workload.hpp"
 
+#include <climits>
 #include <cmath>
 #include <string>
 
@@ -127,8 +128,20 @@ MemoryEstimate training_memory(const Workload& workload, Precision precision, in
     memory.gradients_bytes = parameters * gradient_element_bytes(precision);
     memory.optimizer_bytes = parameters * kFp32Bytes;
     memory.activations_bytes = batch_per_gpu * activation_bytes_per_image(workload, precision);
-    memory.workspace_bytes = kFrameworkReserveBytes;
+    memory.context_bytes = kCudaContextBytes;
+    memory.slack_bytes = kAllocatorSlackFraction * memory.tensors_bytes();
     return memory;
+}
+
+int largest_batch_that_fits(const Workload& workload, Precision precision, double capacity_bytes) {
+    // total(b) = (fixed + b x per_image) x (1 + slack) + context <= capacity
+    const MemoryEstimate one = training_memory(workload, precision, 1);
+    const double per_image = activation_bytes_per_image(workload, precision);
+    const double fixed = one.tensors_bytes() - per_image;
+    const double batch =
+        std::floor(((capacity_bytes - kCudaContextBytes) / (1.0 + kAllocatorSlackFraction) - fixed) / per_image);
+    if (!(batch > 0)) return 0;
+    return batch >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(batch);
 }
 
 }  // namespace epochcast

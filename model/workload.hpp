@@ -15,12 +15,25 @@ namespace epochcast {
 /// Horovod's default fusion threshold, HOROVOD_FUSION_THRESHOLD = 64 MiB (Horovod docs, "Tensor Fusion").
 inline constexpr double kDefaultFusionThresholdBytes = 64.0 * 1024 * 1024;
 
-/// Memory the framework holds on a GPU beyond the model's own tensors, in bytes: the CUDA context,
-/// cuDNN's convolution workspace and the caching allocator's slack. ASSUMPTION, not a measured
-/// figure: 1.5 GiB, chosen so that ResNet-50 at 224 px, batch 256 per GPU under amp fits a 16 GiB
-/// V100 as seed 000 trains it (15.19 GiB in all), while the same batch in fp32 does not
-/// (28.59 GiB). Refine when traces report peak memory.
-inline constexpr double kFrameworkReserveBytes = 1.5 * 1024 * 1024 * 1024;
+/// The headroom a GPU keeps beside the training's own tensors (docs/model.md, "Workload", memory):
+/// the CUDA context, and the caching allocator's slack as a fraction of the tensors. cuDNN's
+/// convolution workspace has no reserve of its own: frameworks pick the algorithms whose workspace
+/// fits in what is free (PyTorch's cudnn.benchmark and TensorFlow's autotuner skip the others), so
+/// a full GPU costs some speed, not the run.
+///
+/// The CUDA context of a training process: 781 MiB, what nvidia-smi shows for a PyTorch process that
+/// has created its context and loaded the CUDA, cuBLAS and cuDNN kernels before its first tensor
+/// (pytorch/pytorch issue #34323). CUDA 11.7's lazy loading makes it smaller; the published runs
+/// predate it or do not say.
+inline constexpr double kCudaContextBytes = 781.0 * 1024 * 1024;
+/// The caching allocator's slack: memory it holds but cannot hand out, as a fraction of the
+/// tensors. It rounds every large block up to a multiple of 2 MiB (kRoundLarge in PyTorch's
+/// c10/cuda/CUDACachingAllocator.cpp) and splits cached blocks; with the same shapes every
+/// iteration it settles after the first. 2%: ResNet-50's 126 kept activation tensors lose at most
+/// 2 MiB each to rounding, 252 MiB, 1.8% of the seeds' batch 256 at amp. It is also about the most
+/// that keeps every published run feasible: Lambda's ResNet-50 at batch 3328 under amp on a 179 GiB
+/// B200 (174.48 GiB of tensors by this upper-end count) trained, which allows at most 2.15%.
+inline constexpr double kAllocatorSlackFraction = 0.02;
 
 /// Numbers the cost model needs per (model, image size, classes); plain values, no allocation.
 struct Workload {
@@ -71,12 +84,19 @@ struct MemoryEstimate {
     double gradients_bytes = 0;    ///< one gradient per parameter at the gradient precision
     double optimizer_bytes = 0;    ///< SGD momentum, fp32
     double activations_bytes = 0;  ///< batch x activation_bytes_per_image
-    double workspace_bytes = 0;    ///< framework and cuDNN reserve (named constant, docs/model.md)
-    double total_bytes() const {
-        return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + workspace_bytes;
-    }
+    double context_bytes = 0;      ///< the CUDA context, kCudaContextBytes
+    double slack_bytes = 0;        ///< the allocator's slack, kAllocatorSlackFraction of the tensors
+    /// The training's own tensors: weights, gradients, optimizer state and activations.
+    double tensors_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes; }
+    /// What the GPU must hold: the tensors and the headroom (context and slack).
+    double total_bytes() const { return tensors_bytes() + context_bytes + slack_bytes; }
 };
 
+/// The memory of a batch of `batch_per_gpu` images. Throws InputError for a batch below 1.
 MemoryEstimate training_memory(const Workload& workload, Precision precision, int batch_per_gpu);
+
+/// The largest batch whose training_memory fits `capacity_bytes` (memory grows linearly with the
+/// batch, so it is a division): 0 when not even one image fits, at most INT_MAX.
+int largest_batch_that_fits(const Workload& workload, Precision precision, double capacity_bytes);
 
 }  // namespace epochcast

@@ -2,6 +2,8 @@
 // printed, --spot and --elastic, and errors for what cannot be searched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_process.hpp"
@@ -102,6 +104,25 @@ TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
         EXPECT_EQ(r.exit_code, 2) << c.arguments;
         EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.arguments << ": " << r.err;
     }
+}
+
+TEST(PlanCliLimits, NodeCountsPastTheLimitAreRefusedBeforeAnySearch) {
+    // plan --nodes 2147483647 recommended a plan lasting -1.66e14 s; plan-calibration --max-nodes
+    // 1073741824 looped forever as nodes *= 2 overflowed.
+    for (const char* arguments : {"plan --deadline 1h --nodes 2147483647", "plan --deadline 1h --nodes 4,8388608",
+                                  "plan-calibration --instance p3.16xlarge --max-nodes 1073741824"}) {
+        const ProcessResult r = run_epochcast(arguments);
+        EXPECT_EQ(r.exit_code, 2) << arguments;
+        EXPECT_TRUE(r.out.empty()) << arguments << ": " << r.out;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << arguments << ": " << r.err;
+        EXPECT_NE(r.err.find("is more than the 100,000 nodes epochcast models"), std::string::npos) << arguments << ": " << r.err;
+    }
+    const ProcessResult epochs = run_epochcast("plan --deadline 1h --epochs 1e15");
+    EXPECT_EQ(epochs.exit_code, 2);
+    EXPECT_NE(epochs.err.find("--epochs 1e+15 is more than the 10,000 epochs"), std::string::npos) << epochs.err;
+    const ProcessResult size = run_epochcast("plan --deadline 1h --image-size 2147483647");
+    EXPECT_EQ(size.exit_code, 2);
+    EXPECT_NE(size.err.find("--image-size 2147483647 is more than the 4,096 px"), std::string::npos) << size.err;
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "model/calibration.hpp"
 #include "model/errors.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
@@ -111,6 +114,104 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --target-top1 75 --recipe lamb", "unknown recipe 'lamb'");
     expect_bad_input("predict --recipe goyal2017", "--recipe goes with --target-top1");
     expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
+}
+
+TEST(PredictCliLimits, EveryScenarioNumberPastItsLimitIsOneLineNamingTheFlag) {
+    // Issue 25's hostile inputs, each once exit 0 with a wrong figure or an internal error.
+    expect_bad_input("predict --nodes 2147483647", "--nodes 2147483647 is more than the 100,000 nodes epochcast models");
+    expect_bad_input("predict --nodes 8388608 --json", "--nodes 8388608 is more than the 100,000 nodes");
+    expect_bad_input("predict --nodes 100000000", "--nodes 100000000 is more than");
+    expect_bad_input("predict --nodes 99999999999", "--nodes");
+    expect_bad_input("predict --image-size 2147483647", "--image-size 2147483647 is more than the 4,096 px");
+    expect_bad_input("predict --epochs 1e15", "--epochs 1e+15 is more than the 10,000 epochs");
+    expect_bad_input("predict --epochs 1e308", "--epochs 1e+308 is more than the 10,000 epochs");
+    expect_bad_input("predict --epochs inf", "--epochs must be a finite number (got inf)");
+    expect_bad_input("predict --epochs nan", "--epochs must be a finite number");
+    expect_bad_input("predict --epochs 0", "--epochs must be positive");
+    expect_bad_input("predict --gpus-per-node 0", "--gpus-per-node must be at least 1 (got 0; leave it out");
+    expect_bad_input("predict --gpus-per-node 2000", "--gpus-per-node 2000 is more than the 1,024 GPUs per node");
+    expect_bad_input("predict --efa-adapters -1", "--efa-adapters must be at least 0 (got -1");
+    expect_bad_input("predict --instance p4d.24xlarge --efa-adapters 99", "--efa-adapters 99 is more than the 64");
+    expect_bad_input("predict --ps-nodes 0", "--ps-nodes must be at least 1 (got 0");
+    expect_bad_input("predict --strategy ps --ps-colocated --ps-nodes 0", "--ps-nodes must be at least 1");
+    expect_bad_input("predict --strategy ps --ps-instance m4.16xlarge --ps-nodes 2147483647",
+                     "--ps-nodes 2147483647 is more than the 100,000 server nodes");
+    expect_bad_input("predict --global-batch 0", "--global-batch must be at least 1 (got 0");
+    expect_bad_input("predict --global-batch -512", "--global-batch must be at least 1");
+    expect_bad_input("predict --global-batch 2147483647", "--global-batch 2147483647 is more than the 100,000,000");
+    expect_bad_input("predict --global-batch inf", "--global-batch");
+    expect_bad_input("predict --batch-per-gpu 0", "--batch-per-gpu must be at least 1");
+    expect_bad_input("predict --batch-per-gpu 2147483647", "--batch-per-gpu 2147483647 is more than the 1,000,000");
+    expect_bad_input("predict --classes 0", "--classes must be at least 1");
+    expect_bad_input("predict --classes 2147483647", "--classes 2147483647 is more than the 1,000,000 classes");
+    expect_bad_input("predict --classes nan", "--classes");
+    expect_bad_input("predict --dataset-images 0", "--dataset-images must be at least 1");
+    expect_bad_input("predict --dataset-images -5", "--dataset-images must be at least 1");
+    expect_bad_input("predict --dataset-images 9223372036854775807", "--dataset-images 9223372036854775807 is more than");
+}
+
+TEST(PredictCliLimits, AtTheLimitsEveryFigureIsFiniteAndNonNegative) {
+    // 100,000 single-V100 nodes at batch 8: 800,000 images per iteration.
+    const auto result =
+        run_epochcast("predict --instance p3.2xlarge --nodes 100000 --batch-per-gpu 8 --strategy ring --json");
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto json = nlohmann::json::parse(result.out);
+    EXPECT_EQ(json["gpus"], 100000);
+    EXPECT_EQ(json["global_batch"], 800000);
+    int numbers = 0;
+    std::function<void(const nlohmann::json&, const std::string&)> visit = [&](const nlohmann::json& j,
+                                                                               const std::string& where) {
+        if (j.is_object()) {
+            for (auto it = j.begin(); it != j.end(); ++it) visit(it.value(), where + "." + it.key());
+        } else if (j.is_number()) {
+            ++numbers;
+            EXPECT_TRUE(std::isfinite(j.get<double>()) && j.get<double>() >= 0) << where << " " << j;
+        } else {
+            EXPECT_FALSE(j.is_null()) << where;
+        }
+    };
+    visit(json, "");
+    EXPECT_GT(numbers, 20);
+    // The table at 10,000 epochs, the most epochcast models: every count printable, no internal text.
+    const auto table = run_epochcast("predict --epochs 10000");
+    EXPECT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("10000, given"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("3.00 days"), std::string::npos) << table.out;
+    EXPECT_EQ(table.out.find("-$"), std::string::npos) << table.out;
+    EXPECT_EQ(table.out.find("nan"), std::string::npos) << table.out;
+}
+
+TEST(PredictCliLimits, ACalibrationWhoseCovarianceHolds1e308IsRefusedNotPrintedAsZeroToMinusZero) {
+    Calibration calibration = Calibration::built_in();
+    for (double& entry : calibration.uncertainty.covariance) entry = 1e308;
+    const TempFile file(calibration.to_json());
+    expect_bad_input("predict --calibration " + file.path(), "no finite throughput band");
+}
+
+TEST(PredictCliLimits, SweepRowsPastTheLimitsAreInfeasibleWithTheReason) {
+    // A sweep once wrote rows marked feasible that held inf and -nan.
+    const TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [1, 8388608, 2147483647], "batch_per_gpu": 64})");
+    const auto result = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out.find("inf"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("nan"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("--nodes 8388608 is more than the 100,000 nodes"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("--nodes 2147483647 is more than the 100,000 nodes"), std::string::npos) << result.out;
+}
+
+TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
+    // "A batch that leaves 30 MiB of a 16 GiB GPU free 'fits'": the figure holds the CUDA context
+    // (781 MiB) and 2% of the tensors for the allocator (docs/model.md, eq. M1), and says so.
+    const auto json = nlohmann::json::parse(run_in_process({"predict", "--nodes", "1", "--json"}));
+    const double tensors_GiB = 14'694'707'680.0 / (1024.0 * 1024 * 1024);
+    EXPECT_NEAR(json["memory_headroom_GiB"].get<double>(), 781.0 / 1024 + 0.02 * tensors_GiB, 1e-9);
+    EXPECT_NEAR(json["memory_per_gpu_GiB"].get<double>(), 1.02 * tensors_GiB + 781.0 / 1024, 1e-9);
+    const std::string table = run_in_process({"predict", "--nodes", "1"});
+    EXPECT_NE(table.find("14.72, 1.04 of it headroom"), std::string::npos) << table;
+    // The largest batch that fits a 16 GiB V100 at amp is 279; the refusal counts the headroom.
+    expect_bad_input("predict --nodes 1 --batch-per-gpu 280",
+                     "with the CUDA context and the allocator's slack, more than the 16 GiB of a V100-SXM2-16GB (the "
+                     "largest batch that fits is 279)");
 }
 
 TEST(PredictCli, ATargetAccuracyMakesTheEpochsAnOutputWithTheirSource) {

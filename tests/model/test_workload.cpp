@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include <cmath>
 #include <limits>
 
@@ -157,17 +159,19 @@ TEST(Workload, TrainingMemoryResNet50Batch256) {
     EXPECT_EQ(amp.gradients_bytes, parameters * 2);
     EXPECT_EQ(amp.optimizer_bytes, parameters * 4);
     EXPECT_EQ(amp.activations_bytes, 256 * 56'203'216.0);
-    EXPECT_EQ(amp.workspace_bytes, kFrameworkReserveBytes);
-    EXPECT_EQ(kFrameworkReserveBytes, 1.5 * kGiB);
-    EXPECT_EQ(amp.total_bytes(), 16'305'320'416.0);  // 15.19 GiB
-    EXPECT_LT(amp.total_bytes(), 16 * kGiB);           // fits a 16 GiB V100, as seed 000 trains it
+    EXPECT_EQ(amp.tensors_bytes(), 14'694'707'680.0);  // 13.69 GiB
+    // The headroom: the CUDA context (781 MiB) and 2% of the tensors for the allocator's slack.
+    EXPECT_EQ(amp.context_bytes, 781 * kMiB);
+    EXPECT_DOUBLE_EQ(amp.slack_bytes, 0.02 * 14'694'707'680.0);
+    EXPECT_DOUBLE_EQ(amp.total_bytes(), 15'807'539'689.6);  // 14.72 GiB
+    EXPECT_LT(amp.total_bytes(), 16 * kGiB);                 // fits a 16 GiB V100, as seed 000 trains it
 
     const MemoryEstimate fp32 = training_memory(workload, Precision::fp32, 256);
     EXPECT_EQ(fp32.weights_bytes, parameters * 4);
     EXPECT_EQ(fp32.gradients_bytes, parameters * 4);
     EXPECT_EQ(fp32.activations_bytes, 256 * 112'406'432.0);
-    EXPECT_EQ(fp32.total_bytes(), 30'693'343'712.0);  // 28.59 GiB
-    EXPECT_GT(fp32.total_bytes(), 16 * kGiB);          // does not fit
+    EXPECT_DOUBLE_EQ(fp32.total_bytes(), 30'483'323'451.52);  // 28.39 GiB
+    EXPECT_GT(fp32.total_bytes(), 16 * kGiB);                  // does not fit
 
     // bf16 keeps the same figures as amp.
     EXPECT_EQ(training_memory(workload, Precision::bf16, 256).total_bytes(), amp.total_bytes());
@@ -179,7 +183,21 @@ TEST(Workload, TrainingMemoryNeedsAPositiveBatch) {
     EXPECT_THROW(training_memory(workload, Precision::fp32, -3), InputError);
     const MemoryEstimate one = training_memory(workload, Precision::fp32, 1);
     const MemoryEstimate two = training_memory(workload, Precision::fp32, 2);
-    EXPECT_EQ(two.total_bytes() - one.total_bytes(), 112'406'432.0);
+    EXPECT_EQ(two.tensors_bytes() - one.tensors_bytes(), 112'406'432.0);
+}
+
+TEST(Workload, LargestBatchThatFitsKeepsTheHeadroom) {
+    const Workload workload = make_workload(resnet50());
+    // A 16 GiB V100 at amp: 279 images per GPU, the 280th would eat into the headroom.
+    const int fits = largest_batch_that_fits(workload, Precision::amp, 16 * kGiB);
+    EXPECT_EQ(fits, 279);
+    EXPECT_LE(training_memory(workload, Precision::amp, fits).total_bytes(), 16 * kGiB);
+    EXPECT_GT(training_memory(workload, Precision::amp, fits + 1).total_bytes(), 16 * kGiB);
+    // What the largest batch leaves free beyond its tensors is at least the context and 2% slack.
+    const MemoryEstimate at_limit = training_memory(workload, Precision::amp, fits);
+    EXPECT_GE(16 * kGiB - at_limit.tensors_bytes(), 781 * kMiB + 0.02 * at_limit.tensors_bytes());
+    EXPECT_EQ(largest_batch_that_fits(workload, Precision::amp, 0.5 * kGiB), 0);
+    EXPECT_EQ(largest_batch_that_fits(workload, Precision::amp, 1e300), INT_MAX);
 }
 
 }  // namespace
