@@ -34,9 +34,19 @@ constexpr std::array<NamedKind, 2> kGlobalKinds{{{ParameterKind::nvls_efficiency
 
 std::string curve_prefix(const ComputeCurve& curve) {
     // A legacy-stack curve's name says so; a current one's is the name it always had.
-    return "compute[" + curve.gpu + "/" + std::string(to_string(curve.precision)) + "/" +
-           std::string(to_string(curve.framework)) +
-           (curve.stack == SoftwareStack::current ? "" : "/" + std::string(to_string(curve.stack))) + "]";
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict for the chain of operator+.
+    std::string prefix = "compute[";
+    prefix += curve.gpu;
+    prefix += '/';
+    prefix += to_string(curve.precision);
+    prefix += '/';
+    prefix += to_string(curve.framework);
+    if (curve.stack != SoftwareStack::current) {
+        prefix += '/';
+        prefix += to_string(curve.stack);
+    }
+    prefix += ']';
+    return prefix;
 }
 
 }  // namespace
