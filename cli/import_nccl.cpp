@@ -50,7 +50,12 @@ void run_import(const ImportOptions& o, std::ostream& out) {
     int ranks = 0;
     const std::vector<NcclSample> samples =
         parse_nccl_all_reduce(read_text_file(o.log, "nccl-tests log"), o.log, &ranks);
-    NetworkMeasurement m = fit_alpha_beta(samples, ranks);
+    NetworkMeasurement m;
+    try {
+        m = fit_alpha_beta(samples, ranks);
+    } catch (const InputError& error) {
+        throw InputError(o.log + ": " + error.what());
+    }
     m.instance = o.instance;
     m.efa_adapters = o.efa_adapters;
     m.algorithm = algorithm;

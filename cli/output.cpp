@@ -11,6 +11,7 @@
 #include <new>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -51,30 +52,6 @@ void check_writable(const OutputFile& output) {
     if (fs::exists(output.path, error) && ::access(output.path.c_str(), W_OK) != 0) {
         throw InputError(named + " cannot be overwritten (" + std::string(std::strerror(errno)) + ")");
     }
-}
-
-/// Valid UTF-8 sequence length at `i`, 0 when the bytes there are not one (overlong forms,
-/// surrogates and code points past U+10FFFF included).
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char lead = byte(i);
-    std::size_t length = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) length = 3;
-    else if (lead >= 0xF0 && lead <= 0xF4) length = 4;
-    else return 0;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-    if (i + length > text.size()) return 0;
-    if (byte(i + 1) < low || byte(i + 1) > high) return 0;
-    for (std::size_t k = 2; k < length; ++k) {
-        if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-    }
-    return length;
 }
 
 [[noreturn]] void throw_write_error(int error) {
@@ -163,34 +140,15 @@ void guard_standard_streams() {
 }
 
 std::string escape_for_terminal(std::string_view text, bool keep_newlines) {
+    if (!keep_newlines) return escape_for_message(text);
     std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size();) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7F) {
-            out += static_cast<char>(c);
-            ++i;
-            continue;
-        }
-        if (c >= 0x80) {
-            if (const std::size_t length = utf8_length(text, i)) {
-                out.append(text.substr(i, length));
-                i += length;
-                continue;
-            }
-        }
-        if (c == '\n' && keep_newlines) out += '\n';
-        else if (c == '\n') out += "\\n";
-        else if (c == '\r') out += "\\r";
-        else if (c == '\t') out += "\\t";
-        else {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02X", c);
-            out += hex;
-        }
-        ++i;
+    for (std::size_t start = 0;;) {
+        const std::size_t end = text.find('\n', start);
+        out += escape_for_message(text.substr(start, end == std::string_view::npos ? end : end - start));
+        if (end == std::string_view::npos) return out;
+        out += '\n';
+        start = end + 1;
     }
-    return out;
 }
 
 int report_error(const std::exception_ptr& error, std::ostream& err) {

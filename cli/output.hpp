@@ -69,8 +69,8 @@ void check_written(std::ostream& out);
 /// file the program opens takes its descriptor. Call once, first thing in main().
 void guard_standard_streams();
 
-/// `text` made one line of valid UTF-8: control characters become \n, \r, \t or \xNN, bytes that
-/// are not UTF-8 become \xNN, backslashes stay as they are. With `keep_newlines`, '\n' is kept.
+/// `text` made one line of valid UTF-8 by model's escape_for_message (control characters become
+/// \n, \r, \t or \xnn, bytes that are not UTF-8 \xnn). With `keep_newlines`, '\n' is kept.
 std::string escape_for_terminal(std::string_view text, bool keep_newlines = false);
 
 /// main()'s error policy, for the exception `error`: write "epochcast: ..." on `err` (one line,

@@ -150,6 +150,41 @@ NetworkParams read_network(const Fields& f, const NetworkParams* defaults) {
     return n;
 }
 
+/// The largest variance a parameter may have in its internal coordinate: a sigma of 10 in the log
+/// (or logit), the same bound as every relative_sigma. More says nothing, and 1e308 would
+/// overflow the band's arithmetic.
+constexpr double kMaxVariance = 100.0;
+/// Bound of a residual's figures: any finite number a fit could print.
+constexpr double kLargestFigure = 1e300;
+
+/// A covariance must be one: variances from 0 to kMaxVariance, symmetric, and no covariance larger
+/// than its variances allow (|c_ij| <= sqrt(c_ii c_jj), with a little slack for printed digits).
+void check_covariance(const std::vector<double>& c, std::size_t n, const Fields& f) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const double variance = c[i * n + i];
+        if (!(variance >= 0)) f.fail("covariance", "has a negative variance in row " + std::to_string(i));
+        if (variance > kMaxVariance) {
+            std::ostringstream message;
+            message << "has a variance of " << variance << " in row " << i << ", more than " << kMaxVariance
+                    << " (a sigma of 10 in its log or logit coordinate)";
+            f.fail("covariance", message.str());
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            const double a = c[i * n + j], b = c[j * n + i];
+            const double bound = std::sqrt(c[i * n + i] * c[j * n + j]) * (1 + 1e-6) + 1e-300;
+            if (std::abs(a - b) > 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-300) {
+                f.fail("covariance", "is not symmetric (rows " + std::to_string(j) + " and " + std::to_string(i) + ")");
+            }
+            if (std::abs(a) > bound) {
+                f.fail("covariance", "row " + std::to_string(i) + " column " + std::to_string(j) +
+                                         " exceeds what the two variances allow (|c_ij| <= sqrt(c_ii c_jj))");
+            }
+        }
+    }
+}
+
 Uncertainty read_uncertainty(const json& section, const std::string& origin) {
     const Fields f(section, origin, "uncertainty");
     Uncertainty u;
@@ -175,14 +210,19 @@ Uncertainty read_uncertainty(const json& section, const std::string& origin) {
                 if (!rows[i][j].is_number()) f.fail("covariance", "row " + std::to_string(i) + " must hold numbers");
                 u.covariance.push_back(rows[i][j].get<double>());
             }
-            if (!(u.covariance[i * n + i] >= 0)) f.fail("covariance", "has a negative variance in row " + std::to_string(i));
         }
+        check_covariance(u.covariance, n, f);
     }
-    if (section.contains("residuals") && section.at("residuals").is_array()) {
-        for (const json& r : section.at("residuals")) {
-            if (!r.is_object()) continue;
-            u.residuals.push_back({r.value("origin", ""), r.value("quantity", ""), r.value("measured", 0.0),
-                                   r.value("predicted", 0.0)});
+    if (section.contains("residuals")) {
+        const json& residuals = section.at("residuals");
+        if (!residuals.is_array()) f.fail("residuals", "must be an array of objects");
+        for (std::size_t i = 0; i < residuals.size(); ++i) {
+            const Fields r(residuals[i], origin, "uncertainty.residuals[" + std::to_string(i) + "]");
+            auto figure = [&r](const char* key) {
+                return r.object_contains(key) ? r.number(key, -kLargestFigure, kLargestFigure) : 0.0;
+            };
+            u.residuals.push_back({r.text_or("origin", ""), r.text_or("quantity", ""), figure("measured"),
+                                   figure("predicted")});
         }
     }
     return u;

@@ -2,6 +2,7 @@
 // merging user files over the built-in one, and lookups whose errors list the known names.
 #include "model/catalog.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -55,6 +56,10 @@ std::string required_string(const json& object, std::string_view key, const Wher
     if (!it->is_string()) where.fail(key, "must be a string, got " + type_name(*it) + " " + format_value(*it));
     std::string text = it->get<std::string>();
     if (text.empty()) where.fail(key, "must not be empty");
+    // Names and sources are echoed in tables and one-line errors.
+    if (std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20 || c == 0x7F; })) {
+        where.fail(key, "must not hold control characters (newlines, tabs), got " + format_value(*it));
+    }
     return text;
 }
 
@@ -110,7 +115,7 @@ std::string entry_label(std::string_view section, std::size_t index, const json&
     label += ']';
     if (entry.is_object()) {
         const auto it = entry.find("name");
-        if (it != entry.end() && it->is_string()) label += " \"" + it->get<std::string>() + "\"";
+        if (it != entry.end() && it->is_string()) label += " \"" + escape_for_message(it->get<std::string>()) + "\"";
     }
     return label;
 }
@@ -174,7 +179,7 @@ int parse_intra_node_link(const std::string& link, const Where& where) {
     for (std::string_view known : kLinks) {
         if (link == known) return link.rfind("nvlink", 0) == 0 && link.size() > 6 ? link.back() - '0' : 0;
     }
-    where.fail("intra_node_link", "is '" + link + "', expected one of pcie, pcie3, pcie4, pcie5, pcie6, nvlink, "
+    where.fail("intra_node_link", "is '" + escape_for_message(link) + "', expected one of pcie, pcie3, pcie4, pcie5, pcie6, nvlink, "
                                   "nvlink2, nvlink3, nvlink4, nvlink5");
 }
 
@@ -394,14 +399,14 @@ IntraLink InstanceSpec::intra_link() const {
 
 const GpuSpec& Catalog::gpu(std::string_view name) const {
     if (const GpuSpec* spec = find_by_name(gpus_, name)) return *spec;
-    throw InputError("unknown GPU '" + std::string(name) + "' (known: " + known_names(gpus_) + ")");
+    throw InputError("unknown GPU '" + escape_for_message(name) + "' (known: " + known_names(gpus_) + ")");
 }
 
 const GpuSpec* Catalog::find_gpu(std::string_view name) const { return find_by_name(gpus_, name); }
 
 const InstanceSpec& Catalog::instance(std::string_view name) const {
     if (const InstanceSpec* spec = find_by_name(instances_, name)) return *spec;
-    throw InputError("unknown instance '" + std::string(name) + "' (known: " + known_names(instances_) + ")");
+    throw InputError("unknown instance '" + escape_for_message(name) + "' (known: " + known_names(instances_) + ")");
 }
 
 const GpuSpec& Catalog::gpu_of(const InstanceSpec& instance) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "model/errors.hpp"
 #include "model/resnet.hpp"
@@ -43,10 +44,16 @@ std::vector<T> parse_list(const json& spec, std::string_view key, std::string_vi
     return out;
 }
 
-std::int64_t integer(const json& value, std::int64_t minimum) {
+/// A whole number from `minimum` to `maximum` (a count stored in an int must fit one).
+std::int64_t integer(const json& value, std::int64_t minimum,
+                     std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
     if (!value.is_number_integer()) throw InputError("is not a whole number");
+    if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(maximum)) {
+        throw InputError("must be at most " + std::to_string(maximum));
+    }
     const std::int64_t n = value.get<std::int64_t>();
     if (n < minimum) throw InputError("must be at least " + std::to_string(minimum));
+    if (n > maximum) throw InputError("must be at most " + std::to_string(maximum));
     return n;
 }
 
@@ -127,13 +134,15 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         if (std::find(kSweepFields.begin(), kSweepFields.end(), key) == kSweepFields.end()) {
             std::string known;
             for (std::string_view k : kSweepFields) known += (known.empty() ? "" : ", ") + std::string(k);
-            throw InputError(std::string(origin) + ": unknown key \"" + key + "\" (known: " + known + ")");
+            throw InputError(std::string(origin) + ": unknown key \"" + escape_for_message(key) + "\" (known: " + known + ")");
         }
     }
     auto given = [&](std::string_view key) { return spec.contains(std::string(key)); };
     SweepSpec out;
     auto whole = [](std::int64_t minimum) {
-        return std::function<int(const json&)>([minimum](const json& v) { return static_cast<int>(integer(v, minimum)); });
+        return std::function<int(const json&)>([minimum](const json& v) {
+            return static_cast<int>(integer(v, minimum, std::numeric_limits<int>::max()));
+        });
     };
     if (given("model")) {
         out.model = parse_list<std::string>(spec, "model", origin, [](const json& v) {
@@ -199,6 +208,16 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
             throw InputError(std::string(origin) + ": give \"batch_per_gpu\" or \"global_batch\", not both");
         }
         out.global_batch = parse_list<int>(spec, "global_batch", origin, whole(1));
+    }
+
+    // ceil(ps_ratio x nodes) server nodes must fit an int (scenario_at converts it).
+    if (given("ps_ratio")) {
+        const double ratio = *std::max_element(out.ps_ratio.begin(), out.ps_ratio.end());
+        const int nodes = *std::max_element(out.nodes.begin(), out.nodes.end());
+        if (ratio * nodes > std::numeric_limits<int>::max()) {
+            throw InputError(field_error(origin, "ps_ratio", ratio, "times " + std::to_string(nodes) +
+                                                                        " nodes is more server nodes than an int holds"));
+        }
     }
 
     // Guard the product against overflow before anyone sizes a loop by it.

@@ -30,12 +30,32 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
     return text.str();
 }
 
+namespace {
+
+/// nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+/// as "line 1, column 5 (byte 5): syntax error ...": the library's own tag is no help to a user.
+std::string parse_error_detail(std::string_view what, std::size_t byte) {
+    const std::string at_byte = "byte " + std::to_string(byte);
+    if (const auto tag = what.find("] "); tag != std::string_view::npos) what.remove_prefix(tag + 2);
+    constexpr std::string_view kPrefix = "parse error at ";
+    if (what.substr(0, kPrefix.size()) == kPrefix) {
+        what.remove_prefix(kPrefix.size());
+        const auto colon = what.find(": ");
+        if (colon != std::string_view::npos) {
+            return escape_for_message(what.substr(0, colon)) + " (" + at_byte + "): " +
+                   escape_for_message(what.substr(colon + 2));
+        }
+    }
+    return at_byte + ": " + escape_for_message(what);
+}
+
+}  // namespace
+
 nlohmann::json parse_json(std::string_view text, std::string_view origin) {
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& error) {
-        throw InputError(std::string(origin) + ": malformed JSON at byte " + std::to_string(error.byte) + ": " +
-                         error.what());
+        throw InputError(std::string(origin) + ": malformed JSON at " + parse_error_detail(error.what(), error.byte));
     } catch (const nlohmann::json::out_of_range&) {
         // Only a number beyond a double's range (1e400) gets here while parsing.
         throw InputError(std::string(origin) + ": a number is beyond the range of a double (about 1.8e308)");
@@ -63,6 +83,64 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
         std::filesystem::remove(temporary, error);
         throw InputError(failure);
     }
+}
+
+namespace {
+
+/// The length of the valid UTF-8 sequence at the start of `text` (1 to 4), or 0 when it is not one.
+std::size_t utf8_sequence_length(std::string_view text) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char lead = byte(0);
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+    if (lead < 0x80) return 1;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0) low = 0xA0;   // no overlong forms
+        if (lead == 0xED) high = 0x9F;  // no surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+    } else {
+        return 0;
+    }
+    if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+    for (std::size_t i = 2; i < length; ++i) {
+        if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+    }
+    return length;
+}
+
+}  // namespace
+
+std::string escape_for_message(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    while (!text.empty()) {
+        const std::size_t length = utf8_sequence_length(text);
+        const auto c = static_cast<unsigned char>(text.front());
+        if (length == 1 && c >= 0x20 && c != 0x7F) {
+            out += text.front();
+        } else if (length > 1) {
+            out.append(text.substr(0, length));
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+        }
+        text.remove_prefix(length > 1 ? length : 1);
+    }
+    return out;
 }
 
 std::string format_count(double count) {

@@ -18,9 +18,14 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
 /// failure leaves no half-written file. Throws InputError "cannot write <what> file '<path>'".
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what);
 
-/// Parse JSON. Throws InputError "<origin>: malformed JSON at byte N: ..." on a syntax error, and
-/// one naming the origin for a number beyond a double's range.
+/// Parse JSON. Throws InputError "<origin>: malformed JSON at line L, column C (byte N): <what is
+/// wrong>" on a syntax error (one line, without nlohmann's "[json.exception...]" tag), and one
+/// naming the origin for a number beyond a double's range.
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
+
+/// `text` made safe to echo inside a one-line error message: control characters become \n, \r,
+/// \t or \xNN and bytes that are not UTF-8 become \xNN; everything else is kept as is.
+std::string escape_for_message(std::string_view text);
 
 /// A whole count with thousands separators: 34560 -> "34,560" (rounded to the nearest whole).
 /// Safe for any double: beyond 10^18 in magnitude "1e+20" (three significant digits), and

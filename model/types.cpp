@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -20,7 +21,7 @@ Enum parse_enum(const std::array<std::pair<std::string_view, Enum>, N>& names, s
         if (!accepted.empty()) accepted += ", ";
         accepted += name;
     }
-    throw InputError(std::string(what) + ": unknown value '" + std::string(text) + "' (expected one of " +
+    throw InputError(std::string(what) + ": unknown value '" + escape_for_message(text) + "' (expected one of " +
                      accepted + ")");
 }
 

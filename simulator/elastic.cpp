@@ -88,6 +88,7 @@ ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_v
         schedule.phases.push_back(phase);
     }
     const double total = schedule.epochs();
+    if (!std::isfinite(total)) fail(origin, "", "the phases' epochs add up to more than a double holds");
     if (document.contains("node_losses")) {
         const json& losses = document.at("node_losses");
         if (!losses.is_array()) fail(origin, "", "'node_losses' must be an array of {\"epoch\": E}");

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -25,11 +27,31 @@ bool is_number(const std::string& token) {
     return !token.empty() && end == token.c_str() + token.size();
 }
 
+/// More ranks than any cluster has: a "nranks" line or a bandwidth ratio beyond it is not a test.
+constexpr long long kMaxRanks = 1 << 24;
+
+/// "<origin>: line N" for errors.
+std::string at_line(std::string_view origin, int line_number) {
+    return std::string(origin) + ": line " + std::to_string(line_number);
+}
+
+/// One column of a result row as a finite number >= 0 (> 0 with `positive`); the error names the
+/// line and the column.
+double column(const std::string& token, std::string_view name, bool positive, std::string_view origin, int line_number) {
+    const double x = std::strtod(token.c_str(), nullptr);
+    if (!std::isfinite(x) || x < 0 || (positive && !(x > 0))) {
+        throw InputError(at_line(origin, line_number) + ": the " + std::string(name) + " column is " +
+                         escape_for_message(token) + ", not a finite " + (positive ? "positive" : "non-negative") +
+                         " number");
+    }
+    return x;
+}
+
 }  // namespace
 
 std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks) {
     std::vector<NcclSample> samples;
-    int nranks = 0;
+    long long nranks = 0;
     const std::regex nranks_pattern(R"(nranks\s+(\d+))");
     std::istringstream lines{std::string(log)};
     std::string line;
@@ -37,7 +59,14 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
     while (std::getline(lines, line)) {
         ++line_number;
         std::smatch match;
-        if (std::regex_search(line, match, nranks_pattern)) nranks = std::stoi(match[1]);
+        if (std::regex_search(line, match, nranks_pattern)) {
+            const std::string digits = match[1];
+            nranks = digits.size() > 9 ? kMaxRanks + 1 : std::stoll(digits);
+            if (nranks > kMaxRanks) {
+                throw InputError(at_line(origin, line_number) + ": nranks " + digits + " is more than " +
+                                 std::to_string(kMaxRanks));
+            }
+        }
         // Strip an MPI output prefix like "[1,0]<stdout>:".
         if (const auto at = line.find(">:"); at != std::string::npos && line.find("<std") != std::string::npos) {
             line = line.substr(at + 2);
@@ -51,17 +80,19 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         if (is_integer(tokens[4]) && tokens.size() >= 9 && tokens.size() != 12) time_column = 5;
         if (tokens.size() < time_column + 3 || !is_number(tokens[time_column]) || !is_number(tokens[time_column + 1]) ||
             !is_number(tokens[time_column + 2])) {
-            throw InputError(std::string(origin) + ": line " + std::to_string(line_number) +
+            throw InputError(at_line(origin, line_number) +
                              " looks like a result row but its time and bandwidth columns are not numbers");
         }
         NcclSample sample;
-        sample.bytes = std::stod(tokens[0]);
-        sample.time_s = std::stod(tokens[time_column]) * 1e-6;  // nccl-tests prints microseconds
-        sample.algorithm_GBps = std::stod(tokens[time_column + 1]);
-        sample.bus_GBps = std::stod(tokens[time_column + 2]);
+        sample.bytes = column(tokens[0], "size", false, origin, line_number);
+        sample.time_s = column(tokens[time_column], "time", true, origin, line_number) * 1e-6;  // microseconds
+        sample.algorithm_GBps = column(tokens[time_column + 1], "algbw", false, origin, line_number);
+        sample.bus_GBps = column(tokens[time_column + 2], "busbw", false, origin, line_number);
         if (!(sample.time_s > 0)) {
-            throw InputError(std::string(origin) + ": line " + std::to_string(line_number) + " has a time that is not positive");
+            throw InputError(at_line(origin, line_number) + " has a time that is not positive");
         }
+        // A 0-byte all-reduce (nccl-tests -b 0) moves nothing: it has no bandwidth to fit.
+        if (sample.bytes == 0) continue;
         samples.push_back(sample);
     }
     if (samples.empty()) {
@@ -72,11 +103,12 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         const NcclSample& largest = samples.back();
         if (largest.algorithm_GBps > 0) {
             const double ratio = largest.bus_GBps / largest.algorithm_GBps;
-            if (ratio < 2.0) nranks = static_cast<int>(std::lround(2.0 / (2.0 - ratio)));
+            const double n = ratio < 2.0 ? std::round(2.0 / (2.0 - ratio)) : 0.0;
+            if (n <= static_cast<double>(kMaxRanks)) nranks = static_cast<long long>(n);
         }
     }
     if (nranks < 2) throw InputError(std::string(origin) + ": cannot tell how many ranks ran the test");
-    if (ranks) *ranks = nranks;
+    if (ranks) *ranks = static_cast<int>(nranks);
     return samples;
 }
 
@@ -113,6 +145,15 @@ NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ra
         m.latency_s = std::max(0.0, residual / static_cast<double>(samples.size()));
     } else {
         m.latency_s = std::max(0.0, x(0));
+    }
+    // Sizes near a double's limit overflow the least squares; bandwidths of 0 in every row leave
+    // nothing to fit. Either way the log cannot give a measurement the model could use.
+    if (!std::isfinite(m.latency_s) || !std::isfinite(m.average_bus_bandwidth_GBps) || !(m.bus_bandwidth_GBps > 0) ||
+        !std::isfinite(m.bus_bandwidth_GBps)) {
+        std::ostringstream message;
+        message << "the alpha-beta fit gives no finite, positive bus bandwidth (the largest in the table is "
+                << m.max_bus_bandwidth_GBps << " GB/s)";
+        throw InputError(message.str());
     }
     m.samples = samples;
     return m;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -54,15 +55,21 @@ public:
         if (!value->is_string()) fail(key, "must be a string, got " + std::string(value->type_name()));
         return value->get<std::string>();
     }
-    long long integer(std::string_view key, long long min, const long long* fallback = nullptr) const {
+    /// A whole number from `min` to `max` (by default what an int holds: most keys are ints).
+    long long integer(std::string_view key, long long min, const long long* fallback = nullptr,
+                      long long max = std::numeric_limits<int>::max()) const {
         const json* value = find(key);
         if (!value) {
             if (fallback) return *fallback;
             fail(key, "is missing");
         }
         if (!value->is_number_integer()) fail(key, "must be a whole number, got " + value->dump());
+        if (value->is_number_unsigned() && value->get<unsigned long long>() > static_cast<unsigned long long>(max)) {
+            fail(key, "must be at most " + std::to_string(max) + ", got " + value->dump());
+        }
         const long long x = value->get<long long>();
         if (x < min) fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(x));
+        if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + std::to_string(x));
         return x;
     }
     /// A number, >= 0 or (with `positive`) > 0; std::nullopt when absent and not `required`.
@@ -135,7 +142,7 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
                     zero = 0;
     s.image_size = static_cast<int>(r.integer("image_size", 32, &default_image));
     s.classes = static_cast<int>(r.integer("classes", 1, &default_classes));
-    s.dataset_images = r.integer("dataset_images", 1, &default_images);
+    s.dataset_images = r.integer("dataset_images", 1, &default_images, std::numeric_limits<long long>::max());
     if (const auto epochs = r.number("epochs", false)) s.epochs = *epochs;
     s.instance = r.instance("instance", catalog);
     s.nodes = static_cast<int>(r.integer("nodes", 1));

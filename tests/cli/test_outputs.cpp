@@ -227,19 +227,19 @@ TEST(Outputs, AnErrorThatEchoesInputIsOneLineOfValidUtf8) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(lines_in(r.err), 1u) << r.err;
     EXPECT_TRUE(valid_utf8(r.err)) << r.err;
-    EXPECT_NE(r.err.find("'p3\\nx\\xFF\\x1B[2J'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'p3\\nx\\xff\\x1b[2J'"), std::string::npos) << r.err;
 }
 
 TEST(Outputs, EscapeKeepsUtf8AndEscapesTheRest) {
     using cli::escape_for_terminal;
     EXPECT_EQ(escape_for_terminal("p3.16xlarge: 16 GiB"), "p3.16xlarge: 16 GiB");
     EXPECT_EQ(escape_for_terminal("µs, 2 × V100, ✓"), "µs, 2 × V100, ✓");
-    EXPECT_EQ(escape_for_terminal("a\nb\r\tc\x7f"), "a\\nb\\r\\tc\\x7F");
+    EXPECT_EQ(escape_for_terminal("a\nb\r\tc\x7f"), "a\\nb\\r\\tc\\x7f");
     EXPECT_EQ(escape_for_terminal(std::string("nul\0!", 5)), "nul\\x00!");
-    EXPECT_EQ(escape_for_terminal("\xff\xfe"), "\\xFF\\xFE");
-    EXPECT_EQ(escape_for_terminal("\xc0\xaf"), "\\xC0\\xAF");           // overlong '/'
-    EXPECT_EQ(escape_for_terminal("\xed\xa0\x80"), "\\xED\\xA0\\x80");  // a UTF-16 surrogate
-    EXPECT_EQ(escape_for_terminal("\xe2\x9c"), "\\xE2\\x9C");           // cut short
+    EXPECT_EQ(escape_for_terminal("\xff\xfe"), "\\xff\\xfe");
+    EXPECT_EQ(escape_for_terminal("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+    EXPECT_EQ(escape_for_terminal("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+    EXPECT_EQ(escape_for_terminal("\xe2\x9c"), "\\xe2\\x9c");           // cut short
     EXPECT_EQ(escape_for_terminal("tail:\nline 1\nline 2", true), "tail:\nline 1\nline 2");
 }
 
