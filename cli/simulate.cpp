@@ -151,13 +151,20 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
 
     const ResolvedScenario resolved = model.resolve(s);
     // Progress on stderr while it runs: rewritten in place on a terminal, a line every 10 s in a
-    // log; nothing for a run shorter than that (sim::progress_pace).
-    sim::ProgressPrinter progress(std::cerr, sim::progress_pace(::isatty(STDERR_FILENO) == 1));
-    progress.update(0, options.iterations);
-    options.on_progress = [&progress](int done, int total) { progress.update(done, total); };
+    // log; nothing for a run shorter than that (sim::progress_pace). Its thread starts once the
+    // simulation's process is forked: a process forked with a thread running can deadlock.
+    std::optional<sim::ProgressPrinter> progress;
+    options.on_child_started = [&progress, &options] {
+        progress.emplace(std::cerr, sim::progress_pace(::isatty(STDERR_FILENO) == 1));
+        progress->update(0, options.iterations);
+    };
+    options.on_progress = [&progress](int done, int total) {
+        if (progress) progress->update(done, total);
+    };
     const sim::SimulationResult result = sim::simulate(model, s, options);
-    progress.stop();
+    if (progress) progress->stop();
     options.on_progress = nullptr;
+    options.on_child_started = nullptr;
     std::optional<sim::ElasticReport> elastic;
     if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
     const Prediction prediction = sim::simulated_prediction(model, s, result);

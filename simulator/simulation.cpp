@@ -154,6 +154,7 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         ::_exit(0);  // no atexit handlers, no SimGrid teardown, no flushing of the parent's buffers
     }
     ::close(fds[1]);
+    if (options.on_child_started) options.on_child_started();
     bool cancelled = false;
     const std::string text = read_reply(fds[0], pid, options, input.iterations, cancelled);
     ::close(fds[0]);

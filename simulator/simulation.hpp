@@ -134,6 +134,11 @@ struct SimulationOptions {
     /// Called in the calling thread while the simulation runs, each time GPU 0 finishes the
     /// compute of one more iteration: (iterations done, iterations in all). May be empty.
     std::function<void(int done, int total)> on_progress;
+    /// Called in the calling thread once the simulation's child process has been forked, before
+    /// any progress: the place to start a thread (a progress printer). A thread started before the
+    /// fork could hold an allocator lock the child then waits on forever (seen under ASan, whose
+    /// allocator is not fork-safe). May be empty.
+    std::function<void()> on_child_started;
     /// When set and it turns true, the child process is killed within about 50 ms and simulate()
     /// throws SimulationCancelled. May be null.
     const std::atomic<bool>* cancel = nullptr;

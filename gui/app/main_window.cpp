@@ -545,7 +545,7 @@ void MainWindow::recompute() {
     const Scenario s = scenario();
     try {
         const ResolvedScenario resolved = model_->resolve(s);
-        prediction_ = model_->predict(resolved);
+        prediction_ = model_->checked_predict(resolved);
         band_ = prediction_band(resolved, *prediction_);
         const GpuSpec& gpu = model_->catalog().gpu_of(model_->catalog().instance(s.instance));
         memory_->setText(QString("needs %1 GiB of the GPU's %2 GiB").arg(prediction_->memory_per_gpu_GiB, 0, 'f', 1).arg(gpu.memory_gib));

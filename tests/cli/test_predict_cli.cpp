@@ -185,7 +185,7 @@ TEST(PredictCliLimits, ACalibrationWhoseCovarianceHolds1e308IsRefusedNotPrintedA
     Calibration calibration = Calibration::built_in();
     for (double& entry : calibration.uncertainty.covariance) entry = 1e308;
     const TempFile file(calibration.to_json());
-    expect_bad_input("predict --calibration " + file.path(), "no finite throughput band");
+    expect_bad_input("predict --calibration " + file.path(), "uncertainty.covariance has a variance of 1e+308");
 }
 
 TEST(PredictCliLimits, SweepRowsPastTheLimitsAreInfeasibleWithTheReason) {

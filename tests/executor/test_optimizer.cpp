@@ -336,6 +336,35 @@ TEST_F(CheckpointTest, AFileOfTheUncheckedFirstSchemaIsRefusedSayingWhy) {
     expect_refused(directory, "epochcast.checkpoint/1 checkpoint, written before checkpoints carried a checksum");
 }
 
+/// `header` (one JSON line) and `values` as a schema /2 file, ending with the checksum of both.
+std::string checksummed_checkpoint(const std::string& header, const std::vector<float>& values) {
+    std::string bytes = header + "\n";
+    bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    const std::uint64_t checksum = fnv1a64(bytes);
+    for (int i = 0; i < 8; ++i) bytes += static_cast<char>((checksum >> (8 * i)) & 0xFF);
+    return bytes;
+}
+
+// What fuzz_checkpoint found in schema /1's reader (fuzz/README.md), under schema /2: a count that
+// wrapped the byte size to 0 and reached std::vector's length_error, and a next_step that passed
+// nlohmann's type_error text on, are one-line errors naming the file; a run of no parameters (which
+// handed memcpy a null pointer) reads back.
+TEST_F(CheckpointTest, HeadersTheFuzzerFoundAreOneLineErrorsOrRead) {
+    std::filesystem::create_directories(directory);
+    const std::string tail = R"(,"run":{},"schema":"epochcast.checkpoint/2","state":[]})";
+    write_file_bytes(directory / kCheckpointFile,
+                     checksummed_checkpoint(R"({"next_step":1,"parameters":4611686018427387904)" + tail, {1, 2}));
+    expect_refused(directory, "truncated (its header announces 4611686018427387904 values)");
+    write_file_bytes(directory / kCheckpointFile,
+                     checksummed_checkpoint(R"({"next_step":"seven","parameters":1)" + tail, {1, 2}));
+    expect_refused(directory, "malformed header");
+    write_file_bytes(directory / kCheckpointFile, checksummed_checkpoint(R"({"next_step":3,"parameters":0)" + tail, {}));
+    const Checkpoint empty = read_checkpoint(directory);
+    EXPECT_EQ(empty.next_step, 3);
+    EXPECT_TRUE(empty.weights.empty());
+    EXPECT_TRUE(empty.momentum.empty());
+}
+
 // A write killed half-way (SIGKILL) leaves "checkpoint.ecp.tmp.<PID>"; the next write removes it,
 // and leaves alone the temporary of a process that is still alive (a run sharing the folder).
 TEST_F(CheckpointTest, TheNextWriteRemovesTemporariesOfDeadWritersOnly) {
