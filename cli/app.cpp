@@ -1,5 +1,7 @@
 #include "cli/app.hpp"
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/output.hpp"
@@ -8,9 +10,10 @@
 namespace epochcast::cli {
 
 void run(const std::vector<std::string>& args, std::ostream& out) {
-    CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take"};
+    CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take", "epochcast"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Show the help of every subcommand");
+    app.set_version_flag("--version", std::string("epochcast ") + EPOCHCAST_VERSION, "Print the version and exit");
     app.footer(
         "Exit codes: 0 an answer (also when stdout's reader stops early, as `| head` does); 1 a run that failed "
         "(a rank died; Ctrl-C, SIGTERM or SIGHUP on a sweep) or an internal error; 2 bad input, an output that "
@@ -27,6 +30,20 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     register_sweep(app, out);
     register_plan(app, out);
 
+    // A first argument that is no option and no subcommand is named, with the valid ones (CLI11
+    // would only say "A subcommand is required"); so is a missing subcommand.
+    std::string names;
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands({})) {
+        if (!names.empty()) names += ", ";
+        names += command->get_name();
+        known = known || (!args.empty() && command->check_name(args.front()));
+    }
+    if (args.empty()) throw InputError("a subcommand is required: " + names + " (--help says what each does)");
+    if (!args.front().empty() && args.front().front() != '-' && !known) {
+        throw InputError("unknown subcommand '" + args.front() + "'; the subcommands are " + names);
+    }
+
     // CLI11 parses the arguments in reverse order when given a vector.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     try {
@@ -35,6 +52,8 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
         out << app.help();
     } catch (const CLI::CallForAllHelp&) {
         out << app.help("", CLI::AppFormatMode::All);
+    } catch (const CLI::CallForVersion& version) {
+        out << version.what() << '\n';
     } catch (const CLI::ParseError& error) {
         throw InputError(error.what());
     }

@@ -1,5 +1,6 @@
 // The analytic cost model: Scenario -> Prediction in closed form. Each term is a small function
-// of its own (model/compute.hpp terms below, model/collectives.hpp), derived in docs/model.md.
+// of its own (the compute terms below, the network's in model/collectives.hpp), derived in
+// docs/model.md.
 //
 // Two steps so that sweeps are fast: resolve() validates a Scenario against the catalog and the
 // calibration and reduces it to numbers (it may throw and allocate); predict() is arithmetic on

@@ -1,5 +1,5 @@
-// Planning calibration runs (model/plan.hpp): runs are chosen, each narrows the target's band,
-// and what is already known needs no run.
+// Planning calibration runs (model/plan.hpp): runs are chosen and each narrows the target's band,
+// a small per-GPU batch gets runs at two batch sizes, and bad limits are input errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
