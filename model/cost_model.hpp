@@ -332,7 +332,8 @@ public:
     /// depends on no parameter); the rows are s.sensitivity[f].parameter.
     std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) const noexcept;
 
-    /// The covariance rows: every parameter of the calibration, then the roofline prior.
+    /// The covariance's rows but its last: every parameter of the calibration. The last row,
+    /// index parameters().size(), is the roofline prior's (eq. C3), which has no ParameterId.
     const std::vector<ParameterId>& parameters() const { return parameters_; }
     /// The prior/fitted covariance of the rows, row-major.
     const std::vector<double>& covariance() const { return covariance_; }
@@ -354,7 +355,7 @@ private:
     const Convergence* convergence_ = &Convergence::built_in();
     Calibration calibration_;
     std::shared_ptr<WorkloadCache> workloads_;
-    std::vector<ParameterId> parameters_;  ///< covariance rows; the last row is the roofline prior
+    std::vector<ParameterId> parameters_;  ///< the covariance's rows but the roofline prior's (the last)
     std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
     /// Training FLOPs of one image of the reference model, in which eq. C5's lines are fitted.
     double reference_training_flops_ = 0;
