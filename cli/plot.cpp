@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -98,11 +97,11 @@ charts::ScalingChartData scaling_data(const PlotRequest& r) {
         series.points_only = series.points.size() == 1;
         data.series.push_back(std::move(series));
     }
-    // The ideal: the best per-GPU rate any curve has at its smallest cluster, kept all the way up.
-    for (const charts::ScalingSeries& series : data.series) {
-        if (series.points.empty()) continue;
+    // Each curve's ideal: its per-GPU rate at its smallest cluster, kept all the way up.
+    for (charts::ScalingSeries& series : data.series) {
+        if (series.points_only) continue;
         const charts::ScalingPoint& first = series.points.front();
-        data.ideal_images_per_s_per_gpu = std::max(data.ideal_images_per_s_per_gpu, first.throughput_images_per_s / first.gpus);
+        series.ideal_images_per_s_per_gpu = first.throughput_images_per_s / first.gpus;
     }
     return data;
 }
@@ -123,26 +122,11 @@ charts::CostTimeChartData cost_time_data(const PlotRequest& r) {
         labelled[r.front.front()] = true;
         labelled[r.front.back()] = true;
     }
-    // The middle of the time axis as drawn (logarithmic when wide): the geometric mean of the ends.
-    double fastest = INFINITY;
-    double slowest = 0;
-    for (const PlotPoint& p : r.points) {
-        fastest = std::min(fastest, p.prediction.time_to_train_s);
-        slowest = std::max(slowest, p.prediction.time_to_train_s);
-    }
-    const double median_time = std::sqrt(fastest * slowest);
     for (std::size_t i = 0; i < r.points.size(); ++i) {
         if (!on_front[i] && i % stride != 0) continue;
         const Prediction& p = r.points[i].prediction;
-        std::string label;
-        if (labelled[i]) {
-            // Qt centres a point's label above it; padding on one side moves the text off the
-            // plot's nearer edge (to the right of points in the faster half, else to the left).
-            label = label_of(r.points[i].scenario, p);
-            const std::string pad(label.size() + 2, ' ');
-            label = p.time_to_train_s <= median_time ? pad + label : label + pad;
-        }
-        data.points.push_back({static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front[i], label});
+        const std::string label = labelled[i] ? label_of(r.points[i].scenario, p) : std::string();
+        data.points.push_back({static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front[i], label, r.points[i].scenario.instance});
     }
     return data;
 }

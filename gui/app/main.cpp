@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     for (const QString& file : parser.values(catalog)) options.catalogs.push_back(file.toStdString());
     try {
         epochcast::gui::MainWindow window(options);
-        window.resize(1500, 960);
+        window.resize(epochcast::gui::kDefaultWidth, epochcast::gui::kDefaultHeight);
         if (!parser.isSet(screenshot)) {
             window.show();
             return app.exec();

@@ -313,8 +313,10 @@ void MainWindow::buildOutputs(QWidget* panel) {
     breakdown_view_ = new QChartView;
     breakdown_view_->setObjectName("breakdownView");
     breakdown_view_->setRenderHint(QPainter::Antialiasing);
-    breakdown_view_->setMinimumHeight(275);
-    breakdown_view_->setMaximumHeight(290);
+    // Five bars at most (the current configuration and four pins): the rest of the height goes to
+    // the scaling and scatter charts, whose axis titles are cut short when they get less.
+    breakdown_view_->setMinimumHeight(150);
+    breakdown_view_->setMaximumHeight(170);
     layout->addWidget(breakdown_view_);
 
     scaling_view_ = new QChartView;
@@ -327,8 +329,8 @@ void MainWindow::buildOutputs(QWidget* panel) {
     auto* charts = new QSplitter(Qt::Horizontal);
     charts->addWidget(scaling_view_);
     charts->addWidget(scatter_view_);
-    charts->setMinimumHeight(275);
-    layout->addWidget(charts, 3);
+    charts->setMinimumHeight(360);
+    layout->addWidget(charts, 4);
 
     tabs_ = new QTabWidget;
     tabs_->setObjectName("tabs");
@@ -384,7 +386,7 @@ void MainWindow::buildOutputs(QWidget* panel) {
     trace_layout->addWidget(trace_table_, 1);
     tabs_->addTab(traces, tr("Measured"));
     connect(open_trace, &QPushButton::clicked, this, &MainWindow::openTraceDialog);
-    layout->addWidget(tabs_, 2);
+    layout->addWidget(tabs_, 1);
 }
 
 void MainWindow::fillInstanceLists() {
@@ -628,14 +630,14 @@ void MainWindow::updateCharts(const Scenario& s) {
     scaling.title = "Scaling: throughput against GPUs";
     if (prediction_) {
         const std::vector<ScalingPoint> curve = scaling_curve(*model_, s, kScalingMaxNodes);
-        charts::ScalingSeries predicted{"predicted (shaded: 95% band)", {}, false};
+        charts::ScalingSeries predicted{"predicted, 95% band", {}, false};
         charts::ScalingSeries current{"this configuration", {}, true};
         for (const ScalingPoint& p : curve) {
             predicted.points.push_back({double(p.gpus), p.throughput_images_per_s, p.interval.low, p.interval.high});
             if (p.gpus == prediction_->gpus) current.points.push_back({double(p.gpus), p.throughput_images_per_s});
         }
         if (!curve.empty() && curve.front().gpus > 0) {
-            scaling.ideal_images_per_s_per_gpu = curve.front().ideal_images_per_s / curve.front().gpus;
+            predicted.ideal_images_per_s_per_gpu = curve.front().ideal_images_per_s / curve.front().gpus;
         }
         scaling.series.push_back(std::move(predicted));
         scaling.series.push_back(std::move(current));
@@ -656,6 +658,13 @@ void MainWindow::updateCharts(const Scenario& s) {
     show_chart(scaling_view_, charts::scaling_chart(scaling));
 
     scatter_ = across_instances(*model_, s, kScatterMaxNodes);
+    // A log axis cannot show zero, and infinity is no point at all (a model that cannot run it).
+    // Such configurations leave the scatter, so that its front is the front of what it draws: an
+    // owned machine without a price by the hour costs $0, and made the front a point nobody saw.
+    std::erase_if(scatter_.options, [](const InstanceOption& o) {
+        const Prediction& p = o.prediction;
+        return !(p.time_to_train_s > 0 && p.cost_usd > 0 && std::isfinite(p.time_to_train_s) && std::isfinite(p.cost_usd));
+    });
     std::vector<TimeCost> points;
     points.reserve(scatter_.options.size());
     for (const InstanceOption& o : scatter_.options) points.push_back({o.prediction.time_to_train_s, o.prediction.cost_usd});
@@ -666,14 +675,10 @@ void MainWindow::updateCharts(const Scenario& s) {
     scatter_data_.title = "Time to train against cost, every GPU instance type";
     for (std::size_t i = 0; i < scatter_.options.size(); ++i) {
         const InstanceOption& o = scatter_.options[i];
-        // A log axis cannot show zero, and infinity is no point at all (a model that cannot run it).
-        const bool drawable = points[i].time_to_train_s > 0 && points[i].cost_usd > 0 && std::isfinite(points[i].time_to_train_s) &&
-                              std::isfinite(points[i].cost_usd);
-        if (!drawable) continue;
         // Of the front, only its ends (the fastest and the cheapest) are named: more labels overlap.
         const bool named = !front_.empty() && (i == front_.front() || i == front_.back());
         scatter_data_.points.push_back({static_cast<int>(i), points[i].time_to_train_s, points[i].cost_usd, on_front[i],
-                                        named ? cluster_label(o.scenario) : std::string()});
+                                        named ? cluster_label(o.scenario) : std::string(), o.scenario.instance});
         if (o.scenario.instance == s.instance && o.scenario.nodes == s.nodes &&
             (s.gpus_per_node == 0 || s.gpus_per_node == o.prediction.gpus / o.prediction.nodes)) {
             scatter_data_.current_index = static_cast<int>(i);

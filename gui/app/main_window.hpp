@@ -38,6 +38,10 @@ class TimelineView;
 /// Pinned configurations at most (issue 8: up to four side by side).
 inline constexpr int kMaxPins = 4;
 
+/// The window's size when it opens (and in --screenshot): its charts are laid out to be read at it.
+inline constexpr int kDefaultWidth = 1500;
+inline constexpr int kDefaultHeight = 960;
+
 /// What the window starts from: extra catalog files and a calibration, as the CLI's flags.
 struct WindowOptions {
     std::vector<std::string> catalogs;      ///< --catalog files merged over the built-in catalog
@@ -83,11 +87,12 @@ public:
     void cancelSimulation();
     bool simulationRunning() const { return simulation_thread_.joinable() && !simulation_done_; }
 
-    /// The scatter's configurations (index = what a click on the scatter maps to) and its front.
+    /// The scatter's configurations (index = what a click on the scatter maps to) and its front;
+    /// those without a positive, finite time and cost (an owned machine with no price) are left out.
     const InstanceComparison& scatter() const { return scatter_; }
     const std::vector<std::size_t>& paretoFront() const { return front_; }
     /// What the scatter chart was drawn from: each point's CostTimePoint::index is its configuration's
-    /// index in scatter().options (configurations without a finite time and cost are left out).
+    /// index in scatter().options.
     const charts::CostTimeChartData& scatterData() const { return scatter_data_; }
     /// Load scatter configuration `index` into the inputs (what a click on its point does).
     void loadScatterPoint(std::size_t index);

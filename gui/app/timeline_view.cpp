@@ -8,7 +8,8 @@
 
 namespace epochcast::gui {
 
-TimelineView::TimelineView(QWidget* parent) : QWidget(parent) { setMinimumHeight(160); }
+// Low enough that the window's default size leaves the charts above it room for their legends.
+TimelineView::TimelineView(QWidget* parent) : QWidget(parent) { setMinimumHeight(100); }
 
 void TimelineView::setTimeline(sim::Timeline timeline) {
     timeline_ = std::move(timeline);

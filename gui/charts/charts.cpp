@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <memory>
 #include <system_error>
+#include <utility>
 
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
@@ -17,11 +20,14 @@
 #include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QValueAxis>
 #include <QtCore/QCoreApplication>
+#include <QtGui/QFontMetricsF>
 #include <QtGui/QImage>
 #include <QtGui/QPainter>
 #include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QApplication>
+#include <QtWidgets/QGraphicsRectItem>
 #include <QtWidgets/QGraphicsScene>
+#include <QtWidgets/QGraphicsSimpleTextItem>
 
 #include "model/errors.hpp"
 
@@ -36,7 +42,15 @@ const QColor kGreen{0, 158, 115};
 const QColor kPurple{204, 121, 167};
 const QColor kSky{86, 180, 233};
 const QColor kGrey{150, 150, 150};
+const QColor kYellow{240, 228, 66};
+const QColor kBlack{0, 0, 0};
 const QColor kSeriesColours[] = {kBlue, kVermillion, kGreen, kOrange, kPurple, kSky};
+// The scatter's groups: the palette without the front's vermillion and the current point's orange,
+// with one shape fewer than colours, so that colour and shape both change from one group to the next.
+const QColor kGroupColours[] = {kBlue, kSky, kGreen, kPurple, kBlack, kYellow};
+const QScatterSeries::MarkerShape kGroupShapes[] = {QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle,
+                                                    QScatterSeries::MarkerShapeTriangle, QScatterSeries::MarkerShapeRotatedRectangle,
+                                                    QScatterSeries::MarkerShapePentagon};
 
 QString qt(const std::string& text) { return QString::fromStdString(text); }
 
@@ -56,8 +70,15 @@ std::unique_ptr<QChart> new_chart(const std::string& title) {
     return chart;
 }
 
+/// Ticks a logarithmic axis of `base` labels between `low` and `high`: Qt labels its powers only.
+int log_ticks(double low, double high, double base) {
+    const double eps = 1e-9;
+    return static_cast<int>(std::floor(std::log(high) / std::log(base) + eps) - std::ceil(std::log(low) / std::log(base) - eps)) + 1;
+}
+
 /// A value axis or, when the data span `log_ratio` or more, a logarithmic one; padded so that
-/// no point sits on the frame.
+/// no point sits on the frame. A `log_base` of 0 picks 10, or 2 where powers of 10 would label
+/// fewer than three ticks (an axis from 0.2 to 5 hours reads 0.25 0.5 1 2 4, not 1 alone).
 QAbstractAxis* make_axis(const QString& title, double low, double high, double log_ratio, double log_base, bool zero_based) {
     if (!(low > 0) || !(high > 0) || !std::isfinite(low) || !std::isfinite(high)) {
         low = 0;
@@ -66,11 +87,16 @@ QAbstractAxis* make_axis(const QString& title, double low, double high, double l
     QAbstractAxis* result = nullptr;
     if (low > 0 && high / low >= log_ratio) {
         auto* axis = new QLogValueAxis;
+        if (log_base == 0) {
+            const double pad = std::pow(10, 0.25);
+            log_base = log_ticks(low / pad, high * pad, 10) >= 3 ? 10 : 2;
+        }
         axis->setBase(log_base);
-        axis->setLabelFormat(log_base == 2 ? "%.0f" : "%g");
-        axis->setMinorTickCount(log_base == 2 ? 0 : 8);
         // A quarter of a decade (or octave) each side leaves room for the points' labels.
-        axis->setRange(low / std::pow(log_base, 0.25), high * std::pow(log_base, 0.25));
+        const double min = low / std::pow(log_base, 0.25);
+        axis->setRange(min, high * std::pow(log_base, 0.25));
+        axis->setLabelFormat(min >= 1 ? "%.0f" : "%g");  // 1000000, not 1e+06
+        axis->setMinorTickCount(log_base == 2 ? 0 : 8);
         result = axis;
     } else {
         auto* axis = new QValueAxis;
@@ -83,6 +109,15 @@ QAbstractAxis* make_axis(const QString& title, double low, double high, double l
     }
     result->setTitleText(title);
     return result;
+}
+
+/// Where `value` lies along `axis`, 0 at its minimum and 1 at its maximum (as the axis draws it).
+double axis_fraction(const QAbstractAxis* axis, double value) {
+    if (const auto* log = qobject_cast<const QLogValueAxis*>(axis)) {
+        return std::log(value / log->min()) / std::log(log->max() / log->min());
+    }
+    const auto* linear = static_cast<const QValueAxis*>(axis);
+    return (value - linear->min()) / (linear->max() - linear->min());
 }
 
 void attach(QChart& chart, QAbstractSeries* series, QAbstractAxis* x, QAbstractAxis* y) {
@@ -102,6 +137,89 @@ struct Range {
     bool empty() const { return low > high; }
 };
 
+/// The front points' labels, as boxes of text on the chart. Qt's own point labels sit centred
+/// above their point whatever lies there (a marker, the budget line); these are placed, each time
+/// the plot area changes, where they cover the least: beside the point, clear of the plot's edges,
+/// of each other, of the deadline and budget lines and of the front's and the current markers, and
+/// over as few of the other configurations as can be.
+struct PointLabels {
+    QAbstractAxis* x = nullptr;
+    QAbstractAxis* y = nullptr;
+    std::vector<QPointF> anchors;  ///< the labelled points, in the axes' values
+    std::vector<QGraphicsRectItem*> boxes;
+    std::vector<QPointF> markers;  ///< not to be covered: the front's and the current one
+    std::vector<QPointF> cloud;    ///< better not covered: every other configuration
+    std::vector<double> vertical_lines;
+    std::vector<double> horizontal_lines;
+
+    void add(QChart& chart, QPointF anchor, const QString& text) {
+        auto* box = new QGraphicsRectItem(&chart);
+        box->setPen(QPen(QColor(200, 200, 200), 1));
+        box->setBrush(QColor(255, 255, 255, 225));
+        box->setZValue(100);  // over the series and the grid
+        auto* label = new QGraphicsSimpleTextItem(text, box);
+        label->setBrush(QColor(50, 50, 50));
+        label->setPos(4, 1);
+        const QRectF bounds = label->boundingRect();
+        box->setRect(0, 0, bounds.width() + 8, bounds.height() + 2);
+        anchors.push_back(anchor);
+        boxes.push_back(box);
+    }
+
+    QPointF to_pixels(const QRectF& plot, QPointF value) const {
+        return {plot.left() + plot.width() * axis_fraction(x, value.x()),
+                plot.bottom() - plot.height() * axis_fraction(y, value.y())};
+    }
+
+    void place(const QRectF& plot) {
+        auto pixels = [&](const std::vector<QPointF>& values) {
+            std::vector<QPointF> result;
+            result.reserve(values.size());
+            for (const QPointF& v : values) result.push_back(to_pixels(plot, v));
+            return result;
+        };
+        const std::vector<QPointF> marker_px = pixels(markers);
+        const std::vector<QPointF> cloud_px = pixels(cloud);
+        std::vector<QRectF> placed;
+        for (std::size_t i = 0; i < boxes.size(); ++i) {
+            const QPointF p = to_pixels(plot, anchors[i]);
+            const QSizeF size = boxes[i]->rect().size();
+            QRectF best;
+            double best_cost = std::numeric_limits<double>::infinity();
+            int candidate = 0;
+            // Right, left, then the diagonals, above and below; near the point, then farther.
+            for (const double gap : {10.0, 24.0, 48.0}) {
+                for (const auto& [dx, dy] : {std::pair{1, 0}, {-1, 0}, {1, -1}, {1, 1}, {-1, -1}, {-1, 1}, {0, -1}, {0, 1}}) {
+                    const double left = dx > 0 ? p.x() + gap : dx < 0 ? p.x() - gap - size.width() : p.x() - size.width() / 2;
+                    const double top = dy < 0 ? p.y() - gap - size.height() : dy > 0 ? p.y() + gap : p.y() - size.height() / 2;
+                    const QRectF r(QPointF(left, top), size);
+                    double cost = 0.01 * candidate++;
+                    if (!plot.contains(r)) cost += 1e6;
+                    for (const QRectF& other : placed) cost += r.intersects(other) ? 1e5 : 0;
+                    for (const double v : vertical_lines) {
+                        const double at = to_pixels(plot, {v, anchors[i].y()}).x();
+                        cost += at > r.left() - 2 && at < r.right() + 2 ? 1e4 : 0;
+                    }
+                    for (const double v : horizontal_lines) {
+                        const double at = to_pixels(plot, {anchors[i].x(), v}).y();
+                        cost += at > r.top() - 2 && at < r.bottom() + 2 ? 1e4 : 0;
+                    }
+                    const QRectF around_markers = r.adjusted(-8, -8, 8, 8);
+                    for (const QPointF& m : marker_px) cost += around_markers.contains(m) ? 100 : 0;
+                    const QRectF around_cloud = r.adjusted(-5, -5, 5, 5);
+                    for (const QPointF& c : cloud_px) cost += around_cloud.contains(c) ? 1 : 0;
+                    if (cost < best_cost) {
+                        best_cost = cost;
+                        best = r;
+                    }
+                }
+            }
+            boxes[i]->setPos(best.topLeft());
+            placed.push_back(best);
+        }
+    }
+};
+
 std::string lower_extension(const std::filesystem::path& path) {
     std::string ext = path.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -119,6 +237,11 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
             gpus.add(p.gpus);
             throughput.add(p.throughput_images_per_s);
             if (p.high_images_per_s > 0) throughput.add(p.high_images_per_s);
+            if (p.low_images_per_s > 0) throughput.add(p.low_images_per_s);
+        }
+        if (s.ideal_images_per_s_per_gpu > 0 && !s.points.empty()) {
+            throughput.add(s.ideal_images_per_s_per_gpu * s.points.front().gpus);
+            throughput.add(s.ideal_images_per_s_per_gpu * s.points.back().gpus);
         }
     }
     if (gpus.empty()) {
@@ -126,31 +249,38 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
         gpus.add(8);
     }
     if (throughput.empty()) throughput.add(1);
-    const bool ideal = data.ideal_images_per_s_per_gpu > 0;
-    if (ideal) throughput.add(data.ideal_images_per_s_per_gpu * gpus.high);
 
     QAbstractAxis* x = make_axis("GPUs", std::max(1.0, gpus.low), gpus.high, 16, 2, false);
-    QAbstractAxis* y = make_axis("throughput (images/s)", 0, throughput.high, std::numeric_limits<double>::infinity(), 10, true);
+    // Log-log, or linear-linear: either way an ideal line is straight.
+    const bool log = x->type() == QAbstractAxis::AxisTypeLogValue;
+    QAbstractAxis* y = log ? make_axis("throughput (images/s)", throughput.low, throughput.high, 0, 0, false)
+                           : make_axis("throughput (images/s)", 0, throughput.high, std::numeric_limits<double>::infinity(), 10, true);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
 
-    if (ideal) {
+    // The ideal lines first, so that the curves are drawn over them; one legend entry says what
+    // the dashes are, in grey: each is in the colour of its curve.
+    std::size_t colour = 0;
+    bool ideal_named = false;
+    for (const ScalingSeries& s : data.series) {
+        const QColor c = kSeriesColours[colour++ % std::size(kSeriesColours)];
+        if (!(s.ideal_images_per_s_per_gpu > 0) || s.points.empty()) continue;
         auto* line = new QLineSeries;
         line->setName("ideal (linear in GPUs)");
-        QPen pen(kGrey, 2, Qt::DashLine);
-        line->setPen(pen);
-        // A straight line on either axis type: enough points that a log x axis draws it smoothly.
-        const double first = std::max(1.0, gpus.low);
-        const int steps = 32;
-        for (int i = 0; i <= steps; ++i) {
-            const double g = first * std::pow(gpus.high / first, static_cast<double>(i) / steps);
-            line->append(g, g * data.ideal_images_per_s_per_gpu);
+        line->setPen(QPen(c.lighter(115), 1.5, Qt::DashLine));
+        for (const ScalingPoint* p : {&s.points.front(), &s.points.back()}) {
+            line->append(p->gpus, p->gpus * s.ideal_images_per_s_per_gpu);
         }
         attach(*chart, line, x, y);
+        QLegendMarker* marker = chart->legend()->markers(line).front();
+        marker->setVisible(!ideal_named);
+        marker->setLabel("ideal, linear (dashed)");
+        marker->setBrush(kGrey);
+        ideal_named = true;
     }
     // Long legend entries would be cut short in a row below the plot; a column beside it keeps them.
     if (data.series.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
-    std::size_t colour = 0;
+    colour = 0;
     for (const ScalingSeries& s : data.series) {
         const QColor c = kSeriesColours[colour++ % std::size(kSeriesColours)];
         if (s.points_only) {
@@ -201,22 +331,41 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     if (hours.empty()) hours.add(1);
     if (dollars.empty()) dollars.add(1);
 
-    QAbstractAxis* x = make_axis("time to train (hours)", hours.low, hours.high, 30, 10, false);
-    QAbstractAxis* y = make_axis("cost to train (US$)", dollars.low, dollars.high, 30, 10, false);
+    QAbstractAxis* x = make_axis("time to train (hours)", hours.low, hours.high, 30, 0, false);
+    QAbstractAxis* y = make_axis("cost to train (US$)", dollars.low, dollars.high, 30, 0, false);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
 
-    auto* all = new QScatterSeries;
-    all->setName("configurations");
-    all->setColor(QColor(kSky.red(), kSky.green(), kSky.blue(), 140));
-    all->setBorderColor(Qt::transparent);
-    all->setMarkerSize(7);
+    // One series per group (instance type), in the groups' alphabetical order so that a type keeps
+    // its marker from one chart to the next; no two of the first 30 look alike.
+    std::map<std::string, QScatterSeries*> groups;
+    for (const CostTimePoint& p : data.points) groups.emplace(p.group, nullptr);
+    std::size_t k = 0;
+    for (auto& [name, series] : groups) {
+        series = new QScatterSeries;
+        series->setName(name.empty() ? QString("configurations") : qt(name));
+        const QColor c = kGroupColours[k % std::size(kGroupColours)];
+        series->setColor(QColor(c.red(), c.green(), c.blue(), 190));
+        series->setBorderColor(c.darker(150));
+        series->setMarkerShape(kGroupShapes[k % std::size(kGroupShapes)]);
+        series->setMarkerSize(9);
+        ++k;
+    }
+    auto labels = std::make_shared<PointLabels>();
     std::vector<const CostTimePoint*> front;
     for (const CostTimePoint& p : data.points) {
-        all->append(p.time_to_train_s / 3600, p.cost_usd);
-        if (p.on_front) front.push_back(&p);
+        const QPointF at(p.time_to_train_s / 3600, p.cost_usd);
+        groups[p.group]->append(at);
+        if (p.on_front) {
+            front.push_back(&p);
+            labels->markers.push_back(at);
+        } else {
+            labels->cloud.push_back(at);
+        }
     }
-    attach(*chart, all, x, y);
+    for (const auto& [name, series] : groups) attach(*chart, series, x, y);
+    if (groups.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
+    chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);  // the group's shape, not a square
 
     std::sort(front.begin(), front.end(),
               [](const CostTimePoint* a, const CostTimePoint* b) { return a->time_to_train_s < b->time_to_train_s; });
@@ -224,33 +373,23 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
         auto* line = new QLineSeries;
         line->setName("Pareto front (fastest for the money)");
         line->setPen(QPen(kVermillion, 2.5));
-        auto* markers = new QScatterSeries;
-        markers->setColor(kVermillion);
-        markers->setBorderColor(kVermillion.darker(140));
-        markers->setMarkerSize(11);
+        // A ring around each front point keeps its group's marker in sight.
+        auto* rings = new QScatterSeries;
+        rings->setColor(Qt::transparent);
+        rings->setBorderColor(kVermillion);
+        rings->setMarkerSize(15);
         for (const CostTimePoint* p : front) {
             line->append(p->time_to_train_s / 3600, p->cost_usd);
-            markers->append(p->time_to_train_s / 3600, p->cost_usd);
+            rings->append(p->time_to_train_s / 3600, p->cost_usd);
         }
         attach(*chart, line, x, y);
-        attach(*chart, markers, x, y);
-        chart->legend()->markers(markers).front()->setVisible(false);
+        attach(*chart, rings, x, y);
+        rings->setPen(QPen(kVermillion, 2));
+        chart->legend()->markers(rings).front()->setVisible(false);
         if (data.label_front) {
-            // Qt draws a point's label from a format of @xPoint/@yPoint only, so each configuration
-            // name goes on an invisible series of its own, one point each.
             for (const CostTimePoint* p : front) {
-                if (p->label.empty()) continue;
-                auto* labelled = new QScatterSeries;
-                labelled->setMarkerSize(0);
-                labelled->setColor(Qt::transparent);
-                labelled->setBorderColor(Qt::transparent);
-                labelled->append(p->time_to_train_s / 3600, p->cost_usd);
-                labelled->setPointLabelsFormat(qt("  " + p->label));
-                labelled->setPointLabelsVisible(true);
-                labelled->setPointLabelsClipping(false);
-                labelled->setPointLabelsColor(QColor(60, 60, 60));
-                attach(*chart, labelled, x, y);
-                chart->legend()->markers(labelled).front()->setVisible(false);
+                const QString text = qt(p->label);
+                if (!text.isEmpty()) labels->add(*chart, {p->time_to_train_s / 3600, p->cost_usd}, text);
             }
         }
     }
@@ -261,10 +400,11 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
             auto* marker = new QScatterSeries;
             marker->setName("this configuration");
             marker->setColor(kOrange);
-            marker->setBorderColor(kOrange.darker(140));
+            marker->setBorderColor(Qt::black);
             marker->setMarkerSize(14);
             marker->append(current->time_to_train_s / 3600, current->cost_usd);
             attach(*chart, marker, x, y);
+            labels->markers.push_back(marker->at(0));
         }
     }
     auto add_limit = [&](const QString& name, const QColor& colour, QPointF a, QPointF b) {
@@ -279,8 +419,33 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     const double y_low = std::max(dollars.low, 1e-9) / 2;
     if (data.deadline_s) {
         add_limit("deadline", kGreen, {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
+        labels->vertical_lines.push_back(*data.deadline_s / 3600);
     }
-    if (data.budget_usd) add_limit("budget", kPurple, {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
+    if (data.budget_usd) {
+        add_limit("budget", kPurple, {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
+        labels->horizontal_lines.push_back(*data.budget_usd);
+    }
+    // A column of a score of instance types: in a smaller font where the chart is too short for it
+    // (the GUI's), each row of the legend its text's height and its marker's margin.
+    int entries = 0;  // the series with a name: the rings' marker is hidden
+    for (const QAbstractSeries* series : chart->series()) entries += series->name().isEmpty() ? 0 : 1;
+    QObject::connect(chart.get(), &QGraphicsWidget::geometryChanged, chart.get(),
+                     [chart = chart.get(), base = chart->legend()->font(), entries] {
+                         for (const double scale : {1.0, 0.85, 0.7}) {
+                             QFont font = base;
+                             font.setPointSizeF(base.pointSizeF() * scale);
+                             if (entries * (QFontMetricsF(font).height() + 8) <= chart->size().height() - 80 || scale == 0.7) {
+                                 if (chart->legend()->font() != font) chart->legend()->setFont(font);
+                                 break;
+                             }
+                         }
+                     });
+    if (!labels->boxes.empty()) {
+        labels->x = x;
+        labels->y = y;
+        // Placed again whenever the plot area moves (a resized view, a file of another size).
+        QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(), [labels](const QRectF& plot) { labels->place(plot); });
+    }
     return chart;
 }
 

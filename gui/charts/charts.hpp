@@ -33,17 +33,19 @@ struct ScalingSeries {
     std::string name;                  ///< legend entry, e.g. "p3.16xlarge, hierarchical (predicted)"
     std::vector<ScalingPoint> points;  ///< drawn in the given order
     bool points_only = false;          ///< markers without a line (measured points)
+    /// Images/s of one GPU alone: this series' ideal is a dashed line in its colour, gpus x this,
+    /// from its first point's GPUs to its last. 0 draws none.
+    double ideal_images_per_s_per_gpu = 0;
 };
 
 struct ScalingChartData {
     std::string title;                  ///< chart title; empty for none
     std::vector<ScalingSeries> series;  ///< predicted curves, measured points, ...
-    /// Images/s of one GPU alone: the ideal line is gpus x this. 0 draws no ideal line.
-    double ideal_images_per_s_per_gpu = 0;
 };
 
-/// Throughput (images/s) against GPUs, each series a line or markers, with the ideal linear line.
-/// The GPU axis is logarithmic (base 2) when it spans a factor of 16 or more.
+/// Throughput (images/s) against GPUs, each series a line or markers, with its ideal linear line.
+/// Both axes are logarithmic when the GPUs span a factor of 16 or more (so that an ideal line is
+/// straight, and a curve's bend away from it reads the same at 8 GPUs as at 512), else both linear.
 std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data);
 
 // ---- time against cost ---------------------------------------------------------------------
@@ -55,6 +57,9 @@ struct CostTimePoint {
     double cost_usd = 0;         ///< y, in US dollars
     bool on_front = false;       ///< on the Pareto front of time against cost (computed by model/)
     std::string label;           ///< shown beside front points when labelled, e.g. "8 x p3.16xlarge"
+    /// The legend entry of its marker, e.g. the instance type: each group has a colour and shape of
+    /// its own. Points without one are drawn alike as "configurations".
+    std::string group;
 };
 
 struct CostTimeChartData {
@@ -68,7 +73,8 @@ struct CostTimeChartData {
     std::optional<int> current_index;
 };
 
-/// Every configuration as a grey dot, the Pareto front as a highlighted line with markers.
+/// Every configuration as a marker of its group's colour and shape, the Pareto front as a
+/// highlighted line through them, front points' labels placed clear of the markers and lines.
 /// Both axes are logarithmic when they span a factor of 30 or more.
 std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data);
 

@@ -3,12 +3,23 @@
 // paths are errors that leave no file behind.
 #include <gtest/gtest.h>
 
+#include <QtCharts/QLegend>
+#include <QtCharts/QLegendMarker>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QLogValueAxis>
+#include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
 #include <QtGui/QColor>
 #include <QtGui/QImage>
+#include <QtWidgets/QGraphicsRectItem>
+#include <QtWidgets/QGraphicsSimpleTextItem>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -65,8 +76,7 @@ int non_white_pixels(const QImage& image) {
 ScalingChartData scaling_data() {
     ScalingChartData data;
     data.title = "ResNet-50 scaling";
-    data.ideal_images_per_s_per_gpu = 800;
-    ScalingSeries predicted{"p3.16xlarge (predicted)", {}, false};
+    ScalingSeries predicted{"p3.16xlarge (predicted)", {}, false, 800};
     for (int gpus : {1, 8, 16, 32, 64, 128, 256}) predicted.points.push_back({double(gpus), 800.0 * gpus * (1 - 0.0004 * gpus)});
     ScalingSeries measured{"measured", {{8, 6300}, {64, 44000}}, true};
     data.series = {predicted, measured};
@@ -78,7 +88,7 @@ CostTimeChartData cost_time_data() {
     data.title = "time against cost";
     for (int i = 0; i < 40; ++i) {
         const double hours = 0.5 + 0.25 * i;
-        data.points.push_back({i, hours * 3600, 200 + 30.0 * ((i * 7) % 11) + 10.0 * i, i % 5 == 0, "config " + std::to_string(i)});
+        data.points.push_back({i, hours * 3600, 200 + 30.0 * ((i * 7) % 11) + 10.0 * i, i % 5 == 0, "config " + std::to_string(i), ""});
     }
     data.deadline_s = 4 * 3600.0;
     data.budget_usd = 500;
@@ -117,6 +127,146 @@ TEST(Charts, ScalingChartUsesALogGpuAxisOverAWideRange) {
     EXPECT_EQ(linear->axes(Qt::Horizontal).front()->type(), QAbstractAxis::AxisTypeValue);
 }
 
+/// The values a logarithmic axis labels: the powers of its base within its range.
+std::vector<double> labelled_ticks(const QLogValueAxis& axis) {
+    std::vector<double> ticks;
+    for (double v = std::pow(axis.base(), std::ceil(std::log(axis.min()) / std::log(axis.base()) - 1e-9)); v <= axis.max() * (1 + 1e-9);
+         v *= axis.base()) {
+        ticks.push_back(v);
+    }
+    return ticks;
+}
+
+TEST(Charts, ScalingChartIsLogLogWithAnIdealLinePerCurve) {
+    ensure_application();
+    ScalingChartData data = scaling_data();
+    ScalingSeries slower{"p3.8xlarge (predicted)", {}, false, 700};
+    for (int gpus : {4, 8, 16, 32, 64}) slower.points.push_back({double(gpus), 700.0 * gpus * (1 - 0.002 * gpus)});
+    data.series.push_back(slower);
+    auto chart = scaling_chart(data);
+    render_png(*chart);  // a legend marker is visible once its legend has been laid out
+    const auto vertical = chart->axes(Qt::Vertical);
+    ASSERT_EQ(vertical.size(), 1);
+    const auto* y = qobject_cast<QLogValueAxis*>(vertical.front());
+    ASSERT_NE(y, nullptr) << "a linear throughput axis bends the ideal lines on a log GPU axis";
+    EXPECT_LE(y->min(), 800.0 * 0.9996);
+    EXPECT_GE(y->max(), 256 * 800.0);
+    EXPECT_GE(labelled_ticks(*y).size(), 3u);
+
+    // One ideal per line (none for the measured points), straight from its first point's GPUs to
+    // its last at its own per-GPU rate; the legend names the dashes once.
+    std::vector<QLineSeries*> ideals;
+    for (QAbstractSeries* series : chart->series()) {
+        if (series->name() == "ideal (linear in GPUs)") ideals.push_back(qobject_cast<QLineSeries*>(series));
+    }
+    ASSERT_EQ(ideals.size(), 2u);
+    ASSERT_NE(ideals[0], nullptr);
+    ASSERT_NE(ideals[1], nullptr);
+    EXPECT_EQ(ideals[0]->points(), (QList<QPointF>{{1, 800}, {256, 256 * 800}}));
+    EXPECT_EQ(ideals[1]->points(), (QList<QPointF>{{4, 4 * 700}, {64, 64 * 700}}));
+    EXPECT_NE(ideals[0]->pen().color(), ideals[1]->pen().color()) << "each ideal is in its curve's colour";
+    int legend_entries = 0;
+    for (QLineSeries* ideal : ideals) legend_entries += chart->legend()->markers(ideal).front()->isVisible() ? 1 : 0;
+    EXPECT_EQ(legend_entries, 1);
+
+    // Narrow: both axes linear, which keeps the ideal straight too.
+    ScalingChartData narrow = scaling_data();
+    narrow.series.resize(1);
+    narrow.series[0].points = {{1, 800}, {2, 1500}, {4, 2900}};
+    auto linear = scaling_chart(narrow);
+    EXPECT_EQ(linear->axes(Qt::Vertical).front()->type(), QAbstractAxis::AxisTypeValue);
+}
+
+TEST(Charts, LogTimeAxesLabelAtLeastThreeTicks) {
+    ensure_application();
+    // 0.2 to 10 hours (a sweep of one to sixteen nodes): powers of 10 would label 1 and 10 only.
+    for (const auto& [fastest_h, slowest_h] : {std::pair{0.2, 10.0}, {0.5, 20.0}, {0.05, 400.0}, {3.0, 150.0}}) {
+        CostTimeChartData data;
+        data.points = {{0, fastest_h * 3600, 100, true, "", ""}, {1, slowest_h * 3600, 4000, false, "", ""}};
+        auto chart = cost_time_chart(data);
+        for (QAbstractAxis* axis : chart->axes()) {
+            const auto* log = qobject_cast<QLogValueAxis*>(axis);
+            ASSERT_NE(log, nullptr) << "a factor of 30 or more is drawn on log axes";
+            EXPECT_GE(labelled_ticks(*log).size(), 3u) << fastest_h << " to " << slowest_h << " h, base " << log->base();
+            EXPECT_LE(labelled_ticks(*log).size(), 12u) << "ticks too close to read";
+        }
+    }
+}
+
+TEST(Charts, CostTimeChartGivesEachGroupItsOwnMarker) {
+    ensure_application();
+    CostTimeChartData data = cost_time_data();
+    const std::vector<std::string> instances = {"p3.16xlarge", "p4d.24xlarge", "g5.48xlarge", "p5.48xlarge",
+                                                "p3.8xlarge",  "p2.16xlarge",  "g6.48xlarge", "p3dn.24xlarge"};
+    for (CostTimePoint& p : data.points) p.group = instances[static_cast<std::size_t>(p.index) % instances.size()];
+    auto chart = cost_time_chart(data);
+    render_png(*chart);
+    std::map<std::string, QScatterSeries*> by_name;
+    for (QAbstractSeries* series : chart->series()) {
+        if (auto* scatter = qobject_cast<QScatterSeries*>(series)) by_name[scatter->name().toStdString()] = scatter;
+    }
+    EXPECT_EQ(by_name.count("configurations"), 0u) << "grouped points are not drawn alike";
+    std::set<std::pair<QRgb, int>> looks;
+    for (const std::string& instance : instances) {
+        ASSERT_EQ(by_name.count(instance), 1u) << instance;
+        QScatterSeries* series = by_name[instance];
+        EXPECT_EQ(series->count(), 5) << instance;  // 40 points over 8 instances
+        EXPECT_TRUE(chart->legend()->markers(series).front()->isVisible()) << instance;
+        looks.insert({series->color().rgb(), static_cast<int>(series->markerShape())});
+    }
+    EXPECT_EQ(looks.size(), instances.size()) << "two instances share a colour and a shape";
+    for (const CostTimePoint& p : data.points) {
+        EXPECT_TRUE(by_name[p.group]->points().contains(QPointF(p.time_to_train_s / 3600, p.cost_usd))) << p.index;
+    }
+}
+
+TEST(Charts, FrontLabelsStayClearOfMarkersLinesAndEachOther) {
+    ensure_application();
+    CostTimeChartData data = cost_time_data();
+    // A front point on the budget line and one beside the deadline: Qt's own labels sat on them.
+    data.points[10].cost_usd = *data.budget_usd;
+    data.points[15].time_to_train_s = *data.deadline_s * 1.02;
+    auto chart = cost_time_chart(data);
+    render_png(*chart);  // lays the chart out and places the labels
+    const QRectF plot = chart->plotArea();
+    QAbstractSeries* any = chart->series().front();
+    std::vector<QRectF> boxes;
+    std::vector<int> labelled;  // the point each box names ("config 15")
+    for (QGraphicsItem* item : chart->childItems()) {
+        // A box with a text in it (Qt's own plot-area frame is a rectangle too).
+        auto* box = dynamic_cast<QGraphicsRectItem*>(item);
+        if (!box || box->childItems().size() != 1) continue;
+        const auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(box->childItems().front());
+        if (!text) continue;
+        boxes.push_back(box->mapRectToParent(box->rect()));
+        labelled.push_back(text->text().section(' ', 1).toInt());
+    }
+    const double budget_y = chart->mapToPosition({1, *data.budget_usd}, any).y();
+    const double deadline_x = chart->mapToPosition({*data.deadline_s / 3600, 100}, any).x();
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        const QRectF& box = boxes[i];
+        EXPECT_TRUE(plot.contains(box)) << i;
+        EXPECT_FALSE(box.top() < budget_y && box.bottom() > budget_y) << "label " << i << " crosses the budget line";
+        EXPECT_FALSE(box.left() < deadline_x && box.right() > deadline_x) << "label " << i << " crosses the deadline";
+        for (const CostTimePoint& p : data.points) {
+            if (!p.on_front) continue;
+            const QPointF at = chart->mapToPosition({p.time_to_train_s / 3600, p.cost_usd}, any);
+            EXPECT_FALSE(box.adjusted(-4, -4, 4, 4).contains(at)) << "label " << i << " covers front point " << p.index;
+        }
+        for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(box.intersects(boxes[j])) << i << " and " << j;
+    }
+    // Each label sits next to its point: within 60 px of it.
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+        const CostTimePoint& p = data.points.at(static_cast<std::size_t>(labelled[i]));
+        ASSERT_TRUE(p.on_front) << labelled[i];
+        const QPointF at = chart->mapToPosition({p.time_to_train_s / 3600, p.cost_usd}, any);
+        const QRectF& box = boxes[i];
+        const double dx = std::max({box.left() - at.x(), 0.0, at.x() - box.right()});
+        const double dy = std::max({box.top() - at.y(), 0.0, at.y() - box.bottom()});
+        EXPECT_LE(std::hypot(dx, dy), 60) << "the label of point " << labelled[i] << " is far from it";
+    }
+}
+
 TEST(Charts, ScalingChartShadesALinesBandWhenGiven) {
     ensure_application();
     ScalingChartData plain = scaling_data();
@@ -127,8 +277,10 @@ TEST(Charts, ScalingChartShadesALinesBandWhenGiven) {
     }
     auto chart = scaling_chart(banded);
     EXPECT_EQ(chart->series().size(), 4);  // ideal + band + predicted + measured
-    double top = 0;
-    for (QAbstractAxis* axis : chart->axes(Qt::Vertical)) top = static_cast<QValueAxis*>(axis)->max();
+    const auto vertical = chart->axes(Qt::Vertical);
+    ASSERT_EQ(vertical.size(), 1);
+    ASSERT_NE(qobject_cast<QLogValueAxis*>(vertical.front()), nullptr);
+    const double top = qobject_cast<QLogValueAxis*>(vertical.front())->max();
     EXPECT_GE(top, 1.2 * banded.series[0].points.back().throughput_images_per_s) << "the band's top is off the chart";
     // The predicted line's blue at a fifth of its strength over white.
     const QColor shade(205, 227, 240);
