@@ -31,7 +31,7 @@ struct TargetFlags {
 /// Register --target-top1 and --recipe on `command`; --target-top1 excludes `epochs` (--epochs).
 void add_target_flags(CLI::App& command, TargetFlags& flags, CLI::Option* epochs);
 
-/// predict's scenario flags (DESIGN.md), shared by every subcommand that takes a scenario.
+/// predict's scenario flags (docs/cli.md, "predict"), shared by every subcommand that takes a scenario.
 struct ScenarioFlags {
     Scenario scenario;
     std::string precision = "amp";

@@ -1,4 +1,4 @@
-// `epochcast predict`: one scenario from flags (DESIGN.md contract), or, with no scenario flag,
+// `epochcast predict`: one scenario from flags (docs/cli.md, "predict"), or, with no scenario flag,
 // the embedded default: seed 000's cluster of 8 x p3.16xlarge under both of its set-ups.
 #include <CLI/CLI.hpp>
 

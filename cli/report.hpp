@@ -1,4 +1,4 @@
-// Reporters over the one Prediction type: a JSON object (the `--json` contract of DESIGN.md) and
+// Reporters over the one Prediction type: a JSON object (the `--json` keys of docs/cli.md, "predict") and
 // a human table with one column per scenario.
 #pragma once
 

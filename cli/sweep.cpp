@@ -498,7 +498,8 @@ void register_sweep(CLI::App& app, std::ostream& out) {
     CLI::App* cmd = app.add_subcommand(
         "sweep",
         "Predict every combination of a sweep spec (a JSON object of Scenario fields, each a value or a list; "
-        "DESIGN.md). One row per combination, with every Prediction field; an infeasible one says why. CSV to "
+        "docs/formats.md, \"Sweep spec\"). One row per combination, with every Prediction field; an infeasible "
+        "one says why. CSV to "
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");

@@ -86,8 +86,8 @@ public:
 
 /// The all-reduce exchange over the workers' communicator, one bucket per model/ fusion bucket,
 /// each started as the bucket's last layer is ready, for networks whose arenas are in host memory
-/// (`algorithm`: see above). With `precision` bf16 the gradient buckets travel as bf16 (DESIGN.md's
-/// mixed precision: bf16 gradients), half the bytes of fp32: each bucket is rounded to bf16
+/// (`algorithm`: see above). With `precision` bf16 the gradient buckets travel as bf16 (docs/model.md,
+/// "Workload": 2-byte gradients at amp and bf16), half the bytes of fp32: each bucket is rounded to bf16
 /// (nearest even) when its last layer is ready and summed pairwise in fp32, each pairwise sum
 /// rounded back to bf16. Otherwise (fp32) the buckets are fp32 sums. Each summed bucket (or chunk)
 /// is averaged and stepped by seed 000's optimizer (sgd_nesterov_step_from_sum) as soon as it

@@ -1,4 +1,4 @@
-// epochcast-train, the program mpirun starts (DESIGN.md, "epochcast run and epochcast-train").
+// epochcast-train, the program mpirun starts (docs/cli.md, "epochcast-train").
 // The only place where errors become exit codes: 2 for bad input, 1 for a failed run. With more
 // than one rank an error on any rank aborts the whole job (MPI_Abort with that code), so no rank
 // is left waiting in a collective.

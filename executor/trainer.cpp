@@ -180,7 +180,7 @@ void print_header(const TrainOptions& options, const Network& network, const Dat
     std::fflush(stdout);
 }
 
-/// The trace document of this run (DESIGN.md's epochcast.trace/1, one run).
+/// The trace document of this run (epochcast.trace/1, one run: docs/formats.md, "Trace").
 nlohmann::json trace_document(const TrainOptions& options, const DataSource& data, int workers, int ps_ranks,
                               std::int64_t first_step, std::int64_t steps, const std::vector<StepRecord>& records) {
     const std::size_t skip = untimed_steps(records.size());

@@ -13,7 +13,7 @@
 
 namespace epochcast {
 
-/// Everything epochcast-train's flags set (DESIGN.md, "epochcast run and epochcast-train").
+/// Everything epochcast-train's flags set (docs/cli.md, "epochcast-train").
 struct TrainOptions {
     std::string backend = "cpu";        ///< "cpu" (oneDNN) or "cuda"
     std::string model = "resnet50";

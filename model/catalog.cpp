@@ -417,7 +417,7 @@ const GpuSpec& Catalog::gpu_of(const InstanceSpec& instance) const {
 }
 
 std::string Catalog::to_json_text(int indent) const {
-    using ordered = nlohmann::ordered_json;  // keys in the order of DESIGN.md, not sorted
+    using ordered = nlohmann::ordered_json;  // keys in model/catalog.json's order, not sorted
     ordered root = ordered::object();
     root["schema"] = std::string(kSchema);
     ordered gpus = ordered::array();

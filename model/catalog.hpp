@@ -1,5 +1,5 @@
 // The hardware catalog: GPUs and instances with prices, as data (model/catalog.json, schema
-// "epochcast.catalog/1" in DESIGN.md) with a source for every figure. The built-in file is
+// "epochcast.catalog/1", docs/formats.md) with a source for every figure. The built-in file is
 // compiled into the binary; a user file given with --catalog adds entries or overrides them by name.
 #pragma once
 

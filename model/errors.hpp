@@ -1,4 +1,4 @@
-// The one error policy of epochcast (DESIGN.md, habit 3): library code throws these typed
+// The one error policy of epochcast (docs/architecture.md, "Errors"): library code throws these typed
 // exceptions with a message a user can act on; only main() turns them into exit codes.
 #pragma once
 

@@ -1,6 +1,6 @@
 // A measured run as the model sees it: the Scenario it ran and what was measured. Calibration
 // and validation work on these; traces/ reads them from and writes them to files, so model/
-// never includes traces/ (DESIGN.md).
+// never includes traces/ (docs/architecture.md, "Dependency rules").
 #pragma once
 
 #include <optional>

@@ -27,7 +27,7 @@ inline constexpr int kMaxEfaAdapters = 64;                        ///< EFA adapt
 /// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.
 inline int clamped_count(double count) { return count <= kMaxNodes ? static_cast<int>(count) : kMaxNodes + 1; }
 
-/// One configuration. Field names follow the trace runs and the sweep spec (DESIGN.md).
+/// One configuration. Field names follow the trace runs and the sweep spec (docs/formats.md).
 /// The defaults are seed 000's cluster with TensorFlow + Horovod.
 struct Scenario {
     std::string model = "resnet50";        ///< resnet18|34|50|101|152

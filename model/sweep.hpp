@@ -1,4 +1,4 @@
-// The sweep spec (DESIGN.md, "Sweep spec"): an object whose keys are Scenario fields, each a value
+// The sweep spec (docs/formats.md, "Sweep spec"): an object whose keys are Scenario fields, each a value
 // or a list of values; the sweep is their cross product. Combination i is decoded from its index
 // (mixed radix, the last field of kSweepFields varying fastest), so a sweep can be split into
 // index ranges between threads or MPI ranks without building the whole list.

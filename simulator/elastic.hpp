@@ -4,16 +4,12 @@
 // Each distinct cluster size is simulated once; the schedule's time and cost are reported against
 // the fixed cluster of the scenario for the same epochs. docs/model.md, "Elastic schedules".
 //
-// File format "epochcast.elastic/1":
-//   { "schema": "epochcast.elastic/1",
-//     "phases": [ { "epochs": 10, "nodes": 2 }, { "epochs": 70, "nodes": 12, "spot_nodes": 8 },
-//                 { "epochs": 10, "nodes": 4 } ],
-//     "node_losses": [ { "epoch": 35.5 } ] }
-// Phases run in order; their epochs add up to the run's. `spot_nodes` (optional, default 0) of a
-// phase's nodes are billed at the catalog's spot price, the rest at the scenario's pricing (seed
-// 003 pulls in Spot or idle Reserved capacity when there is some). A node loss at a fractional
-// epoch (counted from the start of training) removes one node for the rest of its phase, a spot
-// node first (the usual reason for a loss is a spot interruption).
+// File format "epochcast.elastic/1": docs/formats.md, "Elastic schedule". Phases run in order;
+// their epochs add up to the run's. A phase's `spot_nodes` are billed at the catalog's spot price,
+// the rest at the scenario's pricing (seed 003 pulls in Spot or idle Reserved capacity when there
+// is some). A node loss at a fractional epoch (counted from the start of training) removes one
+// node for the rest of its phase, a spot node first (the usual reason for a loss is a spot
+// interruption).
 #pragma once
 
 #include <filesystem>

@@ -133,7 +133,7 @@ private:
     std::string prefix_;
 };
 
-/// The scenario keys of a run, a comparison's baseline or its scenario (DESIGN.md's trace run).
+/// The scenario keys of a run, a comparison's baseline or its scenario (docs/formats.md, "Trace").
 Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     Scenario s;
     const std::string default_model = s.model;

@@ -1,4 +1,4 @@
-// The Trace file format, "epochcast.trace/1" (DESIGN.md): read, validate, write. A trace holds
+// The Trace file format, "epochcast.trace/1" (docs/formats.md, "Trace"): read, validate, write. A trace holds
 //  - "runs" (required, may be empty): each a configuration, its source and what was measured;
 //  - "comparisons" (optional): published relative figures where no absolute throughput was
 //    published, each {"source", "quantity": "speedup" | "epoch_time_ratio", "baseline": {scenario
@@ -63,10 +63,10 @@ Trace parse_trace(std::string_view json_text, std::string_view origin, const Cat
 /// Read and parse a file; a missing or unreadable file is an InputError naming the path.
 Trace read_trace(const std::filesystem::path& path, const Catalog& catalog);
 
-/// A Scenario's fields as trace runs and sweep specs name them (DESIGN.md).
+/// A Scenario's fields as trace runs and sweep specs name them (docs/formats.md).
 nlohmann::json scenario_json(const Scenario& scenario);
 
-/// The run's JSON for an Observation (the keys of DESIGN.md's trace run).
+/// The run's JSON for an Observation (its keys: docs/formats.md, "Trace").
 nlohmann::json run_json(const Observation& observation);
 
 /// The JSON of a comparison entry: source, quantity, baseline, scenario and measured ("ratio"

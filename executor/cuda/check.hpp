@@ -1,4 +1,4 @@
-// Check macros for CUDA runtime, cuDNN, cuBLAS and NCCL calls (DESIGN.md, habit 3): a failed call
+// Check macros for CUDA runtime, cuDNN, cuBLAS and NCCL calls (docs/architecture.md, "Errors"): a failed call
 // throws RunError naming the call, the library's own error string, and the file and line.
 #pragma once
 
