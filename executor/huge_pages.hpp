@@ -1,8 +1,8 @@
 // Host arrays backed by transparent huge pages. The gradient exchange's bf16 buckets travel
 // between ranks on one host by a single copy (Open MPI's shared-memory transport reads the
 // sender's pages with process_vm_readv, which pins them page by page): with 4 KiB pages that
-// pinning, not the copy, dominates, and the same exchange of 51 MB takes about twice as long
-// (docs/performance.md).
+// pinning, not the copy, dominates (the exchange's times with and without huge pages:
+// docs/performance.md).
 #pragma once
 
 #include <cstddef>

@@ -54,8 +54,7 @@ int fail(int code, const std::string& prefix, const char* message) {
 
 /// Keep freed memory in the process. MPI's non-blocking collectives allocate and free a bucket-sized
 /// scratch buffer for every all-reduce; glibc serves blocks that large with fresh mmap()s and hands
-/// them back on free(), so every step page-faults them in again: 15 ms of kernel time per step and
-/// rank for ResNet-50's 4 MiB buckets (measured with two ranks on the 2-core development host,
+/// them back on free(), so every step page-faults them in again (kernel time a step and rank:
 /// docs/performance.md). Served from the heap instead, the pages stay mapped and are reused.
 void keep_freed_memory() {
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);  // glibc's ceiling for this setting on 64-bit hosts

@@ -247,7 +247,7 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
 
 /// A rough wall time of the simulation on the development machine (docs/performance.md): each
 /// compute step and transfer costs about 1 us plus 6 ns per GPU (SimGrid's sharing solver touches
-/// the flows in flight; 256 GPUs: 2.5 us, 8,192 GPUs: 50 us measured), plus 1 us per server for
+/// the flows in flight, so the cost per step grows with the GPUs), plus 1 us per server for
 /// the per-pair parameter-server form, whose messages SimGrid scans in lists. Only to refuse runs
 /// of hours up front: it is within a factor of about 2 of the measured cases.
 double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {

@@ -2,8 +2,8 @@
 // it, or the residual add and ReLU that follow it, fused in (executor/cpu/batch_norm_kernels.cpp).
 //
 // Why: batch norm, ReLU and the residual add are memory-bound. At 224 px, batch 16, bf16, oneDNN
-// 2.6 runs them as separate passes over the tensors (docs/performance.md: batch norm 47 ms, ReLU
-// 22 ms, residual add 13 ms a step, at about 55 GB/s), and its bf16 batch norm with the fused ReLU
+// 2.6 runs them as separate passes over the tensors (their time a step: docs/performance.md),
+// and its bf16 batch norm with the fused ReLU
 // computes a wrong backward pass (tests/executor/test_cpu_layers.cpp), so in bf16 nothing was
 // fused. Ours, in passes over an activation-sized tensor (R read, W written):
 //   batch norm + ReLU:        forward 2R+W (statistics; then t -> y), backward 4R+W (sums; then dx)

@@ -111,7 +111,7 @@ struct Prefetch {
 
 /// Output rows per tile: 8 rows of an output block (one half of dy's packed pairs) against
 /// kTileInBlocks input blocks. Each broadcast of a dy pair then feeds two dot products; a 16 x 16
-/// tile, one product per broadcast, was load-bound (about 20% slower in L1 on Zen 4).
+/// tile, one product per broadcast, was load-bound (slower in L1 on Zen 4; docs/performance.md).
 constexpr int kTileRows = 8;
 constexpr int kTileInBlocks = 2;
 
@@ -453,7 +453,8 @@ EPOCHCAST_AVX512_BF16 void pair_map(const Conv3x3Geometry& g, const Padding3x3& 
 /// One thread's share: output blocks [out_begin, out_end) of the nine tap planes (tap t = 3a + b:
 /// an O x I fp32 matrix at taps + t O I). For each chunk the thread writes x's pairs (every input
 /// block) and then, per output block, dy's pairs into its own scratch, which stays in L2: written
-/// to memory for the whole tensor instead, the pair forms cost 15-20% of the kernel's time.
+/// to memory for the whole tensor instead, the pair forms cost a sizeable share of the kernel's time
+/// (docs/performance.md).
 EPOCHCAST_AVX512_BF16 void weight_gradient_3x3_rows(const Conv3x3Geometry& g, const Padding3x3& p,
                                                     const std::uint16_t* x, const std::uint16_t* dy, float* taps,
                                                     std::byte* scratch, int out_begin, int out_end) {

@@ -3,8 +3,9 @@
 // is used by executor/cpu/layers.cpp only when applies() says so; oneDNN does everything else.
 //
 // The weight gradient of a 1x1, stride-1 bf16 convolution. oneDNN's jit_bf16_1x1 backward-weights
-// kernel runs at about 40% of this host's bf16 peak on ResNet-50's 56 x 56 layers (2.3x the time of
-// the forward pass; docs/performance.md). The gradient is one matrix product,
+// kernel transposes its source and diff tensors before it multiplies, and on ResNet-50's 56 x 56
+// layers is far slower than the forward pass over the same FLOPs (the figures: docs/performance.md,
+// "Measurements behind the CPU backend's design"). The gradient is one matrix product,
 //   dW[o][i] = sum over k = (n, p) of dY[n][o][p] X[n][i][p],   p a pixel, k running over N x H x W,
 // which this kernel computes with AVX512-BF16's dot product of bf16 pairs (vdpbf16ps): each
 // instruction adds x[k] y[k] + x[k+1] y[k+1] into 16 fp32 sums, so the operands are repacked,
@@ -12,17 +13,17 @@
 // per channel. A chunk is sized to stay in the core's L2 cache; an output tile of 8 rows by 32
 // input channels (16 fp32 registers, each dy broadcast feeding two dot products) stays in
 // registers across it, and while it computes, the rows of the next chunk are prefetched into L2
-// (without that the kernel was no faster than oneDNN's). Threads take disjoint output rows, so
-// no reduction is needed. The 3x3 stride-1 weight gradient is nine such products over shifted
-// pixels (conv3x3_weight_gradient_bf16).
+// (without that the kernel waits on memory and is no faster than oneDNN's). Threads take disjoint
+// output rows, so no reduction is needed. The 3x3 stride-1 weight gradient is nine such products
+// over shifted pixels (conv3x3_weight_gradient_bf16).
 //
 // The refresh of bf16 working weights. After each SGD step, every convolution's fp32 master weights
 // (plain O x I x K x K) are rounded to bf16 into the blocked layouts oneDNN's primitives chose
 // (ResNet-50: ABcd8b16a2b for forward, ABcd8a16b2a or BAcd8a16b2a for backward-data). oneDNN 2.6's
-// reorder does this at about 4 GB/s of input on one core of this host (27 ms a step for ResNet-50's
-// two copies at 64 px: 70% of the whole update). Bf16WorkingCopies writes both copies
-// of a layer from one rounding of its master (a generic walk with 16-lane gathers was slower than
-// oneDNN: gathers from 8 rows at a time cost about 3 cycles an element on Zen 4).
+// reorder is slow at this (most of the whole update at 64 px; docs/performance.md).
+// Bf16WorkingCopies writes both copies of a layer from one rounding of its master, with shuffles
+// (a generic walk with 16-lane gathers was slower than oneDNN: Zen 4's gathers from 8 rows at a time
+// are slow).
 #pragma once
 
 #include <array>
@@ -83,9 +84,9 @@ struct Conv3x3Geometry {
 /// H and W positive.
 bool conv3x3_weight_gradient_applies(const Conv3x3Geometry& geometry);
 
-/// True where conv3x3_weight_gradient_bf16 is not slower than oneDNN 2.6's primitive on this
-/// host (docs/performance.md): maps of at least 14 x 14 pixels. A 7 x 7 map gives each tile only
-/// 28 pairs between loading and storing its sums (about 10% slower than oneDNN).
+/// True where conv3x3_weight_gradient_bf16 is not slower than oneDNN 2.6's primitive
+/// (docs/performance.md): maps of at least 14 x 14 pixels. A 7 x 7 map gives each tile only
+/// 28 pairs between loading and storing its sums, too few to pay for the loads and stores.
 bool conv3x3_weight_gradient_preferred(const Conv3x3Geometry& geometry);
 
 /// Bytes of scratch conv3x3_weight_gradient_bf16 needs with `threads` threads (64-byte aligned):

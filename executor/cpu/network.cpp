@@ -365,9 +365,9 @@ private:
 
 }  // namespace
 
-// Blocked nChw16c for both: measured on this machine (bench/cpu_train_bench, ResNet-50 224 px,
-// batch 16, 2 threads, bf16) 4.6 img/s blocked against 0.84 img/s NHWC, where oneDNN 2.6 has no
-// bf16 NHWC kernel for conv1's 3 input channels and falls back to its reference convolution.
+// Blocked nChw16c for both: oneDNN 2.6 has no bf16 NHWC kernel for conv1's 3 input channels and
+// falls back to its reference convolution, which made NHWC several times slower in
+// bench/cpu_train_bench (docs/performance.md).
 cpu::Layout default_layout(Precision /*precision*/) { return cpu::Layout::blocked; }
 
 std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec) {
