@@ -15,6 +15,7 @@
 
 #include "executor/arena.hpp"
 #include "executor/checkpoint.hpp"
+#include "executor/cpu/exchange.hpp"
 #include "executor/cpu/network.hpp"
 #ifdef EPOCHCAST_WITH_CUDA
 #include "executor/cuda/exchange.hpp"
