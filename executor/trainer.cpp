@@ -21,7 +21,7 @@
 #include "executor/cuda/exchange.hpp"
 #include "executor/cuda/network.hpp"
 #endif
-#include "executor/data.hpp"
+#include "executor/loader.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/optimizer.hpp"
