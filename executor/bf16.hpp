@@ -1,5 +1,5 @@
 #pragma once
-// bf16 as raw 16-bit words: the rounding the gradient exchange uses (executor/distributed.hpp) and
+// bf16 as raw 16-bit words: the rounding the gradient exchange uses (executor/cpu/exchange.hpp) and
 // its array forms. The array forms are the all-reduce's arithmetic per step (ResNet-50: 25.6 M
 // gradients rounded and summed on every rank), so they are written branch-free for the compiler to
 // vectorise and built for AVX-512, AVX2 and plain x86-64 (chosen at load time).

@@ -1,6 +1,8 @@
 // Training data for the executor: synthetic images with class-dependent patterns (learnable, so a
-// falling loss shows training works) and image folders (a subfolder per class, JPEG and PNG) with
-// random-resized crop and horizontal flip, decoded by a thread pool that overlaps compute.
+// falling loss shows training works; executor/synthetic_data.cpp) and image folders (a subfolder
+// per class, JPEG and PNG; executor/image_folder.cpp) with random-resized crop and horizontal flip
+// (executor/decode.hpp, executor/augment.hpp). executor/loader.hpp decodes a rank's batches on a
+// thread pool that overlaps compute.
 //
 // Sample positions are global: step s of a run with W workers of B images each reads positions
 // s*W*B + r*B ... s*W*B + r*B + B-1 on worker r. Every position maps to one image and one
@@ -15,7 +17,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,15 @@ namespace epochcast {
 /// The first global position of worker `worker`'s batch at step `step` when each of `workers`
 /// workers reads `batch` images a step: step * workers * batch + worker * batch (the rule above).
 std::int64_t batch_position(std::int64_t step, int worker, int workers, int batch);
+
+/// fp32 values of one image: 3 x S x S.
+std::size_t image_values(int image_size);
+
+/// Throws InputError for a negative position or count (every fill_into checks its arguments).
+void check_fill_arguments(std::int64_t position, int count);
+
+/// Throws InputError for an image side below 1 pixel (both datasets' factories check it).
+void check_image_size(int image_size);
 
 /// One rank's batch: images batch x 3 x size x size fp32 NCHW, normalised with the ImageNet
 /// channel mean and standard deviation; labels in [0, classes).
@@ -52,25 +62,6 @@ public:
     void fill(std::int64_t position, int count, Batch& batch) const;
 };
 
-/// Where a BatchLoader keeps the batches it decodes: plain memory by default; page-locked memory
-/// that a GPU copies from directly (the CUDA network's, Network::batch_memory()).
-class HostMemory {
-public:
-    virtual ~HostMemory() = default;
-    /// At least `bytes` bytes, aligned for any scalar type; throws on failure.
-    virtual void* allocate(std::size_t bytes) = 0;
-    /// Gives back what allocate() returned.
-    virtual void release(void* data) noexcept = 0;
-};
-
-/// A batch a BatchLoader hands out: views of its own memory, valid until the next call.
-struct BatchView {
-    int size = 0;                         ///< images in the batch
-    int image_size = 0;                   ///< side in pixels
-    std::span<const float> images;        ///< size x 3 x S x S fp32 NCHW, normalised as Batch's
-    std::span<const std::int32_t> labels;  ///< size labels
-};
-
 /// Synthetic images: each class has its own fixed pattern (seeded), each image is its class's
 /// pattern plus noise. `images_per_epoch` only sets the epoch length. Throws InputError for a
 /// class count below 1, an image size below 1 or a non-positive epoch length.
@@ -94,30 +85,5 @@ std::unique_ptr<DataSource> make_synthetic_data(int classes, int image_size, std
 /// reason when it is read.
 std::unique_ptr<DataSource> make_image_folder_data(const std::filesystem::path& root, int image_size,
                                                    std::uint64_t seed);
-
-/// Prefetches the batches of the coming steps on a pool of decode threads while the caller
-/// computes, and measures how long the caller waited.
-class BatchLoader {
-public:
-    /// `batch` images per step for worker `worker` of `workers`, first step `first_step`.
-    /// `threads` decode threads (>= 1), `depth` batches in flight (>= 1). The decode threads
-    /// write each batch's images straight into one of depth + 1 buffers from `memory` (plain
-    /// memory when null; it must outlive the loader), allocated here once.
-    BatchLoader(const DataSource& source, int batch, int worker, int workers, std::int64_t first_step,
-                int threads, int depth, HostMemory* memory = nullptr);
-    ~BatchLoader();
-    BatchLoader(const BatchLoader&) = delete;
-    BatchLoader& operator=(const BatchLoader&) = delete;
-
-    /// The next step's batch; blocks until it is ready. Its memory stays valid, and unchanged,
-    /// until the next call. A decode error surfaces here as the InputError it raised.
-    const BatchView& next();
-    /// Seconds next() spent waiting, summed over all calls.
-    double wait_s() const;
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-};
 
 }  // namespace epochcast

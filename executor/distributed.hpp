@@ -1,13 +1,12 @@
-// How ranks share the work: data-parallel all-reduce of gradient buckets, or parameter servers.
+// How ranks share the work, whatever the backend: who is a worker and who a parameter server, the
+// all-reduce buckets of the gradient arena, and the GradientExchange a worker drives through a step.
+// The all-reduce exchanges themselves are the backends': executor/cpu/exchange.hpp (host arenas,
+// over MPI) and executor/cuda/exchange.hpp (device arenas, over NCCL).
 //
 // All-reduce: every rank is a worker; the gradient arena is cut into model/'s fusion buckets
 // (consecutive layers in backward order, so each bucket is one contiguous range of the arena) and
 // each bucket's exchange starts as soon as its last layer's gradients are final, while the rest of
-// the backward pass runs. With our ring (the default, executor/bucket_collectives.hpp) a bucket is
-// reduce-scattered, each worker applies the optimizer step to the chunk whose sum it holds (its
-// momentum is current only there), and the stepped fp32 weights are all-gathered: each rank steps
-// 1/n of the weights, and the weights stay identical on every rank. With MPI_Iallreduce
-// (`--allreduce mpi`) every worker sums every bucket and steps all the weights itself.
+// the backward pass runs.
 //
 // Parameter servers: the last `ps_ranks` ranks are servers, each holding one contiguous shard of
 // the weights, its momentum and its decay mask. Workers push each shard's gradients as soon as
@@ -21,10 +20,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "executor/bf16.hpp"
-#include "executor/bucket_collectives.hpp"
 #include "executor/network.hpp"
 
 namespace epochcast {
@@ -83,22 +81,6 @@ public:
     /// optimizer step keeps only its own chunks' momentum current. Collective over the workers.
     virtual void complete_state() {}
 };
-
-/// The all-reduce exchange over the workers' communicator, one bucket per model/ fusion bucket,
-/// each started as the bucket's last layer is ready, for networks whose arenas are in host memory
-/// (`algorithm`: see above). With `precision` bf16 the gradient buckets travel as bf16 (docs/model.md,
-/// "Workload": 2-byte gradients at amp and bf16), half the bytes of fp32: each bucket is rounded to bf16
-/// (nearest even) when its last layer is ready and summed pairwise in fp32, each pairwise sum
-/// rounded back to bf16. Otherwise (fp32) the buckets are fp32 sums. Each summed bucket (or chunk)
-/// is averaged and stepped by seed 000's optimizer (sgd_nesterov_step_from_sum) as soon as it
-/// arrives, while it is in the cache, instead of in a pass over the whole arena after the backward
-/// pass, and the bucket's layers are refreshed once its weights are whole; the gradients arena
-/// keeps this rank's own gradient. With one worker nothing is exchanged and the caller applies
-/// the optimizer.
-std::unique_ptr<GradientExchange> make_allreduce_exchange(const Architecture& architecture, Network& network,
-                                                          MPI_Comm workers, double fusion_threshold_bytes,
-                                                          Precision precision = Precision::fp32,
-                                                          AllReduceAlgorithm algorithm = AllReduceAlgorithm::ring);
 
 /// Pushes shards to the servers and pulls the updated weights (through host copies when the
 /// network's arenas are on a device).

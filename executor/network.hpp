@@ -27,7 +27,7 @@
 
 namespace epochcast {
 
-class HostMemory;  // executor/data.hpp
+class HostMemory;  // executor/loader.hpp
 
 /// What a backend builds.
 struct NetworkSpec {

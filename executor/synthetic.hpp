@@ -1,6 +1,6 @@
 // The synthetic dataset's definition (executor/data.hpp, make_synthetic_data), shared by the host
-// dataset (executor/data.cpp) and the CUDA backend's GPU generator (executor/cuda/synthetic.cu), so
-// that both draw the same image for the same (seed, global position).
+// dataset (executor/synthetic_data.cpp) and the CUDA backend's GPU generator
+// (executor/cuda/synthetic.cu), so that both draw the same image for the same (seed, global position).
 //
 // Each class has, per channel, a constant colour offset and two plane waves with integer
 // frequencies (1 to 3 cycles per image across, 0 to 3 down), phases and signs of its own. An image

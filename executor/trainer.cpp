@@ -15,12 +15,13 @@
 
 #include "executor/arena.hpp"
 #include "executor/checkpoint.hpp"
+#include "executor/cpu/exchange.hpp"
 #include "executor/cpu/network.hpp"
 #ifdef EPOCHCAST_WITH_CUDA
 #include "executor/cuda/exchange.hpp"
 #include "executor/cuda/network.hpp"
 #endif
-#include "executor/data.hpp"
+#include "executor/loader.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/optimizer.hpp"
@@ -358,7 +359,132 @@ void check_loss(double loss, std::int64_t step, double lr, const TrainOptions& o
                    "): training diverged; lower --lr (the last checkpoint, if any, is kept)");
 }
 
-/// A worker's run: the loop.
+/// Resume: worker 0 reads the checkpoint into its network and shares it; everyone learns the first
+/// step (plan.first_step stays 0 without --resume). Collective over every rank: the servers take
+/// part in the first step's broadcast from run_training.
+void resume_worker(const TrainOptions& options, const Topology& topology, RunPlan& plan, Network& network,
+                   const nlohmann::json& identity, MPI_Comm workers_comm) {
+    const std::int64_t elements = network.parameter_elements();
+    if (options.resume && topology.rank == 0) {
+        Checkpoint checkpoint = read_checkpoint(options.checkpoint_dir);
+        check_resumable(checkpoint.run, identity, options.checkpoint_dir);
+        if (static_cast<std::int64_t>(checkpoint.weights.size()) != elements) {
+            throw InputError("checkpoint in '" + options.checkpoint_dir + "' has " +
+                             std::to_string(checkpoint.weights.size()) + " weights, the network " + std::to_string(elements));
+        }
+        load(network, Arena::values, checkpoint.weights);
+        load(network, Arena::momentum, checkpoint.momentum);
+        write_state(network, checkpoint.state, options.checkpoint_dir);
+        plan.first_step = checkpoint.next_step;
+    }
+    MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (options.resume) {
+        for (Arena arena : {Arena::values, Arena::momentum}) {
+            std::vector<float> host = host_copy(network, arena);
+            MPI_Bcast(host.data(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
+            load(network, arena, host);
+        }
+        network.parameters_updated();
+    }
+}
+
+/// One training step on this worker: its batch, forward and backward with the gradient exchange
+/// overlapped, the optimizer step, and the workers' mean loss. Throws RunError when the loss
+/// scaler gives up or the mean loss is not finite (check_loss).
+StepRecord run_step(const TrainOptions& options, const Topology& topology, std::int64_t step, double lr,
+                    Network& network, GradientExchange& exchange, BatchLoader* loader,
+                    const std::function<void(int layer)>& layer_ready, MPI_Comm workers_comm) {
+    const int workers = topology.workers();
+    const Clock::time_point start = Clock::now();
+    StepRecord record;
+    const BatchView* batch = nullptr;  // null when the network generates its own (no wait)
+    if (loader) {
+        const double waited_before = loader->wait_s();
+        batch = &loader->next();
+        record.data_wait_s = loader->wait_s() - waited_before;
+    }
+
+    const Clock::time_point compute_start = Clock::now();
+    exchange.begin_step(step, lr);
+    const double loss =
+        batch ? network.train_step(batch->images.data(), batch->labels.data(), layer_ready)
+              : network.train_step_generated(batch_position(step, topology.rank, workers, options.batch_per_gpu),
+                                             layer_ready);
+    record.compute_s = seconds_since(compute_start);
+
+    const Clock::time_point exchange_start = Clock::now();
+    const bool apply_optimizer = exchange.finish();
+    record.communication_s = seconds_since(exchange_start);
+
+    const Clock::time_point update_start = Clock::now();
+    if (apply_optimizer) {  // the step refreshes the working copies; an exchange that stepped did too
+        try {
+            record.skipped = !network.optimizer_step(lr);
+        } catch (const RunError& error) {  // the loss scaler gave up
+            throw RunError("at step " + std::to_string(step + 1) + ": " + error.what());
+        }
+    }
+    record.compute_s += seconds_since(update_start);
+
+    const Clock::time_point loss_start = Clock::now();
+    double loss_sum = loss;
+    MPI_Allreduce(&loss, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, workers_comm);
+    record.loss = loss_sum / workers;
+    record.communication_s += seconds_since(loss_start);
+    record.iteration_s = seconds_since(start);
+    check_loss(record.loss, step, lr, options, record.skipped);
+    return record;
+}
+
+/// Rank 0's row of the per-step table.
+void print_step(const TrainOptions& options, const RunPlan& plan, int workers, std::int64_t step, double lr,
+                const StepRecord& record) {
+    const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
+    // A step fp16 loss scaling skipped may have no finite loss: the column says so.
+    char loss[16];
+    if (std::isfinite(record.loss)) std::snprintf(loss, sizeof loss, "%9.5f", record.loss);
+    else std::snprintf(loss, sizeof loss, "%9s", "skipped");
+    std::printf("%8lld  %8.4f  %14.2f  %s  %10.6f\n", static_cast<long long>(step + 1),
+                static_cast<double>(step + 1) * global_batch / static_cast<double>(plan.dataset_images),
+                global_batch / record.iteration_s, loss, lr);
+    std::fflush(stdout);
+}
+
+/// The checkpoint after step `step` (0-based). Every worker calls it (a sharded exchange makes its
+/// momentum whole collectively); worker 0 gathers the servers' shards and writes it.
+void save_checkpoint(const TrainOptions& options, const Topology& topology, const nlohmann::json& identity,
+                     std::int64_t step, Network& network, GradientExchange& exchange) {
+    Checkpoint checkpoint{identity, step + 1, {}, {}, {}};
+    exchange.complete_state();  // every worker: a sharded step keeps only its own momentum current
+    if (topology.rank != 0) return;
+    checkpoint.weights = host_copy(network, Arena::values);
+    checkpoint.momentum = host_copy(network, Arena::momentum);
+    if (topology.ps_ranks > 0) {
+        gather_server_shards(topology, checkpoint.weights, checkpoint.momentum);
+    }
+    checkpoint.state = read_state(network);
+    write_checkpoint(options.checkpoint_dir, checkpoint);
+}
+
+/// Rank 0's closing line (the timed steps' throughput and phases) and the trace, when asked for.
+void report_run(const TrainOptions& options, const Topology& topology, const RunPlan& plan, const DataSource& data,
+                const std::vector<StepRecord>& records) {
+    const nlohmann::json trace =
+        trace_document(options, data, topology.workers(), topology.ps_ranks, plan.first_step, plan.steps, records);
+    const nlohmann::json& measured = trace["runs"][0]["measured"];
+    const nlohmann::json& phases = measured["phases_s"];
+    std::printf("measured: %.2f img/s, %.4f s per step (compute %.4f s, data wait %.4f s, exposed communication %.4f s) over %d steps\n",
+                measured["throughput_images_per_s"].get<double>(), measured["iteration_s"].get<double>(),
+                phases["compute"].get<double>(), phases["data_wait"].get<double>(),
+                phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
+    std::fflush(stdout);
+    if (!options.trace_out.empty()) {
+        write_text_file_atomically(options.trace_out, trace.dump(1) + "\n", "trace");
+    }
+}
+
+/// A worker's run: set up (network, resume, exchange, data), the step loop with its table and
+/// checkpoints, then the closing report.
 void train_worker(const TrainOptions& options, const Topology& topology, RunPlan& plan, const DataSource& data,
                   MPI_Comm workers_comm, ProgressReport& progress) {
     const int workers = topology.workers();
@@ -366,34 +492,11 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
     NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed,
                      local_worker_index(workers_comm)};
     std::unique_ptr<Network> network = make_network(options, spec);
-    const std::int64_t elements = network->parameter_elements();
     const nlohmann::json identity = checkpoint_identity(options, plan.classes, workers, topology.ps_ranks);
-
-    // Resume: worker 0 reads the checkpoint and shares it; everyone learns the first step.
-    if (options.resume && leader) {
-        Checkpoint checkpoint = read_checkpoint(options.checkpoint_dir);
-        check_resumable(checkpoint.run, identity, options.checkpoint_dir);
-        if (static_cast<std::int64_t>(checkpoint.weights.size()) != elements) {
-            throw InputError("checkpoint in '" + options.checkpoint_dir + "' has " +
-                             std::to_string(checkpoint.weights.size()) + " weights, the network " + std::to_string(elements));
-        }
-        load(*network, Arena::values, checkpoint.weights);
-        load(*network, Arena::momentum, checkpoint.momentum);
-        write_state(*network, checkpoint.state, options.checkpoint_dir);
-        plan.first_step = checkpoint.next_step;
-    }
-    MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-    if (options.resume) {
-        for (Arena arena : {Arena::values, Arena::momentum}) {
-            std::vector<float> host = host_copy(*network, arena);
-            MPI_Bcast(host.data(), static_cast<int>(elements), MPI_FLOAT, 0, workers_comm);
-            load(*network, arena, host);
-        }
-        network->parameters_updated();
-    }
+    resume_worker(options, topology, plan, *network, identity, workers_comm);
     if (leader && topology.ps_ranks > 0) {
         send_initial_shards(topology, host_copy(*network, Arena::values).data(),
-                            host_copy(*network, Arena::momentum).data(), elements);
+                            host_copy(*network, Arena::momentum).data(), network->parameter_elements());
     }
 
     std::unique_ptr<GradientExchange> exchange = make_exchange(options, topology, plan.architecture, *network, workers_comm);
@@ -412,89 +515,21 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
 
     const std::function<void(int layer)> layer_ready = [&](int layer) { exchange->layer_ready(layer); };
     std::vector<StepRecord> records;
-    const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
     const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
     for (std::int64_t step = plan.first_step; step < end; ++step) {
-        const Clock::time_point start = Clock::now();
-        StepRecord record;
-        const BatchView* batch = nullptr;  // null when the network generates its own (no wait)
-        if (loader) {
-            const double waited_before = loader->wait_s();
-            batch = &loader->next();
-            record.data_wait_s = loader->wait_s() - waited_before;
-        }
-
-        const Clock::time_point compute_start = Clock::now();
         const double lr = plan.schedule.at(step);
-        exchange->begin_step(step, lr);
-        const double loss =
-            batch ? network->train_step(batch->images.data(), batch->labels.data(), layer_ready)
-                  : network->train_step_generated(batch_position(step, topology.rank, workers, options.batch_per_gpu),
-                                                  layer_ready);
-        record.compute_s = seconds_since(compute_start);
-
-        const Clock::time_point exchange_start = Clock::now();
-        const bool apply_optimizer = exchange->finish();
-        record.communication_s = seconds_since(exchange_start);
-
-        const Clock::time_point update_start = Clock::now();
-        if (apply_optimizer) {  // the step refreshes the working copies; an exchange that stepped did too
-            try {
-                record.skipped = !network->optimizer_step(lr);
-            } catch (const RunError& error) {  // the loss scaler gave up
-                throw RunError("at step " + std::to_string(step + 1) + ": " + error.what());
-            }
-        }
-        record.compute_s += seconds_since(update_start);
-
-        const Clock::time_point loss_start = Clock::now();
-        double loss_sum = loss;
-        MPI_Allreduce(&loss, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, workers_comm);
-        record.loss = loss_sum / workers;
-        record.communication_s += seconds_since(loss_start);
-        record.iteration_s = seconds_since(start);
-        check_loss(record.loss, step, lr, options, record.skipped);
-        records.push_back(record);
-        progress.step_done(record.iteration_s);
-
+        records.push_back(run_step(options, topology, step, lr, *network, *exchange, loader.get(), layer_ready,
+                                   workers_comm));
+        progress.step_done(records.back().iteration_s);
         if (leader && options.print_steps) {
-            // A step fp16 loss scaling skipped may have no finite loss: the column says so.
-            char loss[16];
-            if (std::isfinite(record.loss)) std::snprintf(loss, sizeof loss, "%9.5f", record.loss);
-            else std::snprintf(loss, sizeof loss, "%9s", "skipped");
-            std::printf("%8lld  %8.4f  %14.2f  %s  %10.6f\n", static_cast<long long>(step + 1),
-                        static_cast<double>(step + 1) * global_batch / static_cast<double>(plan.dataset_images),
-                        global_batch / record.iteration_s, loss, lr);
-            std::fflush(stdout);
+            print_step(options, plan, workers, step, lr, records.back());
         }
         if (checkpoint_after(options, step, end)) {
-            Checkpoint checkpoint{identity, step + 1, {}, {}, {}};
-            exchange->complete_state();  // every worker: a sharded step keeps only its own momentum current
-            if (leader) {
-                checkpoint.weights = host_copy(*network, Arena::values);
-                checkpoint.momentum = host_copy(*network, Arena::momentum);
-                if (topology.ps_ranks > 0) {
-                    gather_server_shards(topology, checkpoint.weights, checkpoint.momentum);
-                }
-                checkpoint.state = read_state(*network);
-                write_checkpoint(options.checkpoint_dir, checkpoint);
-            }
+            save_checkpoint(options, topology, identity, step, *network, *exchange);
         }
     }
-
     if (leader && !records.empty()) {
-        const nlohmann::json trace =
-            trace_document(options, data, workers, topology.ps_ranks, plan.first_step, plan.steps, records);
-        const nlohmann::json& measured = trace["runs"][0]["measured"];
-        const nlohmann::json& phases = measured["phases_s"];
-        std::printf("measured: %.2f img/s, %.4f s per step (compute %.4f s, data wait %.4f s, exposed communication %.4f s) over %d steps\n",
-                    measured["throughput_images_per_s"].get<double>(), measured["iteration_s"].get<double>(),
-                    phases["compute"].get<double>(), phases["data_wait"].get<double>(),
-                    phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
-        std::fflush(stdout);
-        if (!options.trace_out.empty()) {
-            write_text_file_atomically(options.trace_out, trace.dump(1) + "\n", "trace");
-        }
+        report_run(options, topology, plan, data, records);
     }
 }
 

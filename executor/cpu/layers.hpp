@@ -1,6 +1,6 @@
 // The oneDNN layers the CPU network is built from (executor/cpu/network.cpp), usable one at a time
-// by the tests (tests/executor/test_cpu_layers.cpp), so the code a test checks is the code that
-// trains.
+// by the tests (tests/executor/test_layer_conformance.cpp and test_cpu_layers.cpp), so the code a
+// test checks is the code that trains.
 //
 // Notation in the comments: N batch, C channels, H x W a feature map, O output channels, K kernel
 // side, "classes" the fc outputs. Activations are N x C x H x W in the network's layout (NHWC or

@@ -19,7 +19,7 @@
 
 #include "executor/arena.hpp"
 #include "executor/bf16.hpp"
-#include "executor/huge_pages.hpp"
+#include "executor/cpu/huge_pages.hpp"
 #include "executor/optimizer.hpp"
 #include "model/errors.hpp"
 #include "model/workload.hpp"
@@ -342,7 +342,7 @@ private:
     cpu::Context context_;
     std::vector<ParameterTensor> parameters_;
     std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
-    // The arenas, on huge pages: the all-reduce exchange copies them between ranks (executor/huge_pages.hpp).
+    // The arenas, on huge pages: the all-reduce exchange copies them between ranks (executor/cpu/huge_pages.hpp).
     HugePageVector<float> values_;               ///< parameter_elements() fp32 master weights
     HugePageVector<float> gradients_;            ///< parameter_elements() fp32 gradients
     HugePageVector<float> momentum_;             ///< parameter_elements() fp32 SGD momentum

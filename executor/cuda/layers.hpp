@@ -1,6 +1,6 @@
 // The cuDNN / cuBLAS layers the CUDA network is built from (executor/cuda/network.cpp), usable one at
-// a time by the tests (tests/executor/test_cuda_layers.cpp), as executor/cpu/layers.hpp is for the
-// CPU backend.
+// a time by the tests (tests/executor/test_layer_conformance.cpp, through
+// tests/executor/cuda_layer_backend.cpp), as executor/cpu/layers.hpp is for the CPU backend.
 //
 // Which cuDNN API: the legacy one (cudnnConvolutionForward, cudnnBatchNormalizationForwardTraining,
 // ...), present in cuDNN 9 though deprecated. Reasons: every layer here is a single operation that

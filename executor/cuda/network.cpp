@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "executor/arena.hpp"
-#include "executor/data.hpp"
+#include "executor/loader.hpp"
 #include "executor/cuda/check.hpp"
 #include "executor/cuda/layers.hpp"
 #include "executor/cuda/synthetic.hpp"

@@ -1,6 +1,6 @@
 // The GPU side of executor/cuda/synthetic.hpp: the per-pixel loop of the host's synthetic dataset
-// (executor/data.cpp), one thread per value. Every formula is executor/synthetic.hpp's; this file
-// is compiled with --fmad=false (executor/CMakeLists.txt) so that nvcc keeps the host's rounding
+// (executor/synthetic_data.cpp), one thread per value. Every formula is executor/synthetic.hpp's; this
+// file is compiled with --fmad=false (executor/CMakeLists.txt) so that nvcc keeps the host's rounding
 // order instead of fusing multiplies and adds.
 #include "executor/cuda/kernels.hpp"
 #include "executor/cuda/launch.cuh"

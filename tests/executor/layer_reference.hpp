@@ -1,6 +1,7 @@
 // Plain fp64 references of the ResNet layers, forward and backward, written as the definitions read,
-// for the backends' layer tests (tests/executor/test_cpu_layers.cpp, test_cuda_layers.cpp), with the
-// random inputs and the error measure they share. Tensors are N x C x H x W, row-major (NCHW).
+// for the layer tests of every backend (tests/executor/test_layer_conformance.cpp) and the CPU's own
+// (test_cpu_layers.cpp, test_cpu_kernels.cpp), with the random inputs and the error measure they
+// share. Tensors are N x C x H x W, row-major (NCHW).
 #pragma once
 
 #include <gtest/gtest.h>

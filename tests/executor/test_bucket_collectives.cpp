@@ -1,4 +1,4 @@
-// executor/bucket_collectives.hpp under mpirun: tests/executor/programs/bucket_collectives_check
+// executor/cpu/bucket_collectives.hpp under mpirun: tests/executor/programs/bucket_collectives_check
 // runs every collective on every rank and checks the sums (exact bits on two ranks, within the
 // rounding of n - 1 additions beyond) and that every rank holds the same bits.
 #include <gtest/gtest.h>

@@ -1,8 +1,9 @@
 // Our own bf16 batch-norm kernels (executor/cpu/batch_norm_kernels.hpp) against plain fp64
 // arithmetic on the same bf16 values, on shapes that reach every path: more pixels than one
 // fp32 stretch (256) with a remainder that is not a multiple of the unrolling, several images and
-// channel blocks, more threads than blocks. The layer tests (test_cpu_layers.cpp) check them
-// again inside BatchNorm and ResidualRelu against the fp64 layer reference.
+// channel blocks, more threads than blocks. The layer tests (test_layer_conformance.cpp and
+// test_cpu_layers.cpp) check them again inside BatchNorm and ResidualRelu against the fp64 layer
+// reference.
 //
 // Tolerances:
 //   statistics: fp32 sums of 64 values per lane, then fp64: 1e-5 relative (mean) and 1e-4

@@ -4,7 +4,7 @@
 // Tolerance of the 1x1 weight gradient: its inputs are bf16, whose products are exact in fp32, so
 // the only error is fp32 accumulation over k = N x H x W terms (about 6e-8 per addition, growing
 // with the square root of the terms when signs are random): 1e-5 of the rms for up to a few
-// thousand terms. The layer test (test_cpu_layers.cpp, Convolution1x1Stride1) checks it inside
+// thousand terms. The layer test (test_layer_conformance.cpp, Convolution1x1Stride1) checks it inside
 // the Convolution layer against the fp64 convolution of unrounded values.
 //
 // The bf16 working copies (Bf16WorkingCopies) must equal oneDNN's reorder bit for bit: both round

@@ -1,8 +1,9 @@
-// The CUDA backend (executor/cuda/) as a whole network: one training step compared with the CPU
-// backend at fp32 (the same weights, the same batch: loss and every gradient), the fp16 step against
-// the fp32 one, the arena layout, that SGD on one batch lowers the loss, and that a step on the batch
-// the network generates itself (synthetic data on the GPU) is the step on the host's synthetic
-// batch. Every test that needs a GPU skips when none is visible; what can be checked without one
+// The CUDA backend (executor/cuda/) as a whole network, where it differs from the other backends
+// (what every backend's network must do, SGD on one batch in fp32 and fp16 among it, is
+// test_network_conformance.cpp's): one training step compared with the CPU backend at fp32 (the
+// same weights, the same batch: loss and every gradient), the fp16 step against the fp32 one, the
+// arena layout, and that a step on the batch the network generates itself (synthetic data on the
+// GPU) is the step on the host's synthetic batch. Every test that needs a GPU skips when none is visible; what can be checked without one
 // (refusals) runs everywhere.
 #include <gtest/gtest.h>
 
@@ -30,12 +31,6 @@ constexpr int kClasses = 10;
 constexpr int kImageSize = 64;
 
 #include "tests/executor/small_network.inc"
-
-std::vector<float> arena(Network& network, Arena which) {
-    std::vector<float> host(static_cast<std::size_t>(network.parameter_elements()));
-    network.read(which, 0, network.parameter_elements(), host.data());
-    return host;
-}
 
 /// max over tensors of max|a - b| / rms(b) within the tensor.
 double worst_tensor_error(const Network& network, const std::vector<float>& a, const std::vector<float>& b,
@@ -135,30 +130,6 @@ TEST(CudaNetwork, OneFp16StepIsCloseToTheFp32Step) {
         << worst;
     EXPECT_TRUE(half->optimizer_step(0.1));
     EXPECT_EQ(half->skipped_steps(), 0);
-}
-
-TEST(CudaNetwork, SgdOnOneBatchLowersTheLossInBothPrecisions) {
-    REQUIRE_GPU();
-    for (Precision precision : {Precision::fp32, Precision::amp}) {
-        const Batch data = random_batch(8, 13);
-        std::unique_ptr<Network> network = make_cuda_network(small_spec(8, precision));
-        const double first = network->train_step(data.images.data(), data.labels.data(), nullptr);
-        double last = first;
-        for (int step = 0; step < 10; ++step) {
-            network->optimizer_step(0.05);
-            network->parameters_updated();
-            last = network->train_step(data.images.data(), data.labels.data(), nullptr);
-        }
-        EXPECT_LT(last, 0.5 * first) << to_string(precision) << ": first " << first << ", last " << last;
-    }
-}
-
-TEST(CudaNetwork, ALabelOutsideTheClassesIsAnInputError) {
-    REQUIRE_GPU();
-    Batch data = random_batch(2, 14);
-    data.labels[1] = kClasses;
-    std::unique_ptr<Network> network = make_cuda_network(small_spec(2, Precision::amp));
-    EXPECT_THROW(network->train_step(data.images.data(), data.labels.data(), nullptr), InputError);
 }
 
 /// Two steps (an SGD step between them) of worker 1 of 2 at steps 0 and 3, once on the batches the

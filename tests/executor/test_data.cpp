@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "executor/data.hpp"
+#include "executor/loader.hpp"
 #include "model/errors.hpp"
 #include "tests/executor/image_files.hpp"
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "executor/arena.hpp"
+#include "executor/bf16.hpp"
 #include "executor/checkpoint.hpp"
 #include "executor/distributed.hpp"
 #include "executor/optimizer.hpp"

@@ -25,6 +25,7 @@
 
 #include "executor/checkpoint.hpp"
 #include "executor/arena.hpp"
+#include "executor/bf16.hpp"
 #include "executor/cpu/network.hpp"
 #include "executor/data.hpp"
 #include "executor/distributed.hpp"

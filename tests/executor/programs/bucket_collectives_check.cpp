@@ -1,5 +1,5 @@
 // Started under mpirun by tests/executor/test_bucket_collectives.cpp: every rank runs the same
-// collectives of executor/bucket_collectives.hpp on buckets of awkward sizes (fewer elements than
+// collectives of executor/cpu/bucket_collectives.hpp on buckets of awkward sizes (fewer elements than
 // ranks, sizes that do not divide), started in a different order on each rank, and checks what
 // arrives against the values every rank can compute for every other. Prints one line per failed
 // check and exits 1 if any failed.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "executor/bf16.hpp"
-#include "executor/bucket_collectives.hpp"
+#include "executor/cpu/bucket_collectives.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Non-blocking collectives over the ranks of a communicator, many buckets in flight at once: the
-// data path of executor/distributed.hpp's all-reduce exchange, which starts a bucket as soon as its
+// data path of executor/cpu/exchange.hpp's all-reduce exchange, which starts a bucket as soon as its
 // last layer's gradients are final and polls between layers.
 //
 // Two algorithms:
@@ -12,7 +12,7 @@
 //    passes the complete chunks on. So each rank receives (n - 1) / n of the bucket per phase and
 //    sums (n - 1) / n of it, and every chunk's sum is made by one rank and copied to the others:
 //    all ranks hold the same bits. The phases can also run apart: the exchange steps the weights
-//    of its own chunk between them (distributed.hpp).
+//    of its own chunk between them (executor/cpu/exchange.hpp).
 //  - mpi: one MPI_Iallreduce per bucket, the MPI library's own algorithm (all-reduce only). Open
 //    MPI 4.1's non-blocking all-reduce of two ranks sends the whole bucket one way, sums it on one
 //    rank and sends it back, through scratch buffers.

@@ -1,4 +1,4 @@
-#include "executor/bucket_collectives.hpp"
+#include "executor/cpu/bucket_collectives.hpp"
 
 #include <cstring>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "executor/huge_pages.hpp"
+#include "executor/cpu/huge_pages.hpp"
 
 #include <sys/mman.h>
 
