@@ -37,6 +37,30 @@ TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
     EXPECT_NE(table.find("cost to train"), std::string::npos);
 }
 
+TEST(PredictCli, EveryCalibrationWordIsAcceptedAsInTheOtherSubcommands) {
+    // predict once read "data-free" and "built-in" as file names (exit 2) while plan and sweep took them.
+    const std::vector<std::string> flags = {"predict", "--nodes", "2", "--json", "--calibration"};
+    auto with = [&flags](const std::string& word) {
+        std::vector<std::string> args = flags;
+        args.push_back(word);
+        return nlohmann::json::parse(run_in_process(args));
+    };
+    const auto plain = nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"}));
+    EXPECT_EQ(with("built-in"), plain);
+    const auto data_free = with("data-free");
+    EXPECT_NE(data_free["throughput_images_per_s"], plain["throughput_images_per_s"]);
+    const Calibration prior = load_calibration("data-free");
+    const TempFile file(prior.to_json());
+    EXPECT_EQ(with(file.path()), data_free);
+}
+
+TEST(PredictCli, CountsInTheTableHaveThousandsSeparators) {
+    const std::string table =
+        run_in_process({"predict", "--instance", "dgx-h100", "--nodes", "316", "--global-batch", "40448"});
+    EXPECT_NE(table.find("316 x dgx-h100 = 2,528 x H100-SXM5-80GB"), std::string::npos) << table;
+    EXPECT_NE(table.find("(global 40,448, fixed)"), std::string::npos) << table;
+}
+
 TEST(PredictCli, JsonHasTheContractKeys) {
     const auto json = nlohmann::json::parse(run_in_process(
         {"predict", "--instance", "p3.16xlarge", "--nodes", "8", "--batch-per-gpu", "256", "--precision", "amp",
