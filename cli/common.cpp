@@ -116,9 +116,10 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
                                    "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
                                    "forced), hierarchical (Horovod's) or ps"));
     scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
-    scen.push_back(cmd.add_option("--stack", flags.stack,
+    // --stack, like --pricing, is no scenario flag for predict's default: it applies to its set-ups.
+    cmd.add_option("--stack", flags.stack,
                                    "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
-                                   "stock releases on CUDA 9; docs/model.md)"));
+                                   "stock releases on CUDA 9; docs/model.md)");
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     flags.ps_nodes = cmd.add_option("--ps-nodes", s.ps_nodes,
                                     "Dedicated parameter-server instances, at least 1 (--strategy ps without --ps-colocated; "

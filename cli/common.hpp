@@ -66,7 +66,8 @@ struct ScenarioFlags {
     CLI::Option* global_batch = nullptr;   ///< given: at least 1 (0, "--batch-per-gpu rules", is the flag left out)
     CLI::Option* efa_adapters = nullptr;   ///< given: 0 or more (the model's -1, "all", is the flag left out)
 
-    /// True when the user gave at least one scenario flag (--pricing does not count).
+    /// True when the user gave at least one scenario flag (--pricing and --stack do not count: predict
+    /// applies them to its default set-ups).
     bool any_given() const;
     /// The Scenario the flags describe; throws InputError naming a bad value: a given
     /// --gpus-per-node, --ps-nodes or --global-batch below 1, a given --efa-adapters below 0, and whatever

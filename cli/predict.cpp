@@ -51,7 +51,9 @@ public:
     void print_text(std::ostream& out, bool) const override {
         if (seed_cluster_) {
             out << "Seed 000's cluster, 8 x p3.16xlarge (64 V100), ResNet-50 on ImageNet, batch 256 per GPU, mixed "
-                   "precision:\n\n";
+                   "precision"
+                << (results_.front().scenario.stack == SoftwareStack::legacy ? ", the 2018 software the seeds ran" : "")
+                << ":\n\n";
         }
         print_prediction_table(results_, model_.catalog(), out);
         print_notes(out);
@@ -104,12 +106,15 @@ private:
 void run_predict(const PredictOptions& o, std::ostream& out) {
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
 
-    // No scenario flag: the seeds' two set-ups, with --pricing applied to both.
+    // No scenario flag: the seeds' two set-ups, with --pricing and --stack applied to both.
     const bool seed_cluster = !o.flags.any_given();
     std::vector<Scenario> scenarios;
     if (seed_cluster) {
         scenarios = seed_cluster_setups();
-        for (Scenario& s : scenarios) s.pricing = parse_pricing(o.flags.pricing, "--pricing");
+        for (Scenario& s : scenarios) {
+            s.pricing = parse_pricing(o.flags.pricing, "--pricing");
+            s.stack = parse_software_stack(o.flags.stack, "--stack");
+        }
     } else {
         scenarios.push_back(o.flags.to_scenario());
     }
@@ -130,7 +135,7 @@ void register_predict(CLI::App& app, std::ostream& out) {
         "predict",
         "Predict throughput, epoch time, time to train and cost of one configuration. With no scenario flag, "
         "predicts the embedded default: seed 000's 8 x p3.16xlarge cluster with MXNet + 16 m4.16xlarge parameter "
-        "servers beside TensorFlow + Horovod ring all-reduce.");
+        "servers beside TensorFlow + Horovod ring all-reduce (--pricing and --stack apply to both).");
     add_scenario_flags(*cmd, options->flags);
     add_catalog_option(*cmd, options->catalogs);
     add_calibration_option(*cmd, options->calibration);
