@@ -12,6 +12,9 @@ namespace epochcast::cli {
 void run(const std::vector<std::string>& args, std::ostream& out) {
     CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take", "epochcast"};
     app.require_subcommand(1);
+    // --help shows each option's default; the subcommands inherit this. Options whose default is a
+    // sentinel ("all", "none") blank it and say what leaving them out means in their help.
+    app.option_defaults()->always_capture_default();
     app.set_help_all_flag("--help-all", "Show the help of every subcommand");
     app.set_version_flag("--version", std::string("epochcast ") + EPOCHCAST_VERSION, "Print the version and exit");
     app.footer(
@@ -29,6 +32,13 @@ void run(const std::vector<std::string>& args, std::ostream& out) {
     register_run(app, out);
     register_sweep(app, out);
     register_plan(app, out);
+
+    // An empty list ("[]") is no default worth showing, nor is the value a required option replaces.
+    for (CLI::App* command : app.get_subcommands({})) {
+        for (CLI::Option* option : command->get_options()) {
+            if (option->get_default_str() == "[]" || option->get_required()) option->default_str("");
+        }
+    }
 
     // A first argument that is no option and no subcommand is named, with the valid ones (CLI11
     // would only say "A subcommand is required"); so is a missing subcommand.

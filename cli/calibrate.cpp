@@ -76,9 +76,8 @@ void register_calibrate(CLI::App& app, std::ostream& out) {
         "and write a calibration file with their uncertainty. Two runs of a system (e.g. 1 and 8 GPUs) are enough.");
     cmd->add_option("traces", options->traces, "Trace files (epochcast.trace/1); FILE#I takes run I only")->required();
     cmd->add_option("-o,--output", options->output, "Calibration file to write")->required();
-    cmd->add_option("--prior", options->prior,
-                    "What to start from: built-in (default), data-free (no seed run), or a calibration file");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    add_calibration_option(*cmd, options->prior, "--prior", "What to start from");
+    add_catalog_option(*cmd, options->catalogs);
     cmd->callback([options, &out] { run_calibrate(*options, out); });
 }
 

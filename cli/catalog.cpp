@@ -8,6 +8,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/report.hpp"
 #include "cli/table.hpp"
 
 namespace epochcast::cli {
@@ -23,7 +24,19 @@ std::string or_dash(double value, int max_decimals = 4) {
     return value > 0 ? format_number(value, max_decimals) : "-";
 }
 
-void print_tables(const Catalog& catalog, std::ostream& out) {
+/// The catalog as two tables with units, or as the "epochcast.catalog/1" JSON that --catalog reads.
+class CatalogReport : public Report {
+public:
+    explicit CatalogReport(const Catalog& catalog) : catalog_(catalog) {}
+    void print_text(std::ostream& out, bool) const override { print_tables(catalog_, out); }
+    void print_json(std::ostream& out) const override { out << catalog_.to_json_text() << '\n'; }
+
+private:
+    static void print_tables(const Catalog& catalog, std::ostream& out);
+    const Catalog& catalog_;
+};
+
+void CatalogReport::print_tables(const Catalog& catalog, std::ostream& out) {
     out << "GPUs (per GPU as AWS counts them: one GK210 per K80, one GM204 per M60)\n";
     Table gpus({"GPU", "fp32 TFLOPS", "fp16 TFLOPS", "bf16 TFLOPS", "memory GiB", "memory GB/s"});
     for (const GpuSpec& gpu : catalog.gpus()) {
@@ -57,20 +70,11 @@ void print_tables(const Catalog& catalog, std::ostream& out) {
 void register_catalog(CLI::App& app, std::ostream& out) {
     auto options = std::make_shared<CatalogOptions>();
     CLI::App* command = app.add_subcommand("catalog", "List the GPUs and instances known, with prices and sources");
-    command
-        ->add_option("--catalog", options->catalog_files,
-                     "Extra catalog file (epochcast.catalog/1) merged over the built-in one; repeatable, "
-                     "later files override earlier ones by name")
-        ->type_name("FILE")
-        ->allow_extra_args(false);
-    command->add_flag("--json", options->json, "Print the merged catalog as epochcast.catalog/1 JSON");
+    add_catalog_option(*command, options->catalog_files);
+    add_json_flag(*command, options->json, "the merged catalog as epochcast.catalog/1 JSON");
     command->callback([options, &out] {
         const Catalog catalog = load_catalog(options->catalog_files);
-        if (options->json) {
-            out << catalog.to_json_text() << '\n';
-        } else {
-            print_tables(catalog, out);
-        }
+        write_report(CatalogReport(catalog), output_format(options->json), out);
     });
 }
 

@@ -10,6 +10,30 @@
 
 namespace epochcast::cli {
 
+CLI::Option* add_catalog_option(CLI::App& cmd, std::vector<std::string>& files) {
+    return cmd
+        .add_option("--catalog", files,
+                    "Extra catalog file (epochcast.catalog/1) merged over the built-in one; repeatable, later files "
+                    "override earlier ones by name")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
+}
+
+CLI::Option* add_calibration_option(CLI::App& cmd, std::string& name, const std::string& flag,
+                                    const std::string& role) {
+    return cmd
+        .add_option(flag, name,
+                    role + ": built-in (fitted to the published runs), data-free (the prior, no published run in it) "
+                           "or a calibration file (epochcast.calibration/1)")
+        ->type_name("CAL");
+}
+
+CLI::Option* without_default(CLI::Option* option) { return option->default_str(""); }
+
+CLI::Option* add_json_flag(CLI::App& cmd, bool& json, const std::string& what) {
+    return cmd.add_flag("--json", json, "Print " + what + " instead of the text");
+}
+
 bool ScenarioFlags::any_given() const {
     for (const CLI::Option* option : options) {
         if (option->count() > 0) return true;
@@ -33,6 +57,7 @@ void add_target_flags(CLI::App& cmd, TargetFlags& flags, CLI::Option* epochs) {
     flags.target = cmd.add_option("--target-top1", flags.target_top1_percent,
                                   "Target ImageNet top-1 accuracy in percent (e.g. 75.9): the epochs become what the recipe "
                                   "needs at the run's global batch (replaces --epochs)");
+    without_default(flags.target);  // 0: no target, the epochs are --epochs
     flags.recipe_option = cmd.add_option("--recipe", flags.recipe,
                                          "Training recipe for --target-top1: " + Convergence::built_in().names() +
                                              " (default " + Convergence::built_in().default_recipe + ")");
@@ -77,39 +102,44 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
         cmd.add_option("--gpus-per-node", s.gpus_per_node,
                        "GPUs used per instance, 1 to what the instance has (at most " + format_count(kMaxGpusPerNode) +
                            "; default: all of them)");
+    without_default(flags.gpus_per_node);
     scen.push_back(flags.gpus_per_node);
     scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu,
                                    "Images per GPU per iteration, 1 to " + format_count(kMaxBatchPerGpu)));
     flags.global_batch = cmd.add_option("--global-batch", s.global_batch,
                                         "Images per iteration over all GPUs (1 to " + format_count(kMaxGlobalBatch) +
                                             "), held fixed: the per-GPU batch is this over the GPUs (replaces --batch-per-gpu)");
+    without_default(flags.global_batch);
     scen.push_back(flags.global_batch);
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
     scen.push_back(cmd.add_option("--strategy", flags.strategy,
                                    "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
                                    "forced), hierarchical (Horovod's) or ps"));
     scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
-    scen.push_back(cmd.add_option("--stack", flags.stack,
+    // --stack, like --pricing, is no scenario flag for predict's default: it applies to its set-ups.
+    cmd.add_option("--stack", flags.stack,
                                    "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
-                                   "stock releases on CUDA 9; docs/model.md)"));
+                                   "stock releases on CUDA 9; docs/model.md)");
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
     flags.ps_nodes = cmd.add_option("--ps-nodes", s.ps_nodes,
                                     "Dedicated parameter-server instances, at least 1 (--strategy ps without --ps-colocated; "
                                     "left out: none)");
+    without_default(flags.ps_nodes);
     scen.push_back(flags.ps_nodes);
     scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
     flags.efa_adapters = cmd.add_option("--efa-adapters", s.efa_adapters,
                                         "EFA adapters used per node, 0 (TCP sockets) up to what the instance has (default: all)");
+    without_default(flags.efa_adapters);
     scen.push_back(flags.efa_adapters);
     scen.push_back(cmd.add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
     scen.push_back(cmd.add_option("--image-size", s.image_size,
-                                   "Input side in pixels, 32 to " + format_count(kMaxImageSizePx) + " (default 224)"));
+                                   "Input side in pixels, 32 to " + format_count(kMaxImageSizePx)));
     scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs, 1 to " + format_count(kMaxClasses)));
     scen.push_back(cmd.add_option("--dataset-images", s.dataset_images,
                                    "Images per epoch, 1 to " + format_count(static_cast<double>(kMaxDatasetImages)) +
-                                       " (default: ImageNet-1k, 1281167)"));
+                                       " (default: ImageNet-1k's)"));
     scen.push_back(cmd.add_option("--epochs", s.epochs,
-                                   "Epochs to train, more than 0 and at most " + format_count(kMaxEpochs) + " (default 90)"));
+                                   "Epochs to train, more than 0 and at most " + format_count(kMaxEpochs)));
     add_target_flags(cmd, flags.target, scen.back());
     scen.push_back(flags.target.target);
     scen.push_back(flags.target.recipe_option);

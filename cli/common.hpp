@@ -15,6 +15,26 @@ namespace epochcast::cli {
 
 // load_catalog (model/catalog.hpp) and load_calibration (model/calibration.hpp) are shared with the GUI.
 
+// The options every subcommand that reads a catalog, a calibration or writes JSON takes, registered
+// here once so that each accepts the same words with the same help everywhere.
+
+/// --catalog FILE, repeatable (`--catalog A --catalog B`; one file per flag, so that a positional
+/// argument after it is not taken for a second catalog): merged in order over the built-in catalog.
+CLI::Option* add_catalog_option(CLI::App& command, std::vector<std::string>& files);
+
+/// The words a calibration flag takes: built-in, data-free or a file; model/calibration.hpp's
+/// load_calibration reads them. `flag` is --calibration or --prior; `role` leads the help, e.g.
+/// "Calibration" or "What to start from". `name` holds the default, which --help shows.
+CLI::Option* add_calibration_option(CLI::App& command, std::string& name, const std::string& flag = "--calibration",
+                                    const std::string& role = "Calibration");
+
+/// `option` with no default in --help: for an option whose default is a sentinel that its help
+/// says in words (0 GPUs per node: all of them; -1 adapters: all; 0 threads: the machine's cores).
+CLI::Option* without_default(CLI::Option* option);
+
+/// --json: print `what` (e.g. "one JSON object per configuration") instead of the text.
+CLI::Option* add_json_flag(CLI::App& command, bool& json, const std::string& what);
+
 /// --target-top1 and --recipe: the epochs become what a training recipe needs to reach a top-1
 /// accuracy at the run's global batch (docs/model.md, "Time to accuracy").
 struct TargetFlags {
@@ -46,7 +66,8 @@ struct ScenarioFlags {
     CLI::Option* global_batch = nullptr;   ///< given: at least 1 (0, "--batch-per-gpu rules", is the flag left out)
     CLI::Option* efa_adapters = nullptr;   ///< given: 0 or more (the model's -1, "all", is the flag left out)
 
-    /// True when the user gave at least one scenario flag (--pricing does not count).
+    /// True when the user gave at least one scenario flag (--pricing and --stack do not count: predict
+    /// applies them to its default set-ups).
     bool any_given() const;
     /// The Scenario the flags describe; throws InputError naming a bad value: a given
     /// --gpus-per-node, --ps-nodes or --global-batch below 1, a given --efa-adapters below 0, and whatever

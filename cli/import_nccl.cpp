@@ -92,12 +92,12 @@ void register_import_nccl(CLI::App& app, std::ostream& out) {
     cmd->add_option("log", options->log, "all_reduce_perf output")->required();
     cmd->add_option("--instance", options->instance, "Instance type the test ran on")->required();
     cmd->add_option("-o,--output", options->output, "Trace file to write")->required();
-    cmd->add_option("--efa-adapters", options->efa_adapters,
-                    "EFA adapters per node the test used (default: all the instance has; 0: TCP sockets)");
+    without_default(cmd->add_option("--efa-adapters", options->efa_adapters,
+                                    "EFA adapters per node the test used (default: all the instance has; 0: TCP sockets)"));
     cmd->add_option("--nccl-algo", options->nccl_algo,
                     "NCCL_ALGO the test ran with: nccl (default: NCCL chose; on two nodes a tree), ring or tree");
     cmd->add_option("--source", options->source, "Where the log comes from (default: its path)");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    add_catalog_option(*cmd, options->catalogs);
     cmd->callback([options, &out] { run_import(*options, out); });
 }
 

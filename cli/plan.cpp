@@ -18,6 +18,7 @@
 #include "cli/table.hpp"
 #include "model/errors.hpp"
 #include "model/search.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -40,7 +41,7 @@ struct PlanOptions {
     std::vector<int> batches;
     int global_batch = 0;
     std::vector<std::string> catalogs;
-    std::string calibration;
+    std::string calibration = "built-in";
     TargetFlags target;
 };
 
@@ -106,10 +107,11 @@ std::string strategy_text(const Plan& plan) {
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
-        << batch_per_gpu(plan.prediction) << " per GPU (global " << p.global_batch << "), " << format_number(p.epochs, 3)
+        << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
+        << format_number(p.epochs, 3)
         << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
-        << format_number(std::round(p.throughput_images_per_s), 0) << " images/s, bottleneck " << to_string(p.bottleneck)
+        << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck)
         << "\n";
 }
 
@@ -155,21 +157,31 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
     return text;
 }
 
-void run_plan(PlanOptions& o, std::ostream& out) {
+/// The recipe a --target-top1 trains with: --recipe, else the model's default.
+const std::string& recipe_name(const SearchSpace& space, const CostModel& model) {
+    return space.base.recipe.empty() ? model.convergence().default_recipe : space.base.recipe;
+}
+
+/// The constraints asked for: a deadline, a budget or both (InputError otherwise).
+struct Constraints {
     std::optional<double> deadline_s;
     std::optional<double> budget_usd;
-    if (!o.deadline.empty()) deadline_s = parse_deadline_s(o.deadline);
+};
+
+Constraints read_constraints(const PlanOptions& o) {
+    Constraints c;
+    if (!o.deadline.empty()) c.deadline_s = parse_deadline_s(o.deadline);
     if (o.budget_usd != 0) {
         if (!(o.budget_usd > 0)) throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
-        budget_usd = o.budget_usd;
+        c.budget_usd = o.budget_usd;
     }
-    if (!deadline_s && !budget_usd) throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
-    if (!o.plot.empty()) check_plot_path(o.plot);
-    std::vector<std::string> inputs = o.catalogs;
-    inputs.push_back(calibration_file(o.calibration));
-    check_outputs({{"--plot", o.plot}}, inputs);
+    if (!c.deadline_s && !c.budget_usd) throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
+    return c;
+}
 
-    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+/// The space the flags describe, with `o.target` applied to its base; InputError naming the flag
+/// for a value that cannot be searched.
+SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     SearchSpace space;
     space.base.model = o.model;
     space.base.image_size = o.image_size;
@@ -196,102 +208,156 @@ void run_plan(PlanOptions& o, std::ostream& out) {
     }
     model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
     o.target.apply(space.base);
-    std::string epochs_text = format_number(o.epochs, 2) + " epochs";
     if (space.base.target_top1_percent > 0) {
         // A recipe that does not apply to the model fails here, not as every configuration infeasible.
-        const std::string& name = space.base.recipe.empty() ? model.convergence().default_recipe : space.base.recipe;
-        check_recipe_applies(model.convergence().recipe(name, o.model), o.model, o.dataset_images, o.image_size);
-        epochs_text = "the epochs " + name + " needs for " + format_number(space.base.target_top1_percent, 3) + "% top-1";
+        check_recipe_applies(model.convergence().recipe(recipe_name(space, model), o.model), o.model, o.dataset_images,
+                             o.image_size);
     }
+    return space;
+}
 
-    const PlanSearch search = search_plans(model, space, deadline_s, budget_usd, o.elastic);
-    const Catalog& catalog = model.catalog();
+/// "90 epochs", or "the epochs mlperf-lars needs for 75.9% top-1".
+std::string epochs_text(const SearchSpace& space, const CostModel& model) {
+    if (space.base.target_top1_percent <= 0) return format_number(space.base.epochs, 2) + " epochs";
+    return "the epochs " + recipe_name(space, model) + " needs for " + format_number(space.base.target_top1_percent, 3) +
+           "% top-1";
+}
 
-    if (o.json) {
+/// What plan found, written as text or JSON.
+class PlanReport : public Report {
+public:
+    PlanReport(const PlanOptions& o, const Catalog& catalog, const PlanSearch& search, const Constraints& constraints,
+               std::string epochs)
+        : o_(o), catalog_(catalog), search_(search), c_(constraints), epochs_(std::move(epochs)) {}
+
+    void print_json(std::ostream& out) const override {
         auto plan_json = [&](std::optional<std::size_t> i) {
-            return i ? prediction_json({search.plans[*i].scenario, search.plans[*i].prediction}) : nlohmann::json(nullptr);
+            if (!i) return nlohmann::json(nullptr);
+            return prediction_json({search_.plans[*i].scenario, search_.plans[*i].prediction});
         };
-        nlohmann::json j = {{"considered", search.considered},
-                            {"feasible", search.plans.size()},
-                            {"deadline_s", deadline_s ? nlohmann::json(*deadline_s) : nlohmann::json(nullptr)},
-                            {"budget_usd", budget_usd ? nlohmann::json(*budget_usd) : nlohmann::json(nullptr)},
-                            {"cheapest_within_deadline", plan_json(search.cheapest_within_deadline)},
-                            {"fastest_within_budget", plan_json(search.fastest_within_budget)}};
-        if (o.elastic) {
-            j["elastic_within_deadline"] =
-                search.elastic_within_deadline ? elastic_json(search, *search.elastic_within_deadline) : nlohmann::json(nullptr);
-            j["elastic_within_budget"] =
-                search.elastic_within_budget ? elastic_json(search, *search.elastic_within_budget) : nlohmann::json(nullptr);
+        nlohmann::json j = {{"considered", search_.considered},
+                            {"feasible", search_.plans.size()},
+                            {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
+                            {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
+                            {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
+                            {"fastest_within_budget", plan_json(search_.fastest_within_budget)}};
+        if (o_.elastic) {
+            j["elastic_within_deadline"] = search_.elastic_within_deadline
+                                               ? elastic_json(search_, *search_.elastic_within_deadline)
+                                               : nlohmann::json(nullptr);
+            j["elastic_within_budget"] = search_.elastic_within_budget
+                                             ? elastic_json(search_, *search_.elastic_within_budget)
+                                             : nlohmann::json(nullptr);
         }
         nlohmann::json front = nlohmann::json::array();
-        for (std::size_t i : search.front) front.push_back(plan_json(i));
+        for (std::size_t i : search_.front) front.push_back(plan_json(i));
         j["front"] = front;
-        out << j.dump(2) << '\n';
-    } else {
-        out << "Searched " << search.considered << " configurations of " << o.model << " (" << epochs_text
-            << " of " << o.dataset_images << " images, " << o.precision << ", " << o.framework << ", "
-            << (o.spot ? "spot" : "on-demand") << " prices): " << search.plans.size() << " feasible.\n\n";
-        // One answer: the plan, or what comes closest, then the elastic schedule when asked for.
-        auto answer = [&](const std::string& heading, std::optional<std::size_t> plan, const std::string& closest,
-                          const std::optional<ElasticPlan>& elastic, const std::string& elastic_heading) {
-            if (plan) {
-                print_plan(out, catalog, heading, search.plans[*plan]);
-            } else {
-                out << heading << ": none; " << (search.front.empty() ? "no plan is feasible" : closest) << "\n";
-            }
-            if (elastic) {
-                print_elastic(out, catalog, "Elastic, " + elastic_heading, search, *elastic);
-            } else if (o.elastic) {
-                out << "Elastic: no two-phase schedule is " << elastic_heading << ".\n";
-            }
-        };
-        if (deadline_s) {
-            answer("Cheapest within the deadline of " + format_duration(*deadline_s), search.cheapest_within_deadline,
-                   search.front.empty() ? "" : "the fastest plan takes " + format_duration(search.plans[search.front.front()].prediction.time_to_train_s),
-                   search.elastic_within_deadline, "cheaper within the deadline");
+        print_json_document(j, out);
+    }
+
+    void print_text(std::ostream& out, bool) const override {
+        out << "Searched " << format_count(static_cast<double>(search_.considered)) << " configurations of " << o_.model
+            << " (" << epochs_ << " of " << format_count(static_cast<double>(o_.dataset_images)) << " images, "
+            << o_.precision << ", " << o_.framework << ", " << (o_.spot ? "spot" : "on-demand")
+            << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n\n";
+        if (c_.deadline_s) {
+            print_answer(out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
+                         search_.cheapest_within_deadline,
+                         search_.front.empty() ? ""
+                                               : "the fastest plan takes " + format_duration(fastest().time_to_train_s),
+                         search_.elastic_within_deadline, "cheaper within the deadline");
         }
-        if (budget_usd) {
-            answer("Fastest within the budget of " + format_dollars(*budget_usd), search.fastest_within_budget,
-                   search.front.empty() ? "" : "the cheapest plan costs " + format_dollars(search.plans[search.front.back()].prediction.cost_usd),
-                   search.elastic_within_budget, "faster within the budget");
+        if (c_.budget_usd) {
+            print_answer(out, "Fastest within the budget of " + format_dollars(*c_.budget_usd),
+                         search_.fastest_within_budget,
+                         search_.front.empty() ? "" : "the cheapest plan costs " + format_dollars(cheapest().cost_usd),
+                         search_.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
         Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"});
-        for (std::size_t i : search.front) {
-            const Plan& plan = search.plans[i];
+        for (std::size_t i : search_.front) {
+            const Plan& plan = search_.plans[i];
             const Prediction& p = plan.prediction;
             std::string epochs = format_number(p.epochs, 3);
             if (p.epochs_basis == EpochsBasis::extrapolated) epochs += " (extrapolated)";
             if (p.global_batch_beyond_published) epochs += " [global batch beyond published recipes]";
-            table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog, plan),
-                           strategy_text(plan), std::to_string(batch_per_gpu(plan.prediction)), epochs,
-                           format_number(std::round(p.throughput_images_per_s), 0), format_number(p.cluster_usd_per_hour, 2)});
+            table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog_, plan),
+                           strategy_text(plan), format_count(batch_per_gpu(plan.prediction)), epochs,
+                           format_count(p.throughput_images_per_s), format_dollars(p.cluster_usd_per_hour)});
         }
         table.print(out);
+        if (!o_.plot.empty()) out << "\nplots: " << o_.plot << '\n';
     }
 
-    if (!o.plot.empty()) {
-        PlotRequest request;
-        request.path = o.plot;
-        for (const Plan& plan : search.plans) request.points.push_back({plan.scenario, plan.prediction});
-        request.front = search.front;
-        if (search.cheapest_within_deadline) request.chosen.push_back(*search.cheapest_within_deadline);
-        if (search.fastest_within_budget && search.fastest_within_budget != search.cheapest_within_deadline) {
-            request.chosen.push_back(*search.fastest_within_budget);
+private:
+    const Prediction& fastest() const { return search_.plans[search_.front.front()].prediction; }
+    const Prediction& cheapest() const { return search_.plans[search_.front.back()].prediction; }
+
+    /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
+    void print_answer(std::ostream& out, const std::string& heading, std::optional<std::size_t> plan,
+                      const std::string& closest, const std::optional<ElasticPlan>& elastic,
+                      const std::string& elastic_heading) const {
+        if (plan) {
+            print_plan(out, catalog_, heading, search_.plans[*plan]);
+        } else {
+            out << heading << ": none; " << (search_.front.empty() ? "no plan is feasible" : closest) << "\n";
         }
-        request.deadline_s = deadline_s;
-        request.budget_usd = budget_usd;
-        request.title = "Plans for " + o.model + ", " + epochs_text + ": time against cost";
-        write_plots(request);
-        if (!o.json) out << "\nplots: " << o.plot << '\n';
+        if (elastic) {
+            print_elastic(out, catalog_, "Elastic, " + elastic_heading, search_, *elastic);
+        } else if (o_.elastic) {
+            out << "Elastic: no two-phase schedule is " << elastic_heading << ".\n";
+        }
     }
-    const bool deadline_unmet = deadline_s && !search.cheapest_within_deadline;
-    const bool budget_unmet = budget_usd && !search.fastest_within_budget;
-    if (deadline_unmet || budget_unmet) {
-        check_written(out);  // a failed write is reported before the answer's exit code
-        throw NoAnswer(unmet_text(search, deadline_unmet ? deadline_s : std::nullopt,
-                                  budget_unmet ? budget_usd : std::nullopt));
+
+    const PlanOptions& o_;
+    const Catalog& catalog_;
+    const PlanSearch& search_;
+    const Constraints& c_;
+    std::string epochs_;
+};
+
+/// Draw every feasible plan, the front and the answers into --plot.
+void plot_plans(const PlanOptions& o, const PlanSearch& search, const Constraints& c, const std::string& epochs) {
+    PlotRequest request;
+    request.path = o.plot;
+    for (const Plan& plan : search.plans) request.points.push_back({plan.scenario, plan.prediction});
+    request.front = search.front;
+    if (search.cheapest_within_deadline) request.chosen.push_back(*search.cheapest_within_deadline);
+    if (search.fastest_within_budget && search.fastest_within_budget != search.cheapest_within_deadline) {
+        request.chosen.push_back(*search.fastest_within_budget);
     }
+    request.deadline_s = c.deadline_s;
+    request.budget_usd = c.budget_usd;
+    request.title = "Plans for " + o.model + ", " + epochs + ": time against cost";
+    write_plots(request);
+}
+
+/// Exit code 3 (NoAnswer) when a constraint given has no plan that meets it; `out` is checked
+/// first, so that a failed write is reported before the answer's exit code.
+void require_answers(const PlanSearch& search, const Constraints& c, std::ostream& out) {
+    const bool deadline_unmet = c.deadline_s && !search.cheapest_within_deadline;
+    const bool budget_unmet = c.budget_usd && !search.fastest_within_budget;
+    if (!deadline_unmet && !budget_unmet) return;
+    check_written(out);
+    throw NoAnswer(unmet_text(search, deadline_unmet ? c.deadline_s : std::nullopt,
+                              budget_unmet ? c.budget_usd : std::nullopt));
+}
+
+void run_plan(const PlanOptions& o, std::ostream& out) {
+    const Constraints constraints = read_constraints(o);
+    const OutputFormat format = output_format(o.json);
+    if (!o.plot.empty()) check_plot_path(o.plot);
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(calibration_file(o.calibration));
+    check_outputs({{"--plot", o.plot}}, inputs);
+
+    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+    const SearchSpace space = search_space(o, model);
+    const std::string epochs = epochs_text(space, model);
+    const PlanSearch search = search_plans(model, space, constraints.deadline_s, constraints.budget_usd, o.elastic);
+    if (!o.plot.empty()) plot_plans(o, search, constraints, epochs);
+    write_report(PlanReport(o, model.catalog(), search, constraints, epochs), format, out);
+    require_answers(search, constraints, out);
 }
 
 }  // namespace
@@ -306,26 +372,26 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "output) when no configuration meets the deadline or the budget: stderr says which, and how close the "
         "fastest or the cheapest comes.");
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
-    cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars");
+    without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
     cmd->add_flag("--spot", o->spot, "Price with spot instead of on-demand prices");
     cmd->add_flag("--elastic", o->elastic,
                   "Also consider two-phase schedules that grow or shrink the cluster between epochs (seed 003)");
     cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
     cmd->add_option("--image-size", o->image_size, "Input side in pixels");
     cmd->add_option("--dataset-images", o->dataset_images, "Images per epoch (default: ImageNet-1k)");
-    add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train (default 90)"));
+    add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train"));
     cmd->add_option("--precision", o->precision, "fp32, amp or bf16 (GPUs without it are left out)");
     cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
     cmd->add_option("--instance", o->instances, "Worker instance types to consider (default: every GPU instance); repeatable");
     cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")->delimiter(',');
     cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")->delimiter(',');
-    cmd->add_option("--global-batch", o->global_batch,
-                    "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; sizes it does "
-                    "not divide are left out)");
-    cmd->add_option("--catalog", o->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
-    cmd->add_option("--calibration", o->calibration, "Calibration: built-in, data-free or a file");
+    without_default(cmd->add_option("--global-batch", o->global_batch,
+                                    "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; "
+                                    "sizes it does not divide are left out)"));
+    add_catalog_option(*cmd, o->catalogs);
+    add_calibration_option(*cmd, o->calibration);
     cmd->add_option("--plot", o->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
-    cmd->add_flag("--json", o->json, "Print one JSON object instead of the text");
+    add_json_flag(*cmd, o->json, "one JSON object");
     cmd->callback([o, &out] { run_plan(*o, out); });
 }
 

@@ -8,8 +8,10 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/report.hpp"
 #include "cli/table.hpp"
 #include "model/plan.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -30,12 +32,13 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
     const CalibrationPlan plan = plan_calibration(model, target, o.plan);
     const Prediction predicted = model.checked_predict(target);
 
-    out << "Target: " << target.nodes << " x " << target.instance << " (" << predicted.gpus << " GPUs), "
+    out << "Target: " << format_count(target.nodes) << " x " << target.instance << " (" << format_count(predicted.gpus)
+        << " GPUs), "
         << to_string(target.framework) << "/" << to_string(target.strategy) << ", " << target.model << " batch "
         << batch_per_gpu(predicted) << " per GPU"
-        << (target.global_batch > 0 ? " (global " + std::to_string(target.global_batch) + ")" : std::string()) << " "
+        << (target.global_batch > 0 ? " (global " + format_count(target.global_batch) + ")" : std::string()) << " "
         << to_string(target.precision) << ": "
-        << format_number(predicted.throughput_images_per_s, 0) << " img/s, 95% band "
+        << format_count(predicted.throughput_images_per_s) << " img/s, 95% band "
         << band_percent(plan.target_sigma_before) << " now.\n\n";
     if (plan.runs.empty()) {
         out << "No calibration run on up to " << o.plan.max_nodes << " node(s) would narrow that band by more than "
@@ -48,12 +51,12 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
         const PlannedRun& r = plan.runs[i];
         table.add_row({std::to_string(i + 1), std::to_string(r.scenario.nodes), std::to_string(r.scenario.gpus_per_node),
                        std::to_string(r.scenario.batch_per_gpu), format_number(r.duration_s / 60.0, 1),
-                       "$" + format_number(r.cost_usd, 2), band_percent(r.target_sigma_after)});
+                       format_dollars(r.cost_usd), band_percent(r.target_sigma_after)});
     }
     table.print(out);
     out << "\n" << plan.runs.size() << " runs of " << o.plan.benchmark_iterations << " timed iterations each, chosen from "
-        << plan.candidates << " candidates for the most band narrowed per dollar: $"
-        << format_number(plan.total_cost_usd, 2) << " in all. Record them as a trace and run `epochcast calibrate`.\n";
+        << plan.candidates << " candidates for the most band narrowed per dollar: "
+        << format_dollars(plan.total_cost_usd) << " in all. Record them as a trace and run `epochcast calibrate`.\n";
 }
 
 }  // namespace
@@ -66,11 +69,11 @@ void register_plan_calibration(CLI::App& app, std::ostream& out) {
         "parameters a target prediction depends on (experiment design as in Ernest, NSDI 2016).");
     add_scenario_flags(*cmd, options->flags);
     cmd->get_option("--instance")->required();
-    cmd->add_option("--max-nodes", options->plan.max_nodes, "Largest cluster a calibration run may use (default 2)");
-    cmd->add_option("--max-runs", options->plan.max_runs, "At most this many runs (default 3)");
-    cmd->add_option("--iterations", options->plan.benchmark_iterations, "Timed iterations per run (default 100)");
-    cmd->add_option("--calibration", options->calibration, "What is known now: built-in (default), data-free, or a file");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    cmd->add_option("--max-nodes", options->plan.max_nodes, "Largest cluster a calibration run may use");
+    cmd->add_option("--max-runs", options->plan.max_runs, "At most this many runs");
+    cmd->add_option("--iterations", options->plan.benchmark_iterations, "Timed iterations per run");
+    add_calibration_option(*cmd, options->calibration);
+    add_catalog_option(*cmd, options->catalogs);
     cmd->callback([options, &out] { run_plan(*options, out); });
 }
 

@@ -16,13 +16,13 @@ namespace {
 struct PredictOptions {
     ScenarioFlags flags;
     std::vector<std::string> catalogs;
-    std::string calibration;
+    std::string calibration = "built-in";
     bool json = false;
 };
 
 /// Seed 000's two set-ups on 8 x p3.16xlarge (64 V100, batch 256 per GPU, mixed precision):
 /// MXNet with 16 m4.16xlarge parameter servers (2 per worker node), and TensorFlow + Horovod.
-std::vector<Scenario> seed_cluster() {
+std::vector<Scenario> seed_cluster_setups() {
     Scenario mxnet;
     mxnet.framework = Framework::mxnet;
     mxnet.strategy = Strategy::ps;
@@ -34,18 +34,89 @@ std::vector<Scenario> seed_cluster() {
     return {mxnet, horovod};
 }
 
-void run_predict(PredictOptions& o, std::ostream& out) {
-    Catalog catalog = load_catalog(o.catalogs);
-    Calibration calibration = o.calibration.empty() ? Calibration::built_in() : Calibration::load(o.calibration);
-    const CostModel model(std::move(catalog), std::move(calibration));
+/// predict's answer: one configuration, or the default's two set-ups.
+class PredictReport : public Report {
+public:
+    PredictReport(const CostModel& model, std::vector<ScenarioResult> results, bool seed_cluster)
+        : model_(model), results_(std::move(results)), seed_cluster_(seed_cluster) {}
 
-    const bool any_scenario_flag = o.flags.any_given();
+    /// One object for a configuration; the default's two set-ups as a list of two.
+    void print_json(std::ostream& out) const override {
+        if (!seed_cluster_) return print_json_document(prediction_json(results_.front()), out);
+        nlohmann::json all = nlohmann::json::array();
+        for (const ScenarioResult& r : results_) all.push_back(prediction_json(r));
+        print_json_document(all, out);
+    }
+
+    void print_text(std::ostream& out, bool) const override {
+        if (seed_cluster_) {
+            out << "Seed 000's cluster, 8 x p3.16xlarge (64 V100), ResNet-50 on ImageNet, batch 256 per GPU, mixed "
+                   "precision"
+                << (results_.front().scenario.stack == SoftwareStack::legacy ? ", the 2018 software the seeds ran" : "")
+                << ":\n\n";
+        }
+        print_prediction_table(results_, model_.catalog(), out);
+        print_notes(out);
+    }
+
+private:
+    /// What the table cannot say: each note once, for the first configuration it applies to.
+    void print_notes(std::ostream& out) const {
+        for (const ScenarioResult& r : results_) {
+            const Prediction& p = r.prediction;
+            if (p.global_batch_beyond_published) {
+                out << "\nnote: a global batch of " << format_count(p.global_batch)
+                    << " is beyond every published recipe for " << r.scenario.model << " (the largest: "
+                    << format_count(model_.convergence().largest_published_batch(r.scenario.model))
+                    << "): no published run says what accuracy it reaches.\n";
+                break;
+            }
+        }
+        for (const ScenarioResult& r : results_) {
+            if (r.prediction.epochs_basis == EpochsBasis::extrapolated) {
+                const Recipe& recipe = model_.convergence().recipes[static_cast<std::size_t>(r.prediction.epochs_recipe)];
+                out << "\nnote: the epochs are extrapolated past " << recipe.name << "'s largest published global batch ("
+                    << format_count(recipe.largest_batch())
+                    << ") by the noise-scale law (docs/model.md, eq. K2), hence their wider band.\n";
+                break;
+            }
+        }
+        for (const ScenarioResult& r : results_) {
+            if (r.curve_origin != CurveOrigin::measured) {
+                out << "\nnote: no measured compute curve for " << model_.catalog().instance(r.scenario.instance).gpu
+                    << " / " << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
+                    << (r.curve_origin == CurveOrigin::roofline ? "; the roofline prior is used"
+                        : r.curve_origin == CurveOrigin::other_framework
+                            ? "; another framework's curve on the same GPU stands in (docs/model.md, eq. C4)"
+                        : r.curve_origin == CurveOrigin::other_gpus
+                            ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. C5)"
+                            : "; another framework's curve on the same GPU and this framework's curves on other GPUs "
+                              "stand in, pooled (eqs. C4-C6)")
+                    << ", hence the wider band.\n";
+                break;
+            }
+        }
+    }
+
+    const CostModel& model_;
+    std::vector<ScenarioResult> results_;
+    bool seed_cluster_;
+};
+
+void run_predict(const PredictOptions& o, std::ostream& out) {
+    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+
+    // No scenario flag: the seeds' two set-ups, with --pricing and --stack applied to both.
+    const bool seed_cluster = !o.flags.any_given();
     std::vector<Scenario> scenarios;
-    if (any_scenario_flag) {
-        scenarios.push_back(o.flags.to_scenario());
+    if (seed_cluster) {
+        scenarios = seed_cluster_setups();
+        for (Scenario& s : scenarios) {
+            s.pricing = parse_pricing(o.flags.pricing, "--pricing");
+            s.stack = parse_software_stack(o.flags.stack, "--stack");
+        }
     } else {
-        scenarios = seed_cluster();
-        for (Scenario& s : scenarios) s.pricing = parse_pricing(o.flags.pricing, "--pricing");
+        scenarios.push_back(o.flags.to_scenario());
     }
 
     std::vector<ScenarioResult> results;
@@ -53,55 +124,7 @@ void run_predict(PredictOptions& o, std::ostream& out) {
         const ResolvedScenario resolved = model.resolve(s);
         results.push_back({s, model.checked_predict(resolved), resolved.curve_origin});
     }
-
-    if (o.json) {
-        if (any_scenario_flag) {
-            out << prediction_json(results.front()).dump(2) << '\n';
-        } else {
-            nlohmann::json all = nlohmann::json::array();
-            for (const ScenarioResult& r : results) all.push_back(prediction_json(r));
-            out << all.dump(2) << '\n';
-        }
-        return;
-    }
-    if (!any_scenario_flag) {
-        out << "Seed 000's cluster, 8 x p3.16xlarge (64 V100), ResNet-50 on ImageNet, batch 256 per GPU, mixed "
-               "precision:\n\n";
-    }
-    print_prediction_table(results, model.catalog(), out);
-    for (const ScenarioResult& r : results) {
-        const Prediction& p = r.prediction;
-        if (p.global_batch_beyond_published) {
-            out << "\nnote: a global batch of " << format_count(p.global_batch) << " is beyond every published recipe for "
-                << r.scenario.model << " (the largest: " << format_count(model.convergence().largest_published_batch(r.scenario.model))
-                << "): no published run says what accuracy it reaches.\n";
-            break;
-        }
-    }
-    for (const ScenarioResult& r : results) {
-        if (r.prediction.epochs_basis == EpochsBasis::extrapolated) {
-            const Recipe& recipe = model.convergence().recipes[static_cast<std::size_t>(r.prediction.epochs_recipe)];
-            out << "\nnote: the epochs are extrapolated past " << recipe.name << "'s largest published global batch ("
-                << format_count(recipe.largest_batch()) << ") by the noise-scale law (docs/model.md, eq. K2), hence their "
-                << "wider band.\n";
-            break;
-        }
-    }
-    for (const ScenarioResult& r : results) {
-        if (r.curve_origin != CurveOrigin::measured) {
-            out << "\nnote: no measured compute curve for " << model.catalog().instance(r.scenario.instance).gpu << " / "
-                << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
-                << (r.curve_origin == CurveOrigin::roofline ? "; the roofline prior is used"
-                    : r.curve_origin == CurveOrigin::other_framework
-                        ? "; another framework's curve on the same GPU stands in (docs/model.md, eq. C4)"
-                    : r.curve_origin == CurveOrigin::other_gpus
-                        ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. C5)"
-                        : "; another framework's curve on the same GPU and this framework's curves on other GPUs "
-                          "stand in, pooled (eqs. C4-C6)")
-                << ", hence the wider band.\n";
-            break;
-        }
-    }
+    write_report(PredictReport(model, std::move(results), seed_cluster), output_format(o.json), out);
 }
 
 }  // namespace
@@ -112,11 +135,11 @@ void register_predict(CLI::App& app, std::ostream& out) {
         "predict",
         "Predict throughput, epoch time, time to train and cost of one configuration. With no scenario flag, "
         "predicts the embedded default: seed 000's 8 x p3.16xlarge cluster with MXNet + 16 m4.16xlarge parameter "
-        "servers beside TensorFlow + Horovod ring all-reduce.");
+        "servers beside TensorFlow + Horovod ring all-reduce (--pricing and --stack apply to both).");
     add_scenario_flags(*cmd, options->flags);
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
-    cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
-    cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
+    add_catalog_option(*cmd, options->catalogs);
+    add_calibration_option(*cmd, options->calibration);
+    add_json_flag(*cmd, options->json, "one JSON object per configuration (a list of two with no scenario flag)");
     cmd->callback([options, &out] { run_predict(*options, out); });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/table.hpp"
+#include "model/errors.hpp"
 #include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
@@ -97,6 +98,21 @@ void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node,
 }
 
 }  // namespace
+
+OutputFormat output_format(bool json, bool markdown) {
+    if (json && markdown) throw InputError("--json and --markdown exclude each other");
+    return json ? OutputFormat::json : markdown ? OutputFormat::markdown : OutputFormat::text;
+}
+
+void write_report(const Report& report, OutputFormat format, std::ostream& out) {
+    if (format == OutputFormat::json) {
+        report.print_json(out);
+    } else {
+        report.print_text(out, format == OutputFormat::markdown);
+    }
+}
+
+void print_json_document(const nlohmann::json& value, std::ostream& out) { out << value.dump(2) << '\n'; }
 
 std::string format_duration(double seconds) {
     if (seconds < 120) return fixed(seconds, 1) + " s";
@@ -217,7 +233,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     };
     row("cluster", [&](const Scenario& s, const Prediction& p) {
         const InstanceSpec& instance = catalog.instance(s.instance);
-        return std::to_string(s.nodes) + " x " + s.instance + " = " + std::to_string(p.gpus) + " x " + instance.gpu;
+        return format_count(s.nodes) + " x " + s.instance + " = " + format_count(p.gpus) + " x " + instance.gpu;
     });
     row("synchronisation", [](const Scenario& s, const Prediction&) { return strategy_label(s); });
     row("  fabric between nodes", [&](const Scenario& s, const Prediction& p) {

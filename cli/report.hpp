@@ -13,6 +13,31 @@
 
 namespace epochcast::cli {
 
+/// How a subcommand writes its answer: the text a person reads (tables with units), the same
+/// tables as Markdown, or JSON for a program.
+enum class OutputFormat { text, markdown, json };
+
+/// The format --json and --markdown ask for (the text when neither); InputError when both are given.
+OutputFormat output_format(bool json, bool markdown = false);
+
+/// A subcommand's answer, able to write itself in each format (as google/benchmark's reporters
+/// write a run): a subcommand builds one Report and write_report() picks the format, so that no
+/// subcommand branches on --json itself.
+class Report {
+public:
+    virtual ~Report() = default;
+    /// The text: tables with units (Markdown tables when `markdown`) and their notes.
+    virtual void print_text(std::ostream& out, bool markdown) const = 0;
+    /// One JSON document and a final '\n'.
+    virtual void print_json(std::ostream& out) const = 0;
+};
+
+/// Write `report` on `out` in `format`.
+void write_report(const Report& report, OutputFormat format, std::ostream& out);
+
+/// `value` as every --json prints it: indented by 2, then '\n'.
+void print_json_document(const nlohmann::json& value, std::ostream& out);
+
 /// A scenario and what the model said about it.
 struct ScenarioResult {
     Scenario scenario;
@@ -38,7 +63,8 @@ std::string format_dollars(double usd);
 std::string prediction_csv_header();
 
 /// Append one CSV row (with '\n') for a feasible result, matching prediction_csv_header().
-/// Numbers go through std::to_chars (7 significant digits): no allocation beyond `row`'s growth.
+/// Numbers go through append_significant (cli/table.hpp: 7 significant digits, as printf's "%.7g"; counts
+/// exactly), with no thousands separators: no allocation beyond `row`'s growth.
 void append_prediction_csv(std::string& row, const ScenarioResult& result);
 
 /// Append one CSV row for a combination the model rejected, with `reason` quoted and the

@@ -295,13 +295,12 @@ void register_run(CLI::App& app, std::ostream& out) {
     cmd->allow_extras();
     cmd->add_option("--np", options->ranks, "MPI ranks in all, parameter servers included")->required();
     cmd->add_option("--ps-ranks", options->ps_ranks, "Ranks serving parameters (parameter-server mode); 0: all-reduce");
-    cmd->add_option("--calibration", options->calibration,
-                    "Calibration to predict with: built-in (default), data-free, or a file");
+    add_calibration_option(*cmd, options->calibration);
     cmd->add_option("--host-catalog", options->host_catalog,
                     "Catalog file with the local-cpu entry (default: measure it with epochcast-train --describe-host)");
     cmd->add_option("--save-host-catalog", options->save_host_catalog,
                     "Write the measured local-cpu catalog to this file (to calibrate with later)");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
+    add_catalog_option(*cmd, options->catalogs);
     cmd->add_option("--mpirun", options->mpirun, "The mpirun program (default: mpirun on PATH)");
     cmd->add_option("--watchdog", options->watchdog_s,
                     "Seconds a rank may go without finishing a step before the job is killed and reported with "

@@ -32,7 +32,7 @@ namespace {
 struct SimulateOptions {
     ScenarioFlags flags;
     std::vector<std::string> catalogs;
-    std::string calibration;
+    std::string calibration = "built-in";
     bool json = false;
 
     double iterations = 10;  ///< as typed; sim::checked_iterations makes it a count
@@ -115,12 +115,75 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
     out << line;
 }
 
+/// What simulate found: the simulated prediction, the iteration times, the closed form's figures
+/// beside them, and the elastic schedule's phases when one was given.
+struct SimulateReport : Report {
+    SimulateReport(const SimulateOptions& o, const sim::SimulationOptions& options, const Catalog& catalog,
+                   const ResolvedScenario& resolved, const sim::SimulationResult& result, const Prediction& analytic,
+                   const ScenarioResult& reported, const std::optional<sim::ElasticReport>& elastic)
+        : o(o), options(options), catalog(catalog), resolved(resolved), result(result), analytic(analytic),
+          reported(reported), elastic(elastic) {}
+
+    void print_json(std::ostream& out) const override {
+        const Scenario& s = reported.scenario;
+        nlohmann::json j = prediction_json(reported);
+        j["collective_granularity"] = to_string(result.granularity);
+        j["iteration_distribution"] = distribution_json(result.iteration_s);
+        j["simulation"] = {{"iterations", options.iterations},
+                           {"seed", options.seed},
+                           {"jitter", result.jitter},
+                           {"overlap", result.overlap},
+                           {"slow_nodes", o.slow_nodes},
+                           {"network_model", to_string(result.network_model)},
+                           {"topology", {{"kind", to_string(options.topology.kind)},
+                                         {"rack_nodes", options.topology.rack_nodes},
+                                         {"oversubscription", options.topology.oversubscription}}},
+                           {"cycle_time_s", options.cycle_time_s.value_or(sim::framework_cycle_time_s(s.framework))},
+                           {"buckets_per_iteration", result.buckets_per_iteration},
+                           {"transfers", result.transfers},
+                           {"executions", result.executions},
+                           {"simulated_s", result.simulated_s},
+                           {"wall_s", result.wall_s},
+                           {"peak_memory_MiB", result.peak_memory_MiB},
+                           {"timeline", o.timeline.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.timeline)}};
+        j["analytic"] = {{"iteration_s", analytic.iteration_s},
+                         {"sync_s", analytic.sync_s},
+                         {"iteration_without_sync_s", analytic.iteration_s - analytic.sync_s},
+                         {"throughput_images_per_s", analytic.throughput_images_per_s}};
+        if (elastic) j["elastic"] = elastic_json(*elastic);
+        print_json_document(j, out);
+    }
+
+    void print_text(std::ostream& out, bool) const override {
+        print_prediction_table({reported}, catalog, out);
+        const sim::Distribution d = sim::describe(result.iteration_s);
+        out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
+            << ", " << to_string(result.granularity)
+            << (resolved.strategy == Strategy::ps ? " push/pull" : " collectives") << ", jitter " << result.jitter
+            << ", seed " << options.seed << "): iteration mean " << d.mean * 1e3 << " ms, p95 " << d.p95 * 1e3
+            << " ms; predict says " << analytic.iteration_s * 1e3 << " ms.\n";
+        out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";
+        if (!o.timeline.empty()) out << "; timeline written to " << o.timeline;
+        out << '\n';
+        if (elastic) print_elastic(*elastic, out);
+    }
+
+    const SimulateOptions& o;
+    const sim::SimulationOptions& options;
+    const Catalog& catalog;
+    const ResolvedScenario& resolved;
+    const sim::SimulationResult& result;
+    const Prediction& analytic;
+    const ScenarioResult& reported;
+    const std::optional<sim::ElasticReport>& elastic;
+};
+
 void run_simulate(SimulateOptions& o, std::ostream& out) {
     std::vector<std::string> inputs = o.catalogs;
     inputs.push_back(calibration_file(o.calibration));
     check_outputs({{"--timeline", o.timeline}}, inputs);
     Catalog catalog = load_catalog(o.catalogs);
-    const CostModel model(std::move(catalog), load_calibration(o.calibration.empty() ? "built-in" : o.calibration));
+    const CostModel model(std::move(catalog), load_calibration(o.calibration));
     Scenario s = o.flags.to_scenario();
 
     sim::SimulationOptions options;
@@ -171,46 +234,8 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     const Prediction analytic = model.predict(resolved);
     const ScenarioResult reported{s, prediction, resolved.curve_origin};
 
-    if (o.json) {
-        nlohmann::json j = prediction_json(reported);
-        j["collective_granularity"] = to_string(result.granularity);
-        j["iteration_distribution"] = distribution_json(result.iteration_s);
-        j["simulation"] = {{"iterations", options.iterations},
-                           {"seed", options.seed},
-                           {"jitter", result.jitter},
-                           {"overlap", result.overlap},
-                           {"slow_nodes", o.slow_nodes},
-                           {"network_model", to_string(result.network_model)},
-                           {"topology", {{"kind", to_string(options.topology.kind)},
-                                         {"rack_nodes", options.topology.rack_nodes},
-                                         {"oversubscription", options.topology.oversubscription}}},
-                           {"cycle_time_s", options.cycle_time_s.value_or(sim::framework_cycle_time_s(s.framework))},
-                           {"buckets_per_iteration", result.buckets_per_iteration},
-                           {"transfers", result.transfers},
-                           {"executions", result.executions},
-                           {"simulated_s", result.simulated_s},
-                           {"wall_s", result.wall_s},
-                           {"peak_memory_MiB", result.peak_memory_MiB},
-                           {"timeline", o.timeline.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.timeline)}};
-        j["analytic"] = {{"iteration_s", analytic.iteration_s},
-                         {"sync_s", analytic.sync_s},
-                         {"iteration_without_sync_s", analytic.iteration_s - analytic.sync_s},
-                         {"throughput_images_per_s", analytic.throughput_images_per_s}};
-        if (elastic) j["elastic"] = elastic_json(*elastic);
-        out << j.dump(2) << '\n';
-        return;
-    }
-    print_prediction_table({reported}, model.catalog(), out);
-    const sim::Distribution d = sim::describe(result.iteration_s);
-    out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
-        << ", " << to_string(result.granularity)
-        << (resolved.strategy == Strategy::ps ? " push/pull" : " collectives") << ", jitter " << result.jitter << ", seed "
-        << options.seed << "): iteration mean " << d.mean * 1e3 << " ms, p95 " << d.p95 * 1e3 << " ms; predict says "
-        << analytic.iteration_s * 1e3 << " ms.\n";
-    out << "wall " << result.wall_s << " s, peak memory " << result.peak_memory_MiB << " MiB";
-    if (!o.timeline.empty()) out << "; timeline written to " << o.timeline;
-    out << '\n';
-    if (elastic) print_elastic(*elastic, out);
+    write_report(SimulateReport{o, options, model.catalog(), resolved, result, analytic, reported, elastic},
+                 output_format(o.json), out);
 }
 
 }  // namespace
@@ -222,13 +247,13 @@ void register_simulate(CLI::App& app, std::ostream& out) {
         "Simulate training iterations with SimGrid (stragglers, slow nodes, per-bucket overlap) and report them as "
         "predict does. Takes predict's flags.");
     add_scenario_flags(*cmd, options->flags);
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
-    cmd->add_option("--calibration", options->calibration, "Calibration file (epochcast.calibration/1)");
-    cmd->add_flag("--json", options->json, "Print one JSON object instead of the table");
+    add_catalog_option(*cmd, options->catalogs);
+    add_calibration_option(*cmd, options->calibration);
+    add_json_flag(*cmd, options->json, "one JSON object");
 
-    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000 (default 10)")
+    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000")
         ->type_name("INT");
-    cmd->add_option("--seed", options->seed, "Seed of the jitter draws (default 1)");
+    cmd->add_option("--seed", options->seed, "Seed of the jitter draws");
     cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
     cmd->add_option("--jitter", options->jitter,
                     "Relative std of each GPU's compute time per iteration, 0 to 1 (default: the calibration's "
@@ -237,13 +262,13 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     cmd->add_option("--overlap", options->overlap,
                     "Fraction of the backward pass during which gradients may be sent (default: the calibration's; "
                     "1 = as soon as a bucket is ready)");
-    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collectives and parameter-server push/pull (default auto)");
+    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collectives and parameter-server push/pull");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
     cmd->add_option("--topology", options->topology,
                     "star (one switch, default) or fat-tree (racks of --rack-nodes leaves under a spine)");
-    cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree (default 16)");
+    cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree");
     cmd->add_option("--oversubscription", options->oversubscription,
-                    "Rack uplink = its NICs' bandwidth / this, 1 to 1,000, with --topology fat-tree (default 1, non-blocking)");
+                    "Rack uplink = its NICs' bandwidth / this, 1 to 1,000, with --topology fat-tree (1: non-blocking)");
     cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms, 0 to 1,000 (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "

@@ -86,7 +86,7 @@ struct SweepOptions {
     bool simulate = false;
     int iterations = 10;
     std::vector<std::string> catalogs;
-    std::string calibration;
+    std::string calibration = "built-in";
     std::string plot;
     TargetFlags target;
 };
@@ -503,12 +503,12 @@ void register_sweep(CLI::App& app, std::ostream& out) {
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
-    cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)");
+    without_default(cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)"));
     cmd->add_flag("--simulate", options->simulate,
                   "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
-    cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate (default 10)");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file (epochcast.catalog/1); repeatable");
-    cmd->add_option("--calibration", options->calibration, "Calibration: built-in, data-free or a file");
+    cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate");
+    add_catalog_option(*cmd, options->catalogs);
+    add_calibration_option(*cmd, options->calibration);
     cmd->add_option("--plot", options->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
     add_target_flags(*cmd, options->target, nullptr);
     cmd->callback([options, &out] { run_sweep(*options, out); });

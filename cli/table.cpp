@@ -1,5 +1,6 @@
 #include "cli/table.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -137,10 +138,30 @@ std::string format_number(double value, int max_decimals) {
 
 bool looks_numeric(const std::string& text) {
     if (text == "-") return true;
-    if (text.empty()) return false;
+    // A sign, then "$" (format_dollars), then digits in groups of three when separated by commas
+    // (format_count), then strtod's view of the rest.
+    std::string plain;
+    std::size_t i = 0;
+    if (i < text.size() && text[i] == '-') plain += text[i++];
+    if (i < text.size() && text[i] == '$') ++i;
+    std::size_t digits = 0;  // in the current group
+    bool grouped = false;
+    for (; i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == ','); ++i) {
+        if (text[i] == ',') {
+            if (digits == 0 || digits > 3 || (grouped && digits != 3)) return false;
+            grouped = true;
+            digits = 0;
+            continue;
+        }
+        plain += text[i];
+        ++digits;
+    }
+    if (grouped && digits != 3) return false;
+    plain.append(text, i);
+    if (plain.empty() || plain == "-") return false;
     char* end = nullptr;
-    std::strtod(text.c_str(), &end);
-    return end == text.c_str() + text.size();
+    std::strtod(plain.c_str(), &end);
+    return end == plain.c_str() + plain.size();
 }
 
 }  // namespace epochcast::cli

@@ -39,7 +39,8 @@ std::string format_number(double value, int max_decimals = 4);
 /// from 1e-4 to below 1e7 are formatted with integer arithmetic, the rest by std::to_chars.
 void append_significant(std::string& out, double value);
 
-/// True when `text` is a number as format_number writes it (or "-", the placeholder for none).
+/// True when `text` is a number as format_number, format_count ("1,281,167") or format_dollars
+/// ("$1,234.56") writes it, or "-", the placeholder for none.
 bool looks_numeric(const std::string& text);
 
 }  // namespace epochcast::cli

@@ -15,6 +15,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/report.hpp"
 #include "cli/table.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -212,8 +213,43 @@ json checks_json(const std::vector<RunCheck>& runs, const std::vector<Comparison
     return out;
 }
 
+/// What validate found: the runs, comparisons and network measurements beside their predictions.
+struct ValidateReport : Report {
+    ValidateReport(const std::vector<RunCheck>& r, const std::vector<ComparisonCheck>& c,
+                   const std::vector<NetworkCheck>& n, std::string h)
+        : runs(r), comparisons(c), networks(n), held_out(std::move(h)) {}
+
+    void print_text(std::ostream& out, bool markdown) const override {
+        print_tables(runs, comparisons, held_out, markdown, out);
+        if (!networks.empty() && !runs.empty()) out << '\n';
+        print_networks(networks, markdown, out);
+    }
+
+    void print_json(std::ostream& out) const override {
+        json report = checks_json(runs, comparisons, !held_out.empty());
+        report["networks"] = json::array();
+        for (const NetworkCheck& c : networks) {
+            report["networks"].push_back({{"origin", c.network.origin},
+                                          {"instance", c.network.instance},
+                                          {"ranks", c.network.ranks},
+                                          {"nccl_algo", to_string(c.network.algorithm)},
+                                          {"algorithm", to_string(c.predicted.algorithm)},
+                                          {"measured_bus_bandwidth_GBps", c.network.bus_bandwidth_GBps},
+                                          {"predicted_bus_bandwidth_GBps", c.predicted.bus_bandwidth_GBps},
+                                          {"error_percent", percent_error(c.predicted.bus_bandwidth_GBps,
+                                                                          c.network.bus_bandwidth_GBps)}});
+        }
+        print_json_document(report, out);
+    }
+
+    const std::vector<RunCheck>& runs;
+    const std::vector<ComparisonCheck>& comparisons;
+    const std::vector<NetworkCheck>& networks;
+    std::string held_out;  ///< how the predictions were held out (print_tables); empty in-sample
+};
+
 void run_validate(const ValidateOptions& o, std::ostream& out) {
-    if (o.json_output && o.markdown) throw InputError("validate: --json and --markdown exclude each other");
+    const OutputFormat format = output_format(o.json_output, o.markdown);
     const Catalog catalog = load_catalog(o.catalogs);
     const Evidence evidence = load_evidence(o.traces, catalog);
     if (evidence.runs.empty() && evidence.comparisons.empty() && evidence.networks.empty()) {
@@ -260,31 +296,11 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
         }
     }
 
-    if (o.json_output) {
-        json report = checks_json(runs, comparisons, held_out);
-        report["networks"] = json::array();
-        for (const NetworkCheck& c : networks) {
-            report["networks"].push_back({{"origin", c.network.origin},
-                                          {"instance", c.network.instance},
-                                          {"ranks", c.network.ranks},
-                                          {"nccl_algo", to_string(c.network.algorithm)},
-                                          {"algorithm", to_string(c.predicted.algorithm)},
-                                          {"measured_bus_bandwidth_GBps", c.network.bus_bandwidth_GBps},
-                                          {"predicted_bus_bandwidth_GBps", c.predicted.bus_bandwidth_GBps},
-                                          {"error_percent", percent_error(c.predicted.bus_bandwidth_GBps,
-                                                                          c.network.bus_bandwidth_GBps)}});
-        }
-        out << report.dump(2) << '\n';
-    } else {
-        print_tables(runs, comparisons,
-                     !held_out ? ""
-                     : o.hold_out == "system"   ? "Leave-one-system-out"
-                     : o.hold_out == "two-runs" ? "Two-run calibration"
-                                                : "Leave-one-out",
-                     o.markdown, out);
-        if (!networks.empty() && !runs.empty()) out << '\n';
-        print_networks(networks, o.markdown, out);
-    }
+    const std::string held_out_name = !held_out                  ? ""
+                                      : o.hold_out == "system"   ? "Leave-one-system-out"
+                                      : o.hold_out == "two-runs" ? "Two-run calibration"
+                                                                 : "Leave-one-out";
+    write_report(ValidateReport{runs, comparisons, networks, held_out_name}, format, out);
 }
 
 }  // namespace
@@ -296,8 +312,7 @@ void register_validate(CLI::App& app, std::ostream& out) {
         "Put every measured run beside its prediction: the error, the 95% band, the mean absolute percentage error. "
         "--leave-one-out predicts each run from a calibration fitted without it.");
     cmd->add_option("traces", options->traces, "Trace files (epochcast.trace/1); FILE#I takes run I only")->required();
-    cmd->add_option("--calibration", options->calibration,
-                    "Calibration to check: built-in (default), data-free, or a file");
+    add_calibration_option(*cmd, options->calibration);
     cmd->add_flag("--leave-one-out", options->leave_one_out,
                   "Refit without each run in turn (from --prior) and report that held-out error");
     cmd->add_option("--hold-out", options->hold_out,
@@ -305,10 +320,10 @@ void register_validate(CLI::App& app, std::ostream& out) {
                     "never seen) or two-runs (each system of 3+ runs calibrated from its two smallest on top of the other "
                     "systems' fit, predicting the rest); a system is an instance, framework, precision and stack, and under "
                     "two-runs also the run's campaign (trace key \"campaign\", else its file)");
-    cmd->add_option("--prior", options->prior,
-                    "With --leave-one-out or --hold-out, what each refit starts from: data-free (default), built-in, or a file");
-    cmd->add_option("--catalog", options->catalogs, "Extra catalog file; repeatable");
-    cmd->add_flag("--json", options->json_output, "Print JSON instead of the tables");
+    add_calibration_option(*cmd, options->prior, "--prior",
+                           "With --leave-one-out or --hold-out, what each refit starts from");
+    add_catalog_option(*cmd, options->catalogs);
+    add_json_flag(*cmd, options->json_output, "one JSON object");
     cmd->add_flag("--markdown", options->markdown, "Print the tables as Markdown (docs/validation.md)");
     cmd->callback([options, &out] { run_validate(*options, out); });
 }

@@ -103,19 +103,23 @@ TEST(CatalogCli, BadCatalogFileThrowsInputError) {
     EXPECT_THROW(run_catalog({"catalog", "--catalog", "/nonexistent/epochcast/catalog.json"}), InputError);
 }
 
-TEST(Table, RightAlignsNumericColumns) {
-    Table table({"name", "price $/h"});
-    table.add_row({"a", "1.5"});
-    table.add_row({"longer", "24.48"});
-    table.add_row({"none", "-"});
+/// A table of `header` and `rows`, printed.
+std::string printed(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+    Table table(header);
+    for (const auto& row : rows) table.add_row(row);
     std::ostringstream out;
     table.print(out);
-    EXPECT_EQ(out.str(),
+    return out.str();
+}
+
+TEST(Table, RightAlignsNumericColumns) {
+    EXPECT_EQ(printed({"name", "price $/h"}, {{"a", "1.5"}, {"longer", "24.48"}, {"none", "-"}}),
               "name    price $/h\n"
               "------  ---------\n"
               "a             1.5\n"
               "longer      24.48\n"
               "none            -\n");
+    Table table({"name", "price $/h"});
     EXPECT_THROW(table.add_row({"too few"}), std::invalid_argument);
 }
 
@@ -127,6 +131,23 @@ TEST(Table, FormatNumberDropsTrailingZeros) {
     EXPECT_EQ(format_number(4.368, 2), "4.37");
     EXPECT_TRUE(looks_numeric("3200"));
     EXPECT_FALSE(looks_numeric("p3.16xlarge"));
+}
+
+TEST(Table, CountsAndDollarsWithThousandsSeparatorsAreNumeric) {
+    EXPECT_TRUE(looks_numeric("1,281,167"));
+    EXPECT_TRUE(looks_numeric("$12,345.67"));
+    EXPECT_TRUE(looks_numeric("$0.70"));
+    EXPECT_TRUE(looks_numeric("-1,000"));
+    EXPECT_FALSE(looks_numeric("1,2"));       // not groups of three
+    EXPECT_FALSE(looks_numeric("1234,567"));
+    EXPECT_FALSE(looks_numeric(",123"));
+    EXPECT_FALSE(looks_numeric("$"));
+    EXPECT_FALSE(looks_numeric("8, 16"));
+    EXPECT_EQ(printed({"cost", "images/s"}, {{"$12,345.67", "1,281,167"}, {"$5.00", "9"}}),
+              "      cost   images/s\n"
+              "----------  ---------\n"
+              "$12,345.67  1,281,167\n"
+              "     $5.00          9\n");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/report.hpp"
+#include "model/text_io.hpp"
 #include "tests/cli/cli_process.hpp"
 
 namespace epochcast::testing {
@@ -38,6 +40,38 @@ TEST(PlanCli, TextNamesTheAnswersAndTheFront) {
     EXPECT_NE(r.out.find("Pareto front"), std::string::npos);
     EXPECT_NE(r.out.find("x p3."), std::string::npos);
     EXPECT_EQ(r.out.find("p4d"), std::string::npos) << "only the instances asked for";
+}
+
+TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
+    const ProcessResult text = run_epochcast("plan --deadline 1h --budget 500");
+    const ProcessResult json = run_epochcast("plan --deadline 1h --budget 500 --json");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    const std::string searched = "Searched " + format_count(j["considered"].get<double>()) +
+                                 " configurations of resnet50 (90 epochs of 1,281,167 images, amp, tensorflow, "
+                                 "on-demand prices): " + format_count(j["feasible"].get<double>()) + " feasible.\n\n";
+    EXPECT_EQ(text.out.substr(0, searched.size()), searched) << text.out;
+    EXPECT_GT(j["considered"].get<double>(), 9999) << "the test needs a count with a separator";
+    const auto& cheapest = j["cheapest_within_deadline"];
+    EXPECT_NE(text.out.find("(global " + format_count(cheapest["global_batch"].get<double>()) + ")"), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find(format_count(cheapest["throughput_images_per_s"].get<double>()) + " images/s, bottleneck"),
+              std::string::npos)
+        << text.out;
+    // Each front row ends in its images/s and $/h, as a count and dollars (right-aligned: a space
+    // before each).
+    for (const auto& f : j["front"]) {
+        std::string images = " ";  // appended, not " " + ...: GCC 12 warns a false -Wrestrict on that
+        images += format_count(f["throughput_images_per_s"].get<double>());
+        images += "  ";
+        std::string dollars = " ";
+        dollars += cli::format_dollars(f["cluster_usd_per_hour"].get<double>());
+        dollars += '\n';
+        const auto row = text.out.find(images);
+        ASSERT_NE(row, std::string::npos) << images << text.out;
+        EXPECT_EQ(text.out.find(dollars, row), text.out.find('\n', row) - dollars.size() + 1) << dollars << text.out;
+    }
 }
 
 TEST(PlanCli, AFixedGlobalBatchIsKeptOnEveryPlan) {

@@ -37,6 +37,71 @@ TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
     EXPECT_NE(table.find("cost to train"), std::string::npos);
 }
 
+TEST(PredictCli, DefaultJsonIsAListOfTheTwoSetupsAndAFlagMakesItOneObject) {
+    // README "A short tour": one object per configuration; the default's two set-ups are a list of two.
+    const auto both = nlohmann::json::parse(run_in_process({"predict", "--json"}));
+    ASSERT_TRUE(both.is_array()) << both.dump();
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_EQ(both[0]["scenario"]["framework"], "mxnet");
+    EXPECT_EQ(both[0]["scenario"]["ps_nodes"], 16);
+    EXPECT_EQ(both[1]["scenario"]["framework"], "tensorflow");
+    EXPECT_EQ(both[1]["scenario"]["strategy"], "ring");
+    for (const auto& one : both) {
+        EXPECT_EQ(one["gpus"], 64);
+        EXPECT_EQ(one["scenario"]["batch_per_gpu"], 256);
+        EXPECT_EQ(one["scenario"]["precision"], "amp");
+        EXPECT_FALSE(one["scenario"].contains("stack")) << "today's software, which the JSON leaves unsaid";
+    }
+    EXPECT_TRUE(nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"})).is_object());
+}
+
+TEST(PredictCli, PricingAndStackApplyToTheDefaultsTwoSetups) {
+    // README "Two commands": `--stack legacy` gives the seeds' cluster on the 2018 releases they ran,
+    // the same figures as seed 000's set-up spelled out in flags.
+    const auto legacy =
+        nlohmann::json::parse(run_in_process({"predict", "--stack", "legacy", "--pricing", "spot", "--json"}));
+    ASSERT_TRUE(legacy.is_array()) << legacy.dump();
+    ASSERT_EQ(legacy.size(), 2u);
+    EXPECT_EQ(legacy[0]["scenario"]["stack"], "legacy");
+    EXPECT_EQ(legacy[1]["scenario"]["stack"], "legacy");
+    EXPECT_EQ(legacy[0]["scenario"]["pricing"], "spot");
+    const auto seed000 = nlohmann::json::parse(run_in_process(
+        {"predict", "--instance", "p3.16xlarge", "--nodes", "8", "--batch-per-gpu", "256", "--precision", "amp",
+         "--strategy", "ps", "--ps-instance", "m4.16xlarge", "--ps-nodes", "16", "--framework", "mxnet", "--stack",
+         "legacy", "--pricing", "spot", "--json"}));
+    EXPECT_EQ(legacy[0]["throughput_images_per_s"], seed000["throughput_images_per_s"]);
+    EXPECT_EQ(legacy[0]["cost_usd"], seed000["cost_usd"]);
+    const auto current = nlohmann::json::parse(run_in_process({"predict", "--json"}));
+    EXPECT_NE(legacy[1]["throughput_images_per_s"], current[1]["throughput_images_per_s"]);
+    const std::string table = run_in_process({"predict", "--stack", "legacy"});
+    EXPECT_NE(table.find("mixed precision, the 2018 software the seeds ran:"), std::string::npos) << table;
+    EXPECT_NE(table.find("tensorflow / ring"), std::string::npos) << table;
+}
+
+TEST(PredictCli, EveryCalibrationWordIsAcceptedAsInTheOtherSubcommands) {
+    // predict once read "data-free" and "built-in" as file names (exit 2) while plan and sweep took them.
+    const std::vector<std::string> flags = {"predict", "--nodes", "2", "--json", "--calibration"};
+    auto with = [&flags](const std::string& word) {
+        std::vector<std::string> args = flags;
+        args.push_back(word);
+        return nlohmann::json::parse(run_in_process(args));
+    };
+    const auto plain = nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"}));
+    EXPECT_EQ(with("built-in"), plain);
+    const auto data_free = with("data-free");
+    EXPECT_NE(data_free["throughput_images_per_s"], plain["throughput_images_per_s"]);
+    const Calibration prior = load_calibration("data-free");
+    const TempFile file(prior.to_json());
+    EXPECT_EQ(with(file.path()), data_free);
+}
+
+TEST(PredictCli, CountsInTheTableHaveThousandsSeparators) {
+    const std::string table =
+        run_in_process({"predict", "--instance", "dgx-h100", "--nodes", "316", "--global-batch", "40448"});
+    EXPECT_NE(table.find("316 x dgx-h100 = 2,528 x H100-SXM5-80GB"), std::string::npos) << table;
+    EXPECT_NE(table.find("(global 40,448, fixed)"), std::string::npos) << table;
+}
+
 TEST(PredictCli, JsonHasTheContractKeys) {
     const auto json = nlohmann::json::parse(run_in_process(
         {"predict", "--instance", "p3.16xlarge", "--nodes", "8", "--batch-per-gpu", "256", "--precision", "amp",
