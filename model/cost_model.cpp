@@ -543,14 +543,12 @@ Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
     return p;
 }
 
-ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
-    check_scenario_limits(scenario);
-
-    const InstanceSpec& instance = catalog_->instance(scenario.instance);
+WorkerNodes resolve_workers(const Catalog& catalog, const Scenario& scenario) {
+    const InstanceSpec& instance = catalog.instance(scenario.instance);
     if (instance.gpus == 0) {
         throw InputError("instance '" + instance.name + "' has no GPUs: it can serve as --ps-instance, not as a worker");
     }
-    const GpuSpec& gpu = catalog_->gpu_of(instance);
+    const GpuSpec& gpu = catalog.gpu_of(instance);
     if (scenario.efa_adapters > instance.efa_adapters) {
         throw InputError("--efa-adapters " + std::to_string(scenario.efa_adapters) + " is more than " + instance.name +
                          " has (" + std::to_string(instance.efa_adapters) + ")");
@@ -569,78 +567,126 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         throw InputError("catalog entry '" + instance.name + "' gives no intra_node_GBps for its " +
                          std::to_string(instance.gpus) + " GPUs");
     }
+    return {&instance, &gpu, k, efa};
+}
 
-    // Parameter servers
-    const InstanceSpec* server = nullptr;
-    if (scenario.strategy == Strategy::ps) {
-        if (scenario.ps_colocated && scenario.ps_nodes > 0) {
-            throw InputError("--ps-colocated puts one server on each worker: leave out --ps-nodes");
+const InstanceSpec* parameter_server_instance(const Catalog& catalog, const Scenario& scenario) {
+    if (scenario.strategy != Strategy::ps) {
+        if (scenario.ps_nodes != 0 || scenario.ps_colocated || !scenario.ps_instance.empty()) {
+            throw InputError("--ps-nodes, --ps-instance and --ps-colocated go with --strategy ps (strategy is " +
+                             std::string(to_string(scenario.strategy)) + ")");
         }
-        if (!scenario.ps_colocated) {
-            if (scenario.ps_nodes < 1) {
-                throw InputError("--strategy ps needs parameter servers: --ps-nodes N (at least 1) with --ps-instance, "
-                                 "or --ps-colocated");
-            }
-            if (scenario.ps_instance.empty()) {
-                throw InputError("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)");
-            }
-            server = &catalog_->instance(scenario.ps_instance);
-        }
-    } else if (scenario.ps_nodes != 0 || scenario.ps_colocated || !scenario.ps_instance.empty()) {
-        throw InputError("--ps-nodes, --ps-instance and --ps-colocated go with --strategy ps (strategy is " +
-                         std::string(to_string(scenario.strategy)) + ")");
+        return nullptr;
     }
-
-    const Workload& work = workload(scenario.model, scenario.image_size, scenario.classes);
-    const double peak = peak_flops_per_s(gpu, scenario.precision);
-    if (!(peak > 0)) {
-        std::string available = "fp32";
-        if (gpu.fp16_tflops > 0) available += " or amp";
-        if (gpu.bf16_tflops > 0) available += " or bf16";
-        throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(scenario.precision)) +
-                         " arithmetic; use --precision " + available);
+    if (scenario.ps_colocated && scenario.ps_nodes > 0) {
+        throw InputError("--ps-colocated puts one server on each worker: leave out --ps-nodes");
     }
+    if (scenario.ps_colocated) return nullptr;
+    if (scenario.ps_nodes < 1) {
+        throw InputError("--strategy ps needs parameter servers: --ps-nodes N (at least 1) with --ps-instance, "
+                         "or --ps-colocated");
+    }
+    if (scenario.ps_instance.empty()) {
+        throw InputError("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)");
+    }
+    return &catalog.instance(scenario.ps_instance);
+}
 
-    // Memory
-    const int batch = per_gpu_batch(scenario, instance.gpus);
-    if (batch < 1) throw InputError("the per-GPU batch must be at least 1 (got " + std::to_string(batch) + ")");
-    const double global_batch = static_cast<double>(scenario.nodes) * k * batch;
+void check_precision(const GpuSpec& gpu, Precision precision) {
+    if (peak_flops_per_s(gpu, precision) > 0) return;
+    std::string available = "fp32";
+    if (gpu.fp16_tflops > 0) available += " or amp";
+    if (gpu.bf16_tflops > 0) available += " or bf16";
+    throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(precision)) + " arithmetic; use --precision " +
+                     available);
+}
+
+double checked_global_batch(const Scenario& scenario, int gpus_per_node, int batch_per_gpu) {
+    if (batch_per_gpu < 1) {
+        throw InputError("the per-GPU batch must be at least 1 (got " + std::to_string(batch_per_gpu) + ")");
+    }
+    const double global_batch = static_cast<double>(scenario.nodes) * gpus_per_node * batch_per_gpu;
     if (global_batch > kMaxGlobalBatch) {
         throw InputError("a global batch of " + format_count(global_batch) + " images (" + std::to_string(scenario.nodes) +
-                         " nodes x " + std::to_string(k) + " GPUs x " + std::to_string(batch) + ") is more than the " +
-                         format_count(kMaxGlobalBatch) + " images per iteration epochcast models");
+                         " nodes x " + std::to_string(gpus_per_node) + " GPUs x " + std::to_string(batch_per_gpu) +
+                         ") is more than the " + format_count(kMaxGlobalBatch) + " images per iteration epochcast models");
     }
     if (global_batch > static_cast<double>(scenario.dataset_images)) {
         throw InputError("a global batch of " + format_count(global_batch) + " images is more than the dataset's " +
                          format_count(static_cast<double>(scenario.dataset_images)) + ": one iteration would exceed an epoch");
     }
-    const MemoryEstimate memory = training_memory(work, scenario.precision, batch);
+    return global_batch;
+}
+
+MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
+                                       int batch_per_gpu, const GpuSpec& gpu) {
+    const MemoryEstimate memory = training_memory(work, precision, batch_per_gpu);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
-        const int fits = largest_batch_that_fits(work, scenario.precision, capacity);
-        throw InfeasibleError("batch " + std::to_string(batch) + " per GPU of " + scenario.model + " at " +
-                              std::string(to_string(scenario.precision)) + " needs " + format_gib(memory.total_bytes()) +
+        const int fits = largest_batch_that_fits(work, precision, capacity);
+        throw InfeasibleError("batch " + std::to_string(batch_per_gpu) + " per GPU of " + model + " at " +
+                              std::string(to_string(precision)) + " needs " + format_gib(memory.total_bytes()) +
                               " GiB with the CUDA context and the allocator's slack, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
                               (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
                                         : " (not even a batch of 1 fits)"));
     }
+    return memory;
+}
 
-    ResolvedScenario r;
-    r.nodes = scenario.nodes;
-    r.gpus_per_node = k;
-    r.batch_per_gpu = batch;
-    r.strategy = scenario.strategy;
-    r.ps_nodes = server ? scenario.ps_nodes : 0;
-    r.ps_colocated = scenario.strategy == Strategy::ps && scenario.ps_colocated;
+FabricLatency cross_node_latency(Interconnect worker_fabric, const InstanceSpec* server, const NetworkParams& network) {
+    FabricLatency latency{worker_fabric, network.fabric(worker_fabric).latency_s};
+    if (!server) return latency;
+    const Interconnect server_fabric = fabric_in_use(*server, -1);
+    if (network.fabric(server_fabric).latency_s > latency.latency_s) {
+        latency = {server_fabric, network.fabric(server_fabric).latency_s};
+    }
+    return latency;
+}
 
-    // Compute curve: measured for this GPU/precision/framework, scaled by FLOPs to other
-    // architectures, or the roofline prior.
-    const FrameworkProfile& profile = calibration_.framework(scenario.framework);
-    auto depends = [&](SensitiveField field, ParameterKind kind, int index, double value) {
-        r.sensitivity[static_cast<std::size_t>(field)] = {parameter_row(kind, index),
-                                                          log_value_per_coordinate(coordinate_of(kind), value)};
+NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
+    const Interconnect fabric = fabric_in_use(instance, efa_adapters);
+    const int index = static_cast<int>(fabric);
+    const FabricParams& params = network.fabric(fabric);
+    if (params.cap_GBps > 0 && node_network_Bps(instance, efa_adapters, network) >= params.cap_GBps * 1e9) {
+        return {{ParameterKind::fabric_cap, index}, params.cap_GBps};
+    }
+    return {{ParameterKind::fabric_efficiency, index}, params.efficiency};
+}
+
+void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch) {
+    r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
+    if (scenario.target_top1_percent != 0) {
+        const std::string& name = scenario.recipe.empty() ? convergence.default_recipe : scenario.recipe;
+        r.epochs_recipe = convergence.recipe_index(name, scenario.model);
+        const EpochsToTarget needed =
+            epochs_to_target(convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)], global_batch,
+                             scenario.target_top1_percent, scenario.model, scenario.dataset_images, scenario.image_size);
+        r.epochs = needed.epochs;
+        r.epochs_low = needed.epochs_low;
+        r.epochs_high = needed.epochs_high;
+        r.epochs_basis = needed.basis;
+    }
+    const double largest_published = convergence.largest_published_batch(scenario.model);
+    r.global_batch_beyond_published = largest_published > 0 && global_batch > largest_published;
+}
+
+double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {
+    const bool spot = scenario.pricing == Pricing::spot;
+    auto hourly = [&](const InstanceSpec& spec) {
+        if (!spot || !(spec.price_usd_per_hour > 0)) return spec.price_usd_per_hour;  // 0: a machine you own
+        if (!(spec.spot_usd_per_hour > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
+        return spec.spot_usd_per_hour;
     };
-    const int framework_index = static_cast<int>(scenario.framework);
+    return scenario.nodes * hourly(worker) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
+}
+
+FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double value) const {
+    return {parameter_row(kind, index), log_value_per_coordinate(coordinate_of(kind), value)};
+}
+
+CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const Scenario& scenario,
+                                                       const Workload& work) const {
+    ComputeCurveChoice c;
     // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
     // of p3.2xlarge and p3dn.24xlarge) holds for this one.
     const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack);
@@ -650,152 +696,186 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
         curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack, same_chip);
     }
     if (curve) {
-        r.curve_origin = CurveOrigin::measured;
+        c.origin = CurveOrigin::measured;
         const int curve_index = static_cast<int>(curve - calibration_.compute.data());
-        depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
-        depends(SensitiveField::fixed, ParameterKind::curve_fixed, curve_index, curve->fixed_s);
+        c.time_per_image = sensitivity(ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
+        c.fixed = sensitivity(ParameterKind::curve_fixed, curve_index, curve->fixed_s);
         const Workload& measured = workload(curve->model, curve->image_size, 1000);
         const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
-        r.time_per_image_s = curve->time_per_image_s * flops_ratio;
-        r.fixed_s = curve->fixed_s;
+        c.time_per_image_s = curve->time_per_image_s * flops_ratio;
+        c.fixed_s = curve->fixed_s;
         // A curve carried to another depth or image size is half as uncertain as a roofline prior.
-        r.transfer_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
+        c.transfer_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
+        return c;
+    }
+    // No curve of its own: another framework's or stack's curve on this GPU, carried over by the
+    // ratio the two show where both were measured (eq. C4), and this framework's curves on other
+    // GPUs, carried by their roofline times (eq. C5); where both exist, their logarithms weighted
+    // by inverse variance (eq. C6); where neither, the roofline (eq. C3).
+    const double roofline = roofline_s(gpu, scenario.precision, work);
+    const ComputeCurve* sibling =
+        calibration_.sibling_curve(gpu.name, same_chip, scenario.precision, scenario.framework, scenario.stack);
+    const FrameworkRoofline* line = framework_roofline(scenario.framework, scenario.stack, scenario.precision);
+    double sibling_log = 0, sibling_sigma = 0;
+    if (sibling) {
+        const Calibration::TransferRatio transfer = calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
+        const double flops_ratio =
+            work.training_flops_per_image / workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
+        sibling_log = std::log(sibling->time_per_image_s * flops_ratio * transfer.ratio);
+        sibling_sigma =
+            std::hypot(transfer.relative_sigma, flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0);
+    }
+    double line_log = 0;
+    if (line) {
+        const double from_reference = work.training_flops_per_image / reference_training_flops_;
+        line_log = std::log(line->factor * roofline + line->floor_s * from_reference);
+    }
+    if (sibling) {
+        const int sibling_index = static_cast<int>(sibling - calibration_.compute.data());
+        // The sibling's weight in eq. C6 (1 when it stands alone).
+        const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;
+        c.time_per_image = sensitivity(ParameterKind::curve_time_per_image, sibling_index, sibling->time_per_image_s);
+        c.time_per_image.log_field_per_coordinate *= weight;
+        c.fixed = sensitivity(ParameterKind::curve_fixed, sibling_index, sibling->fixed_s);
+        c.fixed_s = sibling->fixed_s;
+        c.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
+        c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
+        c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_framework;
+        return c;
+    }
+    if (line) {
+        c.time_per_image_s = std::exp(line_log);
+        // The roofline row stands for what no curve of this GPU measured, scaled to the line's
+        // sigma, so that a planned run (model/plan.cpp) can narrow it.
+        const double roofline_sigma = calibration_.roofline.relative_sigma;
+        if (roofline_sigma > 0) {
+            c.time_per_image = {static_cast<int>(parameters_.size()), line->relative_sigma / roofline_sigma};
+        } else {
+            c.transfer_sigma = line->relative_sigma;
+        }
+        c.origin = CurveOrigin::other_gpus;
     } else {
-        // No curve of its own: another framework's or stack's curve on this GPU, carried over by
-        // the ratio the two show where both were measured (eq. C4), and this framework's curves
-        // on other GPUs, carried by their roofline times (eq. C5); where both exist, their
-        // logarithms weighted by inverse variance (eq. C6); where neither, the roofline (eq. C3).
-        const double roofline = roofline_s(gpu, scenario.precision, work);
-        const ComputeCurve* sibling =
-            calibration_.sibling_curve(gpu.name, same_chip, scenario.precision, scenario.framework, scenario.stack);
-        const FrameworkRoofline* line = framework_roofline(scenario.framework, scenario.stack, scenario.precision);
-        double sibling_log = 0, sibling_sigma = 0;
-        if (sibling) {
-            const Calibration::TransferRatio transfer =
-                calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
-            const double flops_ratio =
-                work.training_flops_per_image / workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
-            sibling_log = std::log(sibling->time_per_image_s * flops_ratio * transfer.ratio);
-            sibling_sigma = std::hypot(transfer.relative_sigma,
-                                       flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0);
-        }
-        double line_log = 0;
-        if (line) {
-            const double from_reference = work.training_flops_per_image / reference_training_flops_;
-            line_log = std::log(line->factor * roofline + line->floor_s * from_reference);
-        }
-        if (sibling) {
-            const int sibling_index = static_cast<int>(sibling - calibration_.compute.data());
-            // The sibling's weight in eq. C6 (1 when it stands alone).
-            const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;
-            depends(SensitiveField::time_per_image, ParameterKind::curve_time_per_image, sibling_index,
-                    sibling->time_per_image_s);
-            r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate *= weight;
-            depends(SensitiveField::fixed, ParameterKind::curve_fixed, sibling_index, sibling->fixed_s);
-            r.fixed_s = sibling->fixed_s;
-            r.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
-            r.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
-            r.curve_origin = line ? CurveOrigin::pooled : CurveOrigin::other_framework;
-        } else if (line) {
-            r.time_per_image_s = std::exp(line_log);
-            // The roofline row stands for what no curve of this GPU measured, scaled to the line's
-            // sigma, so that a planned run (model/plan.cpp) can narrow it.
-            const double roofline_sigma = calibration_.roofline.relative_sigma;
-            if (roofline_sigma > 0) {
-                r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {
-                    static_cast<int>(parameters_.size()), line->relative_sigma / roofline_sigma};
-            } else {
-                r.transfer_sigma = line->relative_sigma;
-            }
-            r.curve_origin = CurveOrigin::other_gpus;
-        } else {
-            r.time_per_image_s = roofline;
-            r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)] = {static_cast<int>(parameters_.size()), 1.0};
-            r.curve_origin = CurveOrigin::roofline;
-        }
-        if (!sibling) {
-            r.fixed_s = profile.fixed_overhead_s;
-            depends(SensitiveField::fixed, ParameterKind::fixed_overhead, framework_index, profile.fixed_overhead_s);
-        }
+        c.time_per_image_s = roofline;
+        c.time_per_image = {static_cast<int>(parameters_.size()), 1.0};
+        c.origin = CurveOrigin::roofline;
     }
-    depends(SensitiveField::sync_jitter, ParameterKind::sync_jitter, framework_index, profile.sync_jitter);
-    // CPU ranks move their gradients with the cores that compute (docs/model.md, "CPU ranks"):
-    // nothing overlaps (overlap 0), and the host's intra_node_GBps is its measured all-reduce bus
-    // bandwidth, to which no link efficiency applies.
-    const bool cpu_ranks = gpu.kind == DeviceKind::cpu;
+    // Without a sibling's curve, the fixed time is the framework's overhead.
+    const FrameworkProfile& profile = calibration_.framework(scenario.framework);
+    c.fixed_s = profile.fixed_overhead_s;
+    c.fixed = sensitivity(ParameterKind::fixed_overhead, static_cast<int>(scenario.framework), profile.fixed_overhead_s);
+    return c;
+}
+
+std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(const ResolvedScenario& r,
+                                                                              const ComputeCurveChoice& curve,
+                                                                              Framework framework,
+                                                                              const WorkerNodes& workers,
+                                                                              const InstanceSpec* server,
+                                                                              Interconnect latency_fabric) const {
+    std::array<FieldSensitivity, kSensitiveFields> s{};
+    auto at = [&s](SensitiveField field) -> FieldSensitivity& { return s[static_cast<std::size_t>(field)]; };
+    at(SensitiveField::time_per_image) = curve.time_per_image;
+    at(SensitiveField::fixed) = curve.fixed;
+
+    const FrameworkProfile& profile = calibration_.framework(framework);
+    const int framework_index = static_cast<int>(framework);
+    at(SensitiveField::sync_jitter) = sensitivity(ParameterKind::sync_jitter, framework_index, profile.sync_jitter);
+    // CPU ranks overlap nothing and have no link efficiency (resolve()).
+    const bool cpu_ranks = workers.gpu->kind == DeviceKind::cpu;
     if (!cpu_ranks) {
-        if (scenario.strategy == Strategy::ps) {
-            depends(SensitiveField::overlap, ParameterKind::ps_overlap, framework_index, profile.ps_overlap);
-        } else {
-            depends(SensitiveField::overlap, ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
-        }
+        at(SensitiveField::overlap) = r.strategy == Strategy::ps
+                                          ? sensitivity(ParameterKind::ps_overlap, framework_index, profile.ps_overlap)
+                                          : sensitivity(ParameterKind::allreduce_overlap, framework_index,
+                                                        profile.allreduce_overlap);
     }
+
+    const NetworkParams& net = calibration_.network;
+    const int link_index = static_cast<int>(r.intra_link);
+    if (!cpu_ranks) {
+        at(SensitiveField::intra_bandwidth) =
+            sensitivity(ParameterKind::link_efficiency, link_index, net.link(r.intra_link).efficiency);
+    }
+    at(SensitiveField::intra_latency) = sensitivity(ParameterKind::link_latency, link_index, r.intra_latency_s);
+    if (r.nvls_bandwidth_Bps > 0) {
+        at(SensitiveField::nvls_bandwidth) = sensitivity(ParameterKind::nvls_efficiency, 0, net.nvls_efficiency);
+    }
+    auto bandwidth = [&](const InstanceSpec& spec, int adapters) {
+        const NetworkParameter parameter = node_network_parameter(spec, adapters, net);
+        return sensitivity(parameter.id.kind, parameter.id.index, parameter.value);
+    };
+    at(SensitiveField::inter_bandwidth) = bandwidth(*workers.instance, workers.efa_adapters);
+    at(SensitiveField::inter_latency) =
+        sensitivity(ParameterKind::fabric_latency, static_cast<int>(latency_fabric), r.inter_latency_s);
+    if (server) at(SensitiveField::server_bandwidth) = bandwidth(*server, -1);
+
+    at(SensitiveField::decode) = sensitivity(ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
+    return s;
+}
+
+ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
+    // Validation: the scenario against epochcast's limits, the catalog and the GPU.
+    check_scenario_limits(scenario);
+    const WorkerNodes workers = resolve_workers(*catalog_, scenario);
+    const InstanceSpec& instance = *workers.instance;
+    const GpuSpec& gpu = *workers.gpu;
+    const int k = workers.gpus_per_node;
+    const InstanceSpec* server = parameter_server_instance(*catalog_, scenario);
+    const Workload& work = workload(scenario.model, scenario.image_size, scenario.classes);
+    check_precision(gpu, scenario.precision);
+
+    // Memory
+    const int batch = per_gpu_batch(scenario, instance.gpus);
+    const double global_batch = checked_global_batch(scenario, k, batch);
+    const MemoryEstimate memory = checked_training_memory(work, scenario.model, scenario.precision, batch, gpu);
+
+    ResolvedScenario r;
+    r.nodes = scenario.nodes;
+    r.gpus_per_node = k;
+    r.batch_per_gpu = batch;
+    r.strategy = scenario.strategy;
+    r.ps_nodes = server ? scenario.ps_nodes : 0;
+    r.ps_colocated = scenario.strategy == Strategy::ps && scenario.ps_colocated;
+
+    // Compute curve
+    const ComputeCurveChoice curve = compute_curve(gpu, scenario, work);
+    r.time_per_image_s = curve.time_per_image_s;
+    r.fixed_s = curve.fixed_s;
+    r.transfer_sigma = curve.transfer_sigma;
+    r.curve_origin = curve.origin;
+
+    // Framework profile. CPU ranks move their gradients with the cores that compute (docs/model.md,
+    // "CPU ranks"): nothing overlaps (overlap 0), and the host's intra_node_GBps is its measured
+    // all-reduce bus bandwidth, to which no link efficiency applies.
+    const FrameworkProfile& profile = calibration_.framework(scenario.framework);
+    const bool cpu_ranks = gpu.kind == DeviceKind::cpu;
     r.sync_jitter = profile.sync_jitter;
     r.straggler_factor = straggler_factor(scenario.nodes * k);
     r.overlap = cpu_ranks ? 0.0 : scenario.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
     r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
 
+    // Network (eqs. N1-N3)
     const NetworkParams& net = calibration_.network;
-    set_network(r, instance, gpu.kind, efa, net);
+    set_network(r, instance, gpu.kind, workers.efa_adapters, net);
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
     r.bucket_bytes = (scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB : profile.bucket_MiB) * 1024.0 * 1024.0;
-    Interconnect latency_fabric = r.interconnect;
-    if (server) {
-        r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);
-        // A message between a worker and a server takes the slower transport of the two.
-        const Interconnect server_fabric = fabric_in_use(*server, -1);
-        if (net.fabric(server_fabric).latency_s > r.inter_latency_s) {
-            r.inter_latency_s = net.fabric(server_fabric).latency_s;
-            latency_fabric = server_fabric;
-        }
-    }
-    const int link_index = static_cast<int>(r.intra_link);
-    if (!cpu_ranks) depends(SensitiveField::intra_bandwidth, ParameterKind::link_efficiency, link_index,
-                            net.link(r.intra_link).efficiency);
-    depends(SensitiveField::intra_latency, ParameterKind::link_latency, link_index, r.intra_latency_s);
-    if (r.nvls_bandwidth_Bps > 0) depends(SensitiveField::nvls_bandwidth, ParameterKind::nvls_efficiency, 0, net.nvls_efficiency);
-    auto bandwidth_parameter = [&](SensitiveField field, const InstanceSpec& spec, int adapters) {
-        const Interconnect fabric = fabric_in_use(spec, adapters);
-        const int index = static_cast<int>(fabric);
-        const FabricParams& params = net.fabric(fabric);
-        if (params.cap_GBps > 0 && node_network_Bps(spec, adapters, net) >= params.cap_GBps * 1e9) {
-            depends(field, ParameterKind::fabric_cap, index, params.cap_GBps);
-        } else {
-            depends(field, ParameterKind::fabric_efficiency, index, params.efficiency);
-        }
-    };
-    bandwidth_parameter(SensitiveField::inter_bandwidth, instance, efa);
-    depends(SensitiveField::inter_latency, ParameterKind::fabric_latency, static_cast<int>(latency_fabric), r.inter_latency_s);
-    if (server) bandwidth_parameter(SensitiveField::server_bandwidth, *server, -1);
+    if (server) r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);
+    const FabricLatency latency = cross_node_latency(r.interconnect, server, net);
+    r.inter_latency_s = latency.latency_s;
 
+    // Input pipeline (eq. D1)
     r.decode_images_per_s_per_gpu = calibration_.decode_images_per_s_per_vcpu * instance.vcpus / k;
-    depends(SensitiveField::decode, ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
 
+    // Uncertainty (eq. U1)
+    r.sensitivity = field_sensitivities(r, curve, scenario.framework, workers, server, latency.fabric);
+
+    // Run (eqs. K1-K3)
     r.dataset_images = static_cast<double>(scenario.dataset_images);
-    r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
-    if (scenario.target_top1_percent != 0) {
-        const std::string& name = scenario.recipe.empty() ? convergence_->default_recipe : scenario.recipe;
-        r.epochs_recipe = convergence_->recipe_index(name, scenario.model);
-        const EpochsToTarget needed =
-            epochs_to_target(convergence_->recipes[static_cast<std::size_t>(r.epochs_recipe)], global_batch,
-                             scenario.target_top1_percent, scenario.model, scenario.dataset_images, scenario.image_size);
-        r.epochs = needed.epochs;
-        r.epochs_low = needed.epochs_low;
-        r.epochs_high = needed.epochs_high;
-        r.epochs_basis = needed.basis;
-    }
-    const double largest_published = convergence_->largest_published_batch(scenario.model);
-    r.global_batch_beyond_published = largest_published > 0 && global_batch > largest_published;
+    set_epochs(r, *convergence_, scenario, global_batch);
     r.checkpoint_s = work.parameters * kCheckpointBytesPerParameter / (calibration_.checkpoint_write_GBps * 1e9);
     r.startup_s = calibration_.startup_s;
 
-    const bool spot = scenario.pricing == Pricing::spot;
-    auto hourly = [&](const InstanceSpec& spec) {
-        if (!spot || !(spec.price_usd_per_hour > 0)) return spec.price_usd_per_hour;  // 0: a machine you own
-        if (!(spec.spot_usd_per_hour > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
-        return spec.spot_usd_per_hour;
-    };
-    r.cluster_usd_per_hour = scenario.nodes * hourly(instance) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
+    // Money and memory
+    r.cluster_usd_per_hour = cluster_price_usd_per_hour(scenario, instance, server);
     r.memory_per_gpu_bytes = memory.total_bytes();
     r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     return r;

@@ -295,6 +295,65 @@ void check_scenario_limits(const Scenario& scenario);
 /// naming the figure. The last check before a prediction reaches a user (CostModel::checked_predict).
 void check_prediction(const Prediction& prediction);
 
+// The steps of CostModel::resolve(), in its order, each of one concern.
+
+/// The worker nodes a scenario names, as the catalog has them.
+struct WorkerNodes {
+    const InstanceSpec* instance = nullptr;
+    const GpuSpec* gpu = nullptr;
+    int gpus_per_node = 0;  ///< in use: the scenario's, or the instance's all for 0
+    int efa_adapters = 0;   ///< in use: the scenario's, or the instance's all for -1
+};
+
+/// Throws InputError for an unknown instance, one with no GPUs (a server only), more EFA adapters
+/// or GPUs per node than it has (or than kMaxGpusPerNode), or several GPUs and no intra_node_GBps.
+WorkerNodes resolve_workers(const Catalog& catalog, const Scenario& scenario);
+
+/// The dedicated parameter servers' instance: nullptr for none (a strategy other than ps, or
+/// servers co-located on the workers). Throws InputError for server flags without --strategy ps,
+/// ps without servers, dedicated servers with no instance or co-located ones with a count.
+const InstanceSpec* parameter_server_instance(const Catalog& catalog, const Scenario& scenario);
+
+/// Throws InputError when `gpu` has no arithmetic at `precision`, naming the precisions it has.
+void check_precision(const GpuSpec& gpu, Precision precision);
+
+/// Images per iteration: nodes x gpus_per_node x batch_per_gpu. Throws InputError for a per-GPU
+/// batch below 1, or a global batch above kMaxGlobalBatch or above the dataset's images (one
+/// iteration would exceed an epoch).
+double checked_global_batch(const Scenario& scenario, int gpus_per_node, int batch_per_gpu);
+
+/// One GPU's training memory for the batch (eq. M1). Throws InfeasibleError when it exceeds the
+/// GPU's memory, naming the model, the GiB both ways and the largest batch that fits.
+MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
+                                       int batch_per_gpu, const GpuSpec& gpu);
+
+/// The latency a message across nodes pays, in seconds, and the fabric it is that of: the
+/// workers' fabric's, or, with dedicated servers (`server`, nullptr: none), the slower of the
+/// workers' and the servers' (docs/model.md, "Parameter servers").
+struct FabricLatency {
+    Interconnect fabric = Interconnect::tcp;
+    double latency_s = 0;
+};
+FabricLatency cross_node_latency(Interconnect worker_fabric, const InstanceSpec* server, const NetworkParams& network);
+
+/// The calibration parameter a node's network bandwidth (eq. N1) is proportional to, and its value:
+/// the fabric's per-node cap where the node reaches it, else the fabric's efficiency.
+struct NetworkParameter {
+    ParameterId id;
+    double value = 0;
+};
+NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
+
+/// The epochs to train and their band, basis and recipe: the scenario's epochs, or, for a target
+/// accuracy, its recipe's at the global batch (eqs. K1-K3); the fields of `r` from `epochs` to
+/// global_batch_beyond_published. Throws InputError for an unknown recipe or a target it does not reach.
+void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch);
+
+/// What the cluster costs per hour at the scenario's pricing, in USD: its worker nodes plus its
+/// dedicated servers (`server`, nullptr: none). An instance priced 0 (a machine you own) costs 0
+/// either way. Throws InputError where spot pricing finds no spot price.
+double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server);
+
 class CostModel {
 public:
     /// Throws InputError when the calibration's covariance names a parameter it does not have.
@@ -346,6 +405,27 @@ private:
     void build_covariance();
     void build_framework_rooflines();
     int parameter_row(ParameterKind kind, int index) const;
+    /// The covariance row of a parameter of `value` and d ln(value) / d(its coordinate).
+    FieldSensitivity sensitivity(ParameterKind kind, int index, double value) const;
+    /// A scenario's compute curve (eq. C1's terms) and where it came from: measured for this GPU's
+    /// chip, precision, framework and stack; else borrowed (eqs. C4-C6); else the roofline (eq. C3).
+    struct ComputeCurveChoice {
+        double time_per_image_s = 0;
+        double fixed_s = 0;
+        double transfer_sigma = 0;  ///< ResolvedScenario::transfer_sigma
+        CurveOrigin origin = CurveOrigin::roofline;
+        FieldSensitivity time_per_image;  ///< which parameter the time per image comes from
+        FieldSensitivity fixed;           ///< and the fixed time
+    };
+    ComputeCurveChoice compute_curve(const GpuSpec& gpu, const Scenario& scenario, const Workload& work) const;
+    /// Which parameter each field of `r` comes from and how strongly (eq. U1): the curve's, the
+    /// framework's jitter and overlap, the links' and fabrics' bandwidths and latencies (the
+    /// latency of `latency_fabric`), the decode rate.
+    std::array<FieldSensitivity, kSensitiveFields> field_sensitivities(const ResolvedScenario& r,
+                                                                       const ComputeCurveChoice& curve,
+                                                                       Framework framework, const WorkerNodes& workers,
+                                                                       const InstanceSpec* server,
+                                                                       Interconnect latency_fabric) const;
     /// Eq. C3 for one image of `work` on `gpu` at `precision`, at the calibration's prior efficiencies.
     double roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const;
     /// Eq. C5's line for the framework, stack and precision, or nullptr where no curve of theirs exists.

@@ -349,6 +349,68 @@ double predicted_ratio(const CostModel& model, const Comparison& comparison) {
     return 0;
 }
 
+namespace {
+
+/// Parameters the prior calibration had fitted and these data do not touch keep their variances
+/// and covariances (uncorrelated with the ones refitted here): `before`'s rows that `uncertainty`
+/// lacks are appended to it.
+void carry_untouched_covariance(Uncertainty& uncertainty, const Uncertainty& before_u) {
+    std::vector<std::size_t> carried;
+    for (std::size_t i = 0; i < before_u.parameters.size(); ++i) {
+        if (std::find(uncertainty.parameters.begin(), uncertainty.parameters.end(), before_u.parameters[i]) ==
+            uncertainty.parameters.end()) {
+            carried.push_back(i);
+        }
+    }
+    if (carried.empty()) return;
+    const std::size_t fitted_n = uncertainty.parameters.size();
+    const std::size_t n = fitted_n + carried.size();
+    std::vector<double> merged(n * n, 0.0);
+    for (std::size_t a = 0; a < fitted_n; ++a) {
+        for (std::size_t b = 0; b < fitted_n; ++b) merged[a * n + b] = uncertainty.covariance[a * fitted_n + b];
+    }
+    const std::size_t before_n = before_u.parameters.size();
+    for (std::size_t a = 0; a < carried.size(); ++a) {
+        for (std::size_t b = 0; b < carried.size(); ++b) {
+            merged[(fitted_n + a) * n + fitted_n + b] = before_u.covariance[carried[a] * before_n + carried[b]];
+        }
+    }
+    for (const std::size_t i : carried) uncertainty.parameters.push_back(before_u.parameters[i]);
+    uncertainty.covariance = std::move(merged);
+}
+
+/// What the fitted calibration was fitted to: every run's, network measurement's and comparison's
+/// origin once, and each curve the fit created named after its runs.
+void record_provenance(Calibration& c, const Catalog& catalog, const std::vector<Observation>& runs,
+                       const std::vector<NetworkObservation>& networks, const std::vector<Comparison>& comparisons) {
+    std::set<std::string> origins;
+    c.fitted_from.clear();
+    for (const Observation& run : runs) {
+        if (origins.insert(run.origin).second) c.fitted_from.push_back(run.origin);
+    }
+    for (const NetworkObservation& n : networks) {
+        if (origins.insert(n.origin).second) c.fitted_from.push_back(n.origin);
+    }
+    for (const Comparison& comparison : comparisons) {
+        if (origins.insert(comparison.origin).second) c.fitted_from.push_back(comparison.origin);
+    }
+    for (ComputeCurve& curve : c.compute) {
+        if (curve.source == "fitted by epochcast calibrate") {
+            std::string from;
+            for (const Observation& run : runs) {
+                const GpuSpec& gpu = catalog.gpu_of(catalog.instance(run.scenario.instance));
+                if (gpu.name == curve.gpu && run.scenario.precision == curve.precision &&
+                    run.scenario.framework == curve.framework && run.scenario.stack == curve.stack) {
+                    from += (from.empty() ? "" : ", ") + run.origin;
+                }
+            }
+            curve.source = "fitted by epochcast calibrate to " + from;
+        }
+    }
+}
+
+}  // namespace
+
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
                                const std::vector<NetworkObservation>& networks,
                                const std::vector<Comparison>& comparisons, const FitOptions& options) {
@@ -458,58 +520,10 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
             c.compute[static_cast<std::size_t>(m.id.index)].relative_sigma = std::sqrt(std::max(covariance(i, i), 0.0));
         }
     }
-    // Parameters the prior calibration had fitted and these data do not touch keep their
-    // variances and covariances (uncorrelated with the ones refitted here).
-    const Uncertainty& before_u = prior.calibration().uncertainty;
-    std::vector<std::size_t> carried;
-    for (std::size_t i = 0; i < before_u.parameters.size(); ++i) {
-        if (std::find(uncertainty.parameters.begin(), uncertainty.parameters.end(), before_u.parameters[i]) ==
-            uncertainty.parameters.end()) {
-            carried.push_back(i);
-        }
-    }
-    if (!carried.empty()) {
-        const std::size_t fitted_n = uncertainty.parameters.size();
-        const std::size_t n = fitted_n + carried.size();
-        std::vector<double> merged(n * n, 0.0);
-        for (std::size_t a = 0; a < fitted_n; ++a) {
-            for (std::size_t b = 0; b < fitted_n; ++b) merged[a * n + b] = uncertainty.covariance[a * fitted_n + b];
-        }
-        const std::size_t before_n = before_u.parameters.size();
-        for (std::size_t a = 0; a < carried.size(); ++a) {
-            for (std::size_t b = 0; b < carried.size(); ++b) {
-                merged[(fitted_n + a) * n + fitted_n + b] = before_u.covariance[carried[a] * before_n + carried[b]];
-            }
-        }
-        for (const std::size_t i : carried) uncertainty.parameters.push_back(before_u.parameters[i]);
-        uncertainty.covariance = std::move(merged);
-    }
+    carry_untouched_covariance(uncertainty, prior.calibration().uncertainty);
     uncertainty.residuals = record;
     fit.residuals = record;
-    std::set<std::string> origins;
-    c.fitted_from.clear();
-    for (const Observation& run : runs) {
-        if (origins.insert(run.origin).second) c.fitted_from.push_back(run.origin);
-    }
-    for (const NetworkObservation& n : networks) {
-        if (origins.insert(n.origin).second) c.fitted_from.push_back(n.origin);
-    }
-    for (const Comparison& comparison : comparisons) {
-        if (origins.insert(comparison.origin).second) c.fitted_from.push_back(comparison.origin);
-    }
-    for (ComputeCurve& curve : c.compute) {
-        if (curve.source == "fitted by epochcast calibrate") {
-            std::string from;
-            for (const Observation& run : runs) {
-                const GpuSpec& gpu = prior.catalog().gpu_of(prior.catalog().instance(run.scenario.instance));
-                if (gpu.name == curve.gpu && run.scenario.precision == curve.precision &&
-                    run.scenario.framework == curve.framework && run.scenario.stack == curve.stack) {
-                    from += (from.empty() ? "" : ", ") + run.origin;
-                }
-            }
-            curve.source = "fitted by epochcast calibrate to " + from;
-        }
-    }
+    record_provenance(c, prior.catalog(), runs, networks, comparisons);
     c.description = "Fitted by epochcast calibrate to " + std::to_string(runs.size()) + " runs and " +
                     std::to_string(networks.size()) + " network measurements" +
                     (comparisons.empty() ? "" : " and " + std::to_string(comparisons.size()) + " published comparisons") +
