@@ -30,7 +30,7 @@ private:
     MpiWorld() = default;
     int rank_ = 0;
     int size_ = 1;
-    bool initialised_ = false;
+    [[maybe_unused]] bool initialised_ = false;  // read only where the CLI is built with MPI
 };
 
 /// The half-open index range [first, last) of `count` items that `rank` of `size` handles:

@@ -34,9 +34,10 @@ std::string setup_label(const Scenario& s, bool per_worker = false) {
         } else if (per_worker) {
             char ratio[32];
             std::snprintf(ratio, sizeof ratio, "%g", double(s.ps_nodes) / s.nodes);
-            label += " " + std::string(ratio) + " " + s.ps_instance + "/node";
+            // Appended piece by piece: GCC 12 warns (a false -Wrestrict) on `" " + std::string(...)` here.
+            label.append(" ").append(ratio).append(" ").append(s.ps_instance).append("/node");
         } else {
-            label += " " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
+            label.append(" ").append(std::to_string(s.ps_nodes)).append(" x ").append(s.ps_instance);
         }
     }
     return label + " b" + std::to_string(s.batch_per_gpu);

@@ -26,6 +26,7 @@
 #include "gui/charts/charts.hpp"
 #include "model/errors.hpp"
 #include "tests/support/temp_file.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast::charts {
 namespace {
@@ -350,7 +351,8 @@ TEST(Charts, SvgCarriesTheAxisTitles) {
 TEST(Charts, BadPathsAreInputErrorsAndLeaveNothing) {
     ensure_application();
     auto chart = breakdown_chart(breakdown_data());
-    const auto dir = std::filesystem::temp_directory_path();
+    const testing::TempFolder folder;
+    const std::filesystem::path& dir = folder.path;
     EXPECT_THROW(render_to_file(*chart, dir / "epochcast_chart.jpg", 100, 100), InputError);
     EXPECT_FALSE(std::filesystem::exists(dir / "epochcast_chart.jpg"));
     EXPECT_THROW(render_to_file(*chart, dir / "epochcast_chart.png", 0, 100), InputError);

@@ -25,11 +25,13 @@
 #include "gui/app/timeline_view.hpp"
 #include "model/errors.hpp"
 #include "tests/support/temp_file.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast::gui {
 namespace {
 
 using testing::TempFile;
+using testing::TempFolder;
 
 template <typename T>
 T* child(const MainWindow& window, const char* name) {
@@ -260,7 +262,8 @@ TEST_F(Window, PinsUpToFourAndExportsTheTableAsCsv) {
     EXPECT_TRUE(bars.contains("pin 2: 4 x p3.16xlarge")) << bars.join(", ").toStdString();
     EXPECT_TRUE(bars.contains("pin 4: 4 x p3.16xlarge")) << bars.join(", ").toStdString();
 
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / "epochcast-gui-test.csv";
+    const TempFolder folder;
+    const std::filesystem::path path = folder.path / "epochcast-gui-test.csv";
     ASSERT_TRUE(window.exportCsv(QString::fromStdString(path.string())));
     QFile file(QString::fromStdString(path.string()));
     ASSERT_TRUE(file.open(QIODevice::ReadOnly));
@@ -293,8 +296,9 @@ TEST_F(Window, LoadingATraceComparesPredictedWithMeasured) {
 }
 
 TEST_F(Window, ExportsTheViewAsPngAndSvg) {
-    const std::filesystem::path png = std::filesystem::temp_directory_path() / "epochcast-gui-view.png";
-    const std::filesystem::path svg = std::filesystem::temp_directory_path() / "epochcast-gui-view.svg";
+    const TempFolder folder;
+    const std::filesystem::path png = folder.path / "epochcast-gui-view.png";
+    const std::filesystem::path svg = folder.path / "epochcast-gui-view.svg";
     ASSERT_TRUE(window.exportView(QString::fromStdString(png.string())));
     ASSERT_TRUE(window.exportView(QString::fromStdString(svg.string())));
     QImage image(QString::fromStdString(png.string()));
@@ -304,7 +308,7 @@ TEST_F(Window, ExportsTheViewAsPngAndSvg) {
     EXPECT_TRUE(file.readAll().contains("<svg"));
     std::filesystem::remove(png);
     std::filesystem::remove(svg);
-    EXPECT_FALSE(window.exportView("/tmp/view.bmp"));
+    EXPECT_FALSE(window.exportView(QString::fromStdString(folder / "view.bmp")));
 }
 
 #if EPOCHCAST_WITH_SIMULATOR
@@ -341,7 +345,8 @@ TEST(MainWindowOptions, ABadCalibrationAtStartIsAnInputError) {
 }
 
 TEST(Screenshot, WritesANonBlankPngAndExits) {
-    const std::filesystem::path png = std::filesystem::temp_directory_path() / "epochcast-gui-screenshot.png";
+    const TempFolder folder;
+    const std::filesystem::path png = folder.path / "epochcast-gui-screenshot.png";
     std::filesystem::remove(png);
     QProcess gui;
     gui.start(EPOCHCAST_GUI_PATH, {"--screenshot", QString::fromStdString(png.string())});
@@ -364,7 +369,8 @@ TEST(Screenshot, WritesANonBlankPngAndExits) {
     EXPECT_EQ(bad.exitCode(), 2);
     EXPECT_TRUE(bad.readAllStandardError().contains("/nonexistent/x.png"));
     QProcess bad_calibration;
-    bad_calibration.start(EPOCHCAST_GUI_PATH, {"--calibration", "/nonexistent/cal.json", "--screenshot", "/tmp/y.png"});
+    bad_calibration.start(EPOCHCAST_GUI_PATH, {"--calibration", "/nonexistent/cal.json", "--screenshot",
+                                         QString::fromStdString(folder / "y.png")});
     ASSERT_TRUE(bad_calibration.waitForFinished(60000));
     EXPECT_EQ(bad_calibration.exitCode(), 2);
 }

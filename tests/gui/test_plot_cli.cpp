@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast::testing {
 namespace {
@@ -44,9 +45,8 @@ TEST(PlotCli, SweepDrawsThreeChartsIntoOnePng) {
     TempFile spec(R"({"instance": ["p3.16xlarge", "p3.8xlarge"], "nodes": [1, 2, 4, 8, 16], "batch_per_gpu": [128, 256]})");
     TempFile png("", ".png");
     fs::remove(png.path());
-    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o /tmp/epochcast_plot_cli_" +
-                                          std::to_string(::getpid()) + ".csv --plot " + png.path());
-    fs::remove("/tmp/epochcast_plot_cli_" + std::to_string(::getpid()) + ".csv");
+    const TempFolder folder;
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + (folder / "rows.csv") + " --plot " + png.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     expect_three_charts(png.path());
 }
@@ -74,7 +74,8 @@ TEST(PlotCli, UnwritablePlotIsABadInputAndLeavesNothing) {
     EXPECT_EQ(r.out, "") << "the plan was printed before the plot failed";
     // sweep: neither the rows nor the plot are written when the plot's folder does not exist.
     TempFile spec(R"({"nodes": [1, 2]})");
-    const std::string rows = "/tmp/epochcast_plot_cli_rows_" + std::to_string(::getpid()) + ".csv";
+    const TempFolder folder;
+    const std::string rows = folder / "rows.csv";
     const ProcessResult s = run_epochcast("sweep " + spec.path() + " -o " + rows + " --plot /nonexistent-folder/s.png");
     EXPECT_EQ(s.exit_code, 2);
     EXPECT_NE(s.err.find("--plot '/nonexistent-folder/s.png': the folder '/nonexistent-folder' does not exist"),

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <string>
 
-#include "cli/common.hpp"
 #include "model/collectives.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -343,33 +342,6 @@ TEST(GlobalBatch, TheScalingCurveKeepsTheGlobalBatchAndSkipsSizesThatCannotHoldI
         sized.nodes = point.nodes;
         EXPECT_EQ(model().predict(sized).global_batch, 8192);
     }
-}
-
-}  // namespace
-}  // namespace epochcast
-
-// --- the p5 grid, message by message (eq. N3) --------------------------------------------------
-
-namespace epochcast {
-namespace {
-
-TEST(Fabrics, EfaAcrossMessageSizesFromGradientBucketsToThePlateau) {
-    // crazyguitar's p5.48xlarge grid (32 MiB, 128 MiB, 1 GiB and 8 GiB at 2 to 32 nodes) and the
-    // other published tables of traces/published/external_nccl_tests_fabrics.json, each at its
-    // own message size. One protocol (the low-latency one's latency at full bandwidth) put the
-    // 32 MiB rows up to 2.3 times too high; with NCCL's two (eq. N3) every row is within 35% and
-    // the mean within 10%.
-    const cli::Evidence e = cli::load_evidence(
-        {EPOCHCAST_SOURCE_DIR "/traces/published/external_nccl_tests_fabrics.json"}, catalog());
-    ASSERT_GE(e.networks.size(), 25u);
-    double sum = 0;
-    for (const NetworkObservation& n : e.networks) {
-        const double predicted = predict_allreduce(catalog(), n, network()).bus_bandwidth_GBps;
-        const double error = predicted / n.bus_bandwidth_GBps - 1;
-        EXPECT_LT(std::abs(error), 0.35) << n.origin << ": " << predicted << " against " << n.bus_bandwidth_GBps;
-        sum += std::abs(error);
-    }
-    EXPECT_LT(sum / static_cast<double>(e.networks.size()), 0.10);
 }
 
 }  // namespace

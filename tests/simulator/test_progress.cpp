@@ -8,6 +8,7 @@
 
 #include "model/cost_model.hpp"
 #include "simulator/simulation.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast {
 namespace {
@@ -37,8 +38,8 @@ TEST(SimulationProgress, CancelKillsTheRunAndLeavesNoTimeline) {
     s.nodes = 32;  // 256 GPUs step by step: seconds of work, long enough to cancel
     sim::SimulationOptions o;
     o.iterations = 400;
-    const std::filesystem::path timeline = std::filesystem::temp_directory_path() / "epochcast-cancelled-timeline.json";
-    std::filesystem::remove(timeline);
+    const testing::TempFolder folder;
+    const std::filesystem::path timeline = folder.path / "epochcast-cancelled-timeline.json";
     o.timeline_path = timeline.string();
     std::atomic<bool> cancel{false};
     o.cancel = &cancel;
@@ -78,7 +79,8 @@ TEST(TimelineRead, ReadsBackWhatTheSimulationWrote) {
     s.nodes = 2;
     sim::SimulationOptions o;
     o.iterations = 2;
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / "epochcast-read-timeline.json";
+    const testing::TempFolder folder;
+    const std::filesystem::path path = folder.path / "epochcast-read-timeline.json";
     o.timeline_path = path.string();
     sim::simulate(model(), s, o);
     const sim::Timeline t = sim::Timeline::read(path);
