@@ -411,25 +411,16 @@ void record_provenance(Calibration& c, const Catalog& catalog, const std::vector
 
 }  // namespace
 
-CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
-                               const std::vector<NetworkObservation>& networks,
-                               const std::vector<Comparison>& comparisons, const FitOptions& options) {
-    if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
-    for (const NetworkObservation& n : networks) {
-        if (!(n.bus_bandwidth_GBps > 0)) throw InputError(n.origin + ": bus bandwidth must be positive");
-        prior.catalog().instance(n.instance);
-    }
-    Problem problem(prior, runs, networks, comparisons, options);
-    problem.drop_untouched();
-    const std::size_t n_data = problem.data_rows();
+namespace {
 
-    // Levenberg-Marquardt with Marquardt's diagonal scaling.
+/// Levenberg-Marquardt with Marquardt's diagonal scaling from `problem.start()`: the coordinates at
+/// the (local) minimum of the squared residuals. Sets `fit.iterations` and `fit.converged`.
+Eigen::VectorXd minimise_residuals(const Problem& problem, int max_iterations, CalibrationFit& fit) {
     Eigen::VectorXd u = problem.start();
     Eigen::VectorXd r = problem.residuals(u);
     double cost = r.squaredNorm();
     double lambda = 1e-3;
-    CalibrationFit fit;
-    for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
+    for (int iteration = 0; iteration < max_iterations; ++iteration) {
         fit.iterations = iteration + 1;
         const Eigen::MatrixXd j = problem.jacobian(u, r);
         const Eigen::MatrixXd a = j.transpose() * j;
@@ -457,19 +448,24 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         if (!improved) fit.converged = true;  // no step lowers the cost: a (local) minimum
         if (fit.converged) break;
     }
+    return u;
+}
 
-    // Covariance of the coordinates: (J'J)^-1 at the solution, J holding the data rows and the
-    // prior rows. Where the runs scatter more than the assumed run sigma, the data rows count for
-    // less (their information is divided by the inflation), never the priors: a parameter the data
-    // do not touch keeps its prior's uncertainty, and none comes out wider than its prior.
-    const Eigen::MatrixXd j = problem.jacobian(u, r);
+/// Covariance of the coordinates at the solution `u`: (J'J)^-1, J holding the data rows and the
+/// prior rows. Where the runs scatter more than the assumed run sigma, the data rows count for less
+/// (their information is divided by the inflation), never the priors: a parameter the data do not
+/// touch keeps its prior's uncertainty, and none comes out wider than its prior. Sets
+/// `fit.effective_parameters` and `fit.model_sigma`; `record` receives the residuals at `u`.
+Eigen::MatrixXd coordinate_covariance(const Problem& problem, const Eigen::VectorXd& u, const FitOptions& options,
+                                      double prior_model_sigma, CalibrationFit& fit, std::vector<FitResidual>& record) {
+    const std::size_t n_data = problem.data_rows();
+    const Eigen::MatrixXd j = problem.jacobian(u, problem.residuals(u));
     const auto data_rows = static_cast<Eigen::Index>(n_data);
     const Eigen::MatrixXd jd = j.topRows(data_rows);
     const Eigen::MatrixXd jp = j.bottomRows(j.rows() - data_rows);
     const Eigen::MatrixXd identity = Eigen::MatrixXd::Identity(j.cols(), j.cols());
     const Eigen::MatrixXd unscaled_u = (j.transpose() * j).ldlt().solve(identity);
     fit.effective_parameters = (jd * unscaled_u * jd.transpose()).trace();
-    std::vector<FitResidual> record;
     problem.residuals(u, &record);
     double run_squares = 0;
     int run_count = 0;
@@ -480,31 +476,34 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     }
     const double dof = static_cast<double>(n_data) - fit.effective_parameters;
     // Too few runs to measure their own scatter: the prior's, where it measured one.
-    fit.model_sigma = std::max(options.run_sigma, prior.calibration().uncertainty.model_sigma);
+    fit.model_sigma = std::max(options.run_sigma, prior_model_sigma);
     if (run_count > 0 && dof >= 1.0) fit.model_sigma = std::max(options.run_sigma, std::sqrt(run_squares / dof));
     const double inflation = std::pow(fit.model_sigma / options.run_sigma, 2);
     const Eigen::MatrixXd information = jd.transpose() * jd / inflation + jp.transpose() * jp;
-    const Eigen::MatrixXd covariance_u = information.ldlt().solve(identity);
+    return information.ldlt().solve(identity);
+}
 
-    // The calibration parameters' covariance: each is its own coordinate, plus the shared level.
-    const std::vector<FitMapping>& mappings = problem.mappings();
+/// The calibration parameters' covariance from the coordinates': each parameter is its own
+/// coordinate plus, where it has one, the shared level (A C A').
+Eigen::MatrixXd parameter_covariance(const std::vector<FitMapping>& mappings, const Eigen::MatrixXd& covariance_u) {
     const auto p = static_cast<Eigen::Index>(mappings.size());
-    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(p, u.size());
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(p, covariance_u.cols());
     for (Eigen::Index i = 0; i < p; ++i) {
         const FitMapping& m = mappings[static_cast<std::size_t>(i)];
         a(i, m.own) = 1.0;
         if (m.level >= 0) a(i, m.level) = 1.0;
     }
-    const Eigen::MatrixXd covariance = a * covariance_u * a.transpose();
+    return a * covariance_u * a.transpose();
+}
 
-    fit.calibration = problem.calibration_at(u);
+/// Writes each fitted parameter's covariance row into `fit.calibration`'s uncertainty and its
+/// before/after figures into `fit.parameters`; a curve's time per image also carries its own sigma.
+void record_parameters(const Problem& problem, const Eigen::MatrixXd& covariance, CalibrationFit& fit) {
     Calibration& c = fit.calibration;
     Uncertainty& uncertainty = c.uncertainty;
-    uncertainty = {};
-    uncertainty.method =
-        "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + J_p'J_p)^-1";
-    uncertainty.model_sigma = fit.model_sigma;
+    const std::vector<FitMapping>& mappings = problem.mappings();
     const Calibration& before = problem.base_calibration();
+    const auto p = static_cast<Eigen::Index>(mappings.size());
     for (Eigen::Index i = 0; i < p; ++i) {
         const FitMapping& m = mappings[static_cast<std::size_t>(i)];
         const std::string name = parameter_name(c, m.id);
@@ -520,16 +519,52 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
             c.compute[static_cast<std::size_t>(m.id.index)].relative_sigma = std::sqrt(std::max(covariance(i, i), 0.0));
         }
     }
-    carry_untouched_covariance(uncertainty, prior.calibration().uncertainty);
-    uncertainty.residuals = record;
+}
+
+/// The fitted calibration's one-line description: what it was fitted to and from which prior.
+std::string fit_description(const CalibrationFit& fit, std::size_t parameter_count, std::size_t run_count,
+                            std::size_t network_count, std::size_t comparison_count, const std::string& prior_description) {
+    return "Fitted by epochcast calibrate to " + std::to_string(run_count) + " runs and " +
+           std::to_string(network_count) + " network measurements" +
+           (comparison_count == 0 ? "" : " and " + std::to_string(comparison_count) + " published comparisons") +
+           " (" + std::to_string(parameter_count) + " parameters, " +
+           std::to_string(fit.effective_parameters).substr(0, 4) + " pinned down by the data), starting from: " +
+           prior_description;
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
+                               const std::vector<NetworkObservation>& networks,
+                               const std::vector<Comparison>& comparisons, const FitOptions& options) {
+    if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
+    for (const NetworkObservation& n : networks) {
+        if (!(n.bus_bandwidth_GBps > 0)) throw InputError(n.origin + ": bus bandwidth must be positive");
+        prior.catalog().instance(n.instance);
+    }
+    Problem problem(prior, runs, networks, comparisons, options);
+    problem.drop_untouched();
+
+    CalibrationFit fit;
+    const Eigen::VectorXd u = minimise_residuals(problem, options.max_iterations, fit);
+    std::vector<FitResidual> record;
+    const Eigen::MatrixXd covariance_u =
+        coordinate_covariance(problem, u, options, prior.calibration().uncertainty.model_sigma, fit, record);
+    const Eigen::MatrixXd covariance = parameter_covariance(problem.mappings(), covariance_u);
+
+    fit.calibration = problem.calibration_at(u);
+    Calibration& c = fit.calibration;
+    c.uncertainty = {};
+    c.uncertainty.method =
+        "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + J_p'J_p)^-1";
+    c.uncertainty.model_sigma = fit.model_sigma;
+    record_parameters(problem, covariance, fit);
+    carry_untouched_covariance(c.uncertainty, prior.calibration().uncertainty);
+    c.uncertainty.residuals = record;
     fit.residuals = record;
     record_provenance(c, prior.catalog(), runs, networks, comparisons);
-    c.description = "Fitted by epochcast calibrate to " + std::to_string(runs.size()) + " runs and " +
-                    std::to_string(networks.size()) + " network measurements" +
-                    (comparisons.empty() ? "" : " and " + std::to_string(comparisons.size()) + " published comparisons") +
-                    " (" + std::to_string(mappings.size()) +
-                    " parameters, " + std::to_string(fit.effective_parameters).substr(0, 4) +
-                    " pinned down by the data), starting from: " + prior.calibration().description;
+    c.description = fit_description(fit, problem.mappings().size(), runs.size(), networks.size(), comparisons.size(),
+                                    prior.calibration().description);
     return fit;
 }
 

@@ -193,8 +193,9 @@ TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
     EXPECT_TRUE(fs::is_empty(folder.path));
 }
 
-/// Start `epochcast sweep` on the million-row spec, let it write for a while, press Ctrl-C (or send
-/// `signal`).
+/// Start `epochcast sweep` on the million-row spec, wait until its temporary file holds 8 KiB (more
+/// than the header: rows), then `seconds` more, press Ctrl-C (or send `signal`). Waiting for the rows rather than a fixed
+/// time keeps the test true on a loaded machine or a sanitized build, where start-up is slow.
 ProcessResult interrupt_sweep(const std::string& output, double seconds, int signal = SIGINT) {
     const std::string spec = std::string(EPOCHCAST_SOURCE_DIR) + "/bench/specs/million.json";
     const std::string err_path = output + ".stderr";
@@ -205,6 +206,12 @@ ProcessResult interrupt_sweep(const std::string& output, double seconds, int sig
         ::execl(EPOCHCAST_CLI_PATH, EPOCHCAST_CLI_PATH, "sweep", spec.c_str(), "-o", output.c_str(), "--jobs", "1",
                 static_cast<char*>(nullptr));
         ::_exit(127);
+    }
+    const std::string partial = output + ".partial." + std::to_string(child);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::error_code ignored;
+    while (std::chrono::steady_clock::now() < give_up && !(fs::file_size(partial, ignored) >= 8192 && !ignored)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     ::kill(child, signal);
@@ -220,7 +227,7 @@ ProcessResult interrupt_sweep(const std::string& output, double seconds, int sig
 TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
     Folder folder;
     const std::string out = folder / "big.csv";
-    const ProcessResult r = interrupt_sweep(out, 0.8);
+    const ProcessResult r = interrupt_sweep(out, 0.2);
     ASSERT_EQ(r.exit_code, 1) << r.err;  // a run that did not finish
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
     ASSERT_TRUE(fs::exists(out));
@@ -241,7 +248,7 @@ TEST(SweepCli, SigtermAndSighupAreHandledAsCtrlC) {
     for (const int signal : {SIGTERM, SIGHUP}) {
         Folder folder;
         const std::string out = folder / "big.csv";
-        const ProcessResult r = interrupt_sweep(out, 0.8, signal);
+        const ProcessResult r = interrupt_sweep(out, 0.2, signal);
         ASSERT_EQ(r.exit_code, 1) << r.err;
         EXPECT_NE(r.err.find(signal == SIGTERM ? "interrupted by SIGTERM: " : "interrupted by SIGHUP: "), std::string::npos)
             << r.err;
@@ -257,7 +264,7 @@ TEST(SweepCli, SigtermAndSighupAreHandledAsCtrlC) {
 TEST(SweepCli, CtrlCLeavesAValidJsonThatSaysSo) {
     Folder folder;
     const std::string out = folder / "big.json";
-    const ProcessResult r = interrupt_sweep(out, 0.8);
+    const ProcessResult r = interrupt_sweep(out, 0.2);
     ASSERT_EQ(r.exit_code, 1) << r.err;
     const nlohmann::json j = nlohmann::json::parse(read_text(out));  // throws if not valid JSON
     EXPECT_EQ(j["interrupted"], true);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,16 @@ struct LayerVariant {
     LayerType type;
     LayerLayout layout;
 };
+
+/// "cpu_bf16_blocked", "cuda_fp16": the variant's name in test names.
+inline std::string name_of(const LayerVariant& v) {
+    std::string name = backend_name(v.backend);
+    name += v.type == LayerType::fp32 ? "_fp32" : v.type == LayerType::bf16 ? "_bf16" : "_fp16";
+    if (v.layout != LayerLayout::native) name += v.layout == LayerLayout::nhwc ? "_nhwc" : "_blocked";
+    return name;
+}
+/// How GoogleTest (and so ctest's test list) shows the parameter: by name, not its bytes.
+inline void PrintTo(const LayerVariant& v, std::ostream* os) { *os << name_of(v); }
 
 /// Kernel side, stride and padding, in pixels (the references take any type with these fields).
 struct LayerWindow {

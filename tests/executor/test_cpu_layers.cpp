@@ -32,10 +32,12 @@ struct Variant {
     Layout layout;
 };
 
-std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
-    return std::string(info.param.type == DataType::bf16 ? "bf16" : "fp32") +
-           (info.param.layout == Layout::nhwc ? "_nhwc" : "_blocked");
+std::string name_of(const Variant& v) {
+    return std::string(v.type == DataType::bf16 ? "bf16" : "fp32") + (v.layout == Layout::nhwc ? "_nhwc" : "_blocked");
 }
+std::string variant_name(const ::testing::TestParamInfo<Variant>& info) { return name_of(info.param); }
+/// How GoogleTest (and so ctest's test list) shows the parameter: by name, not its bytes.
+void PrintTo(const Variant& v, std::ostream* os) { *os << name_of(v); }
 
 Shape shape_of(const Tensor& t) { return Shape{t.c, t.h, t.w}; }
 

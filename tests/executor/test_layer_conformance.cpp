@@ -21,13 +21,7 @@ using reference::random_tensor;
 using reference::random_vector;
 using reference::relative_error;
 
-std::string variant_name(const ::testing::TestParamInfo<LayerVariant>& info) {
-    const LayerVariant& v = info.param;
-    std::string name = backend_name(v.backend);
-    name += v.type == LayerType::fp32 ? "_fp32" : v.type == LayerType::bf16 ? "_bf16" : "_fp16";
-    if (v.layout != LayerLayout::native) name += v.layout == LayerLayout::nhwc ? "_nhwc" : "_blocked";
-    return name;
-}
+std::string variant_name(const ::testing::TestParamInfo<LayerVariant>& info) { return name_of(info.param); }
 
 class LayerConformance : public ::testing::TestWithParam<LayerVariant> {
 protected:

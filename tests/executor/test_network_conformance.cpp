@@ -39,10 +39,13 @@ struct NetworkVariant {
     Precision precision;
 };
 
-std::string variant_name(const ::testing::TestParamInfo<NetworkVariant>& info) {
-    return std::string(testing::backend_name(info.param.backend)) + "_" +
-           (info.param.precision == Precision::amp ? "fp16" : std::string(to_string(info.param.precision)));
+std::string name_of(const NetworkVariant& v) {
+    return std::string(testing::backend_name(v.backend)) + "_" +
+           (v.precision == Precision::amp ? "fp16" : std::string(to_string(v.precision)));
 }
+std::string variant_name(const ::testing::TestParamInfo<NetworkVariant>& info) { return name_of(info.param); }
+/// How GoogleTest (and so ctest's test list) shows the parameter: by name, not its bytes.
+void PrintTo(const NetworkVariant& v, std::ostream* os) { *os << name_of(v); }
 
 class NetworkConformance : public ::testing::TestWithParam<NetworkVariant> {
 protected:
