@@ -15,10 +15,10 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <string>
-#include <utility>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/cpu/kernels.hpp"
@@ -96,8 +96,8 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     state.counters["update_ms_per_step"] = 1e3 * update_s / static_cast<double>(state.iterations());
     const double flops_per_image = make_workload(spec.architecture).training_flops_per_image;
     // FLOP per image / peak FLOP per second: multiplied by images/s it is the fraction of peak.
-    state.counters["fraction_of_bf16_peak"] =
-        benchmark::Counter(kBatch * flops_per_image / (peak_gflops * 1e9), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["fraction_of_bf16_peak"] = benchmark::Counter(kBatch * flops_per_image / (peak_gflops * 1e9),
+                                                                 benchmark::Counter::kIsIterationInvariantRate);
     state.counters["bf16_peak_GFLOPps"] = peak_gflops;
     state.SetLabel(network->implementation());
 }
@@ -113,10 +113,10 @@ void weight_gradient(benchmark::State& state, int kernel, int in_channels, int o
         return;
     }
     cpu::Context context(kThreads);
-    cpu::Activation x = cpu::make_activation(
-        context, cpu::activation_desc(kBatch, Shape{in_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
-    cpu::Activation y = cpu::make_activation(
-        context, cpu::activation_desc(kBatch, Shape{out_channels, side, side}, cpu::DataType::bf16, cpu::Layout::blocked));
+    cpu::Activation x = cpu::make_activation(context, cpu::activation_desc(kBatch, Shape{in_channels, side, side},
+                                                                           cpu::DataType::bf16, cpu::Layout::blocked));
+    cpu::Activation y = cpu::make_activation(context, cpu::activation_desc(kBatch, Shape{out_channels, side, side},
+                                                                           cpu::DataType::bf16, cpu::Layout::blocked));
     std::vector<float> weights(std::size_t(out_channels) * in_channels * kernel * kernel), gradient(weights.size());
     cpu::set_own_kernels_enabled(own);
     cpu::Convolution convolution(context, cpu::Window{kernel, 1, kernel / 2}, x, y,
@@ -171,33 +171,43 @@ void register_all() {
     };
     for (const Config& config : configs) {
         if (config.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
-        benchmark::RegisterBenchmark(config.name, [config](benchmark::State& state) {
-            train(state, config.image, config.precision, config.threads, config.layout, config.own_kernels);
-        })->Iterations(config.iterations)->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(config.name,
+                                     [config](benchmark::State& state) {
+                                         train(state, config.image, config.precision, config.threads, config.layout,
+                                               config.own_kernels);
+                                     })
+            ->Iterations(config.iterations)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     }
     // Every 1x1 stride-1 shape of ResNet-50's bottlenecks at 224 px (input, output channels, side).
-    const int shapes[][3] = {{64, 64, 56},    {64, 256, 56},   {256, 64, 56},   {256, 128, 56},
-                             {128, 512, 28},  {512, 128, 28},  {512, 256, 28},  {256, 1024, 14},
-                             {1024, 256, 14}, {1024, 512, 14}, {512, 2048, 7},  {2048, 512, 7}};
+    const int shapes[][3] = {{64, 64, 56},    {64, 256, 56},   {256, 64, 56},  {256, 128, 56},
+                             {128, 512, 28},  {512, 128, 28},  {512, 256, 28}, {256, 1024, 14},
+                             {1024, 256, 14}, {1024, 512, 14}, {512, 2048, 7}, {2048, 512, 7}};
     if (!cpu::cpu_has_native_bf16()) return;
     for (const auto& [in, out, side] : shapes) {
         for (const bool own : {false, true}) {
-            const std::string name = "conv1x1_weight_gradient/" + std::to_string(in) + "to" + std::to_string(out) + "@" +
-                                     std::to_string(side) + (own ? "/own" : "/onednn");
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-                weight_gradient(state, 1, in, out, side, own);
-            })->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+            const std::string name = "conv1x1_weight_gradient/" + std::to_string(in) + "to" + std::to_string(out) +
+                                     "@" + std::to_string(side) + (own ? "/own" : "/onednn");
+            benchmark::RegisterBenchmark(
+                name.c_str(), [=](benchmark::State& state) { weight_gradient(state, 1, in, out, side, own); })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(0.3);
         }
     }
     // The 3x3 stride-1 shapes (channels in = out, side) of the bottlenecks after each stage's first,
     // where the layer takes our kernel (not 512 @ 7: conv3x3_weight_gradient_preferred).
     for (const auto& [channels, side] : {std::pair{64, 56}, std::pair{128, 28}, std::pair{256, 14}}) {
         for (const bool own : {false, true}) {
-            const std::string name = "conv3x3_weight_gradient/" + std::to_string(channels) + "@" + std::to_string(side) +
-                                     (own ? "/own" : "/onednn");
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-                weight_gradient(state, 3, channels, channels, side, own);
-            })->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+            const std::string name = "conv3x3_weight_gradient/" + std::to_string(channels) + "@" +
+                                     std::to_string(side) + (own ? "/own" : "/onednn");
+            benchmark::RegisterBenchmark(
+                name.c_str(),
+                [=](benchmark::State& state) { weight_gradient(state, 3, channels, channels, side, own); })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(0.3);
         }
     }
 }

@@ -10,7 +10,8 @@
 namespace epochcast::cli {
 
 void run(const std::vector<std::string>& args, std::ostream& out) {
-    CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take", "epochcast"};
+    CLI::App app{"epochcast: what a ResNet training run on rented GPUs will cost and how long it will take",
+                 "epochcast"};
     app.require_subcommand(1);
     // --help shows each option's default; the subcommands inherit this. Options whose default is a
     // sentinel ("all", "none") blank it and say what leaving them out means in their help.

@@ -45,8 +45,8 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
 
     out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs, "
         << evidence.networks.size() << " network measurements and " << evidence.comparisons.size()
-        << " published comparisons (Levenberg-Marquardt, " << fit.iterations
-        << " iterations" << (fit.converged ? "" : ", NOT converged") << "); the data pinned down "
+        << " published comparisons (Levenberg-Marquardt, " << fit.iterations << " iterations"
+        << (fit.converged ? "" : ", NOT converged") << "); the data pinned down "
         << format_number(fit.effective_parameters, 1) << " of them.\n\n";
     Table parameters({"parameter", "prior", "fitted", "1-sigma before", "1-sigma after"});
     for (const FittedParameter& p : fit.parameters) {

@@ -20,9 +20,7 @@ struct CatalogOptions {
 };
 
 /// A figure where 0 means "none" or "unknown" (bf16 rate, spot price, single-GPU interconnect).
-std::string or_dash(double value, int max_decimals = 4) {
-    return value > 0 ? format_number(value, max_decimals) : "-";
-}
+std::string or_dash(double value, int max_decimals = 4) { return value > 0 ? format_number(value, max_decimals) : "-"; }
 
 /// The catalog as two tables with units, or as the "epochcast.catalog/1" JSON that --catalog reads.
 class CatalogReport : public Report {
@@ -46,7 +44,8 @@ void CatalogReport::print_tables(const Catalog& catalog, std::ostream& out) {
     }
     gpus.print(out);
 
-    out << "\nInstances (AWS: us-east-1, Linux; network in 10^9 bit/s over its NICs, intra-node in 10^9 byte/s per GPU;\n"
+    out << "\nInstances (AWS: us-east-1, Linux; network in 10^9 bit/s over its NICs, intra-node in 10^9 byte/s per "
+           "GPU;\n"
            "GDR: GPUDirect RDMA)\n";
     Table instances({"instance", "GPU", "GPUs", "vCPUs", "memory GiB", "network Gb/s", "fabric", "NICs", "GDR",
                      "intra-node GB/s", "intra-node link", "on-demand $/h", "spot $/h"});

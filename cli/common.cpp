@@ -2,9 +2,9 @@
 
 #include "model/convergence.hpp"
 #include "model/cost_model.hpp"
+#include "model/errors.hpp"
 #include "model/resnet.hpp"
 #include "model/text_io.hpp"
-#include "model/errors.hpp"
 #include "model/types.hpp"
 #include "traces/trace.hpp"
 
@@ -23,8 +23,9 @@ CLI::Option* add_calibration_option(CLI::App& cmd, std::string& name, const std:
                                     const std::string& role) {
     return cmd
         .add_option(flag, name,
-                    role + ": built-in (fitted to the published runs), data-free (the prior, no published run in it) "
-                           "or a calibration file (epochcast.calibration/1)")
+                    role +
+                        ": built-in (fitted to the published runs), data-free (the prior, no published run in it) "
+                        "or a calibration file (epochcast.calibration/1)")
         ->type_name("CAL");
 }
 
@@ -44,7 +45,8 @@ bool ScenarioFlags::any_given() const {
 void TargetFlags::apply(Scenario& scenario) const {
     const bool has_target = target != nullptr && target->count() > 0;
     if (recipe_option != nullptr && recipe_option->count() > 0) {
-        if (!has_target) throw InputError("--recipe goes with --target-top1 (without a target the epochs are --epochs)");
+        if (!has_target)
+            throw InputError("--recipe goes with --target-top1 (without a target the epochs are --epochs)");
         Convergence::built_in().require_known(recipe);
     }
     if (!has_target) return;
@@ -54,9 +56,10 @@ void TargetFlags::apply(Scenario& scenario) const {
 }
 
 void add_target_flags(CLI::App& cmd, TargetFlags& flags, CLI::Option* epochs) {
-    flags.target = cmd.add_option("--target-top1", flags.target_top1_percent,
-                                  "Target ImageNet top-1 accuracy in percent (e.g. 75.9): the epochs become what the recipe "
-                                  "needs at the run's global batch (replaces --epochs)");
+    flags.target =
+        cmd.add_option("--target-top1", flags.target_top1_percent,
+                       "Target ImageNet top-1 accuracy in percent (e.g. 75.9): the epochs become what the recipe "
+                       "needs at the run's global batch (replaces --epochs)");
     without_default(flags.target);  // 0: no target, the epochs are --epochs
     flags.recipe_option = cmd.add_option("--recipe", flags.recipe,
                                          "Training recipe for --target-top1: " + Convergence::built_in().names() +
@@ -98,48 +101,53 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     auto& scen = flags.options;
     scen.push_back(cmd.add_option("--instance", s.instance, "Worker instance type (see `epochcast catalog`)"));
     scen.push_back(cmd.add_option("--nodes", s.nodes, "Worker instances, 1 to " + format_count(kMaxNodes)));
-    flags.gpus_per_node =
-        cmd.add_option("--gpus-per-node", s.gpus_per_node,
-                       "GPUs used per instance, 1 to what the instance has (at most " + format_count(kMaxGpusPerNode) +
-                           "; default: all of them)");
+    flags.gpus_per_node = cmd.add_option("--gpus-per-node", s.gpus_per_node,
+                                         "GPUs used per instance, 1 to what the instance has (at most " +
+                                             format_count(kMaxGpusPerNode) + "; default: all of them)");
     without_default(flags.gpus_per_node);
     scen.push_back(flags.gpus_per_node);
     scen.push_back(cmd.add_option("--batch-per-gpu", s.batch_per_gpu,
-                                   "Images per GPU per iteration, 1 to " + format_count(kMaxBatchPerGpu)));
-    flags.global_batch = cmd.add_option("--global-batch", s.global_batch,
-                                        "Images per iteration over all GPUs (1 to " + format_count(kMaxGlobalBatch) +
-                                            "), held fixed: the per-GPU batch is this over the GPUs (replaces --batch-per-gpu)");
+                                  "Images per GPU per iteration, 1 to " + format_count(kMaxBatchPerGpu)));
+    flags.global_batch =
+        cmd.add_option("--global-batch", s.global_batch,
+                       "Images per iteration over all GPUs (1 to " + format_count(kMaxGlobalBatch) +
+                           "), held fixed: the per-GPU batch is this over the GPUs (replaces --batch-per-gpu)");
     without_default(flags.global_batch);
     scen.push_back(flags.global_batch);
     scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
-    scen.push_back(cmd.add_option("--strategy", flags.strategy,
-                                   "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
-                                   "forced), hierarchical (Horovod's) or ps"));
-    scen.push_back(cmd.add_option("--framework", flags.framework, "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
+    scen.push_back(cmd.add_option(
+        "--strategy", flags.strategy,
+        "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
+        "forced), hierarchical (Horovod's) or ps"));
+    scen.push_back(
+        cmd.add_option("--framework", flags.framework,
+                       "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
     // --stack, like --pricing, is no scenario flag for predict's default: it applies to its set-ups.
     cmd.add_option("--stack", flags.stack,
-                                   "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
-                                   "stock releases on CUDA 9; docs/model.md)");
+                   "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "
+                   "stock releases on CUDA 9; docs/model.md)");
     scen.push_back(cmd.add_option("--ps-instance", s.ps_instance, "Parameter-server instance type (--strategy ps)"));
-    flags.ps_nodes = cmd.add_option("--ps-nodes", s.ps_nodes,
-                                    "Dedicated parameter-server instances, at least 1 (--strategy ps without --ps-colocated; "
-                                    "left out: none)");
+    flags.ps_nodes =
+        cmd.add_option("--ps-nodes", s.ps_nodes,
+                       "Dedicated parameter-server instances, at least 1 (--strategy ps without --ps-colocated; "
+                       "left out: none)");
     without_default(flags.ps_nodes);
     scen.push_back(flags.ps_nodes);
     scen.push_back(cmd.add_flag("--ps-colocated", s.ps_colocated, "One server on each worker node (--strategy ps)"));
-    flags.efa_adapters = cmd.add_option("--efa-adapters", s.efa_adapters,
-                                        "EFA adapters used per node, 0 (TCP sockets) up to what the instance has (default: all)");
+    flags.efa_adapters =
+        cmd.add_option("--efa-adapters", s.efa_adapters,
+                       "EFA adapters used per node, 0 (TCP sockets) up to what the instance has (default: all)");
     without_default(flags.efa_adapters);
     scen.push_back(flags.efa_adapters);
     scen.push_back(cmd.add_option("--model", s.model, "resnet18, resnet34, resnet50, resnet101 or resnet152"));
-    scen.push_back(cmd.add_option("--image-size", s.image_size,
-                                   "Input side in pixels, 32 to " + format_count(kMaxImageSizePx)));
+    scen.push_back(
+        cmd.add_option("--image-size", s.image_size, "Input side in pixels, 32 to " + format_count(kMaxImageSizePx)));
     scen.push_back(cmd.add_option("--classes", s.classes, "Classifier outputs, 1 to " + format_count(kMaxClasses)));
     scen.push_back(cmd.add_option("--dataset-images", s.dataset_images,
-                                   "Images per epoch, 1 to " + format_count(static_cast<double>(kMaxDatasetImages)) +
-                                       " (default: ImageNet-1k's)"));
-    scen.push_back(cmd.add_option("--epochs", s.epochs,
-                                   "Epochs to train, more than 0 and at most " + format_count(kMaxEpochs)));
+                                  "Images per epoch, 1 to " + format_count(static_cast<double>(kMaxDatasetImages)) +
+                                      " (default: ImageNet-1k's)"));
+    scen.push_back(
+        cmd.add_option("--epochs", s.epochs, "Epochs to train, more than 0 and at most " + format_count(kMaxEpochs)));
     add_target_flags(cmd, flags.target, scen.back());
     scen.push_back(flags.target.target);
     scen.push_back(flags.target.recipe_option);

@@ -60,7 +60,7 @@ struct ScenarioFlags {
     std::string pricing = "on-demand";
     std::string stack = "current";
     TargetFlags target;
-    std::vector<CLI::Option*> options;  ///< the scenario flags, to tell whether any was given
+    std::vector<CLI::Option*> options;     ///< the scenario flags, to tell whether any was given
     CLI::Option* gpus_per_node = nullptr;  ///< given: at least 1 (the model's 0, "all", is the flag left out)
     CLI::Option* ps_nodes = nullptr;       ///< given: at least 1 (0, "no dedicated servers", is the flag left out)
     CLI::Option* global_batch = nullptr;   ///< given: at least 1 (0, "--batch-per-gpu rules", is the flag left out)

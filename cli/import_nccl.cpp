@@ -25,7 +25,7 @@ struct ImportOptions {
     std::string instance;
     std::string output;
     std::string source;
-    int efa_adapters = -1;  ///< -1: all the instance has
+    int efa_adapters = -1;           ///< -1: all the instance has
     std::string nccl_algo = "nccl";  ///< NCCL_ALGO of the test: nccl (NCCL chose), ring or tree
     std::vector<std::string> catalogs;
 };
@@ -67,8 +67,8 @@ void run_import(const ImportOptions& o, std::ostream& out) {
     write_trace(trace, o.output);
 
     // What the built-in fabric figures say of the same test (docs/model.md, eqs. N1-A1).
-    const double model_GBps = allreduce_bus_bandwidth_GBps(instance, catalog.device_kind(instance), m.ranks, m.efa_adapters,
-                                                           Calibration::built_in().network, algorithm);
+    const double model_GBps = allreduce_bus_bandwidth_GBps(instance, catalog.device_kind(instance), m.ranks,
+                                                           m.efa_adapters, Calibration::built_in().network, algorithm);
     Table table({"instance", "fabric", "ranks", "NCCL_ALGO", "sizes", "alpha (us)", "fitted bus GB/s", "max bus GB/s",
                  "avg bus GB/s", "built-in model GB/s"});
     std::string fabric(to_string(fabric_in_use(instance, m.efa_adapters)));
@@ -92,8 +92,9 @@ void register_import_nccl(CLI::App& app, std::ostream& out) {
     cmd->add_option("log", options->log, "all_reduce_perf output")->required();
     cmd->add_option("--instance", options->instance, "Instance type the test ran on")->required();
     cmd->add_option("-o,--output", options->output, "Trace file to write")->required();
-    without_default(cmd->add_option("--efa-adapters", options->efa_adapters,
-                                    "EFA adapters per node the test used (default: all the instance has; 0: TCP sockets)"));
+    without_default(
+        cmd->add_option("--efa-adapters", options->efa_adapters,
+                        "EFA adapters per node the test used (default: all the instance has; 0: TCP sockets)"));
     cmd->add_option("--nccl-algo", options->nccl_algo,
                     "NCCL_ALGO the test ran with: nccl (default: NCCL chose; on two nodes a tree), ring or tree");
     cmd->add_option("--source", options->source, "Where the log comes from (default: its path)");

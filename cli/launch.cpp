@@ -196,9 +196,8 @@ std::string find_train_program() {
     }
     std::error_code error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-    const std::string beside = (error ? std::filesystem::path("epochcast-train")
-                                      : self.parent_path() / "epochcast-train")
-                                   .string();
+    const std::string beside =
+        (error ? std::filesystem::path("epochcast-train") : self.parent_path() / "epochcast-train").string();
     if (!is_executable_file(beside)) {
         throw RunError("epochcast-train not found at " + beside +
                        " (it is built beside epochcast when MPI and oneDNN are found; or set EPOCHCAST_TRAIN to its "
@@ -249,8 +248,7 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
         const RankState& state = entry.second;
         if (seconds_between(state.changed, now) <= deadline_for(state)) continue;
         const bool stopped = state.pid > 0 && state.host == host && process_is_stopped(state.pid);
-        if (!named || (stopped && !named_stopped) ||
-            (stopped == named_stopped && state.steps < named->second.steps)) {
+        if (!named || (stopped && !named_stopped) || (stopped == named_stopped && state.steps < named->second.steps)) {
             named = &entry;
             named_stopped = stopped;
         }
@@ -266,8 +264,8 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     }
     double slowest = 0;
     for (const auto& [index, other] : ranks_) slowest = std::max(slowest, other.slowest_step_s);
-    return rank + " on host " + state.host + " made no progress for " + silent + " s (deadline " + deadline +
-           " s; " + std::to_string(state.steps) + " step" + (state.steps == 1 ? "" : "s") + " done" +
+    return rank + " on host " + state.host + " made no progress for " + silent + " s (deadline " + deadline + " s; " +
+           std::to_string(state.steps) + " step" + (state.steps == 1 ? "" : "s") + " done" +
            (state.steps > 0 ? ", the slowest step so far took " + seconds_text(slowest) + " s" : ", still starting") +
            (named_stopped ? "; its process " + std::to_string(state.pid) + " is stopped" : "") + ")";
 }

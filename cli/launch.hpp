@@ -89,9 +89,9 @@ private:
     struct RankState {
         std::string host;
         pid_t pid = 0;
-        long long steps = -1;          ///< -1: no report yet
+        long long steps = -1;  ///< -1: no report yet
         double slowest_step_s = 0;
-        Clock::time_point changed;     ///< when the report last changed (or the watch began)
+        Clock::time_point changed;  ///< when the report last changed (or the watch began)
     };
     void read_reports(Clock::time_point now);
     double deadline_for(const RankState& rank) const;
@@ -113,11 +113,11 @@ std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directo
 
 /// How a child ended.
 struct ChildExit {
-    bool exited = false;         ///< ended by exit (else by a signal)
-    int code = 0;                ///< exit status, when exited
-    int signal = 0;              ///< the signal, when not exited
-    std::string output_tail;     ///< its last lines of output (stdout and stderr), for error messages
-    std::string stalled;         ///< the watchdog's message when it killed the job, else empty
+    bool exited = false;      ///< ended by exit (else by a signal)
+    int code = 0;             ///< exit status, when exited
+    int signal = 0;           ///< the signal, when not exited
+    std::string output_tail;  ///< its last lines of output (stdout and stderr), for error messages
+    std::string stalled;      ///< the watchdog's message when it killed the job, else empty
 
     bool success() const { return exited && code == 0; }
     /// "exited with status 1" or "was killed by signal 9 (Killed)".

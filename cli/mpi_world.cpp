@@ -80,7 +80,8 @@ std::string MpiWorld::gather_text(const std::string& mine) const {
         all.resize(start + static_cast<std::size_t>(lengths[static_cast<std::size_t>(source)]));
         for (long long got = 0; got < lengths[static_cast<std::size_t>(source)]; got += kPiece) {
             const int n = static_cast<int>(std::min(kPiece, lengths[static_cast<std::size_t>(source)] - got));
-            check(MPI_Recv(all.data() + start + got, n, MPI_CHAR, source, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+            check(MPI_Recv(all.data() + start + got, n, MPI_CHAR, source, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
         }
     }
     return all;

@@ -47,7 +47,8 @@ void check_writable(const OutputFile& output) {
         throw InputError(named + ": the folder '" + folder.string() + "' does not exist");
     }
     if (::access(folder.c_str(), W_OK) != 0) {
-        throw InputError(named + ": the folder '" + folder.string() + "' is not writable (" + std::strerror(errno) + ")");
+        throw InputError(named + ": the folder '" + folder.string() + "' is not writable (" + std::strerror(errno) +
+                         ")");
     }
     if (fs::exists(output.path, error) && ::access(output.path.c_str(), W_OK) != 0) {
         throw InputError(named + " cannot be overwritten (" + std::string(std::strerror(errno)) + ")");
@@ -91,9 +92,7 @@ void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<std
     }
 }
 
-std::string calibration_file(const std::string& name) {
-    return name == "built-in" || name == "data-free" ? "" : name;
-}
+std::string calibration_file(const std::string& name) { return name == "built-in" || name == "data-free" ? "" : name; }
 
 std::string trace_file(const std::string& argument) {
     const auto hash = argument.rfind('#');

@@ -42,9 +42,9 @@ struct OutputFile {
 };
 
 /// Check, before any work, that every non-empty output can be written: its folder exists and is a
-/// writable folder, the path is not a folder (nor a device or a pipe), it is none of `inputs` (the files the command reads:
-/// compared with std::filesystem::equivalent and weakly_canonical, so "./x" and a hard link count)
-/// and no two outputs are the same file. Empty paths are skipped. Throws InputError naming the flag:
+/// writable folder, the path is not a folder (nor a device or a pipe), it is none of `inputs` (the files the command
+/// reads: compared with std::filesystem::equivalent and weakly_canonical, so "./x" and a hard link count) and no two
+/// outputs are the same file. Empty paths are skipped. Throws InputError naming the flag:
 /// "-o sweep.json is also an input", "--plot '/none/p.png': the folder '/none' does not exist".
 void check_outputs(const std::vector<OutputFile>& outputs, const std::vector<std::string>& inputs);
 

@@ -108,22 +108,20 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
         << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
-        << format_number(p.epochs, 3)
-        << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
+        << format_number(p.epochs, 3) << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
         << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
-        << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck)
-        << "\n";
+        << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck) << "\n";
 }
 
 void print_elastic(std::ostream& out, const Catalog& catalog, const std::string& heading, const PlanSearch& search,
                    const ElasticPlan& e) {
     const Plan& a = search.plans[e.first];
     const Plan& b = search.plans[e.second];
-    out << heading << ":\n  " << format_number(e.first_epochs, 1) << " epochs on " << cluster_text(catalog, a) << " (batch "
-        << batch_per_gpu(a.prediction) << " per GPU), then " << format_number(e.second_epochs, 1) << " epochs on "
-        << cluster_text(catalog, b) << " (batch " << batch_per_gpu(b.prediction) << " per GPU), " << strategy_text(a.scenario)
-        << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost " << format_dollars(e.cost_usd)
-        << " (same global batch; checkpoint and relaunch between the phases)\n";
+    out << heading << ":\n  " << format_number(e.first_epochs, 1) << " epochs on " << cluster_text(catalog, a)
+        << " (batch " << batch_per_gpu(a.prediction) << " per GPU), then " << format_number(e.second_epochs, 1)
+        << " epochs on " << cluster_text(catalog, b) << " (batch " << batch_per_gpu(b.prediction) << " per GPU), "
+        << strategy_text(a.scenario) << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost "
+        << format_dollars(e.cost_usd) << " (same global batch; checkpoint and relaunch between the phases)\n";
 }
 
 nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
@@ -139,7 +137,10 @@ nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
 /// exit code 3 says, for the constraints given that no plan meets.
 std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_s, std::optional<double> budget_usd) {
     if (search.front.empty()) {
-        return "no configuration meets " + std::string(deadline_s && budget_usd ? "the deadline or the budget" : deadline_s ? "the deadline" : "the budget") +
+        return "no configuration meets " +
+               std::string(deadline_s && budget_usd ? "the deadline or the budget"
+                           : deadline_s             ? "the deadline"
+                                                    : "the budget") +
                ": none of the " + std::to_string(search.considered) + " configurations searched is feasible";
     }
     const Prediction& fastest = search.plans[search.front.front()].prediction;
@@ -172,10 +173,12 @@ Constraints read_constraints(const PlanOptions& o) {
     Constraints c;
     if (!o.deadline.empty()) c.deadline_s = parse_deadline_s(o.deadline);
     if (o.budget_usd != 0) {
-        if (!(o.budget_usd > 0)) throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
+        if (!(o.budget_usd > 0))
+            throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
         c.budget_usd = o.budget_usd;
     }
-    if (!c.deadline_s && !c.budget_usd) throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
+    if (!c.deadline_s && !c.budget_usd)
+        throw InputError("plan needs --deadline (e.g. 2h) and/or --budget (US dollars)");
     return c;
 }
 
@@ -193,7 +196,8 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.instances = o.instances;
     if (!o.nodes.empty()) space.nodes = o.nodes;
     if (!o.batches.empty()) space.batch_per_gpu = o.batches;
-    if (o.global_batch < 0) throw InputError("--global-batch must be at least 1 (got " + std::to_string(o.global_batch) + ")");
+    if (o.global_batch < 0)
+        throw InputError("--global-batch must be at least 1 (got " + std::to_string(o.global_batch) + ")");
     if (o.global_batch > 0 && !o.batches.empty()) throw InputError("give --batch-per-gpu or --global-batch, not both");
     space.base.global_batch = o.global_batch;
     // Every node count and batch within the limits epochcast models (model/scenario.hpp), each
@@ -219,8 +223,8 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
 /// "90 epochs", or "the epochs mlperf-lars needs for 75.9% top-1".
 std::string epochs_text(const SearchSpace& space, const CostModel& model) {
     if (space.base.target_top1_percent <= 0) return format_number(space.base.epochs, 2) + " epochs";
-    return "the epochs " + recipe_name(space, model) + " needs for " + format_number(space.base.target_top1_percent, 3) +
-           "% top-1";
+    return "the epochs " + recipe_name(space, model) + " needs for " +
+           format_number(space.base.target_top1_percent, 3) + "% top-1";
 }
 
 /// What plan found, written as text or JSON.
@@ -261,11 +265,11 @@ public:
             << o_.precision << ", " << o_.framework << ", " << (o_.spot ? "spot" : "on-demand")
             << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n\n";
         if (c_.deadline_s) {
-            print_answer(out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
-                         search_.cheapest_within_deadline,
-                         search_.front.empty() ? ""
-                                               : "the fastest plan takes " + format_duration(fastest().time_to_train_s),
-                         search_.elastic_within_deadline, "cheaper within the deadline");
+            print_answer(
+                out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
+                search_.cheapest_within_deadline,
+                search_.front.empty() ? "" : "the fastest plan takes " + format_duration(fastest().time_to_train_s),
+                search_.elastic_within_deadline, "cheaper within the deadline");
         }
         if (c_.budget_usd) {
             print_answer(out, "Fastest within the budget of " + format_dollars(*c_.budget_usd),
@@ -339,8 +343,8 @@ void require_answers(const PlanSearch& search, const Constraints& c, std::ostrea
     const bool budget_unmet = c.budget_usd && !search.fastest_within_budget;
     if (!deadline_unmet && !budget_unmet) return;
     check_written(out);
-    throw NoAnswer(unmet_text(search, deadline_unmet ? c.deadline_s : std::nullopt,
-                              budget_unmet ? c.budget_usd : std::nullopt));
+    throw NoAnswer(
+        unmet_text(search, deadline_unmet ? c.deadline_s : std::nullopt, budget_unmet ? c.budget_usd : std::nullopt));
 }
 
 void run_plan(const PlanOptions& o, std::ostream& out) {
@@ -382,15 +386,19 @@ void register_plan(CLI::App& app, std::ostream& out) {
     add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train"));
     cmd->add_option("--precision", o->precision, "fp32, amp or bf16 (GPUs without it are left out)");
     cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
-    cmd->add_option("--instance", o->instances, "Worker instance types to consider (default: every GPU instance); repeatable");
-    cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")->delimiter(',');
-    cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")->delimiter(',');
+    cmd->add_option("--instance", o->instances,
+                    "Worker instance types to consider (default: every GPU instance); repeatable");
+    cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")
+        ->delimiter(',');
+    cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")
+        ->delimiter(',');
     without_default(cmd->add_option("--global-batch", o->global_batch,
                                     "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; "
                                     "sizes it does not divide are left out)"));
     add_catalog_option(*cmd, o->catalogs);
     add_calibration_option(*cmd, o->calibration);
-    cmd->add_option("--plot", o->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
+    cmd->add_option("--plot", o->plot,
+                    "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
     add_json_flag(*cmd, o->json, "one JSON object");
     cmd->callback([o, &out] { run_plan(*o, out); });
 }

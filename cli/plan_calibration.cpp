@@ -33,12 +33,10 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
     const Prediction predicted = model.checked_predict(target);
 
     out << "Target: " << format_count(target.nodes) << " x " << target.instance << " (" << format_count(predicted.gpus)
-        << " GPUs), "
-        << to_string(target.framework) << "/" << to_string(target.strategy) << ", " << target.model << " batch "
-        << batch_per_gpu(predicted) << " per GPU"
+        << " GPUs), " << to_string(target.framework) << "/" << to_string(target.strategy) << ", " << target.model
+        << " batch " << batch_per_gpu(predicted) << " per GPU"
         << (target.global_batch > 0 ? " (global " + format_count(target.global_batch) + ")" : std::string()) << " "
-        << to_string(target.precision) << ": "
-        << format_count(predicted.throughput_images_per_s) << " img/s, 95% band "
+        << to_string(target.precision) << ": " << format_count(predicted.throughput_images_per_s) << " img/s, 95% band "
         << band_percent(plan.target_sigma_before) << " now.\n\n";
     if (plan.runs.empty()) {
         out << "No calibration run on up to " << o.plan.max_nodes << " node(s) would narrow that band by more than "
@@ -49,14 +47,17 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
     Table table({"run", "nodes", "GPUs per node", "batch per GPU", "minutes", "cost", "band after"});
     for (std::size_t i = 0; i < plan.runs.size(); ++i) {
         const PlannedRun& r = plan.runs[i];
-        table.add_row({std::to_string(i + 1), std::to_string(r.scenario.nodes), std::to_string(r.scenario.gpus_per_node),
-                       std::to_string(r.scenario.batch_per_gpu), format_number(r.duration_s / 60.0, 1),
-                       format_dollars(r.cost_usd), band_percent(r.target_sigma_after)});
+        table.add_row({std::to_string(i + 1), std::to_string(r.scenario.nodes),
+                       std::to_string(r.scenario.gpus_per_node), std::to_string(r.scenario.batch_per_gpu),
+                       format_number(r.duration_s / 60.0, 1), format_dollars(r.cost_usd),
+                       band_percent(r.target_sigma_after)});
     }
     table.print(out);
-    out << "\n" << plan.runs.size() << " runs of " << o.plan.benchmark_iterations << " timed iterations each, chosen from "
-        << plan.candidates << " candidates for the most band narrowed per dollar: "
-        << format_dollars(plan.total_cost_usd) << " in all. Record them as a trace and run `epochcast calibrate`.\n";
+    out << "\n"
+        << plan.runs.size() << " runs of " << o.plan.benchmark_iterations << " timed iterations each, chosen from "
+        << plan.candidates
+        << " candidates for the most band narrowed per dollar: " << format_dollars(plan.total_cost_usd)
+        << " in all. Record them as a trace and run `epochcast calibrate`.\n";
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace {
 std::string extension_of(const std::string& path) {
     const auto dot = path.rfind('.');
     std::string ext = dot == std::string::npos ? "" : path.substr(dot);
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;
 }
 
@@ -56,11 +57,12 @@ std::string label_of(const Scenario& s, const Prediction& p) {
 /// Everything but the cluster size: the configurations a scaling curve joins.
 std::string curve_key(const Scenario& s, const Prediction& p) {
     std::string key = s.model + " " + std::to_string(s.image_size) + "px " + s.instance + " x" +
-                      std::to_string(p.nodes > 0 ? p.gpus / p.nodes : 0) + " " + std::string(to_string(s.strategy)) + " " +
-                      std::string(to_string(s.precision)) + " " + std::string(to_string(s.framework)) + " b" +
+                      std::to_string(p.nodes > 0 ? p.gpus / p.nodes : 0) + " " + std::string(to_string(s.strategy)) +
+                      " " + std::string(to_string(s.precision)) + " " + std::string(to_string(s.framework)) + " b" +
                       std::to_string(s.batch_per_gpu);
     if (s.strategy == Strategy::ps) {
-        key += s.ps_colocated ? " co-located" : " " + s.ps_instance + " ratio " + std::to_string(double(s.ps_nodes) / s.nodes);
+        key += s.ps_colocated ? " co-located"
+                              : " " + s.ps_instance + " ratio " + std::to_string(double(s.ps_nodes) / s.nodes);
     }
     return key;
 }
@@ -82,7 +84,7 @@ charts::ScalingChartData scaling_data(const PlotRequest& r) {
     for (std::size_t i : order) take(i);
     for (std::size_t i = 0; keys.size() < 2 && i < r.points.size(); ++i) take(i);
     std::map<std::string, std::map<int, double>> curves;  // key -> gpus -> throughput
-    std::map<std::string, std::string> names;              // key -> legend entry
+    std::map<std::string, std::string> names;             // key -> legend entry
     for (const PlotPoint& p : r.points) {
         const std::string key = curve_key(p.scenario, p.prediction);
         if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
@@ -127,7 +129,8 @@ charts::CostTimeChartData cost_time_data(const PlotRequest& r) {
         if (!on_front[i] && i % stride != 0) continue;
         const Prediction& p = r.points[i].prediction;
         const std::string label = labelled[i] ? label_of(r.points[i].scenario, p) : std::string();
-        data.points.push_back({static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front[i], label, r.points[i].scenario.instance});
+        data.points.push_back(
+            {static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front[i], label, r.points[i].scenario.instance});
     }
     return data;
 }
@@ -149,8 +152,9 @@ charts::BreakdownChartData breakdown_data(const PlotRequest& r) {
     for (std::size_t i : picked) {
         const Prediction& p = r.points[i].prediction;
         const double busy = p.compute_s + p.sync_s + p.exposed_communication_s;
-        data.bars.push_back({cluster_label(r.points[i].scenario, p) + " " + setup_label(r.points[i].scenario).substr(r.points[i].scenario.instance.size() + 1), p.compute_s + p.sync_s, std::max(0.0, p.data_s - busy),
-                             p.exposed_communication_s});
+        data.bars.push_back({cluster_label(r.points[i].scenario, p) + " " +
+                                 setup_label(r.points[i].scenario).substr(r.points[i].scenario.instance.size() + 1),
+                             p.compute_s + p.sync_s, std::max(0.0, p.data_s - busy), p.exposed_communication_s});
     }
     return data;
 }
@@ -171,8 +175,9 @@ void check_plot_path(const std::string& path) {
     const std::string ext = extension_of(path);
     if (ext != ".png" && ext != ".svg") throw InputError("--plot '" + path + "': the name must end in .png or .svg");
     if (!plots_supported()) {
-        throw InputError("--plot: this epochcast was built without chart support (Qt 6 Charts); install qt6-charts-dev "
-                         "and qt6-svg-dev and rebuild");
+        throw InputError(
+            "--plot: this epochcast was built without chart support (Qt 6 Charts); install qt6-charts-dev "
+            "and qt6-svg-dev and rebuild");
     }
 }
 

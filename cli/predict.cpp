@@ -66,17 +66,18 @@ private:
             const Prediction& p = r.prediction;
             if (p.global_batch_beyond_published) {
                 out << "\nnote: a global batch of " << format_count(p.global_batch)
-                    << " is beyond every published recipe for " << r.scenario.model << " (the largest: "
-                    << format_count(model_.convergence().largest_published_batch(r.scenario.model))
+                    << " is beyond every published recipe for " << r.scenario.model
+                    << " (the largest: " << format_count(model_.convergence().largest_published_batch(r.scenario.model))
                     << "): no published run says what accuracy it reaches.\n";
                 break;
             }
         }
         for (const ScenarioResult& r : results_) {
             if (r.prediction.epochs_basis == EpochsBasis::extrapolated) {
-                const Recipe& recipe = model_.convergence().recipes[static_cast<std::size_t>(r.prediction.epochs_recipe)];
-                out << "\nnote: the epochs are extrapolated past " << recipe.name << "'s largest published global batch ("
-                    << format_count(recipe.largest_batch())
+                const Recipe& recipe =
+                    model_.convergence().recipes[static_cast<std::size_t>(r.prediction.epochs_recipe)];
+                out << "\nnote: the epochs are extrapolated past " << recipe.name
+                    << "'s largest published global batch (" << format_count(recipe.largest_batch())
                     << ") by the noise-scale law (docs/model.md, eq. K2), hence their wider band.\n";
                 break;
             }
@@ -89,7 +90,8 @@ private:
                         : r.curve_origin == CurveOrigin::other_framework
                             ? "; another framework's curve on the same GPU stands in (docs/model.md, eq. C4)"
                         : r.curve_origin == CurveOrigin::other_gpus
-                            ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. C5)"
+                            ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. "
+                              "C5)"
                             : "; another framework's curve on the same GPU and this framework's curves on other GPUs "
                               "stand in, pooled (eqs. C4-C6)")
                     << ", hence the wider band.\n";

@@ -21,10 +21,14 @@ std::string fixed(double value, int decimals) {
 
 std::string strategy_label(const Scenario& s) {
     switch (s.strategy) {
-        case Strategy::nccl: return "all-reduce, NCCL's choice";
-        case Strategy::ring: return "ring all-reduce";
-        case Strategy::hierarchical: return "hierarchical all-reduce";
-        case Strategy::tree: return "tree all-reduce";
+        case Strategy::nccl:
+            return "all-reduce, NCCL's choice";
+        case Strategy::ring:
+            return "ring all-reduce";
+        case Strategy::hierarchical:
+            return "hierarchical all-reduce";
+        case Strategy::tree:
+            return "tree all-reduce";
         case Strategy::ps:
             if (s.ps_colocated) return "parameter servers, co-located";
             return "parameter servers, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
@@ -182,8 +186,9 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     const Prediction& p = result.prediction;
     nlohmann::json scenario = scenario_json(s);
     scenario["gpus_per_node"] = p.nodes > 0 ? p.gpus / p.nodes : 0;  // resolved: 0 meant "all"
-    scenario["batch_per_gpu"] = batch_per_gpu(p);  // resolved from a global batch
-    if (p.epochs_recipe >= 0) scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
+    scenario["batch_per_gpu"] = batch_per_gpu(p);                    // resolved from a global batch
+    if (p.epochs_recipe >= 0)
+        scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -223,7 +228,8 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {
     std::vector<std::string> header{""};
     for (const ScenarioResult& r : results) {
-        header.push_back(std::string(to_string(r.scenario.framework)) + " / " + std::string(to_string(r.scenario.strategy)));
+        header.push_back(std::string(to_string(r.scenario.framework)) + " / " +
+                         std::string(to_string(r.scenario.strategy)));
     }
     Table table(header);
     auto row = [&](const std::string& label, auto cell) {
@@ -238,8 +244,10 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("synchronisation", [](const Scenario& s, const Prediction&) { return strategy_label(s); });
     row("  fabric between nodes", [&](const Scenario& s, const Prediction& p) {
         const InstanceSpec& instance = catalog.instance(s.instance);
-        std::string fabric = std::string(to_string(p.interconnect)) + ", " + format_number(instance.network_gbps, 4) + " Gb/s";
-        if (p.interconnect != Interconnect::tcp && instance.nics > 1) fabric += " over " + std::to_string(instance.nics) + " NICs";
+        std::string fabric =
+            std::string(to_string(p.interconnect)) + ", " + format_number(instance.network_gbps, 4) + " Gb/s";
+        if (p.interconnect != Interconnect::tcp && instance.nics > 1)
+            fabric += " over " + std::to_string(instance.nics) + " NICs";
         return fabric;
     });
     row("  algorithm x buckets", [](const Scenario&, const Prediction& p) {
@@ -248,20 +256,21 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("precision, batch per GPU", [](const Scenario& s, const Prediction& p) {
         std::string text = std::string(to_string(s.precision)) + ", " + std::to_string(batch_per_gpu(p));
         if (s.global_batch > 0) text += " (global " + format_count(s.global_batch) + ", fixed)";
-        if (p.global_batch_beyond_published) text += " [global " + format_count(p.global_batch) + ": beyond every published recipe]";
+        if (p.global_batch_beyond_published)
+            text += " [global " + format_count(p.global_batch) + ": beyond every published recipe]";
         return text;
     });
-    row("throughput (images/s)", [](const Scenario&, const Prediction& p) { return format_count(p.throughput_images_per_s); });
+    row("throughput (images/s)",
+        [](const Scenario&, const Prediction& p) { return format_count(p.throughput_images_per_s); });
     row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {
         return format_count(p.interval.low) + " - " + format_count(p.interval.high);
     });
-    row("  per GPU (images/s)", [](const Scenario&, const Prediction& p) { return format_count(p.per_gpu_images_per_s); });
-    row("scaling efficiency vs 1 GPU", [](const Scenario&, const Prediction& p) {
-        return fixed(100 * p.scaling_efficiency, 1) + " %";
-    });
-    row("scaling efficiency vs 1 node", [](const Scenario&, const Prediction& p) {
-        return fixed(100 * p.node_scaling_efficiency, 1) + " %";
-    });
+    row("  per GPU (images/s)",
+        [](const Scenario&, const Prediction& p) { return format_count(p.per_gpu_images_per_s); });
+    row("scaling efficiency vs 1 GPU",
+        [](const Scenario&, const Prediction& p) { return fixed(100 * p.scaling_efficiency, 1) + " %"; });
+    row("scaling efficiency vs 1 node",
+        [](const Scenario&, const Prediction& p) { return fixed(100 * p.node_scaling_efficiency, 1) + " %"; });
     row("iteration (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.iteration_s, 1); });
     row("  compute (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.compute_s, 1); });
     row("  straggler wait (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.sync_s, 1); });
@@ -277,7 +286,8 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("epochs", [](const Scenario&, const Prediction& p) {
         std::string text = format_number(p.epochs, 3);
         if (p.epochs_interval.high > p.epochs_interval.low) {
-            text += " (" + format_number(p.epochs_interval.low, 3) + " - " + format_number(p.epochs_interval.high, 3) + ")";
+            text +=
+                " (" + format_number(p.epochs_interval.low, 3) + " - " + format_number(p.epochs_interval.high, 3) + ")";
         }
         return text + (p.epochs_basis == EpochsBasis::given ? std::string(", given") : ", " + epochs_source_of(p));
     });

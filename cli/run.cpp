@@ -77,8 +77,8 @@ std::string watchdog_description(const std::optional<double>& seconds) {
                format_number(Watchdog::kStartupFloorS, 0) + " s";
     }
     if (*seconds == 0) return "off";
-    return format_number(*seconds, *seconds == std::floor(*seconds) ? 0 : 1) + " s without a step (start-up: at least " +
-           format_number(Watchdog::kStartupFloorS, 0) + " s)";
+    return format_number(*seconds, *seconds == std::floor(*seconds) ? 0 : 1) +
+           " s without a step (start-up: at least " + format_number(Watchdog::kStartupFloorS, 0) + " s)";
 }
 
 /// The error for a failed mpirun: the trainer's own when its ranks said why (exit 2, bad input,
@@ -98,10 +98,12 @@ std::string watchdog_description(const std::optional<double>& seconds) {
     if (bad_input) throw InputError(trainer(failures.front()));
     for (const RankFailure& failure : failures) {
         if (failure.code != 2) {
-            throw RunError(trainer(failure) + " (mpirun " + exit.describe() + "); its last output:\n" + exit.output_tail);
+            throw RunError(trainer(failure) + " (mpirun " + exit.describe() + "); its last output:\n" +
+                           exit.output_tail);
         }
     }
-    throw RunError("mpirun " + exit.describe() + " (a rank failed or was killed); its last output:\n" + exit.output_tail);
+    throw RunError("mpirun " + exit.describe() + " (a rank failed or was killed); its last output:\n" +
+                   exit.output_tail);
 }
 
 /// A trace file `epochcast run` made for itself, removed however the run ends.
@@ -267,8 +269,8 @@ void run_run(const RunOptions& o, const std::vector<std::string>& train_flags, s
     const TraceRun& measured = trace.runs.front();
 
     out << "\nPredicted (" << (o.calibration == "built-in" ? "built-in calibration" : o.calibration)
-        << ") beside measured, " << o.ranks << " rank" << (o.ranks > 1 ? "s" : "") << " x " << threads
-        << " thread" << (threads > 1 ? "s" : "") << ", " << measured.observation.scenario.model << " "
+        << ") beside measured, " << o.ranks << " rank" << (o.ranks > 1 ? "s" : "") << " x " << threads << " thread"
+        << (threads > 1 ? "s" : "") << ", " << measured.observation.scenario.model << " "
         << measured.observation.scenario.image_size << " px, batch " << measured.observation.scenario.batch_per_gpu
         << ", " << to_string(measured.observation.scenario.precision) << ":\n";
     const CostModel model(catalog, calibration);

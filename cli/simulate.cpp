@@ -52,7 +52,7 @@ struct SimulateOptions {
 
 nlohmann::json distribution_json(const std::vector<double>& samples) {
     const sim::Distribution d = sim::describe(samples);
-    return {{"mean_s", d.mean}, {"stdev_s", d.stdev}, {"min_s", d.min}, {"p50_s", d.p50},
+    return {{"mean_s", d.mean}, {"stdev_s", d.stdev}, {"min_s", d.min},      {"p50_s", d.p50},
             {"p95_s", d.p95},   {"max_s", d.max},     {"samples_s", samples}};
 }
 
@@ -86,7 +86,8 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
             {"startup_s", r.startup_s},
             {"time_to_train_s", r.time_to_train_s},
             {"cost_usd", r.cost_usd},
-            {"fixed", {{"nodes", r.fixed_nodes}, {"time_to_train_s", r.fixed_time_to_train_s}, {"cost_usd", r.fixed_cost_usd}}},
+            {"fixed",
+             {{"nodes", r.fixed_nodes}, {"time_to_train_s", r.fixed_time_to_train_s}, {"cost_usd", r.fixed_cost_usd}}},
             {"time_saving", 1.0 - r.time_to_train_s / r.fixed_time_to_train_s},
             {"cost_saving", 1.0 - r.cost_usd / r.fixed_cost_usd}};
 }
@@ -94,8 +95,8 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
 void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
     char line[256];
     out << "\nelastic schedule, " << r.epochs << " epochs, global batch kept:\n";
-    std::snprintf(line, sizeof line, "  %-14s %6s %5s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "spot", "batch/GPU",
-                  "images/s", "epoch (s)", "time (h)", "cost ($)");
+    std::snprintf(line, sizeof line, "  %-14s %6s %5s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "spot",
+                  "batch/GPU", "images/s", "epoch (s)", "time (h)", "cost ($)");
     out << line;
     for (const sim::ElasticSegment& s : r.segments) {
         char range[64];
@@ -105,11 +106,13 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
         out << line;
     }
     for (const sim::ElasticLoss& l : r.losses) {
-        std::snprintf(line, sizeof line, "  node lost at epoch %.2f: %.0f s of work lost, %.0f s restart, %d nodes left\n",
-                      l.epoch, l.lost_work_s, l.restart_s, l.nodes_after);
+        std::snprintf(line, sizeof line,
+                      "  node lost at epoch %.2f: %.0f s of work lost, %.0f s restart, %d nodes left\n", l.epoch,
+                      l.lost_work_s, l.restart_s, l.nodes_after);
         out << line;
     }
-    std::snprintf(line, sizeof line, "  elastic: %.2f h, $%.2f; fixed %d nodes: %.2f h, $%.2f (time %+.1f%%, cost %+.1f%%)\n",
+    std::snprintf(line, sizeof line,
+                  "  elastic: %.2f h, $%.2f; fixed %d nodes: %.2f h, $%.2f (time %+.1f%%, cost %+.1f%%)\n",
                   r.time_to_train_s / 3600, r.cost_usd, r.fixed_nodes, r.fixed_time_to_train_s / 3600, r.fixed_cost_usd,
                   100 * (r.time_to_train_s / r.fixed_time_to_train_s - 1), 100 * (r.cost_usd / r.fixed_cost_usd - 1));
     out << line;
@@ -121,8 +124,14 @@ struct SimulateReport : Report {
     SimulateReport(const SimulateOptions& o, const sim::SimulationOptions& options, const Catalog& catalog,
                    const ResolvedScenario& resolved, const sim::SimulationResult& result, const Prediction& analytic,
                    const ScenarioResult& reported, const std::optional<sim::ElasticReport>& elastic)
-        : o(o), options(options), catalog(catalog), resolved(resolved), result(result), analytic(analytic),
-          reported(reported), elastic(elastic) {}
+        : o(o),
+          options(options),
+          catalog(catalog),
+          resolved(resolved),
+          result(result),
+          analytic(analytic),
+          reported(reported),
+          elastic(elastic) {}
 
     void print_json(std::ostream& out) const override {
         const Scenario& s = reported.scenario;
@@ -135,9 +144,10 @@ struct SimulateReport : Report {
                            {"overlap", result.overlap},
                            {"slow_nodes", o.slow_nodes},
                            {"network_model", to_string(result.network_model)},
-                           {"topology", {{"kind", to_string(options.topology.kind)},
-                                         {"rack_nodes", options.topology.rack_nodes},
-                                         {"oversubscription", options.topology.oversubscription}}},
+                           {"topology",
+                            {{"kind", to_string(options.topology.kind)},
+                             {"rack_nodes", options.topology.rack_nodes},
+                             {"oversubscription", options.topology.oversubscription}}},
                            {"cycle_time_s", options.cycle_time_s.value_or(sim::framework_cycle_time_s(s.framework))},
                            {"buckets_per_iteration", result.buckets_per_iteration},
                            {"transfers", result.transfers},
@@ -251,25 +261,28 @@ void register_simulate(CLI::App& app, std::ostream& out) {
     add_calibration_option(*cmd, options->calibration);
     add_json_flag(*cmd, options->json, "one JSON object");
 
-    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000")
-        ->type_name("INT");
+    cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000")->type_name("INT");
     cmd->add_option("--seed", options->seed, "Seed of the jitter draws");
     cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
     cmd->add_option("--jitter", options->jitter,
                     "Relative std of each GPU's compute time per iteration, 0 to 1 (default: the calibration's "
                     "framework jitter; 0 for a deterministic replay)");
-    cmd->add_option("--slow-node", options->slow_nodes, "NODE:FACTOR, a node whose compute takes FACTOR (1 to 100) times longer; repeatable");
+    cmd->add_option("--slow-node", options->slow_nodes,
+                    "NODE:FACTOR, a node whose compute takes FACTOR (1 to 100) times longer; repeatable");
     cmd->add_option("--overlap", options->overlap,
                     "Fraction of the backward pass during which gradients may be sent (default: the calibration's; "
                     "1 = as soon as a bucket is ready)");
-    cmd->add_option("--granularity", options->granularity, "auto, step or coarse collectives and parameter-server push/pull");
+    cmd->add_option("--granularity", options->granularity,
+                    "auto, step or coarse collectives and parameter-server push/pull");
     cmd->add_option("--network-model", options->network_model, "cm02 (alpha-beta, default) or lv08 (TCP sharing)");
     cmd->add_option("--topology", options->topology,
                     "star (one switch, default) or fat-tree (racks of --rack-nodes leaves under a spine)");
     cmd->add_option("--rack-nodes", options->rack_nodes, "Nodes (then servers) per rack with --topology fat-tree");
     cmd->add_option("--oversubscription", options->oversubscription,
                     "Rack uplink = its NICs' bandwidth / this, 1 to 1,000, with --topology fat-tree (1: non-blocking)");
-    cmd->add_option("--cycle-time-ms", options->cycle_time_ms, "All-reduce fusion cycle in ms, 0 to 1,000 (default: Horovod's 5 for TensorFlow and MXNet, none for PyTorch's DDP)");
+    cmd->add_option("--cycle-time-ms", options->cycle_time_ms,
+                    "All-reduce fusion cycle in ms, 0 to 1,000 (default: Horovod's 5 for TensorFlow and MXNet, none "
+                    "for PyTorch's DDP)");
     cmd->add_option("--elastic", options->elastic,
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
                     "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs; with "
@@ -283,8 +296,9 @@ void register_simulate(CLI::App& app, std::ostream&) {
     CLI::App* cmd = app.add_subcommand("simulate", "Simulate training with SimGrid (not in this build)");
     cmd->allow_extras();
     cmd->callback([] {
-        throw RunError("this epochcast was built without the SimGrid simulator: install libsimgrid-dev (>= 3.32) and "
-                       "configure again");
+        throw RunError(
+            "this epochcast was built without the SimGrid simulator: install libsimgrid-dev (>= 3.32) and "
+            "configure again");
     });
 }
 

@@ -5,14 +5,14 @@
 // the rows so far and a note that the sweep was interrupted. Rows streamed to stdout are checked as
 // they go: a failed write stops the sweep (exit 2), a reader that stops early (`| head`) ends it
 // quietly. Started under mpirun, the ranks share the rows and rank 0 writes.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -64,7 +64,7 @@ public:
     InterruptGuard& operator=(const InterruptGuard&) = delete;
 
 private:
-    struct sigaction previous_[std::size(kSignals)] {};
+    struct sigaction previous_[std::size(kSignals)]{};
 };
 
 /// "Ctrl-C", "SIGTERM", "SIGHUP": what interrupted the sweep.
@@ -137,8 +137,9 @@ public:
     void finish(bool interrupted) {
         put_header();
         if (format_ == Format::json) {
-            put("\n],\n\"rows_written\": " + std::to_string(written_) + ", \"complete\": " +
-                (written_ == total_ ? "true" : "false") + ", \"interrupted\": " + (interrupted ? "true" : "false") + "}\n");
+            put("\n],\n\"rows_written\": " + std::to_string(written_) +
+                ", \"complete\": " + (written_ == total_ ? "true" : "false") +
+                ", \"interrupted\": " + (interrupted ? "true" : "false") + "}\n");
         } else if (interrupted) {
             put("# interrupted: " + std::to_string(written_) + " of " + std::to_string(total_) + " rows written\n");
         }
@@ -392,9 +393,11 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
 
     const Format format = format_of(o.output);
     if (o.jobs < 0 || o.jobs > kMaxJobs) {
-        throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " + std::to_string(o.jobs) + ")");
+        throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " +
+                         std::to_string(o.jobs) + ")");
     }
-    if (o.iterations < 1) throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
+    if (o.iterations < 1)
+        throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
     if (!o.plot.empty()) check_plot_path(o.plot);
     // Every output is checked before any work: nothing is computed, printed or written for a sweep
     // whose rows or plot cannot be written, or that would overwrite what it reads.
@@ -403,13 +406,15 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     inputs.push_back(calibration_file(o.calibration));
     check_outputs({{"-o", o.output}, {"--plot", o.plot}}, inputs);
     if (!o.plot.empty() && world->size() > 1) {
-        throw InputError("--plot is not available under mpirun (the rows stay on their ranks); run the sweep, then "
-                         "plot with a sweep of one process");
+        throw InputError(
+            "--plot is not available under mpirun (the rows stay on their ranks); run the sweep, then "
+            "plot with a sweep of one process");
     }
 #ifndef EPOCHCAST_WITH_SIMULATOR
     if (o.simulate) {
-        throw InputError("--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev "
-                         "(>= 3.32) and rebuild");
+        throw InputError(
+            "--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev "
+            "(>= 3.32) and rebuild");
     }
 #endif
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
@@ -417,7 +422,8 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     Scenario target;
     o.target.apply(target);
     if (target.target_top1_percent > 0) {
-        if (spec.epochs_given) throw InputError(o.spec + ": the spec's \"epochs\" and --target-top1 exclude each other");
+        if (spec.epochs_given)
+            throw InputError(o.spec + ": the spec's \"epochs\" and --target-top1 exclude each other");
         spec.target_top1_percent = target.target_top1_percent;
         spec.recipe = target.recipe;
     }
@@ -426,7 +432,9 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
 
     // The SimGrid runs fork a child each; forking from several threads is not safe, so a simulated
     // sweep evaluates one scenario at a time per process (use mpirun ranks to spread it).
-    const int jobs = o.simulate ? 1 : o.jobs > 0 ? o.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int jobs = o.simulate   ? 1
+                     : o.jobs > 0 ? o.jobs
+                                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const std::size_t chunk_rows = o.simulate ? 1 : 4096;
     const bool keep_plot = !o.plot.empty();
     std::vector<PlotPoint> plot;
@@ -457,16 +465,18 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         InterruptGuard guard;  // before the temporary file exists, so that no signal leaves it behind
         RowWriter writer(o.output, format, total, out);
         Progress progress(total);
-        const bool interrupted = evaluate_range(evaluator, {0, total}, jobs, chunk_rows, keep_plot, true, [&](Chunk& chunk) {
-            writer.write(chunk.text, chunk.rows);
-            feasible += chunk.feasible;
-            std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
-            progress.update(writer.written());
-        });
+        const bool interrupted =
+            evaluate_range(evaluator, {0, total}, jobs, chunk_rows, keep_plot, true, [&](Chunk& chunk) {
+                writer.write(chunk.text, chunk.rows);
+                feasible += chunk.feasible;
+                std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
+                progress.update(writer.written());
+            });
         writer.finish(interrupted);
         if (interrupted) {
-            throw RunError("interrupted by " + interruption_name(g_interrupted) + ": " + std::to_string(writer.written()) +
-                           " of " + std::to_string(total) + " rows written" + (o.output.empty() ? "" : " to '" + o.output + "'"));
+            throw RunError("interrupted by " + interruption_name(g_interrupted) + ": " +
+                           std::to_string(writer.written()) + " of " + std::to_string(total) + " rows written" +
+                           (o.output.empty() ? "" : " to '" + o.output + "'"));
         }
     }
 
@@ -503,13 +513,15 @@ void register_sweep(CLI::App& app, std::ostream& out) {
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
-    without_default(cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)"));
+    without_default(
+        cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)"));
     cmd->add_flag("--simulate", options->simulate,
                   "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
     cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate");
     add_catalog_option(*cmd, options->catalogs);
     add_calibration_option(*cmd, options->calibration);
-    cmd->add_option("--plot", options->plot, "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
+    cmd->add_option("--plot", options->plot,
+                    "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
     add_target_flags(*cmd, options->target, nullptr);
     cmd->callback([options, &out] { run_sweep(*options, out); });
 }

@@ -62,9 +62,7 @@ struct ComparisonCheck {
     double predicted = 0;
 };
 
-std::string short_origin(const std::string& origin) {
-    return std::filesystem::path(origin).filename().string();
-}
+std::string short_origin(const std::string& origin) { return std::filesystem::path(origin).filename().string(); }
 
 std::string describe(const Scenario& s) {
     std::string text = std::to_string(s.nodes) + " x " + s.instance;
@@ -91,7 +89,7 @@ struct Summary {
     double mape = 0;
     int averaged = 0;
     int in_band = 0;
-    double worst = 0;         ///< the largest error of an averaged run, in percent (signed)
+    double worst = 0;  ///< the largest error of an averaged run, in percent (signed)
     std::string worst_origin;
 };
 
@@ -131,8 +129,8 @@ void print_networks(const std::vector<NetworkCheck>& networks, bool markdown, st
         sum += std::abs(percent_error(c.predicted.bus_bandwidth_GBps, n.bus_bandwidth_GBps));
     }
     markdown ? table.print_markdown(out) : table.print(out);
-    out << (markdown ? "\n" : "") << "Networks: mean absolute percentage error " << format_number(sum / networks.size(), 2)
-        << " % over " << networks.size() << " all-reduce measurements.\n";
+    out << (markdown ? "\n" : "") << "Networks: mean absolute percentage error "
+        << format_number(sum / networks.size(), 2) << " % over " << networks.size() << " all-reduce measurements.\n";
 }
 
 /// `held_out`: how the predictions were held out ("Leave-one-out", "Leave-one-system-out",
@@ -154,21 +152,20 @@ void print_tables(const std::vector<RunCheck>& runs, const std::vector<Compariso
     }
     markdown ? table.print_markdown(out) : table.print(out);
     const Summary s = summarise(runs);
-    out << (markdown ? "\n" : "") << (held_out.empty() ? "Mean absolute percentage error: "
-                                                       : held_out + " mean absolute percentage error: ")
+    out << (markdown ? "\n" : "")
+        << (held_out.empty() ? "Mean absolute percentage error: " : held_out + " mean absolute percentage error: ")
         << format_number(s.mape, 2) << " % over " << s.averaged << " runs"
         << (s.averaged < static_cast<int>(runs.size()) ? " (approximate figures shown, not averaged)" : "") << "; "
         << (s.averaged > 0 ? "worst " + format_number(s.worst, 1) + " % (" + short_origin(s.worst_origin) + "); " : "")
-        << s.in_band << " of "
-        << runs.size() << " measurements inside the predicted 95% band.\n";
+        << s.in_band << " of " << runs.size() << " measurements inside the predicted 95% band.\n";
     if (comparisons.empty()) return;
     out << '\n';
     Table compared({"comparison", "quantity", "scenario", "baseline", "published", "predicted", "off by"});
     for (const ComparisonCheck& c : comparisons) {
         const Comparison& k = c.comparison;
-        const std::string published = k.measured_low == k.measured_high
-                                          ? format_number(k.measured_low, 3)
-                                          : format_number(k.measured_low, 3) + " - " + format_number(k.measured_high, 3);
+        const std::string published = k.measured_low == k.measured_high ? format_number(k.measured_low, 3)
+                                                                        : format_number(k.measured_low, 3) + " - " +
+                                                                              format_number(k.measured_high, 3);
         compared.add_row({short_origin(k.origin), std::string(to_string(k.quantity)), describe(k.scenario),
                           describe(k.baseline), published, format_number(c.predicted, 3),
                           format_number(comparison_error(c), 1) + " %"});
@@ -229,15 +226,15 @@ struct ValidateReport : Report {
         json report = checks_json(runs, comparisons, !held_out.empty());
         report["networks"] = json::array();
         for (const NetworkCheck& c : networks) {
-            report["networks"].push_back({{"origin", c.network.origin},
-                                          {"instance", c.network.instance},
-                                          {"ranks", c.network.ranks},
-                                          {"nccl_algo", to_string(c.network.algorithm)},
-                                          {"algorithm", to_string(c.predicted.algorithm)},
-                                          {"measured_bus_bandwidth_GBps", c.network.bus_bandwidth_GBps},
-                                          {"predicted_bus_bandwidth_GBps", c.predicted.bus_bandwidth_GBps},
-                                          {"error_percent", percent_error(c.predicted.bus_bandwidth_GBps,
-                                                                          c.network.bus_bandwidth_GBps)}});
+            report["networks"].push_back(
+                {{"origin", c.network.origin},
+                 {"instance", c.network.instance},
+                 {"ranks", c.network.ranks},
+                 {"nccl_algo", to_string(c.network.algorithm)},
+                 {"algorithm", to_string(c.predicted.algorithm)},
+                 {"measured_bus_bandwidth_GBps", c.network.bus_bandwidth_GBps},
+                 {"predicted_bus_bandwidth_GBps", c.predicted.bus_bandwidth_GBps},
+                 {"error_percent", percent_error(c.predicted.bus_bandwidth_GBps, c.network.bus_bandwidth_GBps)}});
         }
         print_json_document(report, out);
     }
@@ -282,8 +279,9 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
         const CostModel prior(catalog, load_calibration(o.prior));
         // Comparisons are held out of the per-run refits (they are checked against the full fit);
         // the per-system refits keep the comparisons of the other systems.
-        const std::vector<HeldOutPrediction> predictions = held_out_predictions(
-            prior, evidence.runs, evidence.networks, mode == HoldOut::run ? std::vector<Comparison>{} : evidence.comparisons, mode);
+        const std::vector<HeldOutPrediction> predictions =
+            held_out_predictions(prior, evidence.runs, evidence.networks,
+                                 mode == HoldOut::run ? std::vector<Comparison>{} : evidence.comparisons, mode);
         for (std::size_t i = 0; i < evidence.runs.size(); ++i) {
             if (predictions[i].predicted && !predictions[i].calibration_run) {
                 runs.push_back({evidence.runs[i], predictions[i].prediction, predictions[i].group});
@@ -315,11 +313,12 @@ void register_validate(CLI::App& app, std::ostream& out) {
     add_calibration_option(*cmd, options->calibration);
     cmd->add_flag("--leave-one-out", options->leave_one_out,
                   "Refit without each run in turn (from --prior) and report that held-out error");
-    cmd->add_option("--hold-out", options->hold_out,
-                    "run (as --leave-one-out), system (each system's runs predicted by a fit to the other systems: one "
-                    "never seen) or two-runs (each system of 3+ runs calibrated from its two smallest on top of the other "
-                    "systems' fit, predicting the rest); a system is an instance, framework, precision and stack, and under "
-                    "two-runs also the run's campaign (trace key \"campaign\", else its file)");
+    cmd->add_option(
+        "--hold-out", options->hold_out,
+        "run (as --leave-one-out), system (each system's runs predicted by a fit to the other systems: one "
+        "never seen) or two-runs (each system of 3+ runs calibrated from its two smallest on top of the other "
+        "systems' fit, predicting the rest); a system is an instance, framework, precision and stack, and under "
+        "two-runs also the run's campaign (trace key \"campaign\", else its file)");
     add_calibration_option(*cmd, options->prior, "--prior",
                            "With --leave-one-out or --hold-out, what each refit starts from");
     add_catalog_option(*cmd, options->catalogs);

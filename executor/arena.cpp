@@ -13,8 +13,8 @@ namespace {
 
 /// torchvision names the stem's batch norm "bn1" and a block's "layer1.0.bn1"; our table uses the
 /// same names, so a tensor's name is the layer's plus ".weight" or ".bias".
-ParameterTensor tensor(const Layer& layer, int index, const char* suffix, std::int64_t offset,
-                       std::int64_t elements, bool decay) {
+ParameterTensor tensor(const Layer& layer, int index, const char* suffix, std::int64_t offset, std::int64_t elements,
+                       bool decay) {
     ParameterTensor t;
     t.name = layer.name + suffix;
     t.layer = index;
@@ -78,9 +78,12 @@ namespace {
 
 float* arena_pointer(Network& network, Arena arena) {
     switch (arena) {
-        case Arena::values: return network.values();
-        case Arena::gradients: return network.gradients();
-        case Arena::momentum: return network.momentum();
+        case Arena::values:
+            return network.values();
+        case Arena::gradients:
+            return network.gradients();
+        case Arena::momentum:
+            return network.momentum();
     }
     return nullptr;
 }
@@ -176,7 +179,8 @@ std::vector<float> initial_values(const Architecture& architecture, std::uint64_
             std::fill(value, value + layer.output.channels, layer.zero_init_gamma ? 0.0f : 1.0f);
         } else {
             const double bound = 1.0 / std::sqrt(static_cast<double>(layer.input.elements()));
-            for (std::int64_t i = 0; i < layer.parameters; ++i) value[i] = static_cast<float>(random.uniform(-bound, bound));
+            for (std::int64_t i = 0; i < layer.parameters; ++i)
+                value[i] = static_cast<float>(random.uniform(-bound, bound));
         }
     }
     return values;

@@ -31,7 +31,8 @@ void append_checksum(std::string& out) {
 std::uint64_t stored_checksum(const std::string& bytes) {
     std::uint64_t hash = 0;
     for (std::size_t i = 0; i < kChecksumBytes; ++i) {
-        hash |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[bytes.size() - kChecksumBytes + i])) << (8 * i);
+        hash |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[bytes.size() - kChecksumBytes + i]))
+                << (8 * i);
     }
     return hash;
 }
@@ -67,7 +68,8 @@ pid_t temporary_owner(const std::string& name) {
     if (name.rfind(prefix, 0) != 0) return 0;
     long long pid = 0;
     std::size_t i = prefix.size();
-    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && pid < (1LL << 31); ++i) pid = pid * 10 + (name[i] - '0');
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && pid < (1LL << 31); ++i)
+        pid = pid * 10 + (name[i] - '0');
     return i > prefix.size() && pid > 0 && pid < (1LL << 31) ? static_cast<pid_t>(pid) : 0;
 }
 
@@ -135,8 +137,9 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     } catch (const nlohmann::json::exception&) {
         throw InputError("'" + file.string() + "' is not an epochcast checkpoint, or its header is damaged");
     }
-    const std::string schema =
-        header.is_object() && header.contains("schema") && header["schema"].is_string() ? header["schema"].get<std::string>() : "";
+    const std::string schema = header.is_object() && header.contains("schema") && header["schema"].is_string()
+                                   ? header["schema"].get<std::string>()
+                                   : "";
     if (end_of_header != std::string::npos && schema == kUncheckedCheckpointSchema) {
         throw InputError("'" + file.string() + "' is an " + schema +
                          " checkpoint, written before checkpoints carried a checksum; it cannot be verified, so it "
@@ -188,8 +191,8 @@ void check_resumable(const nlohmann::json& saved_run, const nlohmann::json& this
     for (const auto& [key, value] : this_run.items()) {
         const nlohmann::json saved = saved_run.contains(key) ? saved_run.at(key) : nlohmann::json();
         if (saved != value) {
-            throw InputError("cannot resume from '" + directory.string() + "': the checkpoint was written for " +
-                             key + " " + saved.dump() + ", this run has " + value.dump());
+            throw InputError("cannot resume from '" + directory.string() + "': the checkpoint was written for " + key +
+                             " " + saved.dump() + ", this run has " + value.dump());
         }
     }
 }

@@ -42,10 +42,10 @@ struct NamedTensor {
 };
 
 struct Checkpoint {
-    nlohmann::json run;              ///< what must match on resume: model, image size, classes, batch, workers, precision
-    std::int64_t next_step = 0;      ///< the first step a resumed run performs (0-based)
-    std::vector<float> weights;      ///< fp32 master weights, arena layout (executor/arena.hpp)
-    std::vector<float> momentum;     ///< SGD momentum, same layout
+    nlohmann::json run;           ///< what must match on resume: model, image size, classes, batch, workers, precision
+    std::int64_t next_step = 0;   ///< the first step a resumed run performs (0-based)
+    std::vector<float> weights;   ///< fp32 master weights, arena layout (executor/arena.hpp)
+    std::vector<float> momentum;  ///< SGD momentum, same layout
     std::vector<NamedTensor> state;  ///< batch-norm running statistics
 };
 
@@ -65,6 +65,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory);
 
 /// Throws InputError naming the first key whose value differs between a checkpoint's run and
 /// this run ("checkpoint was written for batch_per_gpu 16, this run has 32").
-void check_resumable(const nlohmann::json& saved_run, const nlohmann::json& this_run, const std::filesystem::path& directory);
+void check_resumable(const nlohmann::json& saved_run, const nlohmann::json& this_run,
+                     const std::filesystem::path& directory);
 
 }  // namespace epochcast

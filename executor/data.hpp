@@ -38,8 +38,8 @@ void check_image_size(int image_size);
 /// One rank's batch: images batch x 3 x size x size fp32 NCHW, normalised with the ImageNet
 /// channel mean and standard deviation; labels in [0, classes).
 struct Batch {
-    int size = 0;                      ///< images in the batch
-    int image_size = 0;                ///< side in pixels
+    int size = 0;        ///< images in the batch
+    int image_size = 0;  ///< side in pixels
     std::vector<float> images;
     std::vector<std::int32_t> labels;
 };

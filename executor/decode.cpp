@@ -57,7 +57,8 @@ void decode_jpeg(const std::filesystem::path& file, const std::vector<std::uint8
     int width = 0, height = 0, subsampling = 0, colorspace = 0;
     if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &width, &height, &subsampling, &colorspace) != 0)
         throw_decode_error(file, tjGetErrorStr2(tj));
-    check_image_dimensions(file, static_cast<std::uint64_t>(std::max(width, 0)), static_cast<std::uint64_t>(std::max(height, 0)));
+    check_image_dimensions(file, static_cast<std::uint64_t>(std::max(width, 0)),
+                           static_cast<std::uint64_t>(std::max(height, 0)));
     const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
     const int pixel_format = cmyk ? TJPF_CMYK : TJPF_RGB;
     const int source_channels = cmyk ? 4 : 3;
@@ -118,7 +119,8 @@ void read_image_file(const std::filesystem::path& file, std::vector<std::uint8_t
 
 void decode_image(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes, Pixels& out) {
     static constexpr std::array<std::uint8_t, 8> png_signature{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff) return decode_jpeg(file, bytes, out);
+    if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff)
+        return decode_jpeg(file, bytes, out);
     if (bytes.size() >= 8 && std::equal(png_signature.begin(), png_signature.end(), bytes.begin()))
         return decode_png(file, bytes, out);
     throw_decode_error(file, "neither a JPEG nor a PNG file (unrecognised signature)");

@@ -109,7 +109,8 @@ public:
         shard_closed_by_.assign(shards_.size(), -1);
         for (std::size_t layer = 0; layer < ranges.size(); ++layer) {
             for (std::size_t s = 0; s < shards_.size(); ++s) {
-                if (ranges[layer].begin >= 0 && ranges[layer].begin < shards_[s].end && shards_[s].end <= ranges[layer].end) {
+                if (ranges[layer].begin >= 0 && ranges[layer].begin < shards_[s].end &&
+                    shards_[s].end <= ranges[layer].end) {
                     shard_closed_by_[s] = static_cast<int>(layer);
                 }
             }
@@ -138,8 +139,8 @@ public:
         MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
         float* values = staged_values_.empty() ? network_.values() : staged_values_.data();
         for (std::size_t s = 0; s < shards_.size(); ++s) {
-            MPI_Recv(values + shards_[s].begin, static_cast<int>(shards_[s].size()), MPI_FLOAT,
-                     server_rank(s), kTagWeights, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(values + shards_[s].begin, static_cast<int>(shards_[s].size()), MPI_FLOAT, server_rank(s),
+                     kTagWeights, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         if (!staged_values_.empty()) {
             network_.write(Arena::values, 0, network_.parameter_elements(), values);

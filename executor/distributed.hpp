@@ -54,8 +54,8 @@ Range shard_of(std::int64_t elements, int servers, int index);
 /// The all-reduce buckets of an arena: model/'s fusion buckets (threshold in bytes of gradients of
 /// `precision`) as arena ranges in backward order, and for each layer the bucket it completes.
 struct BucketPlan {
-    std::vector<Range> buckets;        ///< arena ranges, in backward order
-    std::vector<int> closing_bucket;   ///< per layer: the bucket its gradients complete, or -1
+    std::vector<Range> buckets;       ///< arena ranges, in backward order
+    std::vector<int> closing_bucket;  ///< per layer: the bucket its gradients complete, or -1
 };
 BucketPlan bucket_plan(const Architecture& architecture, Precision precision, double fusion_threshold_bytes);
 

@@ -37,9 +37,7 @@ constexpr int kMatmulRepetitions = 4;
 constexpr double kCopyBytes = 256.0 * 1024 * 1024;
 constexpr int kCopyRepetitions = 5;
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string trim(const std::string& text) {
     const auto first = text.find_first_not_of(" \t");
@@ -164,8 +162,8 @@ HostInfo host_info() {
 }
 
 json host_json(const HostInfo& host) {
-    return {{"hostname", host.hostname}, {"cpu_model", host.cpu_model}, {"isa", host.isa},
-            {"native_bf16", host.native_bf16}, {"cores", host.cores}, {"memory_gib", host.memory_gib}};
+    return {{"hostname", host.hostname},       {"cpu_model", host.cpu_model}, {"isa", host.isa},
+            {"native_bf16", host.native_bf16}, {"cores", host.cores},         {"memory_gib", host.memory_gib}};
 }
 
 json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allreduce) {
@@ -196,8 +194,7 @@ json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allred
 
     const std::string when = utc_now();
     const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", " +
-                                std::to_string(host.cores) + " logical CPUs, " + rounded(host.memory_gib, 3) +
-                                " GiB)";
+                                std::to_string(host.cores) + " logical CPUs, " + rounded(host.memory_gib, 3) + " GiB)";
     const std::string gpu_source =
         "measured on " + machine + " at " + when + " by epochcast-train --describe-host --threads " +
         std::to_string(threads_per_rank) + ": one rank of " + std::to_string(threads_per_rank) +

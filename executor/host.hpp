@@ -12,11 +12,11 @@ namespace epochcast {
 
 struct HostInfo {
     std::string hostname;
-    std::string cpu_model;       ///< /proc/cpuinfo "model name"
-    std::string isa;             ///< oneDNN's effective CPU ISA, e.g. "avx512_core_bf16", "avx512_core_amx"
-    bool native_bf16 = false;    ///< the ISA computes bf16 natively (avx512_bf16 or AMX)
-    int cores = 0;               ///< online logical CPUs
-    double memory_gib = 0;       ///< MemTotal
+    std::string cpu_model;     ///< /proc/cpuinfo "model name"
+    std::string isa;           ///< oneDNN's effective CPU ISA, e.g. "avx512_core_bf16", "avx512_core_amx"
+    bool native_bf16 = false;  ///< the ISA computes bf16 natively (avx512_bf16 or AMX)
+    int cores = 0;             ///< online logical CPUs
+    double memory_gib = 0;     ///< MemTotal
 };
 
 /// Read the host's description (cheap: no benchmark runs).

@@ -97,8 +97,7 @@ public:
         : root_(root), image_size_(image_size), seed_(seed) {
         std::error_code error;
         const auto status = std::filesystem::status(root, error);
-        if (!std::filesystem::exists(status))
-            throw InputError("image folder '" + root.string() + "' does not exist");
+        if (!std::filesystem::exists(status)) throw InputError("image folder '" + root.string() + "' does not exist");
         if (!std::filesystem::is_directory(status))
             throw InputError("image folder '" + root.string() + "' is not a folder");
         const auto class_folders = sorted_entries(root, [](const auto& entry) {
@@ -122,10 +121,11 @@ public:
             throw InputError("image folder '" + root.string() + "' has " + std::to_string(classes_) +
                              " class subfolders but no .jpg, .jpeg or .png images in them");
         if (!empty_classes.empty())
-            throw InputError("class folder '" + empty_classes.front().string() + "' holds no .jpg, .jpeg or .png images" +
-                             (empty_classes.size() > 1 ? " (nor do " + std::to_string(empty_classes.size() - 1) +
-                                                             " other class folders)"
-                                                       : std::string()) +
+            throw InputError("class folder '" + empty_classes.front().string() +
+                             "' holds no .jpg, .jpeg or .png images" +
+                             (empty_classes.size() > 1
+                                  ? " (nor do " + std::to_string(empty_classes.size() - 1) + " other class folders)"
+                                  : std::string()) +
                              "; remove it, or fill it: every class folder must hold images");
     }
 

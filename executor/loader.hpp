@@ -26,9 +26,9 @@ public:
 
 /// A batch a BatchLoader hands out: views of its own memory, valid until the next call.
 struct BatchView {
-    int size = 0;                         ///< images in the batch
-    int image_size = 0;                   ///< side in pixels
-    std::span<const float> images;        ///< size x 3 x S x S fp32 NCHW, normalised as Batch's
+    int size = 0;                          ///< images in the batch
+    int image_size = 0;                    ///< side in pixels
+    std::span<const float> images;         ///< size x 3 x S x S fp32 NCHW, normalised as Batch's
     std::span<const std::int32_t> labels;  ///< size labels
 };
 
@@ -40,8 +40,8 @@ public:
     /// `threads` decode threads (>= 1), `depth` batches in flight (>= 1). The decode threads
     /// write each batch's images straight into one of depth + 1 buffers from `memory` (plain
     /// memory when null; it must outlive the loader), allocated here once.
-    BatchLoader(const DataSource& source, int batch, int worker, int workers, std::int64_t first_step,
-                int threads, int depth, HostMemory* memory = nullptr);
+    BatchLoader(const DataSource& source, int batch, int worker, int workers, std::int64_t first_step, int threads,
+                int depth, HostMemory* memory = nullptr);
     ~BatchLoader();
     BatchLoader(const BatchLoader&) = delete;
     BatchLoader& operator=(const BatchLoader&) = delete;

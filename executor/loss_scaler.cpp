@@ -13,7 +13,8 @@ LossScaler::LossScaler(double initial_scale, std::int64_t growth_interval)
         throw InputError("loss scale " + std::to_string(initial_scale) + " is invalid; use at least 1");
     }
     if (growth_interval < 1) {
-        throw InputError("loss-scale growth interval " + std::to_string(growth_interval) + " is invalid; use at least 1 step");
+        throw InputError("loss-scale growth interval " + std::to_string(growth_interval) +
+                         " is invalid; use at least 1 step");
     }
 }
 

@@ -12,9 +12,9 @@ namespace epochcast {
 
 class LossScaler {
 public:
-    static constexpr double kInitialScale = 32768;        ///< 2^15 (the issue; Apex's dynamic default is 2^16)
-    static constexpr std::int64_t kGrowthInterval = 2000; ///< clean steps before doubling (Apex, GradScaler)
-    static constexpr double kMinimumScale = 1;            ///< halving stops here: below 1 the scale only loses range
+    static constexpr double kInitialScale = 32768;         ///< 2^15 (the issue; Apex's dynamic default is 2^16)
+    static constexpr std::int64_t kGrowthInterval = 2000;  ///< clean steps before doubling (Apex, GradScaler)
+    static constexpr double kMinimumScale = 1;             ///< halving stops here: below 1 the scale only loses range
 
     explicit LossScaler(double initial_scale = kInitialScale, std::int64_t growth_interval = kGrowthInterval);
 

@@ -31,18 +31,19 @@ class HostMemory;  // executor/loader.hpp
 
 /// What a backend builds.
 struct NetworkSpec {
-    Architecture architecture;   ///< from build_resnet(model, image_size, classes)
-    int batch = 0;               ///< images per step on this rank, >= 1
+    Architecture architecture;              ///< from build_resnet(model, image_size, classes)
+    int batch = 0;                          ///< images per step on this rank, >= 1
     Precision precision = Precision::fp32;  ///< fp32 or bf16 (CPU backend); fp32 or amp (CUDA backend)
-    int threads = 1;             ///< compute threads of this rank (CPU backend), >= 1
-    std::uint64_t seed = 1;      ///< weight initialisation seed; every rank uses the same one
-    int device = 0;              ///< GPU index on this node (CUDA backend): the worker's rank among the node's workers
+    int threads = 1;                        ///< compute threads of this rank (CPU backend), >= 1
+    std::uint64_t seed = 1;                 ///< weight initialisation seed; every rank uses the same one
+    int device = 0;  ///< GPU index on this node (CUDA backend): the worker's rank among the node's workers
 };
 
 /// One learnable tensor inside the arenas.
 struct ParameterTensor {
-    std::string name;           ///< torchvision's: "conv1.weight", "layer1.0.bn1.weight" (gamma), "layer1.0.bn1.bias" (beta), "fc.weight", "fc.bias"
-    int layer = 0;              ///< index into Architecture::layers
+    std::string name;  ///< torchvision's: "conv1.weight", "layer1.0.bn1.weight" (gamma), "layer1.0.bn1.bias" (beta),
+                       ///< "fc.weight", "fc.bias"
+    int layer = 0;     ///< index into Architecture::layers
     std::int64_t offset = 0;    ///< first element in the arenas
     std::int64_t elements = 0;  ///< scalars
     bool weight_decay = true;   ///< false for batch-norm parameters and biases (seed 000)
@@ -50,9 +51,9 @@ struct ParameterTensor {
 
 /// Non-learnable state a checkpoint keeps (batch-norm running mean and variance), plain fp32.
 struct StateTensor {
-    std::string name;           ///< "layer1.0.bn1.running_mean", "layer1.0.bn1.running_var"
+    std::string name;  ///< "layer1.0.bn1.running_mean", "layer1.0.bn1.running_var"
     std::int64_t elements = 0;
-    float* value = nullptr;     ///< host memory owned by the network
+    float* value = nullptr;  ///< host memory owned by the network
 };
 
 /// The three arenas of learnable tensors.

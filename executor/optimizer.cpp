@@ -47,8 +47,9 @@ inline void sgd_nesterov_layout(float* weights, Gradient gradient, float* moment
         if (begin >= end) continue;
         const std::int64_t at = begin - first;
         const float decay = tensor.weight_decay ? static_cast<float>(weight_decay) : 0.0f;
-        sgd_nesterov_run(weights + at, [&](std::int64_t i) { return gradient(at + i); }, momentum + at, end - begin,
-                         static_cast<float>(lr), static_cast<float>(momentum_factor), decay);
+        sgd_nesterov_run(
+            weights + at, [&](std::int64_t i) { return gradient(at + i); }, momentum + at, end - begin,
+            static_cast<float>(lr), static_cast<float>(momentum_factor), decay);
     }
 }
 
@@ -61,8 +62,9 @@ void sgd_nesterov_step(float* weights, const float* gradients, float* momentum, 
         std::int64_t end = begin + 1;
         while (end < count && decay_mask[end] == decay_mask[begin]) ++end;
         const float* g = gradients + begin;
-        sgd_nesterov_run(weights + begin, [g](std::int64_t i) { return g[i]; }, momentum + begin, end - begin,
-                         static_cast<float>(lr), static_cast<float>(momentum_factor), wd * decay_mask[begin]);
+        sgd_nesterov_run(
+            weights + begin, [g](std::int64_t i) { return g[i]; }, momentum + begin, end - begin,
+            static_cast<float>(lr), static_cast<float>(momentum_factor), wd * decay_mask[begin]);
         begin = end;
     }
 }
@@ -74,8 +76,9 @@ EPOCHCAST_VECTOR_CLONES
 void sgd_nesterov_step(float* weights, const float* gradients, float* momentum,
                        const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count, double lr,
                        double momentum_factor, double weight_decay) {
-    sgd_nesterov_layout(weights, [gradients](std::int64_t i) { return gradients[i]; }, momentum, layout, first, count,
-                        lr, momentum_factor, weight_decay);
+    sgd_nesterov_layout(
+        weights, [gradients](std::int64_t i) { return gradients[i]; }, momentum, layout, first, count, lr,
+        momentum_factor, weight_decay);
 }
 
 EPOCHCAST_VECTOR_CLONES
@@ -83,8 +86,9 @@ void sgd_nesterov_step_from_sum(float* weights, const float* sums, int workers, 
                                 const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
                                 double lr, double momentum_factor, double weight_decay) {
     const auto divisor = static_cast<float>(workers);
-    sgd_nesterov_layout(weights, [sums, divisor](std::int64_t i) { return sums[i] / divisor; }, momentum, layout,
-                        first, count, lr, momentum_factor, weight_decay);
+    sgd_nesterov_layout(
+        weights, [sums, divisor](std::int64_t i) { return sums[i] / divisor; }, momentum, layout, first, count, lr,
+        momentum_factor, weight_decay);
 }
 
 EPOCHCAST_VECTOR_CLONES
@@ -92,8 +96,9 @@ void sgd_nesterov_step_from_sum(float* weights, const std::uint16_t* sums, int w
                                 const std::vector<ParameterTensor>& layout, std::int64_t first, std::int64_t count,
                                 double lr, double momentum_factor, double weight_decay) {
     const auto divisor = static_cast<float>(workers);
-    sgd_nesterov_layout(weights, [sums, divisor](std::int64_t i) { return from_bf16_bits(sums[i]) / divisor; },
-                        momentum, layout, first, count, lr, momentum_factor, weight_decay);
+    sgd_nesterov_layout(
+        weights, [sums, divisor](std::int64_t i) { return from_bf16_bits(sums[i]) / divisor; }, momentum, layout, first,
+        count, lr, momentum_factor, weight_decay);
 }
 
 #undef EPOCHCAST_VECTOR_CLONES

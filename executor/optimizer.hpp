@@ -20,9 +20,10 @@ inline constexpr double kReferenceBatch = 256;   ///< seed 000: lr 0.1 for 256 i
 
 /// The learning rate per step.
 struct LearningRateSchedule {
-    double peak_lr = 0.1;              ///< per-worker rate x workers (linear scaling)
-    std::int64_t warmup_steps = 0;     ///< steps of linear warm-up from kWarmupStartLr (or from peak/10 when peak is smaller)
-    std::int64_t total_steps = 1;      ///< the run's length; the rate reaches 0 after it
+    double peak_lr = 0.1;  ///< per-worker rate x workers (linear scaling)
+    std::int64_t warmup_steps =
+        0;  ///< steps of linear warm-up from kWarmupStartLr (or from peak/10 when peak is smaller)
+    std::int64_t total_steps = 1;  ///< the run's length; the rate reaches 0 after it
 
     /// Rate of step `step` (0-based): warm-up ramp, then peak x (1 - progress)^2.
     double at(std::int64_t step) const;

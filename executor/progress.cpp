@@ -53,9 +53,8 @@ void ProgressReport::step_done(double step_s) {
 void ProgressReport::write() const {
     if (directory_.empty()) return;
     static const std::string host = hostname();
-    const nlohmann::json report = {{"rank", rank_},   {"host", host},
-                                   {"pid", ::getpid()}, {"steps", steps_},
-                                   {"slowest_step_s", slowest_step_s_}};
+    const nlohmann::json report = {
+        {"rank", rank_}, {"host", host}, {"pid", ::getpid()}, {"steps", steps_}, {"slowest_step_s", slowest_step_s_}};
     replace_file(directory_, "rank-" + std::to_string(rank_) + ".json", dumped(report));
 }
 

@@ -36,6 +36,7 @@ public:
     std::int64_t integer(std::int64_t low, std::int64_t high) {
         return low + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(high - low + 1));
     }
+
 private:
     std::uint64_t state_;
 };

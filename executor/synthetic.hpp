@@ -50,9 +50,9 @@ struct ClassPattern {
 
 /// What one image (one global position) draws besides its class's pattern.
 struct ImageDraw {
-    std::int32_t label = 0;        ///< in [0, classes)
+    std::int32_t label = 0;           ///< in [0, classes)
     double shift_x = 0, shift_y = 0;  ///< pattern shift, in pixels
-    std::uint64_t noise_state = 0; ///< state of the image's generator: draw i is draw(noise_state, i)
+    std::uint64_t noise_state = 0;    ///< state of the image's generator: draw i is draw(noise_state, i)
 };
 
 /// The class patterns of a dataset, class c at index c (host). Throws InputError for classes < 1.
@@ -113,7 +113,8 @@ EPOCHCAST_HOST_DEVICE inline float add_wave(float value, const WaveTerms& x, con
 /// shifts, then each channel's plane in turn.
 EPOCHCAST_HOST_DEVICE inline float add_noise(float value, const ImageDraw& image, int size, int channel,
                                              std::int64_t pixel) {
-    const std::uint64_t index = 2 + static_cast<std::uint64_t>(channel) * size * size + static_cast<std::uint64_t>(pixel);
+    const std::uint64_t index =
+        2 + static_cast<std::uint64_t>(channel) * size * size + static_cast<std::uint64_t>(pixel);
     return value + kNoiseSigma * normal(draw(image.noise_state, index));
 }
 

@@ -21,7 +21,10 @@ void check_classes(int classes) {
 class SyntheticData final : public DataSource {
 public:
     SyntheticData(int classes, int image_size, std::int64_t images_per_epoch, std::uint64_t seed)
-        : classes_(classes), image_size_(image_size), images_per_epoch_(images_per_epoch), seed_(seed),
+        : classes_(classes),
+          image_size_(image_size),
+          images_per_epoch_(images_per_epoch),
+          seed_(seed),
           patterns_(synthetic::class_patterns(classes, seed)) {}
 
     int classes() const override { return classes_; }
@@ -104,7 +107,6 @@ ImageDraw image_draw(std::uint64_t seed, int classes, int image_size, std::int64
 }
 
 }  // namespace synthetic
-
 
 std::unique_ptr<DataSource> make_synthetic_data(int classes, int image_size, std::int64_t images_per_epoch,
                                                 std::uint64_t seed) {

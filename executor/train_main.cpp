@@ -62,7 +62,9 @@ void keep_freed_memory() {
 }
 
 /// True when mpirun (Open MPI, or a PMI launcher such as MPICH's Hydra) started this process.
-bool started_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
+bool started_by_mpirun() {
+    return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
+}
 
 /// `--describe-host` under mpirun sums this much per round, ResNet-50's gradient being 98 MiB in
 /// fp32, in buckets of --fusion-mib, the best of this many rounds.
@@ -80,35 +82,45 @@ int main(int argc, char** argv) {
     app.add_option("--backend", options.backend, "cpu (oneDNN) or cuda (cuDNN + NCCL)")->capture_default_str();
     app.add_option("--model", options.model, "resnet18|resnet34|resnet50|resnet101|resnet152")->capture_default_str();
     app.add_option("--image-size", options.image_size, "input side in pixels (>= 32)")->capture_default_str();
-    app.add_option("--classes", options.classes, "classes (default 1000 for synthetic data, the folder's count otherwise)");
+    app.add_option("--classes", options.classes,
+                   "classes (default 1000 for synthetic data, the folder's count otherwise)");
     app.add_option("--batch-per-gpu", options.batch_per_gpu, "images per step per worker")->capture_default_str();
-    app.add_option("--precision", precision, "fp32, bf16 (CPU mixed precision) or fp16 (GPU mixed precision)")->capture_default_str();
+    app.add_option("--precision", precision, "fp32, bf16 (CPU mixed precision) or fp16 (GPU mixed precision)")
+        ->capture_default_str();
     app.add_option("--threads", options.threads, "compute threads per rank")->capture_default_str();
     app.add_option("--steps", options.steps, "steps to run in all");
     app.add_option("--epochs", options.epochs, "epochs to run in all (when --steps is not given)");
-    app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")->capture_default_str();
-    app.add_option("--synthetic-images", options.synthetic_images, "epoch length of synthetic data")->capture_default_str();
-    CLI::Option* lr = app.add_option(
-        "--lr", options.lr, "per-worker learning rate before linear scaling (default 0.1 x batch / 256); a positive number");
+    app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")
+        ->capture_default_str();
+    app.add_option("--synthetic-images", options.synthetic_images, "epoch length of synthetic data")
+        ->capture_default_str();
+    CLI::Option* lr =
+        app.add_option("--lr", options.lr,
+                       "per-worker learning rate before linear scaling (default 0.1 x batch / 256); a positive number");
     app.add_option("--warmup-epochs", options.warmup_epochs, "epochs of linear warm-up")->capture_default_str();
     app.add_option("--checkpoint-dir", options.checkpoint_dir, "folder for the checkpoint");
     app.add_option("--checkpoint-every", options.checkpoint_every, "steps between checkpoints (and one at the end)");
     app.add_flag("--resume", options.resume, "continue from the checkpoint in --checkpoint-dir");
-    app.add_option("--stop-after", options.stop_after, "stop after this many steps (checkpointed); the schedule still plans for the whole run");
+    app.add_option("--stop-after", options.stop_after,
+                   "stop after this many steps (checkpointed); the schedule still plans for the whole run");
     app.add_option("--trace-out", options.trace_out, "write the measured run as an epochcast.trace/1 file");
-    app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")->capture_default_str();
+    app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")
+        ->capture_default_str();
     app.add_option("--seed", options.seed, "seed of weights and data")->capture_default_str();
     app.add_option("--data-threads", options.data_threads,
-                   "decode threads per rank (unused with --backend cuda --data synthetic: the GPU makes the batches)")->capture_default_str();
+                   "decode threads per rank (unused with --backend cuda --data synthetic: the GPU makes the batches)")
+        ->capture_default_str();
     app.add_option("--fusion-mib", options.fusion_mib, "all-reduce bucket threshold in MiB")->capture_default_str();
     app.add_option("--allreduce", options.allreduce,
-                   "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")->capture_default_str();
+                   "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")
+        ->capture_default_str();
     app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
     try {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
-            throw epochcast::InputError("--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
+            throw epochcast::InputError(
+                "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
         }
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) {

@@ -21,9 +21,9 @@
 #include "executor/cuda/exchange.hpp"
 #include "executor/cuda/network.hpp"
 #endif
-#include "executor/loader.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
+#include "executor/loader.hpp"
 #include "executor/optimizer.hpp"
 #include "executor/progress.hpp"
 #include "model/errors.hpp"
@@ -44,9 +44,7 @@ std::string compact(double value) {
     return text;
 }
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 /// Steps of the whole run: --steps, or --epochs over the data at the global batch (rounded up).
 std::int64_t total_steps(const TrainOptions& options, std::int64_t dataset_images, int workers) {
@@ -54,13 +52,15 @@ std::int64_t total_steps(const TrainOptions& options, std::int64_t dataset_image
         return options.steps;
     }
     const double global_batch = static_cast<double>(workers) * options.batch_per_gpu;
-    return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(options.epochs * dataset_images / global_batch)));
+    return std::max<std::int64_t>(1,
+                                  static_cast<std::int64_t>(std::ceil(options.epochs * dataset_images / global_batch)));
 }
 
 LearningRateSchedule make_schedule(const TrainOptions& options, std::int64_t dataset_images, int workers,
                                    std::int64_t steps) {
     const double worker_lr = options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu);
-    const double steps_per_epoch = static_cast<double>(dataset_images) / (static_cast<double>(workers) * options.batch_per_gpu);
+    const double steps_per_epoch =
+        static_cast<double>(dataset_images) / (static_cast<double>(workers) * options.batch_per_gpu);
     LearningRateSchedule schedule;
     schedule.peak_lr = worker_lr * workers;
     schedule.warmup_steps = static_cast<std::int64_t>(std::llround(options.warmup_epochs * steps_per_epoch));
@@ -70,11 +70,15 @@ LearningRateSchedule make_schedule(const TrainOptions& options, std::int64_t dat
 
 /// The identity a checkpoint must match to be resumed by this run.
 nlohmann::json checkpoint_identity(const TrainOptions& options, int classes, int workers, int ps_ranks) {
-    return {{"model", options.model},           {"image_size", options.image_size},
-            {"classes", classes},               {"batch_per_gpu", options.batch_per_gpu},
-            {"workers", workers},               {"ps_ranks", ps_ranks},
+    return {{"model", options.model},
+            {"image_size", options.image_size},
+            {"classes", classes},
+            {"batch_per_gpu", options.batch_per_gpu},
+            {"workers", workers},
+            {"ps_ranks", ps_ranks},
             {"precision", std::string(to_string(options.precision))},
-            {"data", options.data},             {"seed", options.seed}};
+            {"data", options.data},
+            {"seed", options.seed}};
 }
 
 /// The step after which this invocation stops: the run's end, or earlier with --stop-after.
@@ -99,7 +103,8 @@ std::unique_ptr<Network> make_network(const TrainOptions& options, NetworkSpec s
 #ifdef EPOCHCAST_WITH_CUDA
         return make_cuda_network(spec);
 #else
-        throw InputError("--backend cuda: this build of epochcast-train has no CUDA backend (CUDA, cuDNN or NCCL was not found)");
+        throw InputError(
+            "--backend cuda: this build of epochcast-train has no CUDA backend (CUDA, cuDNN or NCCL was not found)");
 #endif
     }
     throw InputError("--backend must be cpu or cuda, not '" + options.backend + "'");
@@ -171,12 +176,13 @@ std::size_t untimed_steps(std::size_t steps) {
 
 void print_header(const TrainOptions& options, const Network& network, const DataSource& data, bool generated,
                   int workers, int ps_ranks) {
-    std::printf("epochcast-train: %s %dpx, %d classes, batch %d x %d worker%s%s, %s, %d thread%s per rank, %s, data %s%s\n",
-                options.model.c_str(), options.image_size, data.classes(), options.batch_per_gpu, workers,
-                workers == 1 ? "" : "s",
-                ps_ranks > 0 ? (", " + std::to_string(ps_ranks) + " parameter server(s)").c_str() : ", all-reduce",
-                std::string(to_string(options.precision)).c_str(), options.threads, options.threads == 1 ? "" : "s",
-                network.implementation().c_str(), data.description().c_str(), generated ? " (made by the backend)" : "");
+    std::printf(
+        "epochcast-train: %s %dpx, %d classes, batch %d x %d worker%s%s, %s, %d thread%s per rank, %s, data %s%s\n",
+        options.model.c_str(), options.image_size, data.classes(), options.batch_per_gpu, workers,
+        workers == 1 ? "" : "s",
+        ps_ranks > 0 ? (", " + std::to_string(ps_ranks) + " parameter server(s)").c_str() : ", all-reduce",
+        std::string(to_string(options.precision)).c_str(), options.threads, options.threads == 1 ? "" : "s",
+        network.implementation().c_str(), data.description().c_str(), generated ? " (made by the backend)" : "");
     std::printf("%8s  %8s  %14s  %9s  %10s\n", "Step", "Epoch", "Speed(img/s)", "Loss", "LR");
     std::fflush(stdout);
 }
@@ -228,15 +234,22 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     observation.iteration_s = iteration / timed;
     nlohmann::json run = run_json(observation);
     nlohmann::json& measured = run["measured"];
-    measured["phases_s"] = {{"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}};
+    measured["phases_s"] = {
+        {"compute", compute / timed}, {"data_wait", wait / timed}, {"exposed_communication", communication / timed}};
     measured["loss"] = losses;
     measured["first_step"] = first_step;
     measured["steps_timed"] = records.size() - skip;
     measured["skipped_steps"] = skipped;  // optimizer steps skipped by fp16 loss scaling (overflow)
-    run["configuration"] = {{"backend", options.backend}, {"ranks", workers + ps_ranks}, {"threads", options.threads},
-                            {"steps", steps}, {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
-                            {"warmup_epochs", options.warmup_epochs}, {"data", options.data},
-                            {"seed", options.seed}, {"data_threads", options.data_threads}, {"fusion_mib", options.fusion_mib},
+    run["configuration"] = {{"backend", options.backend},
+                            {"ranks", workers + ps_ranks},
+                            {"threads", options.threads},
+                            {"steps", steps},
+                            {"lr", options.lr > 0 ? options.lr : default_worker_lr(options.batch_per_gpu)},
+                            {"warmup_epochs", options.warmup_epochs},
+                            {"data", options.data},
+                            {"seed", options.seed},
+                            {"data_threads", options.data_threads},
+                            {"fusion_mib", options.fusion_mib},
                             {"allreduce", options.allreduce}};
     run["host"] = host_json(host);
     if (ps_ranks > 0) {
@@ -287,9 +300,11 @@ void serve_parameters(const TrainOptions& options, const Topology& topology, con
             }
         }
         average_in_place(sum.data(), count, workers);
-        sgd_nesterov_step(weights.data(), sum.data(), momentum.data(), layout, shard.begin, count, plan.schedule.at(step));
+        sgd_nesterov_step(weights.data(), sum.data(), momentum.data(), layout, shard.begin, count,
+                          plan.schedule.at(step));
         for (int w = 0; w < workers; ++w) {
-            MPI_Isend(weights.data(), count, MPI_FLOAT, w, kTagWeights, MPI_COMM_WORLD, &requests[static_cast<std::size_t>(w)]);
+            MPI_Isend(weights.data(), count, MPI_FLOAT, w, kTagWeights, MPI_COMM_WORLD,
+                      &requests[static_cast<std::size_t>(w)]);
         }
         MPI_Waitall(workers, requests.data(), MPI_STATUSES_IGNORE);
         if (checkpoint_after(options, step, end)) {
@@ -318,8 +333,10 @@ void send_initial_shards(const Topology& topology, const float* weights, const f
     for (int s = 0; s < topology.ps_ranks; ++s) {
         const Range shard = shard_of(elements, topology.ps_ranks, s);
         const int server = topology.workers() + s;
-        MPI_Send(weights + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard, MPI_COMM_WORLD);
-        MPI_Send(momentum + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard, MPI_COMM_WORLD);
+        MPI_Send(weights + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard,
+                 MPI_COMM_WORLD);
+        MPI_Send(momentum + shard.begin, static_cast<int>(shard.size()), MPI_FLOAT, server, kTagInitialShard,
+                 MPI_COMM_WORLD);
     }
 }
 
@@ -370,7 +387,8 @@ void resume_worker(const TrainOptions& options, const Topology& topology, RunPla
         check_resumable(checkpoint.run, identity, options.checkpoint_dir);
         if (static_cast<std::int64_t>(checkpoint.weights.size()) != elements) {
             throw InputError("checkpoint in '" + options.checkpoint_dir + "' has " +
-                             std::to_string(checkpoint.weights.size()) + " weights, the network " + std::to_string(elements));
+                             std::to_string(checkpoint.weights.size()) + " weights, the network " +
+                             std::to_string(elements));
         }
         load(network, Arena::values, checkpoint.weights);
         load(network, Arena::momentum, checkpoint.momentum);
@@ -406,10 +424,9 @@ StepRecord run_step(const TrainOptions& options, const Topology& topology, std::
 
     const Clock::time_point compute_start = Clock::now();
     exchange.begin_step(step, lr);
-    const double loss =
-        batch ? network.train_step(batch->images.data(), batch->labels.data(), layer_ready)
-              : network.train_step_generated(batch_position(step, topology.rank, workers, options.batch_per_gpu),
-                                             layer_ready);
+    const double loss = batch ? network.train_step(batch->images.data(), batch->labels.data(), layer_ready)
+                              : network.train_step_generated(
+                                    batch_position(step, topology.rank, workers, options.batch_per_gpu), layer_ready);
     record.compute_s = seconds_since(compute_start);
 
     const Clock::time_point exchange_start = Clock::now();
@@ -473,10 +490,12 @@ void report_run(const TrainOptions& options, const Topology& topology, const Run
         trace_document(options, data, topology.workers(), topology.ps_ranks, plan.first_step, plan.steps, records);
     const nlohmann::json& measured = trace["runs"][0]["measured"];
     const nlohmann::json& phases = measured["phases_s"];
-    std::printf("measured: %.2f img/s, %.4f s per step (compute %.4f s, data wait %.4f s, exposed communication %.4f s) over %d steps\n",
-                measured["throughput_images_per_s"].get<double>(), measured["iteration_s"].get<double>(),
-                phases["compute"].get<double>(), phases["data_wait"].get<double>(),
-                phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
+    std::printf(
+        "measured: %.2f img/s, %.4f s per step (compute %.4f s, data wait %.4f s, exposed communication %.4f s) over "
+        "%d steps\n",
+        measured["throughput_images_per_s"].get<double>(), measured["iteration_s"].get<double>(),
+        phases["compute"].get<double>(), phases["data_wait"].get<double>(),
+        phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
     std::fflush(stdout);
     if (!options.trace_out.empty()) {
         write_text_file_atomically(options.trace_out, trace.dump(1) + "\n", "trace");
@@ -489,8 +508,8 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
                   MPI_Comm workers_comm, ProgressReport& progress) {
     const int workers = topology.workers();
     const bool leader = topology.rank == 0;
-    NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision, options.threads, options.seed,
-                     local_worker_index(workers_comm)};
+    NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision,
+                     options.threads,   options.seed,          local_worker_index(workers_comm)};
     std::unique_ptr<Network> network = make_network(options, spec);
     const nlohmann::json identity = checkpoint_identity(options, plan.classes, workers, topology.ps_ranks);
     resume_worker(options, topology, plan, *network, identity, workers_comm);
@@ -499,7 +518,8 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
                             host_copy(*network, Arena::momentum).data(), network->parameter_elements());
     }
 
-    std::unique_ptr<GradientExchange> exchange = make_exchange(options, topology, plan.architecture, *network, workers_comm);
+    std::unique_ptr<GradientExchange> exchange =
+        make_exchange(options, topology, plan.architecture, *network, workers_comm);
     // Synthetic data on a backend that makes it where it computes (the CUDA backend): no host
     // decoding, no images handed over; otherwise the decode threads prefetch the host batches.
     const bool generated = options.data == "synthetic" &&
@@ -518,8 +538,8 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
     const std::int64_t end = last_step_of_invocation(options, plan.first_step, plan.steps);
     for (std::int64_t step = plan.first_step; step < end; ++step) {
         const double lr = plan.schedule.at(step);
-        records.push_back(run_step(options, topology, step, lr, *network, *exchange, loader.get(), layer_ready,
-                                   workers_comm));
+        records.push_back(
+            run_step(options, topology, step, lr, *network, *exchange, loader.get(), layer_ready, workers_comm));
         progress.step_done(records.back().iteration_s);
         if (leader && options.print_steps) {
             print_step(options, plan, workers, step, lr, records.back());
@@ -567,8 +587,9 @@ void run_training(const TrainOptions& options) {
     const int workers = topology.workers();
     // The optimizer computes in fp32: a peak rate beyond fp32's range is infinite from the start.
     if (options.lr * workers > FLT_MAX) {
-        throw InputError("--lr " + compact(options.lr) + " (x " + std::to_string(workers) +
-                         " worker(s), linear scaling) is beyond fp32's range (3.4e38), in which the optimizer computes");
+        throw InputError(
+            "--lr " + compact(options.lr) + " (x " + std::to_string(workers) +
+            " worker(s), linear scaling) is beyond fp32's range (3.4e38), in which the optimizer computes");
     }
     ProgressReport progress(topology.rank);
     omp_set_num_threads(options.threads);

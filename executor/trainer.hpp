@@ -15,33 +15,34 @@ namespace epochcast {
 
 /// Everything epochcast-train's flags set (docs/cli.md, "epochcast-train").
 struct TrainOptions {
-    std::string backend = "cpu";        ///< "cpu" (oneDNN) or "cuda"
+    std::string backend = "cpu";  ///< "cpu" (oneDNN) or "cuda"
     std::string model = "resnet50";
-    int image_size = 224;               ///< pixels, >= 32
-    int classes = 0;                    ///< 0: 1000 for synthetic data, the folder's class count for an image folder
-    int batch_per_gpu = 32;             ///< images per step per worker
+    int image_size = 224;    ///< pixels, >= 32
+    int classes = 0;         ///< 0: 1000 for synthetic data, the folder's class count for an image folder
+    int batch_per_gpu = 32;  ///< images per step per worker
     Precision precision = Precision::fp32;
-    int threads = 1;                    ///< compute threads per rank
-    std::int64_t steps = 0;             ///< steps to run in all (0: from epochs)
-    double epochs = 0;                  ///< epochs to run in all (used when steps is 0)
-    std::string data = "synthetic";     ///< "synthetic" or an image folder
+    int threads = 1;                          ///< compute threads per rank
+    std::int64_t steps = 0;                   ///< steps to run in all (0: from epochs)
+    double epochs = 0;                        ///< epochs to run in all (used when steps is 0)
+    std::string data = "synthetic";           ///< "synthetic" or an image folder
     std::int64_t synthetic_images = 1281167;  ///< epoch length of synthetic data (ImageNet's training set)
-    double lr = 0;                      ///< per-worker peak rate before linear scaling; 0: 0.1 x batch / 256
+    double lr = 0;                            ///< per-worker peak rate before linear scaling; 0: 0.1 x batch / 256
     double warmup_epochs = 0;
     std::string checkpoint_dir;         ///< "" for none
     std::int64_t checkpoint_every = 0;  ///< steps between checkpoints (0: only at the end)
     bool resume = false;
-    std::int64_t stop_after = 0;        ///< stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
-    std::string trace_out;              ///< "" for no trace
-    int ps_ranks = 0;                   ///< parameter servers (the last ranks); 0 for all-reduce
+    std::int64_t stop_after =
+        0;                  ///< stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
+    std::string trace_out;  ///< "" for no trace
+    int ps_ranks = 0;       ///< parameter servers (the last ranks); 0 for all-reduce
     std::uint64_t seed = 1;
-    int data_threads = 1;               ///< decode threads per rank (none start when the backend
-                                        ///< makes the synthetic batches itself: the CUDA backend)
-    double fusion_mib = 4;              ///< all-reduce bucket threshold, MiB. Not Horovod's 64: Open MPI
-                                        ///< progresses MPI_Iallreduce only inside MPI calls, and smaller
-                                        ///< buckets overlap more of the backward pass (docs/performance.md)
-    std::string allreduce = "ring";     ///< the CPU all-reduce's algorithm: "ring" (ours) or "mpi" (MPI_Iallreduce)
-    bool print_steps = true;            ///< rank 0 prints the per-step table
+    int data_threads = 1;            ///< decode threads per rank (none start when the backend
+                                     ///< makes the synthetic batches itself: the CUDA backend)
+    double fusion_mib = 4;           ///< all-reduce bucket threshold, MiB. Not Horovod's 64: Open MPI
+                                     ///< progresses MPI_Iallreduce only inside MPI calls, and smaller
+                                     ///< buckets overlap more of the backward pass (docs/performance.md)
+    std::string allreduce = "ring";  ///< the CPU all-reduce's algorithm: "ring" (ours) or "mpi" (MPI_Iallreduce)
+    bool print_steps = true;         ///< rank 0 prints the per-step table
 };
 
 /// Throws InputError for an option out of range (naming the flag).

@@ -17,7 +17,8 @@ namespace {
 /// A folder of this process's own, removed at exit.
 const std::filesystem::path& folder() {
     static const std::filesystem::path path = [] {
-        std::filesystem::path p = std::filesystem::temp_directory_path() / ("fuzz_checkpoint." + std::to_string(::getpid()));
+        std::filesystem::path p =
+            std::filesystem::temp_directory_path() / ("fuzz_checkpoint." + std::to_string(::getpid()));
         std::filesystem::create_directories(p);
         std::atexit([] {
             std::error_code ignored;

@@ -40,7 +40,8 @@ int run(const std::uint8_t* data, std::size_t size, Parse&& parse) {
         if (message.empty()) fail("an InputError without a message", "");
         if (message.find('\n') != std::string_view::npos) fail("an InputError message of more than one line", message);
         // (Unless the input itself holds the text, echoed back: the fuzzer finds that trick.)
-        if (message.find("[json.exception") != std::string_view::npos && text.find("json.exception") == std::string_view::npos) {
+        if (message.find("[json.exception") != std::string_view::npos &&
+            text.find("json.exception") == std::string_view::npos) {
             fail("an InputError that passes nlohmann's own text on", message);
         }
     } catch (const std::exception& error) {

@@ -88,7 +88,8 @@ RooflinePrior read_roofline(const Fields& f) {
 FrameworkProfile read_framework(const Fields& f, const FrameworkProfile* defaults) {
     FrameworkProfile p;
     // Files written before the key existed take the data-free prior's bucket.
-    p.bucket_MiB = defaults && !f.object_contains("bucket_MiB") ? defaults->bucket_MiB : f.number("bucket_MiB", 1e-6, 1e6);
+    p.bucket_MiB =
+        defaults && !f.object_contains("bucket_MiB") ? defaults->bucket_MiB : f.number("bucket_MiB", 1e-6, 1e6);
     p.fixed_overhead_s = f.number("fixed_overhead_s", 0.0, 10.0);
     p.sync_jitter = f.number("sync_jitter", 0.0, 10.0);
     p.allreduce_overlap = f.number("allreduce_overlap", 0.0, 1.0);
@@ -103,7 +104,8 @@ ComputeCurve read_curve(const Fields& f) {
     c.gpu = f.text("gpu");
     c.precision = parse_precision(f.text("precision"), f.origin() + ": " + f.path() + ".precision");
     c.framework = parse_framework(f.text("framework"), f.origin() + ": " + f.path() + ".framework");
-    if (f.object_contains("stack")) c.stack = parse_software_stack(f.text("stack"), f.origin() + ": " + f.path() + ".stack");
+    if (f.object_contains("stack"))
+        c.stack = parse_software_stack(f.text("stack"), f.origin() + ": " + f.path() + ".stack");
     c.model = f.text_or("model", "resnet50");
     c.image_size = f.object_contains("image_size") ? f.integer("image_size", 32, 100000) : 224;
     c.time_per_image_s = f.number("time_per_image_s", 1e-9, 100.0);
@@ -139,7 +141,8 @@ NetworkParams read_network(const Fields& f, const NetworkParams* defaults) {
         const std::string name(to_string(l));
         LinkParams fallback = defaults ? defaults->link(l) : LinkParams{};
         if (l == IntraLink::nvlink && f.object_contains("intra_efficiency")) {
-            fallback = {f.number("intra_efficiency", 1e-3, 1.0), value("intra_latency_s", 0.0, 1.0, fallback.latency_s)};
+            fallback = {f.number("intra_efficiency", 1e-3, 1.0),
+                        value("intra_latency_s", 0.0, 1.0, fallback.latency_s)};
         }
         n.link(l).efficiency = value(name + "_efficiency", 1e-3, 1.0, fallback.efficiency);
         n.link(l).latency_s = value(name + "_latency_s", 0.0, 1.0, fallback.latency_s);
@@ -221,8 +224,8 @@ Uncertainty read_uncertainty(const json& section, const std::string& origin) {
             auto figure = [&r](const char* key) {
                 return r.object_contains(key) ? r.number(key, -kLargestFigure, kLargestFigure) : 0.0;
             };
-            u.residuals.push_back({r.text_or("origin", ""), r.text_or("quantity", ""), figure("measured"),
-                                   figure("predicted")});
+            u.residuals.push_back(
+                {r.text_or("origin", ""), r.text_or("quantity", ""), figure("measured"), figure("predicted")});
         }
     }
     return u;
@@ -268,7 +271,8 @@ const ComputeCurve* Calibration::sibling_curve(std::string_view gpu, const std::
     const ComputeCurve* best = nullptr;
     int best_rank = 3;
     for (const ComputeCurve& curve : compute) {
-        const bool here = curve.gpu == gpu || std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end();
+        const bool here =
+            curve.gpu == gpu || std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end();
         if (!here || curve.precision != precision) continue;
         const int rank = curve.stack == stack ? 0 : curve.framework == framework ? 1 : 2;
         if (rank < best_rank) {
@@ -280,7 +284,7 @@ const ComputeCurve* Calibration::sibling_curve(std::string_view gpu, const std::
 }
 
 Calibration::TransferRatio Calibration::transfer_ratio(const ComputeCurve& from, Framework framework,
-                                                      SoftwareStack stack) const {
+                                                       SoftwareStack stack) const {
     std::vector<double> logs;
     for (const ComputeCurve& a : compute) {
         if (a.precision != from.precision || a.framework != from.framework || a.stack != from.stack ||
@@ -405,7 +409,8 @@ std::string Calibration::to_json() const {
         net[name + "_efficiency"] = network.fabric(i).efficiency;
         net[name + "_latency_s"] = network.fabric(i).latency_s;
         if (network.fabric(i).cap_GBps > 0) net[name + "_cap_GBps"] = network.fabric(i).cap_GBps;
-        if (network.fabric(i).simple_latency_s > 0) net[name + "_simple_latency_s"] = network.fabric(i).simple_latency_s;
+        if (network.fabric(i).simple_latency_s > 0)
+            net[name + "_simple_latency_s"] = network.fabric(i).simple_latency_s;
     }
     for (const IntraLink l : kAllIntraLinks) {
         net[std::string(to_string(l)) + "_efficiency"] = network.link(l).efficiency;
@@ -417,7 +422,8 @@ std::string Calibration::to_json() const {
     root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu},
                               {"relative_sigma", decode_relative_sigma}};
     root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
-    if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0) root["uncertainty"] = uncertainty_json(uncertainty);
+    if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0)
+        root["uncertainty"] = uncertainty_json(uncertainty);
     return root.dump(2) + "\n";
 }
 

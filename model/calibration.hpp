@@ -21,7 +21,7 @@ inline constexpr double kFrameworkTransferSigma = 0.15;
 /// compute_s(batch) = fixed_s + batch x time_per_image_s, so throughput saturates at
 /// 1 / time_per_image_s as the batch grows (docs/model.md, "Compute").
 struct ComputeCurve {
-    std::string gpu;                 ///< GpuSpec::name
+    std::string gpu;  ///< GpuSpec::name
     Precision precision = Precision::amp;
     Framework framework = Framework::tensorflow;
     SoftwareStack stack = SoftwareStack::current;  ///< the software it was measured on
@@ -46,15 +46,15 @@ struct RooflinePrior {
 
 /// A framework's overheads (MXNet, TensorFlow, PyTorch and epochcast's own executor each have one).
 struct FrameworkProfile {
-    double fixed_overhead_s = 0;    ///< per-iteration overhead of a GPU without a measured curve, in seconds
-    double sync_jitter = 0;         ///< relative standard deviation of one worker's compute time (stragglers)
-    double allreduce_overlap = 0;   ///< fraction of the backward pass that hides all-reduce traffic, 0..1
-    double ps_overlap = 0;          ///< same for parameter-server push/pull, 0..1
+    double fixed_overhead_s = 0;   ///< per-iteration overhead of a GPU without a measured curve, in seconds
+    double sync_jitter = 0;        ///< relative standard deviation of one worker's compute time (stragglers)
+    double allreduce_overlap = 0;  ///< fraction of the backward pass that hides all-reduce traffic, 0..1
+    double ps_overlap = 0;         ///< same for parameter-server push/pull, 0..1
     /// Gradient bucket the framework all-reduces at once, in MiB: Horovod's fusion threshold (64),
     /// PyTorch DDP's bucket_cap_mb (25), epochcast-train's --fusion-mib (4). A Scenario's
     /// fusion_threshold_MiB overrides it.
     double bucket_MiB = 0;
-    double relative_sigma = 0;      ///< 1-sigma relative uncertainty of the sync and overlap terms
+    double relative_sigma = 0;  ///< 1-sigma relative uncertainty of the sync and overlap terms
     std::string source;
 };
 
@@ -66,7 +66,7 @@ struct FabricParams {
     /// seconds; latency_s is then the low-latency protocol's, which moves half the bytes per
     /// transfer (eq. N3). 0: one protocol, latency_s at full bandwidth.
     double simple_latency_s = 0;
-    double cap_GBps = 0;    ///< per-node ceiling of that bus bandwidth, in 10^9 bytes/s; 0: none
+    double cap_GBps = 0;  ///< per-node ceiling of that bus bandwidth, in 10^9 bytes/s; 0: none
 };
 
 /// One class of GPU-to-GPU link inside a node (pcie, nvlink, nvswitch).
@@ -81,7 +81,7 @@ struct NetworkParams {
     std::array<LinkParams, kIntraLinkCount> links{};         ///< indexed by IntraLink
     /// NVLink SHARP's all-reduce bus bandwidth over intra_node_GBps (Hopper and later with NVSwitch).
     double nvls_efficiency = 0;
-    double relative_sigma = 0;      ///< 1-sigma relative uncertainty of communication times
+    double relative_sigma = 0;  ///< 1-sigma relative uncertainty of communication times
     std::string source;
 
     FabricParams& fabric(Interconnect i) { return fabrics[static_cast<std::size_t>(i)]; }
@@ -92,8 +92,8 @@ struct NetworkParams {
 
 /// One calibration run's fit: what was measured and what the fitted model says.
 struct FitResidual {
-    std::string origin;       ///< the run ("file#index") or network measurement it belongs to
-    std::string quantity;     ///< "throughput_images_per_s", "scaling_efficiency", "bus_bandwidth_GBps", ...
+    std::string origin;    ///< the run ("file#index") or network measurement it belongs to
+    std::string quantity;  ///< "throughput_images_per_s", "scaling_efficiency", "bus_bandwidth_GBps", ...
     double measured = 0;
     double predicted = 0;
 };
@@ -111,8 +111,8 @@ struct Uncertainty {
 
 /// Everything the cost model reads besides the catalog.
 struct Calibration {
-    std::string description;                ///< what it was made from
-    std::vector<std::string> fitted_from;   ///< the runs (file#index) it was fitted to
+    std::string description;               ///< what it was made from
+    std::vector<std::string> fitted_from;  ///< the runs (file#index) it was fitted to
     RooflinePrior roofline;
     std::array<FrameworkProfile, kFrameworkCount> frameworks;  ///< indexed by Framework
     std::vector<ComputeCurve> compute;
@@ -129,8 +129,8 @@ struct Calibration {
     /// The measured curve for this GPU, precision, framework and software stack, or nullptr.
     /// `same_chip` (Catalog::same_chip) also matches a curve measured on another GPU of the same
     /// chip (same silicon and clocks).
-    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework,
-                                   SoftwareStack stack, const std::vector<std::string>& same_chip = {}) const;
+    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework, SoftwareStack stack,
+                                   const std::vector<std::string>& same_chip = {}) const;
 
     /// A curve of another framework or software stack on this GPU (or one of `same_chip`) and
     /// precision, to borrow where the GPU has none of its own: the same stack first (another

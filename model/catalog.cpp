@@ -91,8 +91,7 @@ double number(const json& object, std::string_view key, Bound bound, const Where
 }
 
 /// A whole number (8 or 8.0, not 8.5); absent optional keys give `fallback`.
-int count(const json& object, std::string_view key, Bound bound, const Where& where, bool required,
-          int fallback = 0) {
+int count(const json& object, std::string_view key, Bound bound, const Where& where, bool required, int fallback = 0) {
     const auto it = object.find(std::string(key));
     if (it == object.end()) {
         if (required) where.fail(key, "is missing (a whole number is required)");
@@ -166,21 +165,24 @@ GpuSpec parse_gpu(const json& entry, const Where& where, const GpuSpec* base) {
     gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, required, gpu.memory_gib);
     gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, required, gpu.memory_GBps);
     gpu.chip = optional_string(entry, "chip", where, gpu.chip);
-    gpu.source = required ? required_string(entry, "source", where) : optional_string(entry, "source", where, gpu.source);
-    if (entry.contains("kind")) gpu.kind = parse_device_kind(required_string(entry, "kind", where),
-                                                                 std::string(where.origin) + ": " + where.entry + ": key \"kind\"");
+    gpu.source =
+        required ? required_string(entry, "source", where) : optional_string(entry, "source", where, gpu.source);
+    if (entry.contains("kind"))
+        gpu.kind = parse_device_kind(required_string(entry, "kind", where),
+                                     std::string(where.origin) + ": " + where.entry + ": key \"kind\"");
     return gpu;
 }
 
 /// "nvlink4" -> 4, "pcie4" -> 0; fails on anything else.
 int parse_intra_node_link(const std::string& link, const Where& where) {
-    static constexpr std::string_view kLinks[] = {"pcie", "pcie3", "pcie4", "pcie5", "pcie6", "nvlink",
-                                                  "nvlink2", "nvlink3", "nvlink4", "nvlink5"};
+    static constexpr std::string_view kLinks[] = {"pcie",   "pcie3",   "pcie4",   "pcie5",   "pcie6",
+                                                  "nvlink", "nvlink2", "nvlink3", "nvlink4", "nvlink5"};
     for (std::string_view known : kLinks) {
         if (link == known) return link.rfind("nvlink", 0) == 0 && link.size() > 6 ? link.back() - '0' : 0;
     }
-    where.fail("intra_node_link", "is '" + escape_for_message(link) + "', expected one of pcie, pcie3, pcie4, pcie5, pcie6, nvlink, "
-                                  "nvlink2, nvlink3, nvlink4, nvlink5");
+    where.fail("intra_node_link", "is '" + escape_for_message(link) +
+                                      "', expected one of pcie, pcie3, pcie4, pcie5, pcie6, nvlink, "
+                                      "nvlink2, nvlink3, nvlink4, nvlink5");
 }
 
 /// The fabric keys and their defaults (model/catalog.hpp): an entry that gives efa_adapters but
@@ -188,10 +190,11 @@ int parse_intra_node_link(const std::string& link, const Where& where) {
 void parse_fabric(const json& entry, const Where& where, const InstanceSpec* base, InstanceSpec& instance) {
     const bool given = entry.contains("interconnect");
     if (given) {
-        instance.interconnect = parse_interconnect(required_string(entry, "interconnect", where),
-                                                   std::string(where.origin) + ": " + where.entry + ": key \"interconnect\"");
-    } else if (!base || (entry.contains("efa_adapters") && (instance.interconnect == Interconnect::efa ||
-                                                             instance.interconnect == Interconnect::tcp))) {
+        instance.interconnect =
+            parse_interconnect(required_string(entry, "interconnect", where),
+                               std::string(where.origin) + ": " + where.entry + ": key \"interconnect\"");
+    } else if (!base || (entry.contains("efa_adapters") &&
+                         (instance.interconnect == Interconnect::efa || instance.interconnect == Interconnect::tcp))) {
         // A new entry, or a known EFA/TCP one whose adapters change: EFA exactly when it has some.
         instance.interconnect = instance.efa_adapters > 0 ? Interconnect::efa : Interconnect::tcp;
     }
@@ -209,7 +212,8 @@ void parse_fabric(const json& entry, const Where& where, const InstanceSpec* bas
         where.fail("nics", "is " + std::to_string(instance.nics) + ", fewer than the " +
                                std::to_string(instance.efa_adapters) + " EFA adapters");
     }
-    const bool rdma_fabric = instance.interconnect == Interconnect::infiniband || instance.interconnect == Interconnect::roce;
+    const bool rdma_fabric =
+        instance.interconnect == Interconnect::infiniband || instance.interconnect == Interconnect::roce;
     instance.gpudirect_rdma =
         boolean(entry, "gpudirect_rdma", where, fabric_changed ? rdma_fabric : instance.gpudirect_rdma);
     if (instance.gpudirect_rdma && instance.interconnect == Interconnect::tcp) {
@@ -240,21 +244,27 @@ InstanceSpec parse_instance(const json& entry, const Where& where, const Instanc
     instance.network_gbps = number(entry, "network_gbps", Bound::positive, where, required, instance.network_gbps);
     instance.efa_adapters = count(entry, "efa_adapters", Bound::non_negative, where, false, instance.efa_adapters);
     parse_fabric(entry, where, base, instance);
-    instance.intra_node_GBps = number(entry, "intra_node_GBps", Bound::non_negative, where, false, instance.intra_node_GBps);
+    instance.intra_node_GBps =
+        number(entry, "intra_node_GBps", Bound::non_negative, where, false, instance.intra_node_GBps);
     // A known entry keeps its link unless the file names one; a new entry's defaults to PCIe up to
     // 64 GB/s (a x16 gen5 slot each way), else NVLink, without NVSwitch.
     std::string link_default = instance.intra_node_link;
     if (!base) link_default = instance.gpus <= 1 ? "" : instance.intra_node_GBps <= 64 ? "pcie" : "nvlink";
     instance.intra_node_link = optional_string(entry, "intra_node_link", where, link_default);
-    instance.nvlink_generation = instance.intra_node_link.empty() ? 0 : parse_intra_node_link(instance.intra_node_link, where);
-    instance.nvswitch = boolean(entry, "nvswitch", where, base && !entry.contains("intra_node_link") ? instance.nvswitch : false);
+    instance.nvlink_generation =
+        instance.intra_node_link.empty() ? 0 : parse_intra_node_link(instance.intra_node_link, where);
+    instance.nvswitch =
+        boolean(entry, "nvswitch", where, base && !entry.contains("intra_node_link") ? instance.nvswitch : false);
     if (instance.nvswitch && instance.intra_node_link.rfind("nvlink", 0) != 0) {
         where.fail("nvswitch", "is true, but intra_node_link is '" + instance.intra_node_link + "', not NVLink");
     }
     // 0 for a machine that costs nothing by the hour (the local host, `local-cpu`).
-    instance.price_usd_per_hour = number(entry, "price_usd_per_hour", Bound::non_negative, where, required, instance.price_usd_per_hour);
-    instance.spot_usd_per_hour = number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, instance.spot_usd_per_hour);
-    instance.source = required ? required_string(entry, "source", where) : optional_string(entry, "source", where, instance.source);
+    instance.price_usd_per_hour =
+        number(entry, "price_usd_per_hour", Bound::non_negative, where, required, instance.price_usd_per_hour);
+    instance.spot_usd_per_hour =
+        number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, instance.spot_usd_per_hour);
+    instance.source =
+        required ? required_string(entry, "source", where) : optional_string(entry, "source", where, instance.source);
     return instance;
 }
 
@@ -295,8 +305,8 @@ void upsert(std::vector<Spec>& specs, const Spec& spec) {
     specs.push_back(spec);
 }
 
-void parse_impl(std::string_view json_text, std::string_view origin, const Catalog* known,
-                   std::vector<GpuSpec>& gpus, std::vector<InstanceSpec>& instances) {
+void parse_impl(std::string_view json_text, std::string_view origin, const Catalog* known, std::vector<GpuSpec>& gpus,
+                std::vector<InstanceSpec>& instances) {
     const json root = parse_json(json_text, origin);
     if (!root.is_object()) {
         throw InputError(std::string(origin) + ": a catalog must be a JSON object, got " + type_name(root));
@@ -346,7 +356,6 @@ void parse_impl(std::string_view json_text, std::string_view origin, const Catal
     }
 }
 
-
 }  // namespace
 
 Catalog Catalog::built_in() { return parse(embedded::catalog_json, kBuiltInOrigin); }
@@ -363,7 +372,9 @@ Catalog Catalog::parse(std::string_view json_text, std::string_view origin, cons
     return catalog;
 }
 
-Catalog Catalog::load(const std::filesystem::path& path) { return parse(read_text_file(path, "catalog"), path.string()); }
+Catalog Catalog::load(const std::filesystem::path& path) {
+    return parse(read_text_file(path, "catalog"), path.string());
+}
 
 Catalog Catalog::load(const std::filesystem::path& path, const Catalog& known) {
     return parse(read_text_file(path, "catalog"), path.string(), known);

@@ -14,18 +14,18 @@ namespace epochcast {
 
 /// One GPU as AWS counts it (a K80 board is two GPUs; "K80" here is one GK210).
 struct GpuSpec {
-    std::string name;            ///< e.g. "V100-SXM2-16GB"
+    std::string name;                   ///< e.g. "V100-SXM2-16GB"
     DeviceKind kind = DeviceKind::gpu;  ///< "kind" in the file, optional: "gpu" (default) or "cpu" (a host's CPU ranks)
-    double fp32_tflops = 0;      ///< peak dense fp32, in 10^12 FLOP/s
-    double fp16_tflops = 0;      ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s; 0 where none (CPUs)
-    double bf16_tflops = 0;      ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
-    double memory_gib = 0;       ///< device memory, in GiB
-    double memory_GBps = 0;      ///< device memory bandwidth, in 10^9 bytes/s
+    double fp32_tflops = 0;             ///< peak dense fp32, in 10^12 FLOP/s
+    double fp16_tflops = 0;  ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s; 0 where none (CPUs)
+    double bf16_tflops = 0;  ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
+    double memory_gib = 0;   ///< device memory, in GiB
+    double memory_GBps = 0;  ///< device memory bandwidth, in 10^9 bytes/s
     /// "chip", optional: GPUs that name the same chip are the same silicon at the same clocks and
     /// memory bandwidth (only the memory size differs), so a compute curve measured on one holds
     /// for all (V100-SXM2-16GB and -32GB). Empty: the GPU's own name.
     std::string chip;
-    std::string source;          ///< where the figures come from
+    std::string source;  ///< where the figures come from
 
     /// The chip, or the name where none is given.
     const std::string& chip_or_name() const { return chip.empty() ? name : chip; }
@@ -33,13 +33,13 @@ struct GpuSpec {
 
 /// One instance type. CPU-only instances (parameter servers) have gpus == 0 and an empty gpu.
 struct InstanceSpec {
-    std::string name;               ///< e.g. "p3.16xlarge"
-    std::string gpu;                ///< GpuSpec::name, empty for CPU-only instances
-    int gpus = 0;                   ///< GPUs per instance
-    int vcpus = 0;                  ///< virtual CPUs
-    double memory_gib = 0;          ///< host memory, in GiB
-    double network_gbps = 0;        ///< NIC line rate, in 10^9 bit/s
-    int efa_adapters = 0;           ///< Elastic Fabric Adapters (0 = plain ENA/TCP networking)
+    std::string name;         ///< e.g. "p3.16xlarge"
+    std::string gpu;          ///< GpuSpec::name, empty for CPU-only instances
+    int gpus = 0;             ///< GPUs per instance
+    int vcpus = 0;            ///< virtual CPUs
+    double memory_gib = 0;    ///< host memory, in GiB
+    double network_gbps = 0;  ///< NIC line rate, in 10^9 bit/s
+    int efa_adapters = 0;     ///< Elastic Fabric Adapters (0 = plain ENA/TCP networking)
     /// "interconnect", optional: what joins the node to others. Default efa when efa_adapters > 0,
     /// else tcp.
     Interconnect interconnect = Interconnect::tcp;
@@ -54,7 +54,7 @@ struct InstanceSpec {
     /// "nvlink" when the generation is unknown; empty for one GPU. Default: pcie when
     /// intra_node_GBps <= 64, else nvlink.
     std::string intra_node_link;
-    int nvlink_generation = 0;      ///< from intra_node_link: 2-5, 0 for PCIe or unknown
+    int nvlink_generation = 0;  ///< from intra_node_link: 2-5, 0 for PCIe or unknown
     /// "nvswitch", optional (default false): the NVLinks go through NVSwitch chips, so every GPU
     /// reaches every other at full bandwidth, and from NVLink 4 on the switch can reduce (NVLS).
     bool nvswitch = false;

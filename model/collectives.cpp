@@ -17,8 +17,8 @@ double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double b
     return (n - 1.0) * latency_s + (n - 1.0) / n * bytes / bandwidth_Bps;
 }
 
-double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
-                             double inter_latency_s, double bandwidth_Bps) {
+double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
+                             double bandwidth_Bps) {
     const double n = static_cast<double>(nodes) * gpus_per_node;
     if (n <= 1) return 0.0;
     const double steps = 2.0 * (n - 1.0);
@@ -31,8 +31,8 @@ double tree_network_bytes_factor(int nodes) {
     return nodes == 2 ? 1.0 : 2.0;
 }
 
-double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
-                             double inter_latency_s, double network_Bps, double node_Bps) {
+double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
+                             double network_Bps, double node_Bps) {
     if (static_cast<double>(nodes) * gpus_per_node <= 1) return 0.0;
     const double depth = std::floor(std::log2(static_cast<double>(nodes)));
     const double latency = 2.0 * ((gpus_per_node - 1.0) * intra_latency_s + depth * inter_latency_s);
@@ -51,7 +51,8 @@ double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwid
 double ps_push_pull_s(double bytes, int workers, int servers, double latency_s, double worker_bandwidth_Bps,
                       double server_bandwidth_Bps) {
     const double worker_s = bytes / worker_bandwidth_Bps;
-    const double server_s = static_cast<double>(workers) * bytes / (static_cast<double>(servers) * server_bandwidth_Bps);
+    const double server_s =
+        static_cast<double>(workers) * bytes / (static_cast<double>(servers) * server_bandwidth_Bps);
     return 2.0 * latency_s + std::max(worker_s, server_s);
 }
 

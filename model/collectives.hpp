@@ -21,8 +21,8 @@ double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double b
 /// network, the rest stay inside a node; the bytes move at the slowest link's pace.
 /// t = (2(N-1) - s) alpha_intra + s alpha_inter + 2(N-1)/N x bytes / bandwidth, s = 2(nodes-1).
 /// Zero for one GPU.
-double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
-                             double inter_latency_s, double bandwidth_Bps);
+double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
+                             double bandwidth_Bps);
 
 /// The share of a link's bandwidth NCCL's tree reaches against its ring (src/graph/tuning.cc: the
 /// tree's bus bandwidth is the ring's x 0.92).
@@ -48,14 +48,13 @@ double tree_network_bytes_factor(int nodes);
 ///     + max(tree_network_bytes_factor(M) x bytes / (0.92 network_bandwidth), 2 x bytes / node_bandwidth)
 /// where node_bandwidth is the rate at which the chain moves the buffer through a GPU each way
 /// (infinite for one GPU per node). Zero for one GPU.
-double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
-                             double inter_latency_s, double network_Bps, double node_Bps);
+double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
+                             double network_Bps, double node_Bps);
 
 /// NVLink SHARP in one node (eq. V1): every GPU writes its buffer into the NVSwitch, which
 /// reduces, and reads the sum back; one latency each way, the bytes at NVLS's bus bandwidth.
 /// t = 2 alpha + 2(n-1)/n x bytes / bandwidth. Zero for one GPU.
 double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwidth_Bps);
-
 
 /// Parameter servers on `servers` dedicated hosts, `workers` worker hosts: each worker pushes its
 /// whole gradient and pulls the whole model (full duplex, keys pipelined so push and pull overlap);

@@ -71,7 +71,8 @@ Recipe parse_recipe(const json& entry, const std::string& where) {
     r.dataset_images = static_cast<std::int64_t>(number_field(entry, "dataset_images", here, 0, kMaxGlobalBatch));
     r.image_size = static_cast<int>(number_field(entry, "image_size", here, 0, 4096));
     const auto extrapolate = entry.find("extrapolate");
-    if (extrapolate == entry.end() || !extrapolate->is_boolean()) throw InputError(here + ": 'extrapolate' must be true or false");
+    if (extrapolate == entry.end() || !extrapolate->is_boolean())
+        throw InputError(here + ": 'extrapolate' must be true or false");
     r.extrapolate = extrapolate->get<bool>();
     const auto points = entry.find("points");
     if (points == entry.end() || !points->is_array() || points->size() < 2) {
@@ -95,7 +96,8 @@ double between(double batch, const RecipePoint& a, const RecipePoint& b, double 
 }  // namespace
 
 double NoiseScaleLaw::sigma(double global_batch) const {
-    const double leverage = batch_spread > 0 ? (global_batch - mean_batch) * (global_batch - mean_batch) / batch_spread : 0;
+    const double leverage =
+        batch_spread > 0 ? (global_batch - mean_batch) * (global_batch - mean_batch) / batch_spread : 0;
     return residual_sigma * std::sqrt(1.0 + 1.0 / points + leverage);
 }
 
@@ -209,9 +211,12 @@ Convergence Convergence::parse(std::string_view json_text, std::string_view orig
 
 std::string_view to_string(EpochsBasis basis) {
     switch (basis) {
-        case EpochsBasis::given: return "given";
-        case EpochsBasis::published: return "published";
-        case EpochsBasis::extrapolated: return "extrapolated";
+        case EpochsBasis::given:
+            return "given";
+        case EpochsBasis::published:
+            return "published";
+        case EpochsBasis::extrapolated:
+            return "extrapolated";
     }
     return "given";
 }
@@ -244,8 +249,8 @@ EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, doubl
         if (global_batch > limit) {
             throw InputError("recipe " + recipe.name + " is published up to a global batch of " +
                              format_count(recipe.largest_batch()) +
-                             (recipe.extrapolate ? " and carried to " + format_count(limit) : std::string()) +
-                             "; " + format_count(global_batch) + " is beyond it");
+                             (recipe.extrapolate ? " and carried to " + format_count(limit) : std::string()) + "; " +
+                             format_count(global_batch) + " is beyond it");
         }
         // Eq. K2 from the largest published point: the law's rise added to that point's range.
         const NoiseScaleLaw& law = recipe.law;

@@ -14,11 +14,11 @@ namespace epochcast {
 /// batch (a range where several runs at about that batch differ; equal ends for one figure) and
 /// reached `top1_percent` ImageNet top-1 accuracy.
 struct RecipePoint {
-    double global_batch = 0;   ///< images per iteration over all GPUs
-    double epochs_low = 0;     ///< fewest epochs published at this batch
-    double epochs_high = 0;    ///< most
-    double top1_percent = 0;   ///< top-1 accuracy reached (the target, for time-to-target results)
-    std::string source;        ///< where the figure is published, with its conditions
+    double global_batch = 0;  ///< images per iteration over all GPUs
+    double epochs_low = 0;    ///< fewest epochs published at this batch
+    double epochs_high = 0;   ///< most
+    double top1_percent = 0;  ///< top-1 accuracy reached (the target, for time-to-target results)
+    std::string source;       ///< where the figure is published, with its conditions
 };
 
 /// Eq. K2, the empirical law of large-batch training (McCandlish et al. 2018, "An Empirical Model of
@@ -40,11 +40,11 @@ NoiseScaleLaw fit_noise_scale_law(const std::vector<RecipePoint>& points);
 /// A training recipe (optimizer, schedule, hyper-parameters rescaled with the batch) and what it is
 /// published to reach.
 struct Recipe {
-    std::string name;             ///< "mlperf-lars", "goyal2017"
-    std::string description;      ///< optimizer and schedule, one line
-    std::string model;            ///< the architecture its runs trained ("resnet50")
+    std::string name;                 ///< "mlperf-lars", "goyal2017"
+    std::string description;          ///< optimizer and schedule, one line
+    std::string model;                ///< the architecture its runs trained ("resnet50")
     std::int64_t dataset_images = 0;  ///< the training set of its runs (ImageNet-1k)
-    int image_size = 0;           ///< their input side, pixels
+    int image_size = 0;               ///< their input side, pixels
     /// Beyond the largest published batch the epochs follow eq. K2 up to kMaxExtrapolation times
     /// that batch (true), or the recipe is not extrapolated at all (false).
     bool extrapolate = false;
@@ -57,7 +57,6 @@ struct Recipe {
 
 /// How far past its largest published batch a recipe with `extrapolate` is carried by eq. K2.
 inline constexpr double kMaxExtrapolation = 2.0;
-
 
 /// The recipes, as compiled in from model/convergence.json or parsed from such a file. One recipe
 /// name may be published for several models (goyal2017: ResNet-50 and ResNet-101).
@@ -97,8 +96,8 @@ std::string_view to_string(EpochsBasis basis);
 
 /// The epochs to a target top-1 at a global batch by one recipe.
 struct EpochsToTarget {
-    double epochs = 0;        ///< central
-    double epochs_low = 0;    ///< the band's ends: the published range, or eq. K2's 95% band
+    double epochs = 0;      ///< central
+    double epochs_low = 0;  ///< the band's ends: the published range, or eq. K2's 95% band
     double epochs_high = 0;
     double top1_percent = 0;  ///< what the recipe reaches at this batch (eq. K1)
     EpochsBasis basis = EpochsBasis::published;

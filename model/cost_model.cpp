@@ -34,8 +34,8 @@ int per_gpu_batch(const Scenario& scenario, int instance_gpus) {
     if (scenario.global_batch < 0) {
         throw InputError("--global-batch must be at least 1 (got " + std::to_string(scenario.global_batch) + ")");
     }
-    const long long gpus = static_cast<long long>(scenario.nodes) *
-                           (scenario.gpus_per_node > 0 ? scenario.gpus_per_node : instance_gpus);
+    const long long gpus =
+        static_cast<long long>(scenario.nodes) * (scenario.gpus_per_node > 0 ? scenario.gpus_per_node : instance_gpus);
     if (gpus < 1) return scenario.batch_per_gpu;  // resolve() rejects the count itself
     if (scenario.global_batch % gpus != 0) {
         throw InputError("global batch " + std::to_string(scenario.global_batch) + " does not divide over " +
@@ -53,7 +53,8 @@ double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const Ne
     const Interconnect fabric = fabric_in_use(instance, efa_adapters);
     const FabricParams& params = network.fabric(fabric);
     double line_GBps = instance.network_gbps / kBitsPerByte;
-    if (fabric == Interconnect::efa && efa_adapters > 0) line_GBps *= static_cast<double>(efa_adapters) / instance.efa_adapters;
+    if (fabric == Interconnect::efa && efa_adapters > 0)
+        line_GBps *= static_cast<double>(efa_adapters) / instance.efa_adapters;
     const double GBps = line_GBps * params.efficiency;
     return (params.cap_GBps > 0 ? std::min(GBps, params.cap_GBps) : GBps) * 1e9;
 }
@@ -83,9 +84,12 @@ void set_network(ResolvedScenario& r, const InstanceSpec& instance, DeviceKind d
 
 double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
     switch (precision) {
-        case Precision::fp32: return gpu.fp32_tflops * 1e12;
-        case Precision::amp: return gpu.fp16_tflops * 1e12;
-        case Precision::bf16: return gpu.bf16_tflops * 1e12;
+        case Precision::fp32:
+            return gpu.fp32_tflops * 1e12;
+        case Precision::amp:
+            return gpu.fp16_tflops * 1e12;
+        case Precision::bf16:
+            return gpu.bf16_tflops * 1e12;
     }
     return gpu.fp32_tflops * 1e12;
 }
@@ -94,9 +98,12 @@ double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
 
 std::string_view to_string(Bottleneck bottleneck) {
     switch (bottleneck) {
-        case Bottleneck::compute: return "compute";
-        case Bottleneck::communication: return "communication";
-        case Bottleneck::data: return "data";
+        case Bottleneck::compute:
+            return "compute";
+        case Bottleneck::communication:
+            return "communication";
+        case Bottleneck::data:
+            return "data";
     }
     return "?";
 }
@@ -160,11 +167,16 @@ double pooled_sigma(double sigma_a, double sigma_b) {
 
 std::string_view to_string(CurveOrigin origin) {
     switch (origin) {
-        case CurveOrigin::measured: return "measured";
-        case CurveOrigin::other_framework: return "another framework's";
-        case CurveOrigin::other_gpus: return "other GPUs'";
-        case CurveOrigin::pooled: return "pooled";
-        case CurveOrigin::roofline: return "roofline prior";
+        case CurveOrigin::measured:
+            return "measured";
+        case CurveOrigin::other_framework:
+            return "another framework's";
+        case CurveOrigin::other_gpus:
+            return "other GPUs'";
+        case CurveOrigin::pooled:
+            return "pooled";
+        case CurveOrigin::roofline:
+            return "roofline prior";
     }
     return "?";
 }
@@ -176,13 +188,14 @@ double straggler_factor(int workers) {
 
 double compute_jitter(const std::vector<double>& step_seconds) {
     if (step_seconds.size() < kMinJitterSamples) {
-        throw InputError("a compute jitter needs at least " + std::to_string(kMinJitterSamples) + " per-step samples, got " +
-                         std::to_string(step_seconds.size()));
+        throw InputError("a compute jitter needs at least " + std::to_string(kMinJitterSamples) +
+                         " per-step samples, got " + std::to_string(step_seconds.size()));
     }
     double sum = 0;
     double squared_steps = 0;
     for (std::size_t i = 0; i < step_seconds.size(); ++i) {
-        if (!(step_seconds[i] > 0)) throw InputError("per-step sample " + std::to_string(i) + " is not a positive time");
+        if (!(step_seconds[i] > 0))
+            throw InputError("per-step sample " + std::to_string(i) + " is not a positive time");
         sum += step_seconds[i];
         if (i > 0) squared_steps += std::pow(step_seconds[i] - step_seconds[i - 1], 2);
     }
@@ -230,15 +243,16 @@ double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double b
             return 2.0 * ring_reduce_scatter_s(bytes, k, s.intra_latency_s, s.intra_bandwidth_Bps) +
                    ring_allreduce_s(bytes, m, s.inter_latency_s, s.inter_bandwidth_Bps);
         case Algorithm::none:
-        case Algorithm::push_pull: break;
+        case Algorithm::push_pull:
+            break;
     }
     return 0.0;
 }
 
 Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
     const Protocol single{s.inter_latency_s, 1.0};
-    const bool two = s.inter_simple_latency_s > 0 && s.nodes > 1 &&
-                     (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
+    const bool two =
+        s.inter_simple_latency_s > 0 && s.nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
     if (!two) return single;
     const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
     const Protocol simple{s.inter_simple_latency_s, 1.0};
@@ -269,11 +283,16 @@ Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
 
 Algorithm algorithm_for(const ResolvedScenario& s, double bytes) {
     switch (s.strategy) {
-        case Strategy::nccl: return nccl_algorithm(s, bytes);
-        case Strategy::ring: return Algorithm::ring;
-        case Strategy::tree: return Algorithm::tree;
-        case Strategy::hierarchical: return s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring;
-        case Strategy::ps: return Algorithm::push_pull;
+        case Strategy::nccl:
+            return nccl_algorithm(s, bytes);
+        case Strategy::ring:
+            return Algorithm::ring;
+        case Strategy::tree:
+            return Algorithm::tree;
+        case Strategy::hierarchical:
+            return s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring;
+        case Strategy::ps:
+            return Algorithm::push_pull;
     }
     return Algorithm::none;
 }
@@ -289,8 +308,8 @@ Communication communication(const ResolvedScenario& s) {
         c.buckets = 1;
         const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
         c.seconds = intra + (s.ps_colocated ? ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps)
-                                            : ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s,
-                                                             s.inter_bandwidth_Bps, s.server_bandwidth_Bps));
+                                            : ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s, s.inter_bandwidth_Bps,
+                                                             s.server_bandwidth_Bps));
         return c;
     }
     if (m * k <= 1) return c;
@@ -336,7 +355,8 @@ AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind d
 
 double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
                                     const NetworkParams& network, Strategy strategy) {
-    return predict_allreduce(instance, device, ranks, efa_adapters, kLargeMessageBytes, network, strategy).bus_bandwidth_GBps;
+    return predict_allreduce(instance, device, ranks, efa_adapters, kLargeMessageBytes, network, strategy)
+        .bus_bandwidth_GBps;
 }
 
 AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObservation& measured,
@@ -349,18 +369,30 @@ AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObser
 
 double& ResolvedScenario::field(SensitiveField f) {
     switch (f) {
-        case SensitiveField::time_per_image: return time_per_image_s;
-        case SensitiveField::fixed: return fixed_s;
-        case SensitiveField::sync_jitter: return sync_jitter;
-        case SensitiveField::overlap: return overlap;
-        case SensitiveField::intra_bandwidth: return intra_bandwidth_Bps;
-        case SensitiveField::intra_latency: return intra_latency_s;
-        case SensitiveField::inter_bandwidth: return inter_bandwidth_Bps;
-        case SensitiveField::inter_latency: return inter_latency_s;
-        case SensitiveField::server_bandwidth: return server_bandwidth_Bps;
-        case SensitiveField::nvls_bandwidth: return nvls_bandwidth_Bps;
-        case SensitiveField::decode: return decode_images_per_s_per_gpu;
-        case SensitiveField::count: break;
+        case SensitiveField::time_per_image:
+            return time_per_image_s;
+        case SensitiveField::fixed:
+            return fixed_s;
+        case SensitiveField::sync_jitter:
+            return sync_jitter;
+        case SensitiveField::overlap:
+            return overlap;
+        case SensitiveField::intra_bandwidth:
+            return intra_bandwidth_Bps;
+        case SensitiveField::intra_latency:
+            return intra_latency_s;
+        case SensitiveField::inter_bandwidth:
+            return inter_bandwidth_Bps;
+        case SensitiveField::inter_latency:
+            return inter_latency_s;
+        case SensitiveField::server_bandwidth:
+            return server_bandwidth_Bps;
+        case SensitiveField::nvls_bandwidth:
+            return nvls_bandwidth_Bps;
+        case SensitiveField::decode:
+            return decode_images_per_s_per_gpu;
+        case SensitiveField::count:
+            break;
     }
     return decode_images_per_s_per_gpu;
 }
@@ -433,9 +465,11 @@ void CostModel::build_covariance() {
     for (const std::string& name : u.parameters) {
         ParameterId id;
         if (!find_parameter(calibration_, name, &id)) {
-            throw InputError("calibration: uncertainty.parameters names '" + name + "', which this calibration has not");
+            throw InputError("calibration: uncertainty.parameters names '" + name +
+                             "', which this calibration has not");
         }
-        rows.push_back(static_cast<std::size_t>(std::find(parameters_.begin(), parameters_.end(), id) - parameters_.begin()));
+        rows.push_back(
+            static_cast<std::size_t>(std::find(parameters_.begin(), parameters_.end(), id) - parameters_.begin()));
     }
     for (std::size_t a = 0; a < rows.size(); ++a) {
         for (std::size_t b = 0; b < rows.size(); ++b) {
@@ -488,7 +522,8 @@ std::string shortest(double value) {
 
 void check_scenario_limits(const Scenario& scenario) {
     check_count("--nodes", scenario.nodes, 1, kMaxNodes, "nodes");
-    if (scenario.gpus_per_node != 0) check_count("--gpus-per-node", scenario.gpus_per_node, 1, kMaxGpusPerNode, "GPUs per node");
+    if (scenario.gpus_per_node != 0)
+        check_count("--gpus-per-node", scenario.gpus_per_node, 1, kMaxGpusPerNode, "GPUs per node");
     if (scenario.global_batch != 0) {
         check_count("--global-batch", scenario.global_batch, 1, kMaxGlobalBatch, "images per iteration");
     } else {
@@ -503,7 +538,8 @@ void check_scenario_limits(const Scenario& scenario) {
         if (!std::isfinite(scenario.epochs)) {
             throw InputError("--epochs must be a finite number (got " + shortest(scenario.epochs) + ")");
         }
-        if (!(scenario.epochs > 0)) throw InputError("--epochs must be positive (got " + shortest(scenario.epochs) + ")");
+        if (!(scenario.epochs > 0))
+            throw InputError("--epochs must be positive (got " + shortest(scenario.epochs) + ")");
         if (scenario.epochs > kMaxEpochs) beyond_limit("--epochs", shortest(scenario.epochs), kMaxEpochs, "epochs");
     }
     if (scenario.efa_adapters < -1) {
@@ -532,8 +568,8 @@ void check_prediction(const Prediction& p) {
     }
     if (!(p.throughput_images_per_s > 0)) throw InfeasibleError("the model gives no throughput for this scenario");
     if (!(p.interval.low <= p.throughput_images_per_s && p.throughput_images_per_s <= p.interval.high)) {
-        throw InfeasibleError("the calibration's uncertainty gives a throughput band (" + shortest(p.interval.low) + " - " +
-                              shortest(p.interval.high) + " img/s) that does not hold the throughput");
+        throw InfeasibleError("the calibration's uncertainty gives a throughput band (" + shortest(p.interval.low) +
+                              " - " + shortest(p.interval.high) + " img/s) that does not hold the throughput");
     }
 }
 
@@ -546,7 +582,8 @@ Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
 WorkerNodes resolve_workers(const Catalog& catalog, const Scenario& scenario) {
     const InstanceSpec& instance = catalog.instance(scenario.instance);
     if (instance.gpus == 0) {
-        throw InputError("instance '" + instance.name + "' has no GPUs: it can serve as --ps-instance, not as a worker");
+        throw InputError("instance '" + instance.name +
+                         "' has no GPUs: it can serve as --ps-instance, not as a worker");
     }
     const GpuSpec& gpu = catalog.gpu_of(instance);
     if (scenario.efa_adapters > instance.efa_adapters) {
@@ -583,8 +620,9 @@ const InstanceSpec* parameter_server_instance(const Catalog& catalog, const Scen
     }
     if (scenario.ps_colocated) return nullptr;
     if (scenario.ps_nodes < 1) {
-        throw InputError("--strategy ps needs parameter servers: --ps-nodes N (at least 1) with --ps-instance, "
-                         "or --ps-colocated");
+        throw InputError(
+            "--strategy ps needs parameter servers: --ps-nodes N (at least 1) with --ps-instance, "
+            "or --ps-colocated");
     }
     if (scenario.ps_instance.empty()) {
         throw InputError("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)");
@@ -597,8 +635,8 @@ void check_precision(const GpuSpec& gpu, Precision precision) {
     std::string available = "fp32";
     if (gpu.fp16_tflops > 0) available += " or amp";
     if (gpu.bf16_tflops > 0) available += " or bf16";
-    throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(precision)) + " arithmetic; use --precision " +
-                     available);
+    throw InputError("GPU " + gpu.name + " has no " + std::string(to_string(precision)) +
+                     " arithmetic; use --precision " + available);
 }
 
 double checked_global_batch(const Scenario& scenario, int gpus_per_node, int batch_per_gpu) {
@@ -607,13 +645,15 @@ double checked_global_batch(const Scenario& scenario, int gpus_per_node, int bat
     }
     const double global_batch = static_cast<double>(scenario.nodes) * gpus_per_node * batch_per_gpu;
     if (global_batch > kMaxGlobalBatch) {
-        throw InputError("a global batch of " + format_count(global_batch) + " images (" + std::to_string(scenario.nodes) +
-                         " nodes x " + std::to_string(gpus_per_node) + " GPUs x " + std::to_string(batch_per_gpu) +
-                         ") is more than the " + format_count(kMaxGlobalBatch) + " images per iteration epochcast models");
+        throw InputError("a global batch of " + format_count(global_batch) + " images (" +
+                         std::to_string(scenario.nodes) + " nodes x " + std::to_string(gpus_per_node) + " GPUs x " +
+                         std::to_string(batch_per_gpu) + ") is more than the " + format_count(kMaxGlobalBatch) +
+                         " images per iteration epochcast models");
     }
     if (global_batch > static_cast<double>(scenario.dataset_images)) {
         throw InputError("a global batch of " + format_count(global_batch) + " images is more than the dataset's " +
-                         format_count(static_cast<double>(scenario.dataset_images)) + ": one iteration would exceed an epoch");
+                         format_count(static_cast<double>(scenario.dataset_images)) +
+                         ": one iteration would exceed an epoch");
     }
     return global_batch;
 }
@@ -626,7 +666,8 @@ MemoryEstimate checked_training_memory(const Workload& work, const std::string& 
         const int fits = largest_batch_that_fits(work, precision, capacity);
         throw InfeasibleError("batch " + std::to_string(batch_per_gpu) + " per GPU of " + model + " at " +
                               std::string(to_string(precision)) + " needs " + format_gib(memory.total_bytes()) +
-                              " GiB with the CUDA context and the allocator's slack, more than the " + format_gib(capacity) + " GiB of a " + gpu.name +
+                              " GiB with the CUDA context and the allocator's slack, more than the " +
+                              format_gib(capacity) + " GiB of a " + gpu.name +
                               (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
                                         : " (not even a batch of 1 fits)"));
     }
@@ -658,9 +699,9 @@ void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scena
     if (scenario.target_top1_percent != 0) {
         const std::string& name = scenario.recipe.empty() ? convergence.default_recipe : scenario.recipe;
         r.epochs_recipe = convergence.recipe_index(name, scenario.model);
-        const EpochsToTarget needed =
-            epochs_to_target(convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)], global_batch,
-                             scenario.target_top1_percent, scenario.model, scenario.dataset_images, scenario.image_size);
+        const EpochsToTarget needed = epochs_to_target(convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)],
+                                                       global_batch, scenario.target_top1_percent, scenario.model,
+                                                       scenario.dataset_images, scenario.image_size);
         r.epochs = needed.epochs;
         r.epochs_low = needed.epochs_low;
         r.epochs_high = needed.epochs_high;
@@ -689,7 +730,8 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     ComputeCurveChoice c;
     // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
     // of p3.2xlarge and p3dn.24xlarge) holds for this one.
-    const ComputeCurve* curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack);
+    const ComputeCurve* curve =
+        calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack);
     // Only a GPU without a curve of its own looks further (this keeps resolve() fast in sweeps).
     const std::vector<std::string> same_chip = curve ? std::vector<std::string>{} : catalog_->same_chip(gpu);
     if (!curve && !same_chip.empty()) {
@@ -718,9 +760,10 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     const FrameworkRoofline* line = framework_roofline(scenario.framework, scenario.stack, scenario.precision);
     double sibling_log = 0, sibling_sigma = 0;
     if (sibling) {
-        const Calibration::TransferRatio transfer = calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
-        const double flops_ratio =
-            work.training_flops_per_image / workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
+        const Calibration::TransferRatio transfer =
+            calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
+        const double flops_ratio = work.training_flops_per_image /
+                                   workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
         sibling_log = std::log(sibling->time_per_image_s * flops_ratio * transfer.ratio);
         sibling_sigma =
             std::hypot(transfer.relative_sigma, flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0);
@@ -762,16 +805,14 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     // Without a sibling's curve, the fixed time is the framework's overhead.
     const FrameworkProfile& profile = calibration_.framework(scenario.framework);
     c.fixed_s = profile.fixed_overhead_s;
-    c.fixed = sensitivity(ParameterKind::fixed_overhead, static_cast<int>(scenario.framework), profile.fixed_overhead_s);
+    c.fixed =
+        sensitivity(ParameterKind::fixed_overhead, static_cast<int>(scenario.framework), profile.fixed_overhead_s);
     return c;
 }
 
-std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(const ResolvedScenario& r,
-                                                                              const ComputeCurveChoice& curve,
-                                                                              Framework framework,
-                                                                              const WorkerNodes& workers,
-                                                                              const InstanceSpec* server,
-                                                                              Interconnect latency_fabric) const {
+std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(
+    const ResolvedScenario& r, const ComputeCurveChoice& curve, Framework framework, const WorkerNodes& workers,
+    const InstanceSpec* server, Interconnect latency_fabric) const {
     std::array<FieldSensitivity, kSensitiveFields> s{};
     auto at = [&s](SensitiveField field) -> FieldSensitivity& { return s[static_cast<std::size_t>(field)]; };
     at(SensitiveField::time_per_image) = curve.time_per_image;
@@ -783,10 +824,10 @@ std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(co
     // CPU ranks overlap nothing and have no link efficiency (resolve()).
     const bool cpu_ranks = workers.gpu->kind == DeviceKind::cpu;
     if (!cpu_ranks) {
-        at(SensitiveField::overlap) = r.strategy == Strategy::ps
-                                          ? sensitivity(ParameterKind::ps_overlap, framework_index, profile.ps_overlap)
-                                          : sensitivity(ParameterKind::allreduce_overlap, framework_index,
-                                                        profile.allreduce_overlap);
+        at(SensitiveField::overlap) =
+            r.strategy == Strategy::ps
+                ? sensitivity(ParameterKind::ps_overlap, framework_index, profile.ps_overlap)
+                : sensitivity(ParameterKind::allreduce_overlap, framework_index, profile.allreduce_overlap);
     }
 
     const NetworkParams& net = calibration_.network;
@@ -857,7 +898,8 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const NetworkParams& net = calibration_.network;
     set_network(r, instance, gpu.kind, workers.efa_adapters, net);
     r.gradient_bytes = gradient_bytes(work, scenario.precision);
-    r.bucket_bytes = (scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB : profile.bucket_MiB) * 1024.0 * 1024.0;
+    r.bucket_bytes =
+        (scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB : profile.bucket_MiB) * 1024.0 * 1024.0;
     if (server) r.server_bandwidth_Bps = node_network_Bps(*server, -1, net);
     const FabricLatency latency = cross_node_latency(r.interconnect, server, net);
     r.inter_latency_s = latency.latency_s;
@@ -904,8 +946,10 @@ bool changes_communication(SensitiveField f) {
         case SensitiveField::inter_bandwidth:
         case SensitiveField::inter_latency:
         case SensitiveField::server_bandwidth:
-        case SensitiveField::nvls_bandwidth: return true;
-        default: return false;
+        case SensitiveField::nvls_bandwidth:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -919,7 +963,8 @@ double log_iteration_per_log_field(ResolvedScenario& moved, SensitiveField field
     const double saved = value;
     value *= 1.0 + kStep;
     const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
-    const double d_log_iteration = (iteration_times_with(moved, moved_communication_s).iteration_s / base_s - 1.0) / kStep;
+    const double d_log_iteration =
+        (iteration_times_with(moved, moved_communication_s).iteration_s / base_s - 1.0) / kStep;
     value = saved;
     return d_log_iteration;
 }
@@ -953,10 +998,10 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
         const double communication_s = communication_time_s(s);
         ResolvedScenario moved = s;
-        const double transfer = log_iteration_per_log_field(moved, SensitiveField::time_per_image,
-                                                            iteration_times_with(s, communication_s).iteration_s,
-                                                            communication_s) *
-                                s.transfer_sigma;
+        const double transfer =
+            log_iteration_per_log_field(moved, SensitiveField::time_per_image,
+                                        iteration_times_with(s, communication_s).iteration_s, communication_s) *
+            s.transfer_sigma;
         variance += transfer * transfer;
     }
     for (std::size_t a = 0; a < kSensitiveFields; ++a) {

@@ -30,8 +30,18 @@ namespace epochcast {
 /// The fields of a ResolvedScenario that are proportional to one calibration parameter each;
 /// the prediction's interval propagates the parameters' covariance through them (eq. U1).
 enum class SensitiveField {
-    time_per_image, fixed, sync_jitter, overlap, intra_bandwidth, intra_latency,
-    inter_bandwidth, inter_latency, server_bandwidth, nvls_bandwidth, decode, count
+    time_per_image,
+    fixed,
+    sync_jitter,
+    overlap,
+    intra_bandwidth,
+    intra_latency,
+    inter_bandwidth,
+    inter_latency,
+    server_bandwidth,
+    nvls_bandwidth,
+    decode,
+    count
 };
 inline constexpr std::size_t kSensitiveFields = static_cast<std::size_t>(SensitiveField::count);
 
@@ -55,54 +65,55 @@ std::string_view to_string(CurveOrigin origin);
 /// A Scenario reduced to the numbers the formulas use. Plain values, cheap to copy.
 struct ResolvedScenario {
     // Cluster shape
-    int nodes = 0;              ///< worker instances
-    int gpus_per_node = 0;      ///< GPUs used per worker instance
-    int batch_per_gpu = 0;      ///< images per GPU per iteration
+    int nodes = 0;          ///< worker instances
+    int gpus_per_node = 0;  ///< GPUs used per worker instance
+    int batch_per_gpu = 0;  ///< images per GPU per iteration
     Strategy strategy = Strategy::hierarchical;
     int ps_nodes = 0;           ///< dedicated parameter-server instances (0 when co-located)
     bool ps_colocated = false;  ///< servers on the worker instances
 
     // One GPU's compute curve: compute_s = fixed_s + batch x time_per_image_s
-    double time_per_image_s = 0;   ///< seconds per image
-    double fixed_s = 0;            ///< seconds per iteration
-    double transfer_sigma = 0;     ///< extra relative 1-sigma of a curve carried to another architecture
+    double time_per_image_s = 0;  ///< seconds per image
+    double fixed_s = 0;           ///< seconds per iteration
+    double transfer_sigma = 0;    ///< extra relative 1-sigma of a curve carried to another architecture
     CurveOrigin curve_origin = CurveOrigin::roofline;  ///< measured, borrowed (eqs. C4-C6) or the roofline
 
     // Framework profile
-    double sync_jitter = 0;        ///< relative std of a worker's compute time
-    double straggler_factor = 0;   ///< sqrt(2 ln N) for the N GPUs (eq. S1)
-    double overlap = 0;            ///< fraction of the backward pass hiding communication
-    double node_overlap = 0;       ///< the same for all-reduce inside one node (the one-node baseline)
+    double sync_jitter = 0;       ///< relative std of a worker's compute time
+    double straggler_factor = 0;  ///< sqrt(2 ln N) for the N GPUs (eq. S1)
+    double overlap = 0;           ///< fraction of the backward pass hiding communication
+    double node_overlap = 0;      ///< the same for all-reduce inside one node (the one-node baseline)
 
     // Communication
-    Interconnect interconnect = Interconnect::tcp;  ///< the fabric the gradients cross (EFA with no adapter in use: tcp)
-    IntraLink intra_link = IntraLink::nvlink;       ///< the class of the GPU-to-GPU link inside a node
-    double gradient_bytes = 0;         ///< bytes synchronised per iteration
-    double bucket_bytes = 0;           ///< fusion buffer: the all-reduce runs once per bucket of at most this
-    double nvls_bandwidth_Bps = 0;     ///< NVLink SHARP all-reduce bandwidth in one node, bytes/s; 0 where none
-    double intra_bandwidth_Bps = 0;    ///< GPU-to-GPU inside a node, in bytes/s
-    double intra_latency_s = 0;        ///< per message inside a node, in seconds
-    double inter_bandwidth_Bps = 0;    ///< one worker node's network, in bytes/s
-    double inter_latency_s = 0;        ///< per message across nodes, in seconds (the low-latency protocol's)
-    double inter_simple_latency_s = 0; ///< per message across nodes with NCCL's Simple protocol; 0: one protocol
-    double server_bandwidth_Bps = 0;   ///< one parameter-server node's network, in bytes/s
+    Interconnect interconnect =
+        Interconnect::tcp;                     ///< the fabric the gradients cross (EFA with no adapter in use: tcp)
+    IntraLink intra_link = IntraLink::nvlink;  ///< the class of the GPU-to-GPU link inside a node
+    double gradient_bytes = 0;                 ///< bytes synchronised per iteration
+    double bucket_bytes = 0;                   ///< fusion buffer: the all-reduce runs once per bucket of at most this
+    double nvls_bandwidth_Bps = 0;             ///< NVLink SHARP all-reduce bandwidth in one node, bytes/s; 0 where none
+    double intra_bandwidth_Bps = 0;            ///< GPU-to-GPU inside a node, in bytes/s
+    double intra_latency_s = 0;                ///< per message inside a node, in seconds
+    double inter_bandwidth_Bps = 0;            ///< one worker node's network, in bytes/s
+    double inter_latency_s = 0;                ///< per message across nodes, in seconds (the low-latency protocol's)
+    double inter_simple_latency_s = 0;  ///< per message across nodes with NCCL's Simple protocol; 0: one protocol
+    double server_bandwidth_Bps = 0;    ///< one parameter-server node's network, in bytes/s
 
     // Input pipeline
     double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU
 
     // Run and money
-    double dataset_images = 0;         ///< images per epoch
-    double epochs = 0;                 ///< epochs to train (given, or eqs. K1-K3 for a target)
-    double epochs_low = 0;             ///< their band
+    double dataset_images = 0;  ///< images per epoch
+    double epochs = 0;          ///< epochs to train (given, or eqs. K1-K3 for a target)
+    double epochs_low = 0;      ///< their band
     double epochs_high = 0;
     EpochsBasis epochs_basis = EpochsBasis::given;
-    int epochs_recipe = -1;            ///< index into CostModel::convergence().recipes; -1 for given epochs
+    int epochs_recipe = -1;                      ///< index into CostModel::convergence().recipes; -1 for given epochs
     bool global_batch_beyond_published = false;  ///< beyond every recipe's largest published batch for the model
-    double checkpoint_s = 0;           ///< one checkpoint write, seconds
-    double startup_s = 0;              ///< launch to first iteration, seconds
-    double cluster_usd_per_hour = 0;   ///< workers + dedicated servers at the chosen pricing
-    double memory_per_gpu_bytes = 0;   ///< what one GPU needs for this batch, headroom included (eq. M1)
-    double memory_headroom_bytes = 0;  ///< of that, the CUDA context and the allocator's slack
+    double checkpoint_s = 0;                     ///< one checkpoint write, seconds
+    double startup_s = 0;                        ///< launch to first iteration, seconds
+    double cluster_usd_per_hour = 0;             ///< workers + dedicated servers at the chosen pricing
+    double memory_per_gpu_bytes = 0;             ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_bytes = 0;            ///< of that, the CUDA context and the allocator's slack
 
     // Uncertainty
     std::array<FieldSensitivity, kSensitiveFields> sensitivity{};  ///< indexed by SensitiveField
@@ -142,8 +153,8 @@ double tree_node_Bps(const ResolvedScenario& s);
 /// latency, kLowLatencyBandwidthFactor of every bandwidth) or Simple (its own latency, the full
 /// bandwidth), whichever is cheaper for the bytes.
 struct Protocol {
-    double inter_latency_s = 0;     ///< per inter-node hop
-    double bandwidth_factor = 1;    ///< of every bandwidth the algorithm uses
+    double inter_latency_s = 0;   ///< per inter-node hop
+    double bandwidth_factor = 1;  ///< of every bandwidth the algorithm uses
 };
 Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes);
 
@@ -188,8 +199,8 @@ AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObser
 /// How one iteration's gradients are synchronised: the algorithm, the buckets and the time.
 struct Communication {
     Algorithm algorithm = Algorithm::none;
-    int buckets = 0;        ///< all-reduces per iteration: ceil(gradient bytes / bucket bytes)
-    double seconds = 0;     ///< the whole synchronisation (eq. B1)
+    int buckets = 0;     ///< all-reduces per iteration: ceil(gradient bytes / bucket bytes)
+    double seconds = 0;  ///< the whole synchronisation (eq. B1)
 };
 Communication communication(const ResolvedScenario& s);
 
@@ -234,7 +245,6 @@ double pooled_sigma(double sigma_a, double sigma_b);
 /// Eq. C5 fits its line per image of this model (other depths and sizes scale by their FLOPs).
 inline constexpr const char* kReferenceModel = "resnet50";
 inline constexpr int kReferenceImageSize = 224;
-
 
 /// Expected wait for the slowest of `workers` whose compute time has relative std `jitter`:
 /// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.

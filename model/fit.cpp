@@ -64,9 +64,14 @@ struct FitMapping {
 
 class Problem {
 public:
-    Problem(const CostModel& prior, const std::vector<Observation>& runs, const std::vector<NetworkObservation>& networks,
-            const std::vector<Comparison>& comparisons, const FitOptions& options)
-        : prior_(prior), runs_(runs), networks_(networks), comparisons_(comparisons), options_(options),
+    Problem(const CostModel& prior, const std::vector<Observation>& runs,
+            const std::vector<NetworkObservation>& networks, const std::vector<Comparison>& comparisons,
+            const FitOptions& options)
+        : prior_(prior),
+          runs_(runs),
+          networks_(networks),
+          comparisons_(comparisons),
+          options_(options),
           calibration_(prior.calibration()) {
         // The residuals need the values only: each evaluation's CostModel would otherwise rebuild
         // the prior's covariance by name. The fitted calibration gets its own below.
@@ -90,7 +95,8 @@ public:
 
     Eigen::VectorXd start() const {
         Eigen::VectorXd u(static_cast<Eigen::Index>(coordinates_.size()));
-        for (std::size_t i = 0; i < coordinates_.size(); ++i) u[static_cast<Eigen::Index>(i)] = coordinates_[i].prior_mean;
+        for (std::size_t i = 0; i < coordinates_.size(); ++i)
+            u[static_cast<Eigen::Index>(i)] = coordinates_[i].prior_mean;
         return u;
     }
 
@@ -113,7 +119,9 @@ public:
             const Observation& run = runs_[i];
             const Prediction p = model.predict(model.resolve(run.scenario));
             r.push_back(std::log(p.throughput_images_per_s / run.throughput_images_per_s) / options_.run_sigma);
-            if (record) record->push_back({run.origin, "throughput_images_per_s", run.throughput_images_per_s, p.throughput_images_per_s});
+            if (record)
+                record->push_back(
+                    {run.origin, "throughput_images_per_s", run.throughput_images_per_s, p.throughput_images_per_s});
             if (const std::optional<double> measured = measured_jitter_[i]) {
                 // Eq. S2 measures the very jitter eq. S1 charges, on one worker alone.
                 const double jitter = c.framework(run.scenario.framework).sync_jitter;
@@ -121,8 +129,11 @@ public:
                 if (record) record->push_back({run.origin, "compute_jitter", *measured, jitter});
             }
             if (run.node_scaling_efficiency) {
-                r.push_back(std::log(p.node_scaling_efficiency / *run.node_scaling_efficiency) / options_.efficiency_sigma);
-                if (record) record->push_back({run.origin, "node_scaling_efficiency", *run.node_scaling_efficiency, p.node_scaling_efficiency});
+                r.push_back(std::log(p.node_scaling_efficiency / *run.node_scaling_efficiency) /
+                            options_.efficiency_sigma);
+                if (record)
+                    record->push_back({run.origin, "node_scaling_efficiency", *run.node_scaling_efficiency,
+                                       p.node_scaling_efficiency});
             }
         }
         for (const NetworkObservation& n : networks_) {
@@ -135,13 +146,15 @@ public:
             // Inside the published range: no cost; outside: the log distance to its nearer end.
             const double nearest = std::clamp(ratio, comparison.measured_low, comparison.measured_high);
             r.push_back(std::log(ratio / nearest) / options_.comparison_sigma);
-            if (record) record->push_back({comparison.origin, std::string(to_string(comparison.quantity)), nearest, ratio});
+            if (record)
+                record->push_back({comparison.origin, std::string(to_string(comparison.quantity)), nearest, ratio});
         }
         Eigen::VectorXd out(static_cast<Eigen::Index>(r.size() + coordinates_.size()));
         for (std::size_t i = 0; i < r.size(); ++i) out[static_cast<Eigen::Index>(i)] = r[i];
         for (std::size_t i = 0; i < coordinates_.size(); ++i) {
             const auto k = static_cast<Eigen::Index>(i);
-            out[static_cast<Eigen::Index>(r.size()) + k] = (u[k] - coordinates_[i].prior_mean) / coordinates_[i].prior_sigma;
+            out[static_cast<Eigen::Index>(r.size()) + k] =
+                (u[k] - coordinates_[i].prior_mean) / coordinates_[i].prior_sigma;
         }
         return out;
     }
@@ -171,7 +184,8 @@ public:
         // A parameter whose shared level the data moved moves with it, its own factor at its prior.
         std::vector<bool> keep = touched;
         for (const FitMapping& m : mappings_) {
-            if (m.level >= 0 && touched[static_cast<std::size_t>(m.level)]) keep[static_cast<std::size_t>(m.own)] = true;
+            if (m.level >= 0 && touched[static_cast<std::size_t>(m.level)])
+                keep[static_cast<std::size_t>(m.own)] = true;
         }
         std::vector<int> keep_index(coordinates_.size(), -1);
         std::vector<FitCoordinate> kept;
@@ -206,7 +220,8 @@ private:
             }
             const GpuSpec& gpu = prior_.catalog().gpu_of(prior_.catalog().instance(run.scenario.instance));
             const Scenario& s = run.scenario;
-            if (calibration_.find_curve(gpu.name, s.precision, s.framework, s.stack, prior_.catalog().same_chip(gpu))) continue;
+            if (calibration_.find_curve(gpu.name, s.precision, s.framework, s.stack, prior_.catalog().same_chip(gpu)))
+                continue;
             ComputeCurve curve;
             curve.gpu = gpu.name;
             curve.precision = s.precision;
@@ -322,19 +337,27 @@ private:
 
 double fit_prior_sigma(ParameterKind kind) {
     switch (kind) {
-        case ParameterKind::curve_time_per_image: return kTimePerImageSigma;
+        case ParameterKind::curve_time_per_image:
+            return kTimePerImageSigma;
         case ParameterKind::curve_fixed:
-        case ParameterKind::fixed_overhead: return kFixedOverheadSigma;
-        case ParameterKind::sync_jitter: return kJitterSigma;
+        case ParameterKind::fixed_overhead:
+            return kFixedOverheadSigma;
+        case ParameterKind::sync_jitter:
+            return kJitterSigma;
         case ParameterKind::allreduce_overlap:
-        case ParameterKind::ps_overlap: return kOverlapSigma;
+        case ParameterKind::ps_overlap:
+            return kOverlapSigma;
         case ParameterKind::fabric_efficiency:
         case ParameterKind::link_efficiency:
-        case ParameterKind::nvls_efficiency: return kEfficiencySigma;
-        case ParameterKind::fabric_cap: return kCapSigma;
+        case ParameterKind::nvls_efficiency:
+            return kEfficiencySigma;
+        case ParameterKind::fabric_cap:
+            return kCapSigma;
         case ParameterKind::fabric_latency:
-        case ParameterKind::link_latency: return kLatencySigma;
-        case ParameterKind::decode_rate: return kDecodeSigma;
+        case ParameterKind::link_latency:
+            return kLatencySigma;
+        case ParameterKind::decode_rate:
+            return kDecodeSigma;
     }
     return 1.0;
 }
@@ -343,8 +366,10 @@ double predicted_ratio(const CostModel& model, const Comparison& comparison) {
     const Prediction scenario = model.predict(comparison.scenario);
     const Prediction baseline = model.predict(comparison.baseline);
     switch (comparison.quantity) {
-        case ComparisonQuantity::speedup: return scenario.throughput_images_per_s / baseline.throughput_images_per_s;
-        case ComparisonQuantity::epoch_time_ratio: return scenario.epoch_s / baseline.epoch_s;
+        case ComparisonQuantity::speedup:
+            return scenario.throughput_images_per_s / baseline.throughput_images_per_s;
+        case ComparisonQuantity::epoch_time_ratio:
+            return scenario.epoch_s / baseline.epoch_s;
     }
     return 0;
 }
@@ -511,7 +536,8 @@ void record_parameters(const Problem& problem, const Eigen::MatrixXd& covariance
         for (Eigen::Index k = 0; k < p; ++k) uncertainty.covariance.push_back(covariance(i, k));
         double prior_sigma = problem.coordinate_info()[static_cast<std::size_t>(m.own)].prior_sigma;
         if (m.level >= 0) {
-            prior_sigma = std::hypot(prior_sigma, problem.coordinate_info()[static_cast<std::size_t>(m.level)].prior_sigma);
+            prior_sigma =
+                std::hypot(prior_sigma, problem.coordinate_info()[static_cast<std::size_t>(m.level)].prior_sigma);
         }
         fit.parameters.push_back({name, parameter_value(before, m.id), prior_sigma, parameter_value(c, m.id),
                                   std::sqrt(std::max(covariance(i, i), 0.0))});
@@ -523,13 +549,13 @@ void record_parameters(const Problem& problem, const Eigen::MatrixXd& covariance
 
 /// The fitted calibration's one-line description: what it was fitted to and from which prior.
 std::string fit_description(const CalibrationFit& fit, std::size_t parameter_count, std::size_t run_count,
-                            std::size_t network_count, std::size_t comparison_count, const std::string& prior_description) {
+                            std::size_t network_count, std::size_t comparison_count,
+                            const std::string& prior_description) {
     return "Fitted by epochcast calibrate to " + std::to_string(run_count) + " runs and " +
            std::to_string(network_count) + " network measurements" +
-           (comparison_count == 0 ? "" : " and " + std::to_string(comparison_count) + " published comparisons") +
-           " (" + std::to_string(parameter_count) + " parameters, " +
-           std::to_string(fit.effective_parameters).substr(0, 4) + " pinned down by the data), starting from: " +
-           prior_description;
+           (comparison_count == 0 ? "" : " and " + std::to_string(comparison_count) + " published comparisons") + " (" +
+           std::to_string(parameter_count) + " parameters, " + std::to_string(fit.effective_parameters).substr(0, 4) +
+           " pinned down by the data), starting from: " + prior_description;
 }
 
 }  // namespace
@@ -556,7 +582,8 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     Calibration& c = fit.calibration;
     c.uncertainty = {};
     c.uncertainty.method =
-        "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + J_p'J_p)^-1";
+        "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + "
+        "J_p'J_p)^-1";
     c.uncertainty.model_sigma = fit.model_sigma;
     record_parameters(problem, covariance, fit);
     carry_untouched_covariance(c.uncertainty, prior.calibration().uncertainty);
@@ -627,9 +654,12 @@ std::string campaign_of(const Observation& run) {
 
 std::string held_out_group(const Observation& run, HoldOut mode) {
     switch (mode) {
-        case HoldOut::run: return run.origin;
-        case HoldOut::system: return system_of(run.scenario);
-        case HoldOut::two_runs: return system_of(run.scenario) + " (" + campaign_of(run) + ")";
+        case HoldOut::run:
+            return run.origin;
+        case HoldOut::system:
+            return system_of(run.scenario);
+        case HoldOut::two_runs:
+            return system_of(run.scenario) + " (" + campaign_of(run) + ")";
     }
     return run.origin;
 }
@@ -666,7 +696,8 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
             model.emplace(prior, prior.calibration());
         } else {
             model.emplace(prior,
-                          fit_calibration(prior, others, networks, comparisons_without(comparisons, system), options).calibration);
+                          fit_calibration(prior, others, networks, comparisons_without(comparisons, system), options)
+                              .calibration);
         }
         std::vector<std::size_t> calibration_runs;
         if (mode == HoldOut::two_runs) {
@@ -680,9 +711,11 @@ std::vector<HeldOutPrediction> held_out_predictions(const CostModel& prior, cons
                 }
                 return std::nullopt;
             };
-            const std::size_t second =
-                next_where([&](const SizedRun& r) { return r.size.first != mine[0].size.first; })
-                    .value_or(next_where([&](const SizedRun& r) { return r.size != mine[0].size; }).value_or(mine[1].index));
+            const std::size_t second = next_where([&](const SizedRun& r) {
+                                           return r.size.first != mine[0].size.first;
+                                       }).value_or(next_where([&](const SizedRun& r) {
+                                                       return r.size != mine[0].size;
+                                                   }).value_or(mine[1].index));
             calibration_runs.push_back(second);
             const CalibrationFit own =
                 fit_calibration(*model, {runs[calibration_runs[0]], runs[calibration_runs[1]]}, {}, {}, options);

@@ -28,19 +28,19 @@ struct FitOptions {
 struct FittedParameter {
     std::string name;
     double prior_value = 0;
-    double prior_sigma = 0;   ///< 1-sigma of the coordinate before the data
+    double prior_sigma = 0;  ///< 1-sigma of the coordinate before the data
     double value = 0;
-    double sigma = 0;         ///< 1-sigma of the coordinate after the data
+    double sigma = 0;  ///< 1-sigma of the coordinate after the data
 };
 
 struct CalibrationFit {
-    Calibration calibration;                ///< the prior with fitted values and their uncertainty
+    Calibration calibration;                  ///< the prior with fitted values and their uncertainty
     std::vector<FittedParameter> parameters;  ///< the ones the data touched
-    std::vector<FitResidual> residuals;     ///< per measured quantity, at the solution
+    std::vector<FitResidual> residuals;       ///< per measured quantity, at the solution
     int iterations = 0;
     bool converged = false;
-    double model_sigma = 0;                 ///< relative scatter of the runs around the fitted model
-    double effective_parameters = 0;        ///< how many parameters the data pinned down (trace of the hat matrix)
+    double model_sigma = 0;           ///< relative scatter of the runs around the fitted model
+    double effective_parameters = 0;  ///< how many parameters the data pinned down (trace of the hat matrix)
 };
 
 /// The prior 1-sigma the fit gives a parameter's coordinate (weak, so that a few runs move what

@@ -18,8 +18,8 @@ struct NamedKind {
     ParameterKind kind;
     const char* name;  ///< the part after the group's prefix
 };
-constexpr std::array<NamedKind, 2> kCurveKinds{{{ParameterKind::curve_time_per_image, "time_per_image_s"},
-                                                {ParameterKind::curve_fixed, "fixed_s"}}};
+constexpr std::array<NamedKind, 2> kCurveKinds{
+    {{ParameterKind::curve_time_per_image, "time_per_image_s"}, {ParameterKind::curve_fixed, "fixed_s"}}};
 constexpr std::array<NamedKind, 4> kFrameworkKinds{{{ParameterKind::fixed_overhead, "fixed_overhead_s"},
                                                     {ParameterKind::sync_jitter, "sync_jitter"},
                                                     {ParameterKind::allreduce_overlap, "allreduce_overlap"},
@@ -27,10 +27,11 @@ constexpr std::array<NamedKind, 4> kFrameworkKinds{{{ParameterKind::fixed_overhe
 constexpr std::array<NamedKind, 3> kFabricKinds{{{ParameterKind::fabric_efficiency, "efficiency"},
                                                  {ParameterKind::fabric_latency, "latency_s"},
                                                  {ParameterKind::fabric_cap, "cap_GBps"}}};
-constexpr std::array<NamedKind, 2> kLinkKinds{{{ParameterKind::link_efficiency, "efficiency"},
-                                               {ParameterKind::link_latency, "latency_s"}}};
-constexpr std::array<NamedKind, 2> kGlobalKinds{{{ParameterKind::nvls_efficiency, "network.nvls_efficiency"},
-                                                 {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
+constexpr std::array<NamedKind, 2> kLinkKinds{
+    {{ParameterKind::link_efficiency, "efficiency"}, {ParameterKind::link_latency, "latency_s"}}};
+constexpr std::array<NamedKind, 2> kGlobalKinds{
+    {{ParameterKind::nvls_efficiency, "network.nvls_efficiency"},
+     {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
 
 std::string curve_prefix(const ComputeCurve& curve) {
     // A legacy-stack curve's name says so; a current one's is the name it always had.
@@ -57,23 +58,29 @@ Coordinate coordinate_of(ParameterKind kind) {
         case ParameterKind::ps_overlap:
         case ParameterKind::fabric_efficiency:
         case ParameterKind::link_efficiency:
-        case ParameterKind::nvls_efficiency: return Coordinate::logit;
-        default: return Coordinate::log;
+        case ParameterKind::nvls_efficiency:
+            return Coordinate::logit;
+        default:
+            return Coordinate::log;
     }
 }
 
 std::string parameter_name(const Calibration& calibration, ParameterId id) {
     for (const NamedKind& k : kCurveKinds) {
-        if (k.kind == id.kind) return curve_prefix(calibration.compute.at(static_cast<std::size_t>(id.index))) + "." + k.name;
+        if (k.kind == id.kind)
+            return curve_prefix(calibration.compute.at(static_cast<std::size_t>(id.index))) + "." + k.name;
     }
     for (const NamedKind& k : kFrameworkKinds) {
-        if (k.kind == id.kind) return "frameworks." + std::string(to_string(static_cast<Framework>(id.index))) + "." + k.name;
+        if (k.kind == id.kind)
+            return "frameworks." + std::string(to_string(static_cast<Framework>(id.index))) + "." + k.name;
     }
     for (const NamedKind& k : kFabricKinds) {
-        if (k.kind == id.kind) return "network." + std::string(to_string(static_cast<Interconnect>(id.index))) + "_" + k.name;
+        if (k.kind == id.kind)
+            return "network." + std::string(to_string(static_cast<Interconnect>(id.index))) + "_" + k.name;
     }
     for (const NamedKind& k : kLinkKinds) {
-        if (k.kind == id.kind) return "network." + std::string(to_string(static_cast<IntraLink>(id.index))) + "_" + k.name;
+        if (k.kind == id.kind)
+            return "network." + std::string(to_string(static_cast<IntraLink>(id.index))) + "_" + k.name;
     }
     for (const NamedKind& k : kGlobalKinds) {
         if (k.kind == id.kind) return k.name;
@@ -95,19 +102,32 @@ bool find_parameter(const Calibration& calibration, const std::string& name, Par
 
 double& parameter_value(Calibration& c, ParameterId id) {
     switch (id.kind) {
-        case ParameterKind::curve_time_per_image: return c.compute.at(static_cast<std::size_t>(id.index)).time_per_image_s;
-        case ParameterKind::curve_fixed: return c.compute.at(static_cast<std::size_t>(id.index)).fixed_s;
-        case ParameterKind::fixed_overhead: return c.framework(static_cast<Framework>(id.index)).fixed_overhead_s;
-        case ParameterKind::sync_jitter: return c.framework(static_cast<Framework>(id.index)).sync_jitter;
-        case ParameterKind::allreduce_overlap: return c.framework(static_cast<Framework>(id.index)).allreduce_overlap;
-        case ParameterKind::ps_overlap: return c.framework(static_cast<Framework>(id.index)).ps_overlap;
-        case ParameterKind::fabric_efficiency: return c.network.fabric(static_cast<Interconnect>(id.index)).efficiency;
-        case ParameterKind::fabric_latency: return c.network.fabric(static_cast<Interconnect>(id.index)).latency_s;
-        case ParameterKind::fabric_cap: return c.network.fabric(static_cast<Interconnect>(id.index)).cap_GBps;
-        case ParameterKind::link_efficiency: return c.network.link(static_cast<IntraLink>(id.index)).efficiency;
-        case ParameterKind::link_latency: return c.network.link(static_cast<IntraLink>(id.index)).latency_s;
-        case ParameterKind::nvls_efficiency: return c.network.nvls_efficiency;
-        case ParameterKind::decode_rate: return c.decode_images_per_s_per_vcpu;
+        case ParameterKind::curve_time_per_image:
+            return c.compute.at(static_cast<std::size_t>(id.index)).time_per_image_s;
+        case ParameterKind::curve_fixed:
+            return c.compute.at(static_cast<std::size_t>(id.index)).fixed_s;
+        case ParameterKind::fixed_overhead:
+            return c.framework(static_cast<Framework>(id.index)).fixed_overhead_s;
+        case ParameterKind::sync_jitter:
+            return c.framework(static_cast<Framework>(id.index)).sync_jitter;
+        case ParameterKind::allreduce_overlap:
+            return c.framework(static_cast<Framework>(id.index)).allreduce_overlap;
+        case ParameterKind::ps_overlap:
+            return c.framework(static_cast<Framework>(id.index)).ps_overlap;
+        case ParameterKind::fabric_efficiency:
+            return c.network.fabric(static_cast<Interconnect>(id.index)).efficiency;
+        case ParameterKind::fabric_latency:
+            return c.network.fabric(static_cast<Interconnect>(id.index)).latency_s;
+        case ParameterKind::fabric_cap:
+            return c.network.fabric(static_cast<Interconnect>(id.index)).cap_GBps;
+        case ParameterKind::link_efficiency:
+            return c.network.link(static_cast<IntraLink>(id.index)).efficiency;
+        case ParameterKind::link_latency:
+            return c.network.link(static_cast<IntraLink>(id.index)).latency_s;
+        case ParameterKind::nvls_efficiency:
+            return c.network.nvls_efficiency;
+        case ParameterKind::decode_rate:
+            return c.decode_images_per_s_per_vcpu;
     }
     return c.decode_images_per_s_per_vcpu;
 }
@@ -156,13 +176,21 @@ double group_sigma(const Calibration& c, ParameterId id) {
     double relative = 0;
     switch (id.kind) {
         case ParameterKind::curve_time_per_image:
-        case ParameterKind::curve_fixed: relative = c.compute.at(static_cast<std::size_t>(id.index)).relative_sigma; break;
+        case ParameterKind::curve_fixed:
+            relative = c.compute.at(static_cast<std::size_t>(id.index)).relative_sigma;
+            break;
         case ParameterKind::fixed_overhead:
         case ParameterKind::sync_jitter:
         case ParameterKind::allreduce_overlap:
-        case ParameterKind::ps_overlap: relative = c.framework(static_cast<Framework>(id.index)).relative_sigma; break;
-        case ParameterKind::decode_rate: relative = c.decode_relative_sigma; break;
-        default: relative = c.network.relative_sigma; break;
+        case ParameterKind::ps_overlap:
+            relative = c.framework(static_cast<Framework>(id.index)).relative_sigma;
+            break;
+        case ParameterKind::decode_rate:
+            relative = c.decode_relative_sigma;
+            break;
+        default:
+            relative = c.network.relative_sigma;
+            break;
     }
     const Coordinate coordinate = coordinate_of(id.kind);
     return relative / std::max(log_value_per_coordinate(coordinate, parameter_value(c, id)), kCoordinateFloor);

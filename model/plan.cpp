@@ -56,7 +56,8 @@ std::vector<Scenario> candidate_scenarios(const CostModel& model, const Scenario
                 s.batch_per_gpu = batch;
                 s.global_batch = 0;  // a calibration run's batch is its own
                 if (s.strategy == Strategy::ps && !s.ps_colocated) {
-                    const long long servers = static_cast<long long>(target.ps_nodes) * nodes / std::max(1, target.nodes);
+                    const long long servers =
+                        static_cast<long long>(target.ps_nodes) * nodes / std::max(1, target.nodes);
                     s.ps_nodes = std::max(1, clamped_count(static_cast<double>(servers)));
                 }
                 out.push_back(s);
@@ -77,8 +78,7 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
     const auto rows = static_cast<Eigen::Index>(model.parameters().size() + 1);
     const Eigen::Map<const Eigen::MatrixXd> covariance(model.covariance().data(), rows, rows);
     // Information before any run: the inverse of what the calibration knows now.
-    Eigen::MatrixXd information =
-        covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
+    Eigen::MatrixXd information = covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
     const double model_variance = std::pow(model.calibration().uncertainty.model_sigma, 2);
 
     const ResolvedScenario resolved_target = model.resolve(target);
@@ -117,7 +117,8 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
         double best_score = 0, best_variance = variance;
         for (std::size_t i = 0; i < candidates.size(); ++i) {
             if (used[i]) continue;
-            const Eigen::MatrixXd with = information + weight * candidates[i].gradient * candidates[i].gradient.transpose();
+            const Eigen::MatrixXd with =
+                information + weight * candidates[i].gradient * candidates[i].gradient.transpose();
             const double v = target_variance(with);
             const double score = (variance - v) / std::max(candidates[i].cost_usd, 1e-6);
             if (variance - v > options.stop_fraction * variance && score > best_score) {

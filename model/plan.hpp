@@ -13,18 +13,18 @@
 namespace epochcast {
 
 struct PlanOptions {
-    int max_nodes = 2;                 ///< largest cluster a calibration run may use
-    int max_runs = 3;                  ///< at most this many runs
-    int benchmark_iterations = 100;    ///< timed iterations of one calibration run (after warm-up)
-    double run_sigma = 0.03;           ///< relative scatter of one run's measured throughput
-    double stop_fraction = 0.02;       ///< stop when a run would cut the target's variance by less than this share
+    int max_nodes = 2;               ///< largest cluster a calibration run may use
+    int max_runs = 3;                ///< at most this many runs
+    int benchmark_iterations = 100;  ///< timed iterations of one calibration run (after warm-up)
+    double run_sigma = 0.03;         ///< relative scatter of one run's measured throughput
+    double stop_fraction = 0.02;     ///< stop when a run would cut the target's variance by less than this share
 };
 
 struct PlannedRun {
     Scenario scenario;
-    double duration_s = 0;           ///< startup plus the timed iterations
-    double cost_usd = 0;             ///< what the run costs at the scenario's pricing
-    double target_sigma_after = 0;   ///< relative 1-sigma of the target's throughput once this run is in
+    double duration_s = 0;          ///< startup plus the timed iterations
+    double cost_usd = 0;            ///< what the run costs at the scenario's pricing
+    double target_sigma_after = 0;  ///< relative 1-sigma of the target's throughput once this run is in
 };
 
 struct CalibrationPlan {
@@ -32,7 +32,7 @@ struct CalibrationPlan {
     double target_sigma_before = 0;  ///< relative 1-sigma of the target's throughput before any run
     std::vector<PlannedRun> runs;    ///< in the order chosen
     double total_cost_usd = 0;
-    int candidates = 0;              ///< configurations considered
+    int candidates = 0;  ///< configurations considered
 };
 
 /// Plan calibration runs for `target` (its instance, framework, precision, model and batch) on

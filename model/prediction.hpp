@@ -26,9 +26,9 @@ struct Interval {
 
 struct Prediction {
     // Cluster
-    int gpus = 0;                        ///< worker GPUs in the cluster
-    int nodes = 0;                       ///< worker instances
-    int global_batch = 0;                ///< images per iteration over all GPUs
+    int gpus = 0;          ///< worker GPUs in the cluster
+    int nodes = 0;         ///< worker instances
+    int global_batch = 0;  ///< images per iteration over all GPUs
 
     // One iteration, in seconds per iteration on each worker
     double compute_s = 0;                ///< forward + backward + update on one GPU
@@ -41,11 +41,11 @@ struct Prediction {
 
     // The gradient collective
     Interconnect interconnect = Interconnect::tcp;  ///< the fabric between nodes
-    Algorithm algorithm = Algorithm::none;          ///< what synchronised the gradients (NCCL's choice for strategy nccl)
-    int buckets = 0;                                ///< all-reduces (or push/pull rounds) per iteration
+    Algorithm algorithm = Algorithm::none;  ///< what synchronised the gradients (NCCL's choice for strategy nccl)
+    int buckets = 0;                        ///< all-reduces (or push/pull rounds) per iteration
     // Bandwidth of the gradient collective, reported as nccl-tests does (doc/PERFORMANCE.md there)
-    double algorithm_bandwidth_GBps = 0; ///< gradient bytes / communication_s, in 10^9 bytes/s
-    double bus_bandwidth_GBps = 0;       ///< algorithm bandwidth x 2(n-1)/n for all-reduce, in 10^9 bytes/s
+    double algorithm_bandwidth_GBps = 0;  ///< gradient bytes / communication_s, in 10^9 bytes/s
+    double bus_bandwidth_GBps = 0;        ///< algorithm bandwidth x 2(n-1)/n for all-reduce, in 10^9 bytes/s
 
     // Throughput
     double throughput_images_per_s = 0;  ///< global images per second
@@ -56,23 +56,23 @@ struct Prediction {
                                          ///< (seed 000: 92% MXNet, 90% TensorFlow; seed 001: 90% at 256 GPUs)
 
     // Training run
-    double epochs = 0;                   ///< epochs trained: given, or what the recipe needs for the target
-    Interval epochs_interval;            ///< their band (equal ends for given epochs)
+    double epochs = 0;                              ///< epochs trained: given, or what the recipe needs for the target
+    Interval epochs_interval;                       ///< their band (equal ends for given epochs)
     EpochsBasis epochs_basis = EpochsBasis::given;  ///< given, a recipe's published runs, or extrapolated
-    int epochs_recipe = -1;              ///< index into the model's Convergence::recipes; -1 for given epochs
+    int epochs_recipe = -1;                      ///< index into the model's Convergence::recipes; -1 for given epochs
     bool global_batch_beyond_published = false;  ///< larger than any recipe for the model was published at
-    double checkpoint_s = 0;             ///< writing one checkpoint, once per epoch
-    double epoch_s = 0;                  ///< dataset_images / throughput + checkpoint_s
-    double startup_s = 0;                ///< launch and warm-up before the first epoch (seed 001: 1.5 min)
-    double time_to_train_s = 0;          ///< startup + epochs x epoch
-    double memory_per_gpu_GiB = 0;       ///< what one GPU needs for this batch, headroom included (eq. M1)
-    double memory_headroom_GiB = 0;      ///< of that, what the GPU keeps beside the tensors: the CUDA
-                                         ///< context and the allocator's slack (docs/model.md, eq. M1)
+    double checkpoint_s = 0;                     ///< writing one checkpoint, once per epoch
+    double epoch_s = 0;                          ///< dataset_images / throughput + checkpoint_s
+    double startup_s = 0;                        ///< launch and warm-up before the first epoch (seed 001: 1.5 min)
+    double time_to_train_s = 0;                  ///< startup + epochs x epoch
+    double memory_per_gpu_GiB = 0;               ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_GiB = 0;              ///< of that, what the GPU keeps beside the tensors: the CUDA
+                                                 ///< context and the allocator's slack (docs/model.md, eq. M1)
 
     // Money, in US dollars
-    double cluster_usd_per_hour = 0;     ///< workers plus dedicated parameter servers, at the chosen pricing
-    double cost_per_epoch_usd = 0;       ///< one epoch's share
-    double cost_usd = 0;                 ///< the whole run, billed per second
+    double cluster_usd_per_hour = 0;  ///< workers plus dedicated parameter servers, at the chosen pricing
+    double cost_per_epoch_usd = 0;    ///< one epoch's share
+    double cost_usd = 0;              ///< the whole run, billed per second
 };
 
 /// One numeric figure of a Prediction, by the name prediction_json() and the sweep's CSV give it.

@@ -30,7 +30,7 @@ namespace {
 /// Depth configuration of one ResNet variant.
 struct Variant {
     std::string_view name;
-    bool bottleneck;                   ///< bottleneck blocks (1x1, 3x3, 1x1, expansion 4) vs basic (3x3, 3x3)
+    bool bottleneck;  ///< bottleneck blocks (1x1, 3x3, 1x1, expansion 4) vs basic (3x3, 3x3)
     std::array<int, 4> blocks_per_stage;
 };
 
@@ -43,8 +43,8 @@ constexpr std::array<Variant, 5> kVariants{{
 }};
 
 constexpr int kImageChannels = 3;
-constexpr int kMinImageSizePx = 32;   ///< smallest input whose stage-4 map is still at least 1x1
-constexpr int kStemChannels = 64;     ///< conv1 output channels and stage-1 width
+constexpr int kMinImageSizePx = 32;  ///< smallest input whose stage-4 map is still at least 1x1
+constexpr int kStemChannels = 64;    ///< conv1 output channels and stage-1 width
 constexpr int kBottleneckExpansion = 4;
 
 /// Output side of a convolution or pooling: floor((in + 2p - k) / s) + 1.
@@ -142,8 +142,7 @@ private:
 };
 
 /// Appends one residual block reading `input`; returns the index of its output (the final ReLU).
-int residual_block(TableBuilder& table, const std::string& prefix, int input, int width, int stride,
-                   bool bottleneck) {
+int residual_block(TableBuilder& table, const std::string& prefix, int input, int width, int stride, bool bottleneck) {
     const int in_channels = table.shape_of(input).channels;
     const int out_channels = bottleneck ? width * kBottleneckExpansion : width;
 
@@ -190,13 +189,20 @@ std::string known_models_text() {
 
 std::string_view to_string(LayerKind kind) {
     switch (kind) {
-        case LayerKind::convolution: return "convolution";
-        case LayerKind::batch_norm: return "batch_norm";
-        case LayerKind::relu: return "relu";
-        case LayerKind::max_pool: return "max_pool";
-        case LayerKind::avg_pool: return "avg_pool";
-        case LayerKind::add: return "add";
-        case LayerKind::fully_connected: return "fully_connected";
+        case LayerKind::convolution:
+            return "convolution";
+        case LayerKind::batch_norm:
+            return "batch_norm";
+        case LayerKind::relu:
+            return "relu";
+        case LayerKind::max_pool:
+            return "max_pool";
+        case LayerKind::avg_pool:
+            return "avg_pool";
+        case LayerKind::add:
+            return "add";
+        case LayerKind::fully_connected:
+            return "fully_connected";
     }
     return "unknown";
 }
@@ -231,8 +237,8 @@ Architecture build_resnet(std::string_view model, int image_size, int classes) {
         throw InputError("unknown model '" + std::string(model) + "'; known models: " + known_models_text());
     }
     if (image_size < kMinImageSizePx) {
-        throw InputError("image size " + std::to_string(image_size) + " px is too small for " +
-                         std::string(model) + "; use at least " + std::to_string(kMinImageSizePx) + " px");
+        throw InputError("image size " + std::to_string(image_size) + " px is too small for " + std::string(model) +
+                         "; use at least " + std::to_string(kMinImageSizePx) + " px");
     }
     if (image_size > kMaxImageSizePx) {
         throw InputError("image size " + std::to_string(image_size) + " px is more than the " +

@@ -29,26 +29,26 @@ struct Shape {
 
 /// One layer of the network, in forward (topological) order.
 struct Layer {
-    std::string name;        ///< torchvision-style: "conv1", "layer1.0.conv2", "layer2.0.downsample.0", "fc"
+    std::string name;  ///< torchvision-style: "conv1", "layer1.0.conv2", "layer2.0.downsample.0", "fc"
     LayerKind kind = LayerKind::convolution;
-    std::vector<int> inputs; ///< indices of the layers it reads (earlier in the table); -1 is the input image.
-                             ///< Two entries for `add` (the residual branch first, then the shortcut).
-    Shape input;             ///< shape of the (first) input, per image
-    Shape output;            ///< shape of the output, per image
-    int kernel = 0;          ///< square kernel side for convolution and pooling, 0 otherwise
-    int stride = 1;          ///< stride for convolution and pooling
-    int padding = 0;         ///< zero padding on each side for convolution and pooling
-    std::int64_t parameters = 0;    ///< learnable scalars: conv weights (no bias), BN gamma and beta, FC weight and bias
+    std::vector<int> inputs;      ///< indices of the layers it reads (earlier in the table); -1 is the input image.
+                                  ///< Two entries for `add` (the residual branch first, then the shortcut).
+    Shape input;                  ///< shape of the (first) input, per image
+    Shape output;                 ///< shape of the output, per image
+    int kernel = 0;               ///< square kernel side for convolution and pooling, 0 otherwise
+    int stride = 1;               ///< stride for convolution and pooling
+    int padding = 0;              ///< zero padding on each side for convolution and pooling
+    std::int64_t parameters = 0;  ///< learnable scalars: conv weights (no bias), BN gamma and beta, FC weight and bias
     std::int64_t forward_macs = 0;  ///< multiply-accumulates of the forward pass per image (conv and FC only)
-    int stage = 0;           ///< 0 stem (conv1, bn1, relu, maxpool), 1..4 residual stages, 5 head (avgpool, fc)
-    bool zero_init_gamma = false;  ///< the BN that closes a residual branch (its gamma starts at 0, seed 000)
+    int stage = 0;                  ///< 0 stem (conv1, bn1, relu, maxpool), 1..4 residual stages, 5 head (avgpool, fc)
+    bool zero_init_gamma = false;   ///< the BN that closes a residual branch (its gamma starts at 0, seed 000)
 };
 
 /// A whole network for one image size and class count.
 struct Architecture {
-    std::string model;       ///< "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"
-    int image_size = 224;    ///< input side in pixels (square, 3 channels)
-    int classes = 1000;      ///< outputs of the final fully connected layer
+    std::string model;          ///< "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"
+    int image_size = 224;       ///< input side in pixels (square, 3 channels)
+    int classes = 1000;         ///< outputs of the final fully connected layer
     std::vector<Layer> layers;  ///< forward order; the last is "fc"
 
     std::int64_t parameters() const;    ///< sum of layers' learnable scalars

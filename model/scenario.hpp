@@ -15,13 +15,13 @@ inline constexpr std::int64_t kImageNetTrainImages = 1'281'167;
 // can be rented, and small enough that every product the model forms fits its type: GPUs (nodes x
 // GPUs per node <= 1.0e8) and the global batch (<= kMaxGlobalBatch) in an int, memory, images and
 // seconds in a double far from its range. check_scenario_limits() (model/cost_model.hpp) applies them.
-inline constexpr int kMaxNodes = 100'000;                         ///< worker (and server) instances
-inline constexpr int kMaxGpusPerNode = 1'024;                     ///< GPUs (or CPU ranks) per instance
-inline constexpr int kMaxBatchPerGpu = 1'000'000;                 ///< images per GPU per iteration
-inline constexpr int kMaxGlobalBatch = 100'000'000;               ///< images per iteration over all GPUs
+inline constexpr int kMaxNodes = 100'000;                             ///< worker (and server) instances
+inline constexpr int kMaxGpusPerNode = 1'024;                         ///< GPUs (or CPU ranks) per instance
+inline constexpr int kMaxBatchPerGpu = 1'000'000;                     ///< images per GPU per iteration
+inline constexpr int kMaxGlobalBatch = 100'000'000;                   ///< images per iteration over all GPUs
 inline constexpr std::int64_t kMaxDatasetImages = 1'000'000'000'000;  ///< images per epoch
-inline constexpr double kMaxEpochs = 10'000;                      ///< epochs to train
-inline constexpr int kMaxEfaAdapters = 64;                        ///< EFA adapters per node
+inline constexpr double kMaxEpochs = 10'000;                          ///< epochs to train
+inline constexpr int kMaxEfaAdapters = 64;                            ///< EFA adapters per node
 
 /// A count computed in floating point (servers = ratio x worker nodes) as a Scenario's int: past
 /// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.
@@ -30,15 +30,15 @@ inline int clamped_count(double count) { return count <= kMaxNodes ? static_cast
 /// One configuration. Field names follow the trace runs and the sweep spec (docs/formats.md).
 /// The defaults are seed 000's cluster with TensorFlow + Horovod.
 struct Scenario {
-    std::string model = "resnet50";        ///< resnet18|34|50|101|152
-    int image_size = 224;                  ///< input side, in pixels
-    int classes = 1000;                    ///< outputs of the classifier
+    std::string model = "resnet50";                      ///< resnet18|34|50|101|152
+    int image_size = 224;                                ///< input side, in pixels
+    int classes = 1000;                                  ///< outputs of the classifier
     std::int64_t dataset_images = kImageNetTrainImages;  ///< images in one epoch
-    double epochs = 90;                    ///< epochs to train (seed 000: 90), unless a target is set
+    double epochs = 90;                                  ///< epochs to train (seed 000: 90), unless a target is set
     /// A target ImageNet top-1 accuracy, percent: when above 0 the epochs are what `recipe` needs
     /// to reach it at the global batch (docs/model.md, "Time to accuracy"), and `epochs` is unused.
     double target_top1_percent = 0;
-    std::string recipe;                    ///< training recipe for the target; empty: the built-in default
+    std::string recipe;  ///< training recipe for the target; empty: the built-in default
 
     std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
     int nodes = 8;                         ///< worker instances
@@ -53,14 +53,14 @@ struct Scenario {
     Framework framework = Framework::tensorflow;
     SoftwareStack stack = SoftwareStack::current;  ///< the software the compute runs on
 
-    std::string ps_instance;               ///< parameter-server instance type (strategy ps, not co-located)
-    int ps_nodes = 0;                      ///< parameter-server instances (strategy ps, not co-located); 0: none
-    bool ps_colocated = false;             ///< one server per worker node, on the workers themselves
-    int efa_adapters = -1;                 ///< EFA adapters used per node: -1 all the instance has, 0 none
-                                           ///< (NCCL falls back to TCP sockets, seed 004)
+    std::string ps_instance;    ///< parameter-server instance type (strategy ps, not co-located)
+    int ps_nodes = 0;           ///< parameter-server instances (strategy ps, not co-located); 0: none
+    bool ps_colocated = false;  ///< one server per worker node, on the workers themselves
+    int efa_adapters = -1;      ///< EFA adapters used per node: -1 all the instance has, 0 none
+                                ///< (NCCL falls back to TCP sockets, seed 004)
 
     Pricing pricing = Pricing::on_demand;
-    double fusion_threshold_MiB = 0;       ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
+    double fusion_threshold_MiB = 0;  ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
 };
 
 }  // namespace epochcast

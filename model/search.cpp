@@ -15,7 +15,8 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
     std::iota(order.begin(), order.end(), std::size_t{0});
     // Fastest first; among equally fast the cheapest, then the first index.
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        if (points[a].time_to_train_s != points[b].time_to_train_s) return points[a].time_to_train_s < points[b].time_to_train_s;
+        if (points[a].time_to_train_s != points[b].time_to_train_s)
+            return points[a].time_to_train_s < points[b].time_to_train_s;
         return points[a].cost_usd < points[b].cost_usd;
     });
     std::vector<std::size_t> front;
@@ -128,8 +129,8 @@ std::vector<std::vector<std::size_t>> elastic_groups(const std::vector<Plan>& pl
     std::map<std::tuple<std::string, int, Strategy, std::string, bool, int, Pricing>, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < plans.size(); ++i) {
         const Scenario& s = plans[i].scenario;
-        groups[{s.instance, s.gpus_per_node, s.strategy, s.ps_instance, s.ps_colocated, plans[i].prediction.global_batch,
-                s.pricing}]
+        groups[{s.instance, s.gpus_per_node, s.strategy, s.ps_instance, s.ps_colocated,
+                plans[i].prediction.global_batch, s.pricing}]
             .push_back(i);
     }
     std::vector<std::vector<std::size_t>> out;
@@ -171,7 +172,8 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             const Prediction p = model.checked_predict(resolved);
             result.plans.push_back({std::move(s), p});
         } catch (const InputError&) {
-            ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, no finite figure, ...
+            ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, no finite
+                                  // figure, ...
         }
     }
     std::vector<TimeCost> points;
@@ -183,7 +185,8 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
     for (std::size_t i : result.front) {
         const Prediction& p = result.plans[i].prediction;
         if (deadline_s && p.time_to_train_s <= *deadline_s) {
-            if (!result.cheapest_within_deadline || p.cost_usd < result.plans[*result.cheapest_within_deadline].prediction.cost_usd) {
+            if (!result.cheapest_within_deadline ||
+                p.cost_usd < result.plans[*result.cheapest_within_deadline].prediction.cost_usd) {
                 result.cheapest_within_deadline = i;
             }
         }
@@ -202,18 +205,21 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             // Both phases keep the global batch, so both need the same epochs (given, or the recipe's).
             const auto plan = split_at_limit(result.plans, a, b, result.plans[a].prediction.epochs, limit, deadline);
             if (!plan) return;
-            const double incumbent =
-                best ? other_axis(best->time_to_train_s, best->cost_usd)
-                : fixed ? other_axis(result.plans[*fixed].prediction.time_to_train_s, result.plans[*fixed].prediction.cost_usd)
-                        : INFINITY;
+            const double incumbent = best    ? other_axis(best->time_to_train_s, best->cost_usd)
+                                     : fixed ? other_axis(result.plans[*fixed].prediction.time_to_train_s,
+                                                          result.plans[*fixed].prediction.cost_usd)
+                                             : INFINITY;
             if (other_axis(plan->time_to_train_s, plan->cost_usd) < incumbent) best = plan;
         };
         for (const std::vector<std::size_t>& group : elastic_groups(result.plans)) {
             for (std::size_t a : group) {
                 for (std::size_t b : group) {
                     if (a == b) continue;
-                    if (deadline_s) improve(result.elastic_within_deadline, result.cheapest_within_deadline, a, b, *deadline_s, true);
-                    if (budget_usd) improve(result.elastic_within_budget, result.fastest_within_budget, a, b, *budget_usd, false);
+                    if (deadline_s)
+                        improve(result.elastic_within_deadline, result.cheapest_within_deadline, a, b, *deadline_s,
+                                true);
+                    if (budget_usd)
+                        improve(result.elastic_within_budget, result.fastest_within_budget, a, b, *budget_usd, false);
                 }
             }
         }

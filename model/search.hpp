@@ -25,16 +25,17 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points);
 
 /// The space the search enumerates. Empty lists mean "what the catalog offers".
 struct SearchSpace {
-    Scenario base;                          ///< model, image size, dataset, epochs (or target and recipe), precision,
-                                            ///< framework, pricing;
-                                            ///< a global_batch > 0 is kept on every size (batch_per_gpu unused)
-    std::vector<std::string> instances;     ///< worker instances; empty: every GPU instance of the catalog with a price
+    Scenario base;                       ///< model, image size, dataset, epochs (or target and recipe), precision,
+                                         ///< framework, pricing;
+                                         ///< a global_batch > 0 is kept on every size (batch_per_gpu unused)
+    std::vector<std::string> instances;  ///< worker instances; empty: every GPU instance of the catalog with a price
     std::vector<int> nodes{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};  ///< worker node counts
-    std::vector<int> gpus_per_node;         ///< empty: 1, 2, 4, ... below the instance's count, and the count itself
-    std::vector<Strategy> strategies{Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree, Strategy::ps};
-    std::vector<std::string> ps_instances;  ///< dedicated servers; empty: every CPU-only instance of the catalog
+    std::vector<int> gpus_per_node;  ///< empty: 1, 2, 4, ... below the instance's count, and the count itself
+    std::vector<Strategy> strategies{Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree,
+                                     Strategy::ps};
+    std::vector<std::string> ps_instances;     ///< dedicated servers; empty: every CPU-only instance of the catalog
     std::vector<double> ps_ratios{0.5, 1, 2};  ///< server nodes per worker node (ps_nodes = ceil(ratio x nodes))
-    bool ps_colocated = true;               ///< also one server on each worker node
+    bool ps_colocated = true;                  ///< also one server on each worker node
     std::vector<int> batch_per_gpu{32, 64, 128, 256, 512};  ///< those that do not fit are dropped
 };
 
@@ -53,20 +54,20 @@ struct Plan {
 /// Two phases on the same instances, strategy and global batch with different node counts
 /// (seed 003's elastic schedule: shrink or grow between epochs, checkpoint and relaunch).
 struct ElasticPlan {
-    std::size_t first = 0;        ///< index into PlanSearch::plans of the first phase's cluster
-    std::size_t second = 0;       ///< index of the second phase's cluster
-    double first_epochs = 0;      ///< epochs on the first
-    double second_epochs = 0;     ///< epochs on the second
-    double time_to_train_s = 0;   ///< startup + first phase + relaunch (the second's startup) + second phase
-    double cost_usd = 0;          ///< both phases and both startups, billed per second
+    std::size_t first = 0;       ///< index into PlanSearch::plans of the first phase's cluster
+    std::size_t second = 0;      ///< index of the second phase's cluster
+    double first_epochs = 0;     ///< epochs on the first
+    double second_epochs = 0;    ///< epochs on the second
+    double time_to_train_s = 0;  ///< startup + first phase + relaunch (the second's startup) + second phase
+    double cost_usd = 0;         ///< both phases and both startups, billed per second
 };
 
 /// What the search found.
 struct PlanSearch {
-    std::vector<Plan> plans;              ///< every feasible configuration, in enumeration order
-    std::size_t considered = 0;           ///< configurations enumerated
-    std::size_t infeasible = 0;           ///< of those, rejected (batch does not fit, no such precision, ...)
-    std::vector<std::size_t> front;       ///< indices into plans: the Pareto front, fastest first
+    std::vector<Plan> plans;         ///< every feasible configuration, in enumeration order
+    std::size_t considered = 0;      ///< configurations enumerated
+    std::size_t infeasible = 0;      ///< of those, rejected (batch does not fit, no such precision, ...)
+    std::vector<std::size_t> front;  ///< indices into plans: the Pareto front, fastest first
     std::optional<std::size_t> cheapest_within_deadline;  ///< index into plans, when a deadline is given and met
     std::optional<std::size_t> fastest_within_budget;     ///< index into plans, when a budget is given and met
     std::optional<ElasticPlan> elastic_within_deadline;   ///< cheapest two-phase schedule meeting the deadline, when

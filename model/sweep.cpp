@@ -72,8 +72,8 @@ std::string text(const json& value) {
 }  // namespace
 
 std::size_t SweepSpec::combinations() const {
-    return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() *
-           pricing.size() * framework.size() * precision.size() * instance.size() * gpus_per_node.size() *
+    return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() * pricing.size() *
+           framework.size() * precision.size() * instance.size() * gpus_per_node.size() *
            std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() * ps_nodes.size() *
            ps_colocated.size() * efa_adapters.size() * nodes.size() *
            (global_batch.empty() ? batch_per_gpu.size() : global_batch.size());
@@ -134,7 +134,8 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         if (std::find(kSweepFields.begin(), kSweepFields.end(), key) == kSweepFields.end()) {
             std::string known;
             for (std::string_view k : kSweepFields) known += (known.empty() ? "" : ", ") + std::string(k);
-            throw InputError(std::string(origin) + ": unknown key \"" + escape_for_message(key) + "\" (known: " + known + ")");
+            throw InputError(std::string(origin) + ": unknown key \"" + escape_for_message(key) +
+                             "\" (known: " + known + ")");
         }
     }
     auto given = [&](std::string_view key) { return spec.contains(std::string(key)); };
@@ -159,20 +160,24 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     if (given("image_size")) out.image_size = parse_list<int>(spec, "image_size", origin, whole(1));
     if (given("classes")) out.classes = parse_list<int>(spec, "classes", origin, whole(1));
     if (given("dataset_images")) {
-        out.dataset_images = parse_list<std::int64_t>(spec, "dataset_images", origin, [](const json& v) { return integer(v, 1); });
+        out.dataset_images =
+            parse_list<std::int64_t>(spec, "dataset_images", origin, [](const json& v) { return integer(v, 1); });
     }
     if (given("epochs")) {
         out.epochs = parse_list<double>(spec, "epochs", origin, positive);
         out.epochs_given = true;
     }
     if (given("pricing")) {
-        out.pricing = parse_list<Pricing>(spec, "pricing", origin, [](const json& v) { return parse_pricing(text(v)); });
+        out.pricing =
+            parse_list<Pricing>(spec, "pricing", origin, [](const json& v) { return parse_pricing(text(v)); });
     }
     if (given("framework")) {
-        out.framework = parse_list<Framework>(spec, "framework", origin, [](const json& v) { return parse_framework(text(v)); });
+        out.framework =
+            parse_list<Framework>(spec, "framework", origin, [](const json& v) { return parse_framework(text(v)); });
     }
     if (given("precision")) {
-        out.precision = parse_list<Precision>(spec, "precision", origin, [](const json& v) { return parse_precision(text(v)); });
+        out.precision =
+            parse_list<Precision>(spec, "precision", origin, [](const json& v) { return parse_precision(text(v)); });
     }
     if (given("instance")) {
         out.instance = parse_list<std::string>(spec, "instance", origin, [&catalog](const json& v) {
@@ -183,14 +188,16 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     }
     if (given("gpus_per_node")) out.gpus_per_node = parse_list<int>(spec, "gpus_per_node", origin, whole(1));
     if (given("strategy")) {
-        out.strategy = parse_list<Strategy>(spec, "strategy", origin, [](const json& v) { return parse_strategy(text(v)); });
+        out.strategy =
+            parse_list<Strategy>(spec, "strategy", origin, [](const json& v) { return parse_strategy(text(v)); });
     }
     if (given("ps_instance")) {
         out.ps_instance = parse_list<std::string>(spec, "ps_instance", origin,
                                                   [&catalog](const json& v) { return catalog.instance(text(v)).name; });
     }
     if (given("ps_ratio") && given("ps_nodes")) {
-        throw InputError(std::string(origin) + ": give \"ps_ratio\" (server nodes per worker node) or \"ps_nodes\", not both");
+        throw InputError(std::string(origin) +
+                         ": give \"ps_ratio\" (server nodes per worker node) or \"ps_nodes\", not both");
     }
     if (given("ps_ratio")) out.ps_ratio = parse_list<double>(spec, "ps_ratio", origin, positive);
     if (given("ps_nodes")) out.ps_nodes = parse_list<int>(spec, "ps_nodes", origin, whole(1));
@@ -215,19 +222,20 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         const double ratio = *std::max_element(out.ps_ratio.begin(), out.ps_ratio.end());
         const int nodes = *std::max_element(out.nodes.begin(), out.nodes.end());
         if (ratio * nodes > std::numeric_limits<int>::max()) {
-            throw InputError(field_error(origin, "ps_ratio", ratio, "times " + std::to_string(nodes) +
-                                                                        " nodes is more server nodes than an int holds"));
+            throw InputError(
+                field_error(origin, "ps_ratio", ratio,
+                            "times " + std::to_string(nodes) + " nodes is more server nodes than an int holds"));
         }
     }
 
     // Guard the product against overflow before anyone sizes a loop by it.
     double product = 1;
-    for (std::size_t n : {out.model.size(), out.image_size.size(), out.classes.size(), out.dataset_images.size(),
-                          out.epochs.size(), out.pricing.size(), out.framework.size(), out.precision.size(),
-                          out.instance.size(), out.gpus_per_node.size(), std::max<std::size_t>(out.strategy.size(), 1),
-                          out.ps_instance.size(), out.ps_ratio.size(), out.ps_nodes.size(), out.ps_colocated.size(),
-                          out.efa_adapters.size(), out.nodes.size(), out.batch_per_gpu.size(),
-                          std::max<std::size_t>(out.global_batch.size(), 1)}) {
+    for (std::size_t n :
+         {out.model.size(), out.image_size.size(), out.classes.size(), out.dataset_images.size(), out.epochs.size(),
+          out.pricing.size(), out.framework.size(), out.precision.size(), out.instance.size(), out.gpus_per_node.size(),
+          std::max<std::size_t>(out.strategy.size(), 1), out.ps_instance.size(), out.ps_ratio.size(),
+          out.ps_nodes.size(), out.ps_colocated.size(), out.efa_adapters.size(), out.nodes.size(),
+          out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {
         product *= static_cast<double>(n);
     }
     if (product > std::ldexp(1.0, 40)) {

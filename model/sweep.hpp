@@ -21,10 +21,9 @@ namespace epochcast {
 /// The spec's keys, in the order of the cross product (the last varies fastest).
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
 inline constexpr std::array<std::string_view, 19> kSweepFields = {
-    "model",         "image_size", "classes",     "dataset_images", "epochs",      "pricing",
-    "framework",     "precision",  "instance",    "gpus_per_node",  "strategy",    "ps_instance",
-    "ps_ratio",      "ps_nodes",   "ps_colocated", "efa_adapters",  "nodes",       "batch_per_gpu",
-    "global_batch"};
+    "model",        "image_size",   "classes",       "dataset_images", "epochs",      "pricing",  "framework",
+    "precision",    "instance",     "gpus_per_node", "strategy",       "ps_instance", "ps_ratio", "ps_nodes",
+    "ps_colocated", "efa_adapters", "nodes",         "batch_per_gpu",  "global_batch"};
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
 /// value; `strategy` left out means nccl (NCCL's own choice of algorithm). With `global_batch`
@@ -39,17 +38,17 @@ struct SweepSpec {
     std::vector<Framework> framework{Framework::tensorflow};
     std::vector<Precision> precision{Precision::amp};
     std::vector<std::string> instance{"p3.16xlarge"};
-    std::vector<int> gpus_per_node{0};            ///< 0: all the instance has
-    std::vector<Strategy> strategy;               ///< empty: by the instance (see above)
-    std::vector<std::string> ps_instance{""};     ///< strategy ps only; "" none
-    std::vector<double> ps_ratio{0};              ///< server nodes per worker node (ps only); 0: use ps_nodes
-    std::vector<int> ps_nodes{0};                 ///< server nodes (ps only); 0: use ps_ratio
-    std::vector<bool> ps_colocated{false};        ///< one server on each worker node (ps only)
-    std::vector<int> efa_adapters{-1};            ///< -1: all the instance has
+    std::vector<int> gpus_per_node{0};         ///< 0: all the instance has
+    std::vector<Strategy> strategy;            ///< empty: by the instance (see above)
+    std::vector<std::string> ps_instance{""};  ///< strategy ps only; "" none
+    std::vector<double> ps_ratio{0};           ///< server nodes per worker node (ps only); 0: use ps_nodes
+    std::vector<int> ps_nodes{0};              ///< server nodes (ps only); 0: use ps_ratio
+    std::vector<bool> ps_colocated{false};     ///< one server on each worker node (ps only)
+    std::vector<int> efa_adapters{-1};         ///< -1: all the instance has
     std::vector<int> nodes{8};
     std::vector<int> batch_per_gpu{256};
-    std::vector<int> global_batch;                ///< empty: batch_per_gpu rules; else fixed global batches
-    bool epochs_given = false;                    ///< the spec lists "epochs" itself
+    std::vector<int> global_batch;  ///< empty: batch_per_gpu rules; else fixed global batches
+    bool epochs_given = false;      ///< the spec lists "epochs" itself
     /// Not spec keys (sweep's --target-top1 and --recipe): every row's target accuracy and recipe,
     /// which make the epochs an output (Scenario::target_top1_percent); 0 trains `epochs`.
     double target_top1_percent = 0;

@@ -42,8 +42,8 @@ std::string parse_error_detail(std::string_view what, std::size_t byte) {
         what.remove_prefix(kPrefix.size());
         const auto colon = what.find(": ");
         if (colon != std::string_view::npos) {
-            return escape_for_message(what.substr(0, colon)) + " (" + at_byte + "): " +
-                   escape_for_message(what.substr(colon + 2));
+            return escape_for_message(what.substr(0, colon)) + " (" + at_byte +
+                   "): " + escape_for_message(what.substr(colon + 2));
         }
     }
     return at_byte + ": " + escape_for_message(what);

@@ -25,29 +25,40 @@ Enum parse_enum(const std::array<std::pair<std::string_view, Enum>, N>& names, s
                      accepted + ")");
 }
 
-constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{{
-    {"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
-constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{
-    {"nccl", Strategy::nccl}, {"ring", Strategy::ring}, {"hierarchical", Strategy::hierarchical}, {"tree", Strategy::tree}, {"ps", Strategy::ps}}};
-constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kFrameworks{{
-    {"mxnet", Framework::mxnet}, {"tensorflow", Framework::tensorflow}, {"pytorch", Framework::pytorch},
-    {"epochcast", Framework::epochcast}}};
-constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{{
-    {"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
-constexpr std::array<std::pair<std::string_view, SoftwareStack>, kSoftwareStackCount> kSoftwareStacks{{
-    {"current", SoftwareStack::current}, {"legacy", SoftwareStack::legacy}}};
-constexpr std::array<std::pair<std::string_view, DeviceKind>, 2> kDeviceKinds{{
-    {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu}}};
-constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAlgorithms{{
-    {"none", Algorithm::none}, {"ring", Algorithm::ring}, {"tree", Algorithm::tree}, {"nvls", Algorithm::nvls},
-    {"hierarchical", Algorithm::hierarchical}, {"push-pull", Algorithm::push_pull}}};
-constexpr std::array<std::pair<std::string_view, Interconnect>, kInterconnectCount> kInterconnects{{
-    {"tcp", Interconnect::tcp}, {"efa", Interconnect::efa}, {"infiniband", Interconnect::infiniband},
-    {"roce", Interconnect::roce}, {"tcpx", Interconnect::tcpx}}};
-constexpr std::array<std::pair<std::string_view, IntraLink>, kIntraLinkCount> kIntraLinks{{
-    {"pcie", IntraLink::pcie}, {"nvlink", IntraLink::nvlink}, {"nvswitch", IntraLink::nvswitch}}};
-constexpr std::array<std::pair<std::string_view, ComparisonQuantity>, 2> kComparisonQuantities{{
-    {"speedup", ComparisonQuantity::speedup}, {"epoch_time_ratio", ComparisonQuantity::epoch_time_ratio}}};
+constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{
+    {{"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
+constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{{"nccl", Strategy::nccl},
+                                                                            {"ring", Strategy::ring},
+                                                                            {"hierarchical", Strategy::hierarchical},
+                                                                            {"tree", Strategy::tree},
+                                                                            {"ps", Strategy::ps}}};
+constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kFrameworks{
+    {{"mxnet", Framework::mxnet},
+     {"tensorflow", Framework::tensorflow},
+     {"pytorch", Framework::pytorch},
+     {"epochcast", Framework::epochcast}}};
+constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{
+    {{"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
+constexpr std::array<std::pair<std::string_view, SoftwareStack>, kSoftwareStackCount> kSoftwareStacks{
+    {{"current", SoftwareStack::current}, {"legacy", SoftwareStack::legacy}}};
+constexpr std::array<std::pair<std::string_view, DeviceKind>, 2> kDeviceKinds{
+    {{"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu}}};
+constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAlgorithms{{{"none", Algorithm::none},
+                                                                             {"ring", Algorithm::ring},
+                                                                             {"tree", Algorithm::tree},
+                                                                             {"nvls", Algorithm::nvls},
+                                                                             {"hierarchical", Algorithm::hierarchical},
+                                                                             {"push-pull", Algorithm::push_pull}}};
+constexpr std::array<std::pair<std::string_view, Interconnect>, kInterconnectCount> kInterconnects{
+    {{"tcp", Interconnect::tcp},
+     {"efa", Interconnect::efa},
+     {"infiniband", Interconnect::infiniband},
+     {"roce", Interconnect::roce},
+     {"tcpx", Interconnect::tcpx}}};
+constexpr std::array<std::pair<std::string_view, IntraLink>, kIntraLinkCount> kIntraLinks{
+    {{"pcie", IntraLink::pcie}, {"nvlink", IntraLink::nvlink}, {"nvswitch", IntraLink::nvswitch}}};
+constexpr std::array<std::pair<std::string_view, ComparisonQuantity>, 2> kComparisonQuantities{
+    {{"speedup", ComparisonQuantity::speedup}, {"epoch_time_ratio", ComparisonQuantity::epoch_time_ratio}}};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>& names, Enum value) {

@@ -97,7 +97,8 @@ InstanceComparison across_instances(const CostModel& model, const Scenario& base
     return out;
 }
 
-Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction, double throughput_images_per_s) {
+Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction,
+                         double throughput_images_per_s) {
     Prediction p = prediction;
     const double ratio = throughput_images_per_s / prediction.throughput_images_per_s;
     p.throughput_images_per_s = throughput_images_per_s;

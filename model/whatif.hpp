@@ -75,7 +75,8 @@ InstanceComparison across_instances(const CostModel& model, const Scenario& base
 /// The prediction as it would read at another throughput (an end of its band): per-GPU throughput
 /// and both scaling efficiencies scale with it (their baselines do not change); epoch, time to
 /// train and cost follow from it by apply_schedule, as in predict.
-Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction, double throughput_images_per_s);
+Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& prediction,
+                         double throughput_images_per_s);
 
 /// The prediction at both ends of its throughput band: `slow` at interval.low (longer, costlier)
 /// with the most epochs of the epochs' band, `fast` at interval.high with the fewest.

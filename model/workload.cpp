@@ -25,8 +25,10 @@ bool output_kept_for_backward(LayerKind kind) {
         case LayerKind::max_pool:
         case LayerKind::avg_pool:
         case LayerKind::add:
-        case LayerKind::fully_connected: return true;
-        case LayerKind::relu: return false;  // in place on its producer's output
+        case LayerKind::fully_connected:
+            return true;
+        case LayerKind::relu:
+            return false;  // in place on its producer's output
     }
     return true;
 }
@@ -54,8 +56,8 @@ Workload make_workload(const Architecture& architecture) {
     // no fused conv+BN+ReLU kernels).
     double activation_elements = 0;
     if (!architecture.layers.empty()) {
-        activation_elements += static_cast<double>(
-            Shape{3, architecture.image_size, architecture.image_size}.elements());
+        activation_elements +=
+            static_cast<double>(Shape{3, architecture.image_size, architecture.image_size}.elements());
     }
     // Memory traffic per image, in elements, for the roofline:
     //   forward reads each layer's inputs and writes its output once (a residual add reads both of
@@ -83,8 +85,8 @@ std::vector<GradientTensor> gradients_in_backward_order(const Architecture& arch
     for (int index = static_cast<int>(architecture.layers.size()) - 1; index >= 0; --index) {
         const Layer& layer = architecture.layers[static_cast<std::size_t>(index)];
         if (layer.parameters == 0) continue;
-        gradients.push_back(GradientTensor{index, layer.parameters,
-                                           static_cast<double>(layer.parameters) * element_bytes});
+        gradients.push_back(
+            GradientTensor{index, layer.parameters, static_cast<double>(layer.parameters) * element_bytes});
     }
     return gradients;
 }
@@ -95,8 +97,8 @@ double gradient_bytes(const Workload& workload, Precision precision) {
 
 std::vector<Bucket> fusion_buckets(const std::vector<GradientTensor>& gradients, double threshold_bytes) {
     if (!(threshold_bytes > 0) || !std::isfinite(threshold_bytes)) {
-        throw InputError("fusion threshold must be a positive number of bytes, got " +
-                         std::to_string(threshold_bytes) + " (Horovod's default is 64 MiB = 67108864)");
+        throw InputError("fusion threshold must be a positive number of bytes, got " + std::to_string(threshold_bytes) +
+                         " (Horovod's default is 64 MiB = 67108864)");
     }
     std::vector<Bucket> buckets;
     for (int index = 0; index < static_cast<int>(gradients.size()); ++index) {

@@ -40,9 +40,11 @@ struct Workload {
     std::int64_t parameters = 0;          ///< learnable scalars (25,557,032 for ResNet-50 at 1000 classes)
     double forward_flops_per_image = 0;   ///< 2 x forward multiply-accumulates, in FLOP
     double training_flops_per_image = 0;  ///< forward + backward (data and weights) = 3 x forward, in FLOP
-    double activation_elements_per_image = 0;  ///< elements kept for the backward pass, per image (see activation_bytes_per_image)
-    double memory_traffic_elements_per_image = 0;  ///< elements read and written by one training step per image
-                                                   ///< (forward + backward, every layer's input and output), for the roofline
+    double activation_elements_per_image =
+        0;  ///< elements kept for the backward pass, per image (see activation_bytes_per_image)
+    double memory_traffic_elements_per_image =
+        0;  ///< elements read and written by one training step per image
+            ///< (forward + backward, every layer's input and output), for the roofline
 };
 
 /// Figures of one architecture.
@@ -63,8 +65,8 @@ double gradient_bytes(const Workload& workload, Precision precision);
 
 /// A fusion buffer: consecutive gradients in backward order, sent as one collective.
 struct Bucket {
-    int first = 0;   ///< index into the backward-order gradient list of the bucket's first tensor
-    int count = 0;   ///< number of tensors in the bucket
+    int first = 0;     ///< index into the backward-order gradient list of the bucket's first tensor
+    int count = 0;     ///< number of tensors in the bucket
     double bytes = 0;  ///< sum of their bytes
 };
 

@@ -80,8 +80,8 @@ ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_v
         if (entry.contains("spot_nodes")) {
             const json& spot = entry.at("spot_nodes");
             if (!spot.is_number_integer() || spot.get<long long>() < 0 || spot.get<long long>() > phase.nodes) {
-                fail(origin, where, "'spot_nodes' must be a whole number from 0 to the phase's nodes (got " +
-                                        spot.dump() + ")");
+                fail(origin, where,
+                     "'spot_nodes' must be a whole number from 0 to the phase's nodes (got " + spot.dump() + ")");
             }
             phase.spot_nodes = spot.get<int>();
         }
@@ -99,8 +99,8 @@ ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_v
             const json& epoch = entry.at("epoch");
             if (!epoch.is_number() || epoch.get<double>() < 0 || epoch.get<double>() >= total) {
                 fail(origin, where,
-                     "'epoch' must be a number from 0 to below the schedule's " + json(total).dump() +
-                         " epochs (got " + epoch.dump() + ")");
+                     "'epoch' must be a number from 0 to below the schedule's " + json(total).dump() + " epochs (got " +
+                         epoch.dump() + ")");
             }
             schedule.node_losses.push_back({epoch.get<double>()});
         }
@@ -168,11 +168,13 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
 
     // A spot node costs this much less per hour than one at the scenario's pricing.
     const InstanceSpec& instance = model.catalog().instance(scenario.instance);
-    const double scenario_price = scenario.pricing == Pricing::spot ? instance.spot_usd_per_hour : instance.price_usd_per_hour;
+    const double scenario_price =
+        scenario.pricing == Pricing::spot ? instance.spot_usd_per_hour : instance.price_usd_per_hour;
     auto spot_discount_per_hour = [&](int spot_nodes) {
         if (spot_nodes == 0) return 0.0;
         if (!(instance.spot_usd_per_hour > 0)) {
-            throw InputError("elastic schedule: spot_nodes, but the catalog has no spot price for '" + instance.name + "'");
+            throw InputError("elastic schedule: spot_nodes, but the catalog has no spot price for '" + instance.name +
+                             "'");
         }
         return spot_nodes * (scenario_price - instance.spot_usd_per_hour);
     };
@@ -217,8 +219,8 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
             loss.lost_work_s = (at - checkpoint) * cluster(nodes).prediction.epoch_s;
             loss.restart_s = fixed.startup_s;
             if (spot > 0) --spot;  // a spot interruption, most likely
-            loss.cost_usd = loss.restart_s / kSecondsPerHour *
-                            (cluster(nodes - 1).usd_per_hour - spot_discount_per_hour(spot));
+            loss.cost_usd =
+                loss.restart_s / kSecondsPerHour * (cluster(nodes - 1).usd_per_hour - spot_discount_per_hour(spot));
             report.losses.push_back(loss);
             nodes -= 1;
             from = checkpoint;

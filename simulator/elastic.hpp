@@ -53,17 +53,17 @@ ElasticSchedule read_elastic_schedule(const std::filesystem::path& path);
 
 /// A stretch of training on a constant number of nodes.
 struct ElasticSegment {
-    double start_epoch = 0;            ///< where it starts, in epochs from the start of training
-    double epochs = 0;                 ///< epochs it trains (a restart redoes the lost part)
-    int nodes = 0;                     ///< worker nodes
-    int spot_nodes = 0;                ///< of those, billed at the spot price
-    int batch_per_gpu = 0;             ///< the global batch over this segment's GPUs, rounded
-    int global_batch = 0;              ///< batch_per_gpu x GPUs (the schedule's, within rounding)
-    double iteration_s = 0;            ///< simulated mean iteration
+    double start_epoch = 0;  ///< where it starts, in epochs from the start of training
+    double epochs = 0;       ///< epochs it trains (a restart redoes the lost part)
+    int nodes = 0;           ///< worker nodes
+    int spot_nodes = 0;      ///< of those, billed at the spot price
+    int batch_per_gpu = 0;   ///< the global batch over this segment's GPUs, rounded
+    int global_batch = 0;    ///< batch_per_gpu x GPUs (the schedule's, within rounding)
+    double iteration_s = 0;  ///< simulated mean iteration
     double throughput_images_per_s = 0;
-    double epoch_s = 0;                ///< images / throughput + checkpoint
-    double time_s = 0;                 ///< epochs x epoch_s
-    double usd_per_hour = 0;           ///< workers (spot ones at the spot price) and servers
+    double epoch_s = 0;       ///< images / throughput + checkpoint
+    double time_s = 0;        ///< epochs x epoch_s
+    double usd_per_hour = 0;  ///< workers (spot ones at the spot price) and servers
     double cost_usd = 0;
 };
 
@@ -81,9 +81,9 @@ struct ElasticReport {
     std::vector<ElasticLoss> losses;
     double epochs = 0;
     double startup_s = 0;
-    double time_to_train_s = 0;   ///< startup + segments + restarts
+    double time_to_train_s = 0;  ///< startup + segments + restarts
     double cost_usd = 0;
-    int fixed_nodes = 0;          ///< the scenario's cluster
+    int fixed_nodes = 0;  ///< the scenario's cluster
     double fixed_time_to_train_s = 0;
     double fixed_cost_usd = 0;
 };

@@ -99,8 +99,8 @@ Platform build_platform(const ResolvedScenario& s, double gpu_flops_per_s, const
         sg4::Link* loopback = zone->create_link(name + "-loopback", kLoopbackBps);
         loopback->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
         loopback->seal();
-        zone->add_route(endpoint->get_netpoint(), endpoint->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(loopback)},
-                        false);
+        zone->add_route(endpoint->get_netpoint(), endpoint->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(loopback)}, false);
         // The endpoint is the zone's gateway: no link of its own inside the node (an empty route,
         // which a star zone needs spelled out once the loopback route exists).
         zone->add_route(endpoint->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
@@ -112,8 +112,8 @@ Platform build_platform(const ResolvedScenario& s, double gpu_flops_per_s, const
             // One GPU alone has no intra-node link worth simulating; a zero bandwidth is not allowed.
             const double bandwidth = s.intra_bandwidth_Bps > 0 ? s.intra_bandwidth_Bps : 1e12;
             sg4::Link* link = split_duplex(zone, gpu_name + "-link", bandwidth, intra_half_s);
-            zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr,
-                            {{link, sg4::LinkInRoute::Direction::UP}}, true);
+            zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}},
+                            true);
             platform.gpus.push_back(gpu);
         }
         zone->seal();

@@ -25,11 +25,11 @@
 namespace epochcast::sim {
 
 struct Platform {
-    int nodes = 0;                              ///< worker nodes
-    int gpus_per_node = 0;                      ///< GPUs per worker node
-    std::vector<simgrid::s4u::Host*> gpus;      ///< node-major: gpu(n, i) = gpus[n * gpus_per_node + i]
+    int nodes = 0;                                ///< worker nodes
+    int gpus_per_node = 0;                        ///< GPUs per worker node
+    std::vector<simgrid::s4u::Host*> gpus;        ///< node-major: gpu(n, i) = gpus[n * gpus_per_node + i]
     std::vector<simgrid::s4u::Host*> node_hosts;  ///< one per worker node: CPU and NIC endpoint
-    std::vector<simgrid::s4u::Host*> servers;   ///< dedicated parameter servers (empty otherwise)
+    std::vector<simgrid::s4u::Host*> servers;     ///< dedicated parameter servers (empty otherwise)
 
     simgrid::s4u::Host* gpu(int node, int local) const {
         return gpus[static_cast<std::size_t>(node * gpus_per_node + local)];

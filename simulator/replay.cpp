@@ -45,11 +45,11 @@ constexpr int kActorStackKiB = 256;
 /// Gradients that a group of GPUs (all of them for all-reduce, one node's for parameter servers)
 /// have ready: a prefix of the backward-order list, advanced as the slowest GPU publishes.
 struct ReadyGroup {
-    int size = 0;                  ///< GPUs in the group
-    std::vector<int> reach;        ///< per gradient: GPUs of the group that have it ready
-    int prefix = 0;                ///< gradients ready on every GPU of the group
-    sg4::SemaphorePtr progress;    ///< released whenever prefix advances
-    sg4::SemaphorePtr done;        ///< released `size` times when the group's synchronisation ends
+    int size = 0;                ///< GPUs in the group
+    std::vector<int> reach;      ///< per gradient: GPUs of the group that have it ready
+    int prefix = 0;              ///< gradients ready on every GPU of the group
+    sg4::SemaphorePtr progress;  ///< released whenever prefix advances
+    sg4::SemaphorePtr done;      ///< released `size` times when the group's synchronisation ends
 };
 
 struct PushMessage {
@@ -145,9 +145,9 @@ private:
     struct CoarsePs {
         std::vector<PsFlow> flows;
         std::vector<std::vector<PsFlow>> by_node, by_server;
-        std::vector<PartCounter> push_parts;    ///< per node: parts of its releases arrived
-        std::vector<ContiguousPrefix> pushed;   ///< per node: gradients every server has
-        int served = 0;                         ///< gradients aggregated and queued for the pulls
+        std::vector<PartCounter> push_parts;                       ///< per node: parts of its releases arrived
+        std::vector<ContiguousPrefix> pushed;                      ///< per node: gradients every server has
+        int served = 0;                                            ///< gradients aggregated and queued for the pulls
         std::vector<std::vector<std::pair<int, int>>> pull_queue;  ///< per server: ranges to answer
         std::vector<sg4::SemaphorePtr> pull_ready;                 ///< per server: released per range
     } coarse_;
@@ -384,8 +384,9 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                         nccl_ring_allreduce_s(0.0, nodes_, k_, s_.intra_latency_s, protocol.inter_latency_s, 1.0);
                     sg4::this_actor::sleep_for(std::max(0.0, latency - flat_latency_s_));
                     std::vector<std::pair<sg4::Host*, sg4::Host*>> pairs;
-                    for (int g = 0; g < gpus_; ++g) pairs.emplace_back(platform_.gpus[static_cast<std::size_t>(g)],
-                                                                       platform_.gpus[static_cast<std::size_t>((g + 1) % gpus_)]);
+                    for (int g = 0; g < gpus_; ++g)
+                        pairs.emplace_back(platform_.gpus[static_cast<std::size_t>(g)],
+                                           platform_.gpus[static_cast<std::size_t>((g + 1) % gpus_)]);
                     transfer_round(pairs, 2.0 * (n - 1.0) / n * bytes / protocol.bandwidth_factor);
                 });
             }
@@ -403,10 +404,12 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                 sg4::this_actor::sleep_for(std::max(0.0, latency - route_s));
                 std::vector<sg4::CommPtr> comms;
                 if (k_ > 1) {
-                    const double chain_bytes = 2.0 * bytes * s_.intra_bandwidth_Bps / tree_node_Bps(s_) / protocol.bandwidth_factor;
+                    const double chain_bytes =
+                        2.0 * bytes * s_.intra_bandwidth_Bps / tree_node_Bps(s_) / protocol.bandwidth_factor;
                     for (int node = 0; node < nodes_; ++node) {
                         for (int i = 0; i + 1 < k_; ++i) {
-                            comms.push_back(sg4::Comm::sendto_async(platform_.gpu(node, i), platform_.gpu(node, i + 1), chain_bytes));
+                            comms.push_back(sg4::Comm::sendto_async(platform_.gpu(node, i), platform_.gpu(node, i + 1),
+                                                                    chain_bytes));
                         }
                     }
                 }
@@ -414,9 +417,9 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
                     const double tree_bytes =
                         tree_network_bytes_factor(nodes_) * bytes / kTreeBandwidthFactor / protocol.bandwidth_factor;
                     for (int node = 0; node < nodes_; ++node) {
-                        comms.push_back(sg4::Comm::sendto_async(platform_.node_hosts[static_cast<std::size_t>(node)],
-                                                                platform_.node_hosts[static_cast<std::size_t>((node + 1) % nodes_)],
-                                                                tree_bytes));
+                        comms.push_back(sg4::Comm::sendto_async(
+                            platform_.node_hosts[static_cast<std::size_t>(node)],
+                            platform_.node_hosts[static_cast<std::size_t>((node + 1) % nodes_)], tree_bytes));
                     }
                 }
                 transfers_ += static_cast<std::int64_t>(comms.size());
@@ -439,7 +442,8 @@ void Simulation::collective(double bytes, int iteration, int bucket) {
             phase("intra-node all-gather", [&] { rings(node_rings, bytes, k_ - 1, intra_latency_s_); });
             break;
         case Algorithm::none:
-        case Algorithm::push_pull: break;
+        case Algorithm::push_pull:
+            break;
     }
     record("bucket " + std::to_string(bucket), "communication", nodes_, 0, start, sg4::Engine::get_clock(),
            {{"iteration", iteration}, {"bytes", bytes}});
@@ -465,7 +469,8 @@ void Simulation::allreduce_actor() {
             }
             cycle_start = sg4::Engine::get_clock();
             const int end = g.prefix;
-            const std::vector<GradientTensor> ready(in_.plan.gradients.begin() + sent, in_.plan.gradients.begin() + end);
+            const std::vector<GradientTensor> ready(in_.plan.gradients.begin() + sent,
+                                                    in_.plan.gradients.begin() + end);
             for (const Bucket& b : fusion_buckets(ready, in_.fusion_threshold_bytes)) {
                 const double t0 = sg4::Engine::get_clock();
                 collective(b.bytes, it, bucket++);
@@ -504,7 +509,8 @@ void Simulation::ps_node_actor(int node) {
     sg4::ActorPtr receiver = sg4::Actor::create("ps-pulls-" + std::to_string(node), self, [&, node] {
         sg4::Mailbox* pulls = sg4::Mailbox::by_name("pull-" + std::to_string(node));
         // Coarse: a range is pulled once all the node's flows of it have arrived, as one prefix.
-        const int pull_parts = coarse_ps_ ? static_cast<int>(coarse_.by_node[static_cast<std::size_t>(node)].size()) : 1;
+        const int pull_parts =
+            coarse_ps_ ? static_cast<int>(coarse_.by_node[static_cast<std::size_t>(node)].size()) : 1;
         for (int it = 0; it < in_.iterations; ++it) {
             std::vector<ContiguousPrefix> pulled(static_cast<std::size_t>(coarse_ps_ ? 1 : server_count));
             PartCounter parts;
@@ -601,7 +607,8 @@ void Simulation::ps_server_actor(int server) {
             for (int n = 0; n < nodes_; ++n) {
                 const double bytes = platform_.node_hosts[static_cast<std::size_t>(n)] == self ? 0.0 : shard;
                 sg4::Mailbox::by_name("pull-" + std::to_string(n))
-                    ->put_init(new PullMessage{server, served, aggregated}, static_cast<std::uint64_t>(std::llround(bytes)))
+                    ->put_init(new PullMessage{server, served, aggregated},
+                               static_cast<std::uint64_t>(std::llround(bytes)))
                     ->detach();
                 ++transfers_;
             }
@@ -660,7 +667,8 @@ void Simulation::coarse_ps_pull_actor(int server) {
         queue.erase(queue.begin());
         const double bytes = gradient_range_bytes(in_.plan.gradients, begin, end);
         for (const PsFlow& f : coarse_.by_server[static_cast<std::size_t>(server)]) {
-            const double flow = platform_.node_hosts[static_cast<std::size_t>(f.node)] == self ? 0.0 : f.fraction * bytes;
+            const double flow =
+                platform_.node_hosts[static_cast<std::size_t>(f.node)] == self ? 0.0 : f.fraction * bytes;
             sg4::Mailbox::by_name("pull-" + std::to_string(f.node))
                 ->put_init(new PullMessage{server, begin, end}, static_cast<std::uint64_t>(std::llround(flow)))
                 ->detach();
@@ -727,9 +735,12 @@ long step_transfers_per_bucket(const ResolvedScenario& s) {
     const long m = s.nodes, k = s.gpus_per_node, n = m * k;
     switch (s.strategy) {
         case Strategy::nccl:
-        case Strategy::ring: return m == 1 ? 2 * (k - 1) * k : n;  // NCCL's rings across nodes: one round
-        case Strategy::hierarchical: return 2 * m * k * (k - 1) + 2 * (m - 1) * m;
-        case Strategy::tree: return m * (k - 1) + m;
+        case Strategy::ring:
+            return m == 1 ? 2 * (k - 1) * k : n;  // NCCL's rings across nodes: one round
+        case Strategy::hierarchical:
+            return 2 * m * k * (k - 1) + 2 * (m - 1) * m;
+        case Strategy::tree:
+            return m * (k - 1) + m;
         case Strategy::ps: {
             const long servers = s.ps_colocated ? m : s.ps_nodes;
             return m * k * (k - 1) + 2 * m * servers;  // intra-node rings, then a push and a pull per pair

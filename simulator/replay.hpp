@@ -18,14 +18,14 @@ struct RunInput {
     ReplayPlan plan;
     int iterations = 1;
     std::uint64_t seed = 1;
-    double jitter = 0;                   ///< relative std of a GPU's compute time per iteration
+    double jitter = 0;  ///< relative std of a GPU's compute time per iteration
     std::vector<SlowNode> slow_nodes;
     Granularity granularity = Granularity::step;  ///< step or coarse
     NetworkModel network_model = NetworkModel::cm02;
     Topology topology;
     double cycle_time_s = kHorovodCycleTimeS;
     double fusion_threshold_bytes = kDefaultFusionThresholdBytes;
-    double data_s = 0;                   ///< input pipeline time per batch (eq. D1)
+    double data_s = 0;  ///< input pipeline time per batch (eq. D1)
     std::string timeline_path;
     /// Called when GPU 0 finishes the compute of iteration `iteration` (0-based); may be empty.
     std::function<void(int iteration)> on_iteration;

@@ -19,13 +19,13 @@ struct BackwardSegment {
 };
 
 struct ReplayPlan {
-    std::vector<GradientTensor> gradients;   ///< backward order (fc first, conv1 last)
-    double gpu_flops_per_s = 0;              ///< GPU host speed: training FLOPs per image / calibrated time per image
-    double fixed_flops = 0;                  ///< the per-iteration fixed overhead (eq. C1) expressed at that speed
-    double forward_flops = 0;                ///< batch x forward FLOPs of one image
-    std::vector<BackwardSegment> backward;   ///< sums to batch x 2 x forward FLOPs (eq. C2)
-    double overlap = 0;                      ///< fraction of the backward pass at its end during which
-                                             ///< gradients are published (the rest waits for the window)
+    std::vector<GradientTensor> gradients;  ///< backward order (fc first, conv1 last)
+    double gpu_flops_per_s = 0;             ///< GPU host speed: training FLOPs per image / calibrated time per image
+    double fixed_flops = 0;                 ///< the per-iteration fixed overhead (eq. C1) expressed at that speed
+    double forward_flops = 0;               ///< batch x forward FLOPs of one image
+    std::vector<BackwardSegment> backward;  ///< sums to batch x 2 x forward FLOPs (eq. C2)
+    double overlap = 0;                     ///< fraction of the backward pass at its end during which
+                                            ///< gradients are published (the rest waits for the window)
 };
 
 /// Build the plan. A gradient is ready once every layer with multiply-accumulates at or after its

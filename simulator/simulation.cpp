@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <numeric>
@@ -100,7 +100,9 @@ std::string read_reply(int fd, pid_t child, const SimulationOptions& options, in
             cancelled = true;
             return {};
         }
-        struct pollfd p {fd, POLLIN, 0};
+        struct pollfd p {
+            fd, POLLIN, 0
+        };
         const int ready = ::poll(&p, 1, kCancelPollMs);
         if (ready < 0 && errno == EINTR) continue;
         if (ready == 0) continue;
@@ -113,7 +115,8 @@ std::string read_reply(int fd, pid_t child, const SimulationOptions& options, in
             const std::string line = pending.substr(0, line_end);
             pending.erase(0, line_end + 1);
             if (line.starts_with(kProgressPrefix)) {
-                if (options.on_progress) options.on_progress(std::stoi(line.substr(kProgressPrefix.size())), iterations);
+                if (options.on_progress)
+                    options.on_progress(std::stoi(line.substr(kProgressPrefix.size())), iterations);
             } else {
                 reply += line;
             }
@@ -167,8 +170,9 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         throw SimulationCancelled();
     }
     if (!WIFEXITED(status) || text.empty()) {
-        throw RunError(WIFSIGNALED(status) ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
-                                           : "the simulation process ended without a result");
+        throw RunError(WIFSIGNALED(status)
+                           ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
+                           : "the simulation process ended without a result");
     }
     const json reply = json::parse(text, nullptr, false);
     if (reply.is_object() && reply.contains("error")) {
@@ -234,13 +238,14 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
     const bool ps = resolved.strategy == Strategy::ps;
     const bool star = options.topology.kind == TopologyKind::star;
     if (ps && !star && options.granularity == Granularity::coarse) {
-        throw InputError("--granularity coarse with --strategy ps needs --topology star (the coarse flows do not cross "
-                         "racks as the per-pair messages do)");
+        throw InputError(
+            "--granularity coarse with --strategy ps needs --topology star (the coarse flows do not cross "
+            "racks as the per-pair messages do)");
     }
     if (options.granularity != Granularity::automatic) return options.granularity;
     if (ps) {
         return !star || step_transfers_per_bucket(resolved) <= kPsStepTransfersBudget ? Granularity::step
-                                                                                       : Granularity::coarse;
+                                                                                      : Granularity::coarse;
     }
     return step_transfers_per_bucket(resolved) <= kStepTransfersBudget ? Granularity::step : Granularity::coarse;
 }
@@ -252,7 +257,8 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
 /// of hours up front: it is within a factor of about 2 of the measured cases.
 double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
     const double gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
-    const double steps = gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
+    const double steps =
+        gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
     double per_step_s = 1e-6 + 6e-9 * gpus;
     if (s.strategy == Strategy::ps && granularity == Granularity::step) {
         per_step_s += 1e-6 * (s.ps_colocated ? s.nodes : s.ps_nodes);
@@ -299,9 +305,12 @@ double percentile(std::vector<double> sorted, double q) {
 
 std::string_view to_string(Granularity granularity) {
     switch (granularity) {
-        case Granularity::automatic: return "auto";
-        case Granularity::step: return "step";
-        case Granularity::coarse: return "coarse";
+        case Granularity::automatic:
+            return "auto";
+        case Granularity::step:
+            return "step";
+        case Granularity::coarse:
+            return "coarse";
     }
     return "?";
 }
@@ -315,8 +324,10 @@ Granularity parse_granularity(std::string_view text, std::string_view what) {
 
 std::string_view to_string(NetworkModel model) {
     switch (model) {
-        case NetworkModel::cm02: return "cm02";
-        case NetworkModel::lv08: return "lv08";
+        case NetworkModel::cm02:
+            return "cm02";
+        case NetworkModel::lv08:
+            return "lv08";
     }
     return "?";
 }
@@ -329,8 +340,10 @@ NetworkModel parse_network_model(std::string_view text, std::string_view what) {
 
 std::string_view to_string(TopologyKind kind) {
     switch (kind) {
-        case TopologyKind::star: return "star";
-        case TopologyKind::fat_tree: return "fat-tree";
+        case TopologyKind::star:
+            return "star";
+        case TopologyKind::fat_tree:
+            return "fat-tree";
     }
     return "?";
 }
@@ -395,8 +408,9 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     const ResolvedScenario resolved = model.resolve(scenario);
     const long gpus = static_cast<long>(resolved.nodes) * resolved.gpus_per_node;
     if (gpus > kMaxSimulatedGpus) {
-        throw InputError("simulate takes at most " + format_count(static_cast<double>(kMaxSimulatedGpus)) + " GPUs (got " +
-                         format_count(static_cast<double>(gpus)) + " from --nodes and --gpus-per-node); predict has no such limit");
+        throw InputError("simulate takes at most " + format_count(static_cast<double>(kMaxSimulatedGpus)) +
+                         " GPUs (got " + format_count(static_cast<double>(gpus)) +
+                         " from --nodes and --gpus-per-node); predict has no such limit");
     }
     for (const SlowNode& slow : options.slow_nodes) {
         if (slow.node >= resolved.nodes) {
@@ -416,7 +430,8 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     RunInput input;
     input.scenario = resolved;
     const Architecture architecture = build_resnet(scenario.model, scenario.image_size, scenario.classes);
-    input.plan = make_replay_plan(architecture, resolved, scenario.precision, options.overlap.value_or(resolved.overlap));
+    input.plan =
+        make_replay_plan(architecture, resolved, scenario.precision, options.overlap.value_or(resolved.overlap));
     input.iterations = options.iterations;
     input.seed = options.seed;
     input.jitter = options.jitter.value_or(resolved.sync_jitter);

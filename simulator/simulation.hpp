@@ -85,8 +85,8 @@ TopologyKind parse_topology(std::string_view text, std::string_view what = "--to
 
 struct Topology {
     TopologyKind kind = TopologyKind::star;
-    int rack_nodes = 16;           ///< leaves (worker nodes, then servers) per rack, >= 1
-    double oversubscription = 1;   ///< rack uplink = sum of its NICs / this, >= 1
+    int rack_nodes = 16;          ///< leaves (worker nodes, then servers) per rack, >= 1
+    double oversubscription = 1;  ///< rack uplink = sum of its NICs / this, >= 1
 };
 
 /// A worker node whose GPUs are slower than the rest.
@@ -97,11 +97,11 @@ struct SlowNode {
 
 /// Limits of the simulation's options (simulate() refuses values outside them with an InputError
 /// naming the flag). Every figure out stays finite inside them.
-inline constexpr int kMaxIterations = 1000000;         ///< a full training run of one small node
-inline constexpr double kMaxJitter = 1.0;              ///< a coefficient of variation; draws clamp at 0.1
-inline constexpr double kMaxSlowNodeFactor = 100.0;    ///< a GPU 100 times slower is a failed one
-inline constexpr double kMaxCycleTimeS = 1.0;          ///< Horovod's cycle is 1 to 5 ms
-inline constexpr double kMaxOversubscription = 1000.0; ///< rack uplink at least a thousandth of its NICs
+inline constexpr int kMaxIterations = 1000000;          ///< a full training run of one small node
+inline constexpr double kMaxJitter = 1.0;               ///< a coefficient of variation; draws clamp at 0.1
+inline constexpr double kMaxSlowNodeFactor = 100.0;     ///< a GPU 100 times slower is a failed one
+inline constexpr double kMaxCycleTimeS = 1.0;           ///< Horovod's cycle is 1 to 5 ms
+inline constexpr double kMaxOversubscription = 1000.0;  ///< rack uplink at least a thousandth of its NICs
 
 /// The most GPUs simulate() takes: each GPU is an actor whose stack is two memory mappings, and
 /// Linux allows 65,530 per process by default (32,768 GPUs aborted after 3 minutes).
@@ -117,19 +117,19 @@ int checked_iterations(double iterations);
 SlowNode parse_slow_node(std::string_view text, std::string_view what = "--slow-node");
 
 struct SimulationOptions {
-    int iterations = 10;                 ///< iterations simulated, 1 to kMaxIterations
-    std::uint64_t seed = 1;              ///< seed of the jitter draws (std::mt19937_64)
-    std::optional<double> jitter;        ///< relative std of one GPU's compute time per iteration, 0 to kMaxJitter;
-                                         ///< unset: the calibration's framework sync_jitter
-    std::vector<SlowNode> slow_nodes;    ///< named slow nodes
-    std::optional<double> overlap;       ///< fraction of the backward pass (at its end) during which
-                                         ///< gradients may be communicated, 0..1; unset: the calibration's
+    int iterations = 10;               ///< iterations simulated, 1 to kMaxIterations
+    std::uint64_t seed = 1;            ///< seed of the jitter draws (std::mt19937_64)
+    std::optional<double> jitter;      ///< relative std of one GPU's compute time per iteration, 0 to kMaxJitter;
+                                       ///< unset: the calibration's framework sync_jitter
+    std::vector<SlowNode> slow_nodes;  ///< named slow nodes
+    std::optional<double> overlap;     ///< fraction of the backward pass (at its end) during which
+                                       ///< gradients may be communicated, 0..1; unset: the calibration's
     Granularity granularity = Granularity::automatic;
     NetworkModel network_model = NetworkModel::cm02;
-    Topology topology;                   ///< star (default) or fat-tree
+    Topology topology;  ///< star (default) or fat-tree
     /// All-reduce fusion cycle, in seconds (0 to kMaxCycleTimeS); unset: the framework's (cycle_time_s below).
     std::optional<double> cycle_time_s;
-    std::string timeline_path;           ///< write a Chrome trace-event timeline here ("" for none)
+    std::string timeline_path;  ///< write a Chrome trace-event timeline here ("" for none)
 
     /// Called in the calling thread while the simulation runs, each time GPU 0 finishes the
     /// compute of one more iteration: (iterations done, iterations in all). May be empty.
@@ -152,22 +152,22 @@ Distribution describe(const std::vector<double>& samples);
 
 /// What one simulation measured. Times are means over GPUs and iterations, in seconds.
 struct SimulationResult {
-    std::vector<double> iteration_s;        ///< per iteration: end of its synchronisation minus the previous one's
-    double compute_s = 0;                   ///< forward + backward + fixed overhead of one GPU (mean)
-    double sync_s = 0;                      ///< the last GPU's compute end minus the mean GPU's (stragglers)
-    double exposed_communication_s = 0;     ///< end of the iteration minus the last GPU's compute end
-    double communication_s = 0;             ///< time during which gradient traffic was in flight (node 0)
-    double data_s = 0;                      ///< input pipeline bound per iteration (eq. D1), a lower bound
-    double jitter = 0;                      ///< the jitter that ran
-    double overlap = 0;                     ///< the overlap window that ran (fraction of backward)
+    std::vector<double> iteration_s;     ///< per iteration: end of its synchronisation minus the previous one's
+    double compute_s = 0;                ///< forward + backward + fixed overhead of one GPU (mean)
+    double sync_s = 0;                   ///< the last GPU's compute end minus the mean GPU's (stragglers)
+    double exposed_communication_s = 0;  ///< end of the iteration minus the last GPU's compute end
+    double communication_s = 0;          ///< time during which gradient traffic was in flight (node 0)
+    double data_s = 0;                   ///< input pipeline bound per iteration (eq. D1), a lower bound
+    double jitter = 0;                   ///< the jitter that ran
+    double overlap = 0;                  ///< the overlap window that ran (fraction of backward)
     Granularity granularity = Granularity::step;  ///< what ran (never automatic)
     NetworkModel network_model = NetworkModel::cm02;
-    double buckets_per_iteration = 0;       ///< collectives (or parameter-server push rounds) per iteration
-    std::int64_t transfers = 0;             ///< point-to-point transfers simulated
-    std::int64_t executions = 0;            ///< compute activities simulated
-    double simulated_s = 0;                 ///< simulated clock at the end
-    double wall_s = 0;                      ///< wall time of the simulation (child process, platform included)
-    double peak_memory_MiB = 0;             ///< peak resident memory of the child process
+    double buckets_per_iteration = 0;  ///< collectives (or parameter-server push rounds) per iteration
+    std::int64_t transfers = 0;        ///< point-to-point transfers simulated
+    std::int64_t executions = 0;       ///< compute activities simulated
+    double simulated_s = 0;            ///< simulated clock at the end
+    double wall_s = 0;                 ///< wall time of the simulation (child process, platform included)
+    double peak_memory_MiB = 0;        ///< peak resident memory of the child process
     bool timeline_written = false;
 };
 

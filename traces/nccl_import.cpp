@@ -18,7 +18,8 @@ namespace {
 bool is_integer(const std::string& token) {
     if (token.empty()) return false;
     std::size_t start = token[0] == '-' ? 1 : 0;
-    return start < token.size() && std::all_of(token.begin() + start, token.end(), [](char c) { return std::isdigit(c); });
+    return start < token.size() &&
+           std::all_of(token.begin() + start, token.end(), [](char c) { return std::isdigit(c); });
 }
 
 bool is_number(const std::string& token) {
@@ -37,7 +38,8 @@ std::string at_line(std::string_view origin, int line_number) {
 
 /// One column of a result row as a finite number >= 0 (> 0 with `positive`); the error names the
 /// line and the column.
-double column(const std::string& token, std::string_view name, bool positive, std::string_view origin, int line_number) {
+double column(const std::string& token, std::string_view name, bool positive, std::string_view origin,
+              int line_number) {
     const double x = std::strtod(token.c_str(), nullptr);
     if (!std::isfinite(x) || x < 0 || (positive && !(x > 0))) {
         throw InputError(at_line(origin, line_number) + ": the " + std::string(name) + " column is " +

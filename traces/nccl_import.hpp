@@ -13,19 +13,19 @@ namespace epochcast {
 
 /// One row of the table (out-of-place columns).
 struct NcclSample {
-    double bytes = 0;               ///< message size, in bytes
-    double time_s = 0;              ///< time of one all-reduce, in seconds
-    double algorithm_GBps = 0;      ///< bytes / time, in 10^9 bytes/s
-    double bus_GBps = 0;            ///< algorithm bandwidth x 2(n-1)/n, in 10^9 bytes/s
+    double bytes = 0;           ///< message size, in bytes
+    double time_s = 0;          ///< time of one all-reduce, in seconds
+    double algorithm_GBps = 0;  ///< bytes / time, in 10^9 bytes/s
+    double bus_GBps = 0;        ///< algorithm bandwidth x 2(n-1)/n, in 10^9 bytes/s
 };
 
 /// The fitted network of one instance type, as a trace stores it. A published table that gives
 /// only the average and largest bus bandwidth has no samples: then bus_bandwidth_GBps is the
 /// largest (large-message) figure and latency_s is 0 (unknown).
 struct NetworkMeasurement {
-    std::string instance;               ///< catalog instance type the test ran on
-    std::string source;                 ///< where the log came from
-    int ranks = 0;                      ///< all-reduce participants (GPUs)
+    std::string instance;  ///< catalog instance type the test ran on
+    std::string source;    ///< where the log came from
+    int ranks = 0;         ///< all-reduce participants (GPUs)
     /// NCCL_ALGO of the test: Strategy::nccl (NCCL's default choice, when the log does not say),
     /// ring or tree. Two nodes make the difference: NCCL's default there is a tree, whose bus
     /// bandwidth exceeds the network's line rate (docs/model.md, eq. T2).

@@ -94,7 +94,8 @@ public:
         numbers.reserve(value->size());
         for (const json& item : *value) {
             if (!item.is_number() || !(item.get<double>() > 0)) {
-                fail(key, "must hold positive numbers, got " + item.dump() + " at index " + std::to_string(numbers.size()));
+                fail(key,
+                     "must hold positive numbers, got " + item.dump() + " at index " + std::to_string(numbers.size()));
             }
             numbers.push_back(item.get<double>());
         }
@@ -138,8 +139,7 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     Scenario s;
     const std::string default_model = s.model;
     s.model = r.text("model", &default_model);
-    const long long default_image = 224, default_classes = 1000, default_images = kImageNetTrainImages,
-                    zero = 0;
+    const long long default_image = 224, default_classes = 1000, default_images = kImageNetTrainImages, zero = 0;
     s.image_size = static_cast<int>(r.integer("image_size", 32, &default_image));
     s.classes = static_cast<int>(r.integer("classes", 1, &default_classes));
     s.dataset_images = r.integer("dataset_images", 1, &default_images, std::numeric_limits<long long>::max());
@@ -403,7 +403,9 @@ json network_json(const NetworkMeasurement& m) {
     if (!m.samples.empty()) {
         json samples = json::array();
         for (const NcclSample& s : m.samples) {
-            samples.push_back({{"bytes", s.bytes}, {"time_s", s.time_s}, {"algorithm_GBps", s.algorithm_GBps},
+            samples.push_back({{"bytes", s.bytes},
+                               {"time_s", s.time_s},
+                               {"algorithm_GBps", s.algorithm_GBps},
                                {"bus_GBps", s.bus_GBps}});
         }
         entry["samples"] = samples;

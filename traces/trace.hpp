@@ -43,8 +43,8 @@ struct TraceRun {
 };
 
 struct Trace {
-    std::string origin;           ///< the file it was read from ("" for a new trace)
-    nlohmann::json document;      ///< top-level keys besides "runs", "comparisons" and "networks", kept as read
+    std::string origin;       ///< the file it was read from ("" for a new trace)
+    nlohmann::json document;  ///< top-level keys besides "runs", "comparisons" and "networks", kept as read
     std::vector<TraceRun> runs;
     std::vector<Comparison> comparisons;       ///< published relative figures (origin "file#comparisons[i]")
     std::vector<NetworkMeasurement> networks;  ///< all-reduce measurements (`epochcast import-nccl`)

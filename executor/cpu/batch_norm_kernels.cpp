@@ -66,7 +66,8 @@ struct Affine {
 };
 
 EPOCHCAST_AVX512_BF16 inline Affine affine_of(const BatchNormChannels& channels, int b) {
-    const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(channels.gamma + b * kBlock), _mm512_loadu_ps(channels.inv_std + b * kBlock));
+    const __m512 scale =
+        _mm512_mul_ps(_mm512_loadu_ps(channels.gamma + b * kBlock), _mm512_loadu_ps(channels.inv_std + b * kBlock));
     return {scale, _mm512_fnmadd_ps(_mm512_loadu_ps(channels.mean + b * kBlock), scale,
                                     _mm512_loadu_ps(channels.beta + b * kBlock))};
 }
@@ -129,8 +130,9 @@ EPOCHCAST_AVX512_BF16 void statistics_of_blocks(const BatchNormGeometry& g, cons
 }
 
 template <bool kShortcut, bool kRelu>
-EPOCHCAST_AVX512_BF16 void forward_rows(const BatchNormGeometry& g, const std::uint16_t* x, const BatchNormChannels& channels,
-                                        const std::uint16_t* shortcut, std::uint16_t* y, Range rows) {
+EPOCHCAST_AVX512_BF16 void forward_rows(const BatchNormGeometry& g, const std::uint16_t* x,
+                                        const BatchNormChannels& channels, const std::uint16_t* shortcut,
+                                        std::uint16_t* y, Range rows) {
     const int blocks = g.channels / kBlock;
     const __m512 zero = _mm512_setzero_ps();
     for (std::int64_t r = rows.begin; r < rows.end; ++r) {
@@ -214,8 +216,8 @@ EPOCHCAST_AVX512_BF16 void data_rows(const BatchNormGeometry& g, const std::uint
         const __m512 mean = _mm512_loadu_ps(channels.mean + b * kBlock);
         const __m512 inv_std = _mm512_loadu_ps(channels.inv_std + b * kBlock);
         const __m512 a = affine.scale;  // gamma inv_std
-        const __m512 k = _mm512_mul_ps(_mm512_mul_ps(a, inv_std),
-                                       _mm512_mul_ps(_mm512_loadu_ps(dgamma + b * kBlock), per_value));
+        const __m512 k =
+            _mm512_mul_ps(_mm512_mul_ps(a, inv_std), _mm512_mul_ps(_mm512_loadu_ps(dgamma + b * kBlock), per_value));
         const __m512 c = _mm512_mul_ps(a, _mm512_mul_ps(_mm512_loadu_ps(dbeta + b * kBlock), per_value));
         const std::int64_t offset = r * row_elements(g);
         for (std::int64_t e = offset; e < offset + row_elements(g); e += kBlock) {
@@ -272,14 +274,21 @@ void batch_norm_backward_sums_bf16(const BatchNormGeometry& g, const std::uint16
                                    const BatchNormChannels& channels, ReluGate gate, const std::uint16_t* y,
                                    float* dgamma, float* dbeta, int threads) {
     require(g);
-    if (gate == ReluGate::output && y == nullptr) throw std::logic_error("batch_norm_backward_sums_bf16: ReluGate::output needs y");
+    if (gate == ReluGate::output && y == nullptr)
+        throw std::logic_error("batch_norm_backward_sums_bf16: ReluGate::output needs y");
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
         const Range mine = thread_share<std::int64_t>(g.channels / kBlock);
         switch (gate) {
-            case ReluGate::none: sums_of_blocks<ReluGate::none>(g, x, dy, channels, y, mine, dgamma, dbeta); break;
-            case ReluGate::recompute: sums_of_blocks<ReluGate::recompute>(g, x, dy, channels, y, mine, dgamma, dbeta); break;
-            case ReluGate::output: sums_of_blocks<ReluGate::output>(g, x, dy, channels, y, mine, dgamma, dbeta); break;
+            case ReluGate::none:
+                sums_of_blocks<ReluGate::none>(g, x, dy, channels, y, mine, dgamma, dbeta);
+                break;
+            case ReluGate::recompute:
+                sums_of_blocks<ReluGate::recompute>(g, x, dy, channels, y, mine, dgamma, dbeta);
+                break;
+            case ReluGate::output:
+                sums_of_blocks<ReluGate::output>(g, x, dy, channels, y, mine, dgamma, dbeta);
+                break;
         }
     }
 }

@@ -9,8 +9,9 @@
 //   batch norm + ReLU:        forward 2R+W (statistics; then t -> y), backward 4R+W (sums; then dx)
 //   batch norm + add + ReLU:  forward 3R+W,                          backward 5R+2W
 // against at least 4R+2W and 6R+2W (batch norm + ReLU), 5R+3W and 6R+2W (+ add) for oneDNN's
-// separate primitives. The statistics take one pass (sums of x and x^2); the backward of the plain ReLU recomputes its gate from x instead of reading y; after the
-// residual add it reads y and writes the gated dy in place, which is also the shortcut's gradient.
+// separate primitives. The statistics take one pass (sums of x and x^2); the backward of the plain ReLU recomputes its
+// gate from x instead of reading y; after the residual add it reads y and writes the gated dy in place, which is also
+// the shortcut's gradient.
 //
 // Notation: x is the batch norm's input, M = N x H x W values per channel, mean and inv_std =
 // 1 / sqrt(variance + epsilon) the batch statistics (biased variance), x_hat = (x - mean) inv_std,
@@ -43,13 +44,14 @@ struct BatchNormChannels {
 };
 
 /// mean[c] and the biased variance[c] of x over its M values per channel.
-void batch_norm_statistics_bf16(const BatchNormGeometry& geometry, const std::uint16_t* x, float* mean,
-                                float* variance, int threads);
+void batch_norm_statistics_bf16(const BatchNormGeometry& geometry, const std::uint16_t* x, float* mean, float* variance,
+                                int threads);
 
 /// y = bf16(t) or bf16(relu(t)), t = x * scale + shift [+ shortcut] with scale = gamma inv_std and
 /// shift = beta - mean scale (fp32, per channel). shortcut may be null (no add); y may be x.
-void batch_norm_forward_bf16(const BatchNormGeometry& geometry, const std::uint16_t* x, const BatchNormChannels& channels,
-                             const std::uint16_t* shortcut, bool relu, std::uint16_t* y, int threads);
+void batch_norm_forward_bf16(const BatchNormGeometry& geometry, const std::uint16_t* x,
+                             const BatchNormChannels& channels, const std::uint16_t* shortcut, bool relu,
+                             std::uint16_t* y, int threads);
 
 /// The ReLU after the batch norm, whose gradient gates dy in the backward pass.
 enum class ReluGate {

@@ -76,17 +76,21 @@ std::pair<std::int64_t, std::int64_t> BucketCollectives::owned_chunk(std::int64_
 }
 
 void BucketCollectives::all_reduce(int bucket, Element element, const void* own, void* sum, std::int64_t count) {
-    launch(bucket, Flight{element, static_cast<const std::byte*>(own), static_cast<std::byte*>(sum), count, 0, 2 * ranks_ - 3, true});
+    launch(bucket, Flight{element, static_cast<const std::byte*>(own), static_cast<std::byte*>(sum), count, 0,
+                          2 * ranks_ - 3, true});
     if (algorithm_ == AllReduceAlgorithm::mpi) {
         // Not in place: Open MPI's in-place schedule first copies the whole bucket aside.
-        MPI_Iallreduce(own, sum, static_cast<int>(count), mpi_type(element), element == Element::bf16 ? sum_bf16_ : MPI_SUM,
-                       comm_, &requests_[2 * static_cast<std::size_t>(bucket)]);
+        MPI_Iallreduce(own, sum, static_cast<int>(count), mpi_type(element),
+                       element == Element::bf16 ? sum_bf16_ : MPI_SUM, comm_,
+                       &requests_[2 * static_cast<std::size_t>(bucket)]);
     }
 }
 
 void BucketCollectives::reduce_scatter(int bucket, Element element, const void* own, void* sum, std::int64_t count) {
-    if (algorithm_ != AllReduceAlgorithm::ring) throw std::logic_error("BucketCollectives: reduce_scatter needs the ring");
-    launch(bucket, Flight{element, static_cast<const std::byte*>(own), static_cast<std::byte*>(sum), count, 0, ranks_ - 2, true});
+    if (algorithm_ != AllReduceAlgorithm::ring)
+        throw std::logic_error("BucketCollectives: reduce_scatter needs the ring");
+    launch(bucket, Flight{element, static_cast<const std::byte*>(own), static_cast<std::byte*>(sum), count, 0,
+                          ranks_ - 2, true});
 }
 
 void BucketCollectives::all_gather(int bucket, Element element, void* data, std::int64_t count) {
@@ -144,8 +148,8 @@ void BucketCollectives::finish_ring_step(int bucket, std::vector<int>& completed
             add_bf16(reinterpret_cast<const std::uint16_t*>(flight.own + offset),
                      reinterpret_cast<std::uint16_t*>(flight.data + offset), chunk.size());
         } else {
-            add_fp32(reinterpret_cast<const float*>(flight.own + offset), reinterpret_cast<float*>(flight.data + offset),
-                     chunk.size());
+            add_fp32(reinterpret_cast<const float*>(flight.own + offset),
+                     reinterpret_cast<float*>(flight.data + offset), chunk.size());
         }
     }
     if (flight.step < flight.last_step) {

@@ -76,8 +76,8 @@ private:
         const std::byte* own = nullptr;  ///< reduce-scatter's addend
         std::byte* data = nullptr;       ///< the sums, then the gathered chunks
         std::int64_t count = 0;
-        int step = 0;                    ///< ring: the step whose messages are posted
-        int last_step = 0;               ///< ring: the step after which the bucket completes
+        int step = 0;       ///< ring: the step whose messages are posted
+        int last_step = 0;  ///< ring: the step after which the bucket completes
         bool active = false;
     };
     void launch(int bucket, const Flight& flight);

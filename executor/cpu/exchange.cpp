@@ -17,14 +17,15 @@ class AllReduceExchange final : public GradientExchange {
 public:
     AllReduceExchange(const Architecture& architecture, Network& network, MPI_Comm workers, double threshold_bytes,
                       Precision precision, AllReduceAlgorithm algorithm)
-        : network_(network), element_(precision == Precision::bf16 ? Element::bf16 : Element::fp32),
+        : network_(network),
+          element_(precision == Precision::bf16 ? Element::bf16 : Element::fp32),
           sharded_(algorithm == AllReduceAlgorithm::ring) {
         if (network.device_arenas()) {
             throw RunError("the MPI all-reduce needs a network whose arenas are in host memory");
         }
         MPI_Comm_size(workers, &worker_count_);
-        BucketPlan plan = bucket_plan(architecture, element_ == Element::bf16 ? Precision::bf16 : Precision::fp32,
-                                      threshold_bytes);
+        BucketPlan plan =
+            bucket_plan(architecture, element_ == Element::bf16 ? Precision::bf16 : Precision::fp32, threshold_bytes);
         buckets_ = std::move(plan.buckets);
         closing_bucket_ = std::move(plan.closing_bucket);
         gathering_.assign(buckets_.size(), false);
@@ -84,8 +85,8 @@ public:
     void complete_state() override {
         if (worker_count_ == 1 || !sharded_) return;
         for (std::size_t bucket = 0; bucket < buckets_.size(); ++bucket) {
-            collectives_->all_gather(static_cast<int>(bucket), Element::fp32, network_.momentum() + buckets_[bucket].begin,
-                                     buckets_[bucket].size());
+            collectives_->all_gather(static_cast<int>(bucket), Element::fp32,
+                                     network_.momentum() + buckets_[bucket].begin, buckets_[bucket].size());
         }
         arrived_.clear();
         while (collectives_->wait(arrived_)) arrived_.clear();
@@ -93,20 +94,20 @@ public:
 
 private:
     Network& network_;
-    Element element_;                   ///< what the gradient buckets travel as
-    bool sharded_ = false;              ///< ring: each rank steps its own chunk of every bucket
-    bool network_rounds_ = false;       ///< the network writes staging_ itself (write_gradients_as_bf16)
+    Element element_;              ///< what the gradient buckets travel as
+    bool sharded_ = false;         ///< ring: each rank steps its own chunk of every bucket
+    bool network_rounds_ = false;  ///< the network writes staging_ itself (write_gradients_as_bf16)
     int worker_count_ = 1;
-    std::vector<Range> buckets_;        ///< arena ranges, in backward order
-    std::vector<int> closing_bucket_;   ///< per layer: the bucket it completes, or -1
-    std::vector<bool> gathering_;       ///< per bucket: its weights are being gathered (sharded)
-    std::vector<int> arrived_;          ///< buckets whose collective just completed
+    std::vector<Range> buckets_;       ///< arena ranges, in backward order
+    std::vector<int> closing_bucket_;  ///< per layer: the bucket it completes, or -1
+    std::vector<bool> gathering_;      ///< per bucket: its weights are being gathered (sharded)
+    std::vector<int> arrived_;         ///< buckets whose collective just completed
     // The buffers the ranks copy between, on huge pages (executor/cpu/huge_pages.hpp).
-    HugePageVector<std::uint16_t> staging_;      ///< this rank's gradients rounded to bf16 (bf16, several workers)
-    HugePageVector<std::uint16_t> summed_bf16_;  ///< the workers' bf16 sums (bf16, several workers)
-    HugePageVector<float> summed_;               ///< the workers' fp32 sums (fp32, several workers)
+    HugePageVector<std::uint16_t> staging_;           ///< this rank's gradients rounded to bf16 (bf16, several workers)
+    HugePageVector<std::uint16_t> summed_bf16_;       ///< the workers' bf16 sums (bf16, several workers)
+    HugePageVector<float> summed_;                    ///< the workers' fp32 sums (fp32, several workers)
     std::unique_ptr<BucketCollectives> collectives_;  ///< several workers only; after the buffers it uses
-    double lr_ = 0;                       ///< this step's learning rate
+    double lr_ = 0;                                   ///< this step's learning rate
 
     /// Step the weights of `range` (arena offsets) from the summed gradients, averaged.
     void step(const Range& range) {

@@ -15,7 +15,7 @@ constexpr int kBlock = 16;  ///< channels per nChw16c block
 
 // GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which -Wuninitialized
 // reports once inlined (GCC bug 105593); the values are all defined. Wrap code that inlines them.
-#define EPOCHCAST_AVX512_WARNINGS_OFF                                   \
+#define EPOCHCAST_AVX512_WARNINGS_OFF                                                    \
     _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
         _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
 #define EPOCHCAST_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")

@@ -20,7 +20,7 @@ namespace {
 
 using kernel_support::kBlock;
 using kernel_support::thread_share;
-constexpr int kPairBytes = 2 * kBlock * 2; ///< one packed pair row: 16 channels x 2 k x bf16
+constexpr int kPairBytes = 2 * kBlock * 2;  ///< one packed pair row: 16 channels x 2 k x bf16
 constexpr int kMaxPairsPerChunk = 256;
 constexpr int kMinPairsPerChunk = 16;
 /// Packed input pairs of one chunk, all input blocks, are kept within about 512 KiB (half of a
@@ -91,7 +91,8 @@ EPOCHCAST_AVX512_BF16 void pack_pairs(const std::uint16_t* tensor, int blocks, i
     const std::int64_t image_stride = std::int64_t{blocks} * pixels * kBlock;
     const std::int64_t block_offset = std::int64_t{block} * pixels * kBlock;
     for (int j = 0; j < pairs; ++j) {
-        const std::uint16_t* first = tensor + at.first_image[j] * image_stride + block_offset + at.first_pixel[j] * kBlock;
+        const std::uint16_t* first =
+            tensor + at.first_image[j] * image_stride + block_offset + at.first_pixel[j] * kBlock;
         const __m512i a = _mm512_maskz_loadu_epi16(kOneRow, first);
         __m512i b = _mm512_setzero_si512();
         if (at.second_image[j] >= 0) {
@@ -117,9 +118,9 @@ constexpr int kTileInBlocks = 2;
 
 /// How a tile finds x's pair j of an input block, from x_pairs:
 enum class XRows {
-    packed,  ///< pair form, at pair j
-    raw,     ///< two successive nChw16c rows at 2j, 2j + 1: interleaved in the tile
-    shifted, ///< pair form shifted by one row: the odd half of pair j and the even half of pair j + 1
+    packed,   ///< pair form, at pair j
+    raw,      ///< two successive nChw16c rows at 2j, 2j + 1: interleaved in the tile
+    shifted,  ///< pair form shifted by one row: the odd half of pair j and the even half of pair j + 1
 };
 
 /// Pair j of one input block from x_pairs (the block's pairs), as `kRows` says; `carried` holds
@@ -158,7 +159,8 @@ EPOCHCAST_AVX512_BF16 void tile_rows(const std::uint16_t* x_pairs, std::int64_t 
     __m512i carried[kInBlocks];
 #pragma GCC unroll 2
     for (int c = 0; c < kInBlocks; ++c) {
-        carried[c] = kRows == XRows::shifted ? _mm512_loadu_si512(x_pairs + c * x_block_stride) : _mm512_setzero_si512();
+        carried[c] =
+            kRows == XRows::shifted ? _mm512_loadu_si512(x_pairs + c * x_block_stride) : _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
     for (int o = 0; o < kTileRows; ++o) {
@@ -284,7 +286,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
                 for (int ob = out_begin; ob < out_end; ++ob) {
                     pack_adjacent_pairs(dy_rows(n, pair0, ob), pairs, dy_packed);
                     const bool last_ob = ob + 1 == out_end;
-                    const std::uint16_t* next_dy = last_ob ? dy_rows(next_n, next_pair0, out_begin) : dy_rows(n, pair0, ob + 1);
+                    const std::uint16_t* next_dy =
+                        last_ob ? dy_rows(next_n, next_pair0, out_begin) : dy_rows(n, pair0, ob + 1);
                     const int next_dy_lines = last_ob ? next_pairs : pairs;
                     const int dy_lines_per_tile = (next_dy_lines + order.count() - 1) / order.count();
                     for (int tile = 0; tile < order.count(); ++tile) {
@@ -318,9 +321,8 @@ EPOCHCAST_AVX512_BF16 void weight_gradient_rows(const Conv1x1Geometry& g, const 
         for (int ob = out_begin; ob < out_end; ++ob) {
             pack_pairs(dy, out_blocks, ob, g.pixels, at, pairs, dy_packed);
             for (int tile = 0; tile < order.count(); ++tile) {
-                run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs,
-                                        pairs, block_rows(ob, pair0 + chunk_pairs >= pairs_total), g.in_channels,
-                                        pair0 == 0);
+                run_tile<XRows::packed>(order, tile, x_packed, std::int64_t{chunk_pairs} * 2 * kBlock, dy_pairs, pairs,
+                                        block_rows(ob, pair0 + chunk_pairs >= pairs_total), g.in_channels, pair0 == 0);
             }
         }
     }
@@ -384,10 +386,10 @@ constexpr int kTaps = 9;
 /// (2m, 2m + 1). A tap that starts at an odd index reads pairs shifted by one (XRows::shifted).
 /// dy's pair j holds positions (2j, 2j + 1).
 struct Padding3x3 {
-    std::int64_t row_stride = 0;   ///< Wp = W + 1
-    std::int64_t positions = 0;    ///< H x Wp: the positions dy's pairs run over
-    int image_pairs = 0;           ///< dy's pairs per map: ceil(positions / 2)
-    std::int64_t origin = 0;       ///< x's padded index of position 0: Wp + 1
+    std::int64_t row_stride = 0;  ///< Wp = W + 1
+    std::int64_t positions = 0;   ///< H x Wp: the positions dy's pairs run over
+    int image_pairs = 0;          ///< dy's pairs per map: ceil(positions / 2)
+    std::int64_t origin = 0;      ///< x's padded index of position 0: Wp + 1
 };
 
 Padding3x3 padding_3x3(const Conv3x3Geometry& g) {
@@ -406,7 +408,8 @@ std::int64_t x_pairs_of_chunk(const Padding3x3& p, int pairs) { return pairs + p
 
 /// Per thread: x's pairs of one chunk for every input block, then dy's pairs of one output block.
 std::size_t chunk_scratch_bytes(const Conv3x3Geometry& g) {
-    return align_up(std::size_t(g.in_channels / kBlock) * x_pairs_of_chunk(padding_3x3(g), kPairsPerChunk3x3) * kPairBytes) +
+    return align_up(std::size_t(g.in_channels / kBlock) * x_pairs_of_chunk(padding_3x3(g), kPairsPerChunk3x3) *
+                    kPairBytes) +
            align_up(std::size_t(kPairsPerChunk3x3) * kPairBytes);
 }
 
@@ -630,7 +633,8 @@ EPOCHCAST_AVX512_BF16 void round_row_3x3(const float* master_row, std::int64_t i
                 const __mmask16 channels = table.channels[s][pair];
                 if (channels == 0) continue;
                 const __m512i index = _mm512_load_si512(table.index[s][pair]);
-                pixel = _mm512_mask_mov_ps(pixel, channels, _mm512_permutex2var_ps(r[2 * pair], index, r[2 * pair + 1]));
+                pixel =
+                    _mm512_mask_mov_ps(pixel, channels, _mm512_permutex2var_ps(r[2 * pair], index, r[2 * pair + 1]));
             }
             const __m256bh rounded = _mm512_cvtneps_pbh(pixel);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(plane_row + s * plane + i0),
@@ -678,10 +682,10 @@ EPOCHCAST_AVX512_BF16 void write_input_pairs(const std::uint16_t* rows, std::int
 EPOCHCAST_AVX512_BF16 void write_output_pairs(const std::uint16_t* rows, std::int64_t stride, std::uint16_t* out) {
     const __m512i interleave = _mm512_load_si512(kTwoRowsInterleave);
     for (int h = 0; h < 8; ++h) {
-        const __m512i even = _mm512_castsi256_si512(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 2 * h * stride)));
-        const __m512i odd = _mm512_castsi256_si512(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + (2 * h + 1) * stride)));
+        const __m512i even =
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 2 * h * stride)));
+        const __m512i odd =
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + (2 * h + 1) * stride)));
         _mm512_storeu_si512(out + h * 32, _mm512_permutex2var_epi16(even, interleave, odd));
     }
 }

@@ -145,8 +145,8 @@ public:
 
 private:
     struct Copy {
-        bool input_pairs = true;                 ///< 8b16a2b (else 8a16b2a)
-        std::array<std::int64_t, 4> strides{};   ///< between outer blocks of O, I, KH, KW
+        bool input_pairs = true;                ///< 8b16a2b (else 8a16b2a)
+        std::array<std::int64_t, 4> strides{};  ///< between outer blocks of O, I, KH, KW
         std::uint16_t* target = nullptr;
     };
     std::array<std::int64_t, 4> dims_{};  ///< O, I, KH, KW

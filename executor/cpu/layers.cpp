@@ -38,8 +38,8 @@ Call reorder_call(const memory& from, const memory& to) {
 
 /// In place: target += addend (same descriptor).
 Call add_into(Context& context, const memory& target, const memory& addend) {
-    const auto desc = dnnl::binary::desc(dnnl::algorithm::binary_add, target.get_desc(), addend.get_desc(),
-                                         target.get_desc());
+    const auto desc =
+        dnnl::binary::desc(dnnl::algorithm::binary_add, target.get_desc(), addend.get_desc(), target.get_desc());
     const auto pd = dnnl::binary::primitive_desc(desc, context.attributes(), context.engine());
     return context.bind(dnnl::binary(pd), pd,
                         {{DNNL_ARG_SRC_0, target}, {DNNL_ARG_SRC_1, addend}, {DNNL_ARG_DST, target}});
@@ -106,17 +106,28 @@ bool cpu_has_native_bf16() {
 
 std::string cpu_isa_name() {
     switch (dnnl::get_effective_cpu_isa()) {
-        case dnnl::cpu_isa::sse41: return "sse41";
-        case dnnl::cpu_isa::avx: return "avx";
-        case dnnl::cpu_isa::avx2: return "avx2";
-        case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-        case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
-        case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
-        case dnnl::cpu_isa::avx512_core: return "avx512_core";
-        case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-        case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-        case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-        default: return "unknown";
+        case dnnl::cpu_isa::sse41:
+            return "sse41";
+        case dnnl::cpu_isa::avx:
+            return "avx";
+        case dnnl::cpu_isa::avx2:
+            return "avx2";
+        case dnnl::cpu_isa::avx2_vnni:
+            return "avx2_vnni";
+        case dnnl::cpu_isa::avx512_mic:
+            return "avx512_mic";
+        case dnnl::cpu_isa::avx512_mic_4ops:
+            return "avx512_mic_4ops";
+        case dnnl::cpu_isa::avx512_core:
+            return "avx512_core";
+        case dnnl::cpu_isa::avx512_core_vnni:
+            return "avx512_core_vnni";
+        case dnnl::cpu_isa::avx512_core_bf16:
+            return "avx512_core_bf16";
+        case dnnl::cpu_isa::avx512_core_amx:
+            return "avx512_core_amx";
+        default:
+            return "unknown";
     }
 }
 
@@ -151,7 +162,8 @@ Call Context::bind(dnnl::primitive primitive, const dnnl::primitive_desc& pd, st
 
 void Context::finalize() {
     for (Buffer& buffer : buffers_) {
-        const std::size_t bytes = (buffer.bytes + kBufferAlignmentBytes - 1) / kBufferAlignmentBytes * kBufferAlignmentBytes;
+        const std::size_t bytes =
+            (buffer.bytes + kBufferAlignmentBytes - 1) / kBufferAlignmentBytes * kBufferAlignmentBytes;
         if (bytes > 0) {
             buffer.data = {static_cast<std::byte*>(std::aligned_alloc(kBufferAlignmentBytes, bytes)), std::free};
             if (!buffer.data) throw std::bad_alloc();
@@ -243,9 +255,12 @@ std::int64_t Weights::publish_as_bf16(std::uint16_t* target) {
 
 Convolution::Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
                          DataType type, bool input_gradient)
-    : window_(window), x_(x), y_(y),
+    : window_(window),
+      x_(x),
+      y_(y),
       weights_(context, {dims_of(y.value)[1], dims_of(x.value)[1], window.kernel, window.kernel}, weights),
-      type_(type), input_gradient_(input_gradient) {
+      type_(type),
+      input_gradient_(input_gradient) {
     const memory::desc y_desc = y.value.get_desc();
     const memory::dims x_dims = dims_of(x.value);
     const memory::dims w_dims{y_desc.dims()[1], x_dims[1], window.kernel, window.kernel};
@@ -298,26 +313,26 @@ void Convolution::bind_backward(Context& context) {
         own_scratch_ = context.shared_memory(memory::desc({static_cast<memory::dim>(own_bytes)}, dt::u8, tag::a),
                                              Context::Shared::scratchpad);
     } else {
-        const auto weights_desc = dnnl::convolution_backward_weights::desc(
-            dnnl::algorithm::convolution_direct, x_desc, memory::desc(w_dims, dt::f32, tag::any), y_desc, strides,
-            padding, padding);
-        const auto weights_pd = dnnl::convolution_backward_weights::primitive_desc(
-            weights_desc, context.attributes(), context.engine(), forward_pd_);
-        backward_weights_ = context.bind(
-            dnnl::convolution_backward_weights(weights_pd), weights_pd,
-            {{DNNL_ARG_SRC, x_.value},
-             {DNNL_ARG_DIFF_DST, y_.diff},
-             {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
+        const auto weights_desc = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_desc,
+                                                                           memory::desc(w_dims, dt::f32, tag::any),
+                                                                           y_desc, strides, padding, padding);
+        const auto weights_pd = dnnl::convolution_backward_weights::primitive_desc(weights_desc, context.attributes(),
+                                                                                   context.engine(), forward_pd_);
+        backward_weights_ =
+            context.bind(dnnl::convolution_backward_weights(weights_pd), weights_pd,
+                         {{DNNL_ARG_SRC, x_.value},
+                          {DNNL_ARG_DIFF_DST, y_.diff},
+                          {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
     }
     if (!input_gradient_) return;
 
     // Backward-data into x's gradient (direct or accumulated).
     x_grad_ = GradientSink::bind(context, x_);
-    const auto data_desc = dnnl::convolution_backward_data::desc(
-        dnnl::algorithm::convolution_direct, x_desc, memory::desc(w_dims, to_dnnl(type_), tag::any), y_desc,
-        strides, padding, padding);
-    const auto data_pd = dnnl::convolution_backward_data::primitive_desc(data_desc, context.attributes(),
-                                                                         context.engine(), forward_pd_);
+    const auto data_desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, x_desc,
+                                                                 memory::desc(w_dims, to_dnnl(type_), tag::any), y_desc,
+                                                                 strides, padding, padding);
+    const auto data_pd =
+        dnnl::convolution_backward_data::primitive_desc(data_desc, context.attributes(), context.engine(), forward_pd_);
     backward_data_ = context.bind(dnnl::convolution_backward_data(data_pd), data_pd,
                                   {{DNNL_ARG_DIFF_DST, y_.diff},
                                    {DNNL_ARG_WEIGHTS, weights_.working(context, data_pd.weights_desc())},
@@ -354,15 +369,18 @@ void Convolution::backward_inputs(Context& context) {
 bool BatchNorm::own_kernels_apply(const memory::desc& x) {
     if (!own_kernels_enabled() || !is_blocked_bf16(x)) return false;
     const memory::dims dims = x.dims();
-    return batch_norm_applies(BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]),
-                                                static_cast<int>(dims[2] * dims[3])});
+    return batch_norm_applies(
+        BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]), static_cast<int>(dims[2] * dims[3])});
 }
 
 bool BatchNorm::fuses(const memory::desc& x, Then then) {
     switch (then) {
-        case Then::nothing: return true;
-        case Then::relu: return x.data_type() == dt::f32 || own_kernels_apply(x);
-        case Then::add_relu: return own_kernels_apply(x);
+        case Then::nothing:
+            return true;
+        case Then::relu:
+            return x.data_type() == dt::f32 || own_kernels_apply(x);
+        case Then::add_relu:
+            return own_kernels_apply(x);
     }
     return false;
 }
@@ -379,7 +397,8 @@ BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, ParameterVi
     values_per_channel_ = dims[0] * dims[2] * dims[3];
     if (own_kernels_apply(x_desc)) {
         const auto channels = static_cast<std::size_t>(dims[1]);
-        own_ = Own{BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]), static_cast<int>(dims[2] * dims[3])},
+        own_ = Own{BatchNormGeometry{static_cast<int>(dims[0]), static_cast<int>(dims[1]),
+                                     static_cast<int>(dims[2] * dims[3])},
                    std::vector<float>(channels), std::vector<float>(2 * channels), std::vector<float>(2 * channels)};
         const memory::desc channel_desc({dims[1]}, dt::f32, tag::a);
         mean_ = memory(channel_desc, context.engine());
@@ -388,8 +407,8 @@ BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, ParameterVi
     }
     flags_ = dnnl::normalization_flags::use_scale_shift |
              (then == Then::relu ? dnnl::normalization_flags::fuse_norm_relu : dnnl::normalization_flags::none);
-    const auto desc = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc,
-                                                              kEpsilon, flags_);
+    const auto desc =
+        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc, kEpsilon, flags_);
     forward_pd_ = dnnl::batch_normalization_forward::primitive_desc(desc, context.attributes(), context.engine());
     // gamma (C) then beta (C): oneDNN's 2 x C scale-shift is exactly the arenas' layout.
     const memory::desc scale_shift_desc({2, dims[1]}, dt::f32, tag::nc);
@@ -397,8 +416,10 @@ BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, ParameterVi
     scale_shift_grad_ = memory(scale_shift_desc, context.engine(), gamma_beta.gradient);
     mean_ = memory(forward_pd_.mean_desc(), context.engine());
     variance_ = memory(forward_pd_.variance_desc(), context.engine());
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x.value},       {DNNL_ARG_DST, y.value},
-                                         {DNNL_ARG_SCALE_SHIFT, scale_shift_}, {DNNL_ARG_MEAN, mean_},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x.value},
+                                         {DNNL_ARG_DST, y.value},
+                                         {DNNL_ARG_SCALE_SHIFT, scale_shift_},
+                                         {DNNL_ARG_MEAN, mean_},
                                          {DNNL_ARG_VARIANCE, variance_}};
     if (then == Then::relu) {
         workspace_ = memory(forward_pd_.workspace_desc(), context.engine());
@@ -460,13 +481,15 @@ void BatchNorm::bind_backward(Context& context) {
     }
     const auto desc = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, y_.diff.get_desc(),
                                                                x_.value.get_desc(), kEpsilon, flags_);
-    const auto pd = dnnl::batch_normalization_backward::primitive_desc(desc, context.attributes(),
-                                                                       context.engine(), forward_pd_);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, x_.value},           {DNNL_ARG_MEAN, mean_},
-        {DNNL_ARG_VARIANCE, variance_},     {DNNL_ARG_DIFF_DST, y_.diff},
-        {DNNL_ARG_SCALE_SHIFT, scale_shift_}, {DNNL_ARG_DIFF_SRC, x_grad_.target()},
-        {DNNL_ARG_DIFF_SCALE_SHIFT, scale_shift_grad_}};
+    const auto pd =
+        dnnl::batch_normalization_backward::primitive_desc(desc, context.attributes(), context.engine(), forward_pd_);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_.value},
+                                         {DNNL_ARG_MEAN, mean_},
+                                         {DNNL_ARG_VARIANCE, variance_},
+                                         {DNNL_ARG_DIFF_DST, y_.diff},
+                                         {DNNL_ARG_SCALE_SHIFT, scale_shift_},
+                                         {DNNL_ARG_DIFF_SRC, x_grad_.target()},
+                                         {DNNL_ARG_DIFF_SCALE_SHIFT, scale_shift_grad_}};
     if (workspace_) args[DNNL_ARG_WORKSPACE] = workspace_;
     backward_ = context.bind(dnnl::batch_normalization_backward(pd), pd, std::move(args));
 }
@@ -541,9 +564,9 @@ void ResidualRelu::backward_inputs(Context& context) {
 
 Relu::Relu(Context& context, Activation& x, Activation& y) : x_(x), y_(y) {
     // The "use dst" variant lets the backward pass read y, so the forward may run in place.
-    const auto desc = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training,
-                                                  dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
-                                                  x.value.get_desc(), 0.0f, 0.0f);
+    const auto desc =
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
+                                    x.value.get_desc(), 0.0f, 0.0f);
     forward_pd_ = dnnl::eltwise_forward::primitive_desc(desc, context.attributes(), context.engine());
     forward_ = context.bind(dnnl::eltwise_forward(forward_pd_), forward_pd_,
                             {{DNNL_ARG_SRC, x.value}, {DNNL_ARG_DST, y.value}});
@@ -553,12 +576,12 @@ void Relu::forward(Context& context) { context.run(forward_); }
 
 void Relu::bind_backward(Context& context) {
     x_grad_ = GradientSink::bind(context, x_);
-    const auto desc = dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
-                                                   y_.diff.get_desc(), y_.value.get_desc(), 0.0f, 0.0f);
+    const auto desc = dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, y_.diff.get_desc(),
+                                                   y_.value.get_desc(), 0.0f, 0.0f);
     const auto pd = dnnl::eltwise_backward::primitive_desc(desc, context.attributes(), context.engine(), forward_pd_);
-    backward_ = context.bind(dnnl::eltwise_backward(pd), pd,
-                             {{DNNL_ARG_DST, y_.value}, {DNNL_ARG_DIFF_DST, y_.diff},
-                              {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
+    backward_ =
+        context.bind(dnnl::eltwise_backward(pd), pd,
+                     {{DNNL_ARG_DST, y_.value}, {DNNL_ARG_DIFF_DST, y_.diff}, {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
 }
 
 void Relu::backward_inputs(Context& context) {
@@ -590,8 +613,8 @@ void Pooling::bind_backward(Context& context) {
     x_grad_ = GradientSink::bind(context, x_);
     const memory::dims strides{window_.stride, window_.stride}, kernel{window_.kernel, window_.kernel},
         padding{window_.padding, window_.padding};
-    const auto desc = dnnl::pooling_backward::desc(algorithm_, x_.value.get_desc(), y_.diff.get_desc(), strides,
-                                                   kernel, padding, padding);
+    const auto desc = dnnl::pooling_backward::desc(algorithm_, x_.value.get_desc(), y_.diff.get_desc(), strides, kernel,
+                                                   padding, padding);
     const auto pd = dnnl::pooling_backward::primitive_desc(desc, context.attributes(), context.engine(), forward_pd_);
     std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, y_.diff}, {DNNL_ARG_DIFF_SRC, x_grad_.target()}};
     if (workspace_) args[DNNL_ARG_WORKSPACE] = workspace_;
@@ -611,8 +634,9 @@ Add::Add(Context& context, Activation& branch, Activation& shortcut, Activation&
     const auto desc = dnnl::binary::desc(dnnl::algorithm::binary_add, branch.value.get_desc(),
                                          shortcut.value.get_desc(), y.value.get_desc());
     const auto pd = dnnl::binary::primitive_desc(desc, context.attributes(), context.engine());
-    forward_ = context.bind(dnnl::binary(pd), pd,
-                            {{DNNL_ARG_SRC_0, branch.value}, {DNNL_ARG_SRC_1, shortcut.value}, {DNNL_ARG_DST, y.value}});
+    forward_ =
+        context.bind(dnnl::binary(pd), pd,
+                     {{DNNL_ARG_SRC_0, branch.value}, {DNNL_ARG_SRC_1, shortcut.value}, {DNNL_ARG_DST, y.value}});
 }
 
 void Add::forward(Context& context) { context.run(forward_); }
@@ -633,13 +657,17 @@ void Add::backward_inputs(Context& context) {
 
 FullyConnected::FullyConnected(Context& context, Activation& x, memory logits, memory logits_grad,
                                ParameterView weight_and_bias, DataType type)
-    : x_(x), logits_(std::move(logits)), logits_grad_(std::move(logits_grad)), params_(weight_and_bias),
-      weights_(context, {dims_of(logits_)[1], dims_of(x.value)[1], 1, 1}, weight_and_bias), type_(type),
+    : x_(x),
+      logits_(std::move(logits)),
+      logits_grad_(std::move(logits_grad)),
+      params_(weight_and_bias),
+      weights_(context, {dims_of(logits_)[1], dims_of(x.value)[1], 1, 1}, weight_and_bias),
+      type_(type),
       classes_(static_cast<int>(dims_of(logits_)[1])) {
     const memory::dims w_dims{classes_, dims_of(x.value)[1], 1, 1};
-    const auto desc = dnnl::inner_product_forward::desc(
-        dnnl::prop_kind::forward_training, x.value.get_desc(), memory::desc(w_dims, to_dnnl(type), tag::any),
-        memory::desc({classes_}, dt::f32, tag::a), logits_.get_desc());
+    const auto desc = dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x.value.get_desc(),
+                                                        memory::desc(w_dims, to_dnnl(type), tag::any),
+                                                        memory::desc({classes_}, dt::f32, tag::a), logits_.get_desc());
     forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, context.attributes(), context.engine());
     const std::int64_t weight_elements = std::int64_t{classes_} * w_dims[1];
     forward_ = context.bind(dnnl::inner_product_forward(forward_pd_), forward_pd_,
@@ -670,18 +698,18 @@ void FullyConnected::bind_backward(Context& context) {
                                    {DNNL_ARG_WEIGHTS, weights_.working(context, data_pd.weights_desc())},
                                    {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
 
-    const auto weights_desc = dnnl::inner_product_backward_weights::desc(
-        x_desc, memory::desc(w_dims, dt::f32, tag::any), memory::desc({classes_}, dt::f32, tag::a),
-        compute_grad_.get_desc());
-    const auto weights_pd = dnnl::inner_product_backward_weights::primitive_desc(
-        weights_desc, context.attributes(), context.engine(), forward_pd_);
+    const auto weights_desc =
+        dnnl::inner_product_backward_weights::desc(x_desc, memory::desc(w_dims, dt::f32, tag::any),
+                                                   memory::desc({classes_}, dt::f32, tag::a), compute_grad_.get_desc());
+    const auto weights_pd = dnnl::inner_product_backward_weights::primitive_desc(weights_desc, context.attributes(),
+                                                                                 context.engine(), forward_pd_);
     const std::int64_t weight_elements = std::int64_t{classes_} * w_dims[1];
-    backward_weights_ = context.bind(
-        dnnl::inner_product_backward_weights(weights_pd), weights_pd,
-        {{DNNL_ARG_SRC, x_.value},
-         {DNNL_ARG_DIFF_DST, compute_grad_},
-         {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())},
-         {DNNL_ARG_DIFF_BIAS, vector_over(context, classes_, params_.gradient + weight_elements)}});
+    backward_weights_ =
+        context.bind(dnnl::inner_product_backward_weights(weights_pd), weights_pd,
+                     {{DNNL_ARG_SRC, x_.value},
+                      {DNNL_ARG_DIFF_DST, compute_grad_},
+                      {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())},
+                      {DNNL_ARG_DIFF_BIAS, vector_over(context, classes_, params_.gradient + weight_elements)}});
 }
 
 void FullyConnected::backward_parameters(Context& context) {
@@ -707,8 +735,8 @@ double softmax_cross_entropy(const float* logits, const std::int32_t* labels, in
         float* grad = logits_grad + std::int64_t{n} * classes;  // classes
         const std::int32_t label = labels[n];
         if (label < 0 || label >= classes) {
-            throw InputError("label " + std::to_string(label) + " of image " + std::to_string(n) +
-                             " is outside [0, " + std::to_string(classes) + ")");
+            throw InputError("label " + std::to_string(label) + " of image " + std::to_string(n) + " is outside [0, " +
+                             std::to_string(classes) + ")");
         }
         const float max_logit = *std::max_element(row, row + classes);
         double sum = 0.0;

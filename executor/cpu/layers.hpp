@@ -158,13 +158,13 @@ public:
     std::uint16_t* bf16_gradient() const { return bf16_gradient_; }
 
 private:
-    dnnl::memory master_;        ///< O x I x K x K fp32 plain, the values arena
-    dnnl::memory master_grad_;   ///< O x I x K x K fp32 plain, the gradient arena
-    std::vector<Call> refreshes_;          ///< oneDNN reorders master -> working copy
-    Bf16WorkingCopies own_copies_;         ///< the bf16 working copies our writer refreshes
+    dnnl::memory master_;                     ///< O x I x K x K fp32 plain, the values arena
+    dnnl::memory master_grad_;                ///< O x I x K x K fp32 plain, the gradient arena
+    std::vector<Call> refreshes_;             ///< oneDNN reorders master -> working copy
+    Bf16WorkingCopies own_copies_;            ///< the bf16 working copies our writer refreshes
     std::vector<dnnl::memory> own_memories_;  ///< their buffers
     std::optional<Call> publish_;
-    bool own_kernel_gradient_ = false;       ///< written_by_own_kernel()
+    bool own_kernel_gradient_ = false;        ///< written_by_own_kernel()
     std::uint16_t* bf16_gradient_ = nullptr;  ///< publish_as_bf16's target for our kernel
 };
 
@@ -206,8 +206,8 @@ struct Window {
 /// computes everything else.
 class Convolution : public LayerOp {
 public:
-    Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights,
-                DataType type, bool input_gradient);
+    Convolution(Context& context, Window window, Activation& x, Activation& y, ParameterView weights, DataType type,
+                bool input_gradient);
     void forward(Context& context) override;
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
@@ -266,8 +266,8 @@ public:
     static bool fuses(const dnnl::memory::desc& x, Then then);
 
     /// Throws std::logic_error when !fuses(x.value's descriptor, then).
-    BatchNorm(Context& context, Activation& x, Activation& y, ParameterView gamma_beta,
-              RunningStatistics running, Then then);
+    BatchNorm(Context& context, Activation& x, Activation& y, ParameterView gamma_beta, RunningStatistics running,
+              Then then);
     void forward(Context& context) override;
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
@@ -299,9 +299,9 @@ private:
     std::optional<Own> own_;
     dnnl::normalization_flags flags_ = dnnl::normalization_flags::none;  ///< oneDNN's
     dnnl::batch_normalization_forward::primitive_desc forward_pd_;       ///< oneDNN's
-    dnnl::memory scale_shift_, scale_shift_grad_;  ///< 2 x C fp32 over the arenas (oneDNN)
-    dnnl::memory mean_, variance_;                 ///< C fp32, this batch's (variance biased)
-    dnnl::memory workspace_;                       ///< oneDNN's fused ReLU's mask
+    dnnl::memory scale_shift_, scale_shift_grad_;                        ///< 2 x C fp32 over the arenas (oneDNN)
+    dnnl::memory mean_, variance_;                                       ///< C fp32, this batch's (variance biased)
+    dnnl::memory workspace_;                                             ///< oneDNN's fused ReLU's mask
     Call forward_;
     Call backward_;
     GradientSink x_grad_;

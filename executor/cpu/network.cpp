@@ -34,14 +34,17 @@ using cpu::Layout;
 
 /// Validates what the CPU backend can run; returns its compute type.
 DataType check_spec(const NetworkSpec& spec) {
-    if (spec.batch < 1) throw InputError("batch " + std::to_string(spec.batch) + " is invalid; use at least 1 image per rank");
-    if (spec.threads < 1) throw InputError("thread count " + std::to_string(spec.threads) + " is invalid; use at least 1");
+    if (spec.batch < 1)
+        throw InputError("batch " + std::to_string(spec.batch) + " is invalid; use at least 1 image per rank");
+    if (spec.threads < 1)
+        throw InputError("thread count " + std::to_string(spec.threads) + " is invalid; use at least 1");
     if (spec.precision == Precision::amp) {
         throw InputError("--precision fp16 (amp) is a GPU precision; the CPU backend runs fp32 or bf16");
     }
     if (spec.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) {
-        throw InputError("--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this CPU's oneDNN ISA is " +
-                         cpu::cpu_isa_name() + "; use --precision fp32");
+        throw InputError(
+            "--precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this CPU's oneDNN ISA is " +
+            cpu::cpu_isa_name() + "; use --precision fp32");
     }
     return spec.precision == Precision::bf16 ? DataType::bf16 : DataType::fp32;
 }
@@ -60,7 +63,10 @@ std::vector<int> consumer_counts(const Architecture& architecture) {
 class CpuNetwork final : public Network {
 public:
     CpuNetwork(const NetworkSpec& spec, Layout layout)
-        : architecture_(spec.architecture), batch_(spec.batch), type_(check_spec(spec)), precision_(spec.precision),
+        : architecture_(spec.architecture),
+          batch_(spec.batch),
+          type_(check_spec(spec)),
+          precision_(spec.precision),
           context_(spec.threads) {
         lay_out_arenas();
         initialise_values(spec.seed);
@@ -99,9 +105,9 @@ public:
         image_plain_.set_data_handle(const_cast<float*>(images));
         context_.run(image_reorder_);
         for (Step& step : steps_) step.op->forward(context_);
-        const double loss = cpu::softmax_cross_entropy(static_cast<const float*>(logits_.get_data_handle()), labels,
-                                                       batch_, architecture_.classes,
-                                                       static_cast<float*>(logits_grad_.get_data_handle()));
+        const double loss =
+            cpu::softmax_cross_entropy(static_cast<const float*>(logits_.get_data_handle()), labels, batch_,
+                                       architecture_.classes, static_cast<float*>(logits_grad_.get_data_handle()));
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
             it->op->backward_parameters(context_);
             if (it->has_parameters) {
@@ -152,7 +158,7 @@ public:
 
 private:
     struct Step {
-        int layer = 0;                      ///< table row
+        int layer = 0;  ///< table row
         std::unique_ptr<cpu::LayerOp> op;
         bool has_parameters = false;
     };
@@ -178,13 +184,15 @@ private:
         for (const GradientTensor& gradient : gradients_in_backward_order(architecture_, precision_)) {
             const Layer& layer = architecture_.layers[static_cast<std::size_t>(gradient.layer)];
             offset_of_layer_[static_cast<std::size_t>(gradient.layer)] = offset;
-            const std::int64_t second = layer.kind == LayerKind::convolution ? 0
+            const std::int64_t second = layer.kind == LayerKind::convolution  ? 0
                                         : layer.kind == LayerKind::batch_norm ? layer.output.channels
                                                                               : architecture_.classes;
             const bool weight_decay = layer.kind != LayerKind::batch_norm;
-            parameters_.push_back({layer.name + ".weight", gradient.layer, offset, gradient.elements - second, weight_decay});
+            parameters_.push_back(
+                {layer.name + ".weight", gradient.layer, offset, gradient.elements - second, weight_decay});
             if (second > 0) {
-                parameters_.push_back({layer.name + ".bias", gradient.layer, offset + gradient.elements - second, second, false});
+                parameters_.push_back(
+                    {layer.name + ".bias", gradient.layer, offset + gradient.elements - second, second, false});
             }
             offset += gradient.elements;
         }
@@ -223,7 +231,8 @@ private:
     /// What batch norm row i fuses: the ReLU that is its only reader (fp32 on oneDNN, bf16 on our
     /// kernels), or, on our kernels, the residual add whose branch it is (its only reader) with
     /// the ReLU that is the add's only reader.
-    cpu::BatchNorm::Then fusion_after_batch_norm(std::size_t i, const Activation& x, const std::vector<int>& consumers) const {
+    cpu::BatchNorm::Then fusion_after_batch_norm(std::size_t i, const Activation& x,
+                                                 const std::vector<int>& consumers) const {
         using Then = cpu::BatchNorm::Then;
         const auto& layers = architecture_.layers;
         if (consumers[i] != 1) return Then::nothing;
@@ -245,7 +254,8 @@ private:
     void build_layers(Layout layout) {
         const std::vector<int> consumers = consumer_counts(architecture_);
         image_ = cpu::make_activation(
-            context_, cpu::activation_desc(batch_, Shape{3, architecture_.image_size, architecture_.image_size}, type_, layout));
+            context_,
+            cpu::activation_desc(batch_, Shape{3, architecture_.image_size, architecture_.image_size}, type_, layout));
         output_.assign(architecture_.layers.size(), nullptr);
         const auto& layers = architecture_.layers;
         for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -274,7 +284,8 @@ private:
                                                                cpu::RunningStatistics{running, running + c}, then);
                     if (then == cpu::BatchNorm::Then::add_relu) residual_branch_[consumer_of(i)] = bn.get();
                     add_step(i, std::move(bn), y);
-                    if (then == cpu::BatchNorm::Then::relu) output_[++i] = &y;  // the ReLU row shares the batch norm's output
+                    if (then == cpu::BatchNorm::Then::relu)
+                        output_[++i] = &y;  // the ReLU row shares the batch norm's output
                     break;
                 }
                 case LayerKind::relu: {
@@ -285,8 +296,9 @@ private:
                 case LayerKind::max_pool:
                 case LayerKind::avg_pool: {
                     Activation& y = new_activation(layer.output, layout);
-                    const auto algorithm = layer.kind == LayerKind::max_pool ? dnnl::algorithm::pooling_max
-                                                                             : dnnl::algorithm::pooling_avg_exclude_padding;
+                    const auto algorithm = layer.kind == LayerKind::max_pool
+                                               ? dnnl::algorithm::pooling_max
+                                               : dnnl::algorithm::pooling_avg_exclude_padding;
                     add_step(i, std::make_unique<cpu::Pooling>(context_, algorithm, window, x, y), y);
                     break;
                 }
@@ -306,9 +318,10 @@ private:
                                                          dnnl::memory::format_tag::nc);
                     logits_ = dnnl::memory(logits_desc, context_.engine());
                     logits_grad_ = dnnl::memory(logits_desc, context_.engine());
-                    steps_.push_back({static_cast<int>(i),
-                                      std::make_unique<cpu::FullyConnected>(context_, x, logits_, logits_grad_, view_of(i), type_),
-                                      true});
+                    steps_.push_back(
+                        {static_cast<int>(i),
+                         std::make_unique<cpu::FullyConnected>(context_, x, logits_, logits_grad_, view_of(i), type_),
+                         true});
                     break;
                 }
             }
@@ -331,8 +344,7 @@ private:
         const dnnl_version_t* version = dnnl_version();
         return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
                std::to_string(version->patch) + " " + cpu::cpu_isa_name() + ", convolutions " +
-               convolution_implementation + ", " +
-               (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
+               convolution_implementation + ", " + (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
     }
 
     Architecture architecture_;
@@ -343,22 +355,23 @@ private:
     std::vector<ParameterTensor> parameters_;
     std::vector<std::int64_t> offset_of_layer_;  ///< per table row: first arena element, -1 without parameters
     // The arenas, on huge pages: the all-reduce exchange copies them between ranks (executor/cpu/huge_pages.hpp).
-    HugePageVector<float> values_;               ///< parameter_elements() fp32 master weights
-    HugePageVector<float> gradients_;            ///< parameter_elements() fp32 gradients
-    HugePageVector<float> momentum_;             ///< parameter_elements() fp32 SGD momentum
-    std::uint16_t* bf16_gradients_ = nullptr;    ///< write_gradients_as_bf16's arena, or none
-    std::vector<std::pair<std::int64_t, std::int64_t>> rounded_here_;  ///< per table row: the arena range train_step rounds
-    std::vector<float> running_;                 ///< per BN in forward order: running mean (C), running var (C)
+    HugePageVector<float> values_;             ///< parameter_elements() fp32 master weights
+    HugePageVector<float> gradients_;          ///< parameter_elements() fp32 gradients
+    HugePageVector<float> momentum_;           ///< parameter_elements() fp32 SGD momentum
+    std::uint16_t* bf16_gradients_ = nullptr;  ///< write_gradients_as_bf16's arena, or none
+    std::vector<std::pair<std::int64_t, std::int64_t>>
+        rounded_here_;            ///< per table row: the arena range train_step rounds
+    std::vector<float> running_;  ///< per BN in forward order: running mean (C), running var (C)
     std::int64_t running_offset_ = 0;
     std::vector<StateTensor> state_;
-    Activation image_;                           ///< N x 3 x S x S in conv1's layout and type
-    dnnl::memory image_plain_;                   ///< N x 3 x S x S fp32 NCHW, the caller's pointer
+    Activation image_;          ///< N x 3 x S x S in conv1's layout and type
+    dnnl::memory image_plain_;  ///< N x 3 x S x S fp32 NCHW, the caller's pointer
     cpu::Call image_reorder_;
-    std::deque<Activation> activations_;         ///< stable addresses; the layers hold references
-    std::vector<Activation*> output_;            ///< per table row
+    std::deque<Activation> activations_;                      ///< stable addresses; the layers hold references
+    std::vector<Activation*> output_;                         ///< per table row
     std::map<std::size_t, cpu::BatchNorm*> residual_branch_;  ///< add row -> its branch's batch norm (Then::add_relu)
-    dnnl::memory logits_, logits_grad_;          ///< N x classes fp32
-    std::vector<Step> steps_;                    ///< forward order
+    dnnl::memory logits_, logits_grad_;                       ///< N x classes fp32
+    std::vector<Step> steps_;                                 ///< forward order
     std::vector<cpu::Weights*> weights_of_layer_;  ///< per table row: its layer's working-copy weights, or none
     std::string implementation_;
 };

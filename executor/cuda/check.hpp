@@ -22,34 +22,34 @@ int visible_gpus();
 
 }  // namespace epochcast::cuda
 
-#define EPOCHCAST_CUDA_CHECK(call)                                                                          \
-    do {                                                                                                    \
-        const cudaError_t epochcast_status_ = (call);                                                       \
-        if (epochcast_status_ != cudaSuccess)                                                               \
+#define EPOCHCAST_CUDA_CHECK(call)                                                                              \
+    do {                                                                                                        \
+        const cudaError_t epochcast_status_ = (call);                                                           \
+        if (epochcast_status_ != cudaSuccess)                                                                   \
             ::epochcast::cuda::throw_call_error("CUDA", #call, cudaGetErrorString(epochcast_status_), __FILE__, \
-                                                __LINE__);                                                  \
+                                                __LINE__);                                                      \
     } while (0)
 
-#define EPOCHCAST_CUDNN_CHECK(call)                                                                           \
-    do {                                                                                                      \
-        const cudnnStatus_t epochcast_status_ = (call);                                                       \
-        if (epochcast_status_ != CUDNN_STATUS_SUCCESS)                                                        \
+#define EPOCHCAST_CUDNN_CHECK(call)                                                                               \
+    do {                                                                                                          \
+        const cudnnStatus_t epochcast_status_ = (call);                                                           \
+        if (epochcast_status_ != CUDNN_STATUS_SUCCESS)                                                            \
             ::epochcast::cuda::throw_call_error("cuDNN", #call, cudnnGetErrorString(epochcast_status_), __FILE__, \
-                                                __LINE__);                                                    \
+                                                __LINE__);                                                        \
     } while (0)
 
-#define EPOCHCAST_CUBLAS_CHECK(call)                                                                             \
-    do {                                                                                                         \
-        const cublasStatus_t epochcast_status_ = (call);                                                         \
-        if (epochcast_status_ != CUBLAS_STATUS_SUCCESS)                                                          \
+#define EPOCHCAST_CUBLAS_CHECK(call)                                                                                 \
+    do {                                                                                                             \
+        const cublasStatus_t epochcast_status_ = (call);                                                             \
+        if (epochcast_status_ != CUBLAS_STATUS_SUCCESS)                                                              \
             ::epochcast::cuda::throw_call_error("cuBLAS", #call, cublasGetStatusString(epochcast_status_), __FILE__, \
-                                                __LINE__);                                                       \
+                                                __LINE__);                                                           \
     } while (0)
 
-#define EPOCHCAST_NCCL_CHECK(call)                                                                           \
-    do {                                                                                                     \
-        const ncclResult_t epochcast_status_ = (call);                                                       \
-        if (epochcast_status_ != ncclSuccess)                                                                \
+#define EPOCHCAST_NCCL_CHECK(call)                                                                              \
+    do {                                                                                                        \
+        const ncclResult_t epochcast_status_ = (call);                                                          \
+        if (epochcast_status_ != ncclSuccess)                                                                   \
             ::epochcast::cuda::throw_call_error("NCCL", #call, ncclGetErrorString(epochcast_status_), __FILE__, \
-                                                __LINE__);                                                   \
+                                                __LINE__);                                                      \
     } while (0)

@@ -33,7 +33,8 @@ public:
         EPOCHCAST_NCCL_CHECK(ncclCommInitRank(&communicator_, workers_, id, rank));
         EPOCHCAST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         ready_.resize(buckets_.size());
-        for (cudaEvent_t& event : ready_) EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+        for (cudaEvent_t& event : ready_)
+            EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
         EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
         network.defer_gradient_conversion();
     }
@@ -57,7 +58,8 @@ public:
         EPOCHCAST_CUDA_CHECK(cudaEventRecord(ready_[static_cast<std::size_t>(bucket)], compute_));
         EPOCHCAST_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[static_cast<std::size_t>(bucket)], 0));
         char* data = static_cast<char*>(network_.working_gradients()) + range.begin * element_bytes_;
-        EPOCHCAST_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(range.size()), type_, ncclAvg, communicator_, stream_));
+        EPOCHCAST_NCCL_CHECK(
+            ncclAllReduce(data, data, static_cast<std::size_t>(range.size()), type_, ncclAvg, communicator_, stream_));
     }
 
     // The compute stream waits for the last reduction, then converts the averaged gradients.
@@ -77,8 +79,8 @@ private:
     std::vector<Range> buckets_;       ///< arena ranges, backward order
     std::vector<int> closing_bucket_;  ///< per layer
     ncclComm_t communicator_ = nullptr;
-    cudaStream_t stream_ = nullptr;    ///< NCCL's own stream
-    std::vector<cudaEvent_t> ready_;   ///< per bucket: its gradients are written
+    cudaStream_t stream_ = nullptr;   ///< NCCL's own stream
+    std::vector<cudaEvent_t> ready_;  ///< per bucket: its gradients are written
     cudaEvent_t reduced_ = nullptr;
 };
 

@@ -14,14 +14,22 @@ namespace {
 
 __device__ inline float to_float(float x) { return x; }
 __device__ inline float to_float(__half x) { return __half2float(x); }
-template <typename T> __device__ inline T from_float(float x);
-template <> __device__ inline float from_float<float>(float x) { return x; }
-template <> __device__ inline __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <typename T>
+__device__ inline T from_float(float x);
+template <>
+__device__ inline float from_float<float>(float x) {
+    return x;
+}
+template <>
+__device__ inline __half from_float<__half>(float x) {
+    return __float2half_rn(x);
+}
 
 template <typename T>
 __global__ void images_to_nhwc_kernel(const float* images, T* out, int n, int c, int h, int w) {
     const std::int64_t count = std::int64_t(n) * c * h * w;
-    for (std::int64_t o = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; o < count; o += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t o = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; o < count;
+         o += std::int64_t(gridDim.x) * blockDim.x) {
         // o indexes NHWC: ((b * h + y) * w + x) * c + ch
         const int ch = int(o % c);
         std::int64_t rest = o / c;
@@ -36,7 +44,8 @@ __global__ void images_to_nhwc_kernel(const float* images, T* out, int n, int c,
 template <typename T>
 __global__ void master_to_working_kernel(const float* master, T* working, int o, int i, int kk) {
     const std::int64_t count = std::int64_t(o) * i * kk;
-    for (std::int64_t d = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; d < count; d += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t d = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; d < count;
+         d += std::int64_t(gridDim.x) * blockDim.x) {
         // d indexes O x (K K) x I; the source is O x I x (K K).
         const int in = int(d % i);
         const std::int64_t rest = d / i;
@@ -47,9 +56,11 @@ __global__ void master_to_working_kernel(const float* master, T* working, int o,
 }
 
 template <typename T>
-__global__ void working_to_master_kernel(const T* working, float* master, int o, int i, int kk, float scale, int* overflow) {
+__global__ void working_to_master_kernel(const T* working, float* master, int o, int i, int kk, float scale,
+                                         int* overflow) {
     const std::int64_t count = std::int64_t(o) * i * kk;
-    for (std::int64_t m = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; m < count; m += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t m = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; m < count;
+         m += std::int64_t(gridDim.x) * blockDim.x) {
         // m indexes O x I x (K K); the source is O x (K K) x I.
         const int spatial = int(m % kk);
         const std::int64_t rest = m / kk;
@@ -63,21 +74,24 @@ __global__ void working_to_master_kernel(const T* working, float* master, int o,
 
 template <typename T>
 __global__ void cast_kernel(const float* values, T* out, std::int64_t count) {
-    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count; k += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count;
+         k += std::int64_t(gridDim.x) * blockDim.x) {
         out[k] = from_float<T>(values[k]);
     }
 }
 
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t count) {
-    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count; k += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count;
+         k += std::int64_t(gridDim.x) * blockDim.x) {
         y[k] = from_float<T>(to_float(a[k]) + to_float(b[k]));
     }
 }
 
 __global__ void add_bias_kernel(float* logits, const float* bias, int n, int classes) {
     const std::int64_t count = std::int64_t(n) * classes;
-    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count; k += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count;
+         k += std::int64_t(gridDim.x) * blockDim.x) {
         logits[k] += bias[k % classes];
     }
 }
@@ -93,8 +107,8 @@ __global__ void bias_gradient_kernel(const T* logits_grad, T* bias_grad, int n, 
 
 /// One block per row: max, sum of exponentials, loss and gradient.
 template <typename T>
-__global__ void softmax_cross_entropy_kernel(const float* logits, const std::int32_t* labels, int classes, float grad_scale,
-                                             float* losses, T* logits_grad, int* bad_label) {
+__global__ void softmax_cross_entropy_kernel(const float* logits, const std::int32_t* labels, int classes,
+                                             float grad_scale, float* losses, T* logits_grad, int* bad_label) {
     __shared__ float reduce[kThreads];
     const int row = blockIdx.x;
     const float* z = logits + std::int64_t(row) * classes;
@@ -125,13 +139,15 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const std::int
     }
     for (int j = threadIdx.x; j < classes; j += blockDim.x) {
         const float probability = expf(z[j] - maximum) / sum;
-        logits_grad[std::int64_t(row) * classes + j] = from_float<T>((probability - (j == label ? 1.0f : 0.0f)) * grad_scale);
+        logits_grad[std::int64_t(row) * classes + j] =
+            from_float<T>((probability - (j == label ? 1.0f : 0.0f)) * grad_scale);
     }
 }
 
 __global__ void sgd_nesterov_kernel(float* weights, const float* gradients, float* momentum, const float* decay_mask,
                                     std::int64_t count, float lr, float mu, float wd) {
-    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count; k += std::int64_t(gridDim.x) * blockDim.x) {
+    for (std::int64_t k = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; k < count;
+         k += std::int64_t(gridDim.x) * blockDim.x) {
         const float d = gradients[k] + wd * decay_mask[k] * weights[k];
         const float v = mu * momentum[k] + d;
         momentum[k] = v;
@@ -165,11 +181,11 @@ void working_to_master(const void* working, float* master, DataType type, int o,
                        int* overflow, cudaStream_t stream) {
     const int blocks = blocks_for(std::int64_t(o) * i * k * k);
     if (type == DataType::fp16) {
-        working_to_master_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(working), master, o, i, k * k,
-                                                                  scale, overflow);
+        working_to_master_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(working), master, o, i,
+                                                                  k * k, scale, overflow);
     } else {
-        working_to_master_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(working), master, o, i, k * k,
-                                                                  scale, overflow);
+        working_to_master_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(working), master, o, i,
+                                                                  k * k, scale, overflow);
     }
     EPOCHCAST_LAUNCHED(working_to_master_kernel);
 }
@@ -185,16 +201,18 @@ void cast_to_working(const float* values, void* out, DataType type, std::int64_t
 
 void add(const void* a, const void* b, void* y, DataType type, std::int64_t count, cudaStream_t stream) {
     if (type == DataType::fp16) {
-        add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b),
-                                                               static_cast<__half*>(y), count);
+        add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+            static_cast<const __half*>(a), static_cast<const __half*>(b), static_cast<__half*>(y), count);
     } else {
-        add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b),
-                                                               static_cast<float*>(y), count);
+        add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+            static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(y), count);
     }
     EPOCHCAST_LAUNCHED(add_kernel);
 }
 
-void accumulate(const void* x, void* y, DataType type, std::int64_t count, cudaStream_t stream) { add(x, y, y, type, count, stream); }
+void accumulate(const void* x, void* y, DataType type, std::int64_t count, cudaStream_t stream) {
+    add(x, y, y, type, count, stream);
+}
 
 void add_bias(float* logits, const float* bias, int n, int classes, cudaStream_t stream) {
     add_bias_kernel<<<blocks_for(std::int64_t(n) * classes), kThreads, 0, stream>>>(logits, bias, n, classes);

@@ -50,8 +50,8 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, int 
                            float* losses, void* logits_grad, DataType type, int* bad_label, cudaStream_t stream);
 
 /// SGD with Nesterov momentum, the formula of executor/optimizer.hpp, on fp32 device arrays.
-void sgd_nesterov(float* weights, const float* gradients, float* momentum, const float* decay_mask,
-                  std::int64_t count, float lr, float momentum_factor, float weight_decay, cudaStream_t stream);
+void sgd_nesterov(float* weights, const float* gradients, float* momentum, const float* decay_mask, std::int64_t count,
+                  float lr, float momentum_factor, float weight_decay, cudaStream_t stream);
 
 /// Synthetic images (executor/synthetic.hpp) of `count` positions, in synthetic.cu (built without
 /// FMA contraction, so its arithmetic is the host's). patterns: the dataset's class patterns;

@@ -8,7 +8,8 @@
 namespace epochcast::cuda {
 
 void throw_call_error(const char* library, const char* call, const std::string& what, const char* file, int line) {
-    throw RunError(std::string(library) + " call failed: " + call + ": " + what + " (" + file + ":" + std::to_string(line) + ")");
+    throw RunError(std::string(library) + " call failed: " + call + ": " + what + " (" + file + ":" +
+                   std::to_string(line) + ")");
 }
 
 int visible_gpus() {
@@ -45,9 +46,11 @@ cudnnConvolutionDescriptor_t make_convolution(Window window, DataType type) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&descriptor));
     // fp32 accumulation for both types (CUDNN_DATA_FLOAT compute type).
     EPOCHCAST_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(descriptor, window.padding, window.padding, window.stride,
-                                                          window.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                                          window.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                          CUDNN_DATA_FLOAT));
     // fp16: tensor cores; fp32: FMA only, so that no TF32 rounding creeps in.
-    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(descriptor, type == DataType::fp16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    EPOCHCAST_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(descriptor, type == DataType::fp16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     return descriptor;
 }
 
@@ -131,17 +134,17 @@ Convolution::Convolution(Context& context, Window window, Activation& x, Activat
                          bool input_gradient)
     : x_(x), y_(y), weights_(weights), input_gradient_(input_gradient) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter_));
-    EPOCHCAST_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, context.cudnn_type(), CUDNN_TENSOR_NHWC, weights.o, weights.i,
-                                                     weights.k, weights.k));
+    EPOCHCAST_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, context.cudnn_type(), CUDNN_TENSOR_NHWC, weights.o,
+                                                     weights.i, weights.k, weights.k));
     forward_conv_ = make_convolution(window, context.type());
     data_conv_ = make_convolution(window, context.type());
     filter_conv_ = make_convolution(window, context.type());
 
     int returned = 0;
     cudnnConvolutionFwdAlgoPerf_t forward[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(context.cudnn(), x.descriptor->get(), filter_, forward_conv_,
-                                                                 y.descriptor->get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                                 &returned, forward));
+    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(context.cudnn(), x.descriptor->get(), filter_,
+                                                                 forward_conv_, y.descriptor->get(),
+                                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, forward));
     const auto& chosen = pick(forward, returned, "forward");
     forward_algo_ = chosen.algo;
     tensor_ops_ = chosen.mathType == CUDNN_TENSOR_OP_MATH;
@@ -149,9 +152,9 @@ Convolution::Convolution(Context& context, Window window, Activation& x, Activat
     context.request_workspace(chosen.memory);
 
     cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(context.cudnn(), x.descriptor->get(),
-                                                                        y.descriptor->get(), filter_conv_, filter_,
-                                                                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, filter));
+    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        context.cudnn(), x.descriptor->get(), y.descriptor->get(), filter_conv_, filter_,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, filter));
     const auto& filter_chosen = pick(filter, returned, "backward-filter");
     filter_algo_ = filter_chosen.algo;
     EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(filter_conv_, filter_chosen.mathType));
@@ -170,9 +173,9 @@ void Convolution::bind_backward(Context& context) {
     x_grad_ = GradientSink::bind(context, x_);
     int returned = 0;
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(context.cudnn(), filter_, y_.descriptor->get(), data_conv_,
-                                                                      x_.descriptor->get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                                      &returned, data));
+    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        context.cudnn(), filter_, y_.descriptor->get(), data_conv_, x_.descriptor->get(),
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, data));
     const auto& chosen = pick(data, returned, "backward-data");
     data_algo_ = chosen.algo;
     EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(data_conv_, chosen.mathType));
@@ -186,22 +189,21 @@ void Convolution::forward(Context& context) {
 }
 
 void Convolution::backward_parameters(Context& context) {
-    EPOCHCAST_CUDNN_CHECK(cudnnConvolutionBackwardFilter(context.cudnn(), &kOne, x_.descriptor->get(), x_.value,
-                                                         y_.descriptor->get(), y_.diff, filter_conv_, filter_algo_,
-                                                         context.workspace(), context.workspace_bytes(), &kZero, filter_,
-                                                         weights_.working_gradient));
+    EPOCHCAST_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        context.cudnn(), &kOne, x_.descriptor->get(), x_.value, y_.descriptor->get(), y_.diff, filter_conv_,
+        filter_algo_, context.workspace(), context.workspace_bytes(), &kZero, filter_, weights_.working_gradient));
 }
 
 void Convolution::backward_inputs(Context& context) {
     if (!input_gradient_) return;
-    EPOCHCAST_CUDNN_CHECK(cudnnConvolutionBackwardData(context.cudnn(), &kOne, filter_, weights_.working, y_.descriptor->get(),
-                                                       y_.diff, data_conv_, data_algo_, context.workspace(),
-                                                       context.workspace_bytes(), &x_grad_.beta, x_.descriptor->get(),
-                                                       x_grad_.target));
+    EPOCHCAST_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        context.cudnn(), &kOne, filter_, weights_.working, y_.descriptor->get(), y_.diff, data_conv_, data_algo_,
+        context.workspace(), context.workspace_bytes(), &x_grad_.beta, x_.descriptor->get(), x_grad_.target));
 }
 
 void Convolution::refresh_parameters(Context& context) {
-    master_to_working(weights_.master, weights_.working, context.type(), weights_.o, weights_.i, weights_.k, context.stream());
+    master_to_working(weights_.master, weights_.working, context.type(), weights_.o, weights_.i, weights_.k,
+                      context.stream());
 }
 
 std::string Convolution::implementation() const {
@@ -213,8 +215,13 @@ std::string Convolution::implementation() const {
 
 BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, const float* gamma_beta, float* gradient,
                      void* working_gradient, float* running_mean, float* running_variance)
-    : x_(x), y_(y), gamma_beta_(gamma_beta), gradient_(gradient), working_gradient_(working_gradient),
-      running_mean_(running_mean), running_variance_(running_variance) {
+    : x_(x),
+      y_(y),
+      gamma_beta_(gamma_beta),
+      gradient_(gradient),
+      working_gradient_(working_gradient),
+      running_mean_(running_mean),
+      running_variance_(running_variance) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreateTensorDescriptor(&parameters_));
     EPOCHCAST_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(parameters_, x.descriptor->get(), CUDNN_BATCHNORM_SPATIAL));
     saved_mean_ = static_cast<float*>(context.allocate(sizeof(float) * static_cast<std::size_t>(x.c)));
@@ -247,14 +254,15 @@ void BatchNorm::backward_inputs(Context& /*context*/) {}
 
 Relu::Relu(Context& /*context*/, Activation& x, Activation& y) : x_(x), y_(y) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreateActivationDescriptor(&activation_));
-    EPOCHCAST_CUDNN_CHECK(cudnnSetActivationDescriptor(activation_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    EPOCHCAST_CUDNN_CHECK(
+        cudnnSetActivationDescriptor(activation_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
 }
 
 Relu::~Relu() { (void)cudnnDestroyActivationDescriptor(activation_); }
 
 void Relu::forward(Context& context) {
-    EPOCHCAST_CUDNN_CHECK(cudnnActivationForward(context.cudnn(), activation_, &kOne, x_.descriptor->get(), x_.value, &kZero,
-                                                 y_.descriptor->get(), y_.value));
+    EPOCHCAST_CUDNN_CHECK(cudnnActivationForward(context.cudnn(), activation_, &kOne, x_.descriptor->get(), x_.value,
+                                                 &kZero, y_.descriptor->get(), y_.value));
 }
 
 void Relu::bind_backward(Context& context) { x_grad_ = GradientSink::bind(context, x_); }
@@ -270,9 +278,9 @@ void Relu::backward_inputs(Context& context) {
 
 Pooling::Pooling(Context& /*context*/, bool max, Window window, Activation& x, Activation& y) : x_(x), y_(y) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pooling_));
-    EPOCHCAST_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pooling_, max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-                                                      CUDNN_NOT_PROPAGATE_NAN, window.kernel, window.kernel, window.padding,
-                                                      window.padding, window.stride, window.stride));
+    EPOCHCAST_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+        pooling_, max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING, CUDNN_NOT_PROPAGATE_NAN,
+        window.kernel, window.kernel, window.padding, window.padding, window.stride, window.stride));
 }
 
 Pooling::~Pooling() { (void)cudnnDestroyPoolingDescriptor(pooling_); }
@@ -286,8 +294,8 @@ void Pooling::bind_backward(Context& context) { x_grad_ = GradientSink::bind(con
 
 void Pooling::backward_inputs(Context& context) {
     EPOCHCAST_CUDNN_CHECK(cudnnPoolingBackward(context.cudnn(), pooling_, &kOne, y_.descriptor->get(), y_.value,
-                                               y_.descriptor->get(), y_.diff, x_.descriptor->get(), x_.value, &x_grad_.beta,
-                                               x_.descriptor->get(), x_grad_.target));
+                                               y_.descriptor->get(), y_.diff, x_.descriptor->get(), x_.value,
+                                               &x_grad_.beta, x_.descriptor->get(), x_grad_.target));
 }
 
 // ---- add --------------------------------------------------------------------------------------
@@ -322,8 +330,13 @@ void Add::backward_inputs(Context& context) {
 
 FullyConnected::FullyConnected(Context& /*context*/, Activation& x, float* logits, const void* logits_grad,
                                WeightView weight, const float* bias, void* bias_working_gradient, int classes)
-    : x_(x), logits_(logits), logits_grad_(logits_grad), weight_(weight), bias_(bias),
-      bias_working_gradient_(bias_working_gradient), classes_(classes) {}
+    : x_(x),
+      logits_(logits),
+      logits_grad_(logits_grad),
+      weight_(weight),
+      bias_(bias),
+      bias_working_gradient_(bias_working_gradient),
+      classes_(classes) {}
 
 void FullyConnected::forward(Context& context) {
     const cudaDataType_t type = cublas_type(context.type());
@@ -337,9 +350,9 @@ void FullyConnected::bind_backward(Context& context) { x_grad_ = GradientSink::b
 
 void FullyConnected::backward_parameters(Context& context) {
     const cudaDataType_t type = cublas_type(context.type());
-    EPOCHCAST_CUBLAS_CHECK(cublasGemmEx(context.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, x_.c, classes_, x_.n, &kOne, x_.value,
-                                        type, x_.c, logits_grad_, type, classes_, &kZero, weight_.working_gradient, type,
-                                        x_.c, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    EPOCHCAST_CUBLAS_CHECK(cublasGemmEx(context.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, x_.c, classes_, x_.n, &kOne,
+                                        x_.value, type, x_.c, logits_grad_, type, classes_, &kZero,
+                                        weight_.working_gradient, type, x_.c, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     bias_gradient(logits_grad_, bias_working_gradient_, context.type(), x_.n, classes_, context.stream());
 }
 
@@ -357,8 +370,8 @@ void FullyConnected::refresh_parameters(Context& context) {
 // ---- host <-> device, for tests and set-up ----------------------------------------------------
 
 void upload(Context& context, float* device, const std::vector<float>& host) {
-    EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                         context.stream()));
+    EPOCHCAST_CUDA_CHECK(
+        cudaMemcpyAsync(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, context.stream()));
     context.synchronize();
 }
 
@@ -392,7 +405,8 @@ std::vector<float> read_nchw(Context& context, const void* nhwc, int n, int c, i
         for (int y = 0; y < h; ++y)
             for (int x = 0; x < w; ++x)
                 for (int ch = 0; ch < c; ++ch)
-                    plain[((std::size_t(b) * c + ch) * h + y) * w + x] = stored[((std::size_t(b) * h + y) * w + x) * c + ch];
+                    plain[((std::size_t(b) * c + ch) * h + y) * w + x] =
+                        stored[((std::size_t(b) * h + y) * w + x) * c + ch];
     return plain;
 }
 

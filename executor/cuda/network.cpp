@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "executor/arena.hpp"
-#include "executor/loader.hpp"
 #include "executor/cuda/check.hpp"
 #include "executor/cuda/layers.hpp"
 #include "executor/cuda/synthetic.hpp"
+#include "executor/loader.hpp"
 #include "executor/loss_scaler.hpp"
 #include "executor/optimizer.hpp"
 #include "model/errors.hpp"
@@ -33,7 +33,8 @@ using cuda::Activation;
 using cuda::DataType;
 
 DataType check_spec(const NetworkSpec& spec) {
-    if (spec.batch < 1) throw InputError("batch " + std::to_string(spec.batch) + " is invalid; use at least 1 image per rank");
+    if (spec.batch < 1)
+        throw InputError("batch " + std::to_string(spec.batch) + " is invalid; use at least 1 image per rank");
     if (spec.precision == Precision::bf16) {
         throw InputError("--precision bf16 is the CPU backend's; the CUDA backend runs fp32 or fp16 (amp)");
     }
@@ -47,7 +48,10 @@ public:
     ~PinnedBuffer() { (void)cudaFreeHost(data_); }
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-    template <typename T> T* as() const { return static_cast<T*>(data_); }
+    template <typename T>
+    T* as() const {
+        return static_cast<T*>(data_);
+    }
 
 private:
     void* data_ = nullptr;
@@ -99,9 +103,14 @@ struct Conversion {
 class CudaNetwork final : public Network, public cuda::DeviceGradients {
 public:
     explicit CudaNetwork(const NetworkSpec& spec)
-        : architecture_(spec.architecture), batch_(spec.batch), type_(check_spec(spec)), context_(spec.device, type_),
-          parameters_(parameter_layout(architecture_)), elements_(layout_elements(parameters_)),
-          image_bytes_(sizeof(float) * static_cast<std::size_t>(batch_) * 3 * architecture_.image_size * architecture_.image_size),
+        : architecture_(spec.architecture),
+          batch_(spec.batch),
+          type_(check_spec(spec)),
+          context_(spec.device, type_),
+          parameters_(parameter_layout(architecture_)),
+          elements_(layout_elements(parameters_)),
+          image_bytes_(sizeof(float) * static_cast<std::size_t>(batch_) * 3 * architecture_.image_size *
+                       architecture_.image_size),
           staging_{PinnedBuffer(image_bytes_), PinnedBuffer(image_bytes_)},
           label_staging_{PinnedBuffer(sizeof(std::int32_t) * batch_), PinnedBuffer(sizeof(std::int32_t) * batch_)},
           read_back_(sizeof(float) * batch_ + 2 * sizeof(int)) {
@@ -109,7 +118,8 @@ public:
         build_layers();
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) it->op->bind_backward(context_);
         context_.finalize();
-        for (cudaEvent_t& event : staged_) EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+        for (cudaEvent_t& event : staged_)
+            EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
         EPOCHCAST_CUDA_CHECK(cudaEventCreateWithFlags(&loss_ready_, cudaEventDisableTiming));
         parameters_updated();
         context_.synchronize();
@@ -163,8 +173,9 @@ public:
 
     bool generate_synthetic_batches(int classes, int image_size, std::uint64_t seed) override {
         if (classes != architecture_.classes || image_size != architecture_.image_size) {
-            throw InputError("synthetic batches of " + std::to_string(classes) + " classes at " + std::to_string(image_size) +
-                             " px for a network of " + std::to_string(architecture_.classes) + " classes at " +
+            throw InputError("synthetic batches of " + std::to_string(classes) + " classes at " +
+                             std::to_string(image_size) + " px for a network of " +
+                             std::to_string(architecture_.classes) + " classes at " +
                              std::to_string(architecture_.image_size) + " px");
         }
         EPOCHCAST_CUDA_CHECK(cudaSetDevice(context_.device()));
@@ -174,7 +185,8 @@ public:
 
     double train_step_generated(std::int64_t position, const std::function<void(int layer)>& layer_ready) override {
         if (!synthetic_) {
-            throw RunError("train_step_generated before generate_synthetic_batches: the CUDA network has no generator yet");
+            throw RunError(
+                "train_step_generated before generate_synthetic_batches: the CUDA network has no generator yet");
         }
         // On the compute stream, so the previous step is done reading device_images_ and labels.
         synthetic_->fill(position, batch_, device_images_, device_labels_, context_.stream());
@@ -185,7 +197,8 @@ public:
     bool optimizer_step(double lr) override {
         if (type_ == DataType::fp16) {
             int* overflow_host = reinterpret_cast<int*>(read_back_.as<float>() + batch_) + 1;
-            EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(overflow_host, overflow_, sizeof(int), cudaMemcpyDeviceToHost, context_.stream()));
+            EPOCHCAST_CUDA_CHECK(
+                cudaMemcpyAsync(overflow_host, overflow_, sizeof(int), cudaMemcpyDeviceToHost, context_.stream()));
             context_.synchronize();
             if (!scaler_.update(*overflow_host != 0)) return false;
         }
@@ -228,9 +241,12 @@ private:
 
     float* arena_pointer(Arena arena) const {
         switch (arena) {
-            case Arena::values: return values_;
-            case Arena::gradients: return gradients_;
-            case Arena::momentum: return momentum_;
+            case Arena::values:
+                return values_;
+            case Arena::gradients:
+                return gradients_;
+            case Arena::momentum:
+                return momentum_;
         }
         return nullptr;
     }
@@ -276,15 +292,16 @@ private:
         device_labels_ = static_cast<std::int32_t*>(context_.allocate(sizeof(std::int32_t) * batch_));
         losses_ = allocate_floats(batch_);
         logits_ = allocate_floats(std::int64_t{batch_} * architecture_.classes);
-        logits_grad_ = context_.allocate(static_cast<std::size_t>(batch_) * architecture_.classes * cuda::element_bytes(type_));
+        logits_grad_ =
+            context_.allocate(static_cast<std::size_t>(batch_) * architecture_.classes * cuda::element_bytes(type_));
         overflow_ = static_cast<int*>(context_.allocate(sizeof(int)));
         bad_label_ = static_cast<int*>(context_.allocate(sizeof(int)));
     }
 
     void convert_layer(int layer, float unscale) {
         for (const Conversion& c : conversions_[static_cast<std::size_t>(layer)]) {
-            cuda::working_to_master(working_at(working_gradients_, c.offset), gradients_ + c.offset, type_, c.o, c.i, c.k,
-                                    unscale, overflow_, context_.stream());
+            cuda::working_to_master(working_at(working_gradients_, c.offset), gradients_ + c.offset, type_, c.o, c.i,
+                                    c.k, unscale, overflow_, context_.stream());
         }
     }
 
@@ -295,12 +312,13 @@ private:
 
         const float scale = loss_scale();
         EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(bad_label_, 0, sizeof(int), context_.stream()));
-        cuda::softmax_cross_entropy(logits_, device_labels_, batch_, architecture_.classes, scale / static_cast<float>(batch_),
-                                    losses_, logits_grad_, type_, bad_label_, context_.stream());
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>(), losses_, sizeof(float) * batch_, cudaMemcpyDeviceToHost,
-                                             context_.stream()));
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>() + batch_, bad_label_, sizeof(int), cudaMemcpyDeviceToHost,
-                                             context_.stream()));
+        cuda::softmax_cross_entropy(logits_, device_labels_, batch_, architecture_.classes,
+                                    scale / static_cast<float>(batch_), losses_, logits_grad_, type_, bad_label_,
+                                    context_.stream());
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>(), losses_, sizeof(float) * batch_,
+                                             cudaMemcpyDeviceToHost, context_.stream()));
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(read_back_.as<float>() + batch_, bad_label_, sizeof(int),
+                                             cudaMemcpyDeviceToHost, context_.stream()));
         EPOCHCAST_CUDA_CHECK(cudaEventRecord(loss_ready_, context_.stream()));
 
         if (!deferred_) EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(overflow_, 0, sizeof(int), context_.stream()));
@@ -340,9 +358,10 @@ private:
             from = staging_[b].as<float>();
         }
         std::memcpy(label_staging_[b].as<std::int32_t>(), labels, sizeof(std::int32_t) * batch_);
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_images_, from, image_bytes_, cudaMemcpyHostToDevice, context_.stream()));
-        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_labels_, label_staging_[b].as<std::int32_t>(), sizeof(std::int32_t) * batch_,
-                                             cudaMemcpyHostToDevice, context_.stream()));
+        EPOCHCAST_CUDA_CHECK(
+            cudaMemcpyAsync(device_images_, from, image_bytes_, cudaMemcpyHostToDevice, context_.stream()));
+        EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(device_labels_, label_staging_[b].as<std::int32_t>(),
+                                             sizeof(std::int32_t) * batch_, cudaMemcpyHostToDevice, context_.stream()));
         EPOCHCAST_CUDA_CHECK(cudaEventRecord(staged_[b], context_.stream()));
         images_to_input();
     }
@@ -359,7 +378,8 @@ private:
     }
 
     Activation& new_activation(const Shape& shape) {
-        return activations_.emplace_back(cuda::make_activation(context_, batch_, shape.channels, shape.height, shape.width));
+        return activations_.emplace_back(
+            cuda::make_activation(context_, batch_, shape.channels, shape.height, shape.width));
     }
 
     void build_layers() {
@@ -376,9 +396,11 @@ private:
                 case LayerKind::convolution: {
                     Activation& y = new_activation(layer.output);
                     auto conv = std::make_unique<cuda::Convolution>(
-                        context_, window, x, y, weight_view(i, layer.output.channels, layer.input.channels, layer.kernel),
+                        context_, window, x, y,
+                        weight_view(i, layer.output.channels, layer.input.channels, layer.kernel),
                         /*input_gradient=*/layer.inputs[0] >= 0);
-                    if (convolution_algorithms.empty() && layer.kernel == 3) convolution_algorithms = conv->implementation();
+                    if (convolution_algorithms.empty() && layer.kernel == 3)
+                        convolution_algorithms = conv->implementation();
                     add_step(i, std::move(conv), y);
                     break;
                 }
@@ -386,9 +408,11 @@ private:
                     Activation& y = new_activation(layer.output);
                     float* running = running_ + running_offset_;
                     running_offset_ += 2 * layer.output.channels;
-                    add_step(i, std::make_unique<cuda::BatchNorm>(context_, x, y, values_ + offset, gradients_ + offset,
-                                                                  working_at(working_gradients_, offset), running,
-                                                                  running + layer.output.channels), y);
+                    add_step(i,
+                             std::make_unique<cuda::BatchNorm>(context_, x, y, values_ + offset, gradients_ + offset,
+                                                               working_at(working_gradients_, offset), running,
+                                                               running + layer.output.channels),
+                             y);
                     break;
                 }
                 case LayerKind::relu: {
@@ -400,7 +424,9 @@ private:
                 case LayerKind::max_pool:
                 case LayerKind::avg_pool: {
                     Activation& y = new_activation(layer.output);
-                    add_step(i, std::make_unique<cuda::Pooling>(context_, layer.kind == LayerKind::max_pool, window, x, y), y);
+                    add_step(i,
+                             std::make_unique<cuda::Pooling>(context_, layer.kind == LayerKind::max_pool, window, x, y),
+                             y);
                     break;
                 }
                 case LayerKind::add: {
@@ -428,8 +454,9 @@ private:
         EPOCHCAST_CUDA_CHECK(cudaGetDeviceProperties(&properties, context_.device()));
         const std::size_t cudnn = cudnnGetVersion();
         implementation_ = "cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn / 100 % 100) +
-                          " (legacy API) + cuBLAS on " + properties.name + ", 3x3 convolutions " + convolution_algorithms +
-                          ", " + (type_ == DataType::fp16 ? "fp16 mixed precision, dynamic loss scaling" : "fp32");
+                          " (legacy API) + cuBLAS on " + properties.name + ", 3x3 convolutions " +
+                          convolution_algorithms + ", " +
+                          (type_ == DataType::fp16 ? "fp16 mixed precision, dynamic loss scaling" : "fp32");
     }
 
     void add_step(std::size_t layer, std::unique_ptr<cuda::LayerOp> op, Activation& y) {
@@ -443,38 +470,39 @@ private:
     cuda::Context context_;
     std::vector<ParameterTensor> parameters_;
     std::int64_t elements_;
-    std::size_t image_bytes_;                   ///< N x 3 x S x S fp32
-    PinnedBatchMemory batch_memory_;            ///< batch_memory(): a BatchLoader's batches, uploaded in place
-    PinnedBuffer staging_[2];                   ///< the caller's images, double-buffered
-    PinnedBuffer label_staging_[2];             ///< the caller's labels, double-buffered
-    PinnedBuffer read_back_;                    ///< N losses, the bad-label flag, the overflow flag
+    std::size_t image_bytes_;                     ///< N x 3 x S x S fp32
+    PinnedBatchMemory batch_memory_;              ///< batch_memory(): a BatchLoader's batches, uploaded in place
+    PinnedBuffer staging_[2];                     ///< the caller's images, double-buffered
+    PinnedBuffer label_staging_[2];               ///< the caller's labels, double-buffered
+    PinnedBuffer read_back_;                      ///< N losses, the bad-label flag, the overflow flag
     cudaEvent_t staged_[2] = {nullptr, nullptr};  ///< upload from staging_[b] finished
     cudaEvent_t loss_ready_ = nullptr;
     int next_staging_ = 0;
-    float* values_ = nullptr;                   ///< fp32 master weights (device)
-    float* gradients_ = nullptr;                ///< fp32 gradients, unscaled (device)
-    float* momentum_ = nullptr;                 ///< fp32 SGD momentum (device)
-    float* decay_mask_ = nullptr;               ///< 1 where weight decay applies (device)
-    void* working_values_ = nullptr;            ///< working-type weights, conv O x K x K x I (device)
-    void* working_gradients_ = nullptr;         ///< working-type gradients, scaled by the loss scale (device)
-    std::vector<std::int64_t> offset_of_layer_; ///< per table row: first arena element, -1 without parameters
+    float* values_ = nullptr;                           ///< fp32 master weights (device)
+    float* gradients_ = nullptr;                        ///< fp32 gradients, unscaled (device)
+    float* momentum_ = nullptr;                         ///< fp32 SGD momentum (device)
+    float* decay_mask_ = nullptr;                       ///< 1 where weight decay applies (device)
+    void* working_values_ = nullptr;                    ///< working-type weights, conv O x K x K x I (device)
+    void* working_gradients_ = nullptr;                 ///< working-type gradients, scaled by the loss scale (device)
+    std::vector<std::int64_t> offset_of_layer_;         ///< per table row: first arena element, -1 without parameters
     std::vector<std::vector<Conversion>> conversions_;  ///< per table row
-    float* running_ = nullptr;                  ///< per BN in forward order: mean (C), var (C) (device)
+    float* running_ = nullptr;                          ///< per BN in forward order: mean (C), var (C) (device)
     std::int64_t running_offset_ = 0;
-    std::vector<float> running_host_;           ///< host copy, what state() points into
+    std::vector<float> running_host_;  ///< host copy, what state() points into
     std::vector<StateTensor> state_;
-    float* device_images_ = nullptr;            ///< N x 3 x S x S fp32 NCHW
+    float* device_images_ = nullptr;  ///< N x 3 x S x S fp32 NCHW
     std::int32_t* device_labels_ = nullptr;
-    std::unique_ptr<cuda::SyntheticBatches> synthetic_;  ///< makes the batch on the GPU; null until generate_synthetic_batches
-    float* losses_ = nullptr;                   ///< N per-image losses
-    float* logits_ = nullptr;                   ///< N x classes fp32
-    void* logits_grad_ = nullptr;               ///< N x classes working, times the loss scale
-    int* overflow_ = nullptr;                   ///< set when a converted gradient is inf or NaN
+    std::unique_ptr<cuda::SyntheticBatches>
+        synthetic_;                ///< makes the batch on the GPU; null until generate_synthetic_batches
+    float* losses_ = nullptr;      ///< N per-image losses
+    float* logits_ = nullptr;      ///< N x classes fp32
+    void* logits_grad_ = nullptr;  ///< N x classes working, times the loss scale
+    int* overflow_ = nullptr;      ///< set when a converted gradient is inf or NaN
     int* bad_label_ = nullptr;
-    Activation image_;                          ///< N x 3 x S x S NHWC working
-    std::deque<Activation> activations_;        ///< stable addresses; the layers hold references
-    std::vector<Activation*> output_;           ///< per table row
-    std::vector<Step> steps_;                   ///< forward order
+    Activation image_;                    ///< N x 3 x S x S NHWC working
+    std::deque<Activation> activations_;  ///< stable addresses; the layers hold references
+    std::vector<Activation*> output_;     ///< per table row
+    std::vector<Step> steps_;             ///< forward order
     LossScaler scaler_;
     bool deferred_ = false;
     std::string implementation_;

@@ -41,9 +41,9 @@ private:
     int image_size_;
     std::uint64_t seed_;
     int capacity_;
-    DeviceBuffer patterns_;  ///< classes ClassPattern
-    DeviceBuffer draws_;     ///< capacity ImageDraw
-    DeviceBuffer terms_;     ///< capacity x 3 x waves x image_size WaveTerms (scratch)
+    DeviceBuffer patterns_;                         ///< classes ClassPattern
+    DeviceBuffer draws_;                            ///< capacity ImageDraw
+    DeviceBuffer terms_;                            ///< capacity x 3 x waves x image_size WaveTerms (scratch)
     std::vector<synthetic::ImageDraw> host_draws_;  ///< read by the last enqueued copy
     cudaEvent_t copied_ = nullptr;                  ///< recorded after that copy
 };

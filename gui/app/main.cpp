@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription("epochcast what-if planner: cost and time of data-parallel ResNet training");
     parser.addHelpOption();
     const QCommandLineOption screenshot("screenshot", "Render the main window to FILE.png and exit.", "FILE.png");
-    const QCommandLineOption calibration("calibration", "Calibration: built-in, data-free or a file.", "CAL", "built-in");
+    const QCommandLineOption calibration("calibration", "Calibration: built-in, data-free or a file.", "CAL",
+                                         "built-in");
     const QCommandLineOption catalog("catalog", "Extra catalog file (epochcast.catalog/1); repeatable.", "FILE");
     parser.addOptions({screenshot, calibration, catalog});
     parser.process(app);

@@ -80,17 +80,17 @@ struct Column {
 };
 
 const std::vector<QString>& row_names() {
-    static const std::vector<QString> names = {
-        "instance", "nodes", "gpus", "batch_per_gpu", "precision", "framework", "strategy", "pricing",
-        "throughput_images_per_s", "throughput_low", "throughput_high", "epoch_s", "time_to_train_s", "cost_usd",
-        "scaling_efficiency"};
+    static const std::vector<QString> names = {"instance",        "nodes",           "gpus",
+                                               "batch_per_gpu",   "precision",       "framework",
+                                               "strategy",        "pricing",         "throughput_images_per_s",
+                                               "throughput_low",  "throughput_high", "epoch_s",
+                                               "time_to_train_s", "cost_usd",        "scaling_efficiency"};
     return names;
 }
 
 Column column_of(const QString& header, const Scenario& s, const Prediction& p) {
     return {header,
-            {q(s.instance), QString::number(s.nodes), QString::number(p.gpus),
-             QString::number(batch_per_gpu(p)),
+            {q(s.instance), QString::number(s.nodes), QString::number(p.gpus), QString::number(batch_per_gpu(p)),
              q(to_string(s.precision)), q(to_string(s.framework)), q(to_string(s.strategy)), q(to_string(s.pricing)),
              QString::number(p.throughput_images_per_s, 'f', 1), QString::number(p.interval.low, 'f', 1),
              QString::number(p.interval.high, 'f', 1), QString::number(p.epoch_s, 'f', 1),
@@ -185,7 +185,8 @@ void MainWindow::buildInputs(QWidget* panel) {
     global_batch_->setRange(0, 10'000'000);
     global_batch_->setGroupSeparatorShown(true);
     global_batch_->setSpecialValueText(tr("not fixed"));
-    global_batch_->setToolTip(tr("Hold the global batch fixed as GPUs are added: the per-GPU batch is it over the GPUs"));
+    global_batch_->setToolTip(
+        tr("Hold the global batch fixed as GPUs are added: the per-GPU batch is it over the GPUs"));
     memory_ = new QLabel;
     memory_->setObjectName("memory");
     memory_->setWordWrap(true);
@@ -197,8 +198,8 @@ void MainWindow::buildInputs(QWidget* panel) {
     for (const Framework f : kAllFrameworks) framework_->addItem(q(to_string(f)));
     strategy_ = new QComboBox;
     strategy_->setObjectName("strategy");
-    add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical), to_string(Strategy::tree),
-                          to_string(Strategy::ps)});
+    add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical),
+                          to_string(Strategy::tree), to_string(Strategy::ps)});
     ps_instance_ = new QComboBox;
     ps_instance_->setObjectName("psInstance");
     ps_ratio_ = new QDoubleSpinBox;
@@ -241,11 +242,13 @@ void MainWindow::buildInputs(QWidget* panel) {
     target_->setSingleStep(0.1);
     target_->setSpecialValueText(tr("none (train the epochs above)"));
     target_->setSuffix(" %");
-    target_->setToolTip(tr("Target ImageNet top-1 accuracy: the epochs become what the recipe needs at the global batch "
-                           "(docs/model.md, \"Time to accuracy\")"));
+    target_->setToolTip(
+        tr("Target ImageNet top-1 accuracy: the epochs become what the recipe needs at the global batch "
+           "(docs/model.md, \"Time to accuracy\")"));
     recipe_ = new QComboBox;
     recipe_->setObjectName("recipe");
-    for (const std::string& name : Convergence::built_in().recipe_names()) recipe_->addItem(QString::fromStdString(name));
+    for (const std::string& name : Convergence::built_in().recipe_names())
+        recipe_->addItem(QString::fromStdString(name));
     recipe_->setCurrentText(QString::fromStdString(Convergence::built_in().default_recipe));
     recipe_->setEnabled(false);
     pricing_ = new QComboBox;
@@ -367,7 +370,8 @@ void MainWindow::buildOutputs(QWidget* panel) {
     connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelSimulation);
 #if !EPOCHCAST_WITH_SIMULATOR
     simulate_->setEnabled(false);
-    simulation_summary_->setText(tr("This build has no SimGrid simulator (install libsimgrid-dev and configure again)."));
+    simulation_summary_->setText(
+        tr("This build has no SimGrid simulator (install libsimgrid-dev and configure again)."));
 #endif
 
     auto* traces = new QWidget;
@@ -424,7 +428,8 @@ void MainWindow::connectInputs() {
         onStrategyChanged();
         recompute();
     });
-    for (QSpinBox* box : {nodes_, gpus_per_node_, batch_, dataset_}) connect(box, &QSpinBox::valueChanged, this, changed);
+    for (QSpinBox* box : {nodes_, gpus_per_node_, batch_, dataset_})
+        connect(box, &QSpinBox::valueChanged, this, changed);
     connect(global_batch_, &QSpinBox::valueChanged, this, [this](int value) {
         batch_->setEnabled(value == 0);  // a fixed global batch sets the per-GPU batch from the GPUs
         recompute();
@@ -448,19 +453,20 @@ void MainWindow::onInstanceChanged() {
     if (name.empty()) return;
     const InstanceSpec& i = model_->catalog().instance(name);
     const GpuSpec& gpu = model_->catalog().gpu_of(i);
-    instance_info_->setText(QString("%1 x %2 (%3 GiB), %4 vCPUs, %5 Gbit/s%6<br>%7/h on demand, %8/h spot")
-                                .arg(i.gpus)
-                                .arg(QString::fromStdString(gpu.name))
-                                .arg(gpu.memory_gib)
-                                .arg(i.vcpus)
-                                .arg(i.network_gbps)
-                                .arg(QString(", %1%2%3")
-                                         .arg(q(to_string(i.interconnect)))
-                                         .arg(i.nics > 1 ? QString(" x %1").arg(i.nics) : QString())
-                                         .arg(i.intra_node_link.empty() ? QString()
-                                                                        : QString(", %1%2").arg(QString::fromStdString(i.intra_node_link),
-                                                                                                i.nvswitch ? " + NVSwitch" : "")))
-                                .arg(dollars(i.price_usd_per_hour), dollars(i.spot_usd_per_hour)));
+    instance_info_->setText(
+        QString("%1 x %2 (%3 GiB), %4 vCPUs, %5 Gbit/s%6<br>%7/h on demand, %8/h spot")
+            .arg(i.gpus)
+            .arg(QString::fromStdString(gpu.name))
+            .arg(gpu.memory_gib)
+            .arg(i.vcpus)
+            .arg(i.network_gbps)
+            .arg(QString(", %1%2%3")
+                     .arg(q(to_string(i.interconnect)))
+                     .arg(i.nics > 1 ? QString(" x %1").arg(i.nics) : QString())
+                     .arg(i.intra_node_link.empty() ? QString()
+                                                    : QString(", %1%2").arg(QString::fromStdString(i.intra_node_link),
+                                                                            i.nvswitch ? " + NVSwitch" : "")))
+            .arg(dollars(i.price_usd_per_hour), dollars(i.spot_usd_per_hour)));
     const bool was = updating_;
     updating_ = true;
     const bool all = gpus_per_node_->value() == gpus_per_node_->maximum();
@@ -550,7 +556,9 @@ void MainWindow::recompute() {
         prediction_ = model_->checked_predict(resolved);
         band_ = prediction_band(resolved, *prediction_);
         const GpuSpec& gpu = model_->catalog().gpu_of(model_->catalog().instance(s.instance));
-        memory_->setText(QString("needs %1 GiB of the GPU's %2 GiB").arg(prediction_->memory_per_gpu_GiB, 0, 'f', 1).arg(gpu.memory_gib));
+        memory_->setText(QString("needs %1 GiB of the GPU's %2 GiB")
+                             .arg(prediction_->memory_per_gpu_GiB, 0, 'f', 1)
+                             .arg(gpu.memory_gib));
         memory_->setStyleSheet("color: gray;");
         batch_->setStyleSheet("");
         setMessage(resolved.curve_origin == CurveOrigin::measured ? QString()
@@ -586,13 +594,15 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                                 QString::number(p.interval.low, 'f', 0), QString::number(p.interval.high, 'f', 0)));
     epoch_->setText(banded(QString::number(p.epoch_s, 'f', 1) + " s", QString::number(b.fast.epoch_s, 'f', 1),
                            QString::number(b.slow.epoch_s, 'f', 1)));
-    time_to_train_->setText(banded(hours(p.time_to_train_s), hours(b.fast.time_to_train_s), hours(b.slow.time_to_train_s)));
+    time_to_train_->setText(
+        banded(hours(p.time_to_train_s), hours(b.fast.time_to_train_s), hours(b.slow.time_to_train_s)));
     QString epochs = p.epochs_interval.high > p.epochs_interval.low
                          ? banded(QString::number(p.epochs, 'f', 1), QString::number(p.epochs_interval.low, 'f', 1),
                                   QString::number(p.epochs_interval.high, 'f', 1))
                          : QString::number(p.epochs, 'g', 6);
     if (p.epochs_basis != EpochsBasis::given) {
-        epochs += " " + tr("by %1").arg(QString::fromStdString(epochs_source(model_->convergence(), p.epochs_recipe, p.epochs_basis)));
+        epochs += " " + tr("by %1").arg(QString::fromStdString(
+                            epochs_source(model_->convergence(), p.epochs_recipe, p.epochs_basis)));
     }
     if (p.global_batch_beyond_published) {
         epochs += " <span style=\"color: #b00020; font-weight: bold;\">" +
@@ -619,7 +629,8 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
 void MainWindow::clearOutputs(const QString& why) {
     prediction_.reset();
     band_.reset();
-    for (QLabel* label : {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_, epochs_out_}) {
+    for (QLabel* label :
+         {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_, epochs_out_}) {
         label->setText("-");
     }
     setMessage(why, true);
@@ -643,7 +654,8 @@ void MainWindow::updateCharts(const Scenario& s) {
         scaling.series.push_back(std::move(current));
     }
     if (trace_) {
-        charts::ScalingSeries measured{"measured (" + std::filesystem::path(trace_->origin).filename().string() + ")", {}, true};
+        charts::ScalingSeries measured{
+            "measured (" + std::filesystem::path(trace_->origin).filename().string() + ")", {}, true};
         for (const TraceRun& run : trace_->runs) {
             const Scenario& r = run.observation.scenario;
             if (r.instance != s.instance || r.precision != s.precision || r.framework != s.framework ||
@@ -663,11 +675,13 @@ void MainWindow::updateCharts(const Scenario& s) {
     // owned machine without a price by the hour costs $0, and made the front a point nobody saw.
     std::erase_if(scatter_.options, [](const InstanceOption& o) {
         const Prediction& p = o.prediction;
-        return !(p.time_to_train_s > 0 && p.cost_usd > 0 && std::isfinite(p.time_to_train_s) && std::isfinite(p.cost_usd));
+        return !(p.time_to_train_s > 0 && p.cost_usd > 0 && std::isfinite(p.time_to_train_s) &&
+                 std::isfinite(p.cost_usd));
     });
     std::vector<TimeCost> points;
     points.reserve(scatter_.options.size());
-    for (const InstanceOption& o : scatter_.options) points.push_back({o.prediction.time_to_train_s, o.prediction.cost_usd});
+    for (const InstanceOption& o : scatter_.options)
+        points.push_back({o.prediction.time_to_train_s, o.prediction.cost_usd});
     front_ = pareto_front(points);
     std::vector<bool> on_front(points.size(), false);
     for (const std::size_t i : front_) on_front[i] = true;
@@ -698,17 +712,19 @@ void MainWindow::onScatterClicked(const QPointF& point) {
     if (!index) return;
     // Deferred: loading a configuration rebuilds the chart, which must not happen inside the chart's
     // own mouse handler.
-    QMetaObject::invokeMethod(this, [this, i = static_cast<std::size_t>(*index)] { loadScatterPoint(i); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, i = static_cast<std::size_t>(*index)] { loadScatterPoint(i); }, Qt::QueuedConnection);
 }
 
 void MainWindow::updateBreakdown() {
     charts::BreakdownChartData data;
     auto add = [&](const std::string& name, const Scenario& s, const Prediction& p) {
-        data.bars.push_back({name + ": " + cluster_label(s), p.compute_s + p.sync_s, data_wait_s(p), p.exposed_communication_s});
+        data.bars.push_back(
+            {name + ": " + cluster_label(s), p.compute_s + p.sync_s, data_wait_s(p), p.exposed_communication_s});
     };
     if (prediction_) add("current", scenario(), *prediction_);
-    for (std::size_t i = 0; i < pins_.size(); ++i) add("pin " + std::to_string(i + 1), pins_[i].scenario, pins_[i].prediction);
+    for (std::size_t i = 0; i < pins_.size(); ++i)
+        add("pin " + std::to_string(i + 1), pins_[i].scenario, pins_[i].prediction);
     show_chart(breakdown_view_, charts::breakdown_chart(data));
 }
 
@@ -716,8 +732,8 @@ void MainWindow::loadScatterPoint(std::size_t index) {
     if (index >= scatter_.options.size()) return;
     const Scenario chosen = scatter_.options[index].scenario;
     setScenario(chosen);
-    statusBar()->showMessage(tr("Loaded %1 x %2 from the scatter").arg(chosen.nodes).arg(QString::fromStdString(chosen.instance)),
-                             5000);
+    statusBar()->showMessage(
+        tr("Loaded %1 x %2 from the scatter").arg(chosen.nodes).arg(QString::fromStdString(chosen.instance)), 5000);
 }
 
 bool MainWindow::useCalibration(const QString& name_or_path) {
@@ -756,8 +772,8 @@ void MainWindow::updateTraceTable() {
     const std::vector<TraceRun>& runs = trace_->runs;
     trace_table_->clear();
     trace_table_->setColumnCount(6);
-    trace_table_->setHorizontalHeaderLabels({"configuration", "measured img/s", "predicted img/s", "error %",
-                                             "95% band", "in band"});
+    trace_table_->setHorizontalHeaderLabels(
+        {"configuration", "measured img/s", "predicted img/s", "error %", "95% band", "in band"});
     trace_table_->setRowCount(static_cast<int>(runs.size()));
     double sum = 0;
     int counted = 0;
@@ -765,7 +781,9 @@ void MainWindow::updateTraceTable() {
         const Observation& o = runs[i].observation;
         const Scenario& s = o.scenario;
         const int row = static_cast<int>(i);
-        auto set = [&](int column, const QString& text) { trace_table_->setItem(row, column, new QTableWidgetItem(text)); };
+        auto set = [&](int column, const QString& text) {
+            trace_table_->setItem(row, column, new QTableWidgetItem(text));
+        };
         set(0, QString("%1 x %2, %3/%4, b%5 %6")
                    .arg(s.nodes)
                    .arg(QString::fromStdString(s.instance))
@@ -779,7 +797,8 @@ void MainWindow::updateTraceTable() {
             set(2, QString::number(p.throughput_images_per_s, 'f', 1));
             set(3, QString::number(error, 'f', 1));
             set(4, QString("%1 - %2").arg(p.interval.low, 0, 'f', 0).arg(p.interval.high, 0, 'f', 0));
-            const bool inside = o.throughput_images_per_s >= p.interval.low && o.throughput_images_per_s <= p.interval.high;
+            const bool inside =
+                o.throughput_images_per_s >= p.interval.low && o.throughput_images_per_s <= p.interval.high;
             set(5, inside ? "yes" : "no");
             if (!o.approximate) {
                 sum += std::abs(error);
@@ -870,7 +889,8 @@ QString MainWindow::comparisonCsv() const {
 
 bool MainWindow::exportCsv(const QString& path) {
     QSaveFile file(path);  // written to a temporary file, renamed on commit: nothing half-written
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(comparisonCsv().toUtf8()) < 0 || !file.commit()) {
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text) || file.write(comparisonCsv().toUtf8()) < 0 ||
+        !file.commit()) {
         setMessage(tr("Cannot write %1: %2").arg(path, file.errorString()), true);
         return false;
     }
@@ -940,7 +960,8 @@ void MainWindow::startSimulation(int iterations) {
         options.timeline_path = timeline.toStdString();
         options.cancel = &simulation_cancel_;
         options.on_progress = [this](int done, int total) {
-            QMetaObject::invokeMethod(this, [this, done, total] { onSimulationProgress(done, total); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this, [this, done, total] { onSimulationProgress(done, total); }, Qt::QueuedConnection);
         };
         std::optional<Prediction> simulated;
         QString error;
@@ -954,7 +975,8 @@ void MainWindow::startSimulation(int iterations) {
         }
         simulation_done_ = true;
         QMetaObject::invokeMethod(
-            this, [this, simulated, error, timeline] { onSimulationDone(simulated, error, timeline); }, Qt::QueuedConnection);
+            this, [this, simulated, error, timeline] { onSimulationDone(simulated, error, timeline); },
+            Qt::QueuedConnection);
     });
 #else
     (void)iterations;
@@ -987,7 +1009,8 @@ void MainWindow::onSimulationDone(std::optional<Prediction> simulated, QString e
         if (prediction_) {
             text += tr(" The closed form says %1 images/s (%2 % apart).")
                         .arg(prediction_->throughput_images_per_s, 0, 'f', 0)
-                        .arg(percent_error(prediction_->throughput_images_per_s, simulated->throughput_images_per_s), 0, 'f', 1);
+                        .arg(percent_error(prediction_->throughput_images_per_s, simulated->throughput_images_per_s), 0,
+                             'f', 1);
         }
         simulation_summary_->setText(text);
         try {
@@ -1011,7 +1034,8 @@ void MainWindow::onSimulationDone(std::optional<Prediction> simulated, QString e
 }
 
 void MainWindow::openCalibrationDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open calibration"), QString(), tr("Calibration (*.json)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open calibration"), QString(), tr("Calibration (*.json)"));
     if (!path.isEmpty()) useCalibration(path);
 }
 
@@ -1021,7 +1045,8 @@ void MainWindow::openTraceDialog() {
 }
 
 void MainWindow::exportViewDialog() {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "epochcast.png", tr("Images (*.png *.svg)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export view"), "epochcast.png", tr("Images (*.png *.svg)"));
     if (!path.isEmpty()) exportView(path);
 }
 

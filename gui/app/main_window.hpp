@@ -44,8 +44,8 @@ inline constexpr int kDefaultHeight = 960;
 
 /// What the window starts from: extra catalog files and a calibration, as the CLI's flags.
 struct WindowOptions {
-    std::vector<std::string> catalogs;      ///< --catalog files merged over the built-in catalog
-    std::string calibration = "built-in";   ///< built-in, data-free or a file
+    std::vector<std::string> catalogs;     ///< --catalog files merged over the built-in catalog
+    std::string calibration = "built-in";  ///< built-in, data-free or a file
 };
 
 class MainWindow : public QMainWindow {
@@ -154,8 +154,8 @@ private:
     QCheckBox* ps_colocated_ = nullptr;
     QSpinBox* dataset_ = nullptr;
     QDoubleSpinBox* epochs_ = nullptr;
-    QDoubleSpinBox* target_ = nullptr;   ///< target top-1 accuracy, percent; 0: train `epochs_`
-    QComboBox* recipe_ = nullptr;        ///< the recipe that turns the target into epochs
+    QDoubleSpinBox* target_ = nullptr;  ///< target top-1 accuracy, percent; 0: train `epochs_`
+    QComboBox* recipe_ = nullptr;       ///< the recipe that turns the target into epochs
     QComboBox* pricing_ = nullptr;
     QComboBox* calibration_ = nullptr;
     QLabel* message_ = nullptr;
@@ -164,7 +164,7 @@ private:
     QLabel* throughput_ = nullptr;
     QLabel* epoch_ = nullptr;
     QLabel* time_to_train_ = nullptr;
-    QLabel* epochs_out_ = nullptr;       ///< epochs trained, their band and where they come from
+    QLabel* epochs_out_ = nullptr;  ///< epochs trained, their band and where they come from
     QLabel* cost_ = nullptr;
     QLabel* efficiency_ = nullptr;
     QLabel* bottleneck_ = nullptr;

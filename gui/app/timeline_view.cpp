@@ -50,7 +50,8 @@ void TimelineView::paintEvent(QPaintEvent*) {
                          painter.fontMetrics().elidedText(tracks_[i].name, Qt::ElideRight, label_w - 6));
         for (const sim::TimelineEvent& e : timeline_.events()) {
             if (e.process != tracks_[i].process || e.thread != tracks_[i].thread) continue;
-            const QRectF box(label_w + e.start_s * scale, y + 2, std::max(1.0, (e.end_s - e.start_s) * scale), row_h - 4);
+            const QRectF box(label_w + e.start_s * scale, y + 2, std::max(1.0, (e.end_s - e.start_s) * scale),
+                             row_h - 4);
             const bool compute = e.category == "compute";
             const QColor color = compute ? (e.name == "forward" ? QColor(31, 119, 180) : QColor(100, 160, 220))
                                          : QColor(214, 39, 40, 170);

@@ -12,12 +12,12 @@
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
+#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QLegend>
 #include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QScatterSeries>
-#include <QtCharts/QHorizontalStackedBarSeries>
 #include <QtCharts/QValueAxis>
 #include <QtCore/QCoreApplication>
 #include <QtGui/QFontMetricsF>
@@ -48,9 +48,9 @@ const QColor kSeriesColours[] = {kBlue, kVermillion, kGreen, kOrange, kPurple, k
 // The scatter's groups: the palette without the front's vermillion and the current point's orange,
 // with one shape fewer than colours, so that colour and shape both change from one group to the next.
 const QColor kGroupColours[] = {kBlue, kSky, kGreen, kPurple, kBlack, kYellow};
-const QScatterSeries::MarkerShape kGroupShapes[] = {QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle,
-                                                    QScatterSeries::MarkerShapeTriangle, QScatterSeries::MarkerShapeRotatedRectangle,
-                                                    QScatterSeries::MarkerShapePentagon};
+const QScatterSeries::MarkerShape kGroupShapes[] = {
+    QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle, QScatterSeries::MarkerShapeTriangle,
+    QScatterSeries::MarkerShapeRotatedRectangle, QScatterSeries::MarkerShapePentagon};
 
 QString qt(const std::string& text) { return QString::fromStdString(text); }
 
@@ -73,13 +73,16 @@ std::unique_ptr<QChart> new_chart(const std::string& title) {
 /// Ticks a logarithmic axis of `base` labels between `low` and `high`: Qt labels its powers only.
 int log_ticks(double low, double high, double base) {
     const double eps = 1e-9;
-    return static_cast<int>(std::floor(std::log(high) / std::log(base) + eps) - std::ceil(std::log(low) / std::log(base) - eps)) + 1;
+    return static_cast<int>(std::floor(std::log(high) / std::log(base) + eps) -
+                            std::ceil(std::log(low) / std::log(base) - eps)) +
+           1;
 }
 
 /// A value axis or, when the data span `log_ratio` or more, a logarithmic one; padded so that
 /// no point sits on the frame. A `log_base` of 0 picks 10, or 2 where powers of 10 would label
 /// fewer than three ticks (an axis from 0.2 to 5 hours reads 0.25 0.5 1 2 4, not 1 alone).
-QAbstractAxis* make_axis(const QString& title, double low, double high, double log_ratio, double log_base, bool zero_based) {
+QAbstractAxis* make_axis(const QString& title, double low, double high, double log_ratio, double log_base,
+                         bool zero_based) {
     if (!(low > 0) || !(high > 0) || !std::isfinite(low) || !std::isfinite(high)) {
         low = 0;
         high = std::isfinite(high) && high > 0 ? high : 1;
@@ -189,9 +192,14 @@ struct PointLabels {
             int candidate = 0;
             // Right, left, then the diagonals, above and below; near the point, then farther.
             for (const double gap : {10.0, 24.0, 48.0}) {
-                for (const auto& [dx, dy] : {std::pair{1, 0}, {-1, 0}, {1, -1}, {1, 1}, {-1, -1}, {-1, 1}, {0, -1}, {0, 1}}) {
-                    const double left = dx > 0 ? p.x() + gap : dx < 0 ? p.x() - gap - size.width() : p.x() - size.width() / 2;
-                    const double top = dy < 0 ? p.y() - gap - size.height() : dy > 0 ? p.y() + gap : p.y() - size.height() / 2;
+                for (const auto& [dx, dy] :
+                     {std::pair{1, 0}, {-1, 0}, {1, -1}, {1, 1}, {-1, -1}, {-1, 1}, {0, -1}, {0, 1}}) {
+                    const double left = dx > 0   ? p.x() + gap
+                                        : dx < 0 ? p.x() - gap - size.width()
+                                                 : p.x() - size.width() / 2;
+                    const double top = dy < 0   ? p.y() - gap - size.height()
+                                       : dy > 0 ? p.y() + gap
+                                                : p.y() - size.height() / 2;
                     const QRectF r(QPointF(left, top), size);
                     double cost = 0.01 * candidate++;
                     if (!plot.contains(r)) cost += 1e6;
@@ -222,7 +230,8 @@ struct PointLabels {
 
 std::string lower_extension(const std::filesystem::path& path) {
     std::string ext = path.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;
 }
 
@@ -253,8 +262,9 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
     QAbstractAxis* x = make_axis("GPUs", std::max(1.0, gpus.low), gpus.high, 16, 2, false);
     // Log-log, or linear-linear: either way an ideal line is straight.
     const bool log = x->type() == QAbstractAxis::AxisTypeLogValue;
-    QAbstractAxis* y = log ? make_axis("throughput (images/s)", throughput.low, throughput.high, 0, 0, false)
-                           : make_axis("throughput (images/s)", 0, throughput.high, std::numeric_limits<double>::infinity(), 10, true);
+    QAbstractAxis* y =
+        log ? make_axis("throughput (images/s)", throughput.low, throughput.high, 0, 0, false)
+            : make_axis("throughput (images/s)", 0, throughput.high, std::numeric_limits<double>::infinity(), 10, true);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
 
@@ -429,22 +439,24 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     // (the GUI's), each row of the legend its text's height and its marker's margin.
     int entries = 0;  // the series with a name: the rings' marker is hidden
     for (const QAbstractSeries* series : chart->series()) entries += series->name().isEmpty() ? 0 : 1;
-    QObject::connect(chart.get(), &QGraphicsWidget::geometryChanged, chart.get(),
-                     [chart = chart.get(), base = chart->legend()->font(), entries] {
-                         for (const double scale : {1.0, 0.85, 0.7}) {
-                             QFont font = base;
-                             font.setPointSizeF(base.pointSizeF() * scale);
-                             if (entries * (QFontMetricsF(font).height() + 8) <= chart->size().height() - 80 || scale == 0.7) {
-                                 if (chart->legend()->font() != font) chart->legend()->setFont(font);
-                                 break;
-                             }
-                         }
-                     });
+    QObject::connect(
+        chart.get(), &QGraphicsWidget::geometryChanged, chart.get(),
+        [chart = chart.get(), base = chart->legend()->font(), entries] {
+            for (const double scale : {1.0, 0.85, 0.7}) {
+                QFont font = base;
+                font.setPointSizeF(base.pointSizeF() * scale);
+                if (entries * (QFontMetricsF(font).height() + 8) <= chart->size().height() - 80 || scale == 0.7) {
+                    if (chart->legend()->font() != font) chart->legend()->setFont(font);
+                    break;
+                }
+            }
+        });
     if (!labels->boxes.empty()) {
         labels->x = x;
         labels->y = y;
         // Placed again whenever the plot area moves (a resized view, a file of another size).
-        QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(), [labels](const QRectF& plot) { labels->place(plot); });
+        QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(),
+                         [labels](const QRectF& plot) { labels->place(plot); });
     }
     return chart;
 }

@@ -30,8 +30,8 @@ inline ProcessResult run_command(const std::string& program_and_arguments) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("epochcast-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
     std::filesystem::create_directories(dir);
-    const std::string command = program_and_arguments + " > '" + (dir / "out").string() + "' 2> '" +
-                                (dir / "err").string() + "' < /dev/null";
+    const std::string command =
+        program_and_arguments + " > '" + (dir / "out").string() + "' 2> '" + (dir / "err").string() + "' < /dev/null";
     const int status = std::system(command.c_str());
     ProcessResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/cli_process.hpp"
 #include "model/calibration.hpp"
+#include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
 
 namespace epochcast {
@@ -22,14 +22,16 @@ std::filesystem::path scratch(const std::string& name) {
 
 TEST(CalibrateCli, FitsTwoRunsWritesACalibrationThatPredictReads) {
     const auto output = scratch("cal.json");
-    const auto result = run_epochcast("calibrate '" + kSeed001 + "#0' '" + kSeed001 + "#1' -o '" + output.string() + "'");
+    const auto result =
+        run_epochcast("calibrate '" + kSeed001 + "#0' '" + kSeed001 + "#1' -o '" + output.string() + "'");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_NE(result.out.find("time_per_image_s"), std::string::npos);
     EXPECT_NE(result.out.find("wrote"), std::string::npos);
     const Calibration c = Calibration::load(output);
     EXPECT_EQ(c.fitted_from.size(), 2u);
     EXPECT_FALSE(c.uncertainty.parameters.empty());
-    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --stack legacy --json --calibration '" + output.string() + "'");
+    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --stack legacy --json --calibration '" +
+                                         output.string() + "'");
     ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
     const auto json = nlohmann::json::parse(predicted.out);
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 19559, 0.10 * 19559);
@@ -66,8 +68,11 @@ TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
     for (const auto& run : json["runs"]) {
         const double error = run["error_percent"].get<double>();
         EXPECT_LT(std::abs(error), 15.0) << run["origin"];
-        EXPECT_NEAR(error, 100.0 * (run["predicted_throughput_images_per_s"].get<double>() /
-                                    run["measured_throughput_images_per_s"].get<double>() - 1.0), 1e-9);
+        EXPECT_NEAR(error,
+                    100.0 * (run["predicted_throughput_images_per_s"].get<double>() /
+                                 run["measured_throughput_images_per_s"].get<double>() -
+                             1.0),
+                    1e-9);
         sum += std::abs(error);
     }
     EXPECT_NEAR(json["mape_percent"].get<double>(), sum / 4, 1e-9);
@@ -92,7 +97,8 @@ TEST(ValidateCli, LeaveOneOutRefitsWithoutEachRun) {
 }
 
 TEST(PlanCalibrationCli, ProposesCheapRunsThatNarrowTheBand) {
-    const auto result = run_epochcast("plan-calibration --instance p2.8xlarge --nodes 8 --precision fp32 --batch-per-gpu 64");
+    const auto result =
+        run_epochcast("plan-calibration --instance p2.8xlarge --nodes 8 --precision fp32 --batch-per-gpu 64");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_NE(result.out.find("band after"), std::string::npos);
     EXPECT_NE(result.out.find("epochcast calibrate"), std::string::npos);

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -138,7 +138,7 @@ TEST(Table, CountsAndDollarsWithThousandsSeparatorsAreNumeric) {
     EXPECT_TRUE(looks_numeric("$12,345.67"));
     EXPECT_TRUE(looks_numeric("$0.70"));
     EXPECT_TRUE(looks_numeric("-1,000"));
-    EXPECT_FALSE(looks_numeric("1,2"));       // not groups of three
+    EXPECT_FALSE(looks_numeric("1,2"));  // not groups of three
     EXPECT_FALSE(looks_numeric("1234,567"));
     EXPECT_FALSE(looks_numeric(",123"));
     EXPECT_FALSE(looks_numeric("$"));

@@ -97,12 +97,11 @@ TEST(DocsCli, EverySubcommandHasASectionNamingEachOfItsFlags) {
         for (const std::string& flag : long_flags(help.out)) {
             // --help and --help-all are every subcommand's, named once for all.
             const bool everywhere = flag == "--help" || flag == "--help-all";
-            const bool named = everywhere ? names_flag(common, flag)
-                                          : names_flag(section, flag) ||
-                                                (takes_scenario && names_flag(scenario_flags, flag));
-            EXPECT_TRUE(named)
-                << "docs/cli.md, \"## " << name << "\", does not name " << flag << " that `epochcast " << name
-                << " --help` prints";
+            const bool named = everywhere
+                                   ? names_flag(common, flag)
+                                   : names_flag(section, flag) || (takes_scenario && names_flag(scenario_flags, flag));
+            EXPECT_TRUE(named) << "docs/cli.md, \"## " << name << "\", does not name " << flag << " that `epochcast "
+                               << name << " --help` prints";
         }
     }
 }

@@ -25,9 +25,7 @@ const std::string kSeed001 = kPublished + "seed001_horovod_256_gpus.json";
 const std::string kSeed004 = kPublished + "seed004_pytorch_eks_efa.json";
 const std::string kK80 = kPublished + "external_tf_benchmarks_k80_distributed.json";
 
-cli::Evidence evidence(const std::vector<std::string>& files) {
-    return cli::load_evidence(files, Catalog::built_in());
-}
+cli::Evidence evidence(const std::vector<std::string>& files) { return cli::load_evidence(files, Catalog::built_in()); }
 
 double error(double predicted, double measured) { return predicted / measured - 1.0; }
 
@@ -83,7 +81,8 @@ TEST(Fit, OneAndEightGpuRunsPredictSixteenThirtyTwoAndSixtyFourGpusAcrossNodesWi
         EXPECT_LE(all.runs[i].throughput_images_per_s, p.interval.high);
     }
     // The roofline prior was twice too fast for a K80; the fit found the measured curve.
-    const ComputeCurve* curve = fit.calibration.find_curve("K80", Precision::fp32, Framework::tensorflow, SoftwareStack::legacy);
+    const ComputeCurve* curve =
+        fit.calibration.find_curve("K80", Precision::fp32, Framework::tensorflow, SoftwareStack::legacy);
     ASSERT_NE(curve, nullptr);
     EXPECT_NEAR(curve->time_per_image_s, 0.0188, 0.001);
 }
@@ -160,8 +159,10 @@ TEST(Parameters, NamesAndCoordinatesRoundTrip) {
     }
     EXPECT_EQ(parameter_name(c, {ParameterKind::sync_jitter, static_cast<int>(Framework::mxnet)}),
               "frameworks.mxnet.sync_jitter");
-    const ComputeCurve* current = c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::current);
-    const ComputeCurve* legacy = c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::legacy);
+    const ComputeCurve* current =
+        c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::current);
+    const ComputeCurve* legacy =
+        c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::legacy);
     ASSERT_NE(current, nullptr);
     ASSERT_NE(legacy, nullptr);
     EXPECT_EQ(parameter_name(c, {ParameterKind::curve_time_per_image, static_cast<int>(current - c.compute.data())}),
@@ -277,7 +278,8 @@ struct TwoPointLine {
 TwoPointLine two_point_line(double roofline_sigma) {
     const double x1 = 1 / 1.1, x2 = 1 / 0.9, factor = (x1 + x2) / (x1 * x1 + x2 * x2);
     return {factor, std::sqrt((roofline_sigma * roofline_sigma + std::pow(std::log(factor / 1.1), 2) +
-                               std::pow(std::log(factor / 0.9), 2)) / 2)};
+                               std::pow(std::log(factor / 0.9), 2)) /
+                              2)};
 }
 
 // Eq. C4: a GPU without a curve under this framework, whose framework has no curve on any other
@@ -291,7 +293,8 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
                  amp_curve("A100-SXM4-80GB", Framework::pytorch, 0.6e-3),
                  amp_curve("H100-SXM5-80GB", Framework::pytorch, 0.3e-3)};
     const double ratio = std::sqrt(1.0 / 1.2 * 0.4 / 0.6);
-    const Calibration::TransferRatio transfer = c.transfer_ratio(c.compute[4], Framework::tensorflow, SoftwareStack::current);
+    const Calibration::TransferRatio transfer =
+        c.transfer_ratio(c.compute[4], Framework::tensorflow, SoftwareStack::current);
     EXPECT_NEAR(transfer.ratio, ratio, 1e-12);
     EXPECT_EQ(transfer.gpus, 2);
     // The two GPUs' log ratios, -0.182 and -0.405, scatter by 0.158 (sample standard deviation).
@@ -340,12 +343,15 @@ TEST(Fit, BothBorrowingsArePooledByTheirUncertainties) {
     const ResolvedScenario r = model.resolve(h100_mxnet());
     EXPECT_EQ(r.curve_origin, CurveOrigin::pooled);
     const auto [factor, line_sigma] = two_point_line(c.roofline.relative_sigma);
-    const double w = line_sigma * line_sigma / (line_sigma * line_sigma + kFrameworkTransferSigma * kFrameworkTransferSigma);
-    EXPECT_NEAR(r.time_per_image_s, std::exp(w * std::log(3.0 * h100) + (1 - w) * std::log(factor * h100)), 1e-9 * h100);
+    const double w =
+        line_sigma * line_sigma / (line_sigma * line_sigma + kFrameworkTransferSigma * kFrameworkTransferSigma);
+    EXPECT_NEAR(r.time_per_image_s, std::exp(w * std::log(3.0 * h100) + (1 - w) * std::log(factor * h100)),
+                1e-9 * h100);
     EXPECT_NEAR(r.transfer_sigma, pooled_sigma(kFrameworkTransferSigma, line_sigma), 1e-12);
     EXPECT_LT(r.transfer_sigma, line_sigma);
     // The pooled estimate depends on the sibling curve by its weight only.
-    EXPECT_NEAR(r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate, w, 1e-12);
+    EXPECT_NEAR(r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate, w,
+                1e-12);
 }
 
 // A published comparison is fitted: seed 004's epoch-time ratio with and without EFA (0.92-0.95)

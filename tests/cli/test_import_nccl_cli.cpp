@@ -47,19 +47,19 @@ TEST(ImportNcclCli, EfaAdaptersAreRecorded) {
 TEST(ImportNcclCli, TooManyEfaAdaptersExitsWith2) {
     const testing::TempFile output("", ".json");
     std::filesystem::remove(output.path());
-    const auto result = testing::run_epochcast("import-nccl '" + kSeed004Log + "' --instance p4d.24xlarge --efa-adapters 5 -o '" +
-                                               output.path() + "'");
+    const auto result = testing::run_epochcast("import-nccl '" + kSeed004Log +
+                                               "' --instance p4d.24xlarge --efa-adapters 5 -o '" + output.path() + "'");
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_NE(result.err.find("--efa-adapters 5 is more than p4d.24xlarge has (4 EFA adapters)"), std::string::npos)
         << result.err;
     EXPECT_FALSE(std::filesystem::exists(output.path()));  // nothing written
     // An instance without EFA takes only 0.
-    const auto p3 = testing::run_epochcast("import-nccl '" + kSeed004Log + "' --instance p3.16xlarge --efa-adapters 1 -o '" +
-                                           output.path() + "'");
+    const auto p3 = testing::run_epochcast("import-nccl '" + kSeed004Log +
+                                           "' --instance p3.16xlarge --efa-adapters 1 -o '" + output.path() + "'");
     EXPECT_EQ(p3.exit_code, 2) << p3.err;
     EXPECT_NE(p3.err.find("p3.16xlarge has (0 EFA adapters)"), std::string::npos) << p3.err;
-    const auto negative = testing::run_epochcast("import-nccl '" + kSeed004Log +
-                                                 "' --instance p4d.24xlarge --efa-adapters -3 -o '" + output.path() + "'");
+    const auto negative = testing::run_epochcast(
+        "import-nccl '" + kSeed004Log + "' --instance p4d.24xlarge --efa-adapters -3 -o '" + output.path() + "'");
     EXPECT_EQ(negative.exit_code, 2) << negative.err;
 }
 

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -37,7 +37,9 @@ struct Folder : TempFolder {
 const std::string kCli = std::string("'") + EPOCHCAST_CLI_PATH + "'";
 const char* kSpec = R"({"instance": "p3.16xlarge", "nodes": [1, 2, 4]})";
 
-std::size_t lines_in(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines_in(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 /// Valid UTF-8 (the escaped error line must be).
 bool valid_utf8(const std::string& text) {
@@ -57,8 +59,8 @@ bool valid_utf8(const std::string& text) {
 
 TEST(Outputs, AFullStdoutIsAnErrorNotTruncatedRows) {
     TempFile spec(kSpec);
-    for (const std::string& command : {"sweep " + spec.path(), std::string("catalog"),
-                                       std::string("plan --deadline 2h --instance p3.16xlarge")}) {
+    for (const std::string& command :
+         {"sweep " + spec.path(), std::string("catalog"), std::string("plan --deadline 2h --instance p3.16xlarge")}) {
         const ProcessResult r = run_command("( " + kCli + " " + command + " > /dev/full )");
         EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
         EXPECT_EQ(r.err, "epochcast: error: cannot write to standard output: No space left on device\n") << command;
@@ -73,7 +75,8 @@ TEST(Outputs, AClosedStdoutIsAnErrorNotACrash) {
     EXPECT_EQ(streamed.err, "epochcast: error: cannot write to standard output: Bad file descriptor\n");
     // With -o the rows go to the file (which no descriptor mix-up can reach: stdout's descriptor
     // stays taken); the summary line cannot be written, and that is said.
-    const ProcessResult to_file = run_command("( " + kCli + " sweep " + spec.path() + " -o " + (folder / "rows.csv") + " >&- )");
+    const ProcessResult to_file =
+        run_command("( " + kCli + " sweep " + spec.path() + " -o " + (folder / "rows.csv") + " >&- )");
     EXPECT_EQ(to_file.exit_code, 2) << to_file.err;
     EXPECT_NE(to_file.err.find("cannot write to standard output"), std::string::npos) << to_file.err;
     EXPECT_EQ(lines_in(read_text(folder / "rows.csv")), 4u);
@@ -85,7 +88,8 @@ TEST(Outputs, AReaderThatStopsEarlyEndsTheSweepQuietly) {
     // nothing on stderr, long before the million rows are computed.
     const std::string spec = std::string(EPOCHCAST_SOURCE_DIR) + "/bench/specs/million.json";
     const auto started = std::chrono::steady_clock::now();
-    const ProcessResult r = run_command("( ( " + kCli + " sweep " + spec + " --jobs 1; echo \"exit $?\" >&2 ) | head -1 )");
+    const ProcessResult r =
+        run_command("( ( " + kCli + " sweep " + spec + " --jobs 1; echo \"exit $?\" >&2 ) | head -1 )");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     EXPECT_EQ(r.err, "exit 0\n");
     EXPECT_EQ(r.out.substr(0, 6), "model,") << r.out;
@@ -115,22 +119,28 @@ TEST(Outputs, AnOutputThatIsAnInputIsRefusedBeforeAnyWork) {
     EXPECT_NE(linked.err.find("is also an input"), std::string::npos) << linked.err;
 
     // calibrate's trace (FILE#I reads FILE), import-nccl's log, run's host catalog.
-    const std::string trace = std::string(EPOCHCAST_SOURCE_DIR) + "/traces/published/external_tf_benchmarks_k80_distributed.json";
+    const std::string trace =
+        std::string(EPOCHCAST_SOURCE_DIR) + "/traces/published/external_tf_benchmarks_k80_distributed.json";
     fs::copy_file(trace, folder / "trace.json");
-    const ProcessResult calibrate = run_epochcast("calibrate '" + (folder / "trace.json") + "#0' -o " + (folder / "trace.json"));
+    const ProcessResult calibrate =
+        run_epochcast("calibrate '" + (folder / "trace.json") + "#0' -o " + (folder / "trace.json"));
     EXPECT_EQ(calibrate.exit_code, 2);
-    EXPECT_NE(calibrate.err.find("-o " + (folder / "trace.json") + " is also an input"), std::string::npos) << calibrate.err;
+    EXPECT_NE(calibrate.err.find("-o " + (folder / "trace.json") + " is also an input"), std::string::npos)
+        << calibrate.err;
     EXPECT_TRUE(read_text(folder / "trace.json") == read_text(trace)) << "the trace was overwritten";
     std::ofstream(folder / "nccl.log") << "# nccl-tests\n";
-    const ProcessResult import = run_epochcast("import-nccl " + (folder / "nccl.log") + " --instance p3dn.24xlarge -o " + (folder / "nccl.log"));
+    const ProcessResult import =
+        run_epochcast("import-nccl " + (folder / "nccl.log") + " --instance p3dn.24xlarge -o " + (folder / "nccl.log"));
     EXPECT_EQ(import.exit_code, 2);
     EXPECT_NE(import.err.find("is also an input"), std::string::npos) << import.err;
     std::ofstream(folder / "host.json") << "{}";
-    const ProcessResult run = run_epochcast("run --np 1 --host-catalog " + (folder / "host.json") + " --save-host-catalog " +
-                                            (folder / "host.json"));
+    const ProcessResult run = run_epochcast("run --np 1 --host-catalog " + (folder / "host.json") +
+                                            " --save-host-catalog " + (folder / "host.json"));
     EXPECT_EQ(run.exit_code, 2);
-    EXPECT_NE(run.err.find("--save-host-catalog " + (folder / "host.json") + " is also an input"), std::string::npos) << run.err;
-    const ProcessResult trace_out = run_epochcast("run --np 1 --catalog " + (folder / "host.json") + " --trace-out " + (folder / "host.json"));
+    EXPECT_NE(run.err.find("--save-host-catalog " + (folder / "host.json") + " is also an input"), std::string::npos)
+        << run.err;
+    const ProcessResult trace_out =
+        run_epochcast("run --np 1 --catalog " + (folder / "host.json") + " --trace-out " + (folder / "host.json"));
     EXPECT_EQ(trace_out.exit_code, 2);
     EXPECT_NE(trace_out.err.find("--trace-out"), std::string::npos) << trace_out.err;
     EXPECT_EQ(read_text(folder / "host.json"), "{}");
@@ -141,8 +151,8 @@ TEST(Outputs, AnOutputThatCannotBeWrittenStopsTheCommandBeforeAnyOutput) {
     Folder folder;
     const ProcessResult no_folder = run_epochcast("sweep " + spec.path() + " -o " + (folder / "none/rows.csv"));
     EXPECT_EQ(no_folder.exit_code, 2);
-    EXPECT_EQ(no_folder.err, "epochcast: error: -o '" + (folder / "none/rows.csv") + "': the folder '" + (folder / "none") +
-                                 "' does not exist\n");
+    EXPECT_EQ(no_folder.err, "epochcast: error: -o '" + (folder / "none/rows.csv") + "': the folder '" +
+                                 (folder / "none") + "' does not exist\n");
     fs::create_directories(folder / "dir.csv");
     const ProcessResult is_folder = run_epochcast("sweep " + spec.path() + " -o " + (folder / "dir.csv"));
     EXPECT_EQ(is_folder.exit_code, 2);
@@ -156,14 +166,17 @@ TEST(Outputs, AnOutputThatCannotBeWrittenStopsTheCommandBeforeAnyOutput) {
         fs::permissions(folder / "locked", fs::perms::owner_all);
     }
     // An output replaces its file whole (a temporary file renamed over it): a device is refused.
-    const std::string trace = std::string(EPOCHCAST_SOURCE_DIR) + "/traces/published/external_tf_benchmarks_k80_distributed.json";
+    const std::string trace =
+        std::string(EPOCHCAST_SOURCE_DIR) + "/traces/published/external_tf_benchmarks_k80_distributed.json";
     const ProcessResult device = run_epochcast("calibrate '" + trace + "#0' -o /dev/null");
     EXPECT_EQ(device.exit_code, 2);
-    EXPECT_EQ(device.err, "epochcast: error: -o '/dev/null' is not a regular file (the output replaces it whole); give a "
-                          "file name\n");
+    EXPECT_EQ(device.err,
+              "epochcast: error: -o '/dev/null' is not a regular file (the output replaces it whole); give a "
+              "file name\n");
     EXPECT_TRUE(fs::is_character_file("/dev/null"));
     // The plot's folder is checked before the rows are computed or written, and before plan prints.
-    const ProcessResult sweep = run_epochcast("sweep " + spec.path() + " -o " + (folder / "r.csv") + " --plot /nonexistent/s.png");
+    const ProcessResult sweep =
+        run_epochcast("sweep " + spec.path() + " -o " + (folder / "r.csv") + " --plot /nonexistent/s.png");
     EXPECT_EQ(sweep.exit_code, 2);
     EXPECT_NE(sweep.err.find("--plot"), std::string::npos) << sweep.err;
     EXPECT_EQ(sweep.out, "");
@@ -256,7 +269,8 @@ TEST(Outputs, MainMapsEachKindOfErrorToOneLineAndAnExitCode) {
     EXPECT_EQ(text, "epochcast: error: --nodes must be at least 1\\n(got 0)\n");
     EXPECT_EQ(report(std::make_exception_ptr(InfeasibleError("the batch does not fit")), text), 2);
     EXPECT_EQ(text, "epochcast: error: the batch does not fit\n");
-    EXPECT_EQ(report(std::make_exception_ptr(RunError("mpirun exited with 1; its last output:\nrank 1 died")), text), 1);
+    EXPECT_EQ(report(std::make_exception_ptr(RunError("mpirun exited with 1; its last output:\nrank 1 died")), text),
+              1);
     EXPECT_EQ(text, "epochcast: failed: mpirun exited with 1; its last output:\nrank 1 died\n");
     EXPECT_EQ(report(std::make_exception_ptr(cli::NoAnswer("no configuration meets the deadline of 1 h")), text), 3);
     EXPECT_EQ(text, "epochcast: no configuration meets the deadline of 1 h\n");
@@ -277,7 +291,8 @@ TEST(Outputs, PlanSaysWhenNothingMeetsTheDeadlineOrTheBudgetAndExits3) {
     const ProcessResult deadline = run_epochcast("plan --deadline 5min --instance p3.16xlarge");
     EXPECT_EQ(deadline.exit_code, 3) << deadline.err;
     EXPECT_EQ(lines_in(deadline.err), 1u) << deadline.err;
-    EXPECT_EQ(deadline.err.rfind("epochcast: no configuration meets the deadline of 5.0 min (the fastest takes ", 0), 0u)
+    EXPECT_EQ(deadline.err.rfind("epochcast: no configuration meets the deadline of 5.0 min (the fastest takes ", 0),
+              0u)
         << deadline.err;
     EXPECT_NE(deadline.out.find("Pareto front"), std::string::npos);  // the answer's output is still there
     const ProcessResult budget = run_epochcast("plan --budget 1 --instance p3.16xlarge --json");

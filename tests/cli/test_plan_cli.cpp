@@ -50,7 +50,8 @@ TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
     const nlohmann::json j = nlohmann::json::parse(json.out);
     const std::string searched = "Searched " + format_count(j["considered"].get<double>()) +
                                  " configurations of resnet50 (90 epochs of 1,281,167 images, amp, tensorflow, "
-                                 "on-demand prices): " + format_count(j["feasible"].get<double>()) + " feasible.\n\n";
+                                 "on-demand prices): " +
+                                 format_count(j["feasible"].get<double>()) + " feasible.\n\n";
     EXPECT_EQ(text.out.substr(0, searched.size()), searched) << text.out;
     EXPECT_GT(j["considered"].get<double>(), 9999) << "the test needs a count with a separator";
     const auto& cheapest = j["cheapest_within_deadline"];
@@ -117,7 +118,8 @@ TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {
     ASSERT_EQ(spot.exit_code, 0) << spot.err;
     const nlohmann::json a = nlohmann::json::parse(on_demand.out);
     const nlohmann::json b = nlohmann::json::parse(spot.out);
-    EXPECT_LT(b["cheapest_within_deadline"]["cost_usd"].get<double>(), a["cheapest_within_deadline"]["cost_usd"].get<double>());
+    EXPECT_LT(b["cheapest_within_deadline"]["cost_usd"].get<double>(),
+              a["cheapest_within_deadline"]["cost_usd"].get<double>());
     EXPECT_EQ(b["cheapest_within_deadline"]["scenario"]["pricing"], "spot");
     EXPECT_TRUE(b.contains("elastic_within_deadline"));
     EXPECT_FALSE(a.contains("elastic_within_deadline"));
@@ -128,12 +130,11 @@ TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
         const char* arguments;
         const char* expected;
     };
-    for (const Case& c : {Case{"plan", "--deadline"}, Case{"plan --deadline soon", "--deadline 'soon'"},
-                          Case{"plan --deadline 0h", "--deadline '0h'"}, Case{"plan --budget -5", "--budget"},
-                          Case{"plan --deadline 1h --instance p9.mega", "p9.mega"},
-                          Case{"plan --deadline 1h --model vgg16", "vgg16"},
-                          Case{"plan --deadline 1h --nodes 0", "--nodes"},
-                          Case{"plan --deadline 1h --plot out.gif", "out.gif"}}) {
+    for (const Case& c :
+         {Case{"plan", "--deadline"}, Case{"plan --deadline soon", "--deadline 'soon'"},
+          Case{"plan --deadline 0h", "--deadline '0h'"}, Case{"plan --budget -5", "--budget"},
+          Case{"plan --deadline 1h --instance p9.mega", "p9.mega"}, Case{"plan --deadline 1h --model vgg16", "vgg16"},
+          Case{"plan --deadline 1h --nodes 0", "--nodes"}, Case{"plan --deadline 1h --plot out.gif", "out.gif"}}) {
         const ProcessResult r = run_epochcast(c.arguments);
         EXPECT_EQ(r.exit_code, 2) << c.arguments;
         EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.arguments << ": " << r.err;
@@ -149,7 +150,8 @@ TEST(PlanCliLimits, NodeCountsPastTheLimitAreRefusedBeforeAnySearch) {
         EXPECT_EQ(r.exit_code, 2) << arguments;
         EXPECT_TRUE(r.out.empty()) << arguments << ": " << r.out;
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << arguments << ": " << r.err;
-        EXPECT_NE(r.err.find("is more than the 100,000 nodes epochcast models"), std::string::npos) << arguments << ": " << r.err;
+        EXPECT_NE(r.err.find("is more than the 100,000 nodes epochcast models"), std::string::npos)
+            << arguments << ": " << r.err;
     }
     const ProcessResult epochs = run_epochcast("plan --deadline 1h --epochs 1e15");
     EXPECT_EQ(epochs.exit_code, 2);

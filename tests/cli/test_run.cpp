@@ -22,8 +22,8 @@
 
 #include "cli/launch.hpp"
 #include "cli/table.hpp"
-#include "tests/cli/cli_process.hpp"
 #include "model/cost_model.hpp"
+#include "tests/cli/cli_process.hpp"
 
 namespace epochcast {
 namespace {
@@ -46,9 +46,9 @@ cli::LaunchRequest request() {
 }
 
 TEST(RunLine, RanksWithMoreThreadsThanCoresBindNothingAndTheTraceIsAdded) {
-    const std::vector<std::string> expected = {"/usr/bin/mpirun", "-np", "2", "--bind-to", "none",
-                                               "/opt/epochcast-train", "--model", "resnet50", "--threads", "2",
-                                               "--trace-out", "/tmp/run.trace.json"};
+    const std::vector<std::string> expected = {
+        "/usr/bin/mpirun", "-np",      "2",         "--bind-to", "none",        "/opt/epochcast-train",
+        "--model",         "resnet50", "--threads", "2",         "--trace-out", "/tmp/run.trace.json"};
     EXPECT_EQ(cli::mpirun_argv(request()), expected);
 }
 
@@ -119,9 +119,9 @@ TEST(RunLine, UsersTraceOutIsKeptAndNotDuplicated) {
 class FakePrograms : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("epochcast-run-test-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ =
+            std::filesystem::temp_directory_path() / ("epochcast-run-test-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
         std::filesystem::create_directories(dir_);
         // The trainer only describes the host (the catalog of host.json), and only with the
         // threads the trace says (2); anything else fails.
@@ -151,7 +151,8 @@ protected:
         write_script("mpirun", "case \" $* \" in *\" --describe-host \"*) printf '%s\\n' \"$@\" > '" +
                                    path("describe-args") +
                                    "'; while [ \"$1\" != --bind-to ]; do shift; done; shift 2; exec \"$@\";; esac\n"
-                                   "printf '%s\\n' \"$@\" > '" + path("args") +
+                                   "printf '%s\\n' \"$@\" > '" +
+                                   path("args") +
                                    "'\nout=''; prev=''\nfor a in \"$@\"; do [ \"$prev\" = --trace-out ] && out=$a; "
                                    "prev=$a; done\necho 'Step  Epoch  Speed(img/s)  Loss  LR'\n"
                                    "echo '   1   0.01          9.90  6.9100  0.1000'\ncp '" +
@@ -168,11 +169,22 @@ protected:
     static nlohmann::json host_catalog() {
         return {{"schema", "epochcast.catalog/1"},
                 {"gpus",
-                 {{{"name", "local-cpu"}, {"fp32_tflops", 0.28}, {"fp16_tflops", 0}, {"bf16_tflops", 0.575},
-                   {"memory_gib", 23.5}, {"memory_GBps", 12}, {"source", "test host"}}}},
+                 {{{"name", "local-cpu"},
+                   {"fp32_tflops", 0.28},
+                   {"fp16_tflops", 0},
+                   {"bf16_tflops", 0.575},
+                   {"memory_gib", 23.5},
+                   {"memory_GBps", 12},
+                   {"source", "test host"}}}},
                 {"instances",
-                 {{{"name", "local-cpu"}, {"gpu", "local-cpu"}, {"gpus", 1}, {"vcpus", 2}, {"memory_gib", 23.5},
-                   {"network_gbps", 96}, {"intra_node_GBps", 12}, {"price_usd_per_hour", 0},
+                 {{{"name", "local-cpu"},
+                   {"gpu", "local-cpu"},
+                   {"gpus", 1},
+                   {"vcpus", 2},
+                   {"memory_gib", 23.5},
+                   {"network_gbps", 96},
+                   {"intra_node_GBps", 12},
+                   {"price_usd_per_hour", 0},
                    {"source", "test host"}}}}};
     }
 
@@ -180,14 +192,24 @@ protected:
     static nlohmann::json prepared_trace() {
         return {{"schema", "epochcast.trace/1"},
                 {"runs",
-                 {{{"source", "epochcast-train on test-host (Test CPU)"}, {"model", "resnet50"}, {"image_size", 224},
-                   {"classes", 1000}, {"dataset_images", 1600}, {"instance", "local-cpu"}, {"nodes", 1},
-                   {"gpus_per_node", 1}, {"framework", "epochcast"}, {"strategy", "ring"}, {"precision", "bf16"},
+                 {{{"source", "epochcast-train on test-host (Test CPU)"},
+                   {"model", "resnet50"},
+                   {"image_size", 224},
+                   {"classes", 1000},
+                   {"dataset_images", 1600},
+                   {"instance", "local-cpu"},
+                   {"nodes", 1},
+                   {"gpus_per_node", 1},
+                   {"framework", "epochcast"},
+                   {"strategy", "ring"},
+                   {"precision", "bf16"},
                    {"batch_per_gpu", 16},
                    {"measured",
-                    {{"throughput_images_per_s", 9.87}, {"iteration_s", 1.6211},
+                    {{"throughput_images_per_s", 9.87},
+                     {"iteration_s", 1.6211},
                      {"phases_s", {{"compute", 1.6}, {"data_wait", 0.0011}, {"exposed_communication", 0.02}}},
-                     {"loss", {6.91, 6.88}}, {"steps_timed", 2}}},
+                     {"loss", {6.91, 6.88}},
+                     {"steps_timed", 2}}},
                    {"configuration", {{"backend", "cpu"}, {"ranks", 1}, {"threads", 2}, {"steps", 3}}},
                    {"host", {{"cpu_model", "Test CPU"}, {"isa", "avx512_core_bf16"}}}}}}};
     }
@@ -368,10 +390,11 @@ TEST_F(FakePrograms, TrainersBadInputIsExitTwoWithItsMessage) {
 // A rank that failed at run time (exit 1) makes the run fail (exit 1) whatever the others said,
 // and its message is passed on.
 TEST_F(FakePrograms, ARunFailureAmongBadInputsIsExitOne) {
-    write_script("mpirun",
-                 "echo '{\"rank\": 0, \"code\": 2, \"message\": \"bad\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
-                 "echo '{\"rank\": 1, \"code\": 1, \"message\": \"loss is NaN at step 3\"}' > "
-                 "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\nexit 1\n");
+    write_script(
+        "mpirun",
+        "echo '{\"rank\": 0, \"code\": 2, \"message\": \"bad\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
+        "echo '{\"rank\": 1, \"code\": 1, \"message\": \"loss is NaN at step 3\"}' > "
+        "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\nexit 1\n");
     const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "'");
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(contains(r.err, "epochcast-train (rank 1): loss is NaN at step 3")) << r.err;
@@ -427,15 +450,17 @@ TEST_F(FakePrograms, WatchdogCanBeTurnedOffAndRefusesBadValues) {
 void write_report(const std::string& folder, int rank, long long steps, double slowest_s, pid_t pid = 1,
                   const std::string& host = "elsewhere") {
     std::ofstream(folder + "/rank-" + std::to_string(rank) + ".json")
-        << nlohmann::json{{"rank", rank}, {"host", host}, {"pid", pid}, {"steps", steps}, {"slowest_step_s", slowest_s}}.dump();
+        << nlohmann::json{{"rank", rank}, {"host", host}, {"pid", pid}, {"steps", steps}, {"slowest_step_s", slowest_s}}
+               .dump();
 }
 
 /// Checks `watchdog` every second of made-up time from `from` to `to` (seconds after `start`);
 /// the first message, if any, and when.
-std::optional<std::pair<double, std::string>> first_stall(cli::Watchdog& watchdog, cli::Watchdog::Clock::time_point start,
-                                                          int from, int to) {
+std::optional<std::pair<double, std::string>> first_stall(cli::Watchdog& watchdog,
+                                                          cli::Watchdog::Clock::time_point start, int from, int to) {
     for (int second = from; second <= to; ++second) {
-        if (auto message = watchdog.check(start + std::chrono::seconds(second))) return std::pair{double(second), *message};
+        if (auto message = watchdog.check(start + std::chrono::seconds(second)))
+            return std::pair{double(second), *message};
     }
     return std::nullopt;
 }
@@ -479,8 +504,10 @@ TEST_F(FakePrograms, WatchdogDeadlinesFollowTheSlowestStepWithAStartUpFloor) {
         write_report(path(""), 1, 401, 0.5);
         const auto starting = first_stall(watchdog, start, 301, 301);
         ASSERT_TRUE(starting);
-        EXPECT_TRUE(contains(starting->second, "rank 0 on host elsewhere made no progress for 301 s (deadline 300 s; 0 "
-                                               "steps done, still starting)")) << starting->second;
+        EXPECT_TRUE(contains(starting->second,
+                             "rank 0 on host elsewhere made no progress for 301 s (deadline 300 s; 0 "
+                             "steps done, still starting)"))
+            << starting->second;
     }
     {
         for (const char* name : {"rank-0.json", "rank-1.json"}) std::filesystem::remove(dir_ / name);
@@ -533,7 +560,8 @@ TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {
     write_mpirun_writing(prepared_trace());
     for (const char* flags : {"--np 0", "--np 2 --ps-ranks 2", "--np 2 --ps-ranks -1", "--ps-ranks 1"}) {
-        const testing::ProcessResult r = run_epochcast(std::string("run ") + flags + " --mpirun '" + path("mpirun") + "'");
+        const testing::ProcessResult r =
+            run_epochcast(std::string("run ") + flags + " --mpirun '" + path("mpirun") + "'");
         EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
         EXPECT_FALSE(std::filesystem::exists(path("args"))) << flags << ": mpirun must not start";
     }

@@ -1,8 +1,8 @@
 // `epochcast sweep` as a user runs it: one row per combination with every Prediction field, the
 // reasons of infeasible rows, errors that name the key and value and leave no file, Ctrl-C leaving
 // a valid file with the rows so far, and the same rows from two MPI ranks.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,10 +69,27 @@ TEST(SweepCli, CsvHasARowForEveryCombinationWithEveryPredictionField) {
     const std::vector<std::string> lines = lines_of(r.out);
     ASSERT_EQ(lines.size(), 1u + 2 * 3 * 2 * 2);
     const std::vector<std::string> header = fields_of(lines[0]);
-    for (const char* key : {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s",
-                            "exposed_communication_s", "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd",
-                            "scaling_efficiency", "gpus", "interval_low", "interval_high", "feasible", "reason",
-                            "instance", "nodes", "batch_per_gpu", "strategy", "ps_nodes"}) {
+    for (const char* key : {"throughput_images_per_s",
+                            "iteration_s",
+                            "compute_s",
+                            "data_s",
+                            "communication_s",
+                            "exposed_communication_s",
+                            "epoch_s",
+                            "time_to_train_s",
+                            "cost_usd",
+                            "cost_per_epoch_usd",
+                            "scaling_efficiency",
+                            "gpus",
+                            "interval_low",
+                            "interval_high",
+                            "feasible",
+                            "reason",
+                            "instance",
+                            "nodes",
+                            "batch_per_gpu",
+                            "strategy",
+                            "ps_nodes"}) {
         EXPECT_NE(std::find(header.begin(), header.end(), key), header.end()) << key;
     }
     auto column = [&](const std::string& name) {
@@ -115,10 +132,12 @@ TEST(SweepCli, JsonRowsAreThePredictContract) {
     const nlohmann::json p = nlohmann::json::parse(predict.out);
     const nlohmann::json& row = j["rows"][1];
     EXPECT_EQ(row["feasible"], true);
-    for (const char* key : {"throughput_images_per_s", "iteration_s", "epoch_s", "time_to_train_s", "cost_usd", "gpus"}) {
+    for (const char* key :
+         {"throughput_images_per_s", "iteration_s", "epoch_s", "time_to_train_s", "cost_usd", "gpus"}) {
         EXPECT_DOUBLE_EQ(row[key].get<double>(), p[key].get<double>()) << key;
     }
-    EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1) << "a temporary file is left";
+    EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1)
+        << "a temporary file is left";
 }
 
 TEST(SweepCli, AGlobalBatchRowHoldsTheGlobalBatchOverItsGpusAndSaysWhatRan) {
@@ -150,7 +169,7 @@ TEST(SweepCli, ATargetAccuracyGivesEachRowTheEpochsItsGlobalBatchNeeds) {
     ASSERT_EQ(j["rows"].size(), 4u);
     EXPECT_EQ(j["rows"][0]["epochs"], 35);  // global 2,048
     EXPECT_EQ(j["rows"][0]["epochs_source"], "mlperf-lars (published)");
-    EXPECT_GT(j["rows"][1]["epochs"].get<double>(), 50);  // global 32,768
+    EXPECT_GT(j["rows"][1]["epochs"].get<double>(), 50);                     // global 32,768
     EXPECT_EQ(j["rows"][2]["epochs_source"], "mlperf-lars (extrapolated)");  // 81,920
     EXPECT_EQ(j["rows"][2]["global_batch_beyond_published"], true);
     EXPECT_EQ(j["rows"][3]["feasible"], false);  // 204,800: past twice the largest published batch
@@ -169,11 +188,11 @@ TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
         const char* spec;
         const char* expected;
     };
-    for (const Case& c : {Case{R"({"nodes": [4, 0]})", "\"nodes\" value 0"},
-                          Case{R"({"instance": "p9.mega"})", "\"instance\" value \"p9.mega\""},
-                          Case{R"({"precision": ["amp", "fp7"]})", "\"precision\" value \"fp7\""},
-                          Case{R"({"nodes": [1, 2)", "malformed JSON"},
-                          Case{R"({"gpus": 8})", "unknown key \"gpus\""}}) {
+    for (const Case& c :
+         {Case{R"({"nodes": [4, 0]})", "\"nodes\" value 0"},
+          Case{R"({"instance": "p9.mega"})", "\"instance\" value \"p9.mega\""},
+          Case{R"({"precision": ["amp", "fp7"]})", "\"precision\" value \"fp7\""},
+          Case{R"({"nodes": [1, 2)", "malformed JSON"}, Case{R"({"gpus": 8})", "unknown key \"gpus\""}}) {
         TempFile spec(c.spec);
         const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + out);
         EXPECT_EQ(r.exit_code, 2) << c.spec;
@@ -194,8 +213,8 @@ TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
 }
 
 /// Start `epochcast sweep` on the million-row spec, wait until its temporary file holds 8 KiB (more
-/// than the header: rows), then `seconds` more, press Ctrl-C (or send `signal`). Waiting for the rows rather than a fixed
-/// time keeps the test true on a loaded machine or a sanitized build, where start-up is slow.
+/// than the header: rows), then `seconds` more, press Ctrl-C (or send `signal`). Waiting for the rows rather than a
+/// fixed time keeps the test true on a loaded machine or a sanitized build, where start-up is slow.
 ProcessResult interrupt_sweep(const std::string& output, double seconds, int signal = SIGINT) {
     const std::string spec = std::string(EPOCHCAST_SOURCE_DIR) + "/bench/specs/million.json";
     const std::string err_path = output + ".stderr";
@@ -231,7 +250,8 @@ TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
     ASSERT_EQ(r.exit_code, 1) << r.err;  // a run that did not finish
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
     ASSERT_TRUE(fs::exists(out));
-    EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1) << "a temporary file is left";
+    EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1)
+        << "a temporary file is left";
     const std::vector<std::string> lines = lines_of(read_text(out));
     ASSERT_GE(lines.size(), 3u);
     const std::size_t columns = fields_of(lines[0]).size();
@@ -250,9 +270,11 @@ TEST(SweepCli, SigtermAndSighupAreHandledAsCtrlC) {
         const std::string out = folder / "big.csv";
         const ProcessResult r = interrupt_sweep(out, 0.2, signal);
         ASSERT_EQ(r.exit_code, 1) << r.err;
-        EXPECT_NE(r.err.find(signal == SIGTERM ? "interrupted by SIGTERM: " : "interrupted by SIGHUP: "), std::string::npos)
+        EXPECT_NE(r.err.find(signal == SIGTERM ? "interrupted by SIGTERM: " : "interrupted by SIGHUP: "),
+                  std::string::npos)
             << r.err;
-        EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1) << "a temporary file is left";
+        EXPECT_EQ(std::distance(fs::directory_iterator(folder.path), fs::directory_iterator()), 1)
+            << "a temporary file is left";
         const std::vector<std::string> lines = lines_of(read_text(out));
         ASSERT_GE(lines.size(), 3u);
         const std::size_t rows = lines.size() - 2;
@@ -288,8 +310,8 @@ TEST(SweepCli, TwoMpiRanksWriteTheSameRowsAsOneProcess) {
     Folder folder;
     const ProcessResult one = run_epochcast("sweep " + spec.path() + " -o " + (folder / "one.csv"));
     ASSERT_EQ(one.exit_code, 0) << one.err;
-    const ProcessResult two = run_command(mpirun_command(2) + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() + " -o " +
-                                          (folder / "two.csv"));
+    const ProcessResult two = run_command(mpirun_command(2) + " '" + EPOCHCAST_CLI_PATH + "' sweep " + spec.path() +
+                                          " -o " + (folder / "two.csv"));
     ASSERT_EQ(two.exit_code, 0) << two.err << two.out;
     EXPECT_NE(two.out.find("over 2 ranks"), std::string::npos) << two.out;
     EXPECT_EQ(read_text(folder / "one.csv"), read_text(folder / "two.csv"));

@@ -32,7 +32,6 @@ inline std::string skip_reason(Backend backend) {
 }  // namespace epochcast::testing
 
 /// First thing in a test or a fixture's SetUp: skips, saying why, when `backend` cannot run here.
-#define REQUIRE_BACKEND(backend)                                                                  \
-    if (const std::string epochcast_skip_ = ::epochcast::testing::skip_reason(backend);          \
-        !epochcast_skip_.empty())                                                                 \
+#define REQUIRE_BACKEND(backend)                                                                                  \
+    if (const std::string epochcast_skip_ = ::epochcast::testing::skip_reason(backend); !epochcast_skip_.empty()) \
     GTEST_SKIP() << epochcast_skip_

@@ -92,8 +92,8 @@ BatchNormOutputs CpuLayerBackend::batch_norm(const BatchNormInputs& in, BatchNor
     for (float& value : gamma_beta) value = -value;  // an exchange updating the arena (see the header)
     bn.backward_inputs(context);
     last_batch_norm_own_ = bn.own_kernels();
-    return {read_plain(context, ya.value), read_plain(context, xa.diff), gradient, running_mean, running_var,
-            std::nullopt};
+    return {
+        read_plain(context, ya.value), read_plain(context, xa.diff), gradient, running_mean, running_var, std::nullopt};
 }
 
 LayerOutputs CpuLayerBackend::relu(const Tensor& x, const Tensor& dy) {

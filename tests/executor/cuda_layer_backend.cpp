@@ -73,8 +73,8 @@ public:
         working_to_master(weights.working_gradient, plain_dw, context.type(), weights.o, weights.i, weights.k, 1.0f,
                           overflow, context.stream());
         ConvolutionOutputs out{read_nchw(context, ya.value, ya.n, ya.c, ya.h, ya.w),
-                               read_nchw(context, xa.diff, xa.n, xa.c, xa.h, xa.w), download(context, plain_dw, w.size()),
-                               -1};
+                               read_nchw(context, xa.diff, xa.n, xa.c, xa.h, xa.w),
+                               download(context, plain_dw, w.size()), -1};
         context.synchronize();
         EXPECT_EQ(cudaMemcpy(&*out.overflow_flag, overflow, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
         return out;

@@ -47,7 +47,8 @@ inline std::vector<unsigned char> jpeg_bytes(int width, int height, const Painte
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x) {
             const Rgb c = paint(x, y);
-            for (int k = 0; k < 3; ++k) rgb[(static_cast<std::size_t>(y) * width + x) * 3 + k] = static_cast<unsigned char>(c[k]);
+            for (int k = 0; k < 3; ++k)
+                rgb[(static_cast<std::size_t>(y) * width + x) * 3 + k] = static_cast<unsigned char>(c[k]);
         }
     tjhandle tj = tjInitCompress();
     unsigned char* out = nullptr;
@@ -61,8 +62,8 @@ inline std::vector<unsigned char> jpeg_bytes(int width, int height, const Painte
 }
 
 inline void write_bytes(const std::filesystem::path& file, const std::vector<unsigned char>& bytes) {
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 inline void write_jpeg(const std::filesystem::path& file, int width, int height, const Painter& paint) {

@@ -119,9 +119,9 @@ ConvolutionReference convolve(const Tensor& x, const std::vector<float>& w, int 
 
 struct BatchNormReference {
     Tensor y, dx;
-    std::vector<double> dgamma_beta;      ///< dgamma (C) then dbeta (C)
-    std::vector<double> running_mean;     ///< C, after one step from 0
-    std::vector<double> running_variance; ///< C, after one step from 1
+    std::vector<double> dgamma_beta;       ///< dgamma (C) then dbeta (C)
+    std::vector<double> running_mean;      ///< C, after one step from 0
+    std::vector<double> running_variance;  ///< C, after one step from 1
 };
 
 inline BatchNormReference batch_norm(const Tensor& x, const std::vector<float>& gamma_beta, const Tensor& dy,
@@ -257,8 +257,8 @@ struct FullyConnectedInputs {
 inline FullyConnectedReference fully_connected(const Tensor& x, const std::vector<float>& params,
                                                const std::vector<float>& dlogits, int classes) {
     const int batch = x.n, features = x.c;
-    FullyConnectedReference r{std::vector<double>(std::size_t(batch) * classes, 0.0), std::vector<double>(x.data.size(), 0.0),
-                              std::vector<double>(params.size(), 0.0)};
+    FullyConnectedReference r{std::vector<double>(std::size_t(batch) * classes, 0.0),
+                              std::vector<double>(x.data.size(), 0.0), std::vector<double>(params.size(), 0.0)};
     for (int n = 0; n < batch; ++n)
         for (int k = 0; k < classes; ++k) {
             const double g = dlogits[std::size_t(n) * classes + k];

@@ -6,5 +6,5 @@
 
 #include "executor/cuda/check.hpp"
 
-#define REQUIRE_GPU()                                                 \
+#define REQUIRE_GPU() \
     if (::epochcast::cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible (cudaGetDeviceCount)"

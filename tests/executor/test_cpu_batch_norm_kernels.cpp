@@ -46,7 +46,8 @@ Blocked random_blocked(const BatchNormGeometry& g, unsigned seed, double mean = 
     for (int n = 0; n < g.batch; ++n)
         for (int c = 0; c < g.channels; ++c)
             for (int p = 0; p < g.pixels; ++p)
-                t.bits[t.index(n, c, p)] = to_bf16_bits(static_cast<float>(mean + c / 8.0 + deviation * normal(engine)));
+                t.bits[t.index(n, c, p)] =
+                    to_bf16_bits(static_cast<float>(mean + c / 8.0 + deviation * normal(engine)));
     return t;
 }
 
@@ -99,7 +100,8 @@ void expect_rounded(const Blocked& actual, const std::vector<double>& expected, 
                 const double want = expected[(std::size_t(n) * g.channels + c) * g.pixels + p];
                 const double got = actual.at(n, c, p);
                 if (std::abs(got - want) > std::ldexp(std::abs(want), -8) + floor && wrong++ < 5) {
-                    ADD_FAILURE() << what << " at n " << n << " c " << c << " p " << p << ": " << got << " against " << want;
+                    ADD_FAILURE() << what << " at n " << n << " c " << c << " p " << p << ": " << got << " against "
+                                  << want;
                 }
             }
     EXPECT_EQ(wrong, 0) << what;
@@ -186,8 +188,8 @@ void check_backward(const BatchNormGeometry& g, ReluGate gate, int threads) {
     Blocked dy = dy_in;
     std::vector<float> got_dgamma(g.channels, -1.0f), got_dbeta(g.channels, -1.0f);
     batch_norm_backward_sums_bf16(g, x.bits.data(), dy.bits.data(), ch.view(), gate,
-                                  gate == ReluGate::output ? y.bits.data() : nullptr, got_dgamma.data(), got_dbeta.data(),
-                                  threads);
+                                  gate == ReluGate::output ? y.bits.data() : nullptr, got_dgamma.data(),
+                                  got_dbeta.data(), threads);
     for (int c = 0; c < g.channels; ++c) {
         EXPECT_NEAR(got_dbeta[c], dbeta[c], 1e-5 * scale[c]) << "dbeta, channel " << c;
         EXPECT_NEAR(got_dgamma[c], dgamma[c], 1e-5 * scale[c]) << "dgamma, channel " << c;

@@ -65,7 +65,8 @@ StaleScratch stale_scratch(std::size_t bytes) {
 }
 
 /// dw[o][i] = sum_{n,p} dy[n][o][p] x[n][i][p], fp64.
-std::vector<double> reference_weight_gradient(const Conv1x1Geometry& g, const BlockedTensor& x, const BlockedTensor& dy) {
+std::vector<double> reference_weight_gradient(const Conv1x1Geometry& g, const BlockedTensor& x,
+                                              const BlockedTensor& dy) {
     std::vector<double> dw(std::size_t(g.out_channels) * g.in_channels, 0.0);
     for (int n = 0; n < g.batch; ++n) {
         for (int o = 0; o < g.out_channels; ++o) {
@@ -177,7 +178,8 @@ TEST(CpuConv1x1WeightGradientGeometry, ChannelsOutsideWholeBlocksAreNotTaken) {
     EXPECT_FALSE(conv1x1_weight_gradient_applies({2, 32, 8, 49}));
     EXPECT_FALSE(conv1x1_weight_gradient_applies({0, 32, 32, 49}));
     EXPECT_FALSE(conv1x1_weight_gradient_applies({2, 32, 32, 0}));
-    EXPECT_THROW(conv1x1_weight_gradient_bf16({2, 24, 32, 49}, nullptr, nullptr, nullptr, nullptr, 1), std::logic_error);
+    EXPECT_THROW(conv1x1_weight_gradient_bf16({2, 24, 32, 49}, nullptr, nullptr, nullptr, nullptr, 1),
+                 std::logic_error);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,7 +283,8 @@ TEST_F(CpuConv3x3WeightGradient, EachTapIsPlacedAtItsKernelPixel) {
     for (int o = 0; o < 16; ++o) {
         for (int i = 0; i < 16; ++i) {
             for (int t = 0; t < 9; ++t) {
-                EXPECT_EQ(dw[(o * 16 + i) * 9 + t], float((1 + o) * (1 + i * 9 + t))) << "o " << o << " i " << i << " tap " << t;
+                EXPECT_EQ(dw[(o * 16 + i) * 9 + t], float((1 + o) * (1 + i * 9 + t)))
+                    << "o " << o << " i " << i << " tap " << t;
             }
         }
     }
@@ -403,7 +406,7 @@ TEST_F(CpuBf16WorkingCopies, RefreshingAgainFollowsTheMaster) {
 }
 
 TEST_F(CpuBf16WorkingCopies, OtherLayoutsAreLeftToOneDnn) {
-    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 3, 7, 7}, tag::AcdB16a2b)));    // conv1: padded inputs
+    EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 3, 7, 7}, tag::AcdB16a2b)));     // conv1: padded inputs
     EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({1000, 2048, 1, 1}, tag::aBcd16b)));  // fc
     EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({64, 64, 3, 3}, tag::ABcd16b16a2b)));
     EXPECT_FALSE(Bf16WorkingCopies::applies(layout_of({24, 32, 1, 1}, tag::ABcd8b16a2b)));  // 24 outputs: padded

@@ -17,13 +17,13 @@
 namespace epochcast::cpu {
 namespace {
 
+using reference::random_tensor;
+using reference::relative_error;
+using reference::Tensor;
 using testing::BatchNormInputs;
 using testing::ConvolutionCase;
 using testing::CpuLayerBackend;
 using testing::OwnKernels;
-using reference::random_tensor;
-using reference::relative_error;
-using reference::Tensor;
 
 constexpr int kThreads = 2;
 
@@ -75,7 +75,8 @@ TEST_P(CpuLayer, Convolution3x3Stride1) {
 }
 
 TEST_P(CpuLayer, Convolution3x3Stride2) {
-    EXPECT_FALSE(convolution_kernels({{3, 2, 1}, 32, 16, 10}).weight_gradient) << "strided 3x3 convolutions stay on oneDNN";
+    EXPECT_FALSE(convolution_kernels({{3, 2, 1}, 32, 16, 10}).weight_gradient)
+        << "strided 3x3 convolutions stay on oneDNN";
 }
 
 TEST_P(CpuLayer, Convolution1x1Stride1) {
@@ -112,12 +113,14 @@ TEST_P(CpuLayer, BatchNormTrainingWithFusedRelu) {
         // Measured: oneDNN 2.6's bf16 batch norm with fuse_norm_relu gives dx off by 107% of its
         // rms and dgamma by 18% (fp32 and unfused bf16 are right), so bf16 fuses on our kernels only.
         EXPECT_TRUE(bf16());
-        GTEST_SKIP() << "bf16 fuses BN+ReLU on our own kernels only (nChw16c, AVX512-BF16); oneDNN 2.6's bf16 fused backward is wrong";
+        GTEST_SKIP() << "bf16 fuses BN+ReLU on our own kernels only (nChw16c, AVX512-BF16); oneDNN 2.6's bf16 fused "
+                        "backward is wrong";
     }
     const BatchNormInputs in = inputs_as_seen(backend_);
     const testing::BatchNormOutputs out = backend_.batch_norm(in, BatchNorm::Then::relu);
     const double tolerance = backend_.sum_tolerance();
-    const reference::BatchNormReference r = reference::batch_norm(in.x, in.gamma_beta, in.dy, BatchNorm::kEpsilon, true);
+    const reference::BatchNormReference r =
+        reference::batch_norm(in.x, in.gamma_beta, in.dy, BatchNorm::kEpsilon, true);
     EXPECT_LT(relative_error(out.y, r.y.data), tolerance) << "forward";
     EXPECT_LT(relative_error(out.dx, r.dx.data), tolerance) << "backward data";
     EXPECT_LT(relative_error(out.dgamma_beta, r.dgamma_beta), tolerance) << "backward gamma, beta";
@@ -161,7 +164,8 @@ void check_residual_relu(Layout layout, bool shortcut_written, double tolerance)
     bn.backward_inputs(context);
 
     // Reference: t = bn(x) + s, y = relu(t), g = dy where t > 0; the batch norm's backward takes g.
-    const reference::BatchNormReference normalised = reference::batch_norm(x, gamma_beta, dy, BatchNorm::kEpsilon, false);
+    const reference::BatchNormReference normalised =
+        reference::batch_norm(x, gamma_beta, dy, BatchNorm::kEpsilon, false);
     Tensor y(x.n, x.c, x.h, x.w), g(x.n, x.c, x.h, x.w), shortcut_dx = earlier;
     for (std::size_t i = 0; i < y.data.size(); ++i) {
         const double t = normalised.y.data[i] + s.data[i];
@@ -172,7 +176,8 @@ void check_residual_relu(Layout layout, bool shortcut_written, double tolerance)
     const reference::BatchNormReference r = reference::batch_norm(x, gamma_beta, g, BatchNorm::kEpsilon, false);
     EXPECT_LT(relative_error(read_plain(context, ya.value), y.data), tolerance) << "forward";
     EXPECT_LT(relative_error(read_plain(context, xa.diff), r.dx.data), tolerance) << "backward data, branch";
-    EXPECT_LT(relative_error(read_plain(context, shortcut.diff), shortcut_dx.data), tolerance) << "backward data, shortcut";
+    EXPECT_LT(relative_error(read_plain(context, shortcut.diff), shortcut_dx.data), tolerance)
+        << "backward data, shortcut";
     EXPECT_LT(relative_error(gradient, r.dgamma_beta), tolerance) << "backward gamma, beta";
     EXPECT_LT(relative_error(running_mean, r.running_mean), tolerance) << "running mean";
     EXPECT_LT(relative_error(running_var, r.running_variance), tolerance) << "running variance";
@@ -181,21 +186,25 @@ void check_residual_relu(Layout layout, bool shortcut_written, double tolerance)
 TEST_P(CpuLayer, BatchNormAddReluFused) {
     if (!BatchNorm::fuses(activation_desc(2, Shape{16, 4, 4}, type(), GetParam().layout), BatchNorm::Then::add_relu)) {
         EXPECT_FALSE(own_batch_norm_expected(type(), GetParam().layout));
-        GTEST_SKIP() << "the fused batch norm + residual add + ReLU runs on our own kernels only (bf16 nChw16c, AVX512-BF16)";
+        GTEST_SKIP()
+            << "the fused batch norm + residual add + ReLU runs on our own kernels only (bf16 nChw16c, AVX512-BF16)";
     }
     check_residual_relu(GetParam().layout, /*shortcut_written=*/false, backend_.sum_tolerance());
 }
 
 TEST_P(CpuLayer, BatchNormAddReluFusedAddsToAShortcutGradientAlreadyWritten) {
     if (!BatchNorm::fuses(activation_desc(2, Shape{16, 4, 4}, type(), GetParam().layout), BatchNorm::Then::add_relu)) {
-        GTEST_SKIP() << "the fused batch norm + residual add + ReLU runs on our own kernels only (bf16 nChw16c, AVX512-BF16)";
+        GTEST_SKIP()
+            << "the fused batch norm + residual add + ReLU runs on our own kernels only (bf16 nChw16c, AVX512-BF16)";
     }
     check_residual_relu(GetParam().layout, /*shortcut_written=*/true, backend_.sum_tolerance());
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, CpuLayer,
-                         ::testing::Values(Variant{DataType::fp32, Layout::nhwc}, Variant{DataType::fp32, Layout::blocked},
-                                           Variant{DataType::bf16, Layout::nhwc}, Variant{DataType::bf16, Layout::blocked}),
+                         ::testing::Values(Variant{DataType::fp32, Layout::nhwc},
+                                           Variant{DataType::fp32, Layout::blocked},
+                                           Variant{DataType::bf16, Layout::nhwc},
+                                           Variant{DataType::bf16, Layout::blocked}),
                          variant_name);
 
 }  // namespace

@@ -56,8 +56,7 @@ void randomise_gammas(Network& network) {
 }
 
 /// Central difference of the loss along `direction` (same size as the arena), step `step`.
-double directional_difference(Network& network, const Batch& data, const std::vector<double>& direction,
-                              double step) {
+double directional_difference(Network& network, const Batch& data, const std::vector<double>& direction, double step) {
     std::vector<float> saved(network.values(), network.values() + network.parameter_elements());
     auto evaluate = [&](double sign) {
         for (std::size_t i = 0; i < saved.size(); ++i) {
@@ -99,7 +98,9 @@ TEST_F(CpuNetworkGradient, DirectionalDerivativesMatchCentralDifferences) {
     std::normal_distribution<double> normal;
     for (int trial = 0; trial < 3; ++trial) {
         std::vector<double> direction(gradient_.size());
-        for (std::size_t i = 0; i < direction.size(); ++i) direction[i] = normal(generator) / std::sqrt(double(direction.size())) + gradient_[i] / norm;  // |random part| ~ 1
+        for (std::size_t i = 0; i < direction.size(); ++i)
+            direction[i] =
+                normal(generator) / std::sqrt(double(direction.size())) + gradient_[i] / norm;  // |random part| ~ 1
         const double length = std::sqrt(std::inner_product(direction.begin(), direction.end(), direction.begin(), 0.0));
         for (double& value : direction) value /= length;
         const double analytic = std::inner_product(gradient_.begin(), gradient_.end(), direction.begin(), 0.0);
@@ -115,16 +116,18 @@ TEST_F(CpuNetworkGradient, DirectionalDerivativesMatchCentralDifferences) {
 // layer2.0.conv1); a missing gradient path or a factor 2 still fails it.
 TEST_F(CpuNetworkGradient, SingleCoordinatesMatchCentralDifferences) {
     const std::vector<std::pair<std::string, std::int64_t>> coordinates{
-        {"conv1.weight", 5},         {"layer2.0.conv1.weight", 123}, {"layer3.1.conv2.weight", 77},
-        {"layer2.1.bn1.weight", 4},  {"layer1.0.bn2.bias", 9},       {"layer3.0.downsample.0.weight", 31},
-        {"fc.weight", 1031},         {"fc.bias", 3}};
+        {"conv1.weight", 5},           {"layer2.0.conv1.weight", 123},
+        {"layer3.1.conv2.weight", 77}, {"layer2.1.bn1.weight", 4},
+        {"layer1.0.bn2.bias", 9},      {"layer3.0.downsample.0.weight", 31},
+        {"fc.weight", 1031},           {"fc.bias", 3}};
     for (const auto& [name, index] : coordinates) {
         const ParameterTensor& tensor = find_parameter(*network_, name);
         std::vector<double> direction(gradient_.size(), 0.0);
         direction[static_cast<std::size_t>(tensor.offset + index)] = 1.0;
         const double analytic = gradient_[static_cast<std::size_t>(tensor.offset + index)];
         const double numeric = directional_difference(*network_, data_, direction, 1e-3);
-        EXPECT_NEAR(numeric, analytic, 0.10 * std::max(std::abs(analytic), std::abs(numeric)) + 5e-4) << name << "[" << index << "]";
+        EXPECT_NEAR(numeric, analytic, 0.10 * std::max(std::abs(analytic), std::abs(numeric)) + 5e-4)
+            << name << "[" << index << "]";
     }
 }
 
@@ -245,8 +248,8 @@ TEST(CpuNetwork, Bf16OwnKernelsAreAsCloseToFp32AsOneDnn) {
         onednn_sum += onednn_relative;
     }
     const auto tensors = static_cast<double>(network->parameters().size());
-    EXPECT_LT(own_sum / tensors, 1.25 * onednn_sum / tensors) << "mean relative distance to fp32, oneDNN's "
-                                                              << onednn_sum / tensors;
+    EXPECT_LT(own_sum / tensors, 1.25 * onednn_sum / tensors)
+        << "mean relative distance to fp32, oneDNN's " << onednn_sum / tensors;
     std::cout << "mean relative distance to the fp32 gradient: own kernels " << own_sum / tensors << ", oneDNN only "
               << onednn_sum / tensors << "\n";
 }

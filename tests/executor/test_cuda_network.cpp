@@ -3,8 +3,8 @@
 // test_network_conformance.cpp's): one training step compared with the CPU backend at fp32 (the
 // same weights, the same batch: loss and every gradient), the fp16 step against the fp32 one, the
 // arena layout, and that a step on the batch the network generates itself (synthetic data on the
-// GPU) is the step on the host's synthetic batch. Every test that needs a GPU skips when none is visible; what can be checked without one
-// (refusals) runs everywhere.
+// GPU) is the step on the host's synthetic batch. Every test that needs a GPU skips when none is visible; what can be
+// checked without one (refusals) runs everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,8 +91,10 @@ TEST(CudaNetwork, OneFp32StepMatchesTheCpuBackend) {
     std::unique_ptr<Network> gpu = make_cuda_network(small_spec(4, Precision::fp32));
     std::unique_ptr<Network> cpu = make_cpu_network(small_spec(4, Precision::fp32));
     std::vector<int> gpu_ready, cpu_ready;
-    const double gpu_loss = gpu->train_step(data.images.data(), data.labels.data(), [&](int l) { gpu_ready.push_back(l); });
-    const double cpu_loss = cpu->train_step(data.images.data(), data.labels.data(), [&](int l) { cpu_ready.push_back(l); });
+    const double gpu_loss =
+        gpu->train_step(data.images.data(), data.labels.data(), [&](int l) { gpu_ready.push_back(l); });
+    const double cpu_loss =
+        cpu->train_step(data.images.data(), data.labels.data(), [&](int l) { cpu_ready.push_back(l); });
     EXPECT_EQ(gpu_ready, cpu_ready);  // the same layers, in the same backward order
     EXPECT_NEAR(gpu_loss, cpu_loss, 1e-4 * cpu_loss);
     const std::vector<float> cpu_gradients(cpu->gradients(), cpu->gradients() + cpu->parameter_elements());
@@ -160,7 +162,8 @@ void expect_generated_steps_match_host_batches(Precision precision, double loss_
         EXPECT_LT(worst_tensor_error(*fed, arena(*generating, Arena::gradients), arena(*fed, Arena::gradients), &worst),
                   gradient_tolerance)
             << "step " << step << ", " << worst;
-        EXPECT_EQ(generating->optimizer_step(0.05), fed->optimizer_step(0.05)) << "step " << step;  // both or neither skip
+        EXPECT_EQ(generating->optimizer_step(0.05), fed->optimizer_step(0.05))
+            << "step " << step;  // both or neither skip
         generating->parameters_updated();
         fed->parameters_updated();
     }

@@ -42,7 +42,8 @@ Batch gpu_batch(const Case& c, cuda::SyntheticBatches& batches) {
     batch.labels.resize(std::size_t(c.count));
     cuda::DeviceBuffer images(batch.images.size() * sizeof(float));
     cuda::DeviceBuffer labels(batch.labels.size() * sizeof(std::int32_t));
-    batches.fill(c.position, c.count, static_cast<float*>(images.data()), static_cast<std::int32_t*>(labels.data()), nullptr);
+    batches.fill(c.position, c.count, static_cast<float*>(images.data()), static_cast<std::int32_t*>(labels.data()),
+                 nullptr);
     EPOCHCAST_CUDA_CHECK(cudaDeviceSynchronize());
     EPOCHCAST_CUDA_CHECK(cudaMemcpy(batch.images.data(), images.data(), images.bytes(), cudaMemcpyDeviceToHost));
     EPOCHCAST_CUDA_CHECK(cudaMemcpy(batch.labels.data(), labels.data(), labels.bytes(), cudaMemcpyDeviceToHost));

@@ -9,8 +9,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -38,9 +38,8 @@ class TempDir {
 public:
     TempDir() {
         static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                ("epochcast_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-                 std::to_string(std::random_device{}()));
+        path_ = fs::temp_directory_path() / ("epochcast_data_test_" + std::to_string(::getpid()) + "_" +
+                                             std::to_string(counter++) + "_" + std::to_string(std::random_device{}()));
         fs::create_directories(path_);
     }
     ~TempDir() {
@@ -296,7 +295,12 @@ TEST(ImageFolderData, ConvertsSixteenBitPalettedAndCmykFilesToEightBitRgb) {
     };
     const std::vector<Case> cases{
         // 16-bit without gamma information is read as sRGB, as PIL does: the high byte.
-        {"deep.png", [](const fs::path& f) { write_png16(f, 9, 7, {0x8080, 0x4040, 0xc8c8}); }, {128, 64, 200}, 0.01},
+        {"deep.png",
+         [](const fs::path& f) {
+             write_png16(f, 9, 7, {0x8080, 0x4040, 0xc8c8});
+         },
+         {128, 64, 200},
+         0.01},
         {"paletted.png",
          [](const fs::path& f) {
              const std::array<std::uint8_t, 6> colormap{0, 0, 0, 30, 160, 90};
@@ -309,12 +313,14 @@ TEST(ImageFolderData, ConvertsSixteenBitPalettedAndCmykFilesToEightBitRgb) {
              ASSERT_TRUE(png_image_write_to_file(&image, f.c_str(), 0, indices.data(), 0, colormap.data()))
                  << image.message;
          },
-         {30, 160, 90}, 0.01},
+         {30, 160, 90},
+         0.01},
         // Adobe CMYK JPEGs store inverted ink: R = C*K/255 and so on.
         {"ink.jpg",
          [](const fs::path& f) {
              std::vector<unsigned char> cmyk(16 * 16 * 4);
-             for (std::size_t k = 0; k < cmyk.size(); k += 4) cmyk[k] = 200, cmyk[k + 1] = 100, cmyk[k + 2] = 50, cmyk[k + 3] = 220;
+             for (std::size_t k = 0; k < cmyk.size(); k += 4)
+                 cmyk[k] = 200, cmyk[k + 1] = 100, cmyk[k + 2] = 50, cmyk[k + 3] = 220;
              tjhandle tj = tjInitCompress();
              unsigned char* out = nullptr;
              unsigned long size = 0;
@@ -323,7 +329,8 @@ TEST(ImageFolderData, ConvertsSixteenBitPalettedAndCmykFilesToEightBitRgb) {
              tjFree(out);
              tjDestroy(tj);
          },
-         {200 * 220 / 255.0, 100 * 220 / 255.0, 50 * 220 / 255.0}, 2.0},
+         {200 * 220 / 255.0, 100 * 220 / 255.0, 50 * 220 / 255.0},
+         2.0},
     };
     for (const Case& test : cases) {
         SCOPED_TRACE(test.name);
@@ -374,7 +381,8 @@ TEST(ImageFolderData, CropsCoverEightToHundredPercentWithBoundedAspectAndHalfAre
         EXPECT_LT(green_top, green_bottom) << "image " << i << " is upside down";
         // A crop w source pixels wide spans (w - w/S) pixels between its first and last column
         // centres; the gradient rises 255 per (width - 1) pixels.
-        const double width = std::abs(red_right - red_left) / 255.0 * (GradientFolder::kWidth - 1) * kSize / (kSize - 1);
+        const double width =
+            std::abs(red_right - red_left) / 255.0 * (GradientFolder::kWidth - 1) * kSize / (kSize - 1);
         const double height = (green_bottom - green_top) / 255.0 * (GradientFolder::kHeight - 1) * kSize / (kSize - 1);
         const double area = width * height / (GradientFolder::kWidth * GradientFolder::kHeight);
         EXPECT_GT(area, 0.07) << "image " << i;
@@ -444,8 +452,9 @@ struct OneFileFolder {
 TEST(ImageFolderData, CorruptFilesAreInputErrorsNamingTheFileWhenRead) {
     const auto jpeg = jpeg_bytes(64, 48, [](int x, int y) { return Rgb{x * 4, y * 5, 7}; });
     TempDir png_dir;
-    write_png(png_dir.path() / "p.png", 64, 48, 3,
-              [](int x, int y) { return Rgb{(x * 37 + y * 11) % 256, (x * x + y * 3) % 256, (x * y) % 256}; });
+    write_png(png_dir.path() / "p.png", 64, 48, 3, [](int x, int y) {
+        return Rgb{(x * 37 + y * 11) % 256, (x * x + y * 3) % 256, (x * y) % 256};
+    });
     const auto png = read_bytes(png_dir.path() / "p.png");
     ASSERT_GT(jpeg.size(), 400u);
     ASSERT_GT(png.size(), 1000u);
@@ -471,8 +480,10 @@ std::vector<unsigned char> jpeg_claiming(int width, int height) {
     std::vector<unsigned char> bytes = jpeg_bytes(16, 16, uniform({200, 30, 30}));
     for (std::size_t i = 0; i + 9 < bytes.size(); ++i) {
         if (bytes[i] == 0xff && bytes[i + 1] == 0xc0) {  // SOF0: length (2), precision (1), height (2), width (2)
-            bytes[i + 5] = static_cast<unsigned char>(height >> 8), bytes[i + 6] = static_cast<unsigned char>(height & 0xff);
-            bytes[i + 7] = static_cast<unsigned char>(width >> 8), bytes[i + 8] = static_cast<unsigned char>(width & 0xff);
+            bytes[i + 5] = static_cast<unsigned char>(height >> 8),
+                      bytes[i + 6] = static_cast<unsigned char>(height & 0xff);
+            bytes[i + 7] = static_cast<unsigned char>(width >> 8),
+                      bytes[i + 8] = static_cast<unsigned char>(width & 0xff);
             return bytes;
         }
     }
@@ -504,8 +515,8 @@ TEST(ImageFolderData, AJpegClaimingHugeDimensionsIsRefusedBeforeDecoding) {
 // ----- synthetic data -----------------------------------------------------------------------
 
 struct ClassStatistics {
-    std::vector<std::vector<double>> means;        ///< per class, per value
-    std::vector<int> counts;                       ///< images per class
+    std::vector<std::vector<double>> means;  ///< per class, per value
+    std::vector<int> counts;                 ///< images per class
 };
 
 ClassStatistics class_means(const Batch& batch, int classes) {
@@ -674,7 +685,8 @@ TEST(BatchPosition, IsStepTimesTheGlobalBatchPlusTheWorkersOffset) {
     EXPECT_EQ(batch_position(0, 0, 1, 8), 0);
     EXPECT_EQ(batch_position(0, 1, 2, 8), 8);
     EXPECT_EQ(batch_position(3, 1, 2, 8), 3 * 16 + 8);
-    EXPECT_EQ(batch_position(std::int64_t{1} << 33, 2, 4, 256), (std::int64_t{1} << 33) * 1024 + 512);  // no int overflow
+    EXPECT_EQ(batch_position(std::int64_t{1} << 33, 2, 4, 256),
+              (std::int64_t{1} << 33) * 1024 + 512);  // no int overflow
 }
 
 TEST(BatchLoader, YieldsWhatFillGivesForThisWorkersPositions) {

@@ -81,9 +81,7 @@ TEST_P(LayerConformance, Convolution1x1Stride2) { check_convolution({{1, 2, 0}, 
 
 TEST_P(LayerConformance, Convolution7x7Stride2LikeConv1) { check_convolution({{7, 2, 3}, 3, 16, 16}, false); }
 
-TEST_P(LayerConformance, ConvolutionAddsToAGradientAlreadyWritten) {
-    check_convolution({{3, 1, 1}, 16, 16, 8}, true);
-}
+TEST_P(LayerConformance, ConvolutionAddsToAGradientAlreadyWritten) { check_convolution({{3, 1, 1}, 16, 16, 8}, true); }
 
 // ---------------------------------------------------------------------------------------------
 // Batch normalisation, training mode (unfused; the CPU's fused forms are test_cpu_layers.cpp's)

@@ -92,10 +92,10 @@ TEST(Optimizer, LayoutFormEqualsTheMaskFormOnAnyRangeOfTheArena) {
                       start.elements, 0.1);
     // In two pieces cut inside a tensor, as shards and buckets are.
     const std::int64_t cut = start.layout[3].offset + 7;
-    sgd_nesterov_step(by_layout.weights.data(), by_layout.gradients.data(), by_layout.momentum.data(), start.layout,
-                      0, cut, 0.1);
-    sgd_nesterov_step(by_layout.weights.data() + cut, by_layout.gradients.data() + cut,
-                      by_layout.momentum.data() + cut, start.layout, cut, start.elements - cut, 0.1);
+    sgd_nesterov_step(by_layout.weights.data(), by_layout.gradients.data(), by_layout.momentum.data(), start.layout, 0,
+                      cut, 0.1);
+    sgd_nesterov_step(by_layout.weights.data() + cut, by_layout.gradients.data() + cut, by_layout.momentum.data() + cut,
+                      start.layout, cut, start.elements - cut, 0.1);
     EXPECT_EQ(by_layout.weights, masked.weights);  // the same arithmetic: bit for bit
     EXPECT_EQ(by_layout.momentum, masked.momentum);
     EXPECT_NE(masked.weights, start.weights);
@@ -131,7 +131,8 @@ TEST(Optimizer, StepFromASumAveragesItFirstInFp32AndFromBf16Bits) {
     EXPECT_EQ(from_bf16.weights, reference_bf16.weights);
     EXPECT_EQ(from_bf16.momentum, reference_bf16.momentum);
     // Outside [first, first + count) nothing moved.
-    EXPECT_EQ(from_bf16.weights[static_cast<std::size_t>(first - 1)], start.weights[static_cast<std::size_t>(first - 1)]);
+    EXPECT_EQ(from_bf16.weights[static_cast<std::size_t>(first - 1)],
+              start.weights[static_cast<std::size_t>(first - 1)]);
     EXPECT_EQ(from_bf16.weights.back(), start.weights.back());
 }
 
@@ -190,14 +191,18 @@ TEST(Distributed, ShardsCoverTheArenaContiguously) {
 
 class CheckpointTest : public ::testing::Test {
 protected:
-    std::filesystem::path directory = std::filesystem::temp_directory_path() /
-                                      ("epochcast-checkpoint-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::path directory =
+        std::filesystem::temp_directory_path() /
+        ("epochcast-checkpoint-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     void TearDown() override { std::filesystem::remove_all(directory); }
 };
 
 TEST_F(CheckpointTest, RoundTripsEveryFieldAndLeavesNoTemporaryFile) {
-    const Checkpoint written{{{"model", "resnet18"}, {"batch_per_gpu", 4}}, 7, {1.5f, -2.0f, 3.0f}, {0.1f, 0.2f, 0.3f},
+    const Checkpoint written{{{"model", "resnet18"}, {"batch_per_gpu", 4}},
+                             7,
+                             {1.5f, -2.0f, 3.0f},
+                             {0.1f, 0.2f, 0.3f},
                              {{"bn1.running_mean", {0.5f}}, {"bn1.running_var", {2.0f, 3.0f}}}};
     write_checkpoint(directory, written);
     const Checkpoint read = read_checkpoint(directory);
@@ -255,7 +260,8 @@ void expect_refused(const std::filesystem::path& directory, const std::string& p
 
 /// A checkpoint of 1000 weights, as a run writes it.
 Checkpoint thousand_weights() {
-    Checkpoint checkpoint{{{"model", "resnet18"}, {"batch_per_gpu", 4}}, 7, {}, {}, {{"bn1.running_var", {1.0f, 2.0f}}}};
+    Checkpoint checkpoint{
+        {{"model", "resnet18"}, {"batch_per_gpu", 4}}, 7, {}, {}, {{"bn1.running_var", {1.0f, 2.0f}}}};
     for (int i = 0; i < 1000; ++i) {
         checkpoint.weights.push_back(0.001f * static_cast<float>(i) - 0.3f);
         checkpoint.momentum.push_back(0.0001f * static_cast<float>(i % 17));
@@ -276,7 +282,8 @@ TEST_F(CheckpointTest, ANanWrittenIntoTheWeightsIsRefused) {
     const std::filesystem::path file = directory / kCheckpointFile;
     std::string bytes = file_bytes(file);
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    bytes.replace(bytes.find('\n') + 1 + 10 * sizeof(float), sizeof(float), reinterpret_cast<const char*>(&nan), sizeof(float));
+    bytes.replace(bytes.find('\n') + 1 + 10 * sizeof(float), sizeof(float), reinterpret_cast<const char*>(&nan),
+                  sizeof(float));
     write_file_bytes(file, bytes);
     expect_refused(directory, "checksum does not match");
 }
@@ -331,7 +338,8 @@ TEST_F(CheckpointTest, TruncatedFilesAreRefusedAtAnyLength) {
 TEST_F(CheckpointTest, AFileOfTheUncheckedFirstSchemaIsRefusedSayingWhy) {
     std::filesystem::create_directories(directory);
     const std::vector<float> values = {1, 2, 0, 0};
-    std::string bytes = "{\"next_step\":1,\"parameters\":2,\"run\":{},\"schema\":\"epochcast.checkpoint/1\",\"state\":[]}\n";
+    std::string bytes =
+        "{\"next_step\":1,\"parameters\":2,\"run\":{},\"schema\":\"epochcast.checkpoint/1\",\"state\":[]}\n";
     bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
     write_file_bytes(directory / kCheckpointFile, bytes);
     expect_refused(directory, "epochcast.checkpoint/1 checkpoint, written before checkpoints carried a checksum");
@@ -359,7 +367,8 @@ TEST_F(CheckpointTest, HeadersTheFuzzerFoundAreOneLineErrorsOrRead) {
     write_file_bytes(directory / kCheckpointFile,
                      checksummed_checkpoint(R"({"next_step":"seven","parameters":1)" + tail, {1, 2}));
     expect_refused(directory, "malformed header");
-    write_file_bytes(directory / kCheckpointFile, checksummed_checkpoint(R"({"next_step":3,"parameters":0)" + tail, {}));
+    write_file_bytes(directory / kCheckpointFile,
+                     checksummed_checkpoint(R"({"next_step":3,"parameters":0)" + tail, {}));
     const Checkpoint empty = read_checkpoint(directory);
     EXPECT_EQ(empty.next_step, 3);
     EXPECT_TRUE(empty.weights.empty());
@@ -375,7 +384,8 @@ TEST_F(CheckpointTest, TheNextWriteRemovesTemporariesOfDeadWritersOnly) {
     ASSERT_GT(child, 0);
     ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // now a PID of no process
     const std::filesystem::path dead = directory / (std::string(kCheckpointFile) + ".tmp." + std::to_string(child));
-    const std::filesystem::path alive = directory / (std::string(kCheckpointFile) + ".tmp." + std::to_string(::getppid()));
+    const std::filesystem::path alive =
+        directory / (std::string(kCheckpointFile) + ".tmp." + std::to_string(::getppid()));
     const std::filesystem::path other = directory / "notes.tmp.1";
     for (const auto& path : {dead, alive, other}) write_file_bytes(path, "half a checkpoint");
     write_checkpoint(directory, thousand_weights());
@@ -392,7 +402,8 @@ TEST_F(CheckpointTest, ResumingADifferentRunNamesTheKeyThatDiffers) {
         check_resumable(saved, {{"model", "resnet18"}, {"batch_per_gpu", 32}}, directory);
         FAIL() << "a different batch was accepted";
     } catch (const InputError& error) {
-        EXPECT_NE(std::string(error.what()).find("batch_per_gpu 16, this run has 32"), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find("batch_per_gpu 16, this run has 32"), std::string::npos)
+            << error.what();
     }
 }
 

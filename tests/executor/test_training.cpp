@@ -23,13 +23,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "executor/checkpoint.hpp"
 #include "executor/arena.hpp"
 #include "executor/bf16.hpp"
+#include "executor/checkpoint.hpp"
+#include "executor/cpu/layers.hpp"
 #include "executor/cpu/network.hpp"
 #include "executor/data.hpp"
 #include "executor/distributed.hpp"
-#include "executor/cpu/layers.hpp"
 #include "executor/optimizer.hpp"
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
@@ -50,9 +50,9 @@ const std::string kSmallRun =
 
 class TrainingTest : public ::testing::Test {
 protected:
-    std::filesystem::path folder = std::filesystem::temp_directory_path() /
-                                   ("epochcast-training-" + std::to_string(::getpid()) + "-" +
-                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("epochcast-training-" + std::to_string(::getpid()) + "-" +
+                                                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
     void SetUp() override { std::filesystem::create_directories(folder); }
     void TearDown() override { std::filesystem::remove_all(folder); }
 
@@ -109,7 +109,8 @@ std::vector<float> initial_weights() {
 }
 
 TEST_F(TrainingTest, LossFallsClearlyOnOneRank) {
-    const ProcessResult run = train(kSmallRun + " --batch-per-gpu 16 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
+    const ProcessResult run =
+        train(kSmallRun + " --batch-per-gpu 16 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     EXPECT_NE(run.out.find("Speed(img/s)"), std::string::npos) << run.out;  // the seeds' step table
     const std::vector<double> loss = losses(path("t.json"));
@@ -134,9 +135,10 @@ TEST_F(TrainingTest, LossFallsOnAnImageFolder) {
         testing::write_jpeg(photos / "blue" / (name + ".jpg"), width, height,
                             testing::uniform({30, 60 + shade / 2, 230 - shade}));
     }
-    const ProcessResult run = train(" --model resnet18 --image-size 32 --precision fp32 --threads 1 --seed 7"
-                                    " --batch-per-gpu 8 --steps 30 --lr 0.05 --data-threads 2 --data " +
-                                    photos.string() + " --trace-out " + path("t.json"));
+    const ProcessResult run = train(
+        " --model resnet18 --image-size 32 --precision fp32 --threads 1 --seed 7"
+        " --batch-per-gpu 8 --steps 30 --lr 0.05 --data-threads 2 --data " +
+        photos.string() + " --trace-out " + path("t.json"));
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));
     EXPECT_EQ(trace["runs"][0]["configuration"]["data"], photos.string());
@@ -147,7 +149,8 @@ TEST_F(TrainingTest, LossFallsOnAnImageFolder) {
 }
 
 TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
-    const ProcessResult run = mpirun(2, kSmallRun + " --batch-per-gpu 8 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
+    const ProcessResult run =
+        mpirun(2, kSmallRun + " --batch-per-gpu 8 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));
     EXPECT_EQ(trace["runs"][0]["gpus_per_node"], 2);
@@ -163,7 +166,8 @@ TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
 /// checked too: the ring exchange steps each chunk on one rank and gathers it for checkpoints.
 void TrainingTest::expect_ranks_apply_the_mean_gradient(int ranks, const std::string& run, Precision precision,
                                                         const std::string& checkpoint, double tolerance) {
-    const ProcessResult result = mpirun(ranks, run + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + checkpoint);
+    const ProcessResult result =
+        mpirun(ranks, run + " --steps 1 --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + checkpoint);
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const Architecture architecture = build_resnet("resnet18", 32, 4);
     std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{architecture, 8, precision, 1, 7});
@@ -221,9 +225,9 @@ TEST_F(TrainingTest, TwoRanksInBf16AllReduceBf16RoundedGradients) {
 TEST(Bf16Bits, RoundToNearestEvenAndWidenExactly) {
     EXPECT_EQ(to_bf16_bits(1.0f), 0x3f80);
     EXPECT_EQ(from_bf16_bits(0x3f80), 1.0f);
-    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f), 0x3f80);               // a tie: to the even neighbour, 1
-    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);    // a tie: to the even neighbour, up
-    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie: up
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f), 0x3f80);             // a tie: to the even neighbour, 1
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);   // a tie: to the even neighbour, up
+    EXPECT_EQ(to_bf16_bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above the tie: up
     EXPECT_EQ(to_bf16_bits(-2.5f), 0xc020);
     EXPECT_EQ(from_bf16_bits(to_bf16_bits(std::numeric_limits<float>::infinity())),
               std::numeric_limits<float>::infinity());
@@ -236,9 +240,17 @@ TEST(Bf16Bits, RoundToNearestEvenAndWidenExactly) {
 // The array forms the all-reduce uses (vectorised clones) agree with the one-value forms above,
 // on every float class: normal, subnormal, zero, infinite and NaN, and on ties.
 TEST(Bf16Bits, ArrayFormsAgreeWithTheScalarForms) {
-    std::vector<float> values = {0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, 1e-40f, -3e-39f, 65280.0f,
-                                 std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
-                                 -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    std::vector<float> values = {0.0f,
+                                 -0.0f,
+                                 1.0f + 0x1p-8f,
+                                 1.0f + 0x1p-7f + 0x1p-8f,
+                                 1e-40f,
+                                 -3e-39f,
+                                 65280.0f,
+                                 std::numeric_limits<float>::max(),
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::quiet_NaN()};
     std::uint32_t state = 1;
     for (int i = 0; i < 1000; ++i) {  // random bit patterns, NaNs included
         state = state * 1664525U + 1013904223U;
@@ -268,13 +280,15 @@ TEST_F(TrainingTest, TwoRanksUpdateTheWeightsAsOneRankOnTheCombinedBatch) {
     // (0.67 at 32x32, where the last stage's maps are 1x1). The control, one rank on only the
     // first rank's 8 images, is 0.84 away; data parallelism must be clearly closer.
     // Linear scaling: the two ranks' per-worker rate 0.05 is a global 0.1, as for one rank.
-    const std::string common = " --model resnet18 --image-size 64 --classes 4 --precision fp32 --threads 1"
-                               " --synthetic-images 4096 --seed 7 --steps 1";
+    const std::string common =
+        " --model resnet18 --image-size 64 --classes 4 --precision fp32 --threads 1"
+        " --synthetic-images 4096 --seed 7 --steps 1";
     ASSERT_EQ(train(common + " --batch-per-gpu 16 --lr 0.1 --checkpoint-dir " + path("one")).exit_code, 0);
     const ProcessResult two = mpirun(2, common + " --batch-per-gpu 8 --lr 0.05 --checkpoint-dir " + path("two"));
     ASSERT_EQ(two.exit_code, 0) << two.err;
     ASSERT_EQ(train(common + " --batch-per-gpu 8 --lr 0.1 --checkpoint-dir " + path("half")).exit_code, 0);
-    std::unique_ptr<Network> network = make_cpu_network(NetworkSpec{build_resnet("resnet18", 64, 4), 2, Precision::fp32, 1, 7});
+    std::unique_ptr<Network> network =
+        make_cpu_network(NetworkSpec{build_resnet("resnet18", 64, 4), 2, Precision::fp32, 1, 7});
     const std::vector<float> start(network->values(), network->values() + network->parameter_elements());
     const std::vector<float> one = minus(read_checkpoint(path("one")).weights, start);
     const std::vector<float> two_ranks = minus(read_checkpoint(path("two")).weights, start);
@@ -282,7 +296,8 @@ TEST_F(TrainingTest, TwoRanksUpdateTheWeightsAsOneRankOnTheCombinedBatch) {
     const double data_parallel_error = relative_distance(two_ranks, one);
     const double control_error = relative_distance(half, one);
     EXPECT_LT(data_parallel_error, 0.45);
-    EXPECT_LT(data_parallel_error, 0.5 * control_error) << "2 ranks " << data_parallel_error << ", half batch " << control_error;
+    EXPECT_LT(data_parallel_error, 0.5 * control_error)
+        << "2 ranks " << data_parallel_error << ", half batch " << control_error;
 }
 
 TEST_F(TrainingTest, ParameterServersGiveTheWeightsOfAllReduce) {
@@ -307,7 +322,8 @@ void TrainingTest::expect_resumed_run_continues(const std::string& run, double t
     const ProcessResult first = train(common + " --stop-after 5 --checkpoint-dir " + path("ck"));
     ASSERT_EQ(first.exit_code, 0) << first.err;
     EXPECT_EQ(read_checkpoint(path("ck")).next_step, 5);
-    const ProcessResult rest = train(common + " --resume --checkpoint-dir " + path("ck") + " --trace-out " + path("rest.json"));
+    const ProcessResult rest =
+        train(common + " --resume --checkpoint-dir " + path("ck") + " --trace-out " + path("rest.json"));
     ASSERT_EQ(rest.exit_code, 0) << rest.err;
     const std::vector<double> whole = losses(path("whole.json"));
     const std::vector<double> resumed = losses(path("rest.json"));
@@ -344,10 +360,12 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
 // number a schedule could hold, the training diverged), before the step's row is printed and
 // without writing a checkpoint over the last good one.
 TEST_F(TrainingTest, ANonFiniteLossStopsTheRunNamingTheStep) {
-    const ProcessResult run = train(kSmallRun + " --batch-per-gpu 4 --steps 20 --lr 1e30 --checkpoint-dir " + path("ck"));
+    const ProcessResult run =
+        train(kSmallRun + " --batch-per-gpu 4 --steps 20 --lr 1e30 --checkpoint-dir " + path("ck"));
     EXPECT_EQ(run.exit_code, 1) << run.err << run.out;
     EXPECT_NE(run.err.find(" at step "), std::string::npos) << run.err;
-    EXPECT_TRUE(run.err.find("loss is NaN") != std::string::npos || run.err.find("loss is infinite") != std::string::npos)
+    EXPECT_TRUE(run.err.find("loss is NaN") != std::string::npos ||
+                run.err.find("loss is infinite") != std::string::npos)
         << run.err;
     EXPECT_NE(run.err.find("lower --lr"), std::string::npos) << run.err;
     EXPECT_EQ(run.out.find("nan"), std::string::npos) << run.out;
@@ -386,10 +404,30 @@ TEST_F(TrainingTest, ADamagedCheckpointIsRefusedOnResume) {
 // which the next run's first write removes.
 TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) {
     const std::string checkpoint = path("ck");
-    const std::vector<std::string> flags = {"--model", "resnet18", "--image-size", "32", "--classes", "4",
-                                            "--precision", "fp32", "--threads", "1", "--synthetic-images", "4096",
-                                            "--seed", "7", "--batch-per-gpu", "2", "--steps", "1000", "--lr", "0.05",
-                                            "--checkpoint-dir", checkpoint, "--checkpoint-every", "1"};
+    const std::vector<std::string> flags = {"--model",
+                                            "resnet18",
+                                            "--image-size",
+                                            "32",
+                                            "--classes",
+                                            "4",
+                                            "--precision",
+                                            "fp32",
+                                            "--threads",
+                                            "1",
+                                            "--synthetic-images",
+                                            "4096",
+                                            "--seed",
+                                            "7",
+                                            "--batch-per-gpu",
+                                            "2",
+                                            "--steps",
+                                            "1000",
+                                            "--lr",
+                                            "0.05",
+                                            "--checkpoint-dir",
+                                            checkpoint,
+                                            "--checkpoint-every",
+                                            "1"};
     int temporaries_left = 0;
     for (int attempt = 0; attempt < 3; ++attempt) {
         std::vector<std::string> argv = {EPOCHCAST_TRAIN_PATH};
@@ -436,13 +474,16 @@ TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) 
         }
     }
     EXPECT_GE(temporaries_left, 1) << "no kill landed during a write";
-    const ProcessResult last = train(" --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
-                                     " --synthetic-images 4096 --seed 7 --batch-per-gpu 2 --steps 1000 --lr 0.05"
-                                     " --checkpoint-dir " + checkpoint + " --checkpoint-every 1 --resume --stop-after 1");
+    const ProcessResult last = train(
+        " --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
+        " --synthetic-images 4096 --seed 7 --batch-per-gpu 2 --steps 1000 --lr 0.05"
+        " --checkpoint-dir " +
+        checkpoint + " --checkpoint-every 1 --resume --stop-after 1");
     ASSERT_EQ(last.exit_code, 0) << last.err;
     std::vector<std::string> files;
     for (const auto& entry : std::filesystem::directory_iterator(checkpoint)) files.push_back(entry.path().filename());
-    EXPECT_EQ(files, std::vector<std::string>{kCheckpointFile}) << temporaries_left << " temporaries were left by kills";
+    EXPECT_EQ(files, std::vector<std::string>{kCheckpointFile})
+        << temporaries_left << " temporaries were left by kills";
 }
 
 #ifdef EPOCHCAST_WITH_CUDA
@@ -467,7 +508,8 @@ TEST_F(TrainingTest, LossFallsClearlyOnOneGpuInBothPrecisions) {
         const std::vector<double> loss = losses(path("t.json"));
         ASSERT_EQ(loss.size(), 40u);
         EXPECT_NEAR(loss.front(), std::log(4.0), 0.5) << precision;
-        EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << precision << ": first " << loss.front() << ", last " << loss.back();
+        EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5))
+            << precision << ": first " << loss.front() << ", last " << loss.back();
         const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));
         EXPECT_EQ(trace["runs"][0]["measured"]["skipped_steps"], 0) << precision;  // 2^15 suffices for this net
     }
@@ -476,8 +518,9 @@ TEST_F(TrainingTest, LossFallsClearlyOnOneGpuInBothPrecisions) {
 // The GPU run makes its synthetic batches on the GPU, the CPU run on the host: the same images.
 TEST_F(TrainingTest, OneGpuMatchesTheCpuBackendOverTenFp32Steps) {
     if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
-    const std::string common = " --model resnet18 --image-size 32 --classes 4 --synthetic-images 4096 --seed 7"
-                               " --precision fp32 --batch-per-gpu 8 --steps 10 --lr 0.05 --threads 2";
+    const std::string common =
+        " --model resnet18 --image-size 32 --classes 4 --synthetic-images 4096 --seed 7"
+        " --precision fp32 --batch-per-gpu 8 --steps 10 --lr 0.05 --threads 2";
     const ProcessResult gpu = train(common + " --backend cuda --trace-out " + path("gpu.json"));
     const ProcessResult cpu = train(common + " --backend cpu --trace-out " + path("cpu.json"));
     ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
@@ -489,7 +532,8 @@ TEST_F(TrainingTest, OneGpuMatchesTheCpuBackendOverTenFp32Steps) {
 
 TEST_F(TrainingTest, OneGpuMakesItsSyntheticBatchesItselfWithoutWaitingForData) {
     if (cuda::visible_gpus() == 0) GTEST_SKIP() << "no GPU visible";
-    const ProcessResult run = train(kSmallGpuRun + " --precision fp32 --batch-per-gpu 8 --steps 4 --trace-out " + path("t.json"));
+    const ProcessResult run =
+        train(kSmallGpuRun + " --precision fp32 --batch-per-gpu 8 --steps 4 --trace-out " + path("t.json"));
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     EXPECT_NE(run.out.find("data synthetic (made by the backend)"), std::string::npos) << run.out;
     const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));

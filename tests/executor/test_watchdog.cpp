@@ -30,8 +30,9 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-const std::string kSmallRun = " --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
-                              " --synthetic-images 4096 --seed 7 --batch-per-gpu 4";
+const std::string kSmallRun =
+    " --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
+    " --synthetic-images 4096 --seed 7 --batch-per-gpu 4";
 
 /// `epochcast run --np RANKS` with the real trainer and mpirun, then `flags`.
 std::string epochcast_run(int ranks, const std::string& flags) {
@@ -112,18 +113,23 @@ TEST(Watchdog, AStoppedRankIsReportedWithItsHostAndTheJobKilledWithinTheDeadline
     Background run(epochcast_run(2, " --watchdog 3" + kSmallRun + " --lr 0.05 --steps 1000000"));
     // The progress folder `run` names on its second line, then rank 1's report after two steps.
     std::string folder;
-    ASSERT_TRUE(eventually(60s, [&] {
-        const std::string out = run.out();
-        const std::size_t at = out.find("progress reports in ");
-        if (at == std::string::npos || out.find(';', at) == std::string::npos) return false;
-        folder = out.substr(at + 20, out.find(';', at) - at - 20);
-        return true;
-    })) << run.out() << run.err();
+    ASSERT_TRUE(eventually(60s,
+                           [&] {
+                               const std::string out = run.out();
+                               const std::size_t at = out.find("progress reports in ");
+                               if (at == std::string::npos || out.find(';', at) == std::string::npos) return false;
+                               folder = out.substr(at + 20, out.find(';', at) - at - 20);
+                               return true;
+                           }))
+        << run.out() << run.err();
     nlohmann::json report;
-    ASSERT_TRUE(eventually(180s, [&] {
-        report = nlohmann::json::parse(testing::read_text(folder + "/rank-1.json"), nullptr, false);
-        return report.is_object() && report.value("steps", 0) >= 2;
-    })) << run.out() << run.err();
+    ASSERT_TRUE(eventually(180s,
+                           [&] {
+                               report =
+                                   nlohmann::json::parse(testing::read_text(folder + "/rank-1.json"), nullptr, false);
+                               return report.is_object() && report.value("steps", 0) >= 2;
+                           }))
+        << run.out() << run.err();
     const auto pid = static_cast<pid_t>(report.at("pid").get<int>());
     const nlohmann::json rank0 = nlohmann::json::parse(testing::read_text(folder + "/rank-0.json"), nullptr, false);
     const auto pid0 = static_cast<pid_t>(rank0.value("pid", 0));

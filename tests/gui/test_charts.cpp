@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -78,7 +78,8 @@ ScalingChartData scaling_data() {
     ScalingChartData data;
     data.title = "ResNet-50 scaling";
     ScalingSeries predicted{"p3.16xlarge (predicted)", {}, false, 800};
-    for (int gpus : {1, 8, 16, 32, 64, 128, 256}) predicted.points.push_back({double(gpus), 800.0 * gpus * (1 - 0.0004 * gpus)});
+    for (int gpus : {1, 8, 16, 32, 64, 128, 256})
+        predicted.points.push_back({double(gpus), 800.0 * gpus * (1 - 0.0004 * gpus)});
     ScalingSeries measured{"measured", {{8, 6300}, {64, 44000}}, true};
     data.series = {predicted, measured};
     return data;
@@ -89,7 +90,8 @@ CostTimeChartData cost_time_data() {
     data.title = "time against cost";
     for (int i = 0; i < 40; ++i) {
         const double hours = 0.5 + 0.25 * i;
-        data.points.push_back({i, hours * 3600, 200 + 30.0 * ((i * 7) % 11) + 10.0 * i, i % 5 == 0, "config " + std::to_string(i), ""});
+        data.points.push_back(
+            {i, hours * 3600, 200 + 30.0 * ((i * 7) % 11) + 10.0 * i, i % 5 == 0, "config " + std::to_string(i), ""});
     }
     data.deadline_s = 4 * 3600.0;
     data.budget_usd = 500;
@@ -98,7 +100,9 @@ CostTimeChartData cost_time_data() {
 
 BreakdownChartData breakdown_data() {
     return {"one iteration",
-            {{"1 x p3.2xlarge", 0.30, 0.0, 0.0}, {"8 x p3.16xlarge", 0.31, 0.0, 0.05}, {"16 x p3.16xlarge", 0.31, 0.02, 0.12}}};
+            {{"1 x p3.2xlarge", 0.30, 0.0, 0.0},
+             {"8 x p3.16xlarge", 0.31, 0.0, 0.05},
+             {"16 x p3.16xlarge", 0.31, 0.02, 0.12}}};
 }
 
 TEST(Charts, ScalingChartRendersItsSeriesAndTheIdealLine) {
@@ -131,8 +135,8 @@ TEST(Charts, ScalingChartUsesALogGpuAxisOverAWideRange) {
 /// The values a logarithmic axis labels: the powers of its base within its range.
 std::vector<double> labelled_ticks(const QLogValueAxis& axis) {
     std::vector<double> ticks;
-    for (double v = std::pow(axis.base(), std::ceil(std::log(axis.min()) / std::log(axis.base()) - 1e-9)); v <= axis.max() * (1 + 1e-9);
-         v *= axis.base()) {
+    for (double v = std::pow(axis.base(), std::ceil(std::log(axis.min()) / std::log(axis.base()) - 1e-9));
+         v <= axis.max() * (1 + 1e-9); v *= axis.base()) {
         ticks.push_back(v);
     }
     return ticks;
@@ -188,7 +192,8 @@ TEST(Charts, LogTimeAxesLabelAtLeastThreeTicks) {
         for (QAbstractAxis* axis : chart->axes()) {
             const auto* log = qobject_cast<QLogValueAxis*>(axis);
             ASSERT_NE(log, nullptr) << "a factor of 30 or more is drawn on log axes";
-            EXPECT_GE(labelled_ticks(*log).size(), 3u) << fastest_h << " to " << slowest_h << " h, base " << log->base();
+            EXPECT_GE(labelled_ticks(*log).size(), 3u)
+                << fastest_h << " to " << slowest_h << " h, base " << log->base();
             EXPECT_LE(labelled_ticks(*log).size(), 12u) << "ticks too close to read";
         }
     }

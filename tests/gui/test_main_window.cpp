@@ -79,7 +79,8 @@ TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, p.cost_usd);
     EXPECT_GT(p.throughput_images_per_s, before);
     EXPECT_TRUE(child<QLabel>(window, "cost")->text().contains(QString::number(p.cost_usd, 'f', 0)));
-    EXPECT_TRUE(child<QLabel>(window, "efficiency")->text().contains(QString::number(100 * p.scaling_efficiency, 'f', 1)));
+    EXPECT_TRUE(
+        child<QLabel>(window, "efficiency")->text().contains(QString::number(100 * p.scaling_efficiency, 'f', 1)));
 }
 
 TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
@@ -224,8 +225,8 @@ TEST_F(Window, ABadCalibrationFileGivesAMessageNotACrash) {
     const double before = window.prediction()->throughput_images_per_s;
     EXPECT_FALSE(window.useCalibration(QString::fromStdString(bad.path())));
     EXPECT_TRUE(window.message().contains("Calibration not loaded")) << window.message().toStdString();
-    EXPECT_TRUE(window.message().contains(QString::fromStdString(bad.path())) ||
-                window.message().contains("JSON") || window.message().contains("json"))
+    EXPECT_TRUE(window.message().contains(QString::fromStdString(bad.path())) || window.message().contains("JSON") ||
+                window.message().contains("json"))
         << window.message().toStdString();
     ASSERT_TRUE(window.prediction());
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, before);  // the old calibration stays
@@ -249,7 +250,7 @@ TEST_F(Window, PinsUpToFourAndExportsTheTableAsCsv) {
     EXPECT_FALSE(window.pinCurrent());  // a fifth is refused
     EXPECT_EQ(window.pinCount(), 4);
     auto* table = child<QTableWidget>(window, "pinTable");
-    EXPECT_EQ(table->columnCount(), 5);  // current + 4 pins, side by side
+    EXPECT_EQ(table->columnCount(), 5);         // current + 4 pins, side by side
     EXPECT_EQ(table->item(1, 1)->text(), "8");  // pin 1 was on 8 nodes
     EXPECT_EQ(table->item(1, 2)->text(), "4");
     // The iteration chart has a bar for the current configuration and each pin, pin 1's on 8 nodes.
@@ -370,7 +371,7 @@ TEST(Screenshot, WritesANonBlankPngAndExits) {
     EXPECT_TRUE(bad.readAllStandardError().contains("/nonexistent/x.png"));
     QProcess bad_calibration;
     bad_calibration.start(EPOCHCAST_GUI_PATH, {"--calibration", "/nonexistent/cal.json", "--screenshot",
-                                         QString::fromStdString(folder / "y.png")});
+                                               QString::fromStdString(folder / "y.png")});
     ASSERT_TRUE(bad_calibration.waitForFinished(60000));
     EXPECT_EQ(bad_calibration.exitCode(), 2);
 }

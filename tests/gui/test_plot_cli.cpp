@@ -22,7 +22,8 @@ int pixels_near(const QImage& image, QColor colour, int tolerance) {
     for (int y = 0; y < image.height(); ++y) {
         for (int x = 0; x < image.width(); ++x) {
             const QColor c = image.pixelColor(x, y);
-            count += std::abs(c.red() - colour.red()) <= tolerance && std::abs(c.green() - colour.green()) <= tolerance &&
+            count += std::abs(c.red() - colour.red()) <= tolerance &&
+                     std::abs(c.green() - colour.green()) <= tolerance &&
                      std::abs(c.blue() - colour.blue()) <= tolerance;
         }
     }
@@ -37,23 +38,28 @@ void expect_three_charts(const std::string& png) {
     // Each third holds a chart: the front (vermillion) on top, curves in the middle, bars (blue) below.
     const int third = image.height() / 3;
     EXPECT_GT(pixels_near(image.copy(0, 0, image.width(), third), QColor(213, 94, 0), 20), 300) << "the Pareto front";
-    EXPECT_GT(pixels_near(image.copy(0, third, image.width(), third), QColor(0, 114, 178), 20), 300) << "a scaling curve";
-    EXPECT_GT(pixels_near(image.copy(0, 2 * third, image.width(), third), QColor(0, 114, 178), 4), 5000) << "compute bars";
+    EXPECT_GT(pixels_near(image.copy(0, third, image.width(), third), QColor(0, 114, 178), 20), 300)
+        << "a scaling curve";
+    EXPECT_GT(pixels_near(image.copy(0, 2 * third, image.width(), third), QColor(0, 114, 178), 4), 5000)
+        << "compute bars";
 }
 
 TEST(PlotCli, SweepDrawsThreeChartsIntoOnePng) {
-    TempFile spec(R"({"instance": ["p3.16xlarge", "p3.8xlarge"], "nodes": [1, 2, 4, 8, 16], "batch_per_gpu": [128, 256]})");
+    TempFile spec(
+        R"({"instance": ["p3.16xlarge", "p3.8xlarge"], "nodes": [1, 2, 4, 8, 16], "batch_per_gpu": [128, 256]})");
     TempFile png("", ".png");
     fs::remove(png.path());
     const TempFolder folder;
-    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + (folder / "rows.csv") + " --plot " + png.path());
+    const ProcessResult r =
+        run_epochcast("sweep " + spec.path() + " -o " + (folder / "rows.csv") + " --plot " + png.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     expect_three_charts(png.path());
 }
 
 TEST(PlotCli, PlanDrawsPngAndSvg) {
     TempFile png("", ".png");
-    const ProcessResult r = run_epochcast("plan --deadline 1h --budget 300 --instance p3.16xlarge --instance p4d.24xlarge --plot " + png.path());
+    const ProcessResult r = run_epochcast(
+        "plan --deadline 1h --budget 300 --instance p3.16xlarge --instance p4d.24xlarge --plot " + png.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("plots: " + png.path()), std::string::npos);
     expect_three_charts(png.path());
@@ -79,7 +85,8 @@ TEST(PlotCli, UnwritablePlotIsABadInputAndLeavesNothing) {
     const ProcessResult s = run_epochcast("sweep " + spec.path() + " -o " + rows + " --plot /nonexistent-folder/s.png");
     EXPECT_EQ(s.exit_code, 2);
     EXPECT_NE(s.err.find("--plot '/nonexistent-folder/s.png': the folder '/nonexistent-folder' does not exist"),
-              std::string::npos) << s.err;
+              std::string::npos)
+        << s.err;
     EXPECT_EQ(s.out, "");
     EXPECT_FALSE(fs::exists(rows));
 }

@@ -37,8 +37,8 @@ TEST_F(DefaultSizeWindow, EveryAxisTitleFitsItsAxis) {
             if (axis->titleText().isEmpty()) continue;
             const double length = axis->orientation() == Qt::Vertical ? plot.height() : plot.width();
             const double text = QFontMetricsF(axis->titleFont()).horizontalAdvance(axis->titleText());
-            EXPECT_LE(text, length) << chart->title().toStdString() << ": \"" << axis->titleText().toStdString() << "\" is "
-                                    << text << " px on a " << length << " px axis";
+            EXPECT_LE(text, length) << chart->title().toStdString() << ": \"" << axis->titleText().toStdString()
+                                    << "\" is " << text << " px on a " << length << " px axis";
         }
     }
 }
@@ -47,14 +47,16 @@ TEST_F(DefaultSizeWindow, ScalingIsLogLogAndTheScatterHasASeriesPerInstanceType)
     const QChart* scaling = window.scalingView()->chart();
     for (const QAbstractAxis* axis : scaling->axes()) EXPECT_EQ(axis->type(), QAbstractAxis::AxisTypeLogValue);
     int ideals = 0;
-    for (const QAbstractSeries* series : scaling->series()) ideals += series->name() == "ideal (linear in GPUs)" ? 1 : 0;
+    for (const QAbstractSeries* series : scaling->series())
+        ideals += series->name() == "ideal (linear in GPUs)" ? 1 : 0;
     EXPECT_EQ(ideals, 1) << "the predicted curve's ideal";
 
     std::set<std::string> instances;
     for (const InstanceOption& o : window.scatter().options) instances.insert(o.scenario.instance);
     std::set<std::string> series;
     for (const QAbstractSeries* s : window.scatterView()->chart()->series()) {
-        if (qobject_cast<const QScatterSeries*>(s) && instances.count(s->name().toStdString())) series.insert(s->name().toStdString());
+        if (qobject_cast<const QScatterSeries*>(s) && instances.count(s->name().toStdString()))
+            series.insert(s->name().toStdString());
     }
     EXPECT_GE(instances.size(), 15u) << "the catalog's rented GPU instance types";
     EXPECT_EQ(series, instances) << "a series per instance type";

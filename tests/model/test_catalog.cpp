@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "model/catalog.hpp"
 #include "model/errors.hpp"
@@ -332,4 +332,3 @@ TEST(Catalog, DeviceKindDefaultsToGpuAndRoundTrips) {
 }
 
 }  // namespace epochcast
-

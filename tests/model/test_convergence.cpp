@@ -48,10 +48,10 @@ struct Published {
 
 TEST(Convergence, MlperfLarsPublishedPointsArePinned) {
     // MLPerf Training v1.0-v4.0 result logs, epochs to 75.9% top-1 (docs/model.md's table).
-    const Published published[] = {{408, 35, 35, 75.9},     {3264, 35, 35, 75.9},   {13056, 45, 45, 75.9},
-                                   {16384, 47, 47, 75.9},   {20480, 50, 50, 75.9},  {32256, 56, 56, 75.9},
-                                   {35840, 56, 60, 75.9},   {40448, 66, 70, 75.9},  {57344, 77, 77, 75.9},
-                                   {64800, 85, 85, 75.9},   {67456, 86, 86, 75.9}};
+    const Published published[] = {{408, 35, 35, 75.9},   {3264, 35, 35, 75.9},  {13056, 45, 45, 75.9},
+                                   {16384, 47, 47, 75.9}, {20480, 50, 50, 75.9}, {32256, 56, 56, 75.9},
+                                   {35840, 56, 60, 75.9}, {40448, 66, 70, 75.9}, {57344, 77, 77, 75.9},
+                                   {64800, 85, 85, 75.9}, {67456, 86, 86, 75.9}};
     ASSERT_EQ(lars().points.size(), std::size(published));
     for (const Published& p : published) {
         const EpochsToTarget e = needed(lars(), p.batch, 75.9);
@@ -80,7 +80,8 @@ TEST(Convergence, Goyal2017PublishedPointsArePinned) {
     // Up to 8k the recipe reaches 76.3% (the paper's claim); at 16k it no longer reaches 75.9%.
     EXPECT_DOUBLE_EQ(needed(goyal(), 4096, 76.2).epochs, 90);
     const std::string refused = error_of([] { needed(goyal(), 16384, 75.9); });
-    EXPECT_NE(refused.find("reaches 75.21% top-1 at a global batch of 16,384, below the target 75.9%"), std::string::npos)
+    EXPECT_NE(refused.find("reaches 75.21% top-1 at a global batch of 16,384, below the target 75.9%"),
+              std::string::npos)
         << refused;
 }
 
@@ -136,7 +137,8 @@ TEST(Convergence, BeyondTheLargestPublishedBatchTheNoiseScaleLawCarriesTheEpochs
 
 TEST(Convergence, TheNoiseScaleLawIsExactOnALine) {
     std::vector<RecipePoint> points;
-    for (double b : {1000.0, 5000.0, 20000.0}) points.push_back({b, 30 * (1 + b / 25000), 30 * (1 + b / 25000), 75, "x"});
+    for (double b : {1000.0, 5000.0, 20000.0})
+        points.push_back({b, 30 * (1 + b / 25000), 30 * (1 + b / 25000), 75, "x"});
     const NoiseScaleLaw law = fit_noise_scale_law(points);
     EXPECT_NEAR(law.min_epochs, 30, 1e-9);
     EXPECT_NEAR(law.noise_batch, 25000, 1e-6);
@@ -146,16 +148,22 @@ TEST(Convergence, TheNoiseScaleLawIsExactOnALine) {
 }
 
 TEST(Convergence, ARecipeAppliesOnlyToWhatItWasPublishedFor) {
-    EXPECT_NE(error_of([] { Convergence::built_in().recipe("goyal2017", "resnet152"); })
-                  .find("recipe goyal2017 is published for resnet50, resnet101, not resnet152"),
+    EXPECT_NE(error_of([] {
+                  Convergence::built_in().recipe("goyal2017", "resnet152");
+              }).find("recipe goyal2017 is published for resnet50, resnet101, not resnet152"),
               std::string::npos);
-    EXPECT_NE(error_of([] { Convergence::built_in().recipe("lamb", "resnet50"); }).find("unknown recipe 'lamb' (known: goyal2017, mlperf-lars)"),
+    EXPECT_NE(error_of([] {
+                  Convergence::built_in().recipe("lamb", "resnet50");
+              }).find("unknown recipe 'lamb' (known: goyal2017, mlperf-lars)"),
               std::string::npos);
-    EXPECT_NE(error_of([] { epochs_to_target(lars(), 1024, 75.9, "resnet50", 50000, 224); }).find("on 1,281,167 images"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { epochs_to_target(lars(), 1024, 75.9, "resnet50", kImageNetTrainImages, 160); }).find("at 224 px"),
-              std::string::npos);
-    for (double bad : {0.0, -5.0, 100.0, std::nan(""), HUGE_VAL}) EXPECT_THROW(needed(lars(), 1024, bad), InputError) << bad;
+    EXPECT_NE(
+        error_of([] { epochs_to_target(lars(), 1024, 75.9, "resnet50", 50000, 224); }).find("on 1,281,167 images"),
+        std::string::npos);
+    EXPECT_NE(
+        error_of([] { epochs_to_target(lars(), 1024, 75.9, "resnet50", kImageNetTrainImages, 160); }).find("at 224 px"),
+        std::string::npos);
+    for (double bad : {0.0, -5.0, 100.0, std::nan(""), HUGE_VAL})
+        EXPECT_THROW(needed(lars(), 1024, bad), InputError) << bad;
 }
 
 TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
@@ -165,7 +173,8 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
     auto file = [&](const std::string& points, const std::string& default_recipe = "a") {
         return R"({"schema": "epochcast.convergence/1", "default_recipe": ")" + default_recipe +
                R"(", "recipes": [{"name": "a", "description": "d", "model": "resnet50", "dataset_images": 1281167,
-               "image_size": 224, "extrapolate": false, "points": [)" + points + "]}]}";
+               "image_size": 224, "extrapolate": false, "points": [)" +
+               points + "]}]}";
     };
     EXPECT_EQ(error(file(point + "," + later)), "");
     EXPECT_NE(error("{").find("r.json"), std::string::npos);
@@ -231,7 +240,8 @@ TEST(Convergence, AGlobalBatchAboveTheDatasetIsRefusedAndOneBeyondEveryRecipeIsF
     s.nodes = 1000;
     s.batch_per_gpu = 256;
     const std::string refused = error_of([&] { model().resolve(s); });
-    EXPECT_NE(refused.find("a global batch of 2,048,000 images is more than the dataset's 1,281,167"), std::string::npos)
+    EXPECT_NE(refused.find("a global batch of 2,048,000 images is more than the dataset's 1,281,167"),
+              std::string::npos)
         << refused;
     s.nodes = 48;
     s.batch_per_gpu = 512;  // the plan issue 24 found: 196,608

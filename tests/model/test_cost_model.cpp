@@ -136,8 +136,8 @@ TEST(CostModel, ThroughputSaturatesWithBatch) {
         last = per_gpu;
     }
     // Measured curve: 1 / time_per_image_s is the ceiling.
-    const ComputeCurve* curve = model().calibration().find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow,
-                                                                 SoftwareStack::legacy);
+    const ComputeCurve* curve = model().calibration().find_curve("V100-SXM2-16GB", Precision::amp,
+                                                                 Framework::tensorflow, SoftwareStack::legacy);
     ASSERT_NE(curve, nullptr);
     EXPECT_LT(last, 1.0 / curve->time_per_image_s);
 }
@@ -334,7 +334,8 @@ TEST(FrameworkRooflineFit, ThreeCurvesOverAWideRangeFindTheFactorAndTheFloor) {
     const double factor = (1 + 0.5) / (1 + 0.25);
     EXPECT_NEAR(two.factor, factor, 1e-12);
     EXPECT_NEAR(two.relative_sigma,
-                std::sqrt((0.25 * 0.25 + std::pow(std::log(factor), 2) + std::pow(std::log(factor / 2), 2)) / 2), 1e-12);
+                std::sqrt((0.25 * 0.25 + std::pow(std::log(factor), 2) + std::pow(std::log(factor / 2), 2)) / 2),
+                1e-12);
     // One point leaves no degree of freedom: the roofline prior's sigma.
     const FrameworkRoofline one = fit_framework_roofline({{1e-3, 2e-3}}, 0.25);
     EXPECT_NEAR(one.factor, 2.0, 1e-12);

@@ -54,7 +54,8 @@ TEST(DocsFormatsModel, TheCalibrationExampleTakesWhatItLeavesOutFromThePrior) {
     EXPECT_DOUBLE_EQ(c.framework(Framework::pytorch).bucket_MiB, prior.framework(Framework::pytorch).bucket_MiB);
     EXPECT_DOUBLE_EQ(c.framework(Framework::epochcast).fixed_overhead_s,
                      prior.framework(Framework::epochcast).fixed_overhead_s);
-    EXPECT_DOUBLE_EQ(c.network.fabric(Interconnect::efa).efficiency, prior.network.fabric(Interconnect::efa).efficiency);
+    EXPECT_DOUBLE_EQ(c.network.fabric(Interconnect::efa).efficiency,
+                     prior.network.fabric(Interconnect::efa).efficiency);
     EXPECT_DOUBLE_EQ(c.network.nvls_efficiency, prior.network.nvls_efficiency);
     EXPECT_DOUBLE_EQ(c.network.relative_sigma, 0.3);
     EXPECT_DOUBLE_EQ(c.startup_s, 90.0);

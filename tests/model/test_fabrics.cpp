@@ -89,7 +89,8 @@ TEST(Fabrics, InfiniBandAllReduceIsFarCheaperThanTcpAtTheSameLineRate) {
     const Prediction tcp = m.predict(s);
     EXPECT_EQ(ib.interconnect, Interconnect::infiniband);
     EXPECT_EQ(tcp.interconnect, Interconnect::tcp);
-    EXPECT_GT(tcp.communication_s, 3 * ib.communication_s) << ib.communication_s << " s against " << tcp.communication_s;
+    EXPECT_GT(tcp.communication_s, 3 * ib.communication_s)
+        << ib.communication_s << " s against " << tcp.communication_s;
     EXPECT_GT(ib.throughput_images_per_s, tcp.throughput_images_per_s);
 }
 
@@ -101,7 +102,8 @@ TEST(Fabrics, DgxA100BusBandwidthIsNvidiasPublishedFigure) {
         EXPECT_LT(std::abs(busbw / 192.0 - 1), 0.15) << nodes << " nodes: " << busbw;
         // A 1 GiB message (nccl-tests' usual top row) is within 15% of it too.
         const AllReducePrediction p = predict_allreduce(dgx, DeviceKind::gpu, 8 * nodes, -1, 1 << 30, network());
-        EXPECT_LT(std::abs(p.bus_bandwidth_GBps / 192.0 - 1), 0.15) << nodes << " nodes at 1 GiB: " << p.bus_bandwidth_GBps;
+        EXPECT_LT(std::abs(p.bus_bandwidth_GBps / 192.0 - 1), 0.15)
+            << nodes << " nodes at 1 GiB: " << p.bus_bandwidth_GBps;
     }
 }
 
@@ -113,14 +115,15 @@ TEST(Fabrics, EfaBusBandwidthsAreWithinTwentyPercentOfPublishedTables) {
         double published_GBps;
     };
     // Seed 004 (p4d, ring) and traces/published/external_nccl_tests_fabrics.json (p4de, p5).
-    const Row rows[] = {{"p4d.24xlarge", 2, Strategy::ring, 42.03},  {"p4de.24xlarge", 2, Strategy::nccl, 78.33},
-                        {"p5.48xlarge", 2, Strategy::nccl, 487.09},  {"p5.48xlarge", 4, Strategy::nccl, 356.99},
-                        {"p5.48xlarge", 8, Strategy::nccl, 355.36},  {"p5.48xlarge", 16, Strategy::nccl, 356.27},
+    const Row rows[] = {{"p4d.24xlarge", 2, Strategy::ring, 42.03}, {"p4de.24xlarge", 2, Strategy::nccl, 78.33},
+                        {"p5.48xlarge", 2, Strategy::nccl, 487.09}, {"p5.48xlarge", 4, Strategy::nccl, 356.99},
+                        {"p5.48xlarge", 8, Strategy::nccl, 355.36}, {"p5.48xlarge", 16, Strategy::nccl, 356.27},
                         {"p5.48xlarge", 32, Strategy::nccl, 321.10}};
     for (const Row& row : rows) {
         const double busbw = allreduce_bus_bandwidth_GBps(catalog().instance(row.instance), DeviceKind::gpu,
                                                           8 * row.nodes, -1, network(), row.algorithm);
-        EXPECT_LT(std::abs(busbw / row.published_GBps - 1), 0.20) << row.instance << " x " << row.nodes << ": " << busbw;
+        EXPECT_LT(std::abs(busbw / row.published_GBps - 1), 0.20)
+            << row.instance << " x " << row.nodes << ": " << busbw;
     }
 }
 
@@ -206,9 +209,9 @@ TEST(CatalogFabric, BuiltInInstancesSayWhatJoinsThem) {
     EXPECT_EQ(catalog().instance("p3.16xlarge").nvlink_generation, 2);
     EXPECT_EQ(catalog().instance("g6e.48xlarge").intra_link(), IntraLink::pcie);
     EXPECT_EQ(catalog().instance("a3-highgpu-8g").interconnect, Interconnect::tcpx);
-    for (const char* name : {"p4de.24xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
-                             "g6.48xlarge", "g6e.48xlarge", "dgx-a100", "dgx-h100", "Standard_ND96isr_H100_v5",
-                             "a3-highgpu-8g"}) {
+    for (const char* name :
+         {"p4de.24xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "g6.48xlarge",
+          "g6e.48xlarge", "dgx-a100", "dgx-h100", "Standard_ND96isr_H100_v5", "a3-highgpu-8g"}) {
         EXPECT_NO_THROW(catalog().instance(name)) << name;
     }
     for (const char* gpu : {"H200-SXM-141GB", "B200", "L40S", "L4", "A100-PCIE-80GB", "H100-PCIE-80GB"}) {
@@ -223,14 +226,17 @@ TEST(CatalogFabric, ContradictionsAreRefusedNamingTheKey) {
     auto one = [](const std::string& keys) {
         return R"({"schema": "epochcast.catalog/1", "instances": [{"name": "x", "gpu": "T4", "gpus": 4, "vcpus": 4,
                    "memory_gib": 16, "network_gbps": 50, "intra_node_GBps": 16, "price_usd_per_hour": 1,
-                   "source": "s", )" + keys + "}]}";
+                   "source": "s", )" +
+               keys + "}]}";
     };
     EXPECT_NE(input_error(one(R"("interconnect": "efa")"), catalog()).find("efa_adapters is 0"), std::string::npos);
-    EXPECT_NE(input_error(one(R"("interconnect": "infiniband", "efa_adapters": 2)"), catalog()).find("\"efa_adapters\""),
-              std::string::npos);
+    EXPECT_NE(
+        input_error(one(R"("interconnect": "infiniband", "efa_adapters": 2)"), catalog()).find("\"efa_adapters\""),
+        std::string::npos);
     EXPECT_NE(input_error(one(R"("interconnect": "token-ring")"), catalog()).find("token-ring"), std::string::npos);
     EXPECT_NE(input_error(one(R"("gpudirect_rdma": true)"), catalog()).find("\"gpudirect_rdma\""), std::string::npos);
-    EXPECT_NE(input_error(one(R"("intra_node_link": "nvlink9")"), catalog()).find("\"intra_node_link\""), std::string::npos);
+    EXPECT_NE(input_error(one(R"("intra_node_link": "nvlink9")"), catalog()).find("\"intra_node_link\""),
+              std::string::npos);
     EXPECT_NE(input_error(one(R"("nvswitch": true)"), catalog()).find("\"nvswitch\""), std::string::npos);
     EXPECT_NE(input_error(one(R"("nics": 0)"), catalog()).find("\"nics\""), std::string::npos);
 }
@@ -263,10 +269,11 @@ TEST(CatalogFabric, APriceOnlyOverrideKeepsEveryOtherFigure) {
     EXPECT_EQ(c.instance("dgx-a100").interconnect, Interconnect::infiniband);
     EXPECT_EQ(c.gpu("K80").fp32_tflops, catalog().gpu("K80").fp32_tflops);
     // A new instance still needs every required key, and the error names the missing one.
-    EXPECT_NE(input_error(R"({"schema": "epochcast.catalog/1", "instances": [{"name": "new", "price_usd_per_hour": 1}]})",
-                          catalog())
-                  .find("\"gpus\" is missing"),
-              std::string::npos);
+    EXPECT_NE(
+        input_error(R"({"schema": "epochcast.catalog/1", "instances": [{"name": "new", "price_usd_per_hour": 1}]})",
+                    catalog())
+            .find("\"gpus\" is missing"),
+        std::string::npos);
 }
 
 TEST(CatalogFabric, OneChipOneSpeed) {

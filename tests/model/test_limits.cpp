@@ -71,7 +71,8 @@ TEST(Limits, EveryCountOfTheScenarioHasAFloorAndACeilingNamingItsFlag) {
         const char* message;
     };
     const Case cases[] = {
-        {[](Scenario& s) { s.image_size = INT_MAX; }, "--image-size 2147483647 is more than the 4,096 px epochcast models"},
+        {[](Scenario& s) { s.image_size = INT_MAX; },
+         "--image-size 2147483647 is more than the 4,096 px epochcast models"},
         {[](Scenario& s) { s.classes = 0; }, "--classes must be at least 1 (got 0)"},
         {[](Scenario& s) { s.classes = 1'000'001; }, "--classes 1000001 is more than the 1,000,000 classes"},
         {[](Scenario& s) { s.dataset_images = 0; }, "--dataset-images must be at least 1 (got 0)"},
@@ -84,11 +85,13 @@ TEST(Limits, EveryCountOfTheScenarioHasAFloorAndACeilingNamingItsFlag) {
         {[](Scenario& s) { s.gpus_per_node = INT_MAX; }, "--gpus-per-node 2147483647 is more than the 1,024"},
         {[](Scenario& s) { s.epochs = 1e15; }, "--epochs 1e+15 is more than the 10,000 epochs epochcast models"},
         {[](Scenario& s) { s.epochs = 1e308; }, "--epochs 1e+308 is more than the 10,000 epochs"},
-        {[](Scenario& s) { s.epochs = std::numeric_limits<double>::infinity(); }, "--epochs must be a finite number (got inf)"},
+        {[](Scenario& s) { s.epochs = std::numeric_limits<double>::infinity(); },
+         "--epochs must be a finite number (got inf)"},
         {[](Scenario& s) { s.epochs = std::nan(""); }, "--epochs must be a finite number"},
         {[](Scenario& s) { s.epochs = -3; }, "--epochs must be positive (got -3)"},
         {[](Scenario& s) { s.efa_adapters = -2; }, "--efa-adapters must be 0 or more (got -2)"},
-        {[](Scenario& s) { s.efa_adapters = INT_MAX; }, "--efa-adapters 2147483647 is more than the 64 adapters per node"},
+        {[](Scenario& s) { s.efa_adapters = INT_MAX; },
+         "--efa-adapters 2147483647 is more than the 64 adapters per node"},
         {[](Scenario& s) { s.ps_nodes = -1; }, "--ps-nodes must be at least 0 (got -1)"},
         {[](Scenario& s) {
              s.strategy = Strategy::ps;

@@ -18,15 +18,26 @@ namespace {
 /// A 2-core host measured at 0.28 TFLOPS fp32 and 0.575 TFLOPS bf16 on 2 threads (oneDNN matmul),
 /// 12 GB/s copy bandwidth; one rank of 2 threads per host.
 std::string local_cpu_catalog(double bf16_tflops = 0.575) {
-    nlohmann::json catalog = {
-        {"schema", "epochcast.catalog/1"},
-        {"gpus",
-         {{{"name", "local-cpu"}, {"fp32_tflops", 0.28}, {"fp16_tflops", 0}, {"bf16_tflops", bf16_tflops},
-           {"memory_gib", 23.5}, {"memory_GBps", 12}, {"source", "test: measured"}}}},
-        {"instances",
-         {{{"name", "local-cpu"}, {"gpu", "local-cpu"}, {"gpus", 1}, {"vcpus", 2}, {"memory_gib", 23.5},
-           {"network_gbps", 96}, {"intra_node_GBps", 12}, {"price_usd_per_hour", 0}, {"spot_usd_per_hour", 0},
-           {"source", "test: measured"}}}}};
+    nlohmann::json catalog = {{"schema", "epochcast.catalog/1"},
+                              {"gpus",
+                               {{{"name", "local-cpu"},
+                                 {"fp32_tflops", 0.28},
+                                 {"fp16_tflops", 0},
+                                 {"bf16_tflops", bf16_tflops},
+                                 {"memory_gib", 23.5},
+                                 {"memory_GBps", 12},
+                                 {"source", "test: measured"}}}},
+                              {"instances",
+                               {{{"name", "local-cpu"},
+                                 {"gpu", "local-cpu"},
+                                 {"gpus", 1},
+                                 {"vcpus", 2},
+                                 {"memory_gib", 23.5},
+                                 {"network_gbps", 96},
+                                 {"intra_node_GBps", 12},
+                                 {"price_usd_per_hour", 0},
+                                 {"spot_usd_per_hour", 0},
+                                 {"source", "test: measured"}}}}};
     return catalog.dump();
 }
 
@@ -70,7 +81,8 @@ TEST(LocalCpu, BuiltInAndPriorCalibrationsHaveAnEpochcastProfile) {
 TEST(LocalCpu, CalibrationFileWithoutAnEpochcastProfileTakesThePriors) {
     nlohmann::json document = nlohmann::json::parse(Calibration::built_in().to_json());
     document["frameworks"]["epochcast"]["fixed_overhead_s"] = 0.5;
-    EXPECT_DOUBLE_EQ(Calibration::parse(document.dump(), "x.json").framework(Framework::epochcast).fixed_overhead_s, 0.5);
+    EXPECT_DOUBLE_EQ(Calibration::parse(document.dump(), "x.json").framework(Framework::epochcast).fixed_overhead_s,
+                     0.5);
     document["frameworks"].erase("epochcast");
     const Calibration older = Calibration::parse(document.dump(), "older.json");
     EXPECT_DOUBLE_EQ(older.framework(Framework::epochcast).fixed_overhead_s,
@@ -130,7 +142,8 @@ TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
         const ResolvedScenario resolved = calibrated.resolve(run.scenario);
         EXPECT_EQ(resolved.curve_origin, CurveOrigin::measured);
         EXPECT_NEAR(calibrated.predict(resolved).throughput_images_per_s / measured, 1.0, 0.03) << measured;
-        const ComputeCurve* curve = fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast, SoftwareStack::current);
+        const ComputeCurve* curve =
+            fit.calibration.find_curve("local-cpu", Precision::bf16, Framework::epochcast, SoftwareStack::current);
         ASSERT_NE(curve, nullptr);
         EXPECT_NE(curve->source.find("local.json#0"), std::string::npos);
     }

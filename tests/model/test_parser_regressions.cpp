@@ -51,8 +51,12 @@ TEST(CalibrationParser, AResidualThatIsNotAnObjectNamesItsIndex) {
 
 TEST(CalibrationParser, AStringWhereACurveHoldsANumberNamesTheKey) {
     json c = prior();
-    c["compute"] = json::array({{{"gpu", "V100"}, {"precision", "amp"}, {"framework", "mxnet"},
-                                 {"time_per_image_s", "fast"}, {"fixed_s", 0}, {"relative_sigma", 0.1}}});
+    c["compute"] = json::array({{{"gpu", "V100"},
+                                 {"precision", "amp"},
+                                 {"framework", "mxnet"},
+                                 {"time_per_image_s", "fast"},
+                                 {"fixed_s", 0},
+                                 {"relative_sigma", 0.1}}});
     expect_one_line_naming(input_error_of([&] { Calibration::parse(c.dump(), "cal.json"); }), "cal.json",
                            "compute[0].time_per_image_s must be a number");
 }
@@ -84,8 +88,9 @@ TEST(CalibrationParser, TheBuiltInCalibrationsStillParse) {
 TEST(JsonParsers, ANumberBeyondADoubleIsAOneLineErrorInEveryFile) {
     // Was "[json.exception.out_of_range.406] number overflow parsing '1e400'".
     const Catalog catalog = Catalog::built_in();
-    expect_one_line_naming(input_error_of([] { Catalog::parse(R"({"schema": "epochcast.catalog/1", "x": 1e400})", "cat.json"); }),
-                           "cat.json", "beyond the range of a double");
+    expect_one_line_naming(
+        input_error_of([] { Catalog::parse(R"({"schema": "epochcast.catalog/1", "x": 1e400})", "cat.json"); }),
+        "cat.json", "beyond the range of a double");
     expect_one_line_naming(input_error_of([] { Calibration::parse(R"({"schema": 1e400})", "cal.json"); }), "cal.json",
                            "beyond the range of a double");
     expect_one_line_naming(input_error_of([&] { parse_sweep_spec(R"({"epochs": [1e400]})", "spec.json", catalog); }),
@@ -95,8 +100,9 @@ TEST(JsonParsers, ANumberBeyondADoubleIsAOneLineErrorInEveryFile) {
 TEST(JsonParsers, MalformedJsonSaysWhereWithoutNlohmannsTag) {
     // Was "spec.json: malformed JSON at byte 1: [json.exception.parse_error.101] parse error at ...".
     const std::string message = input_error_of([] { Catalog::parse("", "cat.json"); });
-    EXPECT_EQ(message, "cat.json: malformed JSON at line 1, column 1 (byte 1): syntax error while parsing value - "
-                       "unexpected end of input; expected '[', '{', or a literal");
+    EXPECT_EQ(message,
+              "cat.json: malformed JSON at line 1, column 1 (byte 1): syntax error while parsing value - "
+              "unexpected end of input; expected '[', '{', or a literal");
     const std::string control = input_error_of([] { Catalog::parse("{\"a\": tr\x01", "cat.json"); });
     expect_one_line_naming(control, "cat.json: malformed JSON at line 1, column ", "invalid literal");
     EXPECT_EQ(control.find('\x01'), std::string::npos) << control;  // nlohmann writes it <U+0001>
@@ -116,14 +122,17 @@ TEST(SweepSpecParser, ACountBeyondAnIntIsRefusedNotWrapped) {
 TEST(SweepSpecParser, APsRatioWhoseServersOverflowAnIntIsRefused) {
     // ceil(1e300 x 8) server nodes was an undefined conversion to int (UBSan: float-cast-overflow).
     const Catalog catalog = Catalog::built_in();
-    const std::string message = input_error_of(
-        [&] { parse_sweep_spec(R"({"strategy": "ps", "ps_instance": "m4.16xlarge", "ps_ratio": 1e300})", "spec.json", catalog); });
+    const std::string message = input_error_of([&] {
+        parse_sweep_spec(R"({"strategy": "ps", "ps_instance": "m4.16xlarge", "ps_ratio": 1e300})", "spec.json",
+                         catalog);
+    });
     expect_one_line_naming(message, "spec.json", "\"ps_ratio\" value 1e+300 times 8 nodes");
 }
 
 TEST(SweepSpecParser, AnUnknownKeyIsEchoedEscaped) {
     const Catalog catalog = Catalog::built_in();
-    const std::string message = input_error_of([&] { parse_sweep_spec("{\"no\\nde\\u0007s\": 1}", "spec.json", catalog); });
+    const std::string message =
+        input_error_of([&] { parse_sweep_spec("{\"no\\nde\\u0007s\": 1}", "spec.json", catalog); });
     expect_one_line_naming(message, "spec.json", "unknown key \"no\\nde\\x07s\"");
 }
 
@@ -150,9 +159,9 @@ TEST(EscapeForMessage, KeepsUtf8AndEscapesControlsAndBadBytes) {
     EXPECT_EQ(escape_for_message("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");  // é and €, kept
     EXPECT_EQ(escape_for_message("a\nb\tc\rd"), "a\\nb\\tc\\rd");
     EXPECT_EQ(escape_for_message(std::string("x\0y", 3)), "x\\x00y");
-    EXPECT_EQ(escape_for_message("\xff\xc3"), "\\xff\\xc3");      // not UTF-8; a cut sequence
+    EXPECT_EQ(escape_for_message("\xff\xc3"), "\\xff\\xc3");           // not UTF-8; a cut sequence
     EXPECT_EQ(escape_for_message("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
-    EXPECT_EQ(escape_for_message("\xc0\xaf"), "\\xc0\\xaf");      // nor an overlong '/'
+    EXPECT_EQ(escape_for_message("\xc0\xaf"), "\\xc0\\xaf");           // nor an overlong '/'
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ void expect_valid_graph(const Architecture& architecture) {
         for (const int producer : layer.inputs) {
             EXPECT_GE(producer, -1);
             EXPECT_LT(producer, index);
-            const Shape produced = producer < 0 ? image : architecture.layers[static_cast<std::size_t>(producer)].output;
+            const Shape produced =
+                producer < 0 ? image : architecture.layers[static_cast<std::size_t>(producer)].output;
             if (layer.kind == LayerKind::fully_connected) {
                 EXPECT_EQ(produced.elements(), layer.input.elements());
             } else {
@@ -51,7 +52,9 @@ void expect_valid_graph(const Architecture& architecture) {
         }
         if (layer.kind != LayerKind::convolution && layer.kind != LayerKind::fully_connected) {
             EXPECT_EQ(layer.forward_macs, 0);  // MACs are counted over conv and fc only
-            if (layer.kind != LayerKind::batch_norm) { EXPECT_EQ(layer.parameters, 0); }
+            if (layer.kind != LayerKind::batch_norm) {
+                EXPECT_EQ(layer.parameters, 0);
+            }
         }
         if (layer.kind == LayerKind::batch_norm || layer.kind == LayerKind::relu || layer.kind == LayerKind::add) {
             EXPECT_EQ(layer.output, layer.input);
@@ -76,7 +79,8 @@ void expect_valid_graph(const Architecture& architecture) {
 }
 
 TEST(ResNet, KnownModelsInDepthOrder) {
-    EXPECT_EQ(resnet_models(), (std::vector<std::string>{"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}));
+    EXPECT_EQ(resnet_models(),
+              (std::vector<std::string>{"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}));
 }
 
 TEST(ResNet, PublishedParameterCounts) {

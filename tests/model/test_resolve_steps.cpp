@@ -198,7 +198,8 @@ TEST(ResolveSteps, ResolveTakesEachFieldsParameterFromItsStep) {
     };
     const FieldSensitivity& inter = r.sensitivity[static_cast<std::size_t>(SensitiveField::inter_bandwidth)];
     EXPECT_EQ(inter.parameter, row(worker.id));
-    EXPECT_DOUBLE_EQ(inter.log_field_per_coordinate, log_value_per_coordinate(coordinate_of(worker.id.kind), worker.value));
+    EXPECT_DOUBLE_EQ(inter.log_field_per_coordinate,
+                     log_value_per_coordinate(coordinate_of(worker.id.kind), worker.value));
     const FabricLatency latency = cross_node_latency(r.interconnect, &model().catalog().instance("m4.16xlarge"), net);
     EXPECT_DOUBLE_EQ(r.inter_latency_s, latency.latency_s);
     EXPECT_EQ(r.sensitivity[static_cast<std::size_t>(SensitiveField::inter_latency)].parameter,

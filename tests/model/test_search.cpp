@@ -160,14 +160,16 @@ TEST(PlanSearch, SeedZeroQuestionMatchesABruteForceSearch) {
         bool covered = false;
         for (std::size_t i : search.front) {
             const Prediction& f = search.plans[i].prediction;
-            covered = covered || (f.time_to_train_s <= p.time_to_train_s * (1 + 1e-12) && f.cost_usd <= p.cost_usd * (1 + 1e-12));
+            covered = covered ||
+                      (f.time_to_train_s <= p.time_to_train_s * (1 + 1e-12) && f.cost_usd <= p.cost_usd * (1 + 1e-12));
         }
         ASSERT_TRUE(covered) << p.time_to_train_s << " s, $" << p.cost_usd << " is beaten by no front point";
     }
     for (std::size_t j = 1; j < search.front.size(); ++j) {
         EXPECT_LT(search.plans[search.front[j - 1]].prediction.time_to_train_s,
                   search.plans[search.front[j]].prediction.time_to_train_s + 1e-9);
-        EXPECT_GT(search.plans[search.front[j - 1]].prediction.cost_usd, search.plans[search.front[j]].prediction.cost_usd);
+        EXPECT_GT(search.plans[search.front[j - 1]].prediction.cost_usd,
+                  search.plans[search.front[j]].prediction.cost_usd);
     }
 }
 
@@ -175,8 +177,8 @@ TEST(PlanSearch, ATargetAccuracyGivesACheaperPlanThanNinetyEpochsAndMatchesABrut
     // Issue 24: 75.9% top-1 by the default recipe (mlperf-lars) on p4d.24xlarge within 2 hours. The
     // brute force sets each configuration's epochs from the published MLPerf points transcribed
     // here (epochs against the global batch, interpolated in its logarithm), not from the model.
-    const std::vector<std::pair<double, double>> published = {{408, 35},   {3264, 35},   {13056, 45}, {16384, 47},
-                                                              {20480, 50}, {32256, 56},  {35840, 58}};
+    const std::vector<std::pair<double, double>> published = {{408, 35},   {3264, 35},  {13056, 45}, {16384, 47},
+                                                              {20480, 50}, {32256, 56}, {35840, 58}};
     auto epochs_for = [&](int global_batch) {
         const double b = global_batch;
         if (b <= published.front().first) return published.front().second;
@@ -213,7 +215,8 @@ TEST(PlanSearch, ATargetAccuracyGivesACheaperPlanThanNinetyEpochsAndMatchesABrut
     EXPECT_TRUE(with_target.scenario.nodes != with_ninety.scenario.nodes ||
                 with_target.scenario.batch_per_gpu != with_ninety.scenario.batch_per_gpu);
     // Bigger clusters need more epochs: along the front the fastest plan trains the most.
-    EXPECT_GT(target.plans[target.front.front()].prediction.epochs, target.plans[target.front.back()].prediction.epochs);
+    EXPECT_GT(target.plans[target.front.front()].prediction.epochs,
+              target.plans[target.front.back()].prediction.epochs);
 }
 
 TEST(PlanSearch, SpotPricesMakeTheSamePlanCheaper) {

@@ -80,18 +80,21 @@ TEST(SweepSpec, ParameterServerKeysApplyToPsOnlyAndRatioScalesWithNodes) {
 }
 
 TEST(SweepSpec, ErrorsNameTheKeyAndTheValue) {
-    EXPECT_NE(error_of(R"({"instance": ["p3.16xlarge", "p9.huge"]})").find("\"instance\" value \"p9.huge\""), std::string::npos);
+    EXPECT_NE(error_of(R"({"instance": ["p3.16xlarge", "p9.huge"]})").find("\"instance\" value \"p9.huge\""),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"nodes": [1, 0]})").find("\"nodes\" value 0 must be at least 1"), std::string::npos);
     EXPECT_NE(error_of(R"({"nodes": -3})").find("\"nodes\" value -3"), std::string::npos);
     EXPECT_NE(error_of(R"({"nodes": 2.5})").find("\"nodes\" value 2.5 is not a whole number"), std::string::npos);
     EXPECT_NE(error_of(R"({"precision": "fp8"})").find("\"precision\" value \"fp8\""), std::string::npos);
     EXPECT_NE(error_of(R"({"strategy": ["ring", "mesh"]})").find("\"strategy\" value \"mesh\""), std::string::npos);
-    EXPECT_NE(error_of(R"({"model": "vgg16"})").find("\"model\" value \"vgg16\" is not a known model"), std::string::npos);
+    EXPECT_NE(error_of(R"({"model": "vgg16"})").find("\"model\" value \"vgg16\" is not a known model"),
+              std::string::npos);
     EXPECT_NE(error_of(R"({"instance": "m4.16xlarge"})").find("CPU-only"), std::string::npos);
     EXPECT_NE(error_of(R"({"batch_per_gpu": []})").find("\"batch_per_gpu\" is an empty list"), std::string::npos);
     EXPECT_NE(error_of(R"({"nodez": 4})").find("unknown key \"nodez\""), std::string::npos);
     EXPECT_NE(error_of(R"({"ps_ratio": 1, "ps_nodes": 2})").find("not both"), std::string::npos);
-    EXPECT_NE(error_of(R"({"epochs": "ninety"})").find("\"epochs\" value \"ninety\" is not a number"), std::string::npos);
+    EXPECT_NE(error_of(R"({"epochs": "ninety"})").find("\"epochs\" value \"ninety\" is not a number"),
+              std::string::npos);
     EXPECT_NE(error_of(R"([1, 2])").find("JSON object"), std::string::npos);
     EXPECT_NE(error_of(R"({"nodes": [1, 2)").find("malformed JSON"), std::string::npos);
     EXPECT_EQ(error_of(R"({"nodes": [1, 2]})"), "(no error)");

@@ -76,7 +76,9 @@ TEST(Workload, GradientsInBackwardOrder) {
     std::int64_t elements = 0;
     double bytes = 0;
     for (std::size_t i = 0; i < gradients.size(); ++i) {
-        if (i > 0) { EXPECT_LT(gradients[i].layer, gradients[i - 1].layer); }
+        if (i > 0) {
+            EXPECT_LT(gradients[i].layer, gradients[i - 1].layer);
+        }
         EXPECT_GT(gradients[i].elements, 0);
         elements += gradients[i].elements;
         bytes += gradients[i].bytes;
@@ -96,9 +98,12 @@ void expect_greedy_buckets(const std::vector<GradientTensor>& gradients, const s
         EXPECT_EQ(bucket.first, next);
         ASSERT_GE(bucket.count, 1);
         double bytes = 0;
-        for (int i = bucket.first; i < bucket.first + bucket.count; ++i) bytes += gradients[static_cast<std::size_t>(i)].bytes;
+        for (int i = bucket.first; i < bucket.first + bucket.count; ++i)
+            bytes += gradients[static_cast<std::size_t>(i)].bytes;
         EXPECT_DOUBLE_EQ(bucket.bytes, bytes);
-        if (bucket.count > 1) { EXPECT_LE(bucket.bytes, threshold_bytes); }
+        if (bucket.count > 1) {
+            EXPECT_LE(bucket.bytes, threshold_bytes);
+        }
         next = bucket.first + bucket.count;
         if (next < static_cast<int>(gradients.size())) {
             EXPECT_GT(bucket.bytes + gradients[static_cast<std::size_t>(next)].bytes, threshold_bytes);
@@ -136,7 +141,9 @@ TEST(Workload, SmallThresholdGivesManyBuckets) {
     EXPECT_EQ(buckets[0].count, 1);
     EXPECT_GT(buckets[0].bytes, threshold);
     for (const Bucket& bucket : buckets) {
-        if (bucket.bytes > threshold) { EXPECT_EQ(bucket.count, 1); }
+        if (bucket.bytes > threshold) {
+            EXPECT_EQ(bucket.count, 1);
+        }
     }
     // A threshold smaller than every tensor: one bucket per tensor.
     EXPECT_EQ(fusion_buckets(fp32, 1.0).size(), fp32.size());
@@ -164,14 +171,14 @@ TEST(Workload, TrainingMemoryResNet50Batch256) {
     EXPECT_EQ(amp.context_bytes, 781 * kMiB);
     EXPECT_DOUBLE_EQ(amp.slack_bytes, 0.02 * 14'694'707'680.0);
     EXPECT_DOUBLE_EQ(amp.total_bytes(), 15'807'539'689.6);  // 14.72 GiB
-    EXPECT_LT(amp.total_bytes(), 16 * kGiB);                 // fits a 16 GiB V100, as seed 000 trains it
+    EXPECT_LT(amp.total_bytes(), 16 * kGiB);                // fits a 16 GiB V100, as seed 000 trains it
 
     const MemoryEstimate fp32 = training_memory(workload, Precision::fp32, 256);
     EXPECT_EQ(fp32.weights_bytes, parameters * 4);
     EXPECT_EQ(fp32.gradients_bytes, parameters * 4);
     EXPECT_EQ(fp32.activations_bytes, 256 * 112'406'432.0);
     EXPECT_DOUBLE_EQ(fp32.total_bytes(), 30'483'323'451.52);  // 28.39 GiB
-    EXPECT_GT(fp32.total_bytes(), 16 * kGiB);                  // does not fit
+    EXPECT_GT(fp32.total_bytes(), 16 * kGiB);                 // does not fit
 
     // bf16 keeps the same figures as amp.
     EXPECT_EQ(training_memory(workload, Precision::bf16, 256).total_bytes(), amp.total_bytes());

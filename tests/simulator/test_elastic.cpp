@@ -82,8 +82,8 @@ TEST(Elastic, ANodeLostMidEpochRestartsFromTheLastCheckpoint) {
     EXPECT_DOUBLE_EQ(lost.segments[1].epochs, 15.0);
     EXPECT_EQ(lost.segments[1].nodes, 3);
     EXPECT_NEAR(loss.restart_s, model().resolve(cluster(4, 128)).startup_s, 1e-9);
-    const double expected_s = lost.startup_s + 5.25 * lost.segments[0].epoch_s + loss.restart_s +
-                              15 * lost.segments[1].epoch_s;
+    const double expected_s =
+        lost.startup_s + 5.25 * lost.segments[0].epoch_s + loss.restart_s + 15 * lost.segments[1].epoch_s;
     EXPECT_NEAR(lost.time_to_train_s, expected_s, 1e-6 * expected_s);
     EXPECT_GT(lost.time_to_train_s, calm.time_to_train_s);
 }
@@ -157,7 +157,8 @@ TEST(Elastic, BadSchedulesNameTheProblem) {
 }
 
 TEST(ElasticCli, ReportsAgainstTheFixedClusterAndRejectsBadFiles) {
-    const TempFile file(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 45, "nodes": 2}, {"epochs": 45, "nodes": 8}]})");
+    const TempFile file(
+        R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 45, "nodes": 2}, {"epochs": 45, "nodes": 8}]})");
     const auto r = testing::run_epochcast("simulate --nodes 4 --batch-per-gpu 128 --iterations 2 --elastic '" +
                                           file.path() + "' --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;

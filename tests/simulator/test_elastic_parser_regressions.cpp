@@ -26,14 +26,16 @@ TEST(ElasticScheduleParser, PhasesWhoseEpochsOverflowADoubleAreRefused) {
 }
 
 TEST(ElasticScheduleParser, ANumberBeyondADoubleIsAOneLineError) {
-    const std::string message = error_of(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 1e400, "nodes": 2}]})");
+    const std::string message =
+        error_of(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 1e400, "nodes": 2}]})");
     EXPECT_NE(message.find("schedule.json: a number is beyond the range of a double"), std::string::npos) << message;
 }
 
 TEST(ElasticScheduleParser, NodesBeyondALongLongAreRefused) {
     const std::string message =
         error_of(R"({"schema": "epochcast.elastic/1", "phases": [{"epochs": 1, "nodes": 18446744073709551615}]})");
-    EXPECT_NE(message.find("schedule.json: phases[0]: 'nodes' must be a whole number of at least 1 (got 18446744073709551615)"),
+    EXPECT_NE(message.find(
+                  "schedule.json: phases[0]: 'nodes' must be a whole number of at least 1 (got 18446744073709551615)"),
               std::string::npos)
         << message;
 }

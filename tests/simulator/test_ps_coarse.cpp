@@ -45,7 +45,8 @@ sim::SimulationResult run(const Scenario& s, sim::Granularity granularity, doubl
 double mean(const sim::SimulationResult& r) { return sim::describe(r.iteration_s).mean; }
 
 TEST(CoarseParameterServers, FlowsLoadEveryNicAsThePairsDo) {
-    for (const auto& [nodes, server_count] : std::vector<std::pair<int, int>>{{8, 16}, {8, 3}, {5, 7}, {32, 64}, {8, 1}, {1, 4}}) {
+    for (const auto& [nodes, server_count] :
+         std::vector<std::pair<int, int>>{{8, 16}, {8, 3}, {5, 7}, {32, 64}, {8, 1}, {1, 4}}) {
         const auto flows = sim::coarse_ps_flows(nodes, server_count, false);
         EXPECT_LE(flows.size(), static_cast<std::size_t>(nodes + server_count - 1));
         std::vector<double> sent(static_cast<std::size_t>(nodes)), taken(static_cast<std::size_t>(server_count));
@@ -108,9 +109,9 @@ TEST(CoarseParameterServers, AgreesWithTheClosedForm) {
 TEST(CoarseParameterServers, AutomaticGranularityByTransfersPerRelease) {
     sim::SimulationOptions o;
     o.iterations = 1;
-    EXPECT_EQ(sim::simulate(model(), servers(8, 16), o).granularity, sim::Granularity::step);   // 704 per release
-    EXPECT_EQ(sim::simulate(model(), servers(16, 0), o).granularity, sim::Granularity::step);   // 1,408
-    EXPECT_EQ(sim::simulate(model(), servers(32, 0), o).granularity, sim::Granularity::coarse); // 3,840
+    EXPECT_EQ(sim::simulate(model(), servers(8, 16), o).granularity, sim::Granularity::step);    // 704 per release
+    EXPECT_EQ(sim::simulate(model(), servers(16, 0), o).granularity, sim::Granularity::step);    // 1,408
+    EXPECT_EQ(sim::simulate(model(), servers(32, 0), o).granularity, sim::Granularity::coarse);  // 3,840
     EXPECT_EQ(sim::simulate(model(), servers(32, 64), o).granularity, sim::Granularity::coarse);
     // On a fat-tree the coarse flows would not cross the racks as the pairs do: auto stays per
     // pair, and asking for coarse is refused.

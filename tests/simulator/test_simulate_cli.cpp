@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/cli_process.hpp"
 #include "model/calibration.hpp"
+#include "tests/cli/cli_process.hpp"
 
 namespace epochcast {
 namespace {
@@ -22,10 +22,10 @@ TEST(SimulateCli, JsonHasPredictsKeysAndTheDistribution) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.err.empty()) << r.err;  // SimGrid stays silent
     const auto json = nlohmann::json::parse(r.out);
-    for (const char* key : {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s",
-                            "exposed_communication_s", "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd",
-                            "scaling_efficiency", "gpus", "interval", "collective_granularity",
-                            "iteration_distribution", "simulation"}) {
+    for (const char* key :
+         {"throughput_images_per_s", "iteration_s", "compute_s", "data_s", "communication_s", "exposed_communication_s",
+          "epoch_s", "time_to_train_s", "cost_usd", "cost_per_epoch_usd", "scaling_efficiency", "gpus", "interval",
+          "collective_granularity", "iteration_distribution", "simulation"}) {
         EXPECT_TRUE(json.contains(key)) << key;
     }
     EXPECT_EQ(json["gpus"], 16);

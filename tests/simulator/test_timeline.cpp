@@ -25,9 +25,7 @@ struct OutputPath {
     std::string path() const { return file.path(); }
 };
 
-json read_timeline(const std::string& path) {
-    return json::parse(testing::read_text(path));
-}
+json read_timeline(const std::string& path) { return json::parse(testing::read_text(path)); }
 
 TEST(Timeline, SixteenGpuIterationIsValidTraceEventJson) {
     const OutputPath out;
@@ -85,8 +83,10 @@ TEST(Timeline, SixteenGpuIterationIsValidTraceEventJson) {
 
 TEST(Timeline, ParameterServersHaveAPushPullTrackPerNode) {
     const OutputPath out;
-    const auto r = run_epochcast("simulate --nodes 2 --strategy ps --ps-instance m4.16xlarge --ps-nodes 4 "
-                                 "--framework mxnet --iterations 2 --timeline '" + out.path() + "'");
+    const auto r = run_epochcast(
+        "simulate --nodes 2 --strategy ps --ps-instance m4.16xlarge --ps-nodes 4 "
+        "--framework mxnet --iterations 2 --timeline '" +
+        out.path() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("timeline written to"), std::string::npos);
     const json trace = read_timeline(out.path());

@@ -12,8 +12,9 @@
 namespace epochcast::testing {
 
 struct TempFolder {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("epochcast_test_folder_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() /
+        ("epochcast_test_folder_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
     TempFolder() { std::filesystem::create_directories(path); }
     ~TempFolder() {
         std::error_code ignored;

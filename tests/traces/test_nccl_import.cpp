@@ -49,9 +49,12 @@ TEST(NcclImport, FittedBusBandwidthMatchesTheTableWithin5Percent) {
 
 TEST(NcclImport, RanksFromBandwidthRatioWhenNoNranksLine) {
     const std::string log =
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-        "     1048576        262144     float     sum      -1    100.0   10.49   18.35      0    100.0   10.49   18.35      0\n"
-        "    16777216       4194304     float     sum      -1   1000.0   16.78   29.36      0   1000.0   16.78   29.36      0\n";
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+        "#wrong\n"
+        "     1048576        262144     float     sum      -1    100.0   10.49   18.35      0    100.0   10.49   18.35 "
+        "     0\n"
+        "    16777216       4194304     float     sum      -1   1000.0   16.78   29.36      0   1000.0   16.78   29.36 "
+        "     0\n";
     int ranks = 0;
     const auto samples = parse_nccl_all_reduce(log, "new-format", &ranks);
     EXPECT_EQ(ranks, 8);  // 29.36 / 16.78 = 1.75 = 2 x 7/8

@@ -36,7 +36,8 @@ std::string log_with(const std::string& time, const std::string& algbw, const st
     return "#  nranks 8\n"
            "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
            "     1048576        262144     float     sum      -1    100.0   10.49   18.35      0\n"
-           "    " + size + "       4194304     float     sum      -1   " + time + "   " + algbw + "   " + busbw + "      0\n";
+           "    " +
+           size + "       4194304     float     sum      -1   " + time + "   " + algbw + "   " + busbw + "      0\n";
 }
 
 std::string parse_error(const std::string& log) {
@@ -48,7 +49,8 @@ std::string parse_error(const std::string& log) {
 
 TEST(NcclLogParser, NonFiniteFiguresAreErrorsNamingTheLine) {
     // A NaN bandwidth was written into the trace, which `calibrate` then rejected.
-    expect_one_line(parse_error(log_with("1000.0", "16.78", "nan")), "perf.log: line 4: the busbw column is nan, not a finite");
+    expect_one_line(parse_error(log_with("1000.0", "16.78", "nan")),
+                    "perf.log: line 4: the busbw column is nan, not a finite");
     expect_one_line(parse_error(log_with("1000.0", "inf", "29.36")), "perf.log: line 4: the algbw column is inf");
     expect_one_line(parse_error(log_with("-nan", "16.78", "29.36")), "perf.log: line 4: the time column is -nan");
     expect_one_line(parse_error(log_with("1000.0", "16.78", "-29.36")), "perf.log: line 4: the busbw column is -29.36");
@@ -80,9 +82,10 @@ TEST(NcclLogParser, ZeroByteRowsAreSkipped) {
 
 TEST(NcclLogParser, ATableWithoutBandwidthIsAnErrorNotAZeroInTheTrace) {
     // Every busbw 0 fitted a bus bandwidth of 0, which a trace refuses.
-    const std::string log = "#  nranks 8\n"
-                            "     1048576        262144     float     sum      -1    100.0   0   0      0\n"
-                            "    16777216       4194304     float     sum      -1    100.0   0   0      0\n";
+    const std::string log =
+        "#  nranks 8\n"
+        "     1048576        262144     float     sum      -1    100.0   0   0      0\n"
+        "    16777216       4194304     float     sum      -1    100.0   0   0      0\n";
     expect_one_line(parse_error(log), "no finite, positive bus bandwidth");
 }
 
@@ -99,21 +102,27 @@ TEST(ImportNcclCli, ALogHoldingNanExitsWith2AndWritesNoTrace) {
 }
 
 TEST(ImportNcclCli, AFitWithoutBandwidthNamesTheLog) {
-    const testing::TempFile log("#  nranks 8\n"
-                                "     1048576        262144     float     sum      -1    100.0   0   0      0\n"
-                                "    16777216       4194304     float     sum      -1    100.0   0   0      0\n",
-                                ".log");
-    const auto result =
-        testing::run_epochcast("import-nccl '" + log.path() + "' --instance p3dn.24xlarge -o '" + log.path() + ".json'");
+    const testing::TempFile log(
+        "#  nranks 8\n"
+        "     1048576        262144     float     sum      -1    100.0   0   0      0\n"
+        "    16777216       4194304     float     sum      -1    100.0   0   0      0\n",
+        ".log");
+    const auto result = testing::run_epochcast("import-nccl '" + log.path() + "' --instance p3dn.24xlarge -o '" +
+                                               log.path() + ".json'");
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_NE(result.err.find(log.path() + ": the alpha-beta fit gives no finite"), std::string::npos) << result.err;
     EXPECT_FALSE(std::filesystem::exists(log.path() + ".json"));
 }
 
 json trace_with_run(const json& changes) {
-    json run = {{"source", "s"},           {"instance", "p3.16xlarge"}, {"nodes", 2},
-                {"batch_per_gpu", 32},     {"precision", "amp"},        {"strategy", "ring"},
-                {"framework", "pytorch"},  {"measured", {{"throughput_images_per_s", 1000}}}};
+    json run = {{"source", "s"},
+                {"instance", "p3.16xlarge"},
+                {"nodes", 2},
+                {"batch_per_gpu", 32},
+                {"precision", "amp"},
+                {"strategy", "ring"},
+                {"framework", "pytorch"},
+                {"measured", {{"throughput_images_per_s", 1000}}}};
     run.update(changes);
     return {{"schema", "epochcast.trace/1"}, {"runs", json::array({run})}};
 }
@@ -133,7 +142,8 @@ TEST(TraceParser, ACountBeyondAnIntIsRefusedNotWrapped) {
 }
 
 TEST(TraceParser, ANumberBeyondADoubleIsAOneLineError) {
-    const std::string text = R"({"schema": "epochcast.trace/1", "runs": [], "networks": [{"bus_bandwidth_GBps": 1e400}]})";
+    const std::string text =
+        R"({"schema": "epochcast.trace/1", "runs": [], "networks": [{"bus_bandwidth_GBps": 1e400}]})";
     expect_one_line(input_error_of([&] { parse_trace(text, "t.json", Catalog::built_in()); }),
                     "t.json: a number is beyond the range of a double");
 }

@@ -234,9 +234,9 @@ TEST(TraceErrors, WrongTypeNegativeThroughputUnknownInstance) {
         error_of(trace_with(good_run_with(R"("instance": "p3.16xlarge")", R"("instance": "p7.huge")")));
     EXPECT_NE(unknown.find("run 0: key \"instance\""), std::string::npos) << unknown;
     EXPECT_NE(unknown.find("p7.huge"), std::string::npos) << unknown;
-    const std::string second_run = error_of(
-        R"({ "schema": "epochcast.trace/1", "runs": [ )" + std::string(kGoodRun) + ", " +
-        good_run_with(R"("batch_per_gpu": 128)", R"("batch_per_gpu": 0)") + " ] }");
+    const std::string second_run =
+        error_of(R"({ "schema": "epochcast.trace/1", "runs": [ )" + std::string(kGoodRun) + ", " +
+                 good_run_with(R"("batch_per_gpu": 128)", R"("batch_per_gpu": 0)") + " ] }");
     EXPECT_NE(second_run.find("run 1: key \"batch_per_gpu\""), std::string::npos) << second_run;
     EXPECT_NE(error_of(trace_with(good_run_with(R"("strategy": "hierarchical")", R"("strategy": "gossip")")))
                   .find("key \"strategy\""),
@@ -244,17 +244,20 @@ TEST(TraceErrors, WrongTypeNegativeThroughputUnknownInstance) {
 }
 
 TEST(Trace, PerStepComputeSamplesAreReadAndWrittenBack) {
-    const std::string run = good_run_with(R"("loss": [6.9, 6.1])", R"("loss": [6.9, 6.1], "step_compute_s": [0.5, 0.52, 0.49])");
+    const std::string run =
+        good_run_with(R"("loss": [6.9, 6.1])", R"("loss": [6.9, 6.1], "step_compute_s": [0.5, 0.52, 0.49])");
     const Trace first = parse_trace(trace_with(run), "t.json", catalog());
     EXPECT_EQ(first.runs[0].observation.step_compute_s, (std::vector<double>{0.5, 0.52, 0.49}));
     EXPECT_EQ(run_json(first.runs[0].observation)["measured"]["step_compute_s"].size(), 3u);
     EXPECT_TRUE(parse_trace(trace_with(kGoodRun), "t.json", catalog()).runs[0].observation.step_compute_s.empty());
 
-    const std::string negative = error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": [0.5, -1])")));
+    const std::string negative =
+        error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": [0.5, -1])")));
     EXPECT_NE(negative.find("run 0: key \"measured.step_compute_s\" must hold positive numbers, got -1 at index 1"),
               std::string::npos)
         << negative;
-    const std::string not_array = error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": 0.5)")));
+    const std::string not_array =
+        error_of(trace_with(good_run_with(R"("loss": [6.9, 6.1])", R"("step_compute_s": 0.5)")));
     EXPECT_NE(not_array.find("key \"measured.step_compute_s\" must be an array"), std::string::npos) << not_array;
 }
 
@@ -268,9 +271,11 @@ TEST(Trace, TheCampaignIsReadAndWrittenBack) {
     const Trace plain = parse_trace(trace_with(kGoodRun), "t.json", catalog());
     EXPECT_TRUE(plain.runs[0].observation.campaign.empty());
     EXPECT_FALSE(run_json(plain.runs[0].observation).contains("campaign"));
-    const std::string empty = error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": "", )")));
+    const std::string empty =
+        error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": "", )")));
     EXPECT_NE(empty.find("run 0: key \"campaign\" must not be empty"), std::string::npos) << empty;
-    const std::string number = error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": 2, )")));
+    const std::string number =
+        error_of(trace_with(good_run_with(R"("source": "test", )", R"("source": "test", "campaign": 2, )")));
     EXPECT_NE(number.find("key \"campaign\" must be a string"), std::string::npos) << number;
 }
 
@@ -289,8 +294,9 @@ TEST(TraceErrors, MalformedDocuments) {
     EXPECT_NE(error_of("{ \"schema\": ").find("t.json: malformed JSON"), std::string::npos);
     EXPECT_NE(error_of(R"({ "schema": "epochcast.catalog/1", "runs": [] })").find("schema"), std::string::npos);
     EXPECT_NE(error_of(R"({ "schema": "epochcast.trace/1" })").find("runs"), std::string::npos);
-    EXPECT_NE(error_of(trace_with(good_run_with(R"("measured": {)", R"("measuredx": {)"))).find("\"measured\" is missing"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of(trace_with(good_run_with(R"("measured": {)", R"("measuredx": {)"))).find("\"measured\" is missing"),
+        std::string::npos);
     EXPECT_THROW(read_trace("/nonexistent/trace.json", catalog()), InputError);
 }
 

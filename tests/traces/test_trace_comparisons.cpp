@@ -149,8 +149,8 @@ TEST(TraceComparisonsErrors, UnknownQuantityNamesTheAcceptedValues) {
 }
 
 TEST(TraceComparisonsErrors, LowAboveHigh) {
-    const std::string message =
-        error_of(trace_with_comparisons(replaced(kComparison, R"("low": 0.92, "high": 0.95)", R"("low": 0.98, "high": 0.95)")));
+    const std::string message = error_of(
+        trace_with_comparisons(replaced(kComparison, R"("low": 0.92, "high": 0.95)", R"("low": 0.98, "high": 0.95)")));
     EXPECT_TRUE(contains(message, "t.json: comparisons[0]: key \"measured.low\" must not exceed")) << message;
     EXPECT_TRUE(contains(message, "0.98")) << message;
 }
@@ -171,22 +171,24 @@ TEST(TraceComparisonsErrors, MeasuredMustBeARatioOrARange) {
 }
 
 TEST(TraceComparisonsErrors, UnknownInstanceInBaselineNamesThePart) {
-    const std::string message = error_of(trace_with_comparisons(
-        std::string(kComparison) + ", " + replaced(kSpeedup, R"("instance": "p2.xlarge")", R"("instance": "p9.tiny")")));
+    const std::string message =
+        error_of(trace_with_comparisons(std::string(kComparison) + ", " +
+                                        replaced(kSpeedup, R"("instance": "p2.xlarge")", R"("instance": "p9.tiny")")));
     EXPECT_TRUE(contains(message, "t.json: comparisons[1]: key \"baseline.instance\"")) << message;
     EXPECT_TRUE(contains(message, "p9.tiny")) << message;
 }
 
 TEST(TraceComparisonsErrors, ScenarioKeysNameTheirPart) {
-    const std::string nodes = error_of(trace_with_comparisons(
-        replaced(kSpeedup, R"("instance": "p2.8xlarge",
-                  "nodes": 1)", R"("instance": "p2.8xlarge",
+    const std::string nodes = error_of(trace_with_comparisons(replaced(kSpeedup, R"("instance": "p2.8xlarge",
+                  "nodes": 1)",
+                                                                       R"("instance": "p2.8xlarge",
                   "nodes": 0)")));
     EXPECT_TRUE(contains(nodes, "comparisons[0]: key \"scenario.nodes\" must be at least 1")) << nodes;
     const std::string no_baseline = error_of(trace_with_comparisons(replaced(kSpeedup, R"("baseline")", R"("base")")));
     EXPECT_TRUE(contains(no_baseline, "comparisons[0]: key \"baseline\" is missing")) << no_baseline;
     // p4d.24xlarge has 4 EFA adapters: 5 is too many, and the message says how many there are.
-    const std::string efa = error_of(trace_with_comparisons(replaced(kComparison, R"("efa_adapters": 0)", R"("efa_adapters": 5)")));
+    const std::string efa =
+        error_of(trace_with_comparisons(replaced(kComparison, R"("efa_adapters": 0)", R"("efa_adapters": 5)")));
     EXPECT_TRUE(contains(efa, "comparisons[0]: key \"baseline.efa_adapters\" must be at most 4")) << efa;
 }
 
@@ -260,9 +262,11 @@ TEST(TraceNetworksErrors, NameTheEntryAndTheKey) {
     // With samples the fitted latency is required; without, it is not.
     const std::string latency = error_of(replaced(kNetworks, R"("latency_s": 0.0006, )", ""));
     EXPECT_TRUE(contains(latency, "networks[0]: key \"latency_s\" is missing")) << latency;
-    const std::string bandwidth = error_of(replaced(kNetworks, R"("bus_bandwidth_GBps": 2.38)", R"("bus_bandwidth_GBps": 0)"));
+    const std::string bandwidth =
+        error_of(replaced(kNetworks, R"("bus_bandwidth_GBps": 2.38)", R"("bus_bandwidth_GBps": 0)"));
     EXPECT_TRUE(contains(bandwidth, "networks[2]: key \"bus_bandwidth_GBps\" must be positive")) << bandwidth;
-    const std::string ranks = error_of(replaced(kNetworks, R"("source": "log", "ranks": 16)", R"("source": "log", "ranks": 1)"));
+    const std::string ranks =
+        error_of(replaced(kNetworks, R"("source": "log", "ranks": 16)", R"("source": "log", "ranks": 1)"));
     EXPECT_TRUE(contains(ranks, "networks[0]: key \"ranks\" must be at least 2")) << ranks;
     const std::string sample = error_of(replaced(kNetworks, R"("bytes": 8, )", ""));
     EXPECT_TRUE(contains(sample, "networks[0]: key \"samples[0].bytes\" is missing")) << sample;

@@ -55,7 +55,8 @@ void run_all(BucketCollectives& collectives, Start start) {
     while (collectives.wait(completed)) {
     }
     std::sort(completed.begin(), completed.end());
-    if (completed.size() != kCounts.size() || std::adjacent_find(completed.begin(), completed.end()) != completed.end()) {
+    if (completed.size() != kCounts.size() ||
+        std::adjacent_find(completed.begin(), completed.end()) != completed.end()) {
         fail("expected every bucket to complete once, " + std::to_string(completed.size()) + " completions");
     }
 }
@@ -66,7 +67,8 @@ void exact_sum(int ranks, int bucket, std::int64_t i, bool bf16, double& sum, do
     double magnitude = 0;
     sum = 0;
     for (int r = 0; r < ranks; ++r) {
-        const float part = bf16 ? epochcast::from_bf16_bits(epochcast::to_bf16_bits(value(r, bucket, i))) : value(r, bucket, i);
+        const float part =
+            bf16 ? epochcast::from_bf16_bits(epochcast::to_bf16_bits(value(r, bucket, i))) : value(r, bucket, i);
         sum += part;
         magnitude += std::fabs(part);
     }
@@ -74,7 +76,8 @@ void exact_sum(int ranks, int bucket, std::int64_t i, bool bf16, double& sum, do
 }
 
 /// Every rank's copy of every bucket, bit for bit the same as rank 0's.
-void check_same_on_every_rank(const std::vector<std::vector<std::uint8_t>>& bytes, MPI_Comm comm, const std::string& what) {
+void check_same_on_every_rank(const std::vector<std::vector<std::uint8_t>>& bytes, MPI_Comm comm,
+                              const std::string& what) {
     for (std::size_t b = 0; b < bytes.size(); ++b) {
         std::vector<std::uint8_t> root = bytes[b];
         MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_BYTE, 0, comm);
@@ -124,7 +127,8 @@ void check_all_reduce(epochcast::AllReduceAlgorithm algorithm, Element element, 
                 break;
             }
             // Two ranks: one rounded addition, so the exact bits.
-            if (ranks == 2 && bf16 && sum16[b][static_cast<std::size_t>(i)] != epochcast::to_bf16_bits(static_cast<float>(sum))) {
+            if (ranks == 2 && bf16 &&
+                sum16[b][static_cast<std::size_t>(i)] != epochcast::to_bf16_bits(static_cast<float>(sum))) {
                 fail(what + ": bucket " + std::to_string(b) + " element " + std::to_string(i) + " is not bf16(a + b)");
                 break;
             }
@@ -142,7 +146,8 @@ void check_all_reduce(epochcast::AllReduceAlgorithm algorithm, Element element, 
 /// Between them each rank writes its chunk anew (as the exchange steps its weights), so the check
 /// sees that the gather carries the chunks as their owners left them.
 void check_reduce_scatter_then_all_gather(int ranks) {
-    BucketCollectives collectives(MPI_COMM_WORLD, epochcast::AllReduceAlgorithm::ring, static_cast<int>(kCounts.size()));
+    BucketCollectives collectives(MPI_COMM_WORLD, epochcast::AllReduceAlgorithm::ring,
+                                  static_cast<int>(kCounts.size()));
     std::vector<std::vector<float>> own(kCounts.size()), data(kCounts.size());
     for (std::size_t b = 0; b < kCounts.size(); ++b) {
         for (std::int64_t i = 0; i < kCounts[b]; ++i) own[b].push_back(value(rank, static_cast<int>(b), i));
@@ -160,7 +165,8 @@ void check_reduce_scatter_then_all_gather(int ranks) {
             double sum = 0, bound = 0;
             exact_sum(ranks, static_cast<int>(b), i, false, sum, bound);
             if (!(std::fabs(data[b][static_cast<std::size_t>(i)] - sum) <= bound)) {
-                fail("reduce_scatter: bucket " + std::to_string(b) + " element " + std::to_string(i) + " is not the sum");
+                fail("reduce_scatter: bucket " + std::to_string(b) + " element " + std::to_string(i) +
+                     " is not the sum");
                 break;
             }
             data[b][static_cast<std::size_t>(i)] = static_cast<float>(1000 * rank + i);  // "stepped" by its owner
@@ -182,8 +188,8 @@ void check_reduce_scatter_then_all_gather(int ranks) {
             MPI_Bcast(range, 2, MPI_INT64_T, owner, MPI_COMM_WORLD);
             for (std::int64_t i = range[0]; i < range[1]; ++i) {
                 if (data[b][static_cast<std::size_t>(i)] != static_cast<float>(1000 * owner + i)) {
-                    fail("all_gather: bucket " + std::to_string(b) + " element " + std::to_string(i) +
-                         " is not rank " + std::to_string(owner) + "'s");
+                    fail("all_gather: bucket " + std::to_string(b) + " element " + std::to_string(i) + " is not rank " +
+                         std::to_string(owner) + "'s");
                     break;
                 }
             }
