@@ -136,6 +136,15 @@ std::string format_number(double value, int max_decimals) {
     return text;
 }
 
+std::string format_grouped(double value, int max_decimals) {
+    std::string text = format_number(value, max_decimals);
+    const std::size_t first = text.front() == '-' ? 1 : 0;
+    std::size_t end = text.find('.');
+    if (end == std::string::npos) end = text.size();
+    for (std::size_t at = end; at > first + 3; at -= 3) text.insert(at - 3, 1, ',');
+    return text;
+}
+
 bool looks_numeric(const std::string& text) {
     if (text == "-") return true;
     // A sign, then "$" (format_dollars), then digits in groups of three when separated by commas

@@ -34,6 +34,10 @@ private:
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
 
+/// format_number with the integer part in groups of three, for tables (1217.54 -> "1,217.5" with
+/// one decimal; 143812 -> "143,812").
+std::string format_grouped(double value, int max_decimals);
+
 /// Append `value` with 7 significant digits, as printf's "%.7g" writes it (1234.567, 0.0123457,
 /// 1.234568e+07), several times faster (the sweep writes tens of millions of numbers): numbers
 /// from 1e-4 to below 1e7 are formatted with integer arithmetic, the rest by std::to_chars.

@@ -145,9 +145,9 @@ void print_tables(const std::vector<RunCheck>& runs, const std::vector<Compariso
         std::string epoch = "-";
         if (c.run.epoch_s) epoch = format_number(*c.run.epoch_s, 1) + " / " + format_number(p.epoch_s, 1);
         table.add_row({short_origin(c.run.origin) + (c.run.approximate ? " (approx.)" : ""), describe(c.run.scenario),
-                       format_number(c.run.throughput_images_per_s, 1), format_number(p.throughput_images_per_s, 1),
+                       format_grouped(c.run.throughput_images_per_s, 1), format_grouped(p.throughput_images_per_s, 1),
                        format_number(percent_error(p.throughput_images_per_s, c.run.throughput_images_per_s), 1) + " %",
-                       format_number(p.interval.low, 0) + " - " + format_number(p.interval.high, 0),
+                       format_grouped(p.interval.low, 0) + " - " + format_grouped(p.interval.high, 0),
                        in_band(c) ? "yes" : "no", epoch});
     }
     markdown ? table.print_markdown(out) : table.print(out);

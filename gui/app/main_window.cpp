@@ -16,6 +16,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QMenuBar>
 #include <QPainter>
 #include <QProgressBar>
@@ -62,7 +63,10 @@ QString hours(double seconds) {
     return QString::number(seconds / 3600, 'f', 2) + " h";
 }
 
-QString dollars(double usd) { return "$" + QString::number(usd, 'f', usd < 100 ? 2 : 0); }
+/// `value` with `decimals` decimals and its thousands grouped ("53,164"), as the CLI's tables write them.
+QString grouped(double value, int decimals) { return QLocale(QLocale::English).toString(value, 'f', decimals); }
+
+QString dollars(double usd) { return "$" + grouped(usd, usd < 100 ? 2 : 0); }
 
 /// "value (low - high)" with the band of a figure.
 QString banded(const QString& value, const QString& low, const QString& high) {
@@ -590,8 +594,8 @@ void MainWindow::recompute() {
 void MainWindow::showOutputs(const ResolvedScenario&) {
     const Prediction& p = *prediction_;
     const PredictionBand& b = *band_;
-    throughput_->setText(banded(QString::number(p.throughput_images_per_s, 'f', 0) + " images/s",
-                                QString::number(p.interval.low, 'f', 0), QString::number(p.interval.high, 'f', 0)));
+    throughput_->setText(banded(grouped(p.throughput_images_per_s, 0) + " images/s", grouped(p.interval.low, 0),
+                                grouped(p.interval.high, 0)));
     epoch_->setText(banded(QString::number(p.epoch_s, 'f', 1) + " s", QString::number(b.fast.epoch_s, 'f', 1),
                            QString::number(b.slow.epoch_s, 'f', 1)));
     time_to_train_->setText(

@@ -133,6 +133,17 @@ TEST(Table, FormatNumberDropsTrailingZeros) {
     EXPECT_FALSE(looks_numeric("p3.16xlarge"));
 }
 
+TEST(Table, GroupedNumbersKeepTheirDecimals) {
+    EXPECT_EQ(format_grouped(1217.54, 1), "1,217.5");
+    EXPECT_EQ(format_grouped(143812, 0), "143,812");
+    EXPECT_EQ(format_grouped(1234567.25, 2), "1,234,567.25");
+    EXPECT_EQ(format_grouped(999, 1), "999");
+    EXPECT_EQ(format_grouped(100000, 0), "100,000");
+    EXPECT_EQ(format_grouped(-1234.5, 1), "-1,234.5");
+    EXPECT_EQ(format_grouped(11.6, 1), "11.6");
+    EXPECT_TRUE(looks_numeric(format_grouped(1234567.25, 2)));
+}
+
 TEST(Table, CountsAndDollarsWithThousandsSeparatorsAreNumeric) {
     EXPECT_TRUE(looks_numeric("1,281,167"));
     EXPECT_TRUE(looks_numeric("$12,345.67"));

@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QLocale>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
@@ -65,7 +66,11 @@ TEST_F(Window, StartsOnSeed000sClusterAsTheModelSays) {
     ASSERT_TRUE(window.prediction());
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, direct(s).throughput_images_per_s);
     const QString shown = child<QLabel>(window, "throughput")->text();
-    EXPECT_TRUE(shown.contains(QString::number(direct(s).throughput_images_per_s, 'f', 0))) << shown.toStdString();
+    // Thousands grouped, as the CLI's tables print them: "53,164 images/s".
+    EXPECT_TRUE(
+        shown.contains(QLocale(QLocale::English).toString(direct(s).throughput_images_per_s, 'f', 0) + " images/s"))
+        << shown.toStdString();
+    EXPECT_TRUE(shown.contains(',')) << shown.toStdString();
 }
 
 TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
@@ -78,7 +83,7 @@ TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, p.throughput_images_per_s);
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, p.cost_usd);
     EXPECT_GT(p.throughput_images_per_s, before);
-    EXPECT_TRUE(child<QLabel>(window, "cost")->text().contains(QString::number(p.cost_usd, 'f', 0)));
+    EXPECT_TRUE(child<QLabel>(window, "cost")->text().contains(QLocale(QLocale::English).toString(p.cost_usd, 'f', 0)));
     EXPECT_TRUE(
         child<QLabel>(window, "efficiency")->text().contains(QString::number(100 * p.scaling_efficiency, 'f', 1)));
 }
