@@ -484,14 +484,13 @@ Eigen::VectorXd minimise_residuals(const Problem& problem, int max_iterations, C
 Eigen::MatrixXd coordinate_covariance(const Problem& problem, const Eigen::VectorXd& u, const FitOptions& options,
                                       double prior_model_sigma, CalibrationFit& fit, std::vector<FitResidual>& record) {
     const std::size_t n_data = problem.data_rows();
-    const Eigen::MatrixXd j = problem.jacobian(u, problem.residuals(u));
+    const Eigen::MatrixXd j = problem.jacobian(u, problem.residuals(u, &record));
     const auto data_rows = static_cast<Eigen::Index>(n_data);
     const Eigen::MatrixXd jd = j.topRows(data_rows);
     const Eigen::MatrixXd jp = j.bottomRows(j.rows() - data_rows);
     const Eigen::MatrixXd identity = Eigen::MatrixXd::Identity(j.cols(), j.cols());
     const Eigen::MatrixXd unscaled_u = (j.transpose() * j).ldlt().solve(identity);
     fit.effective_parameters = (jd * unscaled_u * jd.transpose()).trace();
-    problem.residuals(u, &record);
     double run_squares = 0;
     int run_count = 0;
     for (const FitResidual& residual : record) {
