@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "model/text_io.hpp"
+
 namespace epochcast::cli {
 
 Table::Table(std::vector<std::string> header) : header_(std::move(header)) {}
@@ -137,12 +139,7 @@ std::string format_number(double value, int max_decimals) {
 }
 
 std::string format_grouped(double value, int max_decimals) {
-    std::string text = format_number(value, max_decimals);
-    const std::size_t first = text.front() == '-' ? 1 : 0;
-    std::size_t end = text.find('.');
-    if (end == std::string::npos) end = text.size();
-    for (std::size_t at = end; at > first + 3; at -= 3) text.insert(at - 3, 1, ',');
-    return text;
+    return group_thousands(format_number(value, max_decimals));
 }
 
 bool looks_numeric(const std::string& text) {

@@ -1,5 +1,6 @@
 #include "model/text_io.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -153,13 +154,14 @@ std::string format_count(double count) {
         std::snprintf(buffer, sizeof buffer, "%.3g", rounded);
         return buffer;
     }
-    const long long whole = static_cast<long long>(rounded);
-    const std::string digits = std::to_string(whole < 0 ? -whole : whole);
-    std::string out = whole < 0 ? "-" : "";
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
+    return group_thousands(std::to_string(static_cast<long long>(rounded)));
+}
+
+std::string group_thousands(std::string_view number) {
+    std::string out(number);
+    const std::size_t first = !out.empty() && out.front() == '-' ? 1 : 0;
+    const std::size_t end = std::min(out.find('.'), out.size());
+    for (std::size_t at = end; at > first + 3; at -= 3) out.insert(at - 3, 1, ',');
     return out;
 }
 

@@ -27,6 +27,10 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin);
 /// \t or \xNN and bytes that are not UTF-8 become \xNN; everything else is kept as is.
 std::string escape_for_message(std::string_view text);
 
+/// `number` (a plain decimal: an optional '-', digits, optionally '.' and more digits) with its
+/// integer part in groups of three: "-1234567.25" -> "-1,234,567.25".
+std::string group_thousands(std::string_view number);
+
 /// A whole count with thousands separators: 34560 -> "34,560" (rounded to the nearest whole).
 /// Safe for any double: beyond 10^18 in magnitude "1e+20" (three significant digits), and
 /// "inf", "-inf" or "nan" for what is not finite.

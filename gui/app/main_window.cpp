@@ -16,7 +16,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLocale>
 #include <QMenuBar>
 #include <QPainter>
 #include <QProgressBar>
@@ -41,6 +40,7 @@
 #include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/observation.hpp"
+#include "model/text_io.hpp"
 #include "model/types.hpp"
 
 #if EPOCHCAST_WITH_SIMULATOR
@@ -63,10 +63,10 @@ QString hours(double seconds) {
     return QString::number(seconds / 3600, 'f', 2) + " h";
 }
 
-/// `value` with `decimals` decimals and its thousands grouped ("53,164"), as the CLI's tables write them.
-QString grouped(double value, int decimals) { return QLocale(QLocale::English).toString(value, 'f', decimals); }
+/// A whole number with its thousands grouped ("53,164"), as the CLI's tables write it (format_count).
+QString grouped(double value) { return q(format_count(value)); }
 
-QString dollars(double usd) { return "$" + grouped(usd, usd < 100 ? 2 : 0); }
+QString dollars(double usd) { return "$" + (usd < 100 ? QString::number(usd, 'f', 2) : grouped(usd)); }
 
 /// "value (low - high)" with the band of a figure.
 QString banded(const QString& value, const QString& low, const QString& high) {
@@ -594,8 +594,8 @@ void MainWindow::recompute() {
 void MainWindow::showOutputs(const ResolvedScenario&) {
     const Prediction& p = *prediction_;
     const PredictionBand& b = *band_;
-    throughput_->setText(banded(grouped(p.throughput_images_per_s, 0) + " images/s", grouped(p.interval.low, 0),
-                                grouped(p.interval.high, 0)));
+    throughput_->setText(
+        banded(grouped(p.throughput_images_per_s) + " images/s", grouped(p.interval.low), grouped(p.interval.high)));
     epoch_->setText(banded(QString::number(p.epoch_s, 'f', 1) + " s", QString::number(b.fast.epoch_s, 'f', 1),
                            QString::number(b.slow.epoch_s, 'f', 1)));
     time_to_train_->setText(

@@ -10,7 +10,6 @@
 #include <QFile>
 #include <QImage>
 #include <QLabel>
-#include <QLocale>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
@@ -25,6 +24,7 @@
 #include "gui/app/main_window.hpp"
 #include "gui/app/timeline_view.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "tests/support/temp_file.hpp"
 #include "tests/support/temp_folder.hpp"
 
@@ -67,8 +67,7 @@ TEST_F(Window, StartsOnSeed000sClusterAsTheModelSays) {
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, direct(s).throughput_images_per_s);
     const QString shown = child<QLabel>(window, "throughput")->text();
     // Thousands grouped, as the CLI's tables print them: "53,164 images/s".
-    EXPECT_TRUE(
-        shown.contains(QLocale(QLocale::English).toString(direct(s).throughput_images_per_s, 'f', 0) + " images/s"))
+    EXPECT_TRUE(shown.contains(QString::fromStdString(format_count(direct(s).throughput_images_per_s)) + " images/s"))
         << shown.toStdString();
     EXPECT_TRUE(shown.contains(',')) << shown.toStdString();
 }
@@ -83,7 +82,7 @@ TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, p.throughput_images_per_s);
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, p.cost_usd);
     EXPECT_GT(p.throughput_images_per_s, before);
-    EXPECT_TRUE(child<QLabel>(window, "cost")->text().contains(QLocale(QLocale::English).toString(p.cost_usd, 'f', 0)));
+    EXPECT_TRUE(child<QLabel>(window, "cost")->text().contains(QString::fromStdString(format_count(p.cost_usd))));
     EXPECT_TRUE(
         child<QLabel>(window, "efficiency")->text().contains(QString::number(100 * p.scaling_efficiency, 'f', 1)));
 }

@@ -211,6 +211,15 @@ TEST(Limits, FormatCountIsSafeForAnyDouble) {
     EXPECT_EQ(format_count(std::nan("")), "nan");
 }
 
+TEST(Limits, GroupThousandsGroupsOnlyTheIntegerPart) {
+    EXPECT_EQ(group_thousands("1234567.25"), "1,234,567.25");
+    EXPECT_EQ(group_thousands("-1234.5678"), "-1,234.5678");  // the decimals stay ungrouped
+    EXPECT_EQ(group_thousands("100000"), "100,000");
+    EXPECT_EQ(group_thousands("999"), "999");
+    EXPECT_EQ(group_thousands("-999.5"), "-999.5");
+    EXPECT_EQ(group_thousands(""), "");
+}
+
 TEST(Limits, DoublingLoopsStopAtAnyIntWithoutOverflow) {
     const std::vector<int> all = powers_of_two_up_to(INT_MAX);
     ASSERT_EQ(all.size(), 31u);
