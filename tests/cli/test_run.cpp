@@ -24,6 +24,7 @@
 #include "cli/table.hpp"
 #include "model/cost_model.hpp"
 #include "tests/cli/cli_process.hpp"
+#include "tests/support/local_cpu_catalog.hpp"
 
 namespace epochcast {
 namespace {
@@ -166,27 +167,7 @@ protected:
         return args;
     }
 
-    static nlohmann::json host_catalog() {
-        return {{"schema", "epochcast.catalog/1"},
-                {"gpus",
-                 {{{"name", "local-cpu"},
-                   {"fp32_tflops", 0.28},
-                   {"fp16_tflops", 0},
-                   {"bf16_tflops", 0.575},
-                   {"memory_gib", 23.5},
-                   {"memory_GBps", 12},
-                   {"source", "test host"}}}},
-                {"instances",
-                 {{{"name", "local-cpu"},
-                   {"gpu", "local-cpu"},
-                   {"gpus", 1},
-                   {"vcpus", 2},
-                   {"memory_gib", 23.5},
-                   {"network_gbps", 96},
-                   {"intra_node_GBps", 12},
-                   {"price_usd_per_hour", 0},
-                   {"source", "test host"}}}}};
-    }
+    static nlohmann::json host_catalog() { return testing::local_cpu_catalog_json(); }
 
     /// One rank of 2 threads, ResNet-50 224 px, batch 16, bf16: 9.87 img/s measured.
     static nlohmann::json prepared_trace() {

@@ -11,34 +11,14 @@
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/fit.hpp"
+#include "tests/support/local_cpu_catalog.hpp"
 
 namespace epochcast {
 namespace {
 
-/// A 2-core host measured at 0.28 TFLOPS fp32 and 0.575 TFLOPS bf16 on 2 threads (oneDNN matmul),
-/// 12 GB/s copy bandwidth; one rank of 2 threads per host.
+/// The test host's catalog entry (tests/support/local_cpu_catalog.hpp) as text.
 std::string local_cpu_catalog(double bf16_tflops = 0.575) {
-    nlohmann::json catalog = {{"schema", "epochcast.catalog/1"},
-                              {"gpus",
-                               {{{"name", "local-cpu"},
-                                 {"fp32_tflops", 0.28},
-                                 {"fp16_tflops", 0},
-                                 {"bf16_tflops", bf16_tflops},
-                                 {"memory_gib", 23.5},
-                                 {"memory_GBps", 12},
-                                 {"source", "test: measured"}}}},
-                              {"instances",
-                               {{{"name", "local-cpu"},
-                                 {"gpu", "local-cpu"},
-                                 {"gpus", 1},
-                                 {"vcpus", 2},
-                                 {"memory_gib", 23.5},
-                                 {"network_gbps", 96},
-                                 {"intra_node_GBps", 12},
-                                 {"price_usd_per_hour", 0},
-                                 {"spot_usd_per_hour", 0},
-                                 {"source", "test: measured"}}}}};
-    return catalog.dump();
+    return testing::local_cpu_catalog_json(bf16_tflops).dump();
 }
 
 Catalog catalog_with_host(double bf16_tflops = 0.575) {
