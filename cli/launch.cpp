@@ -41,12 +41,6 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
 }
 
-std::string this_host() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-    return name;
-}
-
 std::string read_whole_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -128,33 +122,94 @@ std::string last_lines(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> mpirun_argv(const LaunchRequest& r) {
-    std::vector<std::string> argv = {r.mpirun, "-np", std::to_string(r.ranks)};
-    if (r.root) argv.push_back("--allow-run-as-root");
-    if (r.ranks > r.online_cores) argv.push_back("--oversubscribe");
-    // Each rank on cores of its own when they go round (one per compute thread); otherwise no
-    // binding, so that a rank's threads are not pinned to the one core Open MPI would give it.
-    int threads = 1;
-    if (const std::optional<std::string> given = flag_value(r.train_flags, "--threads")) {
-        try {
-            threads = std::max(1, std::stoi(*given));
-        } catch (const std::exception&) {
-            threads = r.online_cores + 1;  // epochcast-train will name the bad value; bind nothing
-        }
+namespace {
+
+/// --threads among the trainer's flags (1 when absent); a value it will refuse counts as more
+/// threads than the cores, so that nothing is bound.
+int threads_per_rank(const LaunchRequest& r) {
+    const std::optional<std::string> given = flag_value(r.train_flags, "--threads");
+    if (!given) return 1;
+    try {
+        return std::max(1, std::stoi(*given));
+    } catch (const std::exception&) {
+        return r.online_cores + 1;  // epochcast-train will name the bad value; bind nothing
     }
-    if (static_cast<long>(r.ranks) * threads <= r.online_cores) {
-        if (threads > 1) argv.insert(argv.end(), {"--map-by", "slot:PE=" + std::to_string(threads)});
-        argv.insert(argv.end(), {"--bind-to", "core"});
-    } else {
-        argv.insert(argv.end(), {"--bind-to", "none"});
-    }
+}
+
+bool is_cuda(const LaunchRequest& r) { return flag_value(r.train_flags, "--backend").value_or("cpu") == "cuda"; }
+
+/// The trainer and its flags, with --ps-ranks and --trace-out added.
+void append_trainer(const LaunchRequest& r, std::vector<std::string>& argv) {
     argv.push_back(r.train_program);
     argv.insert(argv.end(), r.train_flags.begin(), r.train_flags.end());
     if (r.ps_ranks > 0) argv.insert(argv.end(), {"--ps-ranks", std::to_string(r.ps_ranks)});
     if (!r.trace_out.empty() && !flag_value(r.train_flags, "--trace-out")) {
         argv.insert(argv.end(), {"--trace-out", r.trace_out});
     }
+}
+
+std::vector<std::string> srun_argv(const LaunchRequest& r, const RankLayout& layout) {
+    std::vector<std::string> argv = {
+        r.mpirun, "--nodes=" + std::to_string(layout.hosts.size()), "--ntasks=" + std::to_string(r.ranks),
+        "--ntasks-per-node=" + std::to_string(layout.ranks_per_node), "--kill-on-bad-exit=1"};
+    if (is_cuda(r)) {
+        argv.push_back("--cpu-bind=none");
+    } else {
+        argv.insert(argv.end(), {"--cpus-per-task=" + std::to_string(threads_per_rank(r)), "--cpu-bind=cores"});
+    }
+    append_trainer(r, argv);
     return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> launcher_argv(const LaunchRequest& r) {
+    if (r.launcher == Launcher::srun) {
+        if (!r.layout) throw RunError("launcher_argv: srun needs the allocation's layout");
+        return srun_argv(r, *r.layout);
+    }
+    std::vector<std::string> argv = {r.mpirun, "-np", std::to_string(r.ranks)};
+    if (r.root) argv.push_back("--allow-run-as-root");
+    const int threads = threads_per_rank(r);
+    const int ranks_per_host = r.layout ? r.layout->ranks_per_node : r.ranks;
+    if (!r.layout && r.ranks > r.online_cores) argv.push_back("--oversubscribe");
+    std::string map_by;
+    if (r.layout) {
+        std::string hosts;
+        for (const std::string& host : r.layout->hosts) {
+            hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(r.layout->ranks_per_node);
+        }
+        argv.insert(argv.end(), {"--host", hosts});
+        map_by = "ppr:" + std::to_string(ranks_per_host) + ":node";
+    }
+    // Each CPU rank on cores of its own when they go round (one per compute thread); otherwise
+    // no binding, so that a rank's threads are not pinned to the one core Open MPI would give it.
+    const bool bind = !is_cuda(r) && static_cast<long>(ranks_per_host) * threads <= r.online_cores;
+    if (bind && threads > 1) map_by += (map_by.empty() ? "slot" : "") + std::string(":PE=") + std::to_string(threads);
+    if (!map_by.empty()) argv.insert(argv.end(), {"--map-by", map_by});
+    argv.insert(argv.end(), {"--bind-to", bind ? "core" : "none"});
+    if (r.layout) {
+        for (const std::string& name : r.forwarded_variables) argv.insert(argv.end(), {"-x", name});
+    }
+    append_trainer(r, argv);
+    return argv;
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+    std::string line;
+    for (const std::string& a : argv) {
+        const bool plain = !a.empty() && a.find_first_not_of(
+                                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789-_./:=,+@%") == std::string::npos;
+        std::string quoted = a;
+        if (!plain) {
+            quoted = "'";
+            for (const char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+            quoted += "'";
+        }
+        line += (line.empty() ? "" : " ") + quoted;
+    }
+    return line;
 }
 
 std::optional<std::string> flag_value(const std::vector<std::string>& flags, std::string_view name) {
@@ -241,7 +296,7 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     }
     last_check_ = now;
     read_reports(now);
-    const std::string host = this_host();
+    const std::string host = this_host_name();
     const std::pair<const int, RankState>* named = nullptr;
     bool named_stopped = false;
     for (const auto& entry : ranks_) {
@@ -271,7 +326,7 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
 }
 
 void Watchdog::kill_ranks() const {
-    const std::string host = this_host();
+    const std::string host = this_host_name();
     const std::string ours = std::string(kProgressDirVariable) + "=" + directory_.string();
     for (const auto& [rank, state] : ranks_) {
         if (state.pid <= 0 || state.host != host || !process_has_environment(state.pid, ours)) continue;
@@ -286,7 +341,9 @@ std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directo
         const nlohmann::json& code = report.contains("code") ? report["code"] : nlohmann::json();
         const nlohmann::json& message = report.contains("message") ? report["message"] : nlohmann::json();
         if (!code.is_number_integer() || !message.is_string()) continue;
-        failures.push_back({rank, code.get<int>(), message.get<std::string>()});
+        const nlohmann::json& host = report.contains("host") ? report["host"] : nlohmann::json();
+        failures.push_back(
+            {rank, code.get<int>(), message.get<std::string>(), host.is_string() ? host.get<std::string>() : ""});
     }
     return failures;
 }

@@ -15,27 +15,53 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/layout.hpp"
+
 namespace epochcast::cli {
 
-/// Everything the mpirun line depends on.
+/// The program that starts the ranks: Open MPI's mpirun, or Slurm's srun inside an allocation.
+enum class Launcher { mpirun, srun };
+
+/// Everything the launcher line depends on.
 struct LaunchRequest {
-    std::string mpirun;                    ///< the mpirun program (a path, or a name found on PATH)
+    Launcher launcher = Launcher::mpirun;
+    std::string mpirun;                    ///< the launcher program (mpirun or srun: a path, or a name on PATH)
     std::string train_program;             ///< path of epochcast-train
     int ranks = 1;                         ///< --np: MPI ranks in all, parameter servers included
     int ps_ranks = 0;                      ///< --ps-ranks: ranks serving parameters (0: all-reduce)
-    int online_cores = 1;                  ///< logical CPUs of this host
+    int online_cores = 1;                  ///< logical CPUs of this host (taken for every host's)
     bool root = false;                     ///< running as root (Open MPI refuses without a flag)
     std::vector<std::string> train_flags;  ///< the user's epochcast-train flags, passed verbatim
     std::string trace_out;                 ///< added as --trace-out when train_flags has none (and this is not empty)
+    /// The hosts and ranks per host (cli/layout.hpp); nullopt: this host only, as mpirun's default.
+    std::optional<RankLayout> layout;
+    /// Variables the ranks on other hosts need from our environment, passed with mpirun's -x
+    /// (srun passes the whole environment); only with a layout that names another host.
+    std::vector<std::string> forwarded_variables;
 };
 
-/// The argv of the mpirun line: mpirun -np N [--allow-run-as-root] [--oversubscribe] BINDING
-/// TRAIN [flags verbatim] [--ps-ranks K] [--trace-out FILE]. --oversubscribe when there are more
-/// ranks than cores. BINDING: when ranks x --threads (default 1) fit the cores, each rank is bound
-/// to cores of its own (--bind-to core, with --map-by slot:PE=T for T threads), which keeps ranks
-/// from migrating onto each other's cores; otherwise --bind-to none, so that a rank's threads are
-/// not pinned to the one core Open MPI would bind it to.
-std::vector<std::string> mpirun_argv(const LaunchRequest& request);
+/// The argv of the launcher line; its rules are docs/cli.md's ("run", "The launcher line").
+///
+/// mpirun without a layout (this host): mpirun -np N [--allow-run-as-root] [--oversubscribe]
+/// BINDING TRAIN [flags verbatim] [--ps-ranks K] [--trace-out FILE]. --oversubscribe when there are
+/// more ranks than cores. BINDING, with --backend cpu: when ranks x --threads (default 1) fit the
+/// cores, each rank is bound to cores of its own (--bind-to core, with --map-by slot:PE=T for T
+/// threads), which keeps ranks from migrating onto each other's cores; otherwise --bind-to none,
+/// so that a rank's threads are not pinned to the one core Open MPI would bind it to. With
+/// --backend cuda, --bind-to none: a rank drives its GPU with a few threads (data, NCCL's proxy)
+/// whose best cores depend on the GPU's and NIC's NUMA node, which mpirun does not know.
+///
+/// mpirun with a layout: --host h1:R,h2:R,... (the hosts used, each with its R ranks, whatever
+/// slots the hostfile gave) and --map-by ppr:R:node (:PE=T when the cpu binding above applies,
+/// counting this host's cores for each host's), -x NAME for each forwarded variable, and no
+/// --oversubscribe (the ranks never exceed the slots).
+///
+/// srun: srun --nodes=H --ntasks=N --ntasks-per-node=R --kill-on-bad-exit=1, then --cpus-per-task=T
+/// --cpu-bind=cores with --backend cpu, --cpu-bind=none with cuda, then TRAIN and its flags.
+std::vector<std::string> launcher_argv(const LaunchRequest& request);
+
+/// The same line as one shell-quoted string, as printed and recorded in the trace.
+std::string command_line(const std::vector<std::string>& argv);
 
 /// The value of `--name VALUE` or `--name=VALUE` among `flags` (the last one given), if any.
 std::optional<std::string> flag_value(const std::vector<std::string>& flags, std::string_view name);
@@ -103,11 +129,12 @@ private:
 };
 
 /// The failure reports ranks left in `directory` ("<dir>/rank-R.failed.json" = {"rank", "code",
-/// "message"}, executor/progress.hpp), by rank.
+/// "message", "host"}, executor/progress.hpp), by rank.
 struct RankFailure {
     int rank = 0;
     int code = 0;
     std::string message;
+    std::string host;  ///< the rank's host, "" when the report does not say
 };
 std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory);
 

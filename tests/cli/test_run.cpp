@@ -50,25 +50,25 @@ TEST(RunLine, RanksWithMoreThreadsThanCoresBindNothingAndTheTraceIsAdded) {
     const std::vector<std::string> expected = {
         "/usr/bin/mpirun", "-np",      "2",         "--bind-to", "none",        "/opt/epochcast-train",
         "--model",         "resnet50", "--threads", "2",         "--trace-out", "/tmp/run.trace.json"};
-    EXPECT_EQ(cli::mpirun_argv(request()), expected);
+    EXPECT_EQ(cli::launcher_argv(request()), expected);
 }
 
 TEST(RunLine, RanksWhoseThreadsFitTheCoresAreBoundToCoresOfTheirOwn) {
     cli::LaunchRequest r = request();
     r.train_flags = {"--model", "resnet50", "--threads", "1"};
-    std::vector<std::string> argv = cli::mpirun_argv(r);
+    std::vector<std::string> argv = cli::launcher_argv(r);
     const std::vector<std::string> one_core = {"--bind-to", "core", "/opt/epochcast-train"};
     EXPECT_TRUE(std::search(argv.begin(), argv.end(), one_core.begin(), one_core.end()) != argv.end());
     r.train_flags = {"--model", "resnet50"};  // --threads defaults to 1
-    argv = cli::mpirun_argv(r);
+    argv = cli::launcher_argv(r);
     EXPECT_TRUE(std::search(argv.begin(), argv.end(), one_core.begin(), one_core.end()) != argv.end());
     r.ranks = 1;
     r.train_flags = {"--threads=2"};
-    argv = cli::mpirun_argv(r);
+    argv = cli::launcher_argv(r);
     const std::vector<std::string> two_cores = {"--map-by", "slot:PE=2", "--bind-to", "core", "/opt/epochcast-train"};
     EXPECT_TRUE(std::search(argv.begin(), argv.end(), two_cores.begin(), two_cores.end()) != argv.end());
     r.train_flags = {"--threads", "many"};  // the trainer names the bad value; nothing is bound
-    argv = cli::mpirun_argv(r);
+    argv = cli::launcher_argv(r);
     EXPECT_EQ(std::count(argv.begin(), argv.end(), "none"), 1);
 }
 
@@ -76,7 +76,7 @@ TEST(RunLine, RootAndMoreRanksThanCoresAddTheirFlagsBeforeTheProgram) {
     cli::LaunchRequest r = request();
     r.root = true;
     r.ranks = 3;
-    const std::vector<std::string> argv = cli::mpirun_argv(r);
+    const std::vector<std::string> argv = cli::launcher_argv(r);
     const auto program = std::find(argv.begin(), argv.end(), "/opt/epochcast-train");
     ASSERT_NE(program, argv.end());
     EXPECT_NE(std::find(argv.begin(), program, "--allow-run-as-root"), program);
@@ -84,7 +84,7 @@ TEST(RunLine, RootAndMoreRanksThanCoresAddTheirFlagsBeforeTheProgram) {
     EXPECT_EQ(argv[2], "3");
     r.root = false;
     r.ranks = 2;
-    const std::vector<std::string> fits = cli::mpirun_argv(r);
+    const std::vector<std::string> fits = cli::launcher_argv(r);
     EXPECT_EQ(std::count(fits.begin(), fits.end(), "--allow-run-as-root"), 0);
     EXPECT_EQ(std::count(fits.begin(), fits.end(), "--oversubscribe"), 0);
 }
@@ -92,12 +92,12 @@ TEST(RunLine, RootAndMoreRanksThanCoresAddTheirFlagsBeforeTheProgram) {
 TEST(RunLine, PsRanksArePassedToTheTrainer) {
     cli::LaunchRequest r = request();
     r.ps_ranks = 1;
-    const std::vector<std::string> argv = cli::mpirun_argv(r);
+    const std::vector<std::string> argv = cli::launcher_argv(r);
     const auto ps = std::find(argv.begin(), argv.end(), "--ps-ranks");
     ASSERT_NE(ps, argv.end());
     EXPECT_EQ(*(ps + 1), "1");
     EXPECT_GT(ps - argv.begin(), std::find(argv.begin(), argv.end(), "/opt/epochcast-train") - argv.begin());
-    const std::vector<std::string> all_reduce = cli::mpirun_argv(request());
+    const std::vector<std::string> all_reduce = cli::launcher_argv(request());
     EXPECT_EQ(std::count(all_reduce.begin(), all_reduce.end(), "--ps-ranks"), 0);
 }
 
@@ -106,13 +106,115 @@ TEST(RunLine, UsersTraceOutIsKeptAndNotDuplicated) {
          {std::vector<std::string>{"--trace-out", "mine.json"}, std::vector<std::string>{"--trace-out=mine.json"}}) {
         cli::LaunchRequest r = request();
         r.train_flags.insert(r.train_flags.end(), given.begin(), given.end());
-        const std::vector<std::string> argv = cli::mpirun_argv(r);
+        const std::vector<std::string> argv = cli::launcher_argv(r);
         EXPECT_EQ(std::count(argv.begin(), argv.end(), "/tmp/run.trace.json"), 0);
         EXPECT_TRUE(std::equal(given.begin(), given.end(), argv.end() - static_cast<long>(given.size())));
         EXPECT_EQ(cli::flag_value(r.train_flags, "--trace-out"), "mine.json");
     }
     EXPECT_FALSE(cli::flag_value(base_flags(), "--trace-out"));
     EXPECT_EQ(cli::flag_value(base_flags(), "--threads"), "2");
+}
+
+// The issue's pinned lines. Four p4d nodes of 8 GPUs from a hostfile: one rank per GPU, 8 per
+// node by ppr mapping, no binding (CUDA ranks), the environment other hosts need forwarded.
+TEST(RunLine, FourGpuNodesFromAHostfile) {
+    cli::LaunchRequest r = request();
+    r.root = false;
+    r.online_cores = 96;
+    r.ranks = 32;
+    r.train_flags = {"--backend", "cuda", "--precision", "fp16", "--instance", "p4d.24xlarge"};
+    r.layout = cli::place_ranks(
+        cli::parse_hostfile("p4d-1 slots=8\np4d-2 slots=8\np4d-3 slots=8\np4d-4 slots=8\n", "hosts"), 32);
+    r.forwarded_variables = {"EPOCHCAST_PROGRESS_DIR", "PATH", "LD_LIBRARY_PATH", "NCCL_DEBUG"};
+    const std::vector<std::string> expected = {"/usr/bin/mpirun",
+                                               "-np",
+                                               "32",
+                                               "--host",
+                                               "p4d-1:8,p4d-2:8,p4d-3:8,p4d-4:8",
+                                               "--map-by",
+                                               "ppr:8:node",
+                                               "--bind-to",
+                                               "none",
+                                               "-x",
+                                               "EPOCHCAST_PROGRESS_DIR",
+                                               "-x",
+                                               "PATH",
+                                               "-x",
+                                               "LD_LIBRARY_PATH",
+                                               "-x",
+                                               "NCCL_DEBUG",
+                                               "/opt/epochcast-train",
+                                               "--backend",
+                                               "cuda",
+                                               "--precision",
+                                               "fp16",
+                                               "--instance",
+                                               "p4d.24xlarge",
+                                               "--trace-out",
+                                               "/tmp/run.trace.json"};
+    EXPECT_EQ(cli::launcher_argv(r), expected);
+    EXPECT_EQ(cli::command_line(cli::launcher_argv(r)).substr(0, 75),
+              "/usr/bin/mpirun -np 32 --host p4d-1:8,p4d-2:8,p4d-3:8,p4d-4:8 --map-by ppr:");
+}
+
+// CPU ranks on two hosts: ranks x threads fit (this host's cores counted for each), so each rank
+// gets cores of its own through ppr mapping with PE; when they do not, nothing is bound.
+TEST(RunLine, CpuRanksOnSeveralHostsAreBoundWhenTheirThreadsFit) {
+    cli::LaunchRequest r = request();
+    r.online_cores = 32;
+    r.ranks = 8;
+    r.train_flags = {"--threads", "8"};
+    r.layout = cli::place_ranks(cli::parse_host_list("a:4,b:4"), std::nullopt);
+    std::vector<std::string> argv = cli::launcher_argv(r);
+    const std::vector<std::string> mapping = {
+        "--host", "a:4,b:4", "--map-by", "ppr:4:node:PE=8", "--bind-to", "core", "/opt/epochcast-train"};
+    EXPECT_TRUE(std::search(argv.begin(), argv.end(), mapping.begin(), mapping.end()) != argv.end());
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "--oversubscribe"), 0);
+    r.train_flags = {"--threads", "16"};
+    argv = cli::launcher_argv(r);
+    const std::vector<std::string> unbound = {"--map-by", "ppr:4:node", "--bind-to", "none", "/opt/epochcast-train"};
+    EXPECT_TRUE(std::search(argv.begin(), argv.end(), unbound.begin(), unbound.end()) != argv.end());
+}
+
+// A CUDA run on this host only is not bound either (a rank's threads need more than one core).
+TEST(RunLine, CudaRanksOnThisHostAreNotBound) {
+    cli::LaunchRequest r = request();
+    r.online_cores = 64;
+    r.train_flags = {"--backend=cuda"};
+    const std::vector<std::string> argv = cli::launcher_argv(r);
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "none"), 1);
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), "core"), 0);
+}
+
+// srun inside a Slurm allocation of 4 nodes: the tasks spread evenly, a dead task kills the step.
+TEST(RunLine, SrunOnTheAllocationPinned) {
+    cli::LaunchRequest r = request();
+    r.launcher = cli::Launcher::srun;
+    r.mpirun = "/usr/bin/srun";
+    r.ranks = 32;
+    cli::SlurmAllocation allocation;
+    allocation.job_id = "99";
+    allocation.nodes = cli::expand_slurm_hostlist("gpu[01-04]");
+    r.layout = cli::place_ranks_on_allocation(allocation, 32);
+    r.train_flags = {"--backend", "cuda"};
+    EXPECT_EQ(cli::launcher_argv(r),
+              (std::vector<std::string>{"/usr/bin/srun", "--nodes=4", "--ntasks=32", "--ntasks-per-node=8",
+                                        "--kill-on-bad-exit=1", "--cpu-bind=none", "/opt/epochcast-train", "--backend",
+                                        "cuda", "--trace-out", "/tmp/run.trace.json"}));
+    r.ranks = 8;
+    r.layout = cli::place_ranks_on_allocation(allocation, 8);
+    r.train_flags = {"--threads", "12"};
+    r.ps_ranks = 1;
+    EXPECT_EQ(cli::launcher_argv(r),
+              (std::vector<std::string>{"/usr/bin/srun", "--nodes=4", "--ntasks=8", "--ntasks-per-node=2",
+                                        "--kill-on-bad-exit=1", "--cpus-per-task=12", "--cpu-bind=cores",
+                                        "/opt/epochcast-train", "--threads", "12", "--ps-ranks", "1", "--trace-out",
+                                        "/tmp/run.trace.json"}));
+}
+
+TEST(RunLine, CommandLineQuotesWhatTheShellWouldSplit) {
+    EXPECT_EQ(cli::command_line({"/usr/bin/mpirun", "-np", "2", "--data", "/data/image net", "it's"}),
+              "/usr/bin/mpirun -np 2 --data '/data/image net' 'it'\\''s'");
 }
 
 /// A folder of executable scripts standing in for mpirun and epochcast-train, with
@@ -130,6 +232,18 @@ protected:
                      "[ \"$1\" = --describe-host ] && [ \"$2\" = --threads ] && [ \"$3\" = 2 ] || exit 3\ncat '" +
                          path("host.json") + "'\n");
         std::ofstream(path("host.json")) << host_catalog().dump();
+        // What epochcast-train --allreduce-sweep prints for 2 ranks: 2(n-1)/n = 1, so busbw = algbw.
+        std::ofstream(path("sweep.txt"))
+            << "# epochcast-train --allreduce-sweep: nranks 2, nodes 1, backend cpu (ring)\n"
+               "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   "
+               "busbw  #wrong\n"
+               "        1024           256     float     sum    12.00    0.09    0.09       0    12.00    0.09    "
+               "0.09       0\n"
+               "     1048576        262144     float     sum   112.00    9.36    9.36       0   112.00    9.36    "
+               "9.36       0\n"
+               "    16777216       4194304     float     sum  1612.00   10.41   10.41       0  1612.00   10.41   "
+               "10.41       0\n"
+               "# Avg bus bandwidth    : 6.62\n";
         ::setenv("EPOCHCAST_TRAIN", path("epochcast-train").c_str(), 1);
     }
     void TearDown() override {
@@ -151,7 +265,10 @@ protected:
         std::ofstream(path("prepared.json")) << trace.dump();
         write_script("mpirun", "case \" $* \" in *\" --describe-host \"*) printf '%s\\n' \"$@\" > '" +
                                    path("describe-args") +
-                                   "'; while [ \"$1\" != --bind-to ]; do shift; done; shift 2; exec \"$@\";; esac\n"
+                                   "'; while [ \"$1\" != --bind-to ]; do shift; done; shift 2; exec \"$@\";; "
+                                   "*\" --allreduce-sweep \"*) printf '%s\\n' \"$@\" > '" +
+                                   path("sweep-args") + "'; cat '" + path("sweep.txt") +
+                                   "'; exit 0;; esac\n"
                                    "printf '%s\\n' \"$@\" > '" +
                                    path("args") +
                                    "'\nout=''; prev=''\nfor a in \"$@\"; do [ \"$prev\" = --trace-out ] && out=$a; "
@@ -320,7 +437,8 @@ TEST_F(FakePrograms, RankThatDiesIsReportedWithinSecondsEvenWithAChildLeftBehind
     // mpirun fails, and a process it left behind still holds the output open for a while.
     write_script("mpirun", "echo 'step 1 of 3'\n(sleep 15) &\necho 'rank 1 died: exit code 134' >&2\nexit 1\n");
     const auto start = std::chrono::steady_clock::now();
-    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "' --threads 1");
+    const testing::ProcessResult r =
+        run_epochcast("run --np 2 --no-network-test --mpirun '" + path("mpirun") + "' --threads 1");
     EXPECT_LT(seconds_since(start), 8.0);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(contains(r.err, "mpirun exited with status 1")) << r.err;
@@ -360,7 +478,8 @@ TEST_F(FakePrograms, TrainersBadInputIsExitTwoWithItsMessage) {
                  "echo '{\"rank\": 1, \"code\": 2, \"message\": \"--lr must be a positive finite number\"}' > "
                  "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\n"
                  "echo 'epochcast-train (rank 0): error: --lr must be a positive finite number' >&2\nexit 1\n");
-    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "' --lr 0");
+    const testing::ProcessResult r =
+        run_epochcast("run --np 2 --no-network-test --mpirun '" + path("mpirun") + "' --lr 0");
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(r.err, "epochcast: error: epochcast-train (rank 0): --lr must be a positive finite number\n");
     const std::string folder = progress_folder(r.out);
@@ -376,7 +495,7 @@ TEST_F(FakePrograms, ARunFailureAmongBadInputsIsExitOne) {
         "echo '{\"rank\": 0, \"code\": 2, \"message\": \"bad\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-0.failed.json\"\n"
         "echo '{\"rank\": 1, \"code\": 1, \"message\": \"loss is NaN at step 3\"}' > "
         "\"$EPOCHCAST_PROGRESS_DIR/rank-1.failed.json\"\nexit 1\n");
-    const testing::ProcessResult r = run_epochcast("run --np 2 --mpirun '" + path("mpirun") + "'");
+    const testing::ProcessResult r = run_epochcast("run --np 2 --no-network-test --mpirun '" + path("mpirun") + "'");
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(contains(r.err, "epochcast-train (rank 1): loss is NaN at step 3")) << r.err;
 }
@@ -400,7 +519,8 @@ TEST_F(FakePrograms, WatchdogKillsAJobWhoseRankMakesNoProgress) {
                  "echo '{\"rank\": 0, \"host\": \"elsewhere\", \"pid\": 1, \"steps\": 3, \"slowest_step_s\": 0.2}' > "
                  "\"$EPOCHCAST_PROGRESS_DIR/rank-0.json\"\necho 'step 2 done'\nexec sleep 60\n");
     const auto start = std::chrono::steady_clock::now();
-    const testing::ProcessResult r = run_epochcast("run --np 2 --watchdog 1 --mpirun '" + path("mpirun") + "'");
+    const testing::ProcessResult r =
+        run_epochcast("run --np 2 --no-network-test --watchdog 1 --mpirun '" + path("mpirun") + "'");
     const double elapsed = seconds_since(start);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_LT(elapsed, 1 + 10.0);
@@ -548,6 +668,138 @@ TEST_F(FakePrograms, BadRankCountsAreBadInput) {
     }
     const testing::ProcessResult r = run_epochcast("run --np 2 --ps-ranks 2 --mpirun '" + path("mpirun") + "'");
     EXPECT_TRUE(contains(r.err, "--ps-ranks")) << r.err;
+}
+
+// The issue's hostfile case with stand-ins: `localhost slots=2`, 2 ranks. The line names the host
+// with its ranks; no other host, so nothing is checked over ssh; the all-reduce sweep runs first
+// with the same layout and is fitted; the trace written holds the launcher line and the network.
+TEST_F(FakePrograms, HostfileRunRecordsTheLauncherLineAndTheNetwork) {
+    nlohmann::json two = prepared_trace();
+    two["runs"][0]["gpus_per_node"] = 2;
+    two["runs"][0]["configuration"]["ranks"] = 2;
+    two["runs"][0]["configuration"]["threads"] = 1;
+    write_mpirun_writing(two);
+    write_script("epochcast-train",
+                 "[ \"$1\" = --describe-host ] && [ \"$3\" = 1 ] || exit 3\ncat '" + path("host.json") + "'\n");
+    std::ofstream(path("hosts")) << "localhost slots=2\n";
+    const std::string trace = path("run.json");
+    const testing::ProcessResult r =
+        run_epochcast("run --hostfile '" + path("hosts") + "' --np 2 --mpirun '" + path("mpirun") +
+                      "' --threads 1 --network-test-max-mib 16 --trace-out '" + trace + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_FALSE(contains(r.out, "checking")) << r.out;  // localhost is this host: no ssh
+    const std::vector<std::string> args = recorded_args();
+    const std::vector<std::string> placed = {"--host", "localhost:2", "--map-by", "ppr:2:node"};
+    EXPECT_TRUE(std::search(args.begin(), args.end(), placed.begin(), placed.end()) != args.end());
+    const std::vector<std::string> sweep = recorded_args("sweep-args");
+    EXPECT_TRUE(std::search(sweep.begin(), sweep.end(), placed.begin(), placed.end()) != sweep.end());
+    const std::vector<std::string> sized = {"--allreduce-sweep", "--sweep-max-bytes", "16777216"};
+    EXPECT_TRUE(std::search(sweep.begin(), sweep.end(), sized.begin(), sized.end()) != sweep.end());
+    EXPECT_TRUE(contains(r.out, "All-reduce across the ranks, measured beside the catalog's local-cpu")) << r.out;
+    EXPECT_TRUE(contains(r.out, "10.41")) << r.out;
+
+    const nlohmann::json written = nlohmann::json::parse(testing::read_text(trace));
+    const nlohmann::json& launch = written["runs"][0]["launch"];
+    EXPECT_EQ(launch["launcher"], "mpirun");
+    EXPECT_EQ(launch["hosts"], nlohmann::json::array({"localhost"}));
+    EXPECT_EQ(launch["ranks_per_node"], 2);
+    EXPECT_TRUE(contains(launch["command"].get<std::string>(), "--host localhost:2 --map-by ppr:2:node"));
+    ASSERT_EQ(written["networks"].size(), 1U);
+    const nlohmann::json& network = written["networks"][0];
+    EXPECT_EQ(network["instance"], "local-cpu");
+    EXPECT_EQ(network["ranks"], 2);
+    EXPECT_EQ(network["samples"].size(), 3U);
+    // The fit of t = alpha + S / B through the rows: B near the large-message 10.4 GB/s.
+    EXPECT_NEAR(network["bus_bandwidth_GBps"].get<double>(), 10.4, 0.2);
+    EXPECT_EQ(network["max_bus_bandwidth_GBps"], 10.41);
+}
+
+// --instance names a catalog instance: checked before anything starts, passed to the trainer, and
+// the hosts are not measured (the catalog describes them).
+TEST_F(FakePrograms, InstanceIsCheckedAndPassedAndTheHostsAreNotMeasured) {
+    nlohmann::json lab = prepared_trace();
+    lab["runs"][0]["instance"] = "lab-node";
+    write_mpirun_writing(lab);
+    write_script("epochcast-train", "exit 3\n");  // not asked to describe the host
+    nlohmann::json catalog = host_catalog();
+    catalog["gpus"][0]["name"] = "lab-cpu";
+    catalog["gpus"][0]["kind"] = "cpu";
+    catalog["instances"][0]["name"] = "lab-node";
+    catalog["instances"][0]["gpu"] = "lab-cpu";
+    std::ofstream(path("lab.json")) << catalog.dump();
+    const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --catalog '" +
+                                                   path("lab.json") + "' --instance lab-node --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::vector<std::string> args = recorded_args();
+    const std::vector<std::string> named = {"--instance", "lab-node"};
+    EXPECT_TRUE(std::search(args.begin(), args.end(), named.begin(), named.end()) != args.end());
+    EXPECT_TRUE(contains(r.out, "beside measured, lab-node x 1 node x 1 rank x 2 threads")) << r.out;
+
+    for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--instance no-such-type", "unknown instance 'no-such-type'"},
+             {"--instance p4d.24xlarge", "--instance p4d.24xlarge has GPUs"},
+             {"--backend cuda", "--backend cuda needs --instance NAME"}}) {
+        const testing::ProcessResult bad = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' " + flags);
+        EXPECT_EQ(bad.exit_code, 2) << flags << ": " << bad.err;
+        EXPECT_TRUE(contains(bad.err, message)) << flags << ": " << bad.err;
+    }
+    const testing::ProcessResult many =
+        run_epochcast("run --host gpu1:16 --mpirun '" + path("mpirun") + "' --backend cuda --instance p4d.24xlarge");
+    EXPECT_EQ(many.exit_code, 2) << many.err;
+    EXPECT_TRUE(contains(many.err, "has 8 GPUs, and 16 ranks would run on each node")) << many.err;
+}
+
+// A hostfile naming a host that cannot be reached fails before mpirun starts, within seconds,
+// naming the host (a remote shell standing in for ssh that cannot connect), and leaves no run
+// folder in the shared folder.
+TEST_F(FakePrograms, UnreachableHostFailsFastNamingIt) {
+    write_mpirun_writing(prepared_trace());
+    write_script("rsh", "echo \"ssh: connect to host $1 port 22: No route to host\" >&2\nexit 255\n");
+    std::ofstream(path("hosts")) << "localhost slots=1\nnode-17.cluster slots=1\n";
+    std::filesystem::create_directories(path("shared"));
+    ::setenv("OMPI_MCA_plm_rsh_agent", path("rsh").c_str(), 1);
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r = run_epochcast("run --hostfile '" + path("hosts") + "' --shared-dir '" +
+                                                   path("shared") + "' --mpirun '" + path("mpirun") + "'");
+    ::unsetenv("OMPI_MCA_plm_rsh_agent");
+    EXPECT_LT(seconds_since(start), 30.0);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(r.err, "epochcast: failed: host node-17.cluster is unreachable (" + path("rsh") +
+                         " exited with status 255: ssh: connect to host node-17.cluster port 22: No route to host)\n");
+    EXPECT_FALSE(std::filesystem::exists(path("args"))) << "mpirun must not start";
+    EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
+}
+
+// The same with the real ssh, where there is one: a name that cannot resolve.
+TEST_F(FakePrograms, UnreachableHostFailsFastWithRealSsh) {
+    if (!cli::find_program("ssh")) GTEST_SKIP() << "no ssh on PATH";
+    write_mpirun_writing(prepared_trace());
+    ::unsetenv("OMPI_MCA_plm_rsh_agent");
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r =
+        run_epochcast("run --host localhost:1,epochcast-test-host.invalid:1 --shared-dir '" + path("") +
+                      "' --mpirun '" + path("mpirun") + "'");
+    EXPECT_LT(seconds_since(start), 30.0);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "host epochcast-test-host.invalid ")) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("args"))) << "mpirun must not start";
+}
+
+// A rank that dies on another host is named with its host: from its failure report, or from
+// what Open MPI's mpirun says when the rank was killed without one.
+TEST_F(FakePrograms, ARankThatDiesIsNamedWithItsHost) {
+    write_script("mpirun",
+                 "echo '{\"rank\": 3, \"code\": 1, \"host\": \"node-b\", \"message\": \"CUDA error: out of "
+                 "memory\"}' > \"$EPOCHCAST_PROGRESS_DIR/rank-3.failed.json\"\nexit 1\n");
+    testing::ProcessResult r = run_epochcast("run --np 4 --no-network-test --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "epochcast-train (rank 3 on node-b): CUDA error: out of memory")) << r.err;
+    write_script("mpirun",
+                 "echo 'mpirun noticed that process rank 5 with PID 0 on node node-c exited on signal 9 (Killed).' "
+                 ">&2\nexit 137\n");
+    r = run_epochcast("run --np 8 --no-network-test --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "(rank 5 on host node-c was killed by signal 9 (Killed))")) << r.err;
 }
 
 }  // namespace

@@ -34,10 +34,11 @@ const std::string kSmallRun =
     " --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1"
     " --synthetic-images 4096 --seed 7 --batch-per-gpu 4";
 
-/// `epochcast run --np RANKS` with the real trainer and mpirun, then `flags`.
+/// `epochcast run --np RANKS` with the real trainer and mpirun, then `flags` (no all-reduce sweep:
+/// these tests are about the training's ranks).
 std::string epochcast_run(int ranks, const std::string& flags) {
     return std::string("EPOCHCAST_TRAIN='") + EPOCHCAST_TRAIN_PATH + "' '" + EPOCHCAST_CLI_PATH + "' run --np " +
-           std::to_string(ranks) + " --mpirun '" + EPOCHCAST_MPIEXEC + "'" + flags;
+           std::to_string(ranks) + " --no-network-test --mpirun '" + EPOCHCAST_MPIEXEC + "'" + flags;
 }
 
 /// A shell command running in the background with its output in files of a folder of its own.

@@ -1,0 +1,49 @@
+// Before `epochcast run` starts ranks on other hosts, it asks each of them, all at once and with
+// a deadline, whether it can: that the host answers, that epochcast-train is at the same path
+// there, and that the run's shared folders are visible there. A host that fails is named with
+// its problem within seconds, instead of mpirun waiting on ssh or a rank failing later.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/layout.hpp"
+
+namespace epochcast::cli {
+
+/// What every host must have before the ranks start there.
+struct HostRequirements {
+    std::string train_program;         ///< an executable file at this path
+    std::vector<std::string> folders;  ///< folders that must exist there (shared with this host)
+};
+
+/// One host's problem, as a phrase that follows its name ("is unreachable (ssh: ...)").
+struct HostProblem {
+    std::string host;
+    std::string problem;
+};
+
+/// Seconds a host has to answer, and the ssh connection time-out within it.
+inline constexpr double kHostCheckTimeoutS = 20;
+inline constexpr int kSshConnectTimeoutS = 10;
+
+/// The remote shell Open MPI uses: the first program of $OMPI_MCA_plm_rsh_agent (Open MPI's own
+/// "ssh : rsh" list, each possibly with arguments) found on PATH, as argv; {"ssh"} by default.
+std::vector<std::string> remote_shell();
+
+/// Asks each host of `hosts` that is not this one (is_this_host), through `shell` (ssh gets
+/// BatchMode and ConnectTimeout options), all at once; a host that has not answered within
+/// `timeout_s` is killed off and named as not answering. Returns the problems, in host order.
+std::vector<HostProblem> check_hosts_by_shell(const std::vector<std::string>& hosts, const HostRequirements& needs,
+                                              const std::vector<std::string>& shell,
+                                              double timeout_s = kHostCheckTimeoutS);
+
+/// The same through srun inside a Slurm allocation (one task on each of its `nodes`, `srun`
+/// being the program): a node that does not report back within `timeout_s` is named.
+std::vector<HostProblem> check_hosts_by_srun(const std::vector<std::string>& nodes, const HostRequirements& needs,
+                                             const std::string& srun, double timeout_s = kHostCheckTimeoutS);
+
+/// "host node3 is unreachable (...); host node4 has no ..." : the problems as one line.
+std::string describe_problems(const std::vector<HostProblem>& problems);
+
+}  // namespace epochcast::cli
