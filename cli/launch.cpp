@@ -397,6 +397,7 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
     Clock::time_point drain_until{};
     Clock::time_point next_check = Clock::now();
     Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL for a stalled job's child still there
+    bool interrupt_passed_on = false;
     char buffer[4096];
     for (;;) {
         if (!ended && ::waitpid(pid, &status, WNOHANG) == pid) {
@@ -413,6 +414,11 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
                 ::kill(pid, SIGTERM);
                 kill_at = now + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
             }
+        }
+        if (!ended && control.interrupted && *control.interrupted && !interrupt_passed_on) {
+            interrupt_passed_on = true;
+            ::kill(pid, SIGTERM);
+            kill_at = std::min(kill_at, now + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000)));
         }
         if (!ended && now >= kill_at) {
             ::kill(pid, SIGKILL);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -151,11 +152,15 @@ struct ChildExit {
     std::string describe() const;
 };
 
-/// What else run_child does: variables added to the child's environment ("NAME=value"), and a
-/// watchdog consulted every 200 ms.
+/// What else run_child does: variables added to the child's environment ("NAME=value"), a
+/// watchdog consulted every 200 ms, and a flag that stops the child.
 struct ChildControl {
     std::vector<std::string> environment;
     Watchdog* watchdog = nullptr;
+    /// When given and it turns non-zero (cli/interrupt.hpp's g_interrupted: Ctrl-C, SIGTERM), the
+    /// child gets SIGTERM (Open MPI's mpirun and srun pass it on to the ranks), SIGKILL after
+    /// kKillGraceS.
+    const volatile std::sig_atomic_t* interrupted = nullptr;
 };
 
 /// Run `argv` (argv[0] a path or a name on PATH) with its stdout, and its stderr too when

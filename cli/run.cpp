@@ -36,6 +36,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/launch.hpp"
 #include "cli/layout.hpp"
 #include "cli/output.hpp"
@@ -77,7 +78,7 @@ struct RunOptions {
 constexpr double kMaxNetworkTestMiB = 8192;
 
 /// The folder the ranks report into and rank 0 writes its trace into, made for this run under
-/// `base` and removed however the run ends (the Ctrl-C handler of main() ends it too).
+/// `base` and removed however the run ends (Ctrl-C too: run_run's InterruptGuard).
 class RunFolder {
 public:
     explicit RunFolder(const std::filesystem::path& base) {
@@ -99,6 +100,11 @@ public:
 private:
     std::filesystem::path path_;
 };
+
+/// Throws when Ctrl-C, SIGTERM or SIGHUP came while `what` ran (the child was stopped).
+void throw_if_interrupted(const std::string& what) {
+    if (g_interrupted) throw RunError("interrupted by " + interruption_name(g_interrupted) + " during " + what);
+}
 
 /// How --watchdog reads on the first line of output.
 std::string watchdog_description(const std::optional<double>& seconds) {
@@ -277,6 +283,7 @@ NetworkMeasurement measure_network(const RunOptions& o, const LaunchRequest& req
     ChildControl sweep_control = control;
     sweep_control.watchdog = nullptr;  // the sweep reports no steps
     const ChildExit exit = run_child(argv, &out, &table, /*merge_stderr=*/false, sweep_control);
+    throw_if_interrupted("the all-reduce sweep");
     if (!exit.success()) {
         try {
             throw_run_failure(exit, folder, request.ranks, command_line({argv.front()}));
@@ -341,6 +348,7 @@ HostDescription describe_hosts(const RunOptions& o, const LaunchRequest& run, in
     ChildControl describe_control = control;
     describe_control.watchdog = nullptr;
     const ChildExit exit = run_child(argv, nullptr, &text, /*merge_stderr=*/false, describe_control);
+    throw_if_interrupted("the hosts' description");
     if (!exit.success()) {
         throw RunError("epochcast-train --describe-host " + exit.describe() +
                        (exit.output_tail.empty() ? "" : ":\n" + exit.output_tail));
@@ -555,6 +563,9 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     const std::filesystem::path base = !o.shared_dir.empty() ? std::filesystem::absolute(o.shared_dir)
                                        : shared              ? std::filesystem::current_path()
                                                              : std::filesystem::temp_directory_path();
+    // Ctrl-C, SIGTERM and SIGHUP stop the job and end `run` through its destructors, which remove
+    // the run's folder (the guard outlives the folder).
+    const InterruptGuard interrupt_guard;
     const RunFolder folder(base);
     if (shared) {
         HostRequirements needs{train_program, {folder.path().string()}};
@@ -591,6 +602,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     }
     ChildControl control;
     control.environment = {std::string(kProgressDirVariable) + "=" + folder.path().string()};
+    control.interrupted = &g_interrupted;
 
     std::optional<NetworkMeasurement> network;
     if (!o.no_network_test && placement.ranks >= 2) {
@@ -608,6 +620,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     }
     control.watchdog = watchdog ? &*watchdog : nullptr;
     const ChildExit exit = run_child(argv, &out, nullptr, true, control);
+    throw_if_interrupted("the training; the job was stopped");
     if (!exit.success()) {
         throw_run_failure(exit, folder.path(), placement.ranks,
                           placement.launcher == Launcher::srun ? "srun" : "mpirun");

@@ -26,6 +26,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/mpi_world.hpp"
 #include "cli/output.hpp"
 #include "cli/plot.hpp"
@@ -41,38 +42,6 @@
 
 namespace epochcast::cli {
 namespace {
-
-volatile std::sig_atomic_t g_interrupted = 0;  ///< the signal that interrupted the sweep, 0 for none
-extern "C" void on_interrupt(int signal) { g_interrupted = signal; }
-
-/// SIGINT (Ctrl-C), SIGTERM (kill, a batch system's time limit) and SIGHUP (a closed terminal) set
-/// g_interrupted while this lives; the previous handlers come back afterwards.
-class InterruptGuard {
-public:
-    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-    InterruptGuard() {
-        g_interrupted = 0;
-        struct sigaction action {};
-        action.sa_handler = on_interrupt;
-        sigemptyset(&action.sa_mask);
-        for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &action, &previous_[i]);
-    }
-    ~InterruptGuard() {
-        for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-    }
-    InterruptGuard(const InterruptGuard&) = delete;
-    InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-private:
-    struct sigaction previous_[std::size(kSignals)]{};
-};
-
-/// "Ctrl-C", "SIGTERM", "SIGHUP": what interrupted the sweep.
-std::string interruption_name(int signal) {
-    if (signal == SIGTERM) return "SIGTERM";
-    if (signal == SIGHUP) return "SIGHUP";
-    return "Ctrl-C";
-}
 
 /// The most threads --jobs may ask for.
 constexpr int kMaxJobs = 1024;

@@ -802,5 +802,20 @@ TEST_F(FakePrograms, ARankThatDiesIsNamedWithItsHost) {
     EXPECT_TRUE(contains(r.err, "(rank 5 on host node-c was killed by signal 9 (Killed))")) << r.err;
 }
 
+// Ctrl-C on `run` stops the job (the stand-in mpirun would sleep a minute) and removes the run's
+// folder: what is left behind on a shared filesystem is every user's clutter.
+TEST_F(FakePrograms, CtrlCStopsTheJobAndLeavesNoRunFolder) {
+    write_script("mpirun", "exec sleep 60\n");
+    std::filesystem::create_directories(path("shared"));
+    const auto start = std::chrono::steady_clock::now();
+    const testing::ProcessResult r =
+        testing::run_command(std::string("timeout --preserve-status -s INT 2 '") + EPOCHCAST_CLI_PATH +
+                             "' run --np 1 --shared-dir '" + path("shared") + "' --mpirun '" + path("mpirun") + "'");
+    EXPECT_LT(seconds_since(start), 2 + cli::kKillGraceS + 3);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "interrupted by Ctrl-C during the training; the job was stopped")) << r.err;
+    EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
+}
+
 }  // namespace
 }  // namespace epochcast
