@@ -39,6 +39,15 @@ void average_in_place(float* values, std::int64_t count, int workers) {
     }
 }
 
+int local_worker_index(MPI_Comm comm) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int index = 0;
+    MPI_Comm_rank(node, &index);
+    MPI_Comm_free(&node);
+    return index;
+}
+
 double allreduce_bus_bytes_per_s(MPI_Comm comm, std::int64_t total_bytes, std::int64_t bucket_bytes, int rounds) {
     int ranks = 1;
     MPI_Comm_size(comm, &ranks);

@@ -87,6 +87,10 @@ public:
 std::unique_ptr<GradientExchange> make_ps_push_pull(const Architecture& architecture, Network& network,
                                                     const Topology& topology);
 
+/// This rank's index among the ranks of `comm` on its node (MPI_COMM_TYPE_SHARED): the GPU a
+/// worker drives, one rank per GPU. Collective over `comm`.
+int local_worker_index(MPI_Comm comm);
+
 /// The all-reduce bus bandwidth of `comm`, in bytes per second, as nccl-tests reports it (algorithm
 /// bandwidth x 2(n-1)/n, model/collectives.hpp's allreduce_bus_factor): fp32 sums over
 /// `total_bytes` in consecutive MPI_Allreduce calls of `bucket_bytes`, as the trainer's fusion

@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "executor/allreduce_sweep.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/progress.hpp"
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
     epochcast::TrainOptions options;
     std::string precision = "fp32";
     bool describe_host = false;
+    bool allreduce_sweep = false;
+    epochcast::SweepOptions sweep;
     CLI::App app{"epochcast-train: real data-parallel ResNet training (started by mpirun or `epochcast run`)"};
     app.add_option("--backend", options.backend, "cpu (oneDNN) or cuda (cuDNN + NCCL)")->capture_default_str();
     app.add_option("--model", options.model, "resnet18|resnet34|resnet50|resnet101|resnet152")->capture_default_str();
@@ -114,13 +117,35 @@ int main(int argc, char** argv) {
     app.add_option("--allreduce", options.allreduce,
                    "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")
         ->capture_default_str();
-    app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
+    CLI::Option* describe_flag =
+        app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
+    CLI::Option* sweep_flag =
+        app.add_flag("--allreduce-sweep", allreduce_sweep,
+                     "measure the all-reduce across every rank (--backend's, --allreduce's), print nccl-tests' "
+                     "all_reduce_perf table and exit; no training")
+            ->excludes(describe_flag);
+    app.add_option("--sweep-min-bytes", sweep.min_bytes, "--allreduce-sweep's first message size, a multiple of 4")
+        ->capture_default_str()
+        ->needs(sweep_flag);
+    app.add_option("--sweep-max-bytes", sweep.max_bytes,
+                   "--allreduce-sweep's last message size (sizes double from the first), at most 4 GiB")
+        ->capture_default_str()
+        ->needs(sweep_flag);
+    app.add_option("--sweep-iterations", sweep.iterations,
+                   "--allreduce-sweep's timed all-reduces per size (after 5 warm-up ones)")
+        ->capture_default_str()
+        ->needs(sweep_flag);
     try {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
             throw epochcast::InputError(
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
+        }
+        if (allreduce_sweep) {
+            sweep.backend = options.backend;
+            sweep.allreduce = options.allreduce;
+            epochcast::validate(sweep);
         }
     } catch (const CLI::ParseError& error) {
         if (error.get_exit_code() == 0) {
@@ -164,6 +189,11 @@ int main(int argc, char** argv) {
         }
         keep_freed_memory();
         MPI_Init(&argc, &argv);
+        if (allreduce_sweep) {  // no progress reports: the watchdog watches training steps
+            epochcast::run_allreduce_sweep(sweep);
+            MPI_Finalize();
+            return 0;
+        }
         epochcast::run_training(options);
         MPI_Finalize();
         return 0;

@@ -135,16 +135,6 @@ std::unique_ptr<GradientExchange> make_exchange(const TrainOptions& options, con
                                    parse_allreduce_algorithm(options.allreduce));
 }
 
-/// This worker's index among the workers on its node (the GPU it drives).
-int local_worker_index(MPI_Comm workers) {
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(workers, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int index = 0;
-    MPI_Comm_rank(node, &index);
-    MPI_Comm_free(&node);
-    return index;
-}
-
 /// A whole arena copied to the host, and back.
 std::vector<float> host_copy(Network& network, Arena arena) {
     std::vector<float> copy(static_cast<std::size_t>(network.parameter_elements()));

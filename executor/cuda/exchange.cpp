@@ -10,6 +10,18 @@
 
 namespace epochcast {
 
+ncclComm_t make_nccl_communicator(MPI_Comm comm) {
+    int rank = 0, ranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    ncclUniqueId id{};
+    if (rank == 0) EPOCHCAST_NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
+    ncclComm_t communicator = nullptr;
+    EPOCHCAST_NCCL_CHECK(ncclCommInitRank(&communicator, ranks, id, rank));
+    return communicator;
+}
+
 namespace {
 
 class NcclExchange final : public GradientExchange {
@@ -17,8 +29,6 @@ public:
     NcclExchange(const Architecture& architecture, cuda::DeviceGradients& network, MPI_Comm workers,
                  double threshold_bytes)
         : network_(network), compute_(network.compute_stream()) {
-        int rank = 0;
-        MPI_Comm_rank(workers, &rank);
         MPI_Comm_size(workers, &workers_);
         const bool half = network.working_type() == cuda::DataType::fp16;
         type_ = half ? ncclHalf : ncclFloat;
@@ -27,10 +37,7 @@ public:
         buckets_ = std::move(plan.buckets);
         closing_bucket_ = std::move(plan.closing_bucket);
 
-        ncclUniqueId id{};
-        if (rank == 0) EPOCHCAST_NCCL_CHECK(ncclGetUniqueId(&id));
-        MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, workers);
-        EPOCHCAST_NCCL_CHECK(ncclCommInitRank(&communicator_, workers_, id, rank));
+        communicator_ = make_nccl_communicator(workers);
         EPOCHCAST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         ready_.resize(buckets_.size());
         for (cudaEvent_t& event : ready_)

@@ -6,12 +6,17 @@
 #pragma once
 
 #include <mpi.h>
+#include <nccl.h>
 
 #include <memory>
 
 #include "executor/distributed.hpp"
 
 namespace epochcast {
+
+/// An NCCL communicator over the ranks of `comm`, on each rank's current GPU: rank 0 makes the
+/// unique id and broadcasts it over MPI. Collective over `comm`; free it with ncclCommDestroy.
+ncclComm_t make_nccl_communicator(MPI_Comm comm);
 
 /// `network` must be the CUDA backend's (throws RunError otherwise).
 std::unique_ptr<GradientExchange> make_nccl_exchange(const Architecture& architecture, Network& network,
