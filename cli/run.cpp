@@ -74,8 +74,8 @@ struct RunOptions {
     double network_test_max_mib = 128;  ///< --network-test-max-mib: the sweep's largest message
 };
 
-/// The largest --network-test-max-mib: nccl-tests' usual sweeps end at 128 MiB to 8 GiB.
-constexpr double kMaxNetworkTestMiB = 8192;
+/// The largest --network-test-max-mib: epochcast-train --sweep-max-bytes's 4 GiB (MPI counts are ints).
+constexpr double kMaxNetworkTestMiB = 4096;
 
 /// The folder the ranks report into and rank 0 writes its trace into, made for this run under
 /// `base` and removed however the run ends (Ctrl-C too: run_run's InterruptGuard).

@@ -1,0 +1,90 @@
+// `epochcast run` with a hostfile, over the real epochcast-train and mpirun: the case of a
+// hostfile `localhost slots=2` runs end to end (the all-reduce sweep, the training, the hosts
+// measured or the instance named), and the trace records 2 workers, the layout, the instance,
+// the launcher line and the network fit, ready for `calibrate` without editing.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_process.hpp"
+#include "tests/support/local_cpu_catalog.hpp"
+#include "tests/support/temp_folder.hpp"
+
+namespace epochcast {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string kSmallRun =
+    " --model resnet18 --image-size 32 --classes 4 --precision fp32 --threads 1 --synthetic-images 4096"
+    " --seed 3 --batch-per-gpu 4 --steps 4 --network-test-max-mib 0.25";
+
+/// `epochcast run --hostfile FILE` with the real trainer and mpirun, then `flags`.
+testing::ProcessResult run_hostfile(const std::string& hostfile, const std::string& flags) {
+    return testing::run_command(std::string("EPOCHCAST_TRAIN='") + EPOCHCAST_TRAIN_PATH + "' '" + EPOCHCAST_CLI_PATH +
+                                "' run --hostfile '" + hostfile + "' --mpirun '" + EPOCHCAST_MPIEXEC + "'" + flags);
+}
+
+TEST(RunHostfile, LocalhostWithTwoSlotsRecordsTwoWorkersTheInstanceAndTheNetwork) {
+    testing::TempFolder folder;
+    std::ofstream(folder / "hosts") << "localhost slots=2\n";
+    // A catalog naming this host's kind of machine: the instance the user says the hosts are.
+    nlohmann::json lab = testing::local_cpu_catalog_json();
+    lab["gpus"][0]["name"] = "lab-cpu";
+    lab["gpus"][0]["kind"] = "cpu";
+    lab["instances"][0]["name"] = "lab-node";
+    lab["instances"][0]["gpu"] = "lab-cpu";
+    lab["instances"][0]["gpus"] = 2;
+    std::ofstream(folder / "lab.json") << lab.dump();
+    const std::string trace_path = folder / "run.json";
+    const testing::ProcessResult r =
+        run_hostfile(folder / "hosts", " --np 2 --instance lab-node --catalog '" + (folder / "lab.json") +
+                                           "' --trace-out '" + trace_path + "'" + kSmallRun);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "--host localhost:2 --map-by ppr:2:node")) << r.out;
+    EXPECT_TRUE(contains(r.out, "beside measured, lab-node x 1 node x 2 ranks x 1 thread")) << r.out;
+    EXPECT_TRUE(contains(r.out, "95% band of the prediction")) << r.out;
+    EXPECT_TRUE(contains(r.out, "All-reduce across the ranks, measured beside the catalog's lab-node")) << r.out;
+
+    const nlohmann::json trace = nlohmann::json::parse(testing::read_text(trace_path));
+    const nlohmann::json& run = trace["runs"][0];
+    EXPECT_EQ(run["instance"], "lab-node");
+    EXPECT_EQ(run["nodes"], 1);
+    EXPECT_EQ(run["gpus_per_node"], 2);
+    EXPECT_EQ(run["configuration"]["ranks"], 2);
+    ASSERT_EQ(run["layout"].size(), 1U);
+    EXPECT_EQ(run["layout"][0]["workers"], 2);
+    EXPECT_EQ(run["layout"][0]["ranks"], nlohmann::json::array({0, 1}));
+    EXPECT_EQ(run["launch"]["launcher"], "mpirun");
+    EXPECT_EQ(run["launch"]["hosts"], nlohmann::json::array({"localhost"}));
+    EXPECT_EQ(run["launch"]["ranks_per_node"], 2);
+    ASSERT_EQ(trace["networks"].size(), 1U);
+    EXPECT_EQ(trace["networks"][0]["instance"], "lab-node");
+    EXPECT_EQ(trace["networks"][0]["ranks"], 2);
+    EXPECT_GT(trace["networks"][0]["bus_bandwidth_GBps"].get<double>(), 0);
+    // 8 bytes to 256 KiB, doubling: 16 sizes.
+    EXPECT_EQ(trace["networks"][0]["samples"].size(), 16U);
+
+    // The loop closes with no editing: calibrate reads the trace with the same catalog.
+    const testing::ProcessResult calibrated =
+        testing::run_command(std::string("'") + EPOCHCAST_CLI_PATH + "' calibrate '" + trace_path + "' --catalog '" +
+                             (folder / "lab.json") + "' -o '" + (folder / "cal.json") + "'");
+    EXPECT_EQ(calibrated.exit_code, 0) << calibrated.out << calibrated.err;
+}
+
+// Without --instance the hosts are measured under the same line, and each node's peaks printed.
+TEST(RunHostfile, WithoutAnInstanceEachNodesPeaksArePrinted) {
+    testing::TempFolder folder;
+    std::ofstream(folder / "hosts") << "localhost slots=2\n";
+    const testing::ProcessResult r = run_hostfile(folder / "hosts", " --no-network-test" + kSmallRun);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "Measured peaks per node")) << r.out;
+    EXPECT_TRUE(contains(r.out, "beside measured, local-cpu x 1 node x 2 ranks")) << r.out;
+    EXPECT_FALSE(contains(r.out, "All-reduce across the ranks")) << r.out;
+}
+
+}  // namespace
+}  // namespace epochcast
