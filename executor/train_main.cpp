@@ -106,12 +106,18 @@ int main(int argc, char** argv) {
     app.add_option("--allreduce", options.allreduce,
                    "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")
         ->capture_default_str();
+    std::string instance;
+    CLI::Option* instance_option =
+        app.add_option("--instance", instance,
+                       "the trace's instance (and ps_instance): a catalog name, 1-100 printable characters without "
+                       "spaces (default local-cpu, or local-gpu with --backend cuda)");
     app.add_flag("--describe-host", describe_host,
                  "print the local-cpu catalog entry measured on this host (under mpirun: on every rank's node) and "
                  "exit");
     try {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
+        if (instance_option->count() > 0) options.instance = instance;
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
             throw epochcast::InputError(
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
