@@ -126,6 +126,11 @@ double copy_bytes_per_s(std::size_t bytes, int threads) {
     return best;
 }
 
+/// The copy buffer of the memory figures: kCopyBytes, or 1/16 of the host's memory when smaller.
+std::size_t copy_buffer_bytes(const HostInfo& host) {
+    return static_cast<std::size_t>(std::min(kCopyBytes, host.memory_gib * kBytesPerGiB / 16));
+}
+
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
     std::tm utc{};
@@ -146,9 +151,7 @@ std::string rounded(double value, int digits) {
 
 HostInfo host_info() {
     HostInfo host;
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) == 0) host.hostname = name;
-    if (host.hostname.empty()) host.hostname = "localhost";
+    host.hostname = host_name();
     host.cpu_model = proc_value("/proc/cpuinfo", "model name");
     if (host.cpu_model.empty()) host.cpu_model = "unknown CPU";
     host.isa = cpu::cpu_isa_name();
@@ -166,31 +169,99 @@ json host_json(const HostInfo& host) {
             {"native_bf16", host.native_bf16}, {"cores", host.cores},         {"memory_gib", host.memory_gib}};
 }
 
-json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allreduce) {
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+    return name;
+}
+
+MeasuredPeaks measure_peaks(int threads_per_rank) {
     if (threads_per_rank < 1) {
         throw InputError("--threads must be at least 1 (got " + std::to_string(threads_per_rank) + ")");
     }
     const HostInfo host = host_info();
-    const int ranks = std::max(1, host.cores / threads_per_rank);
-
-    double fp32_flops = 0;
-    double bf16_flops = 0;
+    MeasuredPeaks peaks;
     {
         const ThreadLimit limit(threads_per_rank);
-        fp32_flops = matmul_flops_per_s(dnnl::memory::data_type::f32);
+        peaks.fp32_tflops = matmul_flops_per_s(dnnl::memory::data_type::f32) / 1e12;
         // Without native bf16 oneDNN would emulate it several times slower; epochcast-train refuses
         // --precision bf16 there, so the catalog says the device has none (0).
-        if (host.native_bf16) bf16_flops = matmul_flops_per_s(dnnl::memory::data_type::bf16);
+        if (host.native_bf16) peaks.bf16_tflops = matmul_flops_per_s(dnnl::memory::data_type::bf16) / 1e12;
     }
-    const double memory_bytes = host.memory_gib * kBytesPerGiB;
-    const auto copy_bytes = static_cast<std::size_t>(std::min(kCopyBytes, memory_bytes / 16));
+    const std::size_t copy_bytes = copy_buffer_bytes(host);
     // A rank's own memory bandwidth (its threads together), and one thread's: MPI's shared-memory
     // transport moves a message between two ranks by copies of one thread.
     const double rank_copy_Bps = copy_bytes_per_s(copy_bytes, threads_per_rank);
     const double thread_copy_Bps = threads_per_rank == 1 ? rank_copy_Bps : copy_bytes_per_s(copy_bytes, 1);
     // The roofline's memory bandwidth counts reads and writes, as device datasheets do.
-    const double memory_GBps = 2.0 * rank_copy_Bps / 1e9;
-    const double intra_GBps = allreduce ? allreduce->bus_GBps : thread_copy_Bps / 1e9;
+    peaks.memory_GBps = 2.0 * rank_copy_Bps / 1e9;
+    peaks.thread_copy_GBps = thread_copy_Bps / 1e9;
+    return peaks;
+}
+
+MeasuredPeaks slower(const MeasuredPeaks& a, const MeasuredPeaks& b) {
+    return {std::min(a.fp32_tflops, b.fp32_tflops), std::min(a.bf16_tflops, b.bf16_tflops),
+            std::min(a.memory_GBps, b.memory_GBps), std::min(a.thread_copy_GBps, b.thread_copy_GBps)};
+}
+
+SlowestNode slowest_node(const std::vector<NodePeaks>& nodes) {
+    if (nodes.empty()) throw RunError("slowest_node: no nodes");
+    SlowestNode slowest{nodes[0].peaks, 0, 0, 0};
+    for (std::size_t i = 1; i < nodes.size(); ++i) {
+        const MeasuredPeaks& peaks = nodes[i].peaks;
+        if (peaks.fp32_tflops < slowest.peaks.fp32_tflops) slowest.fp32_node = i;
+        if (peaks.bf16_tflops < slowest.peaks.bf16_tflops) slowest.bf16_node = i;
+        if (peaks.memory_GBps < slowest.peaks.memory_GBps) slowest.memory_node = i;
+        slowest.peaks = slower(slowest.peaks, peaks);
+    }
+    return slowest;
+}
+
+std::string MeasuredAllreduce::description() const {
+    return "the MPI all-reduce bus bandwidth of " + std::to_string(ranks) +
+           " ranks measured together (fp32 sums over " + rounded(total_MiB, 4) + " MiB in " + rounded(bucket_MiB, 4) +
+           " MiB MPI_Allreduce calls, best round, slowest rank)";
+}
+
+MeasuredLinks one_host_links(const MeasuredPeaks& peaks, const MeasuredAllreduce* allreduce) {
+    const double intra_GBps = allreduce ? allreduce->bus_GBps : peaks.thread_copy_GBps;
+    return {intra_GBps, intra_GBps * 8.0,
+            allreduce ? allreduce->description()
+                      : "a one-thread memcpy (MPI shared memory between ranks; not measured with ranks together)",
+            "the same rate in Gbit/s: no network between the ranks of one host (loopback)"};
+}
+
+json host_catalog(int threads_per_rank, const std::vector<NodePeaks>& nodes, const MeasuredLinks& links) {
+    if (threads_per_rank < 1) {
+        throw InputError("--threads must be at least 1 (got " + std::to_string(threads_per_rank) + ")");
+    }
+    const HostInfo host = host_info();
+    const int ranks = std::max(1, host.cores / threads_per_rank);
+    const SlowestNode slowest = slowest_node(nodes);
+    int measured_ranks = 0;
+    json node_entries = json::array();
+    for (const NodePeaks& node : nodes) {
+        measured_ranks += node.ranks;
+        node_entries.push_back({{"host", node.host},
+                                {"ranks", node.ranks},
+                                {"fp32_tflops", node.peaks.fp32_tflops},
+                                {"bf16_tflops", node.peaks.bf16_tflops},
+                                {"memory_GBps", node.peaks.memory_GBps}});
+    }
+    // Synchronous data-parallel training waits for its slowest rank: the device is the slowest's.
+    std::string slowest_text;
+    if (nodes.size() == 1) {
+        slowest_text = "each figure is the slowest of the " + std::to_string(measured_ranks) +
+                       " rank(s) measured at once on node " + nodes[0].host;
+    } else {
+        slowest_text = "each figure is the slowest node's of " + std::to_string(nodes.size()) + " nodes (" +
+                       std::to_string(measured_ranks) +
+                       " ranks measured at once, each node's figure its slowest rank's; \"nodes\" lists them): "
+                       "fp32_tflops " +
+                       nodes[slowest.fp32_node].host + ", bf16_tflops " + nodes[slowest.bf16_node].host +
+                       ", memory_GBps " + nodes[slowest.memory_node].host;
+    }
+    slowest_text += " (synchronous training waits for its slowest rank)";
 
     const std::string when = utc_now();
     const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", " +
@@ -202,41 +273,43 @@ json describe_host_catalog(int threads_per_rank, const MeasuredAllreduce* allred
         " oneDNN matmuls each of 1024^3 and 2048^3 (f32, and bf16 accumulated in f32" +
         (host.native_bf16 ? "" : "; bf16 0: this ISA has no native bf16") +
         "); no fp16 arithmetic on a CPU (0); memory_GBps is bytes read plus written by a " +
-        rounded(copy_bytes / (1024.0 * 1024.0), 4) + " MiB memcpy on the rank's threads, best of " +
-        std::to_string(kCopyRepetitions) + "; memory_gib is the host's memory shared by " + std::to_string(ranks) +
-        " ranks";
-    const std::string instance_source =
-        "measured on " + machine + " at " + when + ": gpus = " + std::to_string(ranks) + " ranks of " +
-        std::to_string(threads_per_rank) + " threads on " + std::to_string(host.cores) +
-        " logical CPUs; intra_node_GBps is " +
-        (allreduce ? "the MPI all-reduce bus bandwidth of " + std::to_string(allreduce->ranks) +
-                         " ranks measured together (fp32 sums over " + rounded(allreduce->total_MiB, 4) + " MiB in " +
-                         rounded(allreduce->bucket_MiB, 4) + " MiB MPI_Allreduce calls, best round, slowest rank)"
-                   : std::string("a one-thread memcpy (MPI shared memory between ranks; not measured with ranks "
-                                 "together)")) +
-        "; no network between the ranks of one host, network_gbps is the same rate in Gbit/s (loopback); price 0: "
-        "a machine you own";
+        rounded(static_cast<double>(copy_buffer_bytes(host)) / (1024.0 * 1024.0), 4) +
+        " MiB memcpy on the rank's threads, best of " + std::to_string(kCopyRepetitions) + "; " + slowest_text +
+        "; memory_gib is the host's memory shared by " + std::to_string(ranks) + " ranks";
+    const std::string instance_source = "measured on " + machine + " at " + when + ": gpus = " + std::to_string(ranks) +
+                                        " ranks of " + std::to_string(threads_per_rank) + " threads on " +
+                                        std::to_string(host.cores) + " logical CPUs; intra_node_GBps is " +
+                                        links.intra_node_source + "; network_gbps is " + links.network_source +
+                                        "; price 0: a machine you own";
 
     json gpu = {{"name", "local-cpu"},
                 {"kind", "cpu"},
-                {"fp32_tflops", fp32_flops / 1e12},
+                {"fp32_tflops", slowest.peaks.fp32_tflops},
                 {"fp16_tflops", 0.0},
-                {"bf16_tflops", bf16_flops / 1e12},
+                {"bf16_tflops", slowest.peaks.bf16_tflops},
                 {"memory_gib", host.memory_gib / ranks},
-                {"memory_GBps", memory_GBps},
+                {"memory_GBps", slowest.peaks.memory_GBps},
                 {"source", gpu_source}};
     json instance = {{"name", "local-cpu"},
                      {"gpu", "local-cpu"},
                      {"gpus", ranks},
                      {"vcpus", host.cores},
                      {"memory_gib", host.memory_gib},
-                     {"network_gbps", intra_GBps * 8.0},
+                     {"network_gbps", links.network_gbps},
                      {"efa_adapters", 0},
-                     {"intra_node_GBps", intra_GBps},
+                     {"intra_node_GBps", links.intra_node_GBps},
                      {"price_usd_per_hour", 0.0},
                      {"spot_usd_per_hour", 0.0},
                      {"source", instance_source}};
-    return {{"schema", "epochcast.catalog/1"}, {"gpus", json::array({gpu})}, {"instances", json::array({instance})}};
+    return {{"schema", "epochcast.catalog/1"},
+            {"gpus", json::array({gpu})},
+            {"instances", json::array({instance})},
+            {"nodes", node_entries}};
+}
+
+json describe_host_catalog(int threads_per_rank) {
+    const MeasuredPeaks peaks = measure_peaks(threads_per_rank);
+    return host_catalog(threads_per_rank, {NodePeaks{host_name(), 1, peaks}}, one_host_links(peaks, nullptr));
 }
 
 }  // namespace epochcast

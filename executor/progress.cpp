@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executor/host.hpp"
+
 namespace epochcast {
 namespace {
 
@@ -34,12 +36,6 @@ std::string dumped(const nlohmann::json& report) {
     return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string hostname() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-    return name;
-}
-
 }  // namespace
 
 ProgressReport::ProgressReport(int rank) : directory_(progress_directory()), rank_(rank) { write(); }
@@ -52,7 +48,7 @@ void ProgressReport::step_done(double step_s) {
 
 void ProgressReport::write() const {
     if (directory_.empty()) return;
-    static const std::string host = hostname();
+    static const std::string host = host_name();
     const nlohmann::json report = {
         {"rank", rank_}, {"host", host}, {"pid", ::getpid()}, {"steps", steps_}, {"slowest_step_s", slowest_step_s_}};
     replace_file(directory_, "rank-" + std::to_string(rank_) + ".json", dumped(report));
@@ -61,7 +57,7 @@ void ProgressReport::write() const {
 void report_failure(int rank, int code, const std::string& message) {
     const std::string directory = progress_directory();
     if (directory.empty()) return;
-    const nlohmann::json report = {{"rank", rank}, {"code", code}, {"message", message}};
+    const nlohmann::json report = {{"rank", rank}, {"host", host_name()}, {"code", code}, {"message", message}};
     replace_file(directory, "rank-" + std::to_string(rank) + ".failed.json", dumped(report));
 }
 

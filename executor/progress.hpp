@@ -7,10 +7,10 @@
 // rewritten (a temporary, then a rename: a reader never sees half a file) when the rank starts
 // (S = 0) and after every step it completes (S = steps done by this invocation; X = its slowest
 // step so far, seconds). A rank that fails writes
-//   <dir>/rank-R.failed.json  {"rank": R, "code": 1 or 2, "message": "..."}
-// before it exits. Files, not a pipe: they need nothing from mpirun (whose output is the ranks'
-// merged text), survive a rank that stops mid-write, and are read by polling every 200 ms.
-// Without the variable (epochcast-train started by hand) nothing is written. Reports never fail
+//   <dir>/rank-R.failed.json  {"rank": R, "host": "...", "code": 1 or 2, "message": "..."}
+// before it exits (host: the rank's, so that a failure on a cluster names the machine). Files, not a pipe: they need
+// nothing from mpirun (whose output is the ranks' merged text), survive a rank that stops mid-write, and are read by
+// polling every 200 ms. Without the variable (epochcast-train started by hand) nothing is written. Reports never fail
 // the training: a report that cannot be written is skipped.
 #pragma once
 

@@ -6,16 +6,15 @@
 #include <mpi.h>
 
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "executor/allreduce_sweep.hpp"
+#include "executor/cluster.hpp"
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/progress.hpp"
@@ -67,12 +66,6 @@ bool started_by_mpirun() {
     return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
 }
 
-/// `--describe-host` under mpirun sums this much per round, ResNet-50's gradient being 98 MiB in
-/// fp32, in buckets of --fusion-mib, the best of this many rounds.
-constexpr std::int64_t kDescribeAllreduceMiB = 64;
-constexpr int kDescribeAllreduceRounds = 3;
-constexpr std::int64_t kBytesPerMiB = 1024 * 1024;
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,8 +110,15 @@ int main(int argc, char** argv) {
     app.add_option("--allreduce", options.allreduce,
                    "CPU all-reduce: ring (our reduce-scatter + all-gather) or mpi (MPI_Iallreduce)")
         ->capture_default_str();
+    std::string instance;
+    CLI::Option* instance_option =
+        app.add_option("--instance", instance,
+                       "the trace's instance (and ps_instance): a catalog name, 1-100 printable characters without "
+                       "spaces (default local-cpu, or local-gpu with --backend cuda)");
     CLI::Option* describe_flag =
-        app.add_flag("--describe-host", describe_host, "print this host's local-cpu catalog entry (measured) and exit");
+        app.add_flag("--describe-host", describe_host,
+                     "print the local-cpu catalog entry measured on this host (under mpirun: on every rank's node) and "
+                     "exit");
     CLI::Option* sweep_flag =
         app.add_flag("--allreduce-sweep", allreduce_sweep,
                      "measure the all-reduce across every rank (--backend's, --allreduce's), print nccl-tests' "
@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
+        if (instance_option->count() > 0) options.instance = instance;
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
             throw epochcast::InputError(
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
@@ -166,24 +167,11 @@ int main(int argc, char** argv) {
                 std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
                 return 0;
             }
-            // Started with several ranks (`epochcast run` does so with the ranks the host holds):
-            // measure their all-reduce, and the peaks with every rank busy at once.
+            // Started by mpirun (`epochcast run` does so with the ranks the hosts hold): measure
+            // their all-reduce, and the peaks with every rank busy at once.
             MPI_Init(&argc, &argv);
-            std::optional<epochcast::MeasuredAllreduce> allreduce;
-            int ranks = 1;
-            int rank = 0;
-            MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            if (ranks > 1) {
-                allreduce = epochcast::MeasuredAllreduce{ranks, 0, kDescribeAllreduceMiB, options.fusion_mib};
-                allreduce->bus_GBps =
-                    epochcast::allreduce_bus_bytes_per_s(MPI_COMM_WORLD, kDescribeAllreduceMiB * kBytesPerMiB,
-                                                         static_cast<std::int64_t>(options.fusion_mib * kBytesPerMiB),
-                                                         kDescribeAllreduceRounds) /
-                    1e9;
-            }
-            const auto catalog = epochcast::describe_host_catalog(options.threads, allreduce ? &*allreduce : nullptr);
-            if (rank == 0) std::cout << catalog.dump(1) << std::endl;
+            const nlohmann::json catalog = epochcast::describe_job_catalog(options.threads, options.fusion_mib);
+            if (!catalog.is_null()) std::cout << catalog.dump(1) << std::endl;
             MPI_Finalize();
             return 0;
         }

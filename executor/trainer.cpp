@@ -15,6 +15,7 @@
 
 #include "executor/arena.hpp"
 #include "executor/checkpoint.hpp"
+#include "executor/cluster.hpp"
 #include "executor/cpu/exchange.hpp"
 #include "executor/cpu/network.hpp"
 #ifdef EPOCHCAST_WITH_CUDA
@@ -36,6 +37,9 @@ namespace epochcast {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The longest --instance name (catalog names are short; a longer one is a mistake).
+constexpr std::size_t kMaxInstanceName = 100;
 
 /// `value` in printf's %g form ("1e+30", "0.05").
 std::string compact(double value) {
@@ -178,8 +182,9 @@ void print_header(const TrainOptions& options, const Network& network, const Dat
 }
 
 /// The trace document of this run (epochcast.trace/1, one run: docs/formats.md, "Trace").
-nlohmann::json trace_document(const TrainOptions& options, const DataSource& data, int workers, int ps_ranks,
-                              std::int64_t first_step, std::int64_t steps, const std::vector<StepRecord>& records) {
+nlohmann::json trace_document(const TrainOptions& options, const DataSource& data, const std::vector<NodeRanks>& layout,
+                              int workers, int ps_ranks, std::int64_t first_step, std::int64_t steps,
+                              const std::vector<StepRecord>& records) {
     const std::size_t skip = untimed_steps(records.size());
     double iteration = 0, compute = 0, wait = 0, communication = 0;
     std::int64_t skipped = 0;
@@ -211,14 +216,16 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
     scenario.classes = data.classes();
     scenario.dataset_images = data.images();
     scenario.epochs = static_cast<double>(steps) * global_batch / static_cast<double>(data.images());
-    scenario.instance = options.backend == "cuda" ? "local-gpu" : "local-cpu";
-    scenario.nodes = 1;
-    scenario.gpus_per_node = workers;
+    scenario.instance = options.instance.value_or(options.backend == "cuda" ? "local-gpu" : "local-cpu");
+    // What really ran: the nodes holding workers (an uneven layout over-counts, report_run says so).
+    const WorkerShape shape = worker_shape(layout);
+    scenario.nodes = shape.nodes;
+    scenario.gpus_per_node = shape.gpus_per_node;
     scenario.framework = Framework::epochcast;
     scenario.strategy = ps_ranks > 0 ? Strategy::ps : Strategy::ring;
     scenario.precision = options.precision;
     scenario.batch_per_gpu = options.batch_per_gpu;
-    scenario.ps_instance = "local-cpu";  // servers are ranks on this host
+    scenario.ps_instance = options.instance.value_or("local-cpu");  // servers are ranks of the same hosts
     scenario.ps_nodes = ps_ranks;
     observation.throughput_images_per_s = global_batch * timed / iteration;
     observation.iteration_s = iteration / timed;
@@ -242,6 +249,7 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
                             {"fusion_mib", options.fusion_mib},
                             {"allreduce", options.allreduce}};
     run["host"] = host_json(host);
+    run["layout"] = layout_json(layout);
     if (ps_ranks > 0) {
         run["ps_ranks"] = ps_ranks;
     }
@@ -475,9 +483,20 @@ void save_checkpoint(const TrainOptions& options, const Topology& topology, cons
 
 /// Rank 0's closing line (the timed steps' throughput and phases) and the trace, when asked for.
 void report_run(const TrainOptions& options, const Topology& topology, const RunPlan& plan, const DataSource& data,
-                const std::vector<StepRecord>& records) {
-    const nlohmann::json trace =
-        trace_document(options, data, topology.workers(), topology.ps_ranks, plan.first_step, plan.steps, records);
+                const std::vector<NodeRanks>& layout, const std::vector<StepRecord>& records) {
+    const nlohmann::json trace = trace_document(options, data, layout, topology.workers(), topology.ps_ranks,
+                                                plan.first_step, plan.steps, records);
+    if (const WorkerShape shape = worker_shape(layout); !shape.even) {
+        std::string counts;
+        for (const NodeRanks& node : layout) {
+            if (node.workers > 0)
+                counts += (counts.empty() ? "" : ", ") + node.host + " " + std::to_string(node.workers);
+        }
+        std::fprintf(stderr,
+                     "epochcast-train: the workers are spread unevenly over the nodes (%s): the trace's nodes x "
+                     "gpus_per_node (%d x %d) over-counts the %d workers; its \"layout\" has each node's ranks\n",
+                     counts.c_str(), shape.nodes, shape.gpus_per_node, topology.workers());
+    }
     const nlohmann::json& measured = trace["runs"][0]["measured"];
     const nlohmann::json& phases = measured["phases_s"];
     std::printf(
@@ -495,7 +514,7 @@ void report_run(const TrainOptions& options, const Topology& topology, const Run
 /// A worker's run: set up (network, resume, exchange, data), the step loop with its table and
 /// checkpoints, then the closing report.
 void train_worker(const TrainOptions& options, const Topology& topology, RunPlan& plan, const DataSource& data,
-                  MPI_Comm workers_comm, ProgressReport& progress) {
+                  const std::vector<NodeRanks>& layout, MPI_Comm workers_comm, ProgressReport& progress) {
     const int workers = topology.workers();
     const bool leader = topology.rank == 0;
     NetworkSpec spec{plan.architecture, options.batch_per_gpu, options.precision,
@@ -539,7 +558,7 @@ void train_worker(const TrainOptions& options, const Topology& topology, RunPlan
         }
     }
     if (leader && !records.empty()) {
-        report_run(options, topology, plan, data, records);
+        report_run(options, topology, plan, data, layout, records);
     }
 }
 
@@ -566,6 +585,13 @@ void validate(const TrainOptions& options) {
     require(options.fusion_mib > 0, "--fusion-mib must be positive");
     parse_allreduce_algorithm(options.allreduce);  // throws InputError naming --allreduce
     require(!options.resume || !options.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+    if (options.instance) {
+        const std::string& name = *options.instance;
+        const bool printable = std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c <= '~'; });
+        require(!name.empty() && name.size() <= kMaxInstanceName && printable,
+                "--instance must be 1 to " + std::to_string(kMaxInstanceName) +
+                    " printable ASCII characters without spaces, got '" + escape_for_message(name) + "'");
+    }
     require(!(options.backend == "cuda" && options.ps_ranks > 0 && options.precision == Precision::amp),
             "--precision fp16 with --ps-ranks: the CPU parameter servers cannot skip a step whose fp16 gradients "
             "overflowed (dynamic loss scaling); use --precision fp32 with parameter servers, or all-reduce");
@@ -604,13 +630,14 @@ void run_training(const TrainOptions& options) {
     plan.steps = total_steps(options, plan.dataset_images, workers);
     plan.schedule = make_schedule(options, plan.dataset_images, workers, plan.steps);
 
+    const std::vector<NodeRanks> layout = world_layout(workers);  // collective: servers take part
     MPI_Comm group = MPI_COMM_NULL;
     MPI_Comm_split(MPI_COMM_WORLD, topology.is_server() ? 1 : 0, topology.rank, &group);
     if (topology.is_server()) {
         MPI_Bcast(&plan.first_step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
         serve_parameters(options, topology, plan, progress);
     } else {
-        train_worker(options, topology, plan, *data, group, progress);
+        train_worker(options, topology, plan, *data, layout, group, progress);
     }
     MPI_Comm_free(&group);
 }

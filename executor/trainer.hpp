@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,10 @@ struct TrainOptions {
     std::int64_t stop_after =
         0;                  ///< stop (with a checkpoint) after this many steps of this invocation; 0: run to the end
     std::string trace_out;  ///< "" for no trace
-    int ps_ranks = 0;       ///< parameter servers (the last ranks); 0 for all-reduce
+    /// The trace's instance (and ps_instance with servers), a catalog name `epochcast run` checks;
+    /// none: local-cpu, or local-gpu on the cuda backend
+    std::optional<std::string> instance;
+    int ps_ranks = 0;  ///< parameter servers (the last ranks); 0 for all-reduce
     std::uint64_t seed = 1;
     int data_threads = 1;            ///< decode threads per rank (none start when the backend
                                      ///< makes the synthetic batches itself: the CUDA backend)

@@ -30,6 +30,7 @@
 #include "executor/cpu/network.hpp"
 #include "executor/data.hpp"
 #include "executor/distributed.hpp"
+#include "executor/host.hpp"
 #include "executor/optimizer.hpp"
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
@@ -148,12 +149,21 @@ TEST_F(TrainingTest, LossFallsOnAnImageFolder) {
     EXPECT_LT(mean(loss, 25, 30), 0.5 * mean(loss, 0, 5)) << "first " << loss.front() << ", last " << loss.back();
 }
 
+// The trace records what ran: the instance --instance names, one node (this host) of 2 workers,
+// and the layout of their ranks.
 TEST_F(TrainingTest, LossFallsClearlyOnTwoRanks) {
-    const ProcessResult run =
-        mpirun(2, kSmallRun + " --batch-per-gpu 8 --steps 40 --lr 0.05 --trace-out " + path("t.json"));
+    const ProcessResult run = mpirun(2, kSmallRun + " --batch-per-gpu 8 --steps 40 --lr 0.05 --instance p3.16xlarge" +
+                                            " --trace-out " + path("t.json"));
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     const nlohmann::json trace = nlohmann::json::parse(testing::read_text(path("t.json")));
-    EXPECT_EQ(trace["runs"][0]["gpus_per_node"], 2);
+    const nlohmann::json& traced = trace["runs"][0];
+    EXPECT_EQ(traced["instance"], "p3.16xlarge");
+    EXPECT_EQ(traced["nodes"], 1);
+    EXPECT_EQ(traced["gpus_per_node"], 2);
+    EXPECT_FALSE(traced.contains("ps_instance"));
+    EXPECT_EQ(traced["layout"],
+              nlohmann::json::array({{{"host", host_name()}, {"ranks", {0, 1}}, {"workers", 2}, {"servers", 0}}}));
+    EXPECT_EQ(run.err.find("unevenly"), std::string::npos) << run.err;
     const std::vector<double> loss = losses(path("t.json"));
     EXPECT_LT(mean(loss, 35, 40), 0.5 * mean(loss, 0, 5)) << "first " << loss.front() << ", last " << loss.back();
 }
@@ -304,8 +314,19 @@ TEST_F(TrainingTest, ParameterServersGiveTheWeightsOfAllReduce) {
     const std::string common = kSmallRun + " --batch-per-gpu 4 --steps 3 --lr 0.05";
     const ProcessResult allreduce = mpirun(2, common + " --checkpoint-dir " + path("allreduce"));
     ASSERT_EQ(allreduce.exit_code, 0) << allreduce.err;
-    const ProcessResult ps = mpirun(4, common + " --ps-ranks 2 --checkpoint-dir " + path("ps"));
+    // The longest --instance name there may be; servers are ranks of the same hosts: ps_instance too.
+    const std::string instance = "cluster-" + std::string(92, 'c');
+    const ProcessResult ps = mpirun(4, common + " --ps-ranks 2 --checkpoint-dir " + path("ps") + " --instance " +
+                                           instance + " --trace-out " + path("ps.json"));
     ASSERT_EQ(ps.exit_code, 0) << ps.err;
+    const nlohmann::json traced = nlohmann::json::parse(testing::read_text(path("ps.json")))["runs"][0];
+    EXPECT_EQ(traced["instance"], instance);
+    EXPECT_EQ(traced["ps_instance"], instance);
+    EXPECT_EQ(traced["nodes"], 1);
+    EXPECT_EQ(traced["gpus_per_node"], 2);  // the servers are not GPUs
+    EXPECT_EQ(
+        traced["layout"],
+        nlohmann::json::array({{{"host", host_name()}, {"ranks", {0, 1, 2, 3}}, {"workers", 2}, {"servers", 2}}}));
     const Checkpoint a = read_checkpoint(path("allreduce"));
     const Checkpoint p = read_checkpoint(path("ps"));
     ASSERT_EQ(a.weights.size(), p.weights.size());
@@ -353,6 +374,31 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
     run = mpirun(2, kSmallRun + " --batch-per-gpu 2 --steps 1 --ps-ranks 2");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE((run.err + run.out).find("--ps-ranks"), std::string::npos) << run.err;
+}
+
+// --instance is a name the trace carries (`epochcast run` checks it against the catalog): empty,
+// spaced, non-printable or longer than 100 characters is bad input. Under `epochcast run` the
+// rank's failure report names its host, code and message.
+TEST_F(TrainingTest, ABadInstanceNameIsExitCodeTwoAndTheFailureReportNamesTheHost) {
+    const std::string common = kSmallRun + " --batch-per-gpu 2 --steps 1 --instance ";
+    for (const std::string& name :
+         {std::string("''"), std::string("'p3 16xlarge'"), std::string("\"$(printf 'p3\\001')\""),
+          std::string("cluster-") + std::string(93, 'c')}) {
+        const ProcessResult run = train(common + name);
+        EXPECT_EQ(run.exit_code, 2) << name << ": " << run.err;
+        EXPECT_NE(run.err.find("--instance must be 1 to 100 printable ASCII characters"), std::string::npos)
+            << name << ": " << run.err;
+    }
+    const std::filesystem::path reports = folder / "progress";
+    std::filesystem::create_directories(reports);
+    const ProcessResult run = run_command("EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' '" + EPOCHCAST_TRAIN_PATH +
+                                          "'" + common + "'p3 16xlarge'");
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    const nlohmann::json report = nlohmann::json::parse(testing::read_text(reports / "rank-0.failed.json"));
+    EXPECT_EQ(report["rank"], 0);
+    EXPECT_EQ(report["host"], host_name());
+    EXPECT_EQ(report["code"], 2);
+    EXPECT_NE(report["message"].get<std::string>().find("--instance"), std::string::npos) << report;
 }
 
 // The case: training did not stop on a non-finite loss (`--lr 1e30` exited 0 with -nan).
