@@ -597,9 +597,6 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     if (shared) request.forwarded_variables = forwarded_variables();
     const std::string trace_path = (folder.path() / "trace.json").string();
     request.trace_out = trace_path;
-    if (flag_value(train_flags, "--trace-out")) {
-        throw InputError("run: --trace-out is run's own flag; give it once (before or after the others)");
-    }
     ChildControl control;
     control.environment = {std::string(kProgressDirVariable) + "=" + folder.path().string()};
     control.interrupted = &g_interrupted;
