@@ -215,7 +215,7 @@ Placement place(const RunOptions& o, std::ostream& out) {
     } else if (!o.hostfile.empty() || !o.hosts.empty()) {
         const std::vector<HostSlots> hosts = o.hostfile.empty()
                                                  ? parse_host_list(o.hosts)
-                                                 : parse_hostfile(read_text_file(o.hostfile, "hostfile"), o.hostfile);
+                                                 : parse_hostfile(read_text_file(o.hostfile, "host"), o.hostfile);
         p.layout = place_ranks(hosts, o.ranks);
         const std::string here = this_host_name();
         for (const std::string& host : p.layout->hosts) {

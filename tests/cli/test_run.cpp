@@ -817,5 +817,22 @@ TEST_F(FakePrograms, CtrlCStopsTheJobAndLeavesNoRunFolder) {
     EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
 }
 
+// Bad values of run's own flags are bad input, refused before anything starts.
+TEST_F(FakePrograms, BadClusterFlagsAreBadInput) {
+    write_mpirun_writing(prepared_trace());
+    std::ofstream(path("hosts")) << "localhost\n";
+    for (const std::string& flags : std::vector<std::string>{
+             "--np 2 --network-test-max-mib 0", "--np 2 --network-test-max-mib 5000",
+             "--np 2 --network-test-max-mib nan", "--np 1 --launcher pbs", "--hostfile '" + path("hosts") + "'",
+             "--hostfile '" + path("none") + "'", "--host a:1 --hostfile '" + path("hosts") + "'",
+             "--launcher srun --np 2", "--host 'a:1,b$:1'", "--np 1 --shared-dir '" + path("none") + "/deeper'"}) {
+        ::unsetenv("SLURM_JOB_ID");
+        const testing::ProcessResult r = run_epochcast("run " + flags + " --mpirun '" + path("mpirun") + "'");
+        EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << ": " << r.err;
+        EXPECT_FALSE(std::filesystem::exists(path("args"))) << flags << ": mpirun must not start";
+    }
+}
+
 }  // namespace
 }  // namespace epochcast
