@@ -195,19 +195,19 @@ std::vector<std::string> launcher_argv(const LaunchRequest& r) {
     return argv;
 }
 
+std::string shell_quoted(const std::string& text) {
+    std::string quoted = "'";
+    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
 std::string command_line(const std::vector<std::string>& argv) {
     std::string line;
     for (const std::string& a : argv) {
         const bool plain = !a.empty() && a.find_first_not_of(
                                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                              "0123456789-_./:=,+@%") == std::string::npos;
-        std::string quoted = a;
-        if (!plain) {
-            quoted = "'";
-            for (const char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-            quoted += "'";
-        }
-        line += (line.empty() ? "" : " ") + quoted;
+        line += (line.empty() ? "" : " ") + (plain ? a : shell_quoted(a));
     }
     return line;
 }

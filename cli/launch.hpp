@@ -61,7 +61,11 @@ struct LaunchRequest {
 /// --cpu-bind=cores with --backend cpu, --cpu-bind=none with cuda, then TRAIN and its flags.
 std::vector<std::string> launcher_argv(const LaunchRequest& request);
 
-/// The same line as one shell-quoted string, as printed and recorded in the trace.
+/// `text` in single quotes for a POSIX shell (a quote inside becomes '\'').
+std::string shell_quoted(const std::string& text);
+
+/// The same line as one string a shell splits back into `argv`, as printed and recorded in the
+/// trace: words of plain characters as they are, the others shell_quoted.
 std::string command_line(const std::vector<std::string>& argv);
 
 /// The value of `--name VALUE` or `--name=VALUE` among `flags` (the last one given), if any.

@@ -24,13 +24,6 @@ using Clock = std::chrono::steady_clock;
 /// The marker the check prints: "EPOCHCAST-CHECK <hostname> ok|program|folder <path>".
 constexpr const char* kMarker = "EPOCHCAST-CHECK";
 
-/// `text` in single quotes for a POSIX shell.
-std::string shell_quoted(const std::string& text) {
-    std::string quoted = "'";
-    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
-
 /// The shell script a host runs: one marker line saying what it lacks, or ok.
 std::string check_script(const HostRequirements& needs) {
     const std::string marker = kMarker;

@@ -223,7 +223,6 @@ Placement place(const RunOptions& o, std::ostream& out) {
         }
     } else {
         if (!o.ranks) throw InputError("give --np (or --hostfile, --host or --launcher srun, whose slots set it)");
-        if (*o.ranks < 1) throw InputError("run: --np must be at least 1 (got " + std::to_string(*o.ranks) + ")");
         try {
             if (const std::optional<SlurmAllocation> slurm = slurm_allocation_from_environment()) {
                 out << "epochcast run: inside Slurm job " << slurm->job_id << " (" << slurm->nodes.size() << " node"
