@@ -353,16 +353,15 @@ std::string ChildExit::describe() const {
     return "was killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
 
-ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured, bool merge_stderr,
-                    const ChildControl& control) {
-    if (argv.empty()) throw RunError("run_child: no program to start");
-    // The child's environment: ours, with control.environment's variables set.
-    std::vector<std::string> environment = control.environment;
+SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOptions& options) {
+    if (argv.empty()) throw RunError("spawn_child: no program to start");
+    // The child's environment: ours, with options.environment's variables set.
+    std::vector<std::string> environment = options.environment;
     for (char** variable = environ; *variable; ++variable) {
         const std::string entry = *variable;
         const std::string name = entry.substr(0, entry.find('='));
         bool replaced = false;
-        for (const std::string& added : control.environment) replaced |= added.rfind(name + "=", 0) == 0;
+        for (const std::string& added : options.environment) replaced |= added.rfind(name + "=", 0) == 0;
         if (!replaced) environment.push_back(entry);
     }
     std::vector<char*> envp;
@@ -373,7 +372,6 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    if (out) out->flush();
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(fds[0]);
@@ -381,14 +379,28 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
         throw RunError(std::string("cannot start ") + argv[0] + ": " + std::strerror(errno));
     }
     if (pid == 0) {
+        if (options.own_process_group) {
+            ::setpgid(0, 0);
+            const int null = ::open("/dev/null", O_RDONLY);
+            if (null >= 0) ::dup2(null, STDIN_FILENO);
+        }
         ::dup2(fds[1], STDOUT_FILENO);
-        if (merge_stderr) ::dup2(fds[1], STDERR_FILENO);
+        if (options.merge_stderr) ::dup2(fds[1], STDERR_FILENO);
         ::execvpe(args[0], args.data(), envp.data());
         const std::string message = std::string("cannot execute ") + argv[0] + ": " + std::strerror(errno) + "\n";
         [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, message.data(), message.size());
         ::_exit(127);
     }
+    if (options.own_process_group) ::setpgid(pid, pid);  // as the child does: whichever runs first
     ::close(fds[1]);
+    return {pid, fds[0]};
+}
+
+ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured, bool merge_stderr,
+                    const ChildControl& control) {
+    if (argv.empty()) throw RunError("run_child: no program to start");
+    if (out) out->flush();
+    const auto [pid, output_fd] = spawn_child(argv, {control.environment, merge_stderr, false});
 
     ChildExit result;
     std::string output;
@@ -424,11 +436,11 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
             ::kill(pid, SIGKILL);
             kill_at = Clock::time_point::max();
         }
-        pollfd readable{fds[0], POLLIN, 0};
+        pollfd readable{output_fd, POLLIN, 0};
         const int ready = ::poll(&readable, 1, kPollMilliseconds);
         if (ready < 0 && errno != EINTR) break;
         if (ready <= 0) continue;
-        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        const ssize_t n = ::read(output_fd, buffer, sizeof buffer);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) break;  // end of output: every writer has closed it
         output.append(buffer, static_cast<std::size_t>(n));
@@ -437,7 +449,7 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
             out->flush();
         }
     }
-    ::close(fds[0]);
+    ::close(output_fd);
     if (!ended) {
         // The output ended; the child is ending or has ended.
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

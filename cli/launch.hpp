@@ -167,6 +167,26 @@ struct ChildControl {
     const volatile std::sig_atomic_t* interrupted = nullptr;
 };
 
+/// A started child: its process and the read end of the pipe its output goes to (close-on-exec;
+/// the caller reads and closes it, and reaps the child).
+struct SpawnedChild {
+    pid_t pid = -1;
+    int output_fd = -1;
+};
+
+/// How spawn_child starts a child.
+struct SpawnOptions {
+    /// Variables set in the child's environment ("NAME=value"), on top of ours.
+    std::vector<std::string> environment;
+    bool merge_stderr = true;        ///< stderr into the pipe too (else it stays ours)
+    bool own_process_group = false;  ///< in a process group of its own (killed as a group), stdin /dev/null
+};
+
+/// Starts `argv` (argv[0] a path or a name on PATH). A program that cannot be executed writes
+/// "cannot execute PROGRAM: REASON" into the pipe and exits 127. Throws RunError when no pipe or
+/// process can be made.
+SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOptions& options);
+
 /// Run `argv` (argv[0] a path or a name on PATH) with its stdout, and its stderr too when
 /// `merge_stderr` (else stderr stays ours), copied to `out` as they arrive (when `out` is given)
 /// and collected in `captured` (when given). Returns

@@ -52,38 +52,10 @@ struct Captured {
 /// their output until each has ended or `timeout_s` has passed; those still running then are
 /// killed with their process groups.
 std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& commands, double timeout_s) {
-    struct Child {
-        pid_t pid = -1;
-        int fd = -1;
-    };
-    std::vector<Child> children(commands.size());
+    std::vector<SpawnedChild> children;
     std::vector<Captured> results(commands.size());
-    for (std::size_t i = 0; i < commands.size(); ++i) {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0) throw RunError(std::string("cannot create a pipe: ") + std::strerror(errno));
-        std::vector<char*> args;
-        for (const std::string& a : commands[i]) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        const pid_t pid = ::fork();
-        if (pid < 0) {
-            ::close(fds[0]);
-            ::close(fds[1]);
-            throw RunError("cannot start " + commands[i][0] + ": " + std::strerror(errno));
-        }
-        if (pid == 0) {
-            ::setpgid(0, 0);
-            const int null = ::open("/dev/null", O_RDONLY);
-            if (null >= 0) ::dup2(null, STDIN_FILENO);
-            ::dup2(fds[1], STDOUT_FILENO);
-            ::dup2(fds[1], STDERR_FILENO);
-            ::execvp(args[0], args.data());
-            const std::string message = std::string("cannot execute ") + args[0] + ": " + std::strerror(errno) + "\n";
-            [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, message.data(), message.size());
-            ::_exit(127);
-        }
-        ::setpgid(pid, pid);
-        ::close(fds[1]);
-        children[i] = {pid, fds[0]};
+    for (const std::vector<std::string>& command : commands) {
+        children.push_back(spawn_child(command, {{}, true, /*own_process_group=*/true}));
     }
     const Clock::time_point deadline =
         Clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
@@ -91,8 +63,8 @@ std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& comma
         std::vector<pollfd> open;
         std::vector<std::size_t> which;
         for (std::size_t i = 0; i < children.size(); ++i) {
-            if (children[i].fd >= 0) {
-                open.push_back({children[i].fd, POLLIN, 0});
+            if (children[i].output_fd >= 0) {
+                open.push_back({children[i].output_fd, POLLIN, 0});
                 which.push_back(i);
             }
         }
@@ -102,21 +74,21 @@ std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& comma
         if (ready < 0 && errno != EINTR) break;
         for (std::size_t k = 0; ready > 0 && k < open.size(); ++k) {
             if (!(open[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            Child& child = children[which[k]];
+            SpawnedChild& child = children[which[k]];
             char buffer[4096];
-            const ssize_t n = ::read(child.fd, buffer, sizeof buffer);
+            const ssize_t n = ::read(child.output_fd, buffer, sizeof buffer);
             if (n > 0) {
                 results[which[k]].output.append(buffer, static_cast<std::size_t>(n));
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                ::close(child.fd);
-                child.fd = -1;  // output ended: the command has ended or is ending
+                ::close(child.output_fd);
+                child.output_fd = -1;  // output ended: the command has ended or is ending
             }
         }
     }
     for (std::size_t i = 0; i < children.size(); ++i) {
-        Child& child = children[i];
+        SpawnedChild& child = children[i];
         int status = 0;
-        if (child.fd < 0) {
+        if (child.output_fd < 0) {
             // Its output ended; it ends within moments (give it a second before calling it stuck).
             for (int tries = 0; tries < 50; ++tries) {
                 if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
@@ -132,7 +104,7 @@ std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& comma
             while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
             }
         }
-        if (child.fd >= 0) ::close(child.fd);
+        if (child.output_fd >= 0) ::close(child.output_fd);
     }
     return results;
 }
