@@ -38,7 +38,16 @@ ProcessResult mpirun(int ranks, const std::string& arguments) {
 struct Placement {
     double time_us = 0, algorithm_GBps = 0, bus_GBps = 0;
     long long wrong = -1;
+    std::string time_text;  ///< the time as printed, for its rounding
 };
+
+/// Half a unit of the last digit `text` prints: how far the printed number may lie from the one it
+/// rounds ("0.07" -> 0.005, "123.4" -> 0.05, "12345" -> 0.5).
+double rounding_of(const std::string& text) {
+    const auto point = text.find('.');
+    const int decimals = point == std::string::npos ? 0 : static_cast<int>(text.size() - point - 1);
+    return 0.5 * std::pow(10.0, -decimals);
+}
 
 /// A result row: size count type redop, then out-of-place and in-place.
 struct Row {
@@ -56,7 +65,10 @@ std::vector<Row> rows_of(const std::string& out) {
         std::istringstream words(line);
         Row row;
         words >> row.bytes >> row.count >> row.type >> row.redop;
-        for (Placement& p : row.placement) words >> p.time_us >> p.algorithm_GBps >> p.bus_GBps >> p.wrong;
+        for (Placement& p : row.placement) {
+            words >> p.time_text >> p.algorithm_GBps >> p.bus_GBps >> p.wrong;
+            p.time_us = words ? std::stod(p.time_text) : 0.0;
+        }
         std::string rest;
         EXPECT_TRUE(words && !(words >> rest)) << "not a 12-column result row: '" << line << "'";
         rows.push_back(row);
@@ -96,14 +108,20 @@ void expect_table(const std::string& out, int ranks, long long min_bytes, long l
         EXPECT_EQ(row.type, "float");
         EXPECT_EQ(row.redop, "sum");
         for (const Placement& p : row.placement) {
-            EXPECT_GT(p.time_us, 0);
+            EXPECT_GE(p.time_us, 0);
             EXPECT_EQ(p.wrong, 0);
-            // bytes / time in 10^9 bytes/s, within the rounding of the printed time (nccl-tests'
-            // 2, 1 or 0 decimals as it grows) and algbw (2 decimals)
-            const double algorithm_GBps = static_cast<double>(bytes) / (p.time_us * 1e-6) / 1e9;
-            const double time_rounding_us = p.time_us < 100 ? 0.005 : p.time_us < 10000 ? 0.05 : 0.5;
-            EXPECT_NEAR(p.algorithm_GBps, algorithm_GBps,
-                        0.0051 + algorithm_GBps * 1.01 * time_rounding_us / p.time_us);
+            // algbw is bytes / time in 10^9 bytes/s, computed from the unrounded time t and printed with
+            // 2 decimals; the time is printed as t_p, within r of t (nccl-tests' 2, 1 or 0 decimals as it
+            // grows). So algbw lies within 0.005 of bytes/t for some t in [t_p - r, t_p + r]: between
+            // bytes/(t_p + r) and bytes/(t_p - r), the latter unbounded when t_p <= r.
+            const double r_us = rounding_of(p.time_text);
+            const double bytes_per_us_to_GBps = 1e-3;
+            const double slowest_GBps = static_cast<double>(bytes) / (p.time_us + r_us) * bytes_per_us_to_GBps;
+            EXPECT_GE(p.algorithm_GBps, slowest_GBps - 0.005 - 1e-9) << "time " << p.time_text;
+            if (p.time_us > r_us) {
+                const double fastest_GBps = static_cast<double>(bytes) / (p.time_us - r_us) * bytes_per_us_to_GBps;
+                EXPECT_LE(p.algorithm_GBps, fastest_GBps + 0.005 + 1e-9) << "time " << p.time_text;
+            }
             EXPECT_NEAR(p.bus_GBps, p.algorithm_GBps * bus_factor, 0.0051 + 0.005 * bus_factor);
             bus_sum += p.bus_GBps;
         }
