@@ -87,12 +87,12 @@ fi
 
 log() { echo "gpu-check: $*" >&2; }
 remaining() { echo $((deadline - $(date +%s))); }
-# timeout_for CAP RESERVE: the seconds a step may take: CAP, or less where the budget minus what the
-# later steps are expected to need (RESERVE) is less; 0 when under 15 s are left for it.
+# timeout_for CAP RESERVE [MIN]: the seconds a step may take: CAP, or less where the budget minus
+# what the later steps are expected to need (RESERVE) is less; 0 when under MIN (15) s are left.
 timeout_for() {
   local t=$(($(remaining) - $2))
   [ "$t" -lt "$1" ] || t=$1
-  [ "$t" -ge 15 ] && echo "$t" || echo 0
+  [ "$t" -ge "${3:-15}" ] && echo "$t" || echo 0
 }
 # json FILE EXPRESSION: a value from a JSON file (d), with python3; "?" when it has none.
 json() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null || echo "?"; }
@@ -168,7 +168,10 @@ if [ -d "$bundle_path" ]; then
   bundle=$(cd "$bundle_path" && pwd)
 else
   mkdir -p "$work/bundle"
-  tar -xf "$bundle_path" -C "$work/bundle" 2>"$logs/unpack.log" || stop unpack "tar could not unpack $bundle_path: $(head -1 "$logs/unpack.log")"
+  # tar, or python3's tarfile where tar lacks the compressor (xz).
+  tar -xf "$bundle_path" -C "$work/bundle" 2>"$logs/unpack.log" ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle_path" "$work/bundle" \
+      2>>"$logs/unpack.log" || stop unpack "$bundle_path could not be unpacked: $(tail -1 "$logs/unpack.log")"
   bundle=$(find "$work/bundle" -maxdepth 2 -name launch -printf '%h\n' | head -1)
 fi
 [ -n "$bundle" ] && [ -x "$bundle/launch" ] || stop unpack "$bundle_path holds no bundle (no launch)"
@@ -245,9 +248,9 @@ step catalog "${R[catalog]}"
 
 # --- tests --------------------------------------------------------------------------------------
 if wanted tests; then
-  t=$(timeout_for 150 330)
+  t=$(timeout_for 150 0)  # the first step: the budget (at least 60 s) leaves it time
   rc=0
-  timeout "$t" "${launch[@]}" executor_tests "--gtest_filter=$cuda_tests" >"$logs/tests.log" 2>&1 || rc=$?
+  timeout -k 10 "$t" "${launch[@]}" executor_tests "--gtest_filter=$cuda_tests" >"$logs/tests.log" 2>&1 || rc=$?
   passed=$(grep -c '^\[       OK \]' "$logs/tests.log" || true)
   failed_tests=$(sed -n 's/^\[  FAILED  \] \([^ ,]*\)\( (.*\)\{0,1\}$/\1/p' "$logs/tests.log" | { grep -v '^[0-9]' || true; } | sort -u | tr '\n' ' ')
   skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$logs/tests.log")
@@ -266,10 +269,10 @@ fi
 # ours KEY BATCH STEPS CAP: epochcast-train's throughput, from its trace; "oom" when out of memory.
 ours() {
   local key=$1 batch=$2 steps=$3 t rc=0
-  t=$(timeout_for "$4" 240)
+  t=$(timeout_for "$4" 180)
   [ "$t" -gt 0 ] || { R[${key}_note]="skipped: the budget was spent"; return 1; }
   R[${key}_batch]=$batch
-  timeout "$t" "${launch[@]}" epochcast-train --backend "$backend" --model "$model" --image-size "$image" \
+  timeout -k 10 "$t" "${launch[@]}" epochcast-train --backend "$backend" --model "$model" --image-size "$image" \
     --batch-per-gpu "$batch" --precision "$precision" --steps "$steps" --data synthetic \
     --trace-out "$logs/$key-b$batch.json" >"$logs/$key-b$batch.log" 2>&1 || rc=$?
   if [ "$rc" -eq 0 ]; then
@@ -284,20 +287,20 @@ ours() {
     R[${key}_note]="FAILED (exit $rc): $(last_words "$logs/$key-b$batch.log")"; failed=1; return 1
   fi
 }
-# torch KEY BATCH WARMUP STEPS CAP RESERVE [--compile]: bench/pytorch_resnet50.py's throughput.
+# torch_run KEY BATCH WARMUP STEPS CAP RESERVE MIN [--compile]: bench/pytorch_resnet50.py's throughput.
 torch_run() {
   local key=$1 batch=$2 warmup=$3 steps=$4 t rc=0
-  t=$(timeout_for "$5" "$6")
-  [ "$t" -gt 0 ] || { R[${key}_note]="skipped: the budget was spent"; return 0; }
+  t=$(timeout_for "$5" "$6" "$7")
+  [ "$t" -gt 0 ] || { R[${key}_note]="skipped: under $7 s of the budget were left for it"; return 0; }
   R[${key}_batch]=$batch
-  timeout "$t" python3 "$bundle/bench/pytorch_resnet50.py" --device "$torch_device" --precision "$precision" \
-    --batch "$batch" --image-size "$image" --warmup "$warmup" --steps "$steps" --threads "$(nproc)" "${@:7}" \
+  timeout -k 10 "$t" python3 "$bundle/bench/pytorch_resnet50.py" --device "$torch_device" --precision "$precision" \
+    --batch "$batch" --image-size "$image" --warmup "$warmup" --steps "$steps" --threads "$(nproc)" "${@:8}" \
     >"$logs/$key-b$batch.json" 2>"$logs/$key-b$batch.log" || rc=$?
   case "$rc" in
     0)
       R[${key}_img_s]=$(json "$logs/$key-b$batch.json" "round(d['images_per_s'], 1)")
       R[torch_version]=$(json "$logs/$key-b$batch.json" "d['torch_version']")
-      R[${key}_note]="median of $steps steps after $warmup$( [ "${7:-}" != --compile ] ||
+      R[${key}_note]="median of $steps steps after $warmup$( [ "${8:-}" != --compile ] ||
         echo ", compiling and warming up $(json "$logs/$key-b$batch.json" "round(sum(d['warmup_s']))") s")" ;;
     3) R[${key}_note]="out of memory" ;;
     124) R[${key}_note]="timed out after $t s" ;;
@@ -343,8 +346,8 @@ if wanted throughput; then
   if [ -n "${torch_missing:-}" ]; then
     R[eager_base_note]=$torch_missing R[eager_max_note]=$torch_missing
   else
-    torch_run eager_base "$big" 10 40 120 250
-    [ -z "$max_batch" ] || torch_run eager_max "$max_batch" 5 20 120 200
+    torch_run eager_base "$big" 10 40 120 140 15
+    [ -z "$max_batch" ] || torch_run eager_max "$max_batch" 5 20 120 100 15
   fi
   step eager "batch $big: ${R[eager_base_img_s]:-no figure} (${R[eager_base_note]:-}); batch ${max_batch:--}: ${R[eager_max_img_s]:-no figure} (${R[eager_max_note]:-not run})"
 fi
@@ -352,18 +355,18 @@ if wanted compile; then
   if [ -n "${torch_missing:-}" ]; then
     R[compile_base_note]=$torch_missing R[compile_max_note]=$torch_missing
   else
-    torch_run compile_base "$big" 5 30 240 130 --compile
-    [ -z "$max_batch" ] || torch_run compile_max "$max_batch" 5 15 240 130 --compile
+    torch_run compile_base "$big" 5 30 240 100 15 --compile
+    [ -z "$max_batch" ] || torch_run compile_max "$max_batch" 5 15 240 100 120 --compile
   fi
   step compile "batch $big: ${R[compile_base_img_s]:-no figure} (${R[compile_base_note]:-}); batch ${max_batch:--}: ${R[compile_max_img_s]:-no figure} (${R[compile_max_note]:-not run})"
 fi
 
 # --- sweep: the all-reduce of the training (NCCL on the GPU), 8 B to 128 MiB, one rank ----------------
 if wanted sweep; then
-  t=$(timeout_for 60 100)
+  t=$(timeout_for 60 80)
   rc=0
   if [ "$t" -gt 0 ]; then
-    timeout "$t" "${launch[@]}" mpirun -np 1 epochcast-train --backend "$backend" --allreduce-sweep \
+    timeout -k 10 "$t" "${launch[@]}" mpirun -np 1 epochcast-train --backend "$backend" --allreduce-sweep \
       >"$logs/sweep.txt" 2>"$logs/sweep.log" || rc=$?
     if [ "$rc" -eq 0 ]; then
       R[sweep]=$(awk '/^ *[0-9]/ { size = $1; time = $5; algbw = $6; itime = $9; ialgbw = $10 }
@@ -395,11 +398,11 @@ if wanted run; then
     R[run_small]="skipped: no catalog instance for the GPU" R[run_big]=${R[run_small]}
   else
     for size in small big; do
-      if [ "$size" = small ]; then batch=$small reserve=60; else batch=$big reserve=15; fi
+      if [ "$size" = small ]; then batch=$small reserve=40; else batch=$big reserve=5; fi
       t=$(timeout_for 75 "$reserve")
       rc=0
       if [ "$t" -eq 0 ]; then R[run_$size]="skipped: the budget was spent"; continue; fi
-      timeout "$t" "${launch[@]}" epochcast run "${run_flags[@]}" --batch-per-gpu "$batch" \
+      timeout -k 10 "$t" "${launch[@]}" epochcast run "${run_flags[@]}" --batch-per-gpu "$batch" \
         --trace-out "$logs/run-b$batch.json" >"$logs/run-b$batch.log" 2>&1 || rc=$?
       if [ "$rc" -eq 0 ]; then
         R[run_${size}_img_s]=$(json "$logs/run-b$batch.json" "round(d['runs'][0]['measured']['throughput_images_per_s'], 1)")
