@@ -29,7 +29,7 @@
 #   eager); compile (the same two in PyTorch with torch.compile); sweep (NCCL's all-reduce from 8 B
 #   to 128 MiB on the GPU); run (epochcast run --backend cuda at batches 128 and 256, calibrate from
 #   128, predict 256, the error).
-# Exit 0 when every step ran and passed, 1 otherwise; bad arguments: exit 2.
+# Exit 0 when every step ran and passed, 1 otherwise; bad arguments or a PATH without a bundle: 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { echo "gpu-check: $*" >&2; exit 2; }
@@ -156,10 +156,10 @@ step() {
   [ "${3:-}" = quiet ] || log "$1: $2"
   publish
 }
-stop() {  # stop NAME RESULT: the last step, in one line; the summary stays partial
+stop() {  # stop NAME RESULT [STATUS]: the last step, in one line; the summary stays partial
   step "$1" "$2" quiet
   log "stopped at the $1 check: $2 (partial summary in $out)"
-  exit 1
+  exit "${3:-1}"
 }
 failed=0
 
@@ -171,10 +171,10 @@ else
   # tar, or python3's tarfile where tar lacks the compressor (xz).
   tar -xf "$bundle_path" -C "$work/bundle" 2>"$logs/unpack.log" ||
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle_path" "$work/bundle" \
-      2>>"$logs/unpack.log" || stop unpack "$bundle_path could not be unpacked: $(tail -1 "$logs/unpack.log")"
+      2>>"$logs/unpack.log" || stop unpack "$bundle_path could not be unpacked: $(tail -1 "$logs/unpack.log")" 2
   bundle=$(find "$work/bundle" -maxdepth 2 -name launch -printf '%h\n' | head -1)
 fi
-[ -n "$bundle" ] && [ -x "$bundle/launch" ] || stop unpack "$bundle_path holds no bundle (no launch)"
+[ -n "$bundle" ] && [ -x "$bundle/launch" ] || stop unpack "$bundle_path holds no bundle (no launch)" 2
 R[bundle]="$(sed -n 's/^commit: //p' "$bundle/bundle.txt"), $(head -1 "$bundle/bundle.txt")"
 step unpack "$bundle in $(($(date +%s) - start)) s"
 launch=("$bundle/launch")
