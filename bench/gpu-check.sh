@@ -96,8 +96,9 @@ timeout_for() {
 }
 # json FILE EXPRESSION: a value from a JSON file (d), with python3; "?" when it has none.
 json() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null || echo "?"; }
-# last_words FILE: a program's last line that is not a table row (its error message).
-last_words() { grep -v '^ *[0-9]' "$1" | tail -1 || true; }
+# last_words FILE: a program's error message: its last line naming an error, else its last line
+# that is not a table row nor one of mpirun's rules.
+last_words() { { grep -iE 'error|fail' "$1" || grep -vE '^ *[0-9]|^[- ]*$' "$1" || true; } | tail -1; }
 # fraction IMG_PER_S: of the GPU's dense fp16 peak, in percent ("-" without a peak).
 fraction() {
   if [ -n "${R[peak_fp16_tflops]:-}" ] && [[ ${1:-} =~ ^[0-9.]+$ ]]; then
@@ -258,7 +259,10 @@ if wanted tests; then
   skipped_names=$(sed -n 's/^\[  SKIPPED \] \([^ ]*\)$/\1/p' "$logs/tests.log" | sort -u | paste -sd' ')
   case "$rc" in
     0) R[tests]="passed: $passed passed, ${skipped:-0} skipped"
-       [ "${skipped:-0}" -gt 4 ] || R[tests]+="${skipped_names:+ ($skipped_names)}" ;;
+       [ "${skipped:-0}" -gt 4 ] || R[tests]+="${skipped_names:+ ($skipped_names)}"
+       if [ "$rehearse" = 0 ] && [ "${skipped:-0}" -gt 2 ]; then
+         R[tests]+=": more than the 2 expected, the tests did not all see the GPU"; failed=1
+       fi ;;
     124) R[tests]="TIMED OUT after $t s: $passed passed so far${failed_tests:+, failed: $failed_tests}"; failed=1 ;;
     *) R[tests]="FAILED (exit $rc): $passed passed, ${skipped:-0} skipped, failed: ${failed_tests:-see tests.log}"; failed=1 ;;
   esac
@@ -337,12 +341,12 @@ if wanted throughput; then
       [ -z "${R[ours_max_img_s]:-}" ] || max_batch=$batch
       R[largest]="${max_batch:-none found}: the model's memory estimate for $search_instance is $estimate; tried $tries"
     else
-      R[largest]="not found: epochcast predict said $(tail -1 "$logs/largest-predict.log")"
+      R[largest]="not found: epochcast predict said $(last_words "$logs/largest-predict.log")"
     fi
   else
     R[largest]="not searched: no catalog entry for the GPU"
   fi
-  step largest "${R[largest]}; ours: ${R[ours_max_img_s]:-no figure} img/s"
+  step largest "${R[largest]}${R[ours_max_img_s]:+; ours: ${R[ours_max_img_s]} img/s}"
   if [ -n "${torch_missing:-}" ]; then
     R[eager_base_note]=$torch_missing R[eager_max_note]=$torch_missing
   else
@@ -375,7 +379,7 @@ if wanted sweep; then
               size, time, algbw, itime, ialgbw, wrong }' "$logs/sweep.txt")
       R[sweep]+=" (busbw is 0 on one rank)"
     else
-      R[sweep]="FAILED (exit $rc): $(tail -1 "$logs/sweep.log")"; failed=1
+      R[sweep]="FAILED (exit $rc): $(last_words "$logs/sweep.log")"; failed=1
     fi
   else
     R[sweep]="skipped: the budget was spent"
@@ -427,7 +431,7 @@ if wanted run; then
           "$predicted" "${R[run_big_img_s]}")
         R[calibrated]="$predicted img/s predicted, ${R[run_big_img_s]} measured: error ${R[calibrated_error_percent]} %"
       else
-        R[calibrated]="FAILED (exit $rc): $(tail -1 "$logs/calibrate.log")"; failed=1
+        R[calibrated]="FAILED (exit $rc): $(last_words "$logs/calibrate.log")"; failed=1
       fi
     else
       R[calibrated]="not run: a run above has no figure"
