@@ -31,7 +31,6 @@
 #   128, predict 256, the error).
 # Exit 0 when every step ran and passed, 1 otherwise; bad arguments or a PATH without a bundle: 2.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 usage() { echo "gpu-check: $*" >&2; exit 2; }
 
 # The CUDA tests of executor_tests (and the loss scaler's, on the host).
@@ -417,7 +416,7 @@ if wanted run; then
       fi
       step "run-b$batch" "${R[run_$size]}"
     done
-    if [ -n "${R[run_small_img_s]:-}" ] && [ -n "${R[run_big_img_s]:-}" ]; then
+    if [[ ${R[run_small_img_s]:-} =~ ^[0-9.]+$ && ${R[run_big_img_s]:-} =~ ^[0-9.]+$ ]]; then
       rc=0
       { "${launch[@]}" epochcast calibrate "$logs/run-b$small.json" "${catalog_flags[@]}" -o "$logs/calibration.json" &&
         "${launch[@]}" epochcast predict --instance "$instance" --nodes 1 --gpus-per-node 1 --framework epochcast \
@@ -428,7 +427,7 @@ if wanted run; then
         predicted=$(json "$logs/predict-b$big.json" "round(d['throughput_images_per_s'], 1)")
         R[calibrated_img_s]=$predicted
         R[calibrated_error_percent]=$(python3 -c "import sys; print(f'{(float(sys.argv[1]) / float(sys.argv[2]) - 1) * 100:+.1f}')" \
-          "$predicted" "${R[run_big_img_s]}")
+          "$predicted" "${R[run_big_img_s]}" 2>/dev/null || echo "?")
         R[calibrated]="$predicted img/s predicted, ${R[run_big_img_s]} measured: error ${R[calibrated_error_percent]} %"
       else
         R[calibrated]="FAILED (exit $rc): $(last_words "$logs/calibrate.log")"; failed=1
