@@ -8,7 +8,9 @@ Precision "fp32" runs in float32; "bf16" runs the forward pass (and so the backw
 autocast ops) under torch.autocast("cpu", dtype=torch.bfloat16), with float32 master weights.
 With --device cuda (bench/gpu-check.sh): "fp16" is PyTorch AMP, torch.autocast("cuda",
 dtype=torch.float16) with a GradScaler (dynamic loss scaling), cuDNN benchmark mode on; the inputs
-live on the GPU and every timed step ends with a device synchronisation.
+live on the GPU and every timed step ends with a device synchronisation. --compile runs the model
+through torch.compile (TorchInductor, default mode): the first warm-up step compiles it, and
+"warmup_s" gives each warm-up step's seconds. Out of GPU memory: exit 3 with one line on stderr.
 
 Prints exactly one JSON line on stdout (diagnostics go to stderr):
 {"framework":"pytorch","torch_version":...,"precision":...,"image_size":...,"batch":...,
@@ -39,6 +41,7 @@ def parse_args():
     p.add_argument("--steps", type=int, default=10, help="timed steps")
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (torch >= 2.0)")
     return p.parse_args()
 
 
@@ -86,6 +89,8 @@ def main():
         torch.backends.cudnn.benchmark = True
     model = make_resnet50(args.num_classes).to(device, memory_format=torch.channels_last)
     model.train()
+    if args.compile:
+        model = torch.compile(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True,
                                 weight_decay=1e-4)
     criterion = torch.nn.CrossEntropyLoss()
@@ -117,20 +122,28 @@ def main():
         return loss
 
     load_start = os.getloadavg()[0]
-    for i in range(args.warmup):
-        t0 = time.perf_counter()
-        loss = step()
-        synchronize()
-        print(f"warm-up step {i + 1}/{args.warmup}: {time.perf_counter() - t0:.3f} s, "
-              f"loss {loss.item():.4f}", file=sys.stderr)
+    warmup_s = []
     step_s = []
-    for i in range(args.steps):
-        t0 = time.perf_counter()
-        loss = step()
-        loss.item()  # CPU ops are synchronous; this only keeps the loss alive until here
-        synchronize()
-        step_s.append(time.perf_counter() - t0)
-        print(f"step {i + 1}/{args.steps}: {step_s[-1]:.3f} s", file=sys.stderr)
+    try:
+        for i in range(args.warmup):
+            t0 = time.perf_counter()
+            loss = step()
+            synchronize()
+            warmup_s.append(time.perf_counter() - t0)
+            print(f"warm-up step {i + 1}/{args.warmup}: {warmup_s[-1]:.3f} s, "
+                  f"loss {loss.item():.4f}", file=sys.stderr)
+        for i in range(args.steps):
+            t0 = time.perf_counter()
+            loss = step()
+            loss.item()  # CPU ops are synchronous; this only keeps the loss alive until here
+            synchronize()
+            step_s.append(time.perf_counter() - t0)
+            print(f"step {i + 1}/{args.steps}: {step_s[-1]:.3f} s", file=sys.stderr)
+    except RuntimeError as error:  # torch.cuda.OutOfMemoryError is one
+        if "out of memory" not in str(error).lower():
+            raise
+        print(f"pytorch_resnet50.py: out of memory at batch {args.batch}", file=sys.stderr)
+        sys.exit(3)
 
     median = statistics.median(step_s)
     mkldnn_bf16 = None
@@ -154,6 +167,10 @@ def main():
         "images_per_s_best": round(args.batch / min(step_s), 3),
         "step_s": [round(s, 4) for s in step_s],
         "warmup": args.warmup,
+        "warmup_s": [round(s, 3) for s in warmup_s],
+        "compiled": args.compile,
+        "max_memory_allocated_GiB": (round(torch.cuda.max_memory_allocated() / 2**30, 2)
+                                     if args.device == "cuda" else None),
         "steps": args.steps,
         "final_loss": round(float(loss.item()), 4),
         "tcmalloc": tcmalloc_loaded(),

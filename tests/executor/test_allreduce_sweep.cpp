@@ -26,12 +26,13 @@ using testing::run_command;
 
 /// epochcast-train on one rank (a singleton MPI process).
 ProcessResult train(const std::string& arguments) {
-    return run_command(std::string("'") + EPOCHCAST_TRAIN_PATH + "'" + arguments);
+    return run_command(std::string("'") + testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" + arguments);
 }
 
 /// epochcast-train under mpirun with `ranks` ranks.
 ProcessResult mpirun(int ranks, const std::string& arguments) {
-    return run_command(testing::mpirun_command(ranks) + " '" + EPOCHCAST_TRAIN_PATH + "'" + arguments);
+    return run_command(testing::mpirun_command(ranks) + " '" + testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" +
+                       arguments);
 }
 
 /// One placement's columns of a row.
@@ -163,7 +164,8 @@ TEST(AllreduceSweep, OneRankPrintsTheTableAndNoProgressReport) {
     const std::filesystem::path reports =
         std::filesystem::temp_directory_path() / ("epochcast-sweep-reports-" + std::to_string(::getpid()));
     std::filesystem::create_directories(reports);
-    const ProcessResult run = run_command("EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' '" + EPOCHCAST_TRAIN_PATH +
+    const ProcessResult run = run_command("EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' '" +
+                                          testing::test_program(EPOCHCAST_TRAIN_PATH) +
                                           "' --allreduce-sweep --sweep-max-bytes 1024 --sweep-iterations 2");
     const bool no_reports = std::filesystem::is_empty(reports);
     std::filesystem::remove_all(reports);

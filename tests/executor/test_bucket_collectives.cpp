@@ -11,8 +11,8 @@ namespace epochcast {
 namespace {
 
 testing::ProcessResult run_check(int ranks, const std::string& algorithm) {
-    return testing::run_command(testing::mpirun_command(ranks) + " --timeout 120 '" + EPOCHCAST_COLLECTIVES_CHECK_PATH +
-                                "' " + algorithm);
+    return testing::run_command(testing::mpirun_command(ranks) + " --timeout 120 '" +
+                                testing::test_program(EPOCHCAST_COLLECTIVES_CHECK_PATH) + "' " + algorithm);
 }
 
 class RingCollectives : public ::testing::TestWithParam<int> {};

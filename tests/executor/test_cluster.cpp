@@ -135,8 +135,9 @@ TEST(Cluster, SeveralNodesTakeTheSlowestNodesAllReduceAndTheLeadersNetwork) {
 // The case on one host: `epochcast run` starts --describe-host with the ranks the host
 // holds; their figures, measured at once, are listed under "nodes" and the device is the node's.
 TEST(Cluster, DescribeHostUnderMpirunListsTheNodeWithItsRanksAndTheDevicesFigures) {
-    const testing::ProcessResult run = testing::run_command(testing::mpirun_command(2) + " '" + EPOCHCAST_TRAIN_PATH +
-                                                            "' --describe-host --threads 1");
+    const testing::ProcessResult run =
+        testing::run_command(testing::mpirun_command(2) + " '" + testing::test_program(EPOCHCAST_TRAIN_PATH) +
+                             "' --describe-host --threads 1");
     ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
     const nlohmann::json document = nlohmann::json::parse(run.out);
     const Catalog catalog = Catalog::parse(run.out, "describe-host", Catalog::built_in());

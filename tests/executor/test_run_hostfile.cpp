@@ -24,8 +24,9 @@ const std::string kSmallRun =
 
 /// `epochcast run --hostfile FILE` with the real trainer and mpirun, then `flags`.
 testing::ProcessResult run_hostfile(const std::string& hostfile, const std::string& flags) {
-    return testing::run_command(std::string("EPOCHCAST_TRAIN='") + EPOCHCAST_TRAIN_PATH + "' '" + EPOCHCAST_CLI_PATH +
-                                "' run --hostfile '" + hostfile + "' --mpirun '" + EPOCHCAST_MPIEXEC + "'" + flags);
+    return testing::run_command(std::string("EPOCHCAST_TRAIN='") + testing::test_program(EPOCHCAST_TRAIN_PATH) + "' '" +
+                                testing::test_program(EPOCHCAST_CLI_PATH) + "' run --hostfile '" + hostfile +
+                                "' --mpirun '" + testing::test_program(EPOCHCAST_MPIEXEC) + "'" + flags);
 }
 
 TEST(RunHostfile, LocalhostWithTwoSlotsRecordsTwoWorkersTheInstanceAndTheNetwork) {
@@ -69,9 +70,9 @@ TEST(RunHostfile, LocalhostWithTwoSlotsRecordsTwoWorkersTheInstanceAndTheNetwork
     EXPECT_EQ(trace["networks"][0]["samples"].size(), 16U);
 
     // The loop closes with no editing: calibrate reads the trace with the same catalog.
-    const testing::ProcessResult calibrated =
-        testing::run_command(std::string("'") + EPOCHCAST_CLI_PATH + "' calibrate '" + trace_path + "' --catalog '" +
-                             (folder / "lab.json") + "' -o '" + (folder / "cal.json") + "'");
+    const testing::ProcessResult calibrated = testing::run_command(
+        std::string("'") + testing::test_program(EPOCHCAST_CLI_PATH) + "' calibrate '" + trace_path + "' --catalog '" +
+        (folder / "lab.json") + "' -o '" + (folder / "cal.json") + "'");
     EXPECT_EQ(calibrated.exit_code, 0) << calibrated.out << calibrated.err;
 }
 

@@ -59,12 +59,13 @@ protected:
 
     /// epochcast-train on one rank (a singleton MPI process, as `epochcast run --np 1` starts it).
     static ProcessResult train(const std::string& arguments) {
-        return run_command(std::string("'") + EPOCHCAST_TRAIN_PATH + "'" + arguments);
+        return run_command(std::string("'") + testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" + arguments);
     }
 
     /// epochcast-train under mpirun with `ranks` ranks.
     static ProcessResult mpirun(int ranks, const std::string& arguments) {
-        return run_command(testing::mpirun_command(ranks) + " '" + EPOCHCAST_TRAIN_PATH + "'" + arguments);
+        return run_command(testing::mpirun_command(ranks) + " '" + testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" +
+                           arguments);
     }
 
     std::string path(const std::string& name) const { return (folder / name).string(); }
@@ -391,8 +392,8 @@ TEST_F(TrainingTest, ABadInstanceNameIsExitCodeTwoAndTheFailureReportNamesTheHos
     }
     const std::filesystem::path reports = folder / "progress";
     std::filesystem::create_directories(reports);
-    const ProcessResult run = run_command("EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' '" + EPOCHCAST_TRAIN_PATH +
-                                          "'" + common + "'p3 16xlarge'");
+    const ProcessResult run = run_command("EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' '" +
+                                          testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" + common + "'p3 16xlarge'");
     EXPECT_EQ(run.exit_code, 2) << run.err;
     const nlohmann::json report = nlohmann::json::parse(testing::read_text(reports / "rank-0.failed.json"));
     EXPECT_EQ(report["rank"], 0);
@@ -476,7 +477,7 @@ TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) 
                                             "1"};
     int temporaries_left = 0;
     for (int attempt = 0; attempt < 3; ++attempt) {
-        std::vector<std::string> argv = {EPOCHCAST_TRAIN_PATH};
+        std::vector<std::string> argv = {testing::test_program(EPOCHCAST_TRAIN_PATH)};
         argv.insert(argv.end(), flags.begin(), flags.end());
         if (attempt > 0) argv.push_back("--resume");
         std::vector<char*> args;

@@ -37,8 +37,9 @@ const std::string kSmallRun =
 /// `epochcast run --np RANKS` with the real trainer and mpirun, then `flags` (no all-reduce sweep:
 /// these tests are about the training's ranks).
 std::string epochcast_run(int ranks, const std::string& flags) {
-    return std::string("EPOCHCAST_TRAIN='") + EPOCHCAST_TRAIN_PATH + "' '" + EPOCHCAST_CLI_PATH + "' run --np " +
-           std::to_string(ranks) + " --no-network-test --mpirun '" + EPOCHCAST_MPIEXEC + "'" + flags;
+    return std::string("EPOCHCAST_TRAIN='") + testing::test_program(EPOCHCAST_TRAIN_PATH) + "' '" +
+           testing::test_program(EPOCHCAST_CLI_PATH) + "' run --np " + std::to_string(ranks) +
+           " --no-network-test --mpirun '" + testing::test_program(EPOCHCAST_MPIEXEC) + "'" + flags;
 }
 
 /// A shell command running in the background with its output in files of a folder of its own.
