@@ -42,6 +42,7 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     const CostModel prior(catalog, load_calibration(o.prior));
     const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks, evidence.comparisons);
     write_text_file_atomically(o.output, fit.calibration.to_json(), "calibration");
+    if (!fit.contradiction.empty()) out << "note: " << fit.contradiction << ".\n\n";
 
     out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs, "
         << evidence.networks.size() << " network measurements and " << evidence.comparisons.size()

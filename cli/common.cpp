@@ -74,6 +74,8 @@ Scenario ScenarioFlags::to_scenario() const {
     s.framework = parse_framework(framework, "--framework");
     s.pricing = parse_pricing(pricing, "--pricing");
     s.stack = parse_software_stack(stack, "--stack");
+    s.memory_format = parse_memory_format(memory_format, "--memory-format");
+    s.loader = parse_loader(loader, "--loader");
     s.strategy = strategy.empty() ? Strategy::nccl : parse_strategy(strategy, "--strategy");
     // The model's sentinels (0 GPUs per node: all; 0 global batch: --batch-per-gpu rules; 0
     // servers: none; -1 adapters: all) are what a flag left out means; given, each must be a count.
@@ -114,14 +116,24 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
                            "), held fixed: the per-GPU batch is this over the GPUs (replaces --batch-per-gpu)");
     without_default(flags.global_batch);
     scen.push_back(flags.global_batch);
-    scen.push_back(cmd.add_option("--precision", flags.precision, "fp32, amp (fp16 mixed precision) or bf16"));
+    scen.push_back(cmd.add_option(
+        "--precision", flags.precision,
+        "amp (fp16 mixed precision), bf16 (bf16 mixed precision), tf32 (fp32 tensors on TF32 tensor cores: what "
+        "PyTorch and TensorFlow run 'fp32' convolutions as by default on A100 and later) or fp32 (strict)"));
     scen.push_back(cmd.add_option(
         "--strategy", flags.strategy,
         "nccl (NCCL's own choice of ring, tree or NVLS per bucket; the default), ring or tree (NCCL_ALGO "
         "forced), hierarchical (Horovod's) or ps"));
     scen.push_back(
         cmd.add_option("--framework", flags.framework,
-                       "mxnet, tensorflow, pytorch or epochcast (this project's own executor, `epochcast run`)"));
+                       "pytorch, tensorflow, mxnet or epochcast (this project's own executor, `epochcast run`)"));
+    scen.push_back(cmd.add_option(
+        "--loader", flags.loader,
+        "How images reach the GPU: default (the framework's: cpu for pytorch, tensorflow and epochcast, dali for "
+        "mxnet), cpu (the framework's own CPU pipeline), dali-cpu, dali (decoding on the GPU) or synthetic"));
+    scen.push_back(cmd.add_option("--memory-format", flags.memory_format,
+                                  "channels_last (NHWC, as NVIDIA's tuned code and MLPerf run) or nchw (PyTorch's "
+                                  "default memory format); matters for tensor-core precisions"));
     // --stack, like --pricing, is no scenario flag for predict's default: it applies to its set-ups.
     cmd.add_option("--stack", flags.stack,
                    "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "

@@ -56,9 +56,11 @@ struct ScenarioFlags {
     Scenario scenario;
     std::string precision = "amp";
     std::string strategy;  ///< empty: hierarchical for multi-GPU nodes, ring for one GPU per node
-    std::string framework = "tensorflow";
+    std::string framework = "pytorch";
     std::string pricing = "on-demand";
     std::string stack = "current";
+    std::string memory_format = "channels_last";
+    std::string loader = "default";
     TargetFlags target;
     std::vector<CLI::Option*> options;     ///< the scenario flags, to tell whether any was given
     CLI::Option* gpus_per_node = nullptr;  ///< given: at least 1 (the model's 0, "all", is the flag left out)

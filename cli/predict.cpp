@@ -84,17 +84,10 @@ private:
         }
         for (const ScenarioResult& r : results_) {
             if (r.curve_origin != CurveOrigin::measured) {
-                out << "\nnote: no measured compute curve for " << model_.catalog().instance(r.scenario.instance).gpu
-                    << " / " << to_string(r.scenario.precision) << " / " << to_string(r.scenario.framework)
-                    << (r.curve_origin == CurveOrigin::roofline ? "; the roofline prior is used"
-                        : r.curve_origin == CurveOrigin::other_framework
-                            ? "; another framework's curve on the same GPU stands in (docs/model.md, eq. C4)"
-                        : r.curve_origin == CurveOrigin::other_gpus
-                            ? "; this framework's curves on other GPUs, carried by their roofline times, stand in (eq. "
-                              "C5)"
-                            : "; another framework's curve on the same GPU and this framework's curves on other GPUs "
-                              "stand in, pooled (eqs. C4-C6)")
-                    << ", hence the wider band.\n";
+                out << "\nnote: "
+                    << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario,
+                                         r.curve_origin)
+                    << "\n";
                 break;
             }
         }

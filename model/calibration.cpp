@@ -95,6 +95,11 @@ FrameworkProfile read_framework(const Fields& f, const FrameworkProfile* default
     p.allreduce_overlap = f.number("allreduce_overlap", 0.0, 1.0);
     p.ps_overlap = f.number("ps_overlap", 0.0, 1.0);
     p.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
+    // Files written before the key existed: the prior's, or their input_pipeline's shared rate
+    // (Calibration::parse).
+    p.cpu_decode_images_per_s_per_vcpu = defaults && !f.object_contains("cpu_decode_images_per_s_per_vcpu")
+                                             ? defaults->cpu_decode_images_per_s_per_vcpu
+                                             : f.number("cpu_decode_images_per_s_per_vcpu", 1e-3, 1e9);
     p.source = f.text_or("source", "");
     return p;
 }
@@ -106,10 +111,15 @@ ComputeCurve read_curve(const Fields& f) {
     c.framework = parse_framework(f.text("framework"), f.origin() + ": " + f.path() + ".framework");
     if (f.object_contains("stack"))
         c.stack = parse_software_stack(f.text("stack"), f.origin() + ": " + f.path() + ".stack");
+    if (f.object_contains("memory_format")) {
+        c.memory_format =
+            parse_memory_format(f.text("memory_format"), f.origin() + ": " + f.path() + ".memory_format");
+    }
     c.model = f.text_or("model", "resnet50");
     c.image_size = f.object_contains("image_size") ? f.integer("image_size", 32, 100000) : 224;
     c.time_per_image_s = f.number("time_per_image_s", 1e-9, 100.0);
     c.fixed_s = f.number("fixed_s", 0.0, 100.0);
+    if (f.object_contains("measured_batch")) c.measured_batch = f.integer("measured_batch", 1, 100000000);
     c.relative_sigma = f.number("relative_sigma", 0.0, 10.0);
     c.source = f.text_or("source", "");
     return c;
@@ -188,6 +198,27 @@ void check_covariance(const std::vector<double>& c, std::size_t n, const Fields&
     }
 }
 
+/// Names a calibration's covariance used for parameters that no longer exist: the one CPU decode
+/// rate shared by every framework, before each framework had its own (its row and column go; the
+/// frameworks' rates keep their group sigma).
+constexpr std::string_view kRetiredParameters[] = {"input_pipeline.decode_images_per_s_per_vcpu"};
+
+void drop_retired_parameters(Uncertainty& u) {
+    for (std::string_view retired : kRetiredParameters) {
+        const auto found = std::find(u.parameters.begin(), u.parameters.end(), retired);
+        if (found == u.parameters.end()) continue;
+        const std::size_t n = u.parameters.size(), gone = static_cast<std::size_t>(found - u.parameters.begin());
+        std::vector<double> kept;
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                if (i != gone && j != gone) kept.push_back(u.covariance[i * n + j]);
+            }
+        }
+        u.covariance = std::move(kept);
+        u.parameters.erase(found);
+    }
+}
+
 Uncertainty read_uncertainty(const json& section, const std::string& origin) {
     const Fields f(section, origin, "uncertainty");
     Uncertainty u;
@@ -215,6 +246,7 @@ Uncertainty read_uncertainty(const json& section, const std::string& origin) {
             }
         }
         check_covariance(u.covariance, n, f);
+        drop_retired_parameters(u);
     }
     if (section.contains("residuals")) {
         const json& residuals = section.at("residuals");
@@ -252,65 +284,19 @@ json uncertainty_json(const Uncertainty& u) {
 
 }  // namespace
 
-const ComputeCurve* Calibration::find_curve(std::string_view gpu, Precision precision, Framework framework,
-                                            SoftwareStack stack, const std::vector<std::string>& same_chip) const {
-    for (const ComputeCurve& curve : compute) {
-        if (curve.gpu == gpu && curve.precision == precision && curve.framework == framework && curve.stack == stack) {
-            return &curve;
-        }
-    }
-    for (const ComputeCurve& curve : compute) {
-        if (curve.precision != precision || curve.framework != framework || curve.stack != stack) continue;
-        if (std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end()) return &curve;
+double* Calibration::decode_rate_field(Loader loader, Framework framework) {
+    switch (loader) {
+        case Loader::cpu:
+            return &this->framework(framework).cpu_decode_images_per_s_per_vcpu;
+        case Loader::dali_cpu:
+            return &dali_cpu_images_per_s_per_vcpu;
+        case Loader::dali:
+            return &dali_images_per_s_per_gpu;
+        case Loader::framework_default:
+        case Loader::synthetic:
+            break;
     }
     return nullptr;
-}
-
-const ComputeCurve* Calibration::sibling_curve(std::string_view gpu, const std::vector<std::string>& same_chip,
-                                               Precision precision, Framework framework, SoftwareStack stack) const {
-    const ComputeCurve* best = nullptr;
-    int best_rank = 3;
-    for (const ComputeCurve& curve : compute) {
-        const bool here =
-            curve.gpu == gpu || std::find(same_chip.begin(), same_chip.end(), curve.gpu) != same_chip.end();
-        if (!here || curve.precision != precision) continue;
-        const int rank = curve.stack == stack ? 0 : curve.framework == framework ? 1 : 2;
-        if (rank < best_rank) {
-            best = &curve;
-            best_rank = rank;
-        }
-    }
-    return best;
-}
-
-Calibration::TransferRatio Calibration::transfer_ratio(const ComputeCurve& from, Framework framework,
-                                                       SoftwareStack stack) const {
-    std::vector<double> logs;
-    for (const ComputeCurve& a : compute) {
-        if (a.precision != from.precision || a.framework != from.framework || a.stack != from.stack ||
-            a.model != from.model || a.image_size != from.image_size) {
-            continue;
-        }
-        for (const ComputeCurve& b : compute) {
-            if (b.gpu != a.gpu || b.precision != a.precision || b.framework != framework || b.stack != stack ||
-                b.model != a.model || b.image_size != a.image_size) {
-                continue;
-            }
-            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
-        }
-    }
-    TransferRatio t;
-    t.gpus = static_cast<int>(logs.size());
-    if (logs.empty()) return t;
-    double mean = 0;
-    for (const double l : logs) mean += l / static_cast<double>(logs.size());
-    t.ratio = std::exp(mean);
-    if (logs.size() >= 2) {
-        double squares = 0;
-        for (const double l : logs) squares += (l - mean) * (l - mean);
-        t.relative_sigma = std::max(kFrameworkTransferSigma, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
-    }
-    return t;
 }
 
 Calibration Calibration::built_in() { return parse(embedded::calibration_json, "built-in calibration"); }
@@ -340,8 +326,13 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
     const std::optional<Calibration> prior =
         origin == kPriorOrigin ? std::nullopt : std::optional<Calibration>(data_free_prior());
     const Fields frameworks = root.child("frameworks");
+    std::vector<Framework> without_cpu_rate;  // profiles written before each framework had its own
     for (Framework f : kAllFrameworks) {
         const std::string name(to_string(f));
+        if (!frameworks.object_contains(name.c_str()) ||
+            !frameworks.child(name.c_str()).object_contains("cpu_decode_images_per_s_per_vcpu")) {
+            without_cpu_rate.push_back(f);
+        }
         if (prior && f == Framework::epochcast && !frameworks.object_contains(name.c_str())) {
             // Files written before epochcast's own executor had a profile: take the prior's.
             c.framework(f) = prior->framework(f);
@@ -356,7 +347,18 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
     }
     c.network = read_network(root.child("network"), prior ? &prior->network : nullptr);
     const Fields pipeline = root.child("input_pipeline");
-    c.decode_images_per_s_per_vcpu = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
+    // Files written before each framework had its own CPU loader rate gave one for all.
+    if (pipeline.object_contains("decode_images_per_s_per_vcpu")) {
+        const double shared = pipeline.number("decode_images_per_s_per_vcpu", 1e-3, 1e9);
+        for (const Framework f : without_cpu_rate) c.framework(f).cpu_decode_images_per_s_per_vcpu = shared;
+    }
+    // Files written before DALI was a loader take the prior's DALI rates.
+    auto rate = [&](const char* key, double fallback) {
+        return prior && !pipeline.object_contains(key) ? fallback : pipeline.number(key, 1e-3, 1e9);
+    };
+    c.dali_cpu_images_per_s_per_vcpu =
+        rate("dali_cpu_images_per_s_per_vcpu", prior ? prior->dali_cpu_images_per_s_per_vcpu : 0.0);
+    c.dali_images_per_s_per_gpu = rate("dali_images_per_s_per_gpu", prior ? prior->dali_images_per_s_per_gpu : 0.0);
     c.decode_relative_sigma = pipeline.number("relative_sigma", 0.0, 10.0);
     const Fields schedule = root.child("schedule");
     c.startup_s = schedule.number("startup_s", 0.0, 1e6);
@@ -386,6 +388,8 @@ std::string Calibration::to_json() const {
                                                          {"allreduce_overlap", p.allreduce_overlap},
                                                          {"ps_overlap", p.ps_overlap},
                                                          {"bucket_MiB", p.bucket_MiB},
+                                                         {"cpu_decode_images_per_s_per_vcpu",
+                                                          p.cpu_decode_images_per_s_per_vcpu},
                                                          {"relative_sigma", p.relative_sigma},
                                                          {"source", p.source}};
     }
@@ -401,6 +405,8 @@ std::string Calibration::to_json() const {
                       {"relative_sigma", curve.relative_sigma},
                       {"source", curve.source}};
         if (curve.stack != SoftwareStack::current) entry["stack"] = to_string(curve.stack);
+        if (curve.memory_format != MemoryFormat::channels_last) entry["memory_format"] = to_string(curve.memory_format);
+        if (curve.measured_batch > 0) entry["measured_batch"] = curve.measured_batch;
         root["compute"].push_back(std::move(entry));
     }
     json& net = root["network"];
@@ -419,7 +425,8 @@ std::string Calibration::to_json() const {
     net["nvls_efficiency"] = network.nvls_efficiency;
     net["relative_sigma"] = network.relative_sigma;
     net["source"] = network.source;
-    root["input_pipeline"] = {{"decode_images_per_s_per_vcpu", decode_images_per_s_per_vcpu},
+    root["input_pipeline"] = {{"dali_cpu_images_per_s_per_vcpu", dali_cpu_images_per_s_per_vcpu},
+                              {"dali_images_per_s_per_gpu", dali_images_per_s_per_gpu},
                               {"relative_sigma", decode_relative_sigma}};
     root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
     if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0)

@@ -13,10 +13,6 @@
 
 namespace epochcast {
 
-/// Relative 1-sigma of carrying a compute curve to another framework on the same GPU and
-/// precision (seed 000: MXNet's fitted curve is 10% faster than TensorFlow's on the same V100s).
-inline constexpr double kFrameworkTransferSigma = 0.15;
-
 /// A measured compute curve for one GPU type, precision and framework:
 /// compute_s(batch) = fixed_s + batch x time_per_image_s, so throughput saturates at
 /// 1 / time_per_image_s as the batch grows (docs/model.md, "Compute").
@@ -25,10 +21,16 @@ struct ComputeCurve {
     Precision precision = Precision::amp;
     Framework framework = Framework::tensorflow;
     SoftwareStack stack = SoftwareStack::current;  ///< the software it was measured on
+    /// The layout it was measured in (model/compute_curve.hpp says where it matters).
+    MemoryFormat memory_format = MemoryFormat::channels_last;
     std::string model = "resnet50";  ///< architecture the curve was measured on; other models scale by FLOPs
     int image_size = 224;            ///< image side it was measured at
     double time_per_image_s = 0;     ///< marginal seconds per image on one GPU
     double fixed_s = 0;              ///< seconds per iteration independent of the batch
+    /// The one per-GPU batch all its runs had (0: several): runs at one batch cannot tell the fixed
+    /// time from the per-image time, so a prediction takes its software's fixed time and keeps the
+    /// curve's time at this batch (docs/model.md, "The fixed time").
+    int measured_batch = 0;
     double relative_sigma = 0;       ///< 1-sigma relative uncertainty of the curve's throughput
     std::string source;              ///< the runs it was fitted to
 };
@@ -55,6 +57,11 @@ struct FrameworkProfile {
     /// fusion_threshold_MiB overrides it.
     double bucket_MiB = 0;
     double relative_sigma = 0;  ///< 1-sigma relative uncertainty of the sync and overlap terms
+    /// The framework's own CPU input pipeline (Loader::cpu: PyTorch's DataLoader with PIL, tf.data,
+    /// MXNet's ImageRecordIter, epochcast-train's data threads): JPEG decode + augmentation, images/s
+    /// per vCPU (docs/model.md, eq. D1). Files written before the key existed take their
+    /// input_pipeline.decode_images_per_s_per_vcpu.
+    double cpu_decode_images_per_s_per_vcpu = 0;
     std::string source;
 };
 
@@ -117,38 +124,24 @@ struct Calibration {
     std::array<FrameworkProfile, kFrameworkCount> frameworks;  ///< indexed by Framework
     std::vector<ComputeCurve> compute;
     NetworkParams network;
-    double decode_images_per_s_per_vcpu = 0;  ///< JPEG decode + augmentation, per vCPU (seed 002)
+    double dali_cpu_images_per_s_per_vcpu = 0;  ///< DALI's decode + augmentation on the CPU, per vCPU
+    double dali_images_per_s_per_gpu = 0;       ///< DALI's decode + augmentation on the GPU, per GPU
     double startup_s = 0;                     ///< launch to first iteration (seed 001: 1.5 minutes)
     double checkpoint_write_GBps = 0;         ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
-    double decode_relative_sigma = 0;         ///< 1-sigma relative uncertainty of the decode rate
+    double decode_relative_sigma = 0;         ///< 1-sigma relative uncertainty of the decode rates
     Uncertainty uncertainty;                  ///< empty for a calibration that was not fitted
+
+    /// The rate field of a decoding loader under `framework` (cpu: the framework's own, per vCPU;
+    /// dali-cpu: per vCPU; dali: per GPU); nullptr for the others (synthetic data decodes nothing).
+    double* decode_rate_field(Loader loader, Framework framework);
+    /// Its value; 0 for a loader that decodes nothing.
+    double decode_rate(Loader loader, Framework framework) const {
+        const double* field = const_cast<Calibration*>(this)->decode_rate_field(loader, framework);
+        return field ? *field : 0.0;
+    }
 
     const FrameworkProfile& framework(Framework f) const { return frameworks[static_cast<int>(f)]; }
     FrameworkProfile& framework(Framework f) { return frameworks[static_cast<int>(f)]; }
-
-    /// The measured curve for this GPU, precision, framework and software stack, or nullptr.
-    /// `same_chip` (Catalog::same_chip) also matches a curve measured on another GPU of the same
-    /// chip (same silicon and clocks).
-    const ComputeCurve* find_curve(std::string_view gpu, Precision precision, Framework framework, SoftwareStack stack,
-                                   const std::vector<std::string>& same_chip = {}) const;
-
-    /// A curve of another framework or software stack on this GPU (or one of `same_chip`) and
-    /// precision, to borrow where the GPU has none of its own: the same stack first (another
-    /// framework), then the same framework (another stack), then any; nullptr when there is none.
-    const ComputeCurve* sibling_curve(std::string_view gpu, const std::vector<std::string>& same_chip,
-                                      Precision precision, Framework framework, SoftwareStack stack) const;
-
-    /// How much longer an image takes under `framework` and `stack` than under `from`'s, on the
-    /// evidence of the GPUs where both were measured at `from`'s precision, model and image size:
-    /// the geometric mean of their time-per-image ratios (docs/model.md, eq. C4), 1 where no GPU
-    /// has both. `relative_sigma` is the scatter of the ratios' logarithms over those GPUs, never
-    /// below kFrameworkTransferSigma (which it is with fewer than two).
-    struct TransferRatio {
-        double ratio = 1.0;
-        double relative_sigma = kFrameworkTransferSigma;
-        int gpus = 0;  ///< GPUs with both curves
-    };
-    TransferRatio transfer_ratio(const ComputeCurve& from, Framework framework, SoftwareStack stack) const;
 
     /// The built-in default (model/default_calibration.json compiled in).
     static Calibration built_in();

@@ -162,8 +162,10 @@ GpuSpec parse_gpu(const json& entry, const Where& where, const GpuSpec* base) {
     // 0 for a device without fp16 arithmetic (a CPU: `epochcast-train --describe-host`).
     gpu.fp16_tflops = number(entry, "fp16_tflops", Bound::non_negative, where, required, gpu.fp16_tflops);
     gpu.bf16_tflops = number(entry, "bf16_tflops", Bound::non_negative, where, false, gpu.bf16_tflops);
+    gpu.tf32_tflops = number(entry, "tf32_tflops", Bound::non_negative, where, false, gpu.tf32_tflops);
     gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, required, gpu.memory_gib);
     gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, required, gpu.memory_GBps);
+    gpu.sms = count(entry, "sms", Bound::non_negative, where, false, gpu.sms);
     gpu.chip = optional_string(entry, "chip", where, gpu.chip);
     gpu.source =
         required ? required_string(entry, "source", where) : optional_string(entry, "source", where, gpu.source);
@@ -437,8 +439,10 @@ std::string Catalog::to_json_text(int indent) const {
                         {"fp32_tflops", gpu.fp32_tflops},
                         {"fp16_tflops", gpu.fp16_tflops},
                         {"bf16_tflops", gpu.bf16_tflops},
+                        {"tf32_tflops", gpu.tf32_tflops},
                         {"memory_gib", gpu.memory_gib},
                         {"memory_GBps", gpu.memory_GBps}});
+        if (gpu.sms > 0) gpus.back()["sms"] = gpu.sms;
         if (!gpu.chip.empty()) gpus.back()["chip"] = gpu.chip;
         gpus.back()["source"] = gpu.source;
         if (gpu.kind != DeviceKind::gpu) gpus.back()["kind"] = std::string(to_string(gpu.kind));

@@ -19,11 +19,17 @@ struct GpuSpec {
     double fp32_tflops = 0;             ///< peak dense fp32, in 10^12 FLOP/s
     double fp16_tflops = 0;  ///< peak dense fp16 (tensor cores where present), in 10^12 FLOP/s; 0 where none (CPUs)
     double bf16_tflops = 0;  ///< peak dense bf16, in 10^12 FLOP/s; 0 where the GPU has no bf16
+    double tf32_tflops = 0;  ///< peak dense TF32 tensor-core rate, in 10^12 FLOP/s; 0 where the GPU has no TF32
     double memory_gib = 0;   ///< device memory, in GiB
     double memory_GBps = 0;  ///< device memory bandwidth, in 10^9 bytes/s
-    /// "chip", optional: GPUs that name the same chip are the same silicon at the same clocks and
-    /// memory bandwidth (only the memory size differs), so a compute curve measured on one holds
-    /// for all (V100-SXM2-16GB and -32GB). Empty: the GPU's own name.
+    /// "sms", optional: streaming multiprocessors, the GPU's parallel units: a batch fills them only
+    /// past a few images each (docs/model.md, eq. C1b); 0 where not given (a host's CPU ranks).
+    int sms = 0;
+    /// "chip", optional: GPUs that name the same chip are the same silicon at the same clocks (the
+    /// same peaks); only their memory differs in size and bandwidth (V100-SXM2-16GB and -32GB;
+    /// A100-SXM4-40GB and -80GB; H100-SXM5-80GB and H200). A compute curve measured on one holds for
+    /// all, carried by its memory-bandwidth term (docs/model.md, "The compute curve"). Empty: the
+    /// GPU's own name.
     std::string chip;
     std::string source;  ///< where the figures come from
 

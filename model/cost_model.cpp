@@ -82,18 +82,6 @@ void set_network(ResolvedScenario& r, const InstanceSpec& instance, DeviceKind d
                                : 0.0;
 }
 
-double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
-    switch (precision) {
-        case Precision::fp32:
-            return gpu.fp32_tflops * 1e12;
-        case Precision::amp:
-            return gpu.fp16_tflops * 1e12;
-        case Precision::bf16:
-            return gpu.bf16_tflops * 1e12;
-    }
-    return gpu.fp32_tflops * 1e12;
-}
-
 }  // namespace
 
 std::string_view to_string(Bottleneck bottleneck) {
@@ -169,16 +157,47 @@ std::string_view to_string(CurveOrigin origin) {
     switch (origin) {
         case CurveOrigin::measured:
             return "measured";
-        case CurveOrigin::other_framework:
-            return "another framework's";
-        case CurveOrigin::other_gpus:
-            return "other GPUs'";
+        case CurveOrigin::precision_family:
+            return "another precision's";
+        case CurveOrigin::other_software:
+            return "other software's";
         case CurveOrigin::pooled:
             return "pooled";
+        case CurveOrigin::other_gpus:
+            return "other GPUs'";
         case CurveOrigin::roofline:
             return "roofline prior";
     }
     return "?";
+}
+
+std::string curve_origin_note(const std::string& gpu, const Scenario& s, CurveOrigin origin) {
+    if (origin == CurveOrigin::measured) return "";
+    const Software software = software_of(s.framework, s.stack, s.memory_format, s.precision);
+    std::string note = "no measured compute curve for " + gpu + " / " + std::string(to_string(s.precision)) + " / " +
+                       describe(software);
+    switch (origin) {
+        case CurveOrigin::measured:
+            break;
+        case CurveOrigin::precision_family:
+            note += "; the curve of its precision family at the same tensor peak stands in (docs/model.md, eq. C0)";
+            break;
+        case CurveOrigin::other_software:
+            note += "; other software's curve on the same GPU stands in, by the ratio where both ran (eq. C4)";
+            break;
+        case CurveOrigin::pooled:
+            note +=
+                "; other software's curve on the same GPU and this software's curves on other GPUs stand in, pooled "
+                "(eqs. C4-C6)";
+            break;
+        case CurveOrigin::other_gpus:
+            note += "; this software's curves on other GPUs, carried by their roofline times, stand in (eq. C5)";
+            break;
+        case CurveOrigin::roofline:
+            note += "; the roofline prior is used (eq. C3)";
+            break;
+    }
+    return note + ", hence the wider band.";
 }
 
 double straggler_factor(int workers) {
@@ -213,6 +232,21 @@ double exposed_communication_s(double communication_s, double backward_s, double
 }
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
+
+double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
+                           int gpus_per_node) {
+    switch (loader) {
+        case Loader::cpu:
+        case Loader::dali_cpu:
+            return calibration.decode_rate(loader, framework) * vcpus / gpus_per_node;
+        case Loader::dali:
+            return calibration.decode_rate(loader, framework);
+        case Loader::synthetic:
+        case Loader::framework_default:
+            break;
+    }
+    return std::numeric_limits<double>::infinity();  // nothing to decode
+}
 
 double tree_node_Bps(const ResolvedScenario& s) {
     // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
@@ -417,7 +451,7 @@ double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Work
     // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
     // cores) run it at the fp32 efficiency; dedicated units (tensor cores, a CPU's AMX or
     // AVX-512 BF16) at the tensor efficiency.
-    const bool tensor = precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;
+    const bool tensor = precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;  // tf32 too
     const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
     const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(precision);
     return roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
@@ -426,28 +460,61 @@ double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Work
 
 void CostModel::build_framework_rooflines() {
     framework_rooflines_.clear();
-    std::map<std::tuple<Framework, SoftwareStack, Precision>, std::vector<RooflinePoint>> points;
     reference_training_flops_ = workload(kReferenceModel, kReferenceImageSize, 1000).training_flops_per_image;
+    std::vector<std::pair<SoftwareLine, std::vector<RooflinePoint>>> points;
     for (const ComputeCurve& curve : calibration_.compute) {
         const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
         if (!gpu || gpu->kind == DeviceKind::cpu || !(peak_flops_per_s(*gpu, curve.precision) > 0)) continue;
         const Workload& work = workload(curve.model, curve.image_size, 1000);
         // Per reference-model image: the floor is a per-image cost that scales with the work.
         const double to_reference = reference_training_flops_ / work.training_flops_per_image;
-        points[{curve.framework, curve.stack, curve.precision}].push_back(
-            {roofline_s(*gpu, curve.precision, work) * to_reference, curve.time_per_image_s * to_reference});
+        const RooflinePoint point{roofline_s(*gpu, curve.precision, work) * to_reference,
+                                  curve.time_per_image_s * to_reference};
+        const Software software = software_of(curve);
+        const PrecisionFamily family = family_of(curve.precision);
+        auto found = std::find_if(points.begin(), points.end(), [&](const auto& entry) {
+            return entry.first.software == software && entry.first.family == family;
+        });
+        if (found == points.end()) {
+            points.push_back({SoftwareLine{software, family, {}}, {}});
+            found = points.end() - 1;
+        }
+        found->second.push_back(point);
     }
-    for (const auto& [key, list] : points) {
-        framework_rooflines_.emplace_back(key, fit_framework_roofline(list, calibration_.roofline.relative_sigma));
+    for (auto& [key, list] : points) {
+        key.line = fit_framework_roofline(list, calibration_.roofline.relative_sigma);
+        framework_rooflines_.push_back(key);
     }
+    // Eq. C1b: the half-saturation batch per SM, fixed / (SMs x time per image), that runs at several
+    // batches measured, per framework and stack and over all.
+    std::map<std::pair<Framework, SoftwareStack>, std::pair<double, int>> sums;
+    std::pair<double, int> all{0.0, 0};
+    for (const ComputeCurve& curve : calibration_.compute) {
+        const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
+        if (curve.measured_batch > 0 || !gpu || gpu->sms <= 0 || !(curve.fixed_s > 0)) continue;
+        const double per_sm = std::log(curve.fixed_s / (gpu->sms * curve.time_per_image_s));
+        auto& [sum, count] = sums[{curve.framework, curve.stack}];
+        sum += per_sm;
+        ++count;
+        all.first += per_sm;
+        ++all.second;
+    }
+    saturation_levels_.clear();
+    for (const auto& [key, entry] : sums) saturation_levels_[key] = std::exp(entry.first / entry.second);
+    saturation_level_all_ = all.second > 0 ? std::exp(all.first / all.second) : 0.0;
 }
 
-const FrameworkRoofline* CostModel::framework_roofline(Framework framework, SoftwareStack stack,
-                                                       Precision precision) const {
-    for (const auto& [key, line] : framework_rooflines_) {
-        if (key == std::tuple{framework, stack, precision}) return &line;
+const CostModel::SoftwareLine* CostModel::framework_roofline(const Software& software, Precision precision) const {
+    for (const SoftwareLine& entry : framework_rooflines_) {
+        if (entry.software == software && entry.family == family_of(precision)) return &entry;
     }
     return nullptr;
+}
+
+double CostModel::half_saturation_batch(Framework framework, SoftwareStack stack, const GpuSpec& gpu) const {
+    const auto found = saturation_levels_.find({framework, stack});
+    const double per_sm = found != saturation_levels_.end() ? found->second : saturation_level_all_;
+    return per_sm > 0 && gpu.sms > 0 ? per_sm * gpu.sms : 0.0;
 }
 
 void CostModel::build_covariance() {
@@ -725,65 +792,87 @@ FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double va
     return {parameter_row(kind, index), log_value_per_coordinate(coordinate_of(kind), value)};
 }
 
+CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve, const GpuSpec& gpu,
+                                                       Precision precision, const Workload& work,
+                                                       CurveOrigin origin) const {
+    ComputeCurveChoice c;
+    c.origin = origin;
+    const int index = static_cast<int>(&curve - calibration_.compute.data());
+    c.time_per_image = sensitivity(ParameterKind::curve_time_per_image, index, curve.time_per_image_s);
+    c.fixed = sensitivity(ParameterKind::curve_fixed, index, curve.fixed_s);
+    c.fixed_s = curve.fixed_s;
+    double curve_time_per_image_s = curve.time_per_image_s;
+    const GpuSpec* measured_gpu = curve_gpu(*catalog_, curve);
+    const double b_half = measured_gpu ? half_saturation_batch(curve.framework, curve.stack, *measured_gpu) : 0.0;
+    if (curve.measured_batch > 0 && b_half > 0) {
+        // Eq. C1b: runs at one batch b0 fix only fixed + b0 t_img. The fixed time is the batch that
+        // half fills the GPU (its software's images per SM times the SMs) at the per-image time, and
+        // the curve keeps its time at b0: t_img = time(b0) / (b_half + b0), fixed = b_half t_img.
+        const double b0 = curve.measured_batch;
+        curve_time_per_image_s = (curve.fixed_s + b0 * curve.time_per_image_s) / (b_half + b0);
+        c.fixed_s = b_half * curve_time_per_image_s;
+    }
+    // Eq. C1 per image of another depth or image size scales by training FLOPs; eq. C7 carries the
+    // curve to another memory variant of its chip (or another precision of its family) by the
+    // ratio of the two rooflines, which differ in the memory term alone.
+    const Workload& measured = workload(curve.model, curve.image_size, 1000);
+    const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
+    // Across precision families (eq. C4's sibling at TF32 for amp) the ratio measured elsewhere
+    // carries the precision; the roofline carries the memory variant only, at the curve's precision.
+    const Precision at = family_of(precision) == family_of(curve.precision) ? precision : curve.precision;
+    const double variant_ratio =
+        measured_gpu ? roofline_s(gpu, at, measured) / roofline_s(*measured_gpu, curve.precision, measured) : 1.0;
+    c.time_per_image_s = curve_time_per_image_s * flops_ratio * variant_ratio;
+    // A curve carried to another depth or image size is half as uncertain as a roofline prior.
+    const double depth_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
+    const double variant_sigma = kMemoryVariantSigmaPerLogRatio * std::abs(std::log(variant_ratio));
+    const double family_sigma = origin == CurveOrigin::precision_family ? kPrecisionFamilySigma : 0.0;
+    c.transfer_sigma = std::sqrt(depth_sigma * depth_sigma + variant_sigma * variant_sigma + family_sigma * family_sigma);
+    return c;
+}
+
 CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const Scenario& scenario,
                                                        const Workload& work) const {
+    // Eq. C0, the fallbacks in order:
+    //  1. measured          this chip, software and precision (another memory variant: eq. C7)
+    //  2. precision family  this chip and software, another precision of equal tensor peak (3%)
+    //  3. other software    this chip, another framework, stack or layout by eq. C4's ratio,
+    //                       pooled with 4 where both exist (eq. C6)
+    //  4. other GPUs        this software's curves on other chips along their rooflines (eq. C5)
+    //  5. roofline          eq. C3 alone
+    const Software software = software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
+    const std::vector<ComputeCurve>& curves = calibration_.compute;
+    if (const OwnCurve own = own_curve(curves, *catalog_, gpu, scenario.precision, software); own.curve) {
+        return carried_curve(*own.curve, gpu, scenario.precision, work,
+                             own.exact_precision ? CurveOrigin::measured : CurveOrigin::precision_family);
+    }
     ComputeCurveChoice c;
-    // One chip, one speed: a curve measured on another GPU of the same chip (the 16 and 32 GB V100
-    // of p3.2xlarge and p3dn.24xlarge) holds for this one.
-    const ComputeCurve* curve =
-        calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack);
-    // Only a GPU without a curve of its own looks further (this keeps resolve() fast in sweeps).
-    const std::vector<std::string> same_chip = curve ? std::vector<std::string>{} : catalog_->same_chip(gpu);
-    if (!curve && !same_chip.empty()) {
-        curve = calibration_.find_curve(gpu.name, scenario.precision, scenario.framework, scenario.stack, same_chip);
-    }
-    if (curve) {
-        c.origin = CurveOrigin::measured;
-        const int curve_index = static_cast<int>(curve - calibration_.compute.data());
-        c.time_per_image = sensitivity(ParameterKind::curve_time_per_image, curve_index, curve->time_per_image_s);
-        c.fixed = sensitivity(ParameterKind::curve_fixed, curve_index, curve->fixed_s);
-        const Workload& measured = workload(curve->model, curve->image_size, 1000);
-        const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
-        c.time_per_image_s = curve->time_per_image_s * flops_ratio;
-        c.fixed_s = curve->fixed_s;
-        // A curve carried to another depth or image size is half as uncertain as a roofline prior.
-        c.transfer_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
-        return c;
-    }
-    // No curve of its own: another framework's or stack's curve on this GPU, carried over by the
-    // ratio the two show where both were measured (eq. C4), and this framework's curves on other
-    // GPUs, carried by their roofline times (eq. C5); where both exist, their logarithms weighted
-    // by inverse variance (eq. C6); where neither, the roofline (eq. C3).
     const double roofline = roofline_s(gpu, scenario.precision, work);
-    const ComputeCurve* sibling =
-        calibration_.sibling_curve(gpu.name, same_chip, scenario.precision, scenario.framework, scenario.stack);
-    const FrameworkRoofline* line = framework_roofline(scenario.framework, scenario.stack, scenario.precision);
-    double sibling_log = 0, sibling_sigma = 0;
-    if (sibling) {
-        const Calibration::TransferRatio transfer =
-            calibration_.transfer_ratio(*sibling, scenario.framework, scenario.stack);
-        const double flops_ratio = work.training_flops_per_image /
-                                   workload(sibling->model, sibling->image_size, 1000).training_flops_per_image;
-        sibling_log = std::log(sibling->time_per_image_s * flops_ratio * transfer.ratio);
-        sibling_sigma =
-            std::hypot(transfer.relative_sigma, flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0);
-    }
+    const ComputeCurve* sibling = sibling_curve(curves, *catalog_, gpu, scenario.precision, software);
+    const SoftwareLine* software_line = framework_roofline(software, scenario.precision);
+    const FrameworkRoofline* line = software_line ? &software_line->line : nullptr;  // eq. C5
     double line_log = 0;
     if (line) {
         const double from_reference = work.training_flops_per_image / reference_training_flops_;
         line_log = std::log(line->factor * roofline + line->floor_s * from_reference);
     }
     if (sibling) {
-        const int sibling_index = static_cast<int>(sibling - calibration_.compute.data());
-        // The sibling's weight in eq. C6 (1 when it stands alone).
-        const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;
-        c.time_per_image = sensitivity(ParameterKind::curve_time_per_image, sibling_index, sibling->time_per_image_s);
+        // Eq. C4 on the sibling as carried to this GPU (eq. C7), pooled with eq. C5 (eq. C6).
+        const ComputeCurveChoice carried =
+            carried_curve(*sibling, gpu, scenario.precision, work, CurveOrigin::other_software);
+        const TransferRatio transfer = transfer_ratio(curves, *catalog_, *sibling, software, scenario.precision);
+        const double sibling_log = std::log(carried.time_per_image_s * transfer.ratio);
+        const double sibling_sigma = std::hypot(transfer.relative_sigma, carried.transfer_sigma);
+        const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;  // eq. C6
+        c = carried;
         c.time_per_image.log_field_per_coordinate *= weight;
-        c.fixed = sensitivity(ParameterKind::curve_fixed, sibling_index, sibling->fixed_s);
-        c.fixed_s = sibling->fixed_s;
         c.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
         c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
-        c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_framework;
+        c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_software;
+        // The fixed time is this software's (eq. C1b) where its curves measured one, else the sibling's.
+        if (saturation_levels_.contains({scenario.framework, scenario.stack}) && gpu.sms > 0) {
+            c.fixed_s = half_saturation_batch(scenario.framework, scenario.stack, gpu) * c.time_per_image_s;
+        }
         return c;
     }
     if (line) {
@@ -802,9 +891,11 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
         c.time_per_image = {static_cast<int>(parameters_.size()), 1.0};
         c.origin = CurveOrigin::roofline;
     }
-    // Without a sibling's curve, the fixed time is the framework's overhead.
+    // Without a curve of this chip, the fixed time is the batch that half fills this GPU at the
+    // per-image time (eq. C1b), else the framework's overhead; its uncertainty is the overhead's.
     const FrameworkProfile& profile = calibration_.framework(scenario.framework);
-    c.fixed_s = profile.fixed_overhead_s;
+    const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+    c.fixed_s = b_half > 0 ? b_half * c.time_per_image_s : profile.fixed_overhead_s;
     c.fixed =
         sensitivity(ParameterKind::fixed_overhead, static_cast<int>(scenario.framework), profile.fixed_overhead_s);
     return c;
@@ -849,7 +940,11 @@ std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(
         sensitivity(ParameterKind::fabric_latency, static_cast<int>(latency_fabric), r.inter_latency_s);
     if (server) at(SensitiveField::server_bandwidth) = bandwidth(*server, -1);
 
-    at(SensitiveField::decode) = sensitivity(ParameterKind::decode_rate, 0, calibration_.decode_images_per_s_per_vcpu);
+    if (const double rate = calibration_.decode_rate(r.loader, framework); rate > 0) {
+        at(SensitiveField::decode) =
+            r.loader == Loader::cpu ? sensitivity(ParameterKind::cpu_decode_rate, framework_index, rate)
+                                    : sensitivity(ParameterKind::decode_rate, static_cast<int>(r.loader), rate);
+    }
     return s;
 }
 
@@ -905,7 +1000,8 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.inter_latency_s = latency.latency_s;
 
     // Input pipeline (eq. D1)
-    r.decode_images_per_s_per_gpu = calibration_.decode_images_per_s_per_vcpu * instance.vcpus / k;
+    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework) : scenario.loader;
+    r.decode_images_per_s_per_gpu = decode_rate_per_gpu(calibration_, r.loader, scenario.framework, instance.vcpus, k);
 
     // Uncertainty (eq. U1)
     r.sensitivity = field_sensitivities(r, curve, scenario.framework, workers, server, latency.fabric);

@@ -18,6 +18,7 @@
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/compute_curve.hpp"
 #include "model/convergence.hpp"
 #include "model/observation.hpp"
 #include "model/parameters.hpp"
@@ -52,15 +53,23 @@ struct FieldSensitivity {
     double log_field_per_coordinate = 0;
 };
 
-/// Where a resolved scenario's compute curve came from (docs/model.md, "Compute").
+/// Where a resolved scenario's compute curve came from (docs/model.md, "The compute curve", eq. C0),
+/// in the order they are tried.
 enum class CurveOrigin {
-    measured,         ///< a curve measured on this GPU (or one of the same chip) for its framework and stack
-    other_framework,  ///< another framework's or stack's curve on this GPU (eq. C4)
-    other_gpus,       ///< this framework's curves on other GPUs, carried by the roofline (eq. C5)
-    pooled,           ///< both of the above, weighted by their uncertainties (eq. C6)
-    roofline,         ///< the roofline prior alone (eq. C3)
+    measured,          ///< measured on this GPU's chip with this software and precision (a memory variant
+                       ///< carried by its bandwidth, eq. C7)
+    precision_family,  ///< measured at another precision of the family with the same tensor peak (amp, bf16)
+    other_software,    ///< another framework's, stack's or layout's curve on this chip (eq. C4)
+    pooled,            ///< eq. C4 pooled with eq. C5 by their uncertainties (eq. C6)
+    other_gpus,        ///< this software's curves on other chips, carried by the roofline (eq. C5)
+    roofline,          ///< the roofline prior alone (eq. C3)
 };
 std::string_view to_string(CurveOrigin origin);
+
+/// One sentence for a user on where a curve that was not measured came from and why its band is
+/// wider ("no measured compute curve for H100-SXM5-80GB / bf16 / pytorch: its amp curve stands in
+/// ..."); empty for a measured one. The CLI's notes and the window's message say it alike.
+std::string curve_origin_note(const std::string& gpu, const Scenario& scenario, CurveOrigin origin);
 
 /// A Scenario reduced to the numbers the formulas use. Plain values, cheap to copy.
 struct ResolvedScenario {
@@ -76,7 +85,7 @@ struct ResolvedScenario {
     double time_per_image_s = 0;  ///< seconds per image
     double fixed_s = 0;           ///< seconds per iteration
     double transfer_sigma = 0;    ///< extra relative 1-sigma of a curve carried to another architecture
-    CurveOrigin curve_origin = CurveOrigin::roofline;  ///< measured, borrowed (eqs. C4-C6) or the roofline
+    CurveOrigin curve_origin = CurveOrigin::roofline;  ///< measured, carried (eqs. C0-C7) or the roofline
 
     // Framework profile
     double sync_jitter = 0;       ///< relative std of a worker's compute time
@@ -99,7 +108,8 @@ struct ResolvedScenario {
     double server_bandwidth_Bps = 0;    ///< one parameter-server node's network, in bytes/s
 
     // Input pipeline
-    double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU
+    Loader loader = Loader::cpu;             ///< the loader in use (the framework's where the scenario names none)
+    double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU (infinite: synthetic)
 
     // Run and money
     double dataset_images = 0;  ///< images per epoch
@@ -267,6 +277,13 @@ double exposed_communication_s(double communication_s, double backward_s, double
 /// Input pipeline time for one GPU's batch (eq. D1).
 double data_time_s(int batch, double decode_images_per_s);
 
+/// The rate at which `loader` feeds one of `gpus_per_node` GPUs on a node of `vcpus` (eq. D1): a CPU
+/// loader's rate per vCPU (the framework's own pipeline's, or DALI's on the CPU) times the node's
+/// vCPUs over its GPUs, DALI's on-GPU rate per GPU, infinite for synthetic data (nothing to
+/// decode), in images/s.
+double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
+                           int gpus_per_node);
+
 /// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. B1, P1, P2):
 /// communication(s).seconds.
 double communication_time_s(const ResolvedScenario& s);
@@ -417,8 +434,8 @@ private:
     int parameter_row(ParameterKind kind, int index) const;
     /// The covariance row of a parameter of `value` and d ln(value) / d(its coordinate).
     FieldSensitivity sensitivity(ParameterKind kind, int index, double value) const;
-    /// A scenario's compute curve (eq. C1's terms) and where it came from: measured for this GPU's
-    /// chip, precision, framework and stack; else borrowed (eqs. C4-C6); else the roofline (eq. C3).
+    /// A scenario's compute curve (eq. C1's terms) and where it came from: the fallbacks of eq. C0,
+    /// in their order (model/compute_curve.hpp finds the curves).
     struct ComputeCurveChoice {
         double time_per_image_s = 0;
         double fixed_s = 0;
@@ -428,6 +445,10 @@ private:
         FieldSensitivity fixed;           ///< and the fixed time
     };
     ComputeCurveChoice compute_curve(const GpuSpec& gpu, const Scenario& scenario, const Workload& work) const;
+    /// A measured curve taken as it stands for `gpu` and `precision` (steps 1 and 2 of eq. C0): scaled
+    /// by FLOPs to the scenario's architecture, by eq. C7's roofline ratio to this memory variant.
+    ComputeCurveChoice carried_curve(const ComputeCurve& curve, const GpuSpec& gpu, Precision precision,
+                                     const Workload& work, CurveOrigin origin) const;
     /// Which parameter each field of `r` comes from and how strongly (eq. U1): the curve's, the
     /// framework's jitter and overlap, the links' and fabrics' bandwidths and latencies (the
     /// latency of `latency_fabric`), the decode rate.
@@ -438,8 +459,14 @@ private:
                                                                        Interconnect latency_fabric) const;
     /// Eq. C3 for one image of `work` on `gpu` at `precision`, at the calibration's prior efficiencies.
     double roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const;
-    /// Eq. C5's line for the framework, stack and precision, or nullptr where no curve of theirs exists.
-    const FrameworkRoofline* framework_roofline(Framework framework, SoftwareStack stack, Precision precision) const;
+    /// Eq. C5's line of one software and precision family.
+    struct SoftwareLine {
+        Software software;
+        PrecisionFamily family = PrecisionFamily::half;
+        FrameworkRoofline line;
+    };
+    /// Eq. C5's line for the software and precision family, or nullptr where no curve of theirs exists.
+    const SoftwareLine* framework_roofline(const Software& software, Precision precision) const;
 
     std::shared_ptr<const Catalog> catalog_;
     const Convergence* convergence_ = &Convergence::built_in();
@@ -449,8 +476,16 @@ private:
     std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
     /// Training FLOPs of one image of the reference model, in which eq. C5's lines are fitted.
     double reference_training_flops_ = 0;
-    /// Eq. C5 per framework, stack and precision that has curves, fitted once per calibration.
-    std::vector<std::pair<std::tuple<Framework, SoftwareStack, Precision>, FrameworkRoofline>> framework_rooflines_;
+    /// Eq. C5 per software and precision family that has curves, fitted once per calibration.
+    std::vector<SoftwareLine> framework_rooflines_;
+    /// Eq. C1b: per framework and stack, the geometric mean over their curves measured at several
+    /// batches of the half-saturation batch per SM, fixed_s / (SMs x time_per_image_s); and over all.
+    std::map<std::pair<Framework, SoftwareStack>, double> saturation_levels_;
+    double saturation_level_all_ = 0;  ///< over every framework and stack; 0 where no curve measured one
+    /// Eq. C1b's half-saturation batch of `gpu` under a framework and stack (the fixed time over the
+    /// time per image): their level (else every framework's) x the GPU's SMs; 0 where no curve
+    /// measured a level or the GPU's SMs are unknown.
+    double half_saturation_batch(Framework framework, SoftwareStack stack, const GpuSpec& gpu) const;
 };
 
 }  // namespace epochcast

@@ -1,6 +1,7 @@
 #include "model/fit.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include <Eigen/Dense>
 
+#include "model/compute_curve.hpp"
 #include "model/errors.hpp"
 #include "model/parameters.hpp"
 
@@ -21,7 +23,7 @@ namespace {
 /// A curve's marginal time per image: a quarter either way (the roofline prior's own spread).
 constexpr double kTimePerImageSigma = 0.25;
 /// The same GPU and precision under another framework (model/calibration.hpp).
-constexpr double kSiblingFrameworkSigma = kFrameworkTransferSigma;
+constexpr double kSiblingFrameworkSigma = kSoftwareTransferSigma;
 /// Fixed per-iteration overheads: known to a factor of e.
 constexpr double kFixedOverheadSigma = 1.0;
 /// Straggler jitter: its level across frameworks known to a factor of e, one framework's within a
@@ -87,6 +89,9 @@ public:
         add_jitter_level();
         for (const ParameterId id : all_parameters(calibration_)) add_parameter(id);
     }
+
+    /// The per-GPU batches of the runs behind each curve, by index in the calibration.
+    const std::map<int, std::set<int>>& curve_batches() const { return curve_batches_; }
 
     std::size_t coordinates() const { return coordinates_.size(); }
     std::size_t data_rows() const { return data_rows_; }
@@ -210,7 +215,7 @@ public:
 
 private:
     void add_missing_curves() {
-        std::map<std::string, int> levels;  // "gpu/precision" -> level coordinate
+        std::map<std::string, int> levels;  // "chip/precision/stack" -> level coordinate
         for (const Observation& run : runs_) {
             ResolvedScenario resolved;
             try {
@@ -218,28 +223,39 @@ private:
             } catch (const InputError& error) {
                 throw InputError(run.origin + ": " + error.what());
             }
-            const GpuSpec& gpu = prior_.catalog().gpu_of(prior_.catalog().instance(run.scenario.instance));
+            const Catalog& catalog = prior_.catalog();
+            const GpuSpec& gpu = catalog.gpu_of(catalog.instance(run.scenario.instance));
             const Scenario& s = run.scenario;
-            if (calibration_.find_curve(gpu.name, s.precision, s.framework, s.stack, prior_.catalog().same_chip(gpu)))
+            const Software software = software_of(s.framework, s.stack, s.memory_format, s.precision);
+            // One curve per chip, precision family and software (eq. C0's steps 1 and 2): a run on
+            // another memory variant, or at bf16 where amp was measured, fits the curve there is.
+            if (const ComputeCurve* existing = own_curve(calibration_.compute, catalog, gpu, s.precision, software).curve) {
+                curve_batches_[static_cast<int>(existing - calibration_.compute.data())].insert(resolved.batch_per_gpu);
                 continue;
+            }
             ComputeCurve curve;
             curve.gpu = gpu.name;
             curve.precision = s.precision;
             curve.framework = s.framework;
             curve.stack = s.stack;
+            curve.memory_format = software.memory_format;
             curve.model = s.model;
             curve.image_size = s.image_size;
             curve.fixed_s = calibration_.framework(s.framework).fixed_overhead_s;
             curve.source = "fitted by epochcast calibrate";
-            const std::string key =
-                gpu.name + "/" + std::string(to_string(s.precision)) + "/" + std::string(to_string(s.stack));
+            const std::string key = gpu.chip_or_name() + "/" + std::string(to_string(s.precision)) + "/" +
+                                    std::string(to_string(s.stack));
             if (!levels.contains(key)) {
-                // Prior of the level: the prior calibration's curves of this GPU and precision under
-                // other frameworks, carried to this architecture by FLOPs, or else the roofline.
+                // Prior of the level: the prior calibration's curves of this chip and precision under
+                // other software, carried to this architecture by FLOPs, or else the roofline.
                 double sum = 0;
                 int count = 0;
                 for (const ComputeCurve& other : prior_.calibration().compute) {
-                    if (other.gpu != gpu.name || other.precision != s.precision || other.stack != s.stack) continue;
+                    const GpuSpec* other_gpu = curve_gpu(catalog, other);
+                    if (!other_gpu || other_gpu->chip_or_name() != gpu.chip_or_name() ||
+                        other.precision != s.precision || other.stack != s.stack) {
+                        continue;
+                    }
                     const double flops = prior_.workload(s.model, s.image_size, 1000).training_flops_per_image /
                                          prior_.workload(other.model, other.image_size, 1000).training_flops_per_image;
                     sum += std::log(other.time_per_image_s * flops);
@@ -259,6 +275,7 @@ private:
             }
             curve.time_per_image_s = std::exp(coordinates_[static_cast<std::size_t>(levels[key])].prior_mean);
             new_curve_levels_[static_cast<int>(calibration_.compute.size())] = levels[key];
+            curve_batches_[static_cast<int>(calibration_.compute.size())].insert(resolved.batch_per_gpu);
             calibration_.compute.push_back(curve);
         }
     }
@@ -273,6 +290,10 @@ private:
         }
         jitter_level_ = static_cast<int>(coordinates_.size());
         coordinates_.push_back({"sync jitter level", sum / std::size(kJitterLevelFrameworks), kJitterSigma});
+    }
+
+    bool released(const std::string& name) const {
+        return std::find(options_.released.begin(), options_.released.end(), name) != options_.released.end();
     }
 
     /// The 1-sigma the prior calibration's fitted covariance gives the parameter, or 0 when that
@@ -293,6 +314,15 @@ private:
         c.name = parameter_name(calibration_, id);
         c.prior_sigma = fit_prior_sigma(id.kind);
         c.prior_mean = to_coordinate(m.coordinate, parameter_value(calibration_, id));
+        if (released(c.name)) {
+            // The runs contradicted the fitted prior here: the prior's value is where the fit
+            // starts, no longer what it is held to (docs/model.md, "A user's own runs").
+            c.prior_sigma = kReleasedSigma;
+            m.own = static_cast<int>(coordinates_.size());
+            coordinates_.push_back(c);
+            mappings_.push_back(m);
+            return;
+        }
         if (const double fitted = fitted_prior_sigma(c.name); fitted > 0) {
             // A prior that was itself fitted (the built-in calibration, fitted to the corpus) is
             // the posterior of its data: it is this fit's prior as it stands, so that what the new
@@ -326,7 +356,8 @@ private:
     FitOptions options_;
     std::vector<std::optional<double>> measured_jitter_;  ///< eq. S2 of each run with enough per-step samples
     Calibration calibration_;
-    std::map<int, int> new_curve_levels_;  // curve index -> level coordinate
+    std::map<int, int> new_curve_levels_;  // curve index -> level coordinate of its time per image
+    std::map<int, std::set<int>> curve_batches_;  // curve index -> per-GPU batches of its runs
     int jitter_level_ = -1;
     std::vector<FitCoordinate> coordinates_;
     std::vector<FitMapping> mappings_;
@@ -356,6 +387,7 @@ double fit_prior_sigma(ParameterKind kind) {
         case ParameterKind::fabric_latency:
         case ParameterKind::link_latency:
             return kLatencySigma;
+        case ParameterKind::cpu_decode_rate:
         case ParameterKind::decode_rate:
             return kDecodeSigma;
     }
@@ -423,11 +455,12 @@ void record_provenance(Calibration& c, const Catalog& catalog, const std::vector
         if (curve.source == "fitted by epochcast calibrate") {
             std::string from;
             for (const Observation& run : runs) {
-                const GpuSpec& gpu = catalog.gpu_of(catalog.instance(run.scenario.instance));
-                if (gpu.name == curve.gpu && run.scenario.precision == curve.precision &&
-                    run.scenario.framework == curve.framework && run.scenario.stack == curve.stack) {
-                    from += (from.empty() ? "" : ", ") + run.origin;
-                }
+                const Scenario& s = run.scenario;
+                const GpuSpec& gpu = catalog.gpu_of(catalog.instance(s.instance));
+                const OwnCurve own =
+                    own_curve(c.compute, catalog, gpu, s.precision,
+                              software_of(s.framework, s.stack, s.memory_format, s.precision));
+                if (own.curve == &curve) from += (from.empty() ? "" : ", ") + run.origin;
             }
             curve.source = "fitted by epochcast calibrate to " + from;
         }
@@ -517,7 +550,8 @@ Eigen::MatrixXd parameter_covariance(const std::vector<FitMapping>& mappings, co
         a(i, m.own) = 1.0;
         if (m.level >= 0) a(i, m.level) = 1.0;
     }
-    return a * covariance_u * a.transpose();
+    const Eigen::MatrixXd c = a * covariance_u * a.transpose();
+    return 0.5 * (c + c.transpose());  // exactly symmetric, as a calibration file's covariance must be
 }
 
 /// Writes each fitted parameter's covariance row into `fit.calibration`'s uncertainty and its
@@ -559,15 +593,21 @@ std::string fit_description(const CalibrationFit& fit, std::size_t parameter_cou
 
 }  // namespace
 
-CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
-                               const std::vector<NetworkObservation>& networks,
-                               const std::vector<Comparison>& comparisons, const FitOptions& options) {
-    if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
+namespace {
+
+/// One fit of `prior` to the data under `options` (fit_calibration without the release of
+/// contradicted parameters).
+/// One fit of `prior` to the data under `options` (fit_calibration without the release of
+/// contradicted parameters).
+CalibrationFit fit_once(const CostModel& prior, const std::vector<Observation>& runs,
+                        const std::vector<NetworkObservation>& networks, const std::vector<Comparison>& comparisons,
+                        const FitOptions& options) {
     for (const NetworkObservation& n : networks) {
         if (!(n.bus_bandwidth_GBps > 0)) throw InputError(n.origin + ": bus bandwidth must be positive");
         prior.catalog().instance(n.instance);
     }
     Problem problem(prior, runs, networks, comparisons, options);
+    const std::map<int, std::set<int>> batches = problem.curve_batches();
     problem.drop_untouched();
 
     CalibrationFit fit;
@@ -579,6 +619,17 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
 
     fit.calibration = problem.calibration_at(u);
     Calibration& c = fit.calibration;
+    for (const auto& [index, sizes] : batches) {
+        // A curve whose runs span one batch only records it (the prior's, unless new runs widen it).
+        ComputeCurve& curve = c.compute[static_cast<std::size_t>(index)];
+        const bool one = sizes.size() == 1 && (curve.measured_batch == 0 || curve.measured_batch == *sizes.begin());
+        const bool prior_curve = static_cast<std::size_t>(index) < prior.calibration().compute.size();
+        if (one && (!prior_curve || curve.measured_batch > 0)) {
+            curve.measured_batch = *sizes.begin();
+        } else if (!one) {
+            curve.measured_batch = 0;
+        }
+    }
     c.uncertainty = {};
     c.uncertainty.method =
         "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + "
@@ -591,6 +642,107 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     record_provenance(c, prior.catalog(), runs, networks, comparisons);
     c.description = fit_description(fit, problem.mappings().size(), runs.size(), networks.size(), comparisons.size(),
                                     prior.calibration().description);
+    fit.released = options.released;
+    return fit;
+}
+
+
+
+/// "+124%", "-3.5%": a relative error for a message.
+std::string signed_percent(double error) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.*f%%", std::abs(error) < 0.1 ? 1 : 0, 100.0 * error);
+    return text;
+}
+
+/// A run of `fit` further than kOwnRunTolerance from its measured throughput, with how far.
+struct Contradiction {
+    const Observation* run = nullptr;
+    double error = 0;  ///< predicted / measured - 1 under the fit
+};
+
+std::vector<Contradiction> contradicted_runs(const CostModel& prior, const CalibrationFit& fit,
+                                             const std::vector<Observation>& runs) {
+    const CostModel model(prior, fit.calibration);
+    std::vector<Contradiction> off;
+    for (const Observation& run : runs) {
+        const double error = model.predict(model.resolve(run.scenario)).throughput_images_per_s /
+                                 run.throughput_images_per_s -
+                             1.0;
+        if (std::abs(error) > kOwnRunTolerance) off.push_back({&run, error});
+    }
+    return off;
+}
+
+/// The parameters a contradicted run depends on, group by group (0: its compute curve; 1: its
+/// framework's overheads and overlap; 2: its fabric and its node's link), by name.
+std::vector<std::string> parameters_of(const CostModel& model, const Observation& run, int group) {
+    const Calibration& c = model.calibration();
+    const Scenario& s = run.scenario;
+    std::vector<std::string> names;
+    if (group == 0) {
+        const GpuSpec& gpu = model.catalog().gpu_of(model.catalog().instance(s.instance));
+        const ComputeCurve* curve =
+            own_curve(c.compute, model.catalog(), gpu, s.precision,
+                      software_of(s.framework, s.stack, s.memory_format, s.precision))
+                .curve;
+        if (curve) {
+            const int index = static_cast<int>(curve - c.compute.data());
+            names.push_back(parameter_name(c, {ParameterKind::curve_time_per_image, index}));
+            names.push_back(parameter_name(c, {ParameterKind::curve_fixed, index}));
+        }
+    } else if (group == 1) {
+        const int f = static_cast<int>(s.framework);
+        for (const ParameterKind kind : {ParameterKind::fixed_overhead, ParameterKind::sync_jitter,
+                                         ParameterKind::allreduce_overlap, ParameterKind::ps_overlap,
+                                         ParameterKind::cpu_decode_rate}) {
+            names.push_back(parameter_name(c, {kind, f}));
+        }
+    } else {
+        const ResolvedScenario r = model.resolve(s);
+        names.push_back(parameter_name(c, {ParameterKind::fabric_efficiency, static_cast<int>(r.interconnect)}));
+        names.push_back(parameter_name(c, {ParameterKind::fabric_latency, static_cast<int>(r.interconnect)}));
+        names.push_back(parameter_name(c, {ParameterKind::link_efficiency, static_cast<int>(r.intra_link)}));
+        names.push_back(parameter_name(c, {ParameterKind::link_latency, static_cast<int>(r.intra_link)}));
+    }
+    return names;
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
+                               const std::vector<NetworkObservation>& networks,
+                               const std::vector<Comparison>& comparisons, const FitOptions& options) {
+    if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
+    CalibrationFit fit = fit_once(prior, runs, networks, comparisons, options);
+    // Only a fitted prior (a posterior, with a covariance) can be contradicted: the data-free
+    // prior's weak priors already let the runs move what they touch.
+    if (prior.calibration().uncertainty.parameters.empty()) return fit;
+    std::vector<Contradiction> off = contradicted_runs(prior, fit, runs);
+    if (off.empty()) return fit;
+    const Contradiction first = off.front();
+    const double first_error_before = first.error;
+    FitOptions released = options;
+    for (int group = 0; group < 3 && !off.empty(); ++group) {
+        const CostModel fitted(prior, fit.calibration);
+        for (const Contradiction& c : off) {
+            for (const std::string& name : parameters_of(fitted, *c.run, group)) {
+                if (std::find(released.released.begin(), released.released.end(), name) == released.released.end())
+                    released.released.push_back(name);
+            }
+        }
+        fit = fit_once(prior, runs, networks, comparisons, released);
+        off = contradicted_runs(prior, fit, runs);
+    }
+    const Scenario& s = first.run->scenario;
+    const std::string gpu = prior.catalog().instance(s.instance).gpu;
+    std::string names;
+    for (const std::string& name : fit.released) names += (names.empty() ? "" : ", ") + name;
+    fit.contradiction = "the runs contradict the prior calibration (" + first.run->origin + ", " + gpu + " / " +
+                        std::string(to_string(s.precision)) + " / " +
+                        describe(software_of(s.framework, s.stack, s.memory_format, s.precision)) + ": " +
+                        signed_percent(first_error_before) + " under its posterior), so they get parameters of " +
+                        "their own: " + names;
     return fit;
 }
 

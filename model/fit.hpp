@@ -22,7 +22,19 @@ struct FitOptions {
     double comparison_sigma = 0.03;  ///< a published ratio of two configurations (outside its range)
     double jitter_sigma = 0.3;       ///< a worker's compute jitter from a run's per-step samples (eq. S2)
     int max_iterations = 200;
+    /// Parameters (by name, as parameter_name spells them) that the fit takes from the prior's
+    /// value with no more than a released prior's weak sigma (kReleasedSigma): a fitted prior's
+    /// posterior no longer holds them. fit_calibration fills it where a user's runs contradict a
+    /// fitted prior (docs/model.md, "A user's own runs").
+    std::vector<std::string> released;
 };
+
+/// The relative error within which a fit from a fitted prior must reproduce each of its runs'
+/// throughput; a run further off has contradicted the prior, and the parameters it depends on are
+/// released (FitOptions::released).
+inline constexpr double kOwnRunTolerance = 0.02;
+/// A released parameter's prior sigma in its coordinate: a factor of e^3 = 20 either way.
+inline constexpr double kReleasedSigma = 3.0;
 
 /// One parameter before and after the fit.
 struct FittedParameter {
@@ -41,6 +53,10 @@ struct CalibrationFit {
     bool converged = false;
     double model_sigma = 0;           ///< relative scatter of the runs around the fitted model
     double effective_parameters = 0;  ///< how many parameters the data pinned down (trace of the hat matrix)
+    /// Where the runs contradicted a fitted prior: one line saying which system, how far, and which
+    /// parameters became the runs' own (empty where none did).
+    std::string contradiction;
+    std::vector<std::string> released;  ///< the parameters released (FitOptions::released)
 };
 
 /// The prior 1-sigma the fit gives a parameter's coordinate (weak, so that a few runs move what
@@ -53,10 +69,14 @@ double predicted_ratio(const CostModel& model, const Comparison& comparison);
 
 /// Fit `prior`'s calibration to the runs, network measurements and published comparisons (a ratio
 /// inside its published range costs nothing, one outside it its log distance to the range). Runs
-/// whose GPU, precision, framework and stack have no compute curve get one, started from the
-/// roofline (or a sibling framework's curve on the same GPU) with that prior's uncertainty. Throws
-/// InputError when there is nothing to fit or a run cannot be resolved (its message names the
-/// run's origin).
+/// whose GPU chip, precision family and software have no compute curve get one, started from the
+/// roofline (or other software's curve on the same chip) with that prior's uncertainty. Where the
+/// prior was itself fitted (it carries a covariance) and a run comes out more than
+/// kOwnRunTolerance off, the runs contradict it: the parameters such runs depend on are released
+/// (their compute curve; then their framework's overheads; then their fabric and link), one group
+/// at a time, and the fit repeated, so that the user's own runs win (`contradiction` says so).
+/// Throws InputError when there is nothing to fit or a run cannot be resolved (its message names
+/// the run's origin).
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,
                                const std::vector<NetworkObservation>& networks,
                                const std::vector<Comparison>& comparisons = {}, const FitOptions& options = {});

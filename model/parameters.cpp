@@ -20,18 +20,26 @@ struct NamedKind {
 };
 constexpr std::array<NamedKind, 2> kCurveKinds{
     {{ParameterKind::curve_time_per_image, "time_per_image_s"}, {ParameterKind::curve_fixed, "fixed_s"}}};
-constexpr std::array<NamedKind, 4> kFrameworkKinds{{{ParameterKind::fixed_overhead, "fixed_overhead_s"},
-                                                    {ParameterKind::sync_jitter, "sync_jitter"},
-                                                    {ParameterKind::allreduce_overlap, "allreduce_overlap"},
-                                                    {ParameterKind::ps_overlap, "ps_overlap"}}};
+constexpr std::array<NamedKind, 5> kFrameworkKinds{
+    {{ParameterKind::fixed_overhead, "fixed_overhead_s"},
+     {ParameterKind::sync_jitter, "sync_jitter"},
+     {ParameterKind::allreduce_overlap, "allreduce_overlap"},
+     {ParameterKind::ps_overlap, "ps_overlap"},
+     {ParameterKind::cpu_decode_rate, "cpu_decode_images_per_s_per_vcpu"}}};
 constexpr std::array<NamedKind, 3> kFabricKinds{{{ParameterKind::fabric_efficiency, "efficiency"},
                                                  {ParameterKind::fabric_latency, "latency_s"},
                                                  {ParameterKind::fabric_cap, "cap_GBps"}}};
 constexpr std::array<NamedKind, 2> kLinkKinds{
     {{ParameterKind::link_efficiency, "efficiency"}, {ParameterKind::link_latency, "latency_s"}}};
-constexpr std::array<NamedKind, 2> kGlobalKinds{
-    {{ParameterKind::nvls_efficiency, "network.nvls_efficiency"},
-     {ParameterKind::decode_rate, "input_pipeline.decode_images_per_s_per_vcpu"}}};
+constexpr std::array<NamedKind, 1> kGlobalKinds{{{ParameterKind::nvls_efficiency, "network.nvls_efficiency"}}};
+/// DALI's loaders (their rate is a parameter, index = the Loader) and their rates' names; the
+/// frameworks' own CPU loaders are framework parameters (cpu_decode_rate).
+struct NamedLoader {
+    Loader loader;
+    const char* name;
+};
+constexpr std::array<NamedLoader, 2> kDaliLoaders{{{Loader::dali_cpu, "input_pipeline.dali_cpu_images_per_s_per_vcpu"},
+                                                   {Loader::dali, "input_pipeline.dali_images_per_s_per_gpu"}}};
 
 std::string curve_prefix(const ComputeCurve& curve) {
     // A legacy-stack curve's name says so; a current one's is the name it always had.
@@ -45,6 +53,10 @@ std::string curve_prefix(const ComputeCurve& curve) {
     if (curve.stack != SoftwareStack::current) {
         prefix += '/';
         prefix += to_string(curve.stack);
+    }
+    if (curve.memory_format != MemoryFormat::channels_last) {
+        prefix += '/';
+        prefix += to_string(curve.memory_format);
     }
     prefix += ']';
     return prefix;
@@ -84,6 +96,9 @@ std::string parameter_name(const Calibration& calibration, ParameterId id) {
     }
     for (const NamedKind& k : kGlobalKinds) {
         if (k.kind == id.kind) return k.name;
+    }
+    for (const NamedLoader& l : kDaliLoaders) {
+        if (id.kind == ParameterKind::decode_rate && static_cast<Loader>(id.index) == l.loader) return l.name;
     }
     return "?";
 }
@@ -126,10 +141,13 @@ double& parameter_value(Calibration& c, ParameterId id) {
             return c.network.link(static_cast<IntraLink>(id.index)).latency_s;
         case ParameterKind::nvls_efficiency:
             return c.network.nvls_efficiency;
+        case ParameterKind::cpu_decode_rate:
+            return c.framework(static_cast<Framework>(id.index)).cpu_decode_images_per_s_per_vcpu;
         case ParameterKind::decode_rate:
-            return c.decode_images_per_s_per_vcpu;
+            // all_parameters lists DALI's loaders only, whose field exists
+            return *c.decode_rate_field(static_cast<Loader>(id.index), Framework::pytorch);
     }
-    return c.decode_images_per_s_per_vcpu;
+    return c.dali_images_per_s_per_gpu;
 }
 
 double parameter_value(const Calibration& calibration, ParameterId id) {
@@ -154,6 +172,7 @@ std::vector<ParameterId> all_parameters(const Calibration& calibration) {
         for (const NamedKind& k : kLinkKinds) ids.push_back({k.kind, static_cast<int>(l)});
     }
     for (const NamedKind& k : kGlobalKinds) ids.push_back({k.kind, 0});
+    for (const NamedLoader& l : kDaliLoaders) ids.push_back({ParameterKind::decode_rate, static_cast<int>(l.loader)});
     return ids;
 }
 
@@ -185,6 +204,7 @@ double group_sigma(const Calibration& c, ParameterId id) {
         case ParameterKind::ps_overlap:
             relative = c.framework(static_cast<Framework>(id.index)).relative_sigma;
             break;
+        case ParameterKind::cpu_decode_rate:
         case ParameterKind::decode_rate:
             relative = c.decode_relative_sigma;
             break;

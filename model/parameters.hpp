@@ -28,7 +28,8 @@ enum class ParameterKind {
     link_efficiency,       ///< LinkParams::efficiency of IntraLink index
     link_latency,          ///< LinkParams::latency_s of IntraLink index
     nvls_efficiency,       ///< NetworkParams::nvls_efficiency
-    decode_rate,           ///< Calibration::decode_images_per_s_per_vcpu
+    cpu_decode_rate,       ///< FrameworkProfile::cpu_decode_images_per_s_per_vcpu
+    decode_rate,           ///< DALI's rate of the Loader index (dali-cpu, dali)
 };
 
 /// The coordinate a parameter is fitted in.
@@ -36,7 +37,7 @@ enum class Coordinate { log, logit };
 
 /// One parameter of one Calibration. `index` is the compute curve for curve parameters, the
 /// Framework for framework parameters, the Interconnect for fabric parameters, the IntraLink for
-/// link parameters, and unused (0) otherwise.
+/// link parameters, the Loader for DALI's decode rates, and unused (0) otherwise.
 struct ParameterId {
     ParameterKind kind = ParameterKind::decode_rate;
     int index = 0;
@@ -60,7 +61,8 @@ double& parameter_value(Calibration& calibration, ParameterId id);
 double parameter_value(const Calibration& calibration, ParameterId id);
 
 /// Every parameter of the calibration: each curve's two, each framework's four, each fabric's
-/// efficiency and latency (and its cap where set), each link's two, NVLS's and the decode rate.
+/// efficiency and latency (and its cap where set), each link's two, NVLS's and each decoding
+/// loader's rate.
 std::vector<ParameterId> all_parameters(const Calibration& calibration);
 
 /// The value's internal coordinate (log x or logit x) and back.

@@ -52,6 +52,10 @@ struct Scenario {
     Strategy strategy = Strategy::nccl;
     Framework framework = Framework::tensorflow;
     SoftwareStack stack = SoftwareStack::current;  ///< the software the compute runs on
+    /// The convolutions' activation layout (channels_last: NVIDIA's tuned code and MLPerf). The
+    /// legacy stack ran NCHW whatever this says.
+    MemoryFormat memory_format = MemoryFormat::channels_last;
+    Loader loader = Loader::framework_default;  ///< how images reach the GPU; default: the framework's
 
     std::string ps_instance;    ///< parameter-server instance type (strategy ps, not co-located)
     int ps_nodes = 0;           ///< parameter-server instances (strategy ps, not co-located); 0: none

@@ -73,7 +73,7 @@ std::string text(const json& value) {
 
 std::size_t SweepSpec::combinations() const {
     return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() * pricing.size() *
-           framework.size() * precision.size() * instance.size() * gpus_per_node.size() *
+           framework.size() * precision.size() * stack.size() * memory_format.size() * loader.size() * instance.size() * gpus_per_node.size() *
            std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() * ps_nodes.size() *
            ps_colocated.size() * efa_adapters.size() * nodes.size() *
            (global_batch.empty() ? batch_per_gpu.size() : global_batch.size());
@@ -101,6 +101,9 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     const std::size_t strategy_digit = digit(std::max<std::size_t>(strategy.size(), 1));
     s.gpus_per_node = gpus_per_node[digit(gpus_per_node.size())];
     s.instance = instance[digit(instance.size())];
+    s.loader = loader[digit(loader.size())];
+    s.memory_format = memory_format[digit(memory_format.size())];
+    s.stack = stack[digit(stack.size())];
     s.precision = precision[digit(precision.size())];
     s.framework = framework[digit(framework.size())];
     s.pricing = pricing[digit(pricing.size())];
@@ -179,6 +182,17 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         out.precision =
             parse_list<Precision>(spec, "precision", origin, [](const json& v) { return parse_precision(text(v)); });
     }
+    if (given("stack")) {
+        out.stack = parse_list<SoftwareStack>(spec, "stack", origin,
+                                              [](const json& v) { return parse_software_stack(text(v)); });
+    }
+    if (given("memory_format")) {
+        out.memory_format = parse_list<MemoryFormat>(spec, "memory_format", origin,
+                                                     [](const json& v) { return parse_memory_format(text(v)); });
+    }
+    if (given("loader")) {
+        out.loader = parse_list<Loader>(spec, "loader", origin, [](const json& v) { return parse_loader(text(v)); });
+    }
     if (given("instance")) {
         out.instance = parse_list<std::string>(spec, "instance", origin, [&catalog](const json& v) {
             const InstanceSpec& instance = catalog.instance(text(v));
@@ -232,7 +246,8 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     double product = 1;
     for (std::size_t n :
          {out.model.size(), out.image_size.size(), out.classes.size(), out.dataset_images.size(), out.epochs.size(),
-          out.pricing.size(), out.framework.size(), out.precision.size(), out.instance.size(), out.gpus_per_node.size(),
+          out.pricing.size(), out.framework.size(), out.precision.size(), out.stack.size(), out.memory_format.size(),
+          out.loader.size(), out.instance.size(), out.gpus_per_node.size(),
           std::max<std::size_t>(out.strategy.size(), 1), out.ps_instance.size(), out.ps_ratio.size(),
           out.ps_nodes.size(), out.ps_colocated.size(), out.efa_adapters.size(), out.nodes.size(),
           out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {

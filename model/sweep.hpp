@@ -20,10 +20,11 @@ namespace epochcast {
 
 /// The spec's keys, in the order of the cross product (the last varies fastest).
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
-inline constexpr std::array<std::string_view, 19> kSweepFields = {
-    "model",        "image_size",   "classes",       "dataset_images", "epochs",      "pricing",  "framework",
-    "precision",    "instance",     "gpus_per_node", "strategy",       "ps_instance", "ps_ratio", "ps_nodes",
-    "ps_colocated", "efa_adapters", "nodes",         "batch_per_gpu",  "global_batch"};
+inline constexpr std::array<std::string_view, 22> kSweepFields = {
+    "model",         "image_size",  "classes",       "dataset_images", "epochs",       "pricing",
+    "framework",     "precision",   "stack",         "memory_format",  "loader",       "instance",
+    "gpus_per_node", "strategy",    "ps_instance",   "ps_ratio",       "ps_nodes",     "ps_colocated",
+    "efa_adapters",  "nodes",       "batch_per_gpu", "global_batch"};
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
 /// value; `strategy` left out means nccl (NCCL's own choice of algorithm). With `global_batch`
@@ -37,6 +38,9 @@ struct SweepSpec {
     std::vector<Pricing> pricing{Pricing::on_demand};
     std::vector<Framework> framework{Framework::tensorflow};
     std::vector<Precision> precision{Precision::amp};
+    std::vector<SoftwareStack> stack{SoftwareStack::current};
+    std::vector<MemoryFormat> memory_format{MemoryFormat::channels_last};
+    std::vector<Loader> loader{Loader::framework_default};  ///< "default": each row's framework's loader
     std::vector<std::string> instance{"p3.16xlarge"};
     std::vector<int> gpus_per_node{0};         ///< 0: all the instance has
     std::vector<Strategy> strategy;            ///< empty: by the instance (see above)

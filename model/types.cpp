@@ -25,8 +25,18 @@ Enum parse_enum(const std::array<std::pair<std::string_view, Enum>, N>& names, s
                      accepted + ")");
 }
 
-constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions{
-    {{"fp32", Precision::fp32}, {"amp", Precision::amp}, {"bf16", Precision::bf16}, {"fp16", Precision::amp}}};
+constexpr std::array<std::pair<std::string_view, Precision>, 5> kPrecisions{{{"fp32", Precision::fp32},
+                                                                             {"tf32", Precision::tf32},
+                                                                             {"amp", Precision::amp},
+                                                                             {"bf16", Precision::bf16},
+                                                                             {"fp16", Precision::amp}}};
+constexpr std::array<std::pair<std::string_view, MemoryFormat>, 2> kMemoryFormats{
+    {{"channels_last", MemoryFormat::channels_last}, {"nchw", MemoryFormat::nchw}}};
+constexpr std::array<std::pair<std::string_view, Loader>, kLoaderCount> kLoaders{{{"default", Loader::framework_default},
+                                                                                 {"synthetic", Loader::synthetic},
+                                                                                 {"cpu", Loader::cpu},
+                                                                                 {"dali-cpu", Loader::dali_cpu},
+                                                                                 {"dali", Loader::dali}}};
 constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{{"nccl", Strategy::nccl},
                                                                             {"ring", Strategy::ring},
                                                                             {"hierarchical", Strategy::hierarchical},
@@ -71,6 +81,8 @@ std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>&
 }  // namespace
 
 std::string_view to_string(Precision precision) { return name_of(kPrecisions, precision); }
+std::string_view to_string(MemoryFormat format) { return name_of(kMemoryFormats, format); }
+std::string_view to_string(Loader loader) { return name_of(kLoaders, loader); }
 std::string_view to_string(Strategy strategy) { return name_of(kStrategies, strategy); }
 std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
 std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
@@ -82,6 +94,10 @@ std::string_view to_string(IntraLink link) { return name_of(kIntraLinks, link); 
 std::string_view to_string(ComparisonQuantity quantity) { return name_of(kComparisonQuantities, quantity); }
 
 Precision parse_precision(std::string_view text, std::string_view what) { return parse_enum(kPrecisions, text, what); }
+MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
+    return parse_enum(kMemoryFormats, text, what);
+}
+Loader parse_loader(std::string_view text, std::string_view what) { return parse_enum(kLoaders, text, what); }
 Strategy parse_strategy(std::string_view text, std::string_view what) { return parse_enum(kStrategies, text, what); }
 Framework parse_framework(std::string_view text, std::string_view what) { return parse_enum(kFrameworks, text, what); }
 Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }
@@ -98,7 +114,24 @@ ComparisonQuantity parse_comparison_quantity(std::string_view text, std::string_
     return parse_enum(kComparisonQuantities, text, what);
 }
 
-double gradient_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }
-double activation_element_bytes(Precision precision) { return precision == Precision::fp32 ? 4.0 : 2.0; }
+PrecisionFamily family_of(Precision precision) {
+    switch (precision) {
+        case Precision::fp32:
+            return PrecisionFamily::fp32;
+        case Precision::tf32:
+            return PrecisionFamily::tf32;
+        case Precision::amp:
+        case Precision::bf16:
+            return PrecisionFamily::half;
+    }
+    return PrecisionFamily::fp32;
+}
+
+Loader default_loader(Framework framework) { return framework == Framework::mxnet ? Loader::dali : Loader::cpu; }
+
+double gradient_element_bytes(Precision precision) { return family_of(precision) == PrecisionFamily::half ? 2.0 : 4.0; }
+double activation_element_bytes(Precision precision) {
+    return family_of(precision) == PrecisionFamily::half ? 2.0 : 4.0;
+}
 
 }  // namespace epochcast

@@ -9,10 +9,35 @@ namespace epochcast {
 
 /// Arithmetic of the training step.
 enum class Precision {
-    fp32,  ///< single precision everywhere
+    fp32,  ///< single precision everywhere, strict (no TF32: NVIDIA_TF32_OVERRIDE=0, torch's allow_tf32 off)
     amp,   ///< fp16 compute on tensor cores, fp32 master weights, fp16 gradients (NVIDIA AMP)
     bf16,  ///< bf16 compute, fp32 master weights, bf16 gradients
+    tf32,  ///< fp32 storage with convolutions on TF32 tensor cores (Ampere and later: what PyTorch, TensorFlow
+           ///< and NGC containers run "fp32" as by default there)
 };
+
+/// Precisions whose tensor arithmetic moves the same bytes at the same peak share one compute curve
+/// (docs/model.md, "The compute curve"): amp and bf16 are the 16-bit family.
+enum class PrecisionFamily { fp32, tf32, half };
+PrecisionFamily family_of(Precision precision);
+
+/// The activation layout the convolutions run in. Tensor cores read NHWC: NCHW tensors are
+/// transposed around every convolution (cuDNN does it inside), which costs time a curve measured
+/// in one layout does not carry to the other (docs/model.md, "Software").
+enum class MemoryFormat {
+    channels_last,  ///< NHWC (PyTorch channels_last, MXNet/TensorFlow NHWC, NVIDIA's tuned code and MLPerf)
+    nchw,           ///< NCHW, PyTorch's default memory format and the 2017-2018 stock releases'
+};
+
+/// How images reach the GPU (docs/model.md, "Input pipeline", eq. D1).
+enum class Loader {
+    framework_default,  ///< the framework's usual loader (default_loader): resolved when the scenario is
+    synthetic,          ///< no decoding: data made on the GPU or a fixed batch (benchmarks)
+    cpu,                ///< the framework's own CPU pipeline: PyTorch DataLoader, tf.data, MXNet ImageRecordIter
+    dali_cpu,           ///< NVIDIA DALI decoding and augmenting on the CPU
+    dali,               ///< NVIDIA DALI decoding on the GPU (nvJPEG; the hardware JPEG decoder from A100 on)
+};
+inline constexpr int kLoaderCount = 5;
 
 /// How gradients are synchronised between data-parallel workers.
 enum class Strategy {
@@ -83,6 +108,8 @@ enum class DeviceKind { gpu, cpu };
 
 /// The spelling used on the command line and in files ("fp32", "amp", "bf16").
 std::string_view to_string(Precision precision);
+std::string_view to_string(MemoryFormat format);
+std::string_view to_string(Loader loader);
 std::string_view to_string(Strategy strategy);
 std::string_view to_string(Framework framework);
 std::string_view to_string(Pricing pricing);
@@ -95,6 +122,8 @@ std::string_view to_string(IntraLink link);
 /// Parse the spelling above; throws InputError naming `what` (e.g. "--precision") and the
 /// accepted values when the text is none of them. "fp16" is accepted as a synonym of amp.
 Precision parse_precision(std::string_view text, std::string_view what = "precision");
+MemoryFormat parse_memory_format(std::string_view text, std::string_view what = "memory_format");
+Loader parse_loader(std::string_view text, std::string_view what = "loader");
 Strategy parse_strategy(std::string_view text, std::string_view what = "strategy");
 Framework parse_framework(std::string_view text, std::string_view what = "framework");
 Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");
@@ -102,11 +131,16 @@ SoftwareStack parse_software_stack(std::string_view text, std::string_view what 
 DeviceKind parse_device_kind(std::string_view text, std::string_view what = "kind");
 Interconnect parse_interconnect(std::string_view text, std::string_view what = "interconnect");
 
+/// The loader a framework's users get without asking for another: PyTorch, TensorFlow and
+/// epochcast decode on the CPU (DataLoader, tf.data, epochcast-train's data threads); NVIDIA's MXNet
+/// code (DeepLearningExamples, MLPerf) decodes with DALI on the GPU.
+Loader default_loader(Framework framework);
+
 /// Bytes of one stored element of gradients (what all-reduce and push/pull move) for a
-/// precision: 4 for fp32, 2 for amp and bf16.
+/// precision: 4 for fp32 and tf32, 2 for amp and bf16.
 double gradient_element_bytes(Precision precision);
 
-/// Bytes of one stored activation element for a precision: 4 for fp32, 2 for amp and bf16.
+/// Bytes of one stored activation element for a precision: 4 for fp32 and tf32, 2 for amp and bf16.
 double activation_element_bytes(Precision precision);
 
 /// What a Comparison compares.

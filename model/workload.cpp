@@ -126,7 +126,7 @@ MemoryEstimate training_memory(const Workload& workload, Precision precision, in
     const double parameters = static_cast<double>(workload.parameters);
     MemoryEstimate memory;
     memory.weights_bytes = parameters * kFp32Bytes;
-    if (precision != Precision::fp32) memory.weights_bytes += parameters * kHalfBytes;
+    if (family_of(precision) == PrecisionFamily::half) memory.weights_bytes += parameters * kHalfBytes;
     memory.gradients_bytes = parameters * gradient_element_bytes(precision);
     memory.optimizer_bytes = parameters * kFp32Bytes;
     memory.activations_bytes = batch_per_gpu * activation_bytes_per_image(workload, precision);

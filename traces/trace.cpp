@@ -166,6 +166,12 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     s.strategy = parse("strategy", parse_strategy);
     s.framework = parse("framework", parse_framework);
     if (r.find("stack")) s.stack = parse("stack", parse_software_stack);
+    if (r.find("memory_format")) s.memory_format = parse("memory_format", parse_memory_format);
+    if (r.find("loader")) {
+        s.loader = parse("loader", parse_loader);
+    } else if (const json* data = r.find("data"); data && data->is_string() && data->get<std::string>() == "synthetic") {
+        s.loader = Loader::synthetic;  // a benchmark on synthetic data decodes nothing
+    }
     if (r.find("pricing")) s.pricing = parse("pricing", parse_pricing);
     if (s.strategy == Strategy::ps) {
         if (const json* colocated = r.find("ps_colocated")) {
@@ -346,6 +352,8 @@ json scenario_json(const Scenario& s) {
                    {"pricing", to_string(s.pricing)}};
     if (s.global_batch > 0) fields["global_batch"] = s.global_batch;
     if (s.stack != SoftwareStack::current) fields["stack"] = to_string(s.stack);
+    if (s.memory_format != MemoryFormat::channels_last) fields["memory_format"] = to_string(s.memory_format);
+    if (s.loader != Loader::framework_default) fields["loader"] = to_string(s.loader);
     if (s.strategy == Strategy::ps) {
         if (s.ps_colocated) {
             fields["ps_colocated"] = true;

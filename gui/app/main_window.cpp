@@ -565,14 +565,8 @@ void MainWindow::recompute() {
                              .arg(gpu.memory_gib));
         memory_->setStyleSheet("color: gray;");
         batch_->setStyleSheet("");
-        setMessage(resolved.curve_origin == CurveOrigin::measured ? QString()
-                   : resolved.curve_origin == CurveOrigin::roofline
-                       ? tr("No measured compute curve for this GPU, precision and framework: "
-                            "the roofline prior is used (wide band).")
-                       : tr("No measured compute curve for this GPU, precision and framework: "
-                            "measured curves stand in (%1, docs/model.md eqs. C4-C6; wider band).")
-                             .arg(QString::fromStdString(std::string(to_string(resolved.curve_origin)))),
-                   false);
+        const std::string note = curve_origin_note(gpu.name, s, resolved.curve_origin);
+        setMessage(note.empty() ? QString() : QString::fromStdString(note), false);
         showOutputs(resolved);
     } catch (const InfeasibleError& error) {
         memory_->setText(tr("does not fit: %1").arg(error.what()));

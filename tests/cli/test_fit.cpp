@@ -81,8 +81,10 @@ TEST(Fit, OneAndEightGpuRunsPredictSixteenThirtyTwoAndSixtyFourGpusAcrossNodesWi
         EXPECT_LE(all.runs[i].throughput_images_per_s, p.interval.high);
     }
     // The roofline prior was twice too fast for a K80; the fit found the measured curve.
-    const ComputeCurve* curve =
-        fit.calibration.find_curve("K80", Precision::fp32, Framework::tensorflow, SoftwareStack::legacy);
+    const Catalog catalog = Catalog::built_in();
+    const ComputeCurve* curve = own_curve(fit.calibration.compute, catalog, catalog.gpu("K80"), Precision::fp32,
+                                          Software{Framework::tensorflow, SoftwareStack::legacy})
+                                    .curve;
     ASSERT_NE(curve, nullptr);
     EXPECT_NEAR(curve->time_per_image_s, 0.0188, 0.001);
 }
@@ -159,10 +161,14 @@ TEST(Parameters, NamesAndCoordinatesRoundTrip) {
     }
     EXPECT_EQ(parameter_name(c, {ParameterKind::sync_jitter, static_cast<int>(Framework::mxnet)}),
               "frameworks.mxnet.sync_jitter");
+    const Catalog catalog = Catalog::built_in();
+    const GpuSpec& v100 = catalog.gpu("V100-SXM2-16GB");
     const ComputeCurve* current =
-        c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::current);
+        own_curve(c.compute, catalog, v100, Precision::amp, Software{Framework::tensorflow, SoftwareStack::current})
+            .curve;
     const ComputeCurve* legacy =
-        c.find_curve("V100-SXM2-16GB", Precision::amp, Framework::tensorflow, SoftwareStack::legacy);
+        own_curve(c.compute, catalog, v100, Precision::amp, Software{Framework::tensorflow, SoftwareStack::legacy})
+            .curve;
     ASSERT_NE(current, nullptr);
     ASSERT_NE(legacy, nullptr);
     EXPECT_EQ(parameter_name(c, {ParameterKind::curve_time_per_image, static_cast<int>(current - c.compute.data())}),
@@ -293,10 +299,10 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
                  amp_curve("A100-SXM4-80GB", Framework::pytorch, 0.6e-3),
                  amp_curve("H100-SXM5-80GB", Framework::pytorch, 0.3e-3)};
     const double ratio = std::sqrt(1.0 / 1.2 * 0.4 / 0.6);
-    const Calibration::TransferRatio transfer =
-        c.transfer_ratio(c.compute[4], Framework::tensorflow, SoftwareStack::current);
+    const TransferRatio transfer =
+        transfer_ratio(c.compute, Catalog::built_in(), c.compute[4], Software{Framework::tensorflow}, Precision::amp);
     EXPECT_NEAR(transfer.ratio, ratio, 1e-12);
-    EXPECT_EQ(transfer.gpus, 2);
+    EXPECT_EQ(transfer.chips, 2);
     // The two GPUs' log ratios, -0.182 and -0.405, scatter by 0.158 (sample standard deviation).
     EXPECT_NEAR(transfer.relative_sigma, std::abs(std::log(1.0 / 1.2) - std::log(0.4 / 0.6)) / std::sqrt(2.0), 1e-12);
     // Without the tensorflow curves, pytorch's curve on the H100 is the only evidence: eq. C4 alone.
@@ -304,9 +310,9 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
     alone.compute = {c.compute[1], c.compute[3], c.compute[4]};
     const CostModel model(Catalog::built_in(), alone);
     const ResolvedScenario r = model.resolve(h100_mxnet());
-    EXPECT_EQ(r.curve_origin, CurveOrigin::other_framework);
+    EXPECT_EQ(r.curve_origin, CurveOrigin::other_software);
     EXPECT_NEAR(r.time_per_image_s, 0.3e-3, 1e-12);  // no GPU with both: the ratio is 1
-    EXPECT_NEAR(r.transfer_sigma, kFrameworkTransferSigma, 1e-12);
+    EXPECT_NEAR(r.transfer_sigma, kSoftwareTransferSigma, 1e-12);
     EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);
 }
 
@@ -344,10 +350,10 @@ TEST(Fit, BothBorrowingsArePooledByTheirUncertainties) {
     EXPECT_EQ(r.curve_origin, CurveOrigin::pooled);
     const auto [factor, line_sigma] = two_point_line(c.roofline.relative_sigma);
     const double w =
-        line_sigma * line_sigma / (line_sigma * line_sigma + kFrameworkTransferSigma * kFrameworkTransferSigma);
+        line_sigma * line_sigma / (line_sigma * line_sigma + kSoftwareTransferSigma * kSoftwareTransferSigma);
     EXPECT_NEAR(r.time_per_image_s, std::exp(w * std::log(3.0 * h100) + (1 - w) * std::log(factor * h100)),
                 1e-9 * h100);
-    EXPECT_NEAR(r.transfer_sigma, pooled_sigma(kFrameworkTransferSigma, line_sigma), 1e-12);
+    EXPECT_NEAR(r.transfer_sigma, pooled_sigma(kSoftwareTransferSigma, line_sigma), 1e-12);
     EXPECT_LT(r.transfer_sigma, line_sigma);
     // The pooled estimate depends on the sibling curve by its weight only.
     EXPECT_NEAR(r.sensitivity[static_cast<std::size_t>(SensitiveField::time_per_image)].log_field_per_coordinate, w,

@@ -136,8 +136,10 @@ TEST(CostModel, ThroughputSaturatesWithBatch) {
         last = per_gpu;
     }
     // Measured curve: 1 / time_per_image_s is the ceiling.
-    const ComputeCurve* curve = model().calibration().find_curve("V100-SXM2-16GB", Precision::amp,
-                                                                 Framework::tensorflow, SoftwareStack::legacy);
+    const ComputeCurve* curve =
+        own_curve(model().calibration().compute, model().catalog(), model().catalog().gpu("V100-SXM2-16GB"),
+                  Precision::amp, Software{Framework::tensorflow, SoftwareStack::legacy, MemoryFormat::channels_last})
+            .curve;
     ASSERT_NE(curve, nullptr);
     EXPECT_LT(last, 1.0 / curve->time_per_image_s);
 }

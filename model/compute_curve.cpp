@@ -1,0 +1,238 @@
+#include "model/compute_curve.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace epochcast {
+namespace {
+
+/// The chip a curve was measured on: its GPU's chip, or its GPU's name where the catalog has no
+/// such GPU (a curve of another catalog).
+std::string chip_of(const Catalog& catalog, const ComputeCurve& curve) {
+    const GpuSpec* gpu = curve_gpu(catalog, curve);
+    return gpu ? gpu->chip_or_name() : curve.gpu;
+}
+
+/// Whether `curve` was measured on `gpu`'s chip at a precision that holds at `precision`.
+bool on_chip_at(const Catalog& catalog, const ComputeCurve& curve, const GpuSpec& gpu, Precision precision) {
+    if (chip_of(catalog, curve) != gpu.chip_or_name()) return false;
+    return curve.precision == precision || same_family_rate(gpu, curve.precision, precision);
+}
+
+}  // namespace
+
+bool layout_matters(SoftwareStack stack, Precision precision) {
+    return stack == SoftwareStack::current && precision != Precision::fp32;
+}
+
+Software software_of(Framework framework, SoftwareStack stack, MemoryFormat format, Precision precision) {
+    return {framework, stack, layout_matters(stack, precision) ? format : MemoryFormat::channels_last};
+}
+
+Software software_of(const ComputeCurve& curve) {
+    return software_of(curve.framework, curve.stack, curve.memory_format, curve.precision);
+}
+
+std::string describe(const Software& software) {
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict for a chain of operator+.
+    std::string text(to_string(software.framework));
+    if (software.stack != SoftwareStack::current) {
+        text += ' ';
+        text += to_string(software.stack);
+    }
+    if (software.memory_format != MemoryFormat::channels_last) {
+        text += ' ';
+        text += to_string(software.memory_format);
+    }
+    return text;
+}
+
+const GpuSpec* curve_gpu(const Catalog& catalog, const ComputeCurve& curve) { return catalog.find_gpu(curve.gpu); }
+
+double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
+    switch (precision) {
+        case Precision::fp32:
+            return gpu.fp32_tflops * 1e12;
+        case Precision::tf32:
+            return gpu.tf32_tflops * 1e12;
+        case Precision::amp:
+            return gpu.fp16_tflops * 1e12;
+        case Precision::bf16:
+            return gpu.bf16_tflops * 1e12;
+    }
+    return gpu.fp32_tflops * 1e12;
+}
+
+bool same_family_rate(const GpuSpec& gpu, Precision measured, Precision wanted) {
+    if (family_of(measured) != family_of(wanted)) return false;
+    const double a = peak_flops_per_s(gpu, measured), b = peak_flops_per_s(gpu, wanted);
+    return a > 0 && b > 0 && std::abs(a - b) <= 0.01 * std::max(a, b);
+}
+
+OwnCurve own_curve(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const GpuSpec& gpu,
+                   Precision precision, const Software& software) {
+    // This very GPU first, then a memory variant of its chip; the exact precision before its family.
+    const ComputeCurve* family = nullptr;
+    const ComputeCurve* variant = nullptr;
+    for (const ComputeCurve& curve : curves) {
+        if (software_of(curve) != software || !on_chip_at(catalog, curve, gpu, precision)) continue;
+        if (curve.precision != precision) {
+            if (!family) family = &curve;
+            continue;
+        }
+        if (curve.gpu == gpu.name) return {&curve, true};
+        if (!variant) variant = &curve;
+    }
+    if (variant) return {variant, true};
+    return {family, family == nullptr};
+}
+
+const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const GpuSpec& gpu,
+                                  Precision precision, const Software& software) {
+    const ComputeCurve* best = nullptr;
+    int best_rank = 6;
+    for (const ComputeCurve& curve : curves) {
+        if (chip_of(catalog, curve) != gpu.chip_or_name()) continue;
+        const bool same_family = on_chip_at(catalog, curve, gpu, precision);
+        const Software other = software_of(curve);
+        if (other == software && same_family) continue;  // the own curve: step 1 or 2
+        const bool same_framework = other.framework == software.framework;
+        const bool same_stack = other.stack == software.stack;
+        const bool same_layout = other.memory_format == software.memory_format;
+        int rank = same_framework && same_stack ? 0 : same_stack && same_layout ? 1 : same_framework ? 2 : 3;
+        // Another precision family: this software's first, after every other software at this one.
+        if (!same_family) rank = other == software ? 4 : 5;
+        if (rank < best_rank) {
+            best = &curve;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+namespace {
+
+/// Eq. C4 on direct evidence only: chips where both were measured.
+TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
+                           const Software& to, Precision to_precision) {
+    const Software from_software = software_of(from);
+    const PrecisionFamily to_family = family_of(to_precision);
+    std::vector<double> logs;
+    std::vector<std::string> chips;
+    for (const ComputeCurve& a : curves) {
+        if (family_of(a.precision) != family_of(from.precision) || software_of(a) != from_software ||
+            a.model != from.model || a.image_size != from.image_size) {
+            continue;
+        }
+        const std::string chip = chip_of(catalog, a);
+        if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;  // one ratio per chip
+        for (const ComputeCurve& b : curves) {
+            if (family_of(b.precision) != to_family || software_of(b) != to || b.model != a.model ||
+                b.image_size != a.image_size || chip_of(catalog, b) != chip) {
+                continue;
+            }
+            // Two curves of one chip compare as measured (a memory variant's share is eq. C7's).
+            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
+            chips.push_back(chip);
+            break;
+        }
+    }
+    TransferRatio t;
+    t.chips = static_cast<int>(logs.size());
+    // Across precision families the peaks' ratio differs from chip to chip: a wider floor.
+    const double floor = to_family == family_of(from.precision) ? kSoftwareTransferSigma : kFamilyTransferSigma;
+    t.relative_sigma = floor;
+    if (logs.empty()) return t;
+    double mean = 0;
+    for (const double l : logs) mean += l / static_cast<double>(logs.size());
+    t.ratio = std::exp(mean);
+    if (logs.size() >= 2) {
+        double squares = 0;
+        for (const double l : logs) squares += (l - mean) * (l - mean);
+        t.relative_sigma = std::max(floor, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
+    }
+    return t;
+}
+
+
+/// The ratio of one dimension of the software (framework, stack or layout) changing from `from`'s
+/// value to `to`'s, on the chips where two curves of one precision family differ in that
+/// dimension alone: the geometric mean of their time-per-image ratios (one per chip).
+TransferRatio dimension_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, PrecisionFamily family,
+                              const Software& from, const Software& to, int dimension) {
+    auto value = [dimension](const Software& s) {
+        return dimension == 0 ? static_cast<int>(s.framework)
+               : dimension == 1 ? static_cast<int>(s.stack)
+                                : static_cast<int>(s.memory_format);
+    };
+    // A framework's ratio is read at one stack and layout; a stack's within one framework; a layout's
+    // at one stack, from any framework (the layout is cuDNN's, the same under each).
+    auto others_equal = [dimension](const Software& a, const Software& b) {
+        const bool stack = a.stack == b.stack, framework = a.framework == b.framework;
+        const bool layout = a.memory_format == b.memory_format;
+        return dimension == 0 ? stack && layout : dimension == 1 ? framework : stack;
+    };
+    std::vector<double> logs;
+    std::vector<std::string> chips;
+    for (const ComputeCurve& a : curves) {
+        const Software sa = software_of(a);
+        if (family_of(a.precision) != family || value(sa) != value(from)) continue;
+        // The pair's shared dimensions are those of `from` (stack for every dimension but the stack's).
+        if (dimension != 1 && sa.stack != from.stack) continue;
+        const std::string chip = chip_of(catalog, a);
+        if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
+        for (const ComputeCurve& b : curves) {
+            const Software sb = software_of(b);
+            if (family_of(b.precision) != family || value(sb) != value(to) || !others_equal(sa, sb) ||
+                b.model != a.model || b.image_size != a.image_size || chip_of(catalog, b) != chip) {
+                continue;
+            }
+            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
+            chips.push_back(chip);
+            break;
+        }
+    }
+    TransferRatio t;
+    t.chips = static_cast<int>(logs.size());
+    if (logs.empty()) return t;
+    double mean = 0;
+    for (const double l : logs) mean += l / static_cast<double>(logs.size());
+    t.ratio = std::exp(mean);
+    if (logs.size() >= 2) {
+        double squares = 0;
+        for (const double l : logs) squares += (l - mean) * (l - mean);
+        t.relative_sigma = std::max(kSoftwareTransferSigma, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
+    }
+    return t;
+}
+
+}  // namespace
+
+TransferRatio transfer_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
+                             const Software& to, Precision to_precision) {
+    const TransferRatio direct = direct_ratio(curves, catalog, from, to, to_precision);
+    if (direct.chips > 0 || family_of(from.precision) != family_of(to_precision)) return direct;
+    // No chip has both: the software changes one dimension at a time (framework, stack, layout),
+    // each by the ratio of curves that differ in it alone; the ratios multiply and their log
+    // sigmas add in quadrature. A dimension no pair shows counts 1 at the floor sigma.
+    const Software from_software = software_of(from);
+    TransferRatio composed;
+    composed.ratio = 1.0;
+    double variance = 0;
+    int chips = std::numeric_limits<int>::max();
+    for (int dimension = 0; dimension < 3; ++dimension) {
+        if (dimension == 0 && from_software.framework == to.framework) continue;
+        if (dimension == 1 && from_software.stack == to.stack) continue;
+        if (dimension == 2 && from_software.memory_format == to.memory_format) continue;
+        const TransferRatio r = dimension_ratio(curves, catalog, family_of(from.precision), from_software, to, dimension);
+        composed.ratio *= r.ratio;
+        variance += r.relative_sigma * r.relative_sigma;
+        chips = std::min(chips, r.chips);
+    }
+    composed.relative_sigma = std::sqrt(variance);
+    composed.chips = chips == std::numeric_limits<int>::max() ? 0 : chips;
+    return composed;
+}
+
+}  // namespace epochcast
