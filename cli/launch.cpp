@@ -299,16 +299,23 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     const std::string host = this_host_name();
     const std::pair<const int, RankState>* named = nullptr;
     bool named_stopped = false;
+    bool overdue = false;
+    for (const auto& entry : ranks_) overdue |= seconds_between(entry.second.changed, now) > deadline_for(entry.second);
+    if (!overdue) return std::nullopt;
+    // Once one rank is past its deadline the job has stalled. A rank whose process is stopped is
+    // the cause even if its own silence is a little shorter (the ranks waiting on it in the
+    // all-reduce may have reported their last step before it did): it is named first; else the
+    // overdue rank with the fewest steps.
     for (const auto& entry : ranks_) {
         const RankState& state = entry.second;
-        if (seconds_between(state.changed, now) <= deadline_for(state)) continue;
         const bool stopped = state.pid > 0 && state.host == host && process_is_stopped(state.pid);
+        const bool late = seconds_between(state.changed, now) > deadline_for(state);
+        if (!stopped && !late) continue;
         if (!named || (stopped && !named_stopped) || (stopped == named_stopped && state.steps < named->second.steps)) {
             named = &entry;
             named_stopped = stopped;
         }
     }
-    if (!named) return std::nullopt;
     const RankState& state = named->second;
     const std::string rank = "rank " + std::to_string(named->first);
     const std::string silent = seconds_text(seconds_between(state.changed, now));

@@ -658,6 +658,34 @@ TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
     EXPECT_TRUE(survived);
 }
 
+// The race the Watchdog test lost under load: the rank that is stopped reported its last
+// step after the rank that now waits for it in the all-reduce, so the waiting rank passes the
+// deadline first. The stopped process is still the one named.
+TEST_F(FakePrograms, WatchdogNamesTheStoppedProcessBeforeItsOwnDeadline) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::kill(child, SIGSTOP), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 2, 2.0, start);
+    write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
+    write_report(path(""), 1, 3, 0.1, child, hostname());
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(1)));
+    write_report(path(""), 1, 4, 0.1, child, hostname());  // rank 1's last step, a second later
+    EXPECT_FALSE(watchdog.check(start + std::chrono::seconds(2)));
+    const auto stall = watchdog.check(start + std::chrono::seconds(4));  // rank 0 silent 3 s, rank 1 2 s
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ASSERT_TRUE(stall);
+    EXPECT_TRUE(contains(*stall, "rank 1 on host " + hostname() + " made no progress for 2 s")) << *stall;
+    EXPECT_TRUE(contains(*stall, "its process " + std::to_string(child) + " is stopped")) << *stall;
+}
+
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {
     write_mpirun_writing(prepared_trace());
     for (const char* flags : {"--np 0", "--np 2 --ps-ranks 2", "--np 2 --ps-ranks -1", "--ps-ranks 1"}) {
