@@ -35,7 +35,7 @@ struct PlanOptions {
     std::int64_t dataset_images = kImageNetTrainImages;
     double epochs = 90;
     std::string precision = "amp";
-    std::string framework = "tensorflow";
+    std::string framework = "pytorch";
     std::vector<std::string> instances;
     std::vector<int> nodes;
     std::vector<int> batches;

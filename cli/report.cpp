@@ -37,8 +37,8 @@ std::string strategy_label(const Scenario& s) {
 }
 
 constexpr const char* kScenarioColumns =
-    "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,"
-    "batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
+    "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,stack,"
+    "memory_format,loader,batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
 
 void append_number(std::string& row, double value) { append_significant(row, value); }
 
@@ -90,6 +90,9 @@ void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node,
     text(to_string(s.framework));
     text(to_string(s.strategy));
     text(to_string(s.precision));
+    text(to_string(s.stack));
+    text(to_string(s.memory_format));
+    text(to_string(s.loader));
     if (batch_per_gpu > 0) append_number(row, batch_per_gpu);  // empty: a global batch that did not divide
     row += ',';
     text(to_string(s.pricing));
@@ -200,6 +203,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"exposed_communication_s", p.exposed_communication_s},
             {"sync_s", p.sync_s},
             {"bottleneck", to_string(p.bottleneck)},
+            {"loader", to_string(p.loader)},
             {"algorithm_bandwidth_GBps", p.algorithm_bandwidth_GBps},
             {"bus_bandwidth_GBps", p.bus_bandwidth_GBps},
             {"interconnect", to_string(p.interconnect)},
@@ -277,7 +281,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  communication, exposed/all (ms)", [](const Scenario&, const Prediction& p) {
         return fixed(1e3 * p.exposed_communication_s, 1) + " / " + fixed(1e3 * p.communication_s, 1);
     });
-    row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.data_s, 1); });
+    row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) {
+        return fixed(1e3 * p.data_s, 1) + ", " + std::string(to_string(p.loader));
+    });
     row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
     row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
         return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";

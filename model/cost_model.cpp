@@ -1000,7 +1000,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.inter_latency_s = latency.latency_s;
 
     // Input pipeline (eq. D1)
-    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework) : scenario.loader;
+    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack) : scenario.loader;
     r.decode_images_per_s_per_gpu = decode_rate_per_gpu(calibration_, r.loader, scenario.framework, instance.vcpus, k);
 
     // Uncertainty (eq. U1)
@@ -1157,6 +1157,7 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.sync_s = times.sync_s;
     p.iteration_s = times.iteration_s;
     p.bottleneck = bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s);
+    p.loader = s.loader;
 
     if (p.communication_s > 0) {
         p.algorithm_bandwidth_GBps = s.gradient_bytes / p.communication_s / 1e9;

@@ -38,6 +38,7 @@ struct Prediction {
     double sync_s = 0;                   ///< expected wait for the slowest worker (stragglers)
     double iteration_s = 0;              ///< max(compute + sync + exposed communication, data)
     Bottleneck bottleneck = Bottleneck::compute;
+    Loader loader = Loader::cpu;  ///< the loader eq. D1 priced (the framework's where the scenario named none)
 
     // The gradient collective
     Interconnect interconnect = Interconnect::tcp;  ///< the fabric between nodes

@@ -28,7 +28,8 @@ inline constexpr int kMaxEfaAdapters = 64;                            ///< EFA a
 inline int clamped_count(double count) { return count <= kMaxNodes ? static_cast<int>(count) : kMaxNodes + 1; }
 
 /// One configuration. Field names follow the trace runs and the sweep spec (docs/formats.md).
-/// The defaults are seed 000's cluster with TensorFlow + Horovod.
+/// The defaults are what a user of 2026 rents first: PyTorch on one p5.48xlarge (8 H100), mixed
+/// precision, 256 images per GPU, NCCL's own all-reduce.
 struct Scenario {
     std::string model = "resnet50";                      ///< resnet18|34|50|101|152
     int image_size = 224;                                ///< input side, in pixels
@@ -40,8 +41,8 @@ struct Scenario {
     double target_top1_percent = 0;
     std::string recipe;  ///< training recipe for the target; empty: the built-in default
 
-    std::string instance = "p3.16xlarge";  ///< worker instance type (catalog name)
-    int nodes = 8;                         ///< worker instances
+    std::string instance = "p5.48xlarge";  ///< worker instance type (catalog name)
+    int nodes = 1;                         ///< worker instances
     int gpus_per_node = 0;                 ///< GPUs used on each worker; 0 means all the instance has (the
                                            ///< CLI's --gpus-per-node refuses 0: leave the flag out for all)
     int batch_per_gpu = 256;               ///< images per GPU per iteration (unless global_batch is set)
@@ -50,7 +51,7 @@ struct Scenario {
     int global_batch = 0;
     Precision precision = Precision::amp;
     Strategy strategy = Strategy::nccl;
-    Framework framework = Framework::tensorflow;
+    Framework framework = Framework::pytorch;
     SoftwareStack stack = SoftwareStack::current;  ///< the software the compute runs on
     /// The convolutions' activation layout (channels_last: NVIDIA's tuned code and MLPerf). The
     /// legacy stack ran NCHW whatever this says.

@@ -36,12 +36,12 @@ struct SweepSpec {
     std::vector<std::int64_t> dataset_images{kImageNetTrainImages};
     std::vector<double> epochs{90};
     std::vector<Pricing> pricing{Pricing::on_demand};
-    std::vector<Framework> framework{Framework::tensorflow};
+    std::vector<Framework> framework{Framework::pytorch};
     std::vector<Precision> precision{Precision::amp};
     std::vector<SoftwareStack> stack{SoftwareStack::current};
     std::vector<MemoryFormat> memory_format{MemoryFormat::channels_last};
     std::vector<Loader> loader{Loader::framework_default};  ///< "default": each row's framework's loader
-    std::vector<std::string> instance{"p3.16xlarge"};
+    std::vector<std::string> instance{"p5.48xlarge"};
     std::vector<int> gpus_per_node{0};         ///< 0: all the instance has
     std::vector<Strategy> strategy;            ///< empty: by the instance (see above)
     std::vector<std::string> ps_instance{""};  ///< strategy ps only; "" none
@@ -49,7 +49,7 @@ struct SweepSpec {
     std::vector<int> ps_nodes{0};              ///< server nodes (ps only); 0: use ps_ratio
     std::vector<bool> ps_colocated{false};     ///< one server on each worker node (ps only)
     std::vector<int> efa_adapters{-1};         ///< -1: all the instance has
-    std::vector<int> nodes{8};
+    std::vector<int> nodes{1};
     std::vector<int> batch_per_gpu{256};
     std::vector<int> global_batch;  ///< empty: batch_per_gpu rules; else fixed global batches
     bool epochs_given = false;      ///< the spec lists "epochs" itself

@@ -127,7 +127,9 @@ PrecisionFamily family_of(Precision precision) {
     return PrecisionFamily::fp32;
 }
 
-Loader default_loader(Framework framework) { return framework == Framework::mxnet ? Loader::dali : Loader::cpu; }
+Loader default_loader(Framework framework, SoftwareStack stack) {
+    return framework == Framework::mxnet && stack == SoftwareStack::current ? Loader::dali : Loader::cpu;
+}
 
 double gradient_element_bytes(Precision precision) { return family_of(precision) == PrecisionFamily::half ? 2.0 : 4.0; }
 double activation_element_bytes(Precision precision) {

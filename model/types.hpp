@@ -133,8 +133,9 @@ Interconnect parse_interconnect(std::string_view text, std::string_view what = "
 
 /// The loader a framework's users get without asking for another: PyTorch, TensorFlow and
 /// epochcast decode on the CPU (DataLoader, tf.data, epochcast-train's data threads); NVIDIA's MXNet
-/// code (DeepLearningExamples, MLPerf) decodes with DALI on the GPU.
-Loader default_loader(Framework framework);
+/// code (DeepLearningExamples, MLPerf) decodes with DALI on the GPU, the 2017-2018 stock MXNet
+/// (stack legacy) with its own ImageRecordIter on the CPU.
+Loader default_loader(Framework framework, SoftwareStack stack);
 
 /// Bytes of one stored element of gradients (what all-reduce and push/pull move) for a
 /// precision: 4 for fp32 and tf32, 2 for amp and bf16.

@@ -154,7 +154,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
         calibration_->setCurrentIndex(calibration_->count() - 1);
     }
     fillInstanceLists();
-    // Seed 000's cluster with TensorFlow + Horovod: the Scenario's defaults.
+    // The Scenario's defaults: PyTorch on one p5.48xlarge.
     Scenario start;
     setScenario(start);
     connectInputs();
@@ -196,10 +196,24 @@ void MainWindow::buildInputs(QWidget* panel) {
     memory_->setWordWrap(true);
     precision_ = new QComboBox;
     precision_->setObjectName("precision");
-    add_items(precision_, {to_string(Precision::fp32), to_string(Precision::amp), to_string(Precision::bf16)});
+    add_items(precision_, {to_string(Precision::amp), to_string(Precision::bf16), to_string(Precision::tf32),
+                           to_string(Precision::fp32)});
+    precision_->setToolTip(tr("tf32: fp32 tensors on TF32 tensor cores, what PyTorch and TensorFlow run 'fp32' "
+                              "convolutions as on A100 and later; fp32: strict"));
     framework_ = new QComboBox;
     framework_->setObjectName("framework");
     for (const Framework f : kAllFrameworks) framework_->addItem(q(to_string(f)));
+    loader_ = new QComboBox;
+    loader_->setObjectName("loader");
+    add_items(loader_, {to_string(Loader::framework_default), to_string(Loader::cpu), to_string(Loader::dali_cpu),
+                        to_string(Loader::dali), to_string(Loader::synthetic)});
+    loader_->setToolTip(tr("How images reach the GPU: default is the framework's (cpu for pytorch, tensorflow "
+                           "and epochcast, dali for mxnet); dali decodes on the GPU"));
+    memory_format_ = new QComboBox;
+    memory_format_->setObjectName("memoryFormat");
+    add_items(memory_format_, {to_string(MemoryFormat::channels_last), to_string(MemoryFormat::nchw)});
+    memory_format_->setToolTip(tr("The convolutions' layout: channels_last as NVIDIA's tuned code runs, or nchw, "
+                                  "PyTorch's default memory format"));
     strategy_ = new QComboBox;
     strategy_->setObjectName("strategy");
     add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical),
@@ -223,6 +237,8 @@ void MainWindow::buildInputs(QWidget* panel) {
     form->addRow(memory_);
     form->addRow(tr("Precision"), precision_);
     form->addRow(tr("Framework"), framework_);
+    form->addRow(tr("Data loader"), loader_);
+    form->addRow(tr("Memory format"), memory_format_);
     form->addRow(tr("Strategy"), strategy_);
     form->addRow(tr("Server instance"), ps_instance_);
     form->addRow(tr("Servers per node"), ps_ratio_);
@@ -444,7 +460,7 @@ void MainWindow::connectInputs() {
         recipe_->setEnabled(value > 0);
         recompute();
     });
-    for (QComboBox* box : {precision_, framework_, ps_instance_, pricing_, recipe_}) {
+    for (QComboBox* box : {precision_, framework_, loader_, memory_format_, ps_instance_, pricing_, recipe_}) {
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     }
     connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
@@ -495,6 +511,8 @@ Scenario MainWindow::scenario() const {
     s.global_batch = global_batch_->value();
     s.precision = parse_precision(precision_->currentText().toStdString());
     s.framework = parse_framework(framework_->currentText().toStdString());
+    s.loader = parse_loader(loader_->currentText().toStdString());
+    s.memory_format = parse_memory_format(memory_format_->currentText().toStdString());
     s.strategy = parse_strategy(strategy_->currentText().toStdString());
     if (s.strategy == Strategy::ps) {
         s.ps_colocated = ps_colocated_->isChecked();
@@ -526,6 +544,8 @@ void MainWindow::setScenario(const Scenario& s) {
     batch_->setEnabled(s.global_batch == 0);
     precision_->setCurrentText(q(to_string(s.precision)));
     framework_->setCurrentText(q(to_string(s.framework)));
+    loader_->setCurrentText(q(to_string(s.loader)));
+    memory_format_->setCurrentText(q(to_string(s.memory_format)));
     strategy_->setCurrentText(q(to_string(s.strategy)));
     ps_colocated_->setChecked(s.ps_colocated);
     if (!s.ps_instance.empty()) ps_instance_->setCurrentText(QString::fromStdString(s.ps_instance));

@@ -148,6 +148,8 @@ private:
     QLabel* memory_ = nullptr;
     QComboBox* precision_ = nullptr;
     QComboBox* framework_ = nullptr;
+    QComboBox* loader_ = nullptr;
+    QComboBox* memory_format_ = nullptr;
     QComboBox* strategy_ = nullptr;
     QComboBox* ps_instance_ = nullptr;
     QDoubleSpinBox* ps_ratio_ = nullptr;
