@@ -233,6 +233,14 @@ double exposed_communication_s(double communication_s, double backward_s, double
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
 
+double pipelined_s(double step_s, double data_s) {
+    if (!(data_s > 0)) return step_s;
+    const double larger = std::max(step_s, data_s);
+    // (a^p + b^p)^(1/p), scaled by the larger so that no power overflows.
+    return larger * std::pow(std::pow(step_s / larger, kPipelineSmoothness) + std::pow(data_s / larger, kPipelineSmoothness),
+                             1.0 / kPipelineSmoothness);
+}
+
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
                            int gpus_per_node) {
     switch (loader) {
@@ -809,8 +817,15 @@ CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve
         // half fills the GPU (its software's images per SM times the SMs) at the per-image time, and
         // the curve keeps its time at b0: t_img = time(b0) / (b_half + b0), fixed = b_half t_img.
         const double b0 = curve.measured_batch;
-        curve_time_per_image_s = (curve.fixed_s + b0 * curve.time_per_image_s) / (b_half + b0);
+        const double at_b0 = curve.fixed_s + b0 * curve.time_per_image_s;
+        curve_time_per_image_s = at_b0 / (b_half + b0);
         c.fixed_s = b_half * curve_time_per_image_s;
+        // Both fields now follow the curve's time at b0, of which the per-image part is the share
+        // w that its time per image moves (its fixed time, which runs at one batch cannot tell
+        // apart, is left out of the band: its part 1 - w is small at the batches measured).
+        const double w = b0 * curve.time_per_image_s / at_b0;
+        c.time_per_image.log_field_per_coordinate *= w;
+        c.fixed = c.time_per_image;
     }
     // Eq. C1 per image of another depth or image size scales by training FLOPs; eq. C7 carries the
     // curve to another memory variant of its chip (or another precision of its family) by the
@@ -1031,7 +1046,7 @@ IterationTimes iteration_times_with(const ResolvedScenario& s, double communicat
         exposed_communication_s(communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
     // eq. S1 with sqrt(2 ln N) computed once, in resolve()
     t.sync_s = s.sync_jitter * t.compute_s * s.straggler_factor;
-    t.iteration_s = std::max(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s);
+    t.iteration_s = pipelined_s(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s);
     return t;
 }
 
@@ -1117,7 +1132,8 @@ double CostModel::throughput_relative_sigma(const ResolvedScenario& s) const noe
 
 Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept {
     if (data_s >= compute_s + sync_s + exposed_communication_s) return Bottleneck::data;
-    if (exposed_communication_s > compute_s) return Bottleneck::communication;
+    // Time in the collective, its own or waiting there for the slowest worker, beyond the compute.
+    if (exposed_communication_s + sync_s > compute_s) return Bottleneck::communication;
     return Bottleneck::compute;
 }
 
@@ -1179,7 +1195,7 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
         p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +
         exposed_communication_s(node_communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu),
                                 s.node_overlap);
-    const double node_throughput = s.gpus_per_node * s.batch_per_gpu / std::max(node_step_s, p.data_s);
+    const double node_throughput = s.gpus_per_node * s.batch_per_gpu / pipelined_s(node_step_s, p.data_s);
     p.node_scaling_efficiency = p.throughput_images_per_s / (s.nodes * node_throughput);
 
     // Uncertainty: the parameters' covariance propagated to the throughput (eq. U1).

@@ -277,6 +277,15 @@ double exposed_communication_s(double communication_s, double backward_s, double
 /// Input pipeline time for one GPU's batch (eq. D1).
 double data_time_s(int batch, double decode_images_per_s);
 
+/// The exponent of eq. I1's smooth maximum of the training step and the input pipeline.
+inline constexpr double kPipelineSmoothness = 32.0;
+/// Eq. I1: one iteration when the input pipeline prepares the next batch while the GPU trains on
+/// this one: (step^p + data^p)^(1/p) with p = kPipelineSmoothness, the larger of the two but for a
+/// stall near balance (at most 2^(1/p) - 1 = 2.2% where they are equal: the queue between them
+/// runs dry now and then), and differentiable, so that a fit reaches a run at the boundary from
+/// both sides. `step_s` alone where there is no pipeline time.
+double pipelined_s(double step_s, double data_s);
+
 /// The rate at which `loader` feeds one of `gpus_per_node` GPUs on a node of `vcpus` (eq. D1): a CPU
 /// loader's rate per vCPU (the framework's own pipeline's, or DALI's on the CPU) times the node's
 /// vCPUs over its GPUs, DALI's on-GPU rate per GPU, infinite for synthetic data (nothing to
@@ -300,7 +309,8 @@ struct IterationTimes {
 IterationTimes iteration_times(const ResolvedScenario& s);
 
 /// What bounds an iteration: the input pipeline when it is the longest phase, else communication
-/// when its exposed part exceeds compute, else compute.
+/// when the time spent in the collective (its exposed part plus the wait there for the slowest
+/// worker) exceeds compute, else compute.
 Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept;
 
 /// Fill the prediction's epoch, startup, time to train, memory and money from its throughput

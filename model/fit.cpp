@@ -13,6 +13,7 @@
 #include "model/compute_curve.hpp"
 #include "model/errors.hpp"
 #include "model/parameters.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -46,6 +47,8 @@ constexpr Framework kJitterLevelFrameworks[] = {Framework::mxnet, Framework::ten
 constexpr double kJacobianStep = 1e-6;
 /// A parameter is fitted when some residual moves by more than this per unit of its coordinate.
 constexpr double kSensitivityFloor = 1e-8;
+/// How far (in log) the decode rates are raised to see what a data-bound run's compute depends on.
+constexpr double kDecodeBoundLift = 5.0;
 
 /// One coordinate of the fit: a calibration parameter, or the shared level of the curves of one
 /// GPU and precision that the fit creates (their time per image is level x own factor).
@@ -179,12 +182,32 @@ public:
         const Eigen::VectorXd u = start();
         const Eigen::VectorXd r = residuals(u);
         data_rows_ = static_cast<std::size_t>(r.size()) - coordinates_.size();
-        const Eigen::MatrixXd j = jacobian(u, r);
         std::vector<bool> touched(coordinates_.size(), false);
-        for (std::size_t k = 0; k < coordinates_.size(); ++k) {
-            const double sensitivity =
-                j.col(static_cast<Eigen::Index>(k)).head(static_cast<Eigen::Index>(data_rows_)).cwiseAbs().maxCoeff();
-            touched[k] = sensitivity > kSensitivityFloor;
+        // The data touch a parameter where some residual moves with it, at the prior or once the
+        // input pipeline's bound is lifted: a run the prior's decode rate holds back (eq. I1's max)
+        // still measures its compute, which the fit may reach by raising that rate.
+        Eigen::VectorXd unbound = u;
+        for (const FitMapping& m : mappings_) {
+            if (m.id.kind == ParameterKind::cpu_decode_rate || m.id.kind == ParameterKind::decode_rate)
+                unbound[m.own] += kDecodeBoundLift;
+        }
+        for (const Eigen::VectorXd& at : {u, unbound}) {
+            const Eigen::MatrixXd j = jacobian(at, residuals(at));
+            for (std::size_t k = 0; k < coordinates_.size(); ++k) {
+                const double sensitivity = j.col(static_cast<Eigen::Index>(k))
+                                               .head(static_cast<Eigen::Index>(data_rows_))
+                                               .cwiseAbs()
+                                               .maxCoeff();
+                touched[k] = touched[k] || sensitivity > kSensitivityFloor;
+            }
+        }
+        // Runs at one batch size see a curve's fixed time only in fixed + batch x time per image (eq.
+        // C1b replaces it in every prediction): its time per image carries that sum alone.
+        for (const FitMapping& m : mappings_) {
+            if (m.id.kind != ParameterKind::curve_fixed) continue;
+            const auto batches = curve_batches_.find(m.id.index);
+            if (batches != curve_batches_.end() && batches->second.size() == 1)
+                touched[static_cast<std::size_t>(m.own)] = false;
         }
         // A parameter whose shared level the data moved moves with it, its own factor at its prior.
         std::vector<bool> keep = touched;
@@ -674,8 +697,9 @@ std::vector<Contradiction> contradicted_runs(const CostModel& prior, const Calib
     return off;
 }
 
-/// The parameters a contradicted run depends on, group by group (0: its compute curve; 1: its
-/// framework's overheads and overlap; 2: its fabric and its node's link), by name.
+/// The parameters a contradicted run depends on, group by group (0: its compute curve; 2: its
+/// framework's overheads and overlaps; 3: its fabric and its node's link; group 1, its loader's
+/// rate, fit_calibration raises instead), by name.
 std::vector<std::string> parameters_of(const CostModel& model, const Observation& run, int group) {
     const Calibration& c = model.calibration();
     const Scenario& s = run.scenario;
@@ -691,11 +715,10 @@ std::vector<std::string> parameters_of(const CostModel& model, const Observation
             names.push_back(parameter_name(c, {ParameterKind::curve_time_per_image, index}));
             names.push_back(parameter_name(c, {ParameterKind::curve_fixed, index}));
         }
-    } else if (group == 1) {
+    } else if (group == 2) {
         const int f = static_cast<int>(s.framework);
         for (const ParameterKind kind : {ParameterKind::fixed_overhead, ParameterKind::sync_jitter,
-                                         ParameterKind::allreduce_overlap, ParameterKind::ps_overlap,
-                                         ParameterKind::cpu_decode_rate}) {
+                                         ParameterKind::allreduce_overlap, ParameterKind::ps_overlap}) {
             names.push_back(parameter_name(c, {kind, f}));
         }
     } else {
@@ -723,16 +746,44 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     const Contradiction first = off.front();
     const double first_error_before = first.error;
     FitOptions released = options;
-    for (int group = 0; group < 3 && !off.empty(); ++group) {
-        const CostModel fitted(prior, fit.calibration);
-        for (const Contradiction& c : off) {
-            for (const std::string& name : parameters_of(fitted, *c.run, group)) {
-                if (std::find(released.released.begin(), released.released.end(), name) == released.released.end())
-                    released.released.push_back(name);
+    // The prior the refits start from: the given one, its decode rates raised where the runs show
+    // a faster loader (group 1).
+    std::optional<CostModel> start;
+    const CostModel* from = &prior;
+    std::string loader_note;
+    for (int group = 0; group < 4 && !off.empty(); ++group) {
+        const CostModel fitted(*from, fit.calibration);
+        if (group == 1) {
+            // Runs faster than the prior's loader allows show a faster loader, not how fast: the
+            // rate is raised to half again what the fastest of them needed, where it no longer binds
+            // them, and left out of the fit (a run there tells nothing more about it).
+            Calibration raised = from->calibration();
+            for (const Contradiction& c : off) {
+                const ResolvedScenario r = fitted.resolve(c.run->scenario);
+                double* rate = raised.decode_rate_field(r.loader, c.run->scenario.framework);
+                if (!rate || !(r.decode_images_per_s_per_gpu > 0)) continue;
+                const double per_gpu = c.run->throughput_images_per_s / (r.nodes * r.gpus_per_node);
+                const double needed = *rate * per_gpu / r.decode_images_per_s_per_gpu;
+                if (1.5 * needed > *rate) {
+                    *rate = 1.5 * needed;
+                    loader_note = "; their loader (" + std::string(to_string(r.loader)) + ") runs faster than the " +
+                                  "prior's, its rate raised to " + format_count(*rate) +
+                                  (r.loader == Loader::dali ? " images/s per GPU" : " images/s per vCPU");
+                }
+            }
+            start.emplace(*from, raised);
+            from = &*start;
+        } else {
+            for (const Contradiction& c : off) {
+                for (const std::string& name : parameters_of(fitted, *c.run, group)) {
+                    if (std::find(released.released.begin(), released.released.end(), name) ==
+                        released.released.end())
+                        released.released.push_back(name);
+                }
             }
         }
-        fit = fit_once(prior, runs, networks, comparisons, released);
-        off = contradicted_runs(prior, fit, runs);
+        fit = fit_once(*from, runs, networks, comparisons, released);
+        off = contradicted_runs(*from, fit, runs);
     }
     const Scenario& s = first.run->scenario;
     const std::string gpu = prior.catalog().instance(s.instance).gpu;
@@ -742,7 +793,7 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
                         std::string(to_string(s.precision)) + " / " +
                         describe(software_of(s.framework, s.stack, s.memory_format, s.precision)) + ": " +
                         signed_percent(first_error_before) + " under its posterior), so they get parameters of " +
-                        "their own: " + names;
+                        "their own: " + names + loader_note;
     return fit;
 }
 

@@ -73,8 +73,9 @@ double predicted_ratio(const CostModel& model, const Comparison& comparison);
 /// roofline (or other software's curve on the same chip) with that prior's uncertainty. Where the
 /// prior was itself fitted (it carries a covariance) and a run comes out more than
 /// kOwnRunTolerance off, the runs contradict it: the parameters such runs depend on are released
-/// (their compute curve; then their framework's overheads; then their fabric and link), one group
-/// at a time, and the fit repeated, so that the user's own runs win (`contradiction` says so).
+/// (their compute curve; then their loader's rate; then their framework's overheads; then their
+/// fabric and link), one group at a time, and the fit repeated, so that the user's own runs win
+/// (`contradiction` says so).
 /// Throws InputError when there is nothing to fit or a run cannot be resolved (its message names
 /// the run's origin).
 CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observation>& runs,

@@ -299,8 +299,12 @@ void Simulation::gpu_actor(int gpu) {
     double last_start = -std::numeric_limits<double>::infinity();
     for (int it = 0; it < in_.iterations; ++it) {
         if (it > 0) group.done->acquire();
-        // The input pipeline delivers one batch per data_s at most (eq. D1): a lower bound.
-        if (sg4::Engine::get_clock() < last_start + in_.data_s) sg4::this_actor::sleep_until(last_start + in_.data_s);
+        // The input pipeline delivers one batch per data_s at most (eq. D1), with eq. I1's stall near
+        // balance: the next batch is ready pipelined_s(step, data_s) after the last one started.
+        if (it > 0) {
+            const double ready = last_start + pipelined_s(sg4::Engine::get_clock() - last_start, in_.data_s);
+            if (sg4::Engine::get_clock() < ready) sg4::this_actor::sleep_until(ready);
+        }
         const double start = sg4::Engine::get_clock();
         last_start = start;
         gpu_prefix_[static_cast<std::size_t>(gpu)] = 0;
