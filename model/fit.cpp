@@ -93,9 +93,6 @@ public:
         for (const ParameterId id : all_parameters(calibration_)) add_parameter(id);
     }
 
-    /// The per-GPU batches of the runs behind each curve, by index in the calibration.
-    const std::map<int, std::set<int>>& curve_batches() const { return curve_batches_; }
-
     std::size_t coordinates() const { return coordinates_.size(); }
     std::size_t data_rows() const { return data_rows_; }
     const std::vector<FitCoordinate>& coordinate_info() const { return coordinates_; }
@@ -204,9 +201,8 @@ public:
         // Runs at one batch size see a curve's fixed time only in fixed + batch x time per image (eq.
         // C1b replaces it in every prediction): its time per image carries that sum alone.
         for (const FitMapping& m : mappings_) {
-            if (m.id.kind != ParameterKind::curve_fixed) continue;
-            const auto batches = curve_batches_.find(m.id.index);
-            if (batches != curve_batches_.end() && batches->second.size() == 1)
+            if (m.id.kind == ParameterKind::curve_fixed &&
+                calibration_.compute[static_cast<std::size_t>(m.id.index)].measured_batch > 0)
                 touched[static_cast<std::size_t>(m.own)] = false;
         }
         // A parameter whose shared level the data moved moves with it, its own factor at its prior.
@@ -252,7 +248,10 @@ private:
             const Software software = software_of(s.framework, s.stack, s.memory_format, s.precision);
             // One curve per chip, precision family and software (eq. C0's steps 1 and 2): a run on
             // another memory variant, or at bf16 where amp was measured, fits the curve there is.
-            if (const ComputeCurve* existing = own_curve(calibration_.compute, catalog, gpu, s.precision, software).curve) {
+            const ComputeCurve* existing = own_curve(calibration_.compute, catalog, gpu, s.precision, software).curve;
+            const bool own_gpu = std::find(options_.own_gpus.begin(), options_.own_gpus.end(), gpu.name) !=
+                                 options_.own_gpus.end();
+            if (existing && (!own_gpu || existing->gpu == gpu.name)) {
                 curve_batches_[static_cast<int>(existing - calibration_.compute.data())].insert(resolved.batch_per_gpu);
                 continue;
             }
@@ -300,6 +299,16 @@ private:
             new_curve_levels_[static_cast<int>(calibration_.compute.size())] = levels[key];
             curve_batches_[static_cast<int>(calibration_.compute.size())].insert(resolved.batch_per_gpu);
             calibration_.compute.push_back(curve);
+        }
+        // A curve's runs at one batch leave its fixed time to eq. C1b, during the fit as after it;
+        // runs at a second batch (its prior's recorded one among them) measure it.
+        for (const auto& [index, sizes] : curve_batches_) {
+            ComputeCurve& curve = calibration_.compute[static_cast<std::size_t>(index)];
+            std::set<int> all = sizes;
+            if (curve.measured_batch > 0) all.insert(curve.measured_batch);
+            const bool prior_curve = static_cast<std::size_t>(index) < prior_.calibration().compute.size();
+            // A prior curve without a recorded batch was measured at several already.
+            curve.measured_batch = all.size() == 1 && (!prior_curve || curve.measured_batch > 0) ? *all.begin() : 0;
         }
     }
 
@@ -630,7 +639,6 @@ CalibrationFit fit_once(const CostModel& prior, const std::vector<Observation>& 
         prior.catalog().instance(n.instance);
     }
     Problem problem(prior, runs, networks, comparisons, options);
-    const std::map<int, std::set<int>> batches = problem.curve_batches();
     problem.drop_untouched();
 
     CalibrationFit fit;
@@ -642,17 +650,6 @@ CalibrationFit fit_once(const CostModel& prior, const std::vector<Observation>& 
 
     fit.calibration = problem.calibration_at(u);
     Calibration& c = fit.calibration;
-    for (const auto& [index, sizes] : batches) {
-        // A curve whose runs span one batch only records it (the prior's, unless new runs widen it).
-        ComputeCurve& curve = c.compute[static_cast<std::size_t>(index)];
-        const bool one = sizes.size() == 1 && (curve.measured_batch == 0 || curve.measured_batch == *sizes.begin());
-        const bool prior_curve = static_cast<std::size_t>(index) < prior.calibration().compute.size();
-        if (one && (!prior_curve || curve.measured_batch > 0)) {
-            curve.measured_batch = *sizes.begin();
-        } else if (!one) {
-            curve.measured_batch = 0;
-        }
-    }
     c.uncertainty = {};
     c.uncertainty.method =
         "Levenberg-Marquardt on log/logit coordinates with Gaussian priors; covariance (J_d'J_d / inflation + "
@@ -775,6 +772,30 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
             from = &*start;
         } else {
             for (const Contradiction& c : off) {
+                if (group == 0) {
+                    // A run on a memory variant of the chip whose curve it contradicts gets a curve
+                    // for its own GPU (named like the fitted one, as the refit will name it).
+                    const Scenario& s = c.run->scenario;
+                    const GpuSpec& gpu = fitted.catalog().gpu_of(fitted.catalog().instance(s.instance));
+                    const ComputeCurve* curve =
+                        own_curve(fitted.calibration().compute, fitted.catalog(), gpu, s.precision,
+                                  software_of(s.framework, s.stack, s.memory_format, s.precision))
+                            .curve;
+                    const bool asked = std::find(released.own_gpus.begin(), released.own_gpus.end(), gpu.name) !=
+                                       released.own_gpus.end();
+                    if (asked) continue;
+                    if (curve && curve->gpu != gpu.name) {
+                        released.own_gpus.push_back(gpu.name);
+                        ComputeCurve own = *curve;
+                        own.gpu = gpu.name;
+                        for (const ParameterKind kind : {ParameterKind::curve_time_per_image, ParameterKind::curve_fixed}) {
+                            Calibration named;
+                            named.compute = {own};
+                            released.released.push_back(parameter_name(named, {kind, 0}));
+                        }
+                        continue;
+                    }
+                }
                 for (const std::string& name : parameters_of(fitted, *c.run, group)) {
                     if (std::find(released.released.begin(), released.released.end(), name) ==
                         released.released.end())

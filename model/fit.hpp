@@ -27,6 +27,9 @@ struct FitOptions {
     /// posterior no longer holds them. fit_calibration fills it where a user's runs contradict a
     /// fitted prior (docs/model.md, "A user's own runs").
     std::vector<std::string> released;
+    /// GPUs (by name) whose runs get a compute curve of their own even where a memory variant of
+    /// their chip has one: fit_calibration's answer to runs that contradict the variant's curve.
+    std::vector<std::string> own_gpus;
 };
 
 /// The relative error within which a fit from a fitted prior must reproduce each of its runs'
