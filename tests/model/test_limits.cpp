@@ -114,7 +114,7 @@ TEST(Limits, EveryCountOfTheScenarioHasAFloorAndACeilingNamingItsFlag) {
 TEST(Limits, AHugeImageIsRefusedAndTheLargestOneDoesNotFitRatherThanGoNegative) {
     Scenario s;
     s.instance = "p3.16xlarge";  // 16 GiB V100s
-    s.image_size = INT_MAX;  // gave a negative memory per GPU, so the memory check passed
+    s.image_size = INT_MAX;      // gave a negative memory per GPU, so the memory check passed
     EXPECT_THROW(model().resolve(s), InputError);
     s.image_size = kMaxImageSizePx;
     s.batch_per_gpu = 1;
