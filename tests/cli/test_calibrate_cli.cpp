@@ -30,8 +30,11 @@ TEST(CalibrateCli, FitsTwoRunsWritesACalibrationThatPredictReads) {
     const Calibration c = Calibration::load(output);
     EXPECT_EQ(c.fitted_from.size(), 2u);
     EXPECT_FALSE(c.uncertainty.parameters.empty());
-    const auto predicted = run_epochcast("predict --nodes 4 --strategy ring --stack legacy --json --calibration '" +
-                                         output.string() + "'");
+    // Seed 001's 32 GPUs: 4 x p3.16xlarge, TensorFlow + Horovod's ring on the 2018 releases.
+    const auto predicted = run_epochcast(
+        "predict --instance p3.16xlarge --nodes 4 --framework tensorflow --strategy ring --stack legacy --json "
+        "--calibration '" +
+        output.string() + "'");
     ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
     const auto json = nlohmann::json::parse(predicted.out);
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 19559, 0.10 * 19559);

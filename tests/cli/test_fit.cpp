@@ -94,7 +94,11 @@ TEST(Fit, TheBandWidensFarFromTheCalibrationRuns) {
     const CalibrationFit fit = fit_calibration(prior, evidence({kSeed001 + "#0", kSeed001 + "#1"}).runs, {});
     const CostModel model(prior, fit.calibration);
     auto relative_band = [&](int nodes, int gpus) {
+        // The runs' own set-up: TensorFlow + Horovod on p3.16xlarge, the 2018 releases.
         Scenario s;
+        s.instance = "p3.16xlarge";
+        s.framework = Framework::tensorflow;
+        s.stack = SoftwareStack::legacy;
         s.strategy = Strategy::ring;
         s.nodes = nodes;
         s.gpus_per_node = gpus;
@@ -163,17 +167,22 @@ TEST(Parameters, NamesAndCoordinatesRoundTrip) {
               "frameworks.mxnet.sync_jitter");
     const Catalog catalog = Catalog::built_in();
     const GpuSpec& v100 = catalog.gpu("V100-SXM2-16GB");
-    const ComputeCurve* current =
-        own_curve(c.compute, catalog, v100, Precision::amp, Software{Framework::tensorflow, SoftwareStack::current})
-            .curve;
-    const ComputeCurve* legacy =
-        own_curve(c.compute, catalog, v100, Precision::amp, Software{Framework::tensorflow, SoftwareStack::legacy})
-            .curve;
-    ASSERT_NE(current, nullptr);
-    ASSERT_NE(legacy, nullptr);
-    EXPECT_EQ(parameter_name(c, {ParameterKind::curve_time_per_image, static_cast<int>(current - c.compute.data())}),
-              "compute[V100-SXM2-16GB/amp/tensorflow].time_per_image_s");
-    EXPECT_EQ(parameter_name(c, {ParameterKind::curve_fixed, static_cast<int>(legacy - c.compute.data())}),
+    // A curve's name says its stack and layout where they are not the current stack's channels_last.
+    auto curve_index = [&](const Software& software) {
+        const ComputeCurve* curve = own_curve(c.compute, catalog, v100, Precision::amp, software).curve;
+        return curve ? static_cast<int>(curve - c.compute.data()) : -1;
+    };
+    const int current = curve_index(Software{Framework::pytorch, SoftwareStack::current});
+    const int nchw = curve_index(Software{Framework::tensorflow, SoftwareStack::current, MemoryFormat::nchw});
+    const int legacy = curve_index(Software{Framework::tensorflow, SoftwareStack::legacy});
+    ASSERT_GE(current, 0);
+    ASSERT_GE(nchw, 0);
+    ASSERT_GE(legacy, 0);
+    EXPECT_EQ(parameter_name(c, {ParameterKind::curve_time_per_image, current}),
+              "compute[V100-SXM2-16GB/amp/pytorch].time_per_image_s");
+    EXPECT_EQ(parameter_name(c, {ParameterKind::curve_time_per_image, nchw}),
+              "compute[V100-SXM2-16GB/amp/tensorflow/nchw].time_per_image_s");
+    EXPECT_EQ(parameter_name(c, {ParameterKind::curve_fixed, legacy}),
               "compute[V100-SXM2-16GB/amp/tensorflow/legacy].fixed_s");
 }
 
@@ -334,8 +343,16 @@ TEST(Fit, AGpuWithoutCurvesTakesItsFrameworksRooflineLine) {
     EXPECT_EQ(time.parameter, static_cast<int>(model.parameters().size()));
     EXPECT_NEAR(time.log_field_per_coordinate * roofline_sigma, scatter, 1e-9);
     EXPECT_DOUBLE_EQ(r.transfer_sigma, 0.0);
-    // The framework's fixed overhead, not a curve's.
-    EXPECT_DOUBLE_EQ(r.fixed_s, c.framework(Framework::mxnet).fixed_overhead_s);
+    // The fixed time is the batch that half fills the H100 (eq. C1b) at its time per image: the
+    // mxnet curves' images per SM at half saturation, fixed / (SMs x time per image), by their
+    // geometric mean, times the H100's SMs.
+    const Catalog& catalog = model.catalog();
+    const int v100_sms = catalog.gpu("V100-SXM2-16GB").sms, a100_sms = catalog.gpu("A100-SXM4-80GB").sms;
+    const int h100_sms = catalog.gpu("H100-SXM5-80GB").sms;
+    ASSERT_GT(v100_sms * a100_sms * h100_sms, 0);
+    const double per_sm = std::sqrt(0.01 / (v100_sms * 1.1 * v100) * 0.01 / (a100_sms * 0.9 * a100));
+    EXPECT_NEAR(r.fixed_s, per_sm * h100_sms * r.time_per_image_s, 1e-9 * r.fixed_s);
+    EXPECT_NE(r.fixed_s, c.framework(Framework::mxnet).fixed_overhead_s);
 }
 
 // Eq. C6: where both exist, eq. C4's and eq. C5's estimates are pooled by inverse variance.

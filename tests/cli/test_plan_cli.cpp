@@ -48,8 +48,10 @@ TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
     ASSERT_EQ(text.exit_code, 0) << text.err;
     ASSERT_EQ(json.exit_code, 0) << json.err;
     const nlohmann::json j = nlohmann::json::parse(json.out);
+    // plan's --framework defaults to PyTorch, as the Scenario does.
+    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["framework"], "pytorch");
     const std::string searched = "Searched " + format_count(j["considered"].get<double>()) +
-                                 " configurations of resnet50 (90 epochs of 1,281,167 images, amp, tensorflow, "
+                                 " configurations of resnet50 (90 epochs of 1,281,167 images, amp, pytorch, "
                                  "on-demand prices): " +
                                  format_count(j["feasible"].get<double>()) + " feasible.\n\n";
     EXPECT_EQ(text.out.substr(0, searched.size()), searched) << text.out;

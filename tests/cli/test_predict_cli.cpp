@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <sstream>
 
@@ -27,8 +28,10 @@ std::string run_in_process(const std::vector<std::string>& args) {
     return out.str();
 }
 
-TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
+TEST(PredictCli, DefaultIsTodaysSetupBesideTheSeedClusterWithBothOfItsSetups) {
     const std::string table = run_in_process({"predict"});
+    EXPECT_NE(table.find("pytorch / nccl"), std::string::npos) << table;
+    EXPECT_NE(table.find("1 x p5.48xlarge = 8 x H100-SXM5-80GB"), std::string::npos) << table;
     EXPECT_NE(table.find("mxnet / ps"), std::string::npos) << table;
     EXPECT_NE(table.find("tensorflow / ring"), std::string::npos);
     EXPECT_NE(table.find("16 x m4.16xlarge"), std::string::npos);
@@ -37,17 +40,26 @@ TEST(PredictCli, DefaultIsSeedClusterWithBothSetups) {
     EXPECT_NE(table.find("cost to train"), std::string::npos);
 }
 
-TEST(PredictCli, DefaultJsonIsAListOfTheTwoSetupsAndAFlagMakesItOneObject) {
-    // README "A short tour": one object per configuration; the default's two set-ups are a list of two.
-    const auto both = nlohmann::json::parse(run_in_process({"predict", "--json"}));
-    ASSERT_TRUE(both.is_array()) << both.dump();
-    ASSERT_EQ(both.size(), 2u);
-    EXPECT_EQ(both[0]["scenario"]["framework"], "mxnet");
-    EXPECT_EQ(both[0]["scenario"]["ps_nodes"], 16);
-    EXPECT_EQ(both[1]["scenario"]["framework"], "tensorflow");
-    EXPECT_EQ(both[1]["scenario"]["strategy"], "ring");
-    for (const auto& one : both) {
-        EXPECT_EQ(one["gpus"], 64);
+TEST(PredictCli, DefaultJsonIsAListOfTheThreeSetupsAndAFlagMakesItOneObject) {
+    // One object per configuration; the default's three (today's default, then seed 000's two
+    // set-ups) are a list of three.
+    const auto all = nlohmann::json::parse(run_in_process({"predict", "--json"}));
+    ASSERT_TRUE(all.is_array()) << all.dump();
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0]["scenario"]["framework"], "pytorch");
+    EXPECT_EQ(all[0]["scenario"]["instance"], "p5.48xlarge");
+    EXPECT_EQ(all[0]["scenario"]["nodes"], 1);
+    EXPECT_EQ(all[0]["scenario"]["strategy"], "nccl");
+    EXPECT_EQ(all[0]["gpus"], 8);
+    EXPECT_EQ(all[1]["scenario"]["framework"], "mxnet");
+    EXPECT_EQ(all[1]["scenario"]["ps_nodes"], 16);
+    EXPECT_EQ(all[2]["scenario"]["framework"], "tensorflow");
+    EXPECT_EQ(all[2]["scenario"]["strategy"], "ring");
+    for (std::size_t seed : {1u, 2u}) {
+        EXPECT_EQ(all[seed]["scenario"]["instance"], "p3.16xlarge");
+        EXPECT_EQ(all[seed]["gpus"], 64);
+    }
+    for (const auto& one : all) {
         EXPECT_EQ(one["scenario"]["batch_per_gpu"], 256);
         EXPECT_EQ(one["scenario"]["precision"], "amp");
         EXPECT_FALSE(one["scenario"].contains("stack")) << "today's software, which the JSON leaves unsaid";
@@ -55,39 +67,45 @@ TEST(PredictCli, DefaultJsonIsAListOfTheTwoSetupsAndAFlagMakesItOneObject) {
     EXPECT_TRUE(nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"})).is_object());
 }
 
-TEST(PredictCli, PricingAndStackApplyToTheDefaultsTwoSetups) {
+TEST(PredictCli, PricingAppliesToTheDefaultsThreeSetupsAndStackToTheSeeds) {
     // README "Two commands": `--stack legacy` gives the seeds' cluster on the 2018 releases they ran,
-    // the same figures as seed 000's set-up spelled out in flags.
+    // the same figures as seed 000's set-up spelled out in flags; today's default stays on today's.
     const auto legacy =
         nlohmann::json::parse(run_in_process({"predict", "--stack", "legacy", "--pricing", "spot", "--json"}));
     ASSERT_TRUE(legacy.is_array()) << legacy.dump();
-    ASSERT_EQ(legacy.size(), 2u);
-    EXPECT_EQ(legacy[0]["scenario"]["stack"], "legacy");
+    ASSERT_EQ(legacy.size(), 3u);
+    EXPECT_FALSE(legacy[0]["scenario"].contains("stack")) << legacy[0]["scenario"].dump();
     EXPECT_EQ(legacy[1]["scenario"]["stack"], "legacy");
-    EXPECT_EQ(legacy[0]["scenario"]["pricing"], "spot");
+    EXPECT_EQ(legacy[2]["scenario"]["stack"], "legacy");
+    for (const auto& one : legacy) EXPECT_EQ(one["scenario"]["pricing"], "spot");
     const auto seed000 = nlohmann::json::parse(
         run_in_process({"predict",     "--instance",  "p3.16xlarge", "--nodes",     "8",     "--batch-per-gpu",
                         "256",         "--precision", "amp",         "--strategy",  "ps",    "--ps-instance",
                         "m4.16xlarge", "--ps-nodes",  "16",          "--framework", "mxnet", "--stack",
                         "legacy",      "--pricing",   "spot",        "--json"}));
-    EXPECT_EQ(legacy[0]["throughput_images_per_s"], seed000["throughput_images_per_s"]);
-    EXPECT_EQ(legacy[0]["cost_usd"], seed000["cost_usd"]);
-    const auto current = nlohmann::json::parse(run_in_process({"predict", "--json"}));
+    EXPECT_EQ(legacy[1]["throughput_images_per_s"], seed000["throughput_images_per_s"]);
+    EXPECT_EQ(legacy[1]["cost_usd"], seed000["cost_usd"]);
+    const auto current = nlohmann::json::parse(run_in_process({"predict", "--pricing", "spot", "--json"}));
+    EXPECT_EQ(legacy[0], current[0]);
     EXPECT_NE(legacy[1]["throughput_images_per_s"], current[1]["throughput_images_per_s"]);
+    EXPECT_NE(legacy[2]["throughput_images_per_s"], current[2]["throughput_images_per_s"]);
     const std::string table = run_in_process({"predict", "--stack", "legacy"});
-    EXPECT_NE(table.find("mixed precision, the 2018 software the seeds ran:"), std::string::npos) << table;
+    EXPECT_NE(table.find("under its two set-ups on the 2018 software the seeds ran:"), std::string::npos) << table;
     EXPECT_NE(table.find("tensorflow / ring"), std::string::npos) << table;
 }
 
 TEST(PredictCli, EveryCalibrationWordIsAcceptedAsInTheOtherSubcommands) {
     // predict once read "data-free" and "built-in" as file names (exit 2) while plan and sweep took them.
-    const std::vector<std::string> flags = {"predict", "--nodes", "2", "--json", "--calibration"};
+    // No input pipeline: its decode rates are the same in both calibrations; the compute differs.
+    const std::vector<std::string> flags = {"predict", "--nodes",      "2", "--loader", "synthetic",
+                                            "--json",  "--calibration"};
     auto with = [&flags](const std::string& word) {
         std::vector<std::string> args = flags;
         args.push_back(word);
         return nlohmann::json::parse(run_in_process(args));
     };
-    const auto plain = nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"}));
+    const auto plain =
+        nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--loader", "synthetic", "--json"}));
     EXPECT_EQ(with("built-in"), plain);
     const auto data_free = with("data-free");
     EXPECT_NE(data_free["throughput_images_per_s"], plain["throughput_images_per_s"]);
@@ -135,8 +153,10 @@ TEST(PredictCli, GlobalBatchSetsThePerGpuBatchAndAnIndivisibleOneIsExitCode2) {
 }
 
 TEST(PredictCli, GpusPerNodeAndDefaultStrategy) {
-    const auto json = nlohmann::json::parse(
-        run_in_process({"predict", "--nodes", "1", "--gpus-per-node", "4", "--stack", "legacy", "--json"}));
+    // Seed 001's 4-GPU run: half a p3.16xlarge, TensorFlow on the 2018 releases.
+    const auto json =
+        nlohmann::json::parse(run_in_process({"predict", "--instance", "p3.16xlarge", "--nodes", "1", "--gpus-per-node",
+                                              "4", "--framework", "tensorflow", "--stack", "legacy", "--json"}));
     EXPECT_EQ(json["gpus"], 4);
     EXPECT_EQ(json["scenario"]["strategy"], "nccl");  // NCCL chooses: a ring inside one node
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 3012, 0.05 * 3012);
@@ -163,8 +183,8 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --nodes 0", "--nodes must be at least 1");
     expect_bad_input("predict --batch-per-gpu -8", "--batch-per-gpu");
     expect_bad_input("predict --batch-per-gpu lots", "--batch-per-gpu");
-    expect_bad_input("predict --batch-per-gpu 1024", "largest batch that fits");
-    expect_bad_input("predict --gpus-per-node 16", "more than p3.16xlarge has (8)");
+    expect_bad_input("predict --batch-per-gpu 2048", "largest batch that fits");  // 80 GiB H100s
+    expect_bad_input("predict --gpus-per-node 16", "more than p5.48xlarge has (8)");
     expect_bad_input("predict --strategy allgather", "--strategy: unknown value 'allgather'");
     expect_bad_input("predict --strategy ps", "needs parameter servers");
     expect_bad_input("predict --precision fp8", "--precision");
@@ -241,11 +261,15 @@ TEST(PredictCliLimits, AtTheLimitsEveryFigureIsFiniteAndNonNegative) {
     };
     visit(json, "");
     EXPECT_GT(numbers, 20);
-    // The table at 10,000 epochs, the most epochcast models: every count printable, no internal text.
+    // The table at 10,000 epochs, the most epochcast models: every count printable, no internal text,
+    // the time to train in days as the JSON has it in seconds.
     const auto table = run_epochcast("predict --epochs 10000");
     EXPECT_EQ(table.exit_code, 0) << table.err;
     EXPECT_NE(table.out.find("10000, given"), std::string::npos) << table.out;
-    EXPECT_NE(table.out.find("3.00 days"), std::string::npos) << table.out;
+    const auto days = nlohmann::json::parse(run_epochcast("predict --epochs 10000 --json").out);
+    char time_to_train[32];
+    std::snprintf(time_to_train, sizeof time_to_train, "%.2f days", days["time_to_train_s"].get<double>() / 86400);
+    EXPECT_NE(table.out.find(time_to_train), std::string::npos) << time_to_train << "\n" << table.out;
     EXPECT_EQ(table.out.find("-$"), std::string::npos) << table.out;
     EXPECT_EQ(table.out.find("nan"), std::string::npos) << table.out;
 }
@@ -271,14 +295,15 @@ TEST(PredictCliLimits, SweepRowsPastTheLimitsAreInfeasibleWithTheReason) {
 TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
     // "A batch that leaves 30 MiB of a 16 GiB GPU free 'fits'": the figure holds the CUDA context
     // (781 MiB) and 2% of the tensors for the allocator (docs/model.md, eq. M1), and says so.
-    const auto json = nlohmann::json::parse(run_in_process({"predict", "--nodes", "1", "--json"}));
+    const auto json =
+        nlohmann::json::parse(run_in_process({"predict", "--instance", "p3.16xlarge", "--nodes", "1", "--json"}));
     const double tensors_GiB = 14'694'707'680.0 / (1024.0 * 1024 * 1024);
     EXPECT_NEAR(json["memory_headroom_GiB"].get<double>(), 781.0 / 1024 + 0.02 * tensors_GiB, 1e-9);
     EXPECT_NEAR(json["memory_per_gpu_GiB"].get<double>(), 1.02 * tensors_GiB + 781.0 / 1024, 1e-9);
-    const std::string table = run_in_process({"predict", "--nodes", "1"});
+    const std::string table = run_in_process({"predict", "--instance", "p3.16xlarge", "--nodes", "1"});
     EXPECT_NE(table.find("14.72, 1.04 of it headroom"), std::string::npos) << table;
     // The largest batch that fits a 16 GiB V100 at amp is 279; the refusal counts the headroom.
-    expect_bad_input("predict --nodes 1 --batch-per-gpu 280",
+    expect_bad_input("predict --instance p3.16xlarge --nodes 1 --batch-per-gpu 280",
                      "with the CUDA context and the allocator's slack, more than the 16 GiB of a V100-SXM2-16GB (the "
                      "largest batch that fits is 279)");
 }

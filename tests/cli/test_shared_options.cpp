@@ -78,9 +78,13 @@ TEST(SharedOptions, CatalogHasTheSameHelpEverywhereAndTakesOneFilePerFlag) {
 TEST(SharedOptions, HelpShowsDefaultsButNotTheModelsSentinels) {
     const std::string predict = help_of("predict");
     EXPECT_NE(option_help(predict, "--precision").find("TEXT=amp "), std::string::npos) << predict;
-    EXPECT_NE(option_help(predict, "--framework").find("TEXT=tensorflow "), std::string::npos) << predict;
+    EXPECT_NE(option_help(predict, "--framework").find("TEXT=pytorch "), std::string::npos) << predict;
     EXPECT_NE(option_help(predict, "--pricing").find("TEXT=on-demand "), std::string::npos) << predict;
-    EXPECT_NE(option_help(predict, "--nodes").find("INT=8 "), std::string::npos) << predict;
+    EXPECT_NE(option_help(predict, "--instance").find("TEXT=p5.48xlarge "), std::string::npos) << predict;
+    EXPECT_NE(option_help(predict, "--nodes").find("INT=1 "), std::string::npos) << predict;
+    EXPECT_NE(option_help(predict, "--loader").find("TEXT=default "), std::string::npos) << predict;
+    EXPECT_NE(option_help(predict, "--memory-format").find("TEXT=channels_last "), std::string::npos) << predict;
+    EXPECT_NE(option_help(help_of("plan"), "--framework").find("TEXT=pytorch "), std::string::npos);
     // 0 GPUs per node means "all", -1 adapters "all", 0 servers "none": the help says so in words.
     for (const char* flag : {"--gpus-per-node", "--efa-adapters", "--ps-nodes", "--global-batch"}) {
         const std::string help = option_help(predict, flag);

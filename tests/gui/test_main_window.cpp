@@ -57,12 +57,34 @@ struct Window : ::testing::Test {
         EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
     }
     Prediction direct(const Scenario& s) const { return window.model().predict(s); }
+    /// Seed 000's cluster, 8 x p3.16xlarge (64 V100), instead of the window's defaults.
+    void start_on_seed000_cluster() {
+        Scenario s;
+        s.instance = "p3.16xlarge";
+        s.nodes = 8;
+        window.setScenario(s);
+    }
 };
 
-TEST_F(Window, StartsOnSeed000sClusterAsTheModelSays) {
+TEST_F(Window, StartsOnTheScenarioDefaultsAsTheModelSays) {
+    // Today's default: PyTorch on one p5.48xlarge, mixed precision, its own loader, channels_last.
     const Scenario s = window.scenario();
-    EXPECT_EQ(s.instance, "p3.16xlarge");
-    EXPECT_EQ(s.nodes, 8);
+    const Scenario defaults;
+    EXPECT_EQ(s.instance, "p5.48xlarge");
+    EXPECT_EQ(s.instance, defaults.instance);
+    EXPECT_EQ(s.nodes, 1);
+    EXPECT_EQ(s.nodes, defaults.nodes);
+    EXPECT_EQ(s.framework, Framework::pytorch);
+    EXPECT_EQ(s.precision, defaults.precision);
+    EXPECT_EQ(s.loader, Loader::framework_default);
+    EXPECT_EQ(s.memory_format, MemoryFormat::channels_last);
+    EXPECT_EQ(s.batch_per_gpu, defaults.batch_per_gpu);
+    auto* precision = child<QComboBox>(window, "precision");
+    QStringList precisions;
+    for (int i = 0; i < precision->count(); ++i) precisions << precision->itemText(i);
+    EXPECT_EQ(precisions, QStringList({"amp", "bf16", "tf32", "fp32"}));
+    EXPECT_EQ(child<QComboBox>(window, "loader")->currentText(), "default");
+    EXPECT_EQ(child<QComboBox>(window, "memoryFormat")->currentText(), "channels_last");
     ASSERT_TRUE(window.prediction());
     EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, direct(s).throughput_images_per_s);
     const QString shown = child<QLabel>(window, "throughput")->text();
@@ -88,6 +110,7 @@ TEST_F(Window, TypingNodesChangesTheOutputsAsTheModelSays) {
 }
 
 TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
+    start_on_seed000_cluster();
     type_into(child<QSpinBox>(window, "batchPerGpu"), 128);  // fp32 at 256 would not fit a V100
     auto* precision = child<QComboBox>(window, "precision");
     precision->setCurrentText("fp32");
@@ -102,6 +125,7 @@ TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
 }
 
 TEST_F(Window, ParameterServersTakeARatioOfServersPerNode) {
+    start_on_seed000_cluster();
     child<QComboBox>(window, "strategy")->setCurrentText("ps");
     child<QComboBox>(window, "psInstance")->setCurrentText("m4.16xlarge");
     auto* ratio = window.findChild<QDoubleSpinBox*>("psRatio");
@@ -137,6 +161,7 @@ TEST_F(Window, ATargetAccuracyMakesTheEpochsAnOutputAndFlagsABatchBeyondTheRecip
     auto* epochs = child<QDoubleSpinBox>(window, "epochs");
     EXPECT_TRUE(epochs->isEnabled());
     EXPECT_FALSE(child<QComboBox>(window, "recipe")->isEnabled());
+    start_on_seed000_cluster();
     target->setValue(75.9);  // seed 000's 64 V100 at 256: a global batch of 16,384, 47 epochs by mlperf-lars
     EXPECT_FALSE(epochs->isEnabled());
     Scenario s = window.scenario();
@@ -246,6 +271,7 @@ TEST_F(Window, TheDataFreeCalibrationChangesThePrediction) {
 }
 
 TEST_F(Window, PinsUpToFourAndExportsTheTableAsCsv) {
+    start_on_seed000_cluster();
     ASSERT_TRUE(window.pinCurrent());
     type_into(child<QSpinBox>(window, "nodes"), 4);
     ASSERT_TRUE(window.pinCurrent());

@@ -90,8 +90,9 @@ Violations bf16_tracks_amp(const Catalog& catalog, const Predictor& predict) {
                         if (!amp || !bf16) continue;
                         const double ratio = bf16->throughput_images_per_s / amp->throughput_images_per_s;
                         if (std::abs(ratio - 1.0) > 0.05) {
-                            v.push_back(describe_scenario(scenario(instance->name, f, Precision::bf16, l, nodes, batch)) +
-                                        ": bf16 / amp = " + std::to_string(ratio));
+                            v.push_back(
+                                describe_scenario(scenario(instance->name, f, Precision::bf16, l, nodes, batch)) +
+                                ": bf16 / amp = " + std::to_string(ratio));
                         }
                     }
                 }
@@ -145,10 +146,17 @@ Violations memory_variants_agree(const Catalog& catalog, const Predictor& predic
 /// than its predecessor: Lambda's published runs put the two at one speed (3,079 and 3,076 images/s
 /// per GPU), so B200 is held to the H100, not the H200.
 constexpr std::pair<const char*, const char*> kSuccessors[] = {
-    {"K80", "V100-SXM2-16GB"},          {"V100-SXM2-16GB", "A100-SXM4-40GB"}, {"V100-SXM2-32GB", "A100-SXM4-80GB"},
-    {"A100-SXM4-40GB", "H100-SXM5-80GB"}, {"A100-SXM4-80GB", "H100-SXM5-80GB"}, {"A100-SXM4-80GB", "H200-SXM-141GB"},
-    {"H100-SXM5-80GB", "B200"},         {"V100S-PCIE-32GB", "A100-PCIE-40GB"}, {"A100-PCIE-80GB", "H100-PCIE-80GB"},
-    {"T4", "L4"},                       {"A10G", "L40S"},
+    {"K80", "V100-SXM2-16GB"},
+    {"V100-SXM2-16GB", "A100-SXM4-40GB"},
+    {"V100-SXM2-32GB", "A100-SXM4-80GB"},
+    {"A100-SXM4-40GB", "H100-SXM5-80GB"},
+    {"A100-SXM4-80GB", "H100-SXM5-80GB"},
+    {"A100-SXM4-80GB", "H200-SXM-141GB"},
+    {"H100-SXM5-80GB", "B200"},
+    {"V100S-PCIE-32GB", "A100-PCIE-40GB"},
+    {"A100-PCIE-80GB", "H100-PCIE-80GB"},
+    {"T4", "L4"},
+    {"A10G", "L40S"},
 };
 
 // 3. A newer generation is never slower than the one before it at equal settings in the same framework.
@@ -188,8 +196,9 @@ Violations per_gpu_rises_with_batch(const Catalog& catalog, const Predictor& pre
                             const auto prediction = predict(s);
                             if (!prediction) break;  // beyond memory (or a precision the GPU lacks)
                             if (prediction->per_gpu_images_per_s < last * (1 - 1e-9)) {
-                                v.push_back(describe_scenario(s) + ": " + std::to_string(prediction->per_gpu_images_per_s) +
-                                            " img/s per GPU after " + std::to_string(last) + " at half the batch");
+                                v.push_back(describe_scenario(s) + ": " +
+                                            std::to_string(prediction->per_gpu_images_per_s) + " img/s per GPU after " +
+                                            std::to_string(last) + " at half the batch");
                             }
                             last = prediction->per_gpu_images_per_s;
                         }
@@ -216,8 +225,9 @@ Violations throughput_rises_with_nodes(const Catalog& catalog, const Predictor& 
                         if (!prediction) break;
                         if (prediction->throughput_images_per_s < last * (1 - 1e-9) &&
                             prediction->bottleneck != Bottleneck::communication) {
-                            v.push_back(describe_scenario(s) + ": " + std::to_string(prediction->throughput_images_per_s) +
-                                        " img/s after " + std::to_string(last) + " on half the nodes, bottleneck " +
+                            v.push_back(describe_scenario(s) + ": " +
+                                        std::to_string(prediction->throughput_images_per_s) + " img/s after " +
+                                        std::to_string(last) + " on half the nodes, bottleneck " +
                                         std::string(to_string(prediction->bottleneck)));
                         }
                         last = prediction->throughput_images_per_s;
@@ -240,13 +250,11 @@ Violations bands_hold_their_point(const CostModel& model, const Predictor& predi
                     const auto point = predict(s);
                     if (!point) continue;
                     const PredictionBand band = prediction_band(model.resolve(s), *point);
-                    const bool throughput =
-                        point->interval.low <= point->throughput_images_per_s &&
-                        point->throughput_images_per_s <= point->interval.high;
+                    const bool throughput = point->interval.low <= point->throughput_images_per_s &&
+                                            point->throughput_images_per_s <= point->interval.high;
                     const bool time = band.fast.time_to_train_s <= point->time_to_train_s &&
                                       point->time_to_train_s <= band.slow.time_to_train_s;
-                    const bool cost =
-                        band.fast.cost_usd <= point->cost_usd && point->cost_usd <= band.slow.cost_usd;
+                    const bool cost = band.fast.cost_usd <= point->cost_usd && point->cost_usd <= band.slow.cost_usd;
                     if (!throughput || !time || !cost) {
                         v.push_back(describe_scenario(s) + ": a band misses its point (throughput " +
                                     (throughput ? "ok" : "off") + ", time " + (time ? "ok" : "off") + ", cost " +

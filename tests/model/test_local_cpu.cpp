@@ -122,10 +122,10 @@ TEST(LocalCpu, CalibratedOnOneRankRunItPredictsThatRunBack) {
         const ResolvedScenario resolved = calibrated.resolve(run.scenario);
         EXPECT_EQ(resolved.curve_origin, CurveOrigin::measured);
         EXPECT_NEAR(calibrated.predict(resolved).throughput_images_per_s / measured, 1.0, 0.03) << measured;
-        const ComputeCurve* curve = own_curve(fit.calibration.compute, prior.catalog(),
-                                              prior.catalog().gpu("local-cpu"), Precision::bf16,
-                                              Software{Framework::epochcast, SoftwareStack::current})
-                                        .curve;
+        const ComputeCurve* curve =
+            own_curve(fit.calibration.compute, prior.catalog(), prior.catalog().gpu("local-cpu"), Precision::bf16,
+                      Software{Framework::epochcast, SoftwareStack::current})
+                .curve;
         ASSERT_NE(curve, nullptr);
         EXPECT_NE(curve->source.find("local.json#0"), std::string::npos);
     }

@@ -123,8 +123,8 @@ TEST(SweepSpecParser, APsRatioWhoseServersOverflowAnIntIsRefused) {
     // ceil(1e300 x 8) server nodes was an undefined conversion to int (UBSan: float-cast-overflow).
     const Catalog catalog = Catalog::built_in();
     const std::string message = input_error_of([&] {
-        parse_sweep_spec(R"({"strategy": "ps", "ps_instance": "m4.16xlarge", "ps_ratio": 1e300})", "spec.json",
-                         catalog);
+        parse_sweep_spec(R"({"nodes": 8, "strategy": "ps", "ps_instance": "m4.16xlarge", "ps_ratio": 1e300})",
+                         "spec.json", catalog);
     });
     expect_one_line_naming(message, "spec.json", "\"ps_ratio\" value 1e+300 times 8 nodes");
 }

@@ -43,6 +43,7 @@ TEST(Plan, ASmallPerGpuBatchGetsRunsAtTwoBatchSizes) {
     target.instance = "p4d.24xlarge";
     target.nodes = 16;
     target.global_batch = 2048;  // 16 per A100
+    target.framework = Framework::tensorflow;
     const CalibrationPlan plan = plan_calibration(model, target);
     ASSERT_GE(plan.runs.size(), 2u);
     std::vector<int> batches;

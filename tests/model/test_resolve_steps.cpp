@@ -186,6 +186,8 @@ TEST(ResolveSteps, ResolveTakesEachFieldsParameterFromItsStep) {
     // p3.16xlarge workers on sockets with m4.16xlarge servers: the bandwidth rows are the ones
     // node_network_parameter names, the latency row the slower fabric's.
     Scenario s;
+    s.instance = "p3.16xlarge";
+    s.nodes = 8;
     s.strategy = Strategy::ps;
     s.ps_instance = "m4.16xlarge";
     s.ps_nodes = 4;

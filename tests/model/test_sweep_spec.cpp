@@ -51,13 +51,25 @@ TEST(SweepSpec, DefaultsAreTheScenarioDefaultsAndTheStrategyIsNcclsChoice) {
     ASSERT_EQ(spec.combinations(), 2u);
     const Scenario multi = spec.scenario_at(0, catalog());
     const Scenario single = spec.scenario_at(1, catalog());
+    const Scenario defaults;
     EXPECT_EQ(multi.model, "resnet50");
-    EXPECT_EQ(multi.nodes, 8);
+    EXPECT_EQ(multi.nodes, 1);
+    EXPECT_EQ(multi.nodes, defaults.nodes);
     EXPECT_EQ(multi.batch_per_gpu, 256);
+    EXPECT_EQ(multi.framework, Framework::pytorch);
+    EXPECT_EQ(multi.framework, defaults.framework);
+    EXPECT_EQ(multi.precision, defaults.precision);
+    EXPECT_EQ(multi.stack, defaults.stack);
+    EXPECT_EQ(multi.loader, Loader::framework_default);
     EXPECT_EQ(multi.gpus_per_node, 8);  // "all" resolved
     EXPECT_EQ(multi.strategy, Strategy::nccl);
     EXPECT_EQ(single.gpus_per_node, 1);
     EXPECT_EQ(single.strategy, Strategy::nccl);
+    // Without "instance", today's default: one p5.48xlarge, all 8 of its GPUs.
+    const Scenario plain = parse("{}").scenario_at(0, catalog());
+    EXPECT_EQ(plain.instance, "p5.48xlarge");
+    EXPECT_EQ(plain.instance, defaults.instance);
+    EXPECT_EQ(plain.gpus_per_node, 8);
 }
 
 TEST(SweepSpec, ParameterServerKeysApplyToPsOnlyAndRatioScalesWithNodes) {

@@ -30,8 +30,10 @@ sim::SimulationOptions quick() {
     return o;
 }
 
+/// `nodes` p3.16xlarge (seed 003's instances) under Horovod's hierarchical all-reduce.
 Scenario cluster(int nodes, int batch) {
     Scenario s;
+    s.instance = "p3.16xlarge";
     s.nodes = nodes;
     s.batch_per_gpu = batch;
     s.strategy = Strategy::hierarchical;

@@ -33,9 +33,11 @@ TEST(SimulateCli, JsonHasPredictsKeysAndTheDistribution) {
     EXPECT_EQ(json["iteration_distribution"]["samples_s"].size(), 4u);
     EXPECT_NEAR(json["iteration_s"].get<double>(), json["iteration_distribution"]["mean_s"].get<double>(), 1e-12);
     EXPECT_NEAR(json["throughput_images_per_s"].get<double>(), 16 * 256 / json["iteration_s"].get<double>(), 1e-6);
-    // Default jitter is the built-in calibration's TensorFlow one: iterations vary and someone waits.
+    // Default jitter is the built-in calibration's for the default framework, PyTorch: iterations
+    // vary and someone waits.
+    EXPECT_EQ(json["scenario"]["framework"], "pytorch");
     EXPECT_NEAR(json["simulation"]["jitter"].get<double>(),
-                Calibration::built_in().framework(Framework::tensorflow).sync_jitter, 1e-9);
+                Calibration::built_in().framework(Framework::pytorch).sync_jitter, 1e-9);
     EXPECT_GT(json["sync_s"].get<double>(), 0.0);
 }
 

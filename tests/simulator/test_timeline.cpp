@@ -29,8 +29,10 @@ json read_timeline(const std::string& path) { return json::parse(testing::read_t
 
 TEST(Timeline, SixteenGpuIterationIsValidTraceEventJson) {
     const OutputPath out;
-    const auto r = run_epochcast("simulate --nodes 2 --strategy hierarchical --iterations 1 --jitter 0 --timeline '" +
-                                 out.path() + "' --json");
+    const auto r = run_epochcast(
+        "simulate --instance p3.16xlarge --framework tensorflow --nodes 2 --strategy hierarchical --iterations 1 "
+        "--jitter 0 --timeline '" +
+        out.path() + "' --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out)["simulation"]["timeline"], out.path());
     const json trace = read_timeline(out.path());
