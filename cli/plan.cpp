@@ -36,6 +36,8 @@ struct PlanOptions {
     double epochs = 90;
     std::string precision = "amp";
     std::string framework = "pytorch";
+    std::string loader = "default";
+    std::string memory_format = "channels_last";
     std::vector<std::string> instances;
     std::vector<int> nodes;
     std::vector<int> batches;
@@ -192,6 +194,8 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.epochs = o.epochs;
     space.base.precision = parse_precision(o.precision, "--precision");
     space.base.framework = parse_framework(o.framework, "--framework");
+    space.base.loader = parse_loader(o.loader, "--loader");
+    space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
     space.base.pricing = o.spot ? Pricing::spot : Pricing::on_demand;
     space.instances = o.instances;
     if (!o.nodes.empty()) space.nodes = o.nodes;
@@ -262,7 +266,10 @@ public:
     void print_text(std::ostream& out, bool) const override {
         out << "Searched " << format_count(static_cast<double>(search_.considered)) << " configurations of " << o_.model
             << " (" << epochs_ << " of " << format_count(static_cast<double>(o_.dataset_images)) << " images, "
-            << o_.precision << ", " << o_.framework << ", " << (o_.spot ? "spot" : "on-demand")
+            << o_.precision << ", " << o_.framework
+            << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
+            << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
+            << (o_.spot ? "spot" : "on-demand")
             << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n\n";
         if (c_.deadline_s) {
             print_answer(
@@ -384,8 +391,12 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--image-size", o->image_size, "Input side in pixels");
     cmd->add_option("--dataset-images", o->dataset_images, "Images per epoch (default: ImageNet-1k)");
     add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train"));
-    cmd->add_option("--precision", o->precision, "fp32, amp or bf16 (GPUs without it are left out)");
+    cmd->add_option("--precision", o->precision, "amp, bf16, tf32 or fp32 (GPUs without it are left out)");
     cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
+    cmd->add_option("--loader", o->loader,
+                    "How images reach the GPUs, on every cluster: default (the framework's), cpu, dali-cpu, dali or "
+                    "synthetic (as predict's)");
+    cmd->add_option("--memory-format", o->memory_format, "channels_last or nchw (as predict's)");
     cmd->add_option("--instance", o->instances,
                     "Worker instance types to consider (default: every GPU instance); repeatable");
     cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")

@@ -107,8 +107,7 @@ private:
         for (const ScenarioResult& r : results_) {
             if (r.curve_origin != CurveOrigin::measured) {
                 out << "\nnote: "
-                    << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario,
-                                         r.curve_origin)
+                    << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario, r.curve_origin)
                     << "\n";
                 break;
             }

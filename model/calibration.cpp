@@ -112,8 +112,7 @@ ComputeCurve read_curve(const Fields& f) {
     if (f.object_contains("stack"))
         c.stack = parse_software_stack(f.text("stack"), f.origin() + ": " + f.path() + ".stack");
     if (f.object_contains("memory_format")) {
-        c.memory_format =
-            parse_memory_format(f.text("memory_format"), f.origin() + ": " + f.path() + ".memory_format");
+        c.memory_format = parse_memory_format(f.text("memory_format"), f.origin() + ": " + f.path() + ".memory_format");
     }
     c.model = f.text_or("model", "resnet50");
     c.image_size = f.object_contains("image_size") ? f.integer("image_size", 32, 100000) : 224;
@@ -383,15 +382,15 @@ std::string Calibration::to_json() const {
                         {"source", roofline.source}};
     for (Framework f : kAllFrameworks) {
         const FrameworkProfile& p = framework(f);
-        root["frameworks"][std::string(to_string(f))] = {{"fixed_overhead_s", p.fixed_overhead_s},
-                                                         {"sync_jitter", p.sync_jitter},
-                                                         {"allreduce_overlap", p.allreduce_overlap},
-                                                         {"ps_overlap", p.ps_overlap},
-                                                         {"bucket_MiB", p.bucket_MiB},
-                                                         {"cpu_decode_images_per_s_per_vcpu",
-                                                          p.cpu_decode_images_per_s_per_vcpu},
-                                                         {"relative_sigma", p.relative_sigma},
-                                                         {"source", p.source}};
+        root["frameworks"][std::string(to_string(f))] = {
+            {"fixed_overhead_s", p.fixed_overhead_s},
+            {"sync_jitter", p.sync_jitter},
+            {"allreduce_overlap", p.allreduce_overlap},
+            {"ps_overlap", p.ps_overlap},
+            {"bucket_MiB", p.bucket_MiB},
+            {"cpu_decode_images_per_s_per_vcpu", p.cpu_decode_images_per_s_per_vcpu},
+            {"relative_sigma", p.relative_sigma},
+            {"source", p.source}};
     }
     root["compute"] = json::array();
     for (const ComputeCurve& curve : compute) {

@@ -31,8 +31,8 @@ struct ComputeCurve {
     /// time from the per-image time, so a prediction takes its software's fixed time and keeps the
     /// curve's time at this batch (docs/model.md, "The fixed time").
     int measured_batch = 0;
-    double relative_sigma = 0;       ///< 1-sigma relative uncertainty of the curve's throughput
-    std::string source;              ///< the runs it was fitted to
+    double relative_sigma = 0;  ///< 1-sigma relative uncertainty of the curve's throughput
+    std::string source;         ///< the runs it was fitted to
 };
 
 /// Where no curve was measured: a roofline prior from the catalog's peak figures,
@@ -126,10 +126,10 @@ struct Calibration {
     NetworkParams network;
     double dali_cpu_images_per_s_per_vcpu = 0;  ///< DALI's decode + augmentation on the CPU, per vCPU
     double dali_images_per_s_per_gpu = 0;       ///< DALI's decode + augmentation on the GPU, per GPU
-    double startup_s = 0;                     ///< launch to first iteration (seed 001: 1.5 minutes)
-    double checkpoint_write_GBps = 0;         ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
-    double decode_relative_sigma = 0;         ///< 1-sigma relative uncertainty of the decode rates
-    Uncertainty uncertainty;                  ///< empty for a calibration that was not fitted
+    double startup_s = 0;                       ///< launch to first iteration (seed 001: 1.5 minutes)
+    double checkpoint_write_GBps = 0;           ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
+    double decode_relative_sigma = 0;           ///< 1-sigma relative uncertainty of the decode rates
+    Uncertainty uncertainty;                    ///< empty for a calibration that was not fitted
 
     /// The rate field of a decoding loader under `framework` (cpu: the framework's own, per vCPU;
     /// dali-cpu: per vCPU; dali: per GPU); nullptr for the others (synthetic data decodes nothing).

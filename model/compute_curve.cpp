@@ -155,14 +155,13 @@ TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalo
     return t;
 }
 
-
 /// The ratio of one dimension of the software (framework, stack or layout) changing from `from`'s
 /// value to `to`'s, on the chips where two curves of one precision family differ in that
 /// dimension alone: the geometric mean of their time-per-image ratios (one per chip).
 TransferRatio dimension_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, PrecisionFamily family,
                               const Software& from, const Software& to, int dimension) {
     auto value = [dimension](const Software& s) {
-        return dimension == 0 ? static_cast<int>(s.framework)
+        return dimension == 0   ? static_cast<int>(s.framework)
                : dimension == 1 ? static_cast<int>(s.stack)
                                 : static_cast<int>(s.memory_format);
     };
@@ -225,7 +224,8 @@ TransferRatio transfer_ratio(const std::vector<ComputeCurve>& curves, const Cata
         if (dimension == 0 && from_software.framework == to.framework) continue;
         if (dimension == 1 && from_software.stack == to.stack) continue;
         if (dimension == 2 && from_software.memory_format == to.memory_format) continue;
-        const TransferRatio r = dimension_ratio(curves, catalog, family_of(from.precision), from_software, to, dimension);
+        const TransferRatio r =
+            dimension_ratio(curves, catalog, family_of(from.precision), from_software, to, dimension);
         composed.ratio *= r.ratio;
         variance += r.relative_sigma * r.relative_sigma;
         chips = std::min(chips, r.chips);

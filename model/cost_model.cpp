@@ -237,8 +237,9 @@ double pipelined_s(double step_s, double data_s) {
     if (!(data_s > 0)) return step_s;
     const double larger = std::max(step_s, data_s);
     // (a^p + b^p)^(1/p), scaled by the larger so that no power overflows.
-    return larger * std::pow(std::pow(step_s / larger, kPipelineSmoothness) + std::pow(data_s / larger, kPipelineSmoothness),
-                             1.0 / kPipelineSmoothness);
+    return larger *
+           std::pow(std::pow(step_s / larger, kPipelineSmoothness) + std::pow(data_s / larger, kPipelineSmoothness),
+                    1.0 / kPipelineSmoothness);
 }
 
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
@@ -842,7 +843,8 @@ CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve
     const double depth_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
     const double variant_sigma = kMemoryVariantSigmaPerLogRatio * std::abs(std::log(variant_ratio));
     const double family_sigma = origin == CurveOrigin::precision_family ? kPrecisionFamilySigma : 0.0;
-    c.transfer_sigma = std::sqrt(depth_sigma * depth_sigma + variant_sigma * variant_sigma + family_sigma * family_sigma);
+    c.transfer_sigma =
+        std::sqrt(depth_sigma * depth_sigma + variant_sigma * variant_sigma + family_sigma * family_sigma);
     return c;
 }
 
@@ -855,7 +857,8 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     //                       pooled with 4 where both exist (eq. C6)
     //  4. other GPUs        this software's curves on other chips along their rooflines (eq. C5)
     //  5. roofline          eq. C3 alone
-    const Software software = software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
+    const Software software =
+        software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
     const std::vector<ComputeCurve>& curves = calibration_.compute;
     if (const OwnCurve own = own_curve(curves, *catalog_, gpu, scenario.precision, software); own.curve) {
         return carried_curve(*own.curve, gpu, scenario.precision, work,
@@ -956,9 +959,9 @@ std::array<FieldSensitivity, kSensitiveFields> CostModel::field_sensitivities(
     if (server) at(SensitiveField::server_bandwidth) = bandwidth(*server, -1);
 
     if (const double rate = calibration_.decode_rate(r.loader, framework); rate > 0) {
-        at(SensitiveField::decode) =
-            r.loader == Loader::cpu ? sensitivity(ParameterKind::cpu_decode_rate, framework_index, rate)
-                                    : sensitivity(ParameterKind::decode_rate, static_cast<int>(r.loader), rate);
+        at(SensitiveField::decode) = r.loader == Loader::cpu
+                                         ? sensitivity(ParameterKind::cpu_decode_rate, framework_index, rate)
+                                         : sensitivity(ParameterKind::decode_rate, static_cast<int>(r.loader), rate);
     }
     return s;
 }
@@ -1015,7 +1018,8 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.inter_latency_s = latency.latency_s;
 
     // Input pipeline (eq. D1)
-    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack) : scenario.loader;
+    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack)
+                                                            : scenario.loader;
     r.decode_images_per_s_per_gpu = decode_rate_per_gpu(calibration_, r.loader, scenario.framework, instance.vcpus, k);
 
     // Uncertainty (eq. U1)

@@ -1,8 +1,8 @@
 #include "model/fit.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -249,8 +249,8 @@ private:
             // One curve per chip, precision family and software (eq. C0's steps 1 and 2): a run on
             // another memory variant, or at bf16 where amp was measured, fits the curve there is.
             const ComputeCurve* existing = own_curve(calibration_.compute, catalog, gpu, s.precision, software).curve;
-            const bool own_gpu = std::find(options_.own_gpus.begin(), options_.own_gpus.end(), gpu.name) !=
-                                 options_.own_gpus.end();
+            const bool own_gpu =
+                std::find(options_.own_gpus.begin(), options_.own_gpus.end(), gpu.name) != options_.own_gpus.end();
             if (existing && (!own_gpu || existing->gpu == gpu.name)) {
                 curve_batches_[static_cast<int>(existing - calibration_.compute.data())].insert(resolved.batch_per_gpu);
                 continue;
@@ -265,8 +265,8 @@ private:
             curve.image_size = s.image_size;
             curve.fixed_s = calibration_.framework(s.framework).fixed_overhead_s;
             curve.source = "fitted by epochcast calibrate";
-            const std::string key = gpu.chip_or_name() + "/" + std::string(to_string(s.precision)) + "/" +
-                                    std::string(to_string(s.stack));
+            const std::string key =
+                gpu.chip_or_name() + "/" + std::string(to_string(s.precision)) + "/" + std::string(to_string(s.stack));
             if (!levels.contains(key)) {
                 // Prior of the level: the prior calibration's curves of this chip and precision under
                 // other software, carried to this architecture by FLOPs, or else the roofline.
@@ -388,7 +388,7 @@ private:
     FitOptions options_;
     std::vector<std::optional<double>> measured_jitter_;  ///< eq. S2 of each run with enough per-step samples
     Calibration calibration_;
-    std::map<int, int> new_curve_levels_;  // curve index -> level coordinate of its time per image
+    std::map<int, int> new_curve_levels_;         // curve index -> level coordinate of its time per image
     std::map<int, std::set<int>> curve_batches_;  // curve index -> per-GPU batches of its runs
     int jitter_level_ = -1;
     std::vector<FitCoordinate> coordinates_;
@@ -489,9 +489,8 @@ void record_provenance(Calibration& c, const Catalog& catalog, const std::vector
             for (const Observation& run : runs) {
                 const Scenario& s = run.scenario;
                 const GpuSpec& gpu = catalog.gpu_of(catalog.instance(s.instance));
-                const OwnCurve own =
-                    own_curve(c.compute, catalog, gpu, s.precision,
-                              software_of(s.framework, s.stack, s.memory_format, s.precision));
+                const OwnCurve own = own_curve(c.compute, catalog, gpu, s.precision,
+                                               software_of(s.framework, s.stack, s.memory_format, s.precision));
                 if (own.curve == &curve) from += (from.empty() ? "" : ", ") + run.origin;
             }
             curve.source = "fitted by epochcast calibrate to " + from;
@@ -666,8 +665,6 @@ CalibrationFit fit_once(const CostModel& prior, const std::vector<Observation>& 
     return fit;
 }
 
-
-
 /// "+124%", "-3.5%": a relative error for a message.
 std::string signed_percent(double error) {
     char text[32];
@@ -686,9 +683,8 @@ std::vector<Contradiction> contradicted_runs(const CostModel& prior, const Calib
     const CostModel model(prior, fit.calibration);
     std::vector<Contradiction> off;
     for (const Observation& run : runs) {
-        const double error = model.predict(model.resolve(run.scenario)).throughput_images_per_s /
-                                 run.throughput_images_per_s -
-                             1.0;
+        const double error =
+            model.predict(model.resolve(run.scenario)).throughput_images_per_s / run.throughput_images_per_s - 1.0;
         if (std::abs(error) > kOwnRunTolerance) off.push_back({&run, error});
     }
     return off;
@@ -703,10 +699,9 @@ std::vector<std::string> parameters_of(const CostModel& model, const Observation
     std::vector<std::string> names;
     if (group == 0) {
         const GpuSpec& gpu = model.catalog().gpu_of(model.catalog().instance(s.instance));
-        const ComputeCurve* curve =
-            own_curve(c.compute, model.catalog(), gpu, s.precision,
-                      software_of(s.framework, s.stack, s.memory_format, s.precision))
-                .curve;
+        const ComputeCurve* curve = own_curve(c.compute, model.catalog(), gpu, s.precision,
+                                              software_of(s.framework, s.stack, s.memory_format, s.precision))
+                                        .curve;
         if (curve) {
             const int index = static_cast<int>(curve - c.compute.data());
             names.push_back(parameter_name(c, {ParameterKind::curve_time_per_image, index}));
@@ -788,7 +783,8 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
                         released.own_gpus.push_back(gpu.name);
                         ComputeCurve own = *curve;
                         own.gpu = gpu.name;
-                        for (const ParameterKind kind : {ParameterKind::curve_time_per_image, ParameterKind::curve_fixed}) {
+                        for (const ParameterKind kind :
+                             {ParameterKind::curve_time_per_image, ParameterKind::curve_fixed}) {
                             Calibration named;
                             named.compute = {own};
                             released.released.push_back(parameter_name(named, {kind, 0}));
@@ -797,8 +793,7 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
                     }
                 }
                 for (const std::string& name : parameters_of(fitted, *c.run, group)) {
-                    if (std::find(released.released.begin(), released.released.end(), name) ==
-                        released.released.end())
+                    if (std::find(released.released.begin(), released.released.end(), name) == released.released.end())
                         released.released.push_back(name);
                 }
             }

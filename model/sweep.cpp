@@ -73,9 +73,9 @@ std::string text(const json& value) {
 
 std::size_t SweepSpec::combinations() const {
     return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() * pricing.size() *
-           framework.size() * precision.size() * stack.size() * memory_format.size() * loader.size() * instance.size() * gpus_per_node.size() *
-           std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() * ps_nodes.size() *
-           ps_colocated.size() * efa_adapters.size() * nodes.size() *
+           framework.size() * precision.size() * stack.size() * memory_format.size() * loader.size() * instance.size() *
+           gpus_per_node.size() * std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() *
+           ps_nodes.size() * ps_colocated.size() * efa_adapters.size() * nodes.size() *
            (global_batch.empty() ? batch_per_gpu.size() : global_batch.size());
 }
 
@@ -244,13 +244,17 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
 
     // Guard the product against overflow before anyone sizes a loop by it.
     double product = 1;
-    for (std::size_t n :
-         {out.model.size(), out.image_size.size(), out.classes.size(), out.dataset_images.size(), out.epochs.size(),
-          out.pricing.size(), out.framework.size(), out.precision.size(), out.stack.size(), out.memory_format.size(),
-          out.loader.size(), out.instance.size(), out.gpus_per_node.size(),
-          std::max<std::size_t>(out.strategy.size(), 1), out.ps_instance.size(), out.ps_ratio.size(),
-          out.ps_nodes.size(), out.ps_colocated.size(), out.efa_adapters.size(), out.nodes.size(),
-          out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {
+    for (std::size_t n : {out.model.size(),         out.image_size.size(),
+                          out.classes.size(),       out.dataset_images.size(),
+                          out.epochs.size(),        out.pricing.size(),
+                          out.framework.size(),     out.precision.size(),
+                          out.stack.size(),         out.memory_format.size(),
+                          out.loader.size(),        out.instance.size(),
+                          out.gpus_per_node.size(), std::max<std::size_t>(out.strategy.size(), 1),
+                          out.ps_instance.size(),   out.ps_ratio.size(),
+                          out.ps_nodes.size(),      out.ps_colocated.size(),
+                          out.efa_adapters.size(),  out.nodes.size(),
+                          out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {
         product *= static_cast<double>(n);
     }
     if (product > std::ldexp(1.0, 40)) {

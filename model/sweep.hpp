@@ -21,10 +21,10 @@ namespace epochcast {
 /// The spec's keys, in the order of the cross product (the last varies fastest).
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
 inline constexpr std::array<std::string_view, 22> kSweepFields = {
-    "model",         "image_size",  "classes",       "dataset_images", "epochs",       "pricing",
-    "framework",     "precision",   "stack",         "memory_format",  "loader",       "instance",
-    "gpus_per_node", "strategy",    "ps_instance",   "ps_ratio",       "ps_nodes",     "ps_colocated",
-    "efa_adapters",  "nodes",       "batch_per_gpu", "global_batch"};
+    "model",         "image_size", "classes",       "dataset_images", "epochs",   "pricing",
+    "framework",     "precision",  "stack",         "memory_format",  "loader",   "instance",
+    "gpus_per_node", "strategy",   "ps_instance",   "ps_ratio",       "ps_nodes", "ps_colocated",
+    "efa_adapters",  "nodes",      "batch_per_gpu", "global_batch"};
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
 /// value; `strategy` left out means nccl (NCCL's own choice of algorithm). With `global_batch`

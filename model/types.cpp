@@ -32,11 +32,12 @@ constexpr std::array<std::pair<std::string_view, Precision>, 5> kPrecisions{{{"f
                                                                              {"fp16", Precision::amp}}};
 constexpr std::array<std::pair<std::string_view, MemoryFormat>, 2> kMemoryFormats{
     {{"channels_last", MemoryFormat::channels_last}, {"nchw", MemoryFormat::nchw}}};
-constexpr std::array<std::pair<std::string_view, Loader>, kLoaderCount> kLoaders{{{"default", Loader::framework_default},
-                                                                                 {"synthetic", Loader::synthetic},
-                                                                                 {"cpu", Loader::cpu},
-                                                                                 {"dali-cpu", Loader::dali_cpu},
-                                                                                 {"dali", Loader::dali}}};
+constexpr std::array<std::pair<std::string_view, Loader>, kLoaderCount> kLoaders{
+    {{"default", Loader::framework_default},
+     {"synthetic", Loader::synthetic},
+     {"cpu", Loader::cpu},
+     {"dali-cpu", Loader::dali_cpu},
+     {"dali", Loader::dali}}};
 constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{{"nccl", Strategy::nccl},
                                                                             {"ring", Strategy::ring},
                                                                             {"hierarchical", Strategy::hierarchical},

@@ -169,7 +169,8 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
     if (r.find("memory_format")) s.memory_format = parse("memory_format", parse_memory_format);
     if (r.find("loader")) {
         s.loader = parse("loader", parse_loader);
-    } else if (const json* data = r.find("data"); data && data->is_string() && data->get<std::string>() == "synthetic") {
+    } else if (const json* data = r.find("data");
+               data && data->is_string() && data->get<std::string>() == "synthetic") {
         s.loader = Loader::synthetic;  // a benchmark on synthetic data decodes nothing
     }
     if (r.find("pricing")) s.pricing = parse("pricing", parse_pricing);

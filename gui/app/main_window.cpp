@@ -198,8 +198,9 @@ void MainWindow::buildInputs(QWidget* panel) {
     precision_->setObjectName("precision");
     add_items(precision_, {to_string(Precision::amp), to_string(Precision::bf16), to_string(Precision::tf32),
                            to_string(Precision::fp32)});
-    precision_->setToolTip(tr("tf32: fp32 tensors on TF32 tensor cores, what PyTorch and TensorFlow run 'fp32' "
-                              "convolutions as on A100 and later; fp32: strict"));
+    precision_->setToolTip(
+        tr("tf32: fp32 tensors on TF32 tensor cores, what PyTorch and TensorFlow run 'fp32' "
+           "convolutions as on A100 and later; fp32: strict"));
     framework_ = new QComboBox;
     framework_->setObjectName("framework");
     for (const Framework f : kAllFrameworks) framework_->addItem(q(to_string(f)));
@@ -207,13 +208,15 @@ void MainWindow::buildInputs(QWidget* panel) {
     loader_->setObjectName("loader");
     add_items(loader_, {to_string(Loader::framework_default), to_string(Loader::cpu), to_string(Loader::dali_cpu),
                         to_string(Loader::dali), to_string(Loader::synthetic)});
-    loader_->setToolTip(tr("How images reach the GPU: default is the framework's (cpu for pytorch, tensorflow "
-                           "and epochcast, dali for mxnet); dali decodes on the GPU"));
+    loader_->setToolTip(
+        tr("How images reach the GPU: default is the framework's (cpu for pytorch, tensorflow "
+           "and epochcast, dali for mxnet); dali decodes on the GPU"));
     memory_format_ = new QComboBox;
     memory_format_->setObjectName("memoryFormat");
     add_items(memory_format_, {to_string(MemoryFormat::channels_last), to_string(MemoryFormat::nchw)});
-    memory_format_->setToolTip(tr("The convolutions' layout: channels_last as NVIDIA's tuned code runs, or nchw, "
-                                  "PyTorch's default memory format"));
+    memory_format_->setToolTip(
+        tr("The convolutions' layout: channels_last as NVIDIA's tuned code runs, or nchw, "
+           "PyTorch's default memory format"));
     strategy_ = new QComboBox;
     strategy_->setObjectName("strategy");
     add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical),

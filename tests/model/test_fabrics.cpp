@@ -287,6 +287,8 @@ TEST(CatalogFabric, OneChipOneSpeed) {
     s.gpus_per_node = 1;
     s.batch_per_gpu = 128;
     s.precision = Precision::amp;
+    // The GPU's speed, not the input pipeline's: p3.2xlarge's 8 vCPUs bound a CPU loader.
+    s.loader = Loader::synthetic;
     s.instance = "p3.2xlarge";
     const double small = model().predict(s).throughput_images_per_s;
     s.instance = "p3dn.24xlarge";
