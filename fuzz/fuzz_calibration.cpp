@@ -12,7 +12,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fuzz::require_finite_non_negative(curve.time_per_image_s, "time_per_image_s");
             fuzz::require_finite_non_negative(curve.fixed_s, "fixed_s");
         }
-        fuzz::require_finite_non_negative(c.decode_images_per_s_per_vcpu, "decode_images_per_s_per_vcpu");
+        for (const Framework f : {Framework::mxnet, Framework::tensorflow, Framework::pytorch, Framework::epochcast}) {
+            fuzz::require_finite_non_negative(c.framework(f).cpu_decode_images_per_s_per_vcpu,
+                                              "cpu_decode_images_per_s_per_vcpu");
+        }
+        fuzz::require_finite_non_negative(c.dali_cpu_images_per_s_per_vcpu, "dali_cpu_images_per_s_per_vcpu");
+        fuzz::require_finite_non_negative(c.dali_images_per_s_per_gpu, "dali_images_per_s_per_gpu");
         fuzz::require_finite_non_negative(c.uncertainty.model_sigma, "model_sigma");
         for (double value : c.uncertainty.covariance) {
             if (!std::isfinite(value)) fuzz::fail("a parsed covariance is not finite", "covariance");
