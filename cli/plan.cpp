@@ -34,6 +34,9 @@ struct PlanOptions {
     int image_size = 224;
     std::int64_t dataset_images = kImageNetTrainImages;
     double epochs = 90;
+    CLI::Option* epochs_option = nullptr;  ///< given: the epochs are fixed, no target is assumed
+    bool allow_unpublished_batch = false;
+    double confidence = 0.5;
     std::string precision = "amp";
     std::string framework = "pytorch";
     std::string loader = "default";
@@ -106,13 +109,34 @@ std::string strategy_text(const Plan& plan) {
     return text + " (" + std::string(to_string(p.algorithm)) + " over " + std::string(to_string(p.interconnect)) + ")";
 }
 
-void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan) {
+/// A plan's epochs with what the table flags: "35", "97 (extrapolated) [global batch beyond published recipes]".
+std::string epochs_cell(const Prediction& p) {
+    std::string epochs = format_number(p.epochs, 3);
+    if (p.epochs_basis == EpochsBasis::extrapolated) epochs += " (extrapolated)";
+    if (p.global_batch_beyond_published) epochs += " [global batch beyond published recipes]";
+    return epochs;
+}
+
+/// "95%" for a confidence of 0.95.
+std::string percent_text(double confidence) { return format_number(100 * confidence, 3) + "%"; }
+
+void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan,
+                double confidence) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
         << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
-        << format_number(p.epochs, 3) << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
-        << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
-        << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck) << "\n";
+        << epochs_cell(p) << " epochs"
+        << (p.epochs_basis == EpochsBasis::given ? std::string() : ", " + epochs_source_of(p)) << "\n  time to train "
+        << format_duration(p.time_to_train_s) << " (" << format_duration(p.time_to_train_interval.low) << " - "
+        << format_duration(p.time_to_train_interval.high) << "), cost " << format_dollars(p.cost_usd) << " ("
+        << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ") at "
+        << format_dollars(p.cluster_usd_per_hour) << "/h, " << format_count(p.throughput_images_per_s)
+        << " images/s, bottleneck " << to_string(p.bottleneck) << "\n";
+    if (confidence != 0.5) {
+        out << "  at " << percent_text(confidence) << " confidence: done within "
+            << format_duration(plan.at_confidence.time_to_train_s) << ", for at most "
+            << format_dollars(plan.at_confidence.cost_usd) << "\n";
+    }
 }
 
 void print_elastic(std::ostream& out, const Catalog& catalog, const std::string& heading, const PlanSearch& search,
@@ -143,10 +167,14 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
                std::string(deadline_s && budget_usd ? "the deadline or the budget"
                            : deadline_s             ? "the deadline"
                                                     : "the budget") +
-               ": none of the " + std::to_string(search.considered) + " configurations searched is feasible";
+               ": none of the " + std::to_string(search.considered) + " configurations searched is feasible" +
+               (search.unpublished > 0 ? " (" + std::to_string(search.unpublished) +
+                                             " have a global batch beyond every published recipe: "
+                                             "--allow-unpublished-batch plans them)"
+                                       : std::string());
     }
-    const Prediction& fastest = search.plans[search.front.front()].prediction;
-    const Prediction& cheapest = search.plans[search.front.back()].prediction;
+    const TimeCost& fastest = search.plans[search.front.front()].at_confidence;
+    const TimeCost& cheapest = search.plans[search.front.back()].at_confidence;
     std::string text;
     if (deadline_s) {
         text = "no configuration meets the deadline of " + format_duration(*deadline_s) + " (the fastest takes " +
@@ -216,6 +244,21 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     }
     model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
     o.target.apply(space.base);
+    if (space.base.target_top1_percent <= 0 && !o.epochs_option->count()) {
+        // Neither --epochs nor --target-top1: the epochs that converge, at each plan's global batch,
+        // to what the default recipe's published runs reached, where it applies to this model.
+        try {
+            const Recipe& recipe = model.convergence().recipe(model.convergence().default_recipe, o.model);
+            check_recipe_applies(recipe, o.model, o.dataset_images, o.image_size);
+            double target = 100;
+            for (const RecipePoint& point : recipe.points) target = std::min(target, point.top1_percent);
+            space.base.target_top1_percent = target;
+        } catch (const InputError&) {
+            // No published recipe for this model and data: the epochs stay --epochs' default.
+        }
+    }
+    space.published_batches_only = !o.allow_unpublished_batch;
+    space.confidence = o.confidence;
     if (space.base.target_top1_percent > 0) {
         // A recipe that does not apply to the model fails here, not as every configuration infeasible.
         check_recipe_applies(model.convergence().recipe(recipe_name(space, model), o.model), o.model, o.dataset_images,
@@ -226,7 +269,7 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
 
 /// "90 epochs", or "the epochs mlperf-lars needs for 75.9% top-1".
 std::string epochs_text(const SearchSpace& space, const CostModel& model) {
-    if (space.base.target_top1_percent <= 0) return format_number(space.base.epochs, 2) + " epochs";
+    if (space.base.target_top1_percent <= 0) return format_number(space.base.epochs, 3) + " epochs";
     return "the epochs " + recipe_name(space, model) + " needs for " +
            format_number(space.base.target_top1_percent, 3) + "% top-1";
 }
@@ -241,10 +284,16 @@ public:
     void print_json(std::ostream& out) const override {
         auto plan_json = [&](std::optional<std::size_t> i) {
             if (!i) return nlohmann::json(nullptr);
-            return prediction_json({search_.plans[*i].scenario, search_.plans[*i].prediction});
+            const Plan& plan = search_.plans[*i];
+            nlohmann::json j = prediction_json({plan.scenario, plan.prediction});
+            j["at_confidence"] = {{"time_to_train_s", plan.at_confidence.time_to_train_s},
+                                  {"cost_usd", plan.at_confidence.cost_usd}};
+            return j;
         };
         nlohmann::json j = {{"considered", search_.considered},
                             {"feasible", search_.plans.size()},
+                            {"unpublished_batch", search_.unpublished},
+                            {"confidence", o_.confidence},
                             {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
                             {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
                             {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
@@ -270,7 +319,18 @@ public:
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
             << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
             << (o_.spot ? "spot" : "on-demand")
-            << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n\n";
+            << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
+        if (search_.unpublished > 0) {
+            out << "; " << format_count(static_cast<double>(search_.unpublished))
+                << " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps "
+                   "them)";
+        }
+        out << ".\n";
+        if (o_.confidence != 0.5) {
+            out << "Deadline and budget met at " << percent_text(o_.confidence)
+                << " confidence: the time and cost each run stays within (docs/model.md, \"Plan search\").\n";
+        }
+        out << '\n';
         if (c_.deadline_s) {
             print_answer(
                 out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
@@ -285,31 +345,43 @@ public:
                          search_.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
-        Table table({"time to train", "cost", "cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"});
+        const bool quantile = o_.confidence != 0.5;
+        std::vector<std::string> header{"time to train", "cost"};
+        if (quantile) {
+            header.push_back("time at " + percent_text(o_.confidence));
+            header.push_back("cost at " + percent_text(o_.confidence));
+        }
+        for (const char* column : {"cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"})
+            header.emplace_back(column);
+        Table table(header);
         for (std::size_t i : search_.front) {
             const Plan& plan = search_.plans[i];
             const Prediction& p = plan.prediction;
-            std::string epochs = format_number(p.epochs, 3);
-            if (p.epochs_basis == EpochsBasis::extrapolated) epochs += " (extrapolated)";
-            if (p.global_batch_beyond_published) epochs += " [global batch beyond published recipes]";
-            table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog_, plan),
-                           strategy_text(plan), format_count(batch_per_gpu(plan.prediction)), epochs,
-                           format_count(p.throughput_images_per_s), format_dollars(p.cluster_usd_per_hour)});
+            std::vector<std::string> row{format_duration(p.time_to_train_s), format_dollars(p.cost_usd)};
+            if (quantile) {
+                row.push_back(format_duration(plan.at_confidence.time_to_train_s));
+                row.push_back(format_dollars(plan.at_confidence.cost_usd));
+            }
+            for (std::string cell :
+                 {cluster_text(catalog_, plan), strategy_text(plan), format_count(batch_per_gpu(plan.prediction)),
+                  epochs_cell(p), format_count(p.throughput_images_per_s), format_dollars(p.cluster_usd_per_hour)})
+                row.push_back(std::move(cell));
+            table.add_row(row);
         }
         table.print(out);
         if (!o_.plot.empty()) out << "\nplots: " << o_.plot << '\n';
     }
 
 private:
-    const Prediction& fastest() const { return search_.plans[search_.front.front()].prediction; }
-    const Prediction& cheapest() const { return search_.plans[search_.front.back()].prediction; }
+    const TimeCost& fastest() const { return search_.plans[search_.front.front()].at_confidence; }
+    const TimeCost& cheapest() const { return search_.plans[search_.front.back()].at_confidence; }
 
     /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
     void print_answer(std::ostream& out, const std::string& heading, std::optional<std::size_t> plan,
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {
         if (plan) {
-            print_plan(out, catalog_, heading, search_.plans[*plan]);
+            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence);
         } else {
             out << heading << ": none; " << (search_.front.empty() ? "no plan is feasible" : closest) << "\n";
         }
@@ -390,7 +462,16 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
     cmd->add_option("--image-size", o->image_size, "Input side in pixels");
     cmd->add_option("--dataset-images", o->dataset_images, "Images per epoch (default: ImageNet-1k)");
-    add_target_flags(*cmd, o->target, cmd->add_option("--epochs", o->epochs, "Epochs to train"));
+    o->epochs_option = cmd->add_option("--epochs", o->epochs,
+                                       "Epochs to train on every plan (default: the epochs that reach --target-top1 "
+                                       "at each plan's global batch)");
+    add_target_flags(*cmd, o->target, o->epochs_option);
+    cmd->add_flag("--allow-unpublished-batch", o->allow_unpublished_batch,
+                  "Also plan global batches beyond every published recipe for the model (no published run says "
+                  "what accuracy they reach)");
+    cmd->add_option("--confidence", o->confidence,
+                    "Meet the deadline and the budget at this quantile of time and cost, 0.5 (the point "
+                    "prediction) to below 1, e.g. 0.95");
     cmd->add_option("--precision", o->precision, "amp, bf16, tf32 or fp32 (GPUs without it are left out)");
     cmd->add_option("--framework", o->framework, "mxnet, tensorflow, pytorch or epochcast");
     cmd->add_option("--loader", o->loader,

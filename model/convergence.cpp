@@ -8,6 +8,7 @@
 
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
+#include "model/prediction.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -16,8 +17,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kSchema = "epochcast.convergence/1";
-/// Two-sided 95% of a normal, for eq. K2's band.
-constexpr double kBand95 = 1.96;
 /// The largest global batch a recipe file may name: far past any published run, and exact in a double.
 constexpr double kMaxGlobalBatch = 1e9;
 
@@ -256,7 +255,7 @@ EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, doubl
         const NoiseScaleLaw& law = recipe.law;
         const RecipePoint& last = pts.back();
         const double rise = law.epochs(global_batch) - law.epochs(last.global_batch);
-        const double spread = kBand95 * law.sigma(global_batch);
+        const double spread = kInterval95Sigmas * law.sigma(global_batch);
         out.epochs = 0.5 * (last.epochs_low + last.epochs_high) + rise;
         out.epochs_low = std::max(last.epochs_low, last.epochs_low + rise - spread);
         out.epochs_high = last.epochs_high + rise + spread;

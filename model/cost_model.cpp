@@ -15,8 +15,6 @@ namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kBitsPerByte = 8.0;
-/// Two-sided 95% band of a normal distribution, in standard deviations.
-constexpr double kInterval95Sigmas = 1.96;
 /// A checkpoint holds the fp32 weights and the fp32 momentum: 8 bytes per parameter.
 constexpr double kCheckpointBytesPerParameter = 8.0;
 
@@ -588,12 +586,6 @@ void check_count(std::string_view flag, std::int64_t value, std::int64_t lowest,
     if (value > highest) beyond_limit(flag, std::to_string(value), static_cast<double>(highest), unit);
 }
 
-std::string shortest(double value) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%g", value);
-    return buffer;
-}
-
 }  // namespace
 
 void check_scenario_limits(const Scenario& scenario) {
@@ -1157,6 +1149,17 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.cluster_usd_per_hour = s.cluster_usd_per_hour;
     p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
     p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+
+    // The run's band: the slow end of the throughput with the most epochs, the fast end with the
+    // fewest (a prediction without a band yet, or beyond its ends, keeps its own figure).
+    auto time_at = [&](double throughput, double epochs) {
+        if (!(throughput > 0)) return p.time_to_train_s;
+        return s.startup_s + epochs * (s.dataset_images / throughput + s.checkpoint_s);
+    };
+    p.time_to_train_interval = {std::min(p.time_to_train_s, time_at(p.interval.high, s.epochs_low)),
+                                std::max(p.time_to_train_s, time_at(p.interval.low, s.epochs_high))};
+    p.cost_interval = {p.time_to_train_interval.low / 3600.0 * s.cluster_usd_per_hour,
+                       p.time_to_train_interval.high / 3600.0 * s.cluster_usd_per_hour};
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {

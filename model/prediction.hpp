@@ -74,7 +74,17 @@ struct Prediction {
     double cluster_usd_per_hour = 0;  ///< workers plus dedicated parameter servers, at the chosen pricing
     double cost_per_epoch_usd = 0;    ///< one epoch's share
     double cost_usd = 0;              ///< the whole run, billed per second
+
+    // Bands of the run (docs/model.md, "Bands of the derived figures"): the time to train at the
+    // throughput band's slow end with the epochs band's most epochs, and at its fast end with the
+    // fewest; the cost follows the time at the cluster's price.
+    Interval time_to_train_interval;  ///< seconds
+    Interval cost_interval;           ///< US dollars
 };
+
+/// Two-sided 95% band of a normal distribution, in standard deviations: the half-width of every
+/// band a Prediction holds (eq. U1; the recipe's epochs band, eq. K2).
+inline constexpr double kInterval95Sigmas = 1.96;
 
 /// One numeric figure of a Prediction, by the name prediction_json() and the sweep's CSV give it.
 struct PredictionFigure {
@@ -104,8 +114,12 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
     {"startup_s", [](const Prediction& p) { return p.startup_s; }},
     {"time_to_train_s", [](const Prediction& p) { return p.time_to_train_s; }},
+    {"time_to_train_low_s", [](const Prediction& p) { return p.time_to_train_interval.low; }},
+    {"time_to_train_high_s", [](const Prediction& p) { return p.time_to_train_interval.high; }},
     {"cluster_usd_per_hour", [](const Prediction& p) { return p.cluster_usd_per_hour; }},
     {"cost_usd", [](const Prediction& p) { return p.cost_usd; }},
+    {"cost_low_usd", [](const Prediction& p) { return p.cost_interval.low; }},
+    {"cost_high_usd", [](const Prediction& p) { return p.cost_interval.high; }},
     {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
     {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
     {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},

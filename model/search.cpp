@@ -7,8 +7,41 @@
 #include <tuple>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
+
+double normal_quantile(double probability) {
+    if (!(probability > 0 && probability < 1)) {
+        throw InputError("a probability must lie between 0 and 1 (got " + shortest(probability) + ")");
+    }
+    // Bisection on Phi(z) = erfc(-z / sqrt 2) / 2, monotone; 200 halvings of [-40, 40] reach a double's
+    // resolution.
+    double low = -40, high = 40;
+    for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (low + high);
+        if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < probability) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    return 0.5 * (low + high);
+}
+
+TimeCost at_confidence(const Prediction& p, double confidence) {
+    if (confidence == 0.5 || !(p.throughput_images_per_s > 0)) return {p.time_to_train_s, p.cost_usd};
+    const double z = normal_quantile(confidence);
+    // The band is 1.96 sigma either side (eq. U1) in the logarithm of the throughput.
+    const double sigma =
+        p.interval.low > 0 ? std::log(p.throughput_images_per_s / p.interval.low) / kInterval95Sigmas : 0.0;
+    const double throughput = p.throughput_images_per_s * std::exp(-z * sigma);
+    const double epochs_end = z >= 0 ? p.epochs_interval.high : p.epochs_interval.low;
+    const double epochs = p.epochs + z / kInterval95Sigmas * (epochs_end - p.epochs);
+    const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
+    const double time_s = p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s);
+    return {time_s, time_s / 3600.0 * p.cluster_usd_per_hour};
+}
 
 std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
     std::vector<std::size_t> order(points.size());
@@ -164,13 +197,23 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
                         std::optional<double> budget_usd, bool elastic) {
     if (deadline_s && !(*deadline_s > 0)) throw InputError("the deadline must be positive");
     if (budget_usd && !(*budget_usd > 0)) throw InputError("the budget must be positive");
+    if (!(space.confidence >= 0.5 && space.confidence < 1)) {
+        throw InputError("--confidence must be at least 0.5 and below 1 (got " + shortest(space.confidence) + ")");
+    }
+    if (elastic && space.confidence != 0.5) {
+        throw InputError("--elastic compares two-phase schedules at the point prediction: not with --confidence");
+    }
     PlanSearch result;
     for (Scenario& s : enumerate_space(space, model.catalog())) {
         ++result.considered;
         try {
             const ResolvedScenario resolved = model.resolve(s);
             const Prediction p = model.checked_predict(resolved);
-            result.plans.push_back({std::move(s), p});
+            if (space.published_batches_only && p.global_batch_beyond_published) {
+                ++result.unpublished;
+                continue;
+            }
+            result.plans.push_back({std::move(s), p, at_confidence(p, space.confidence)});
         } catch (const InputError&) {
             ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, no finite
                                   // figure, ...
@@ -178,21 +221,21 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
     }
     std::vector<TimeCost> points;
     points.reserve(result.plans.size());
-    for (const Plan& plan : result.plans) points.push_back({plan.prediction.time_to_train_s, plan.prediction.cost_usd});
+    for (const Plan& plan : result.plans) points.push_back(plan.at_confidence);
     result.front = pareto_front(points);
     // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
     // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
     for (std::size_t i : result.front) {
-        const Prediction& p = result.plans[i].prediction;
+        const TimeCost& p = result.plans[i].at_confidence;
         if (deadline_s && p.time_to_train_s <= *deadline_s) {
             if (!result.cheapest_within_deadline ||
-                p.cost_usd < result.plans[*result.cheapest_within_deadline].prediction.cost_usd) {
+                p.cost_usd < result.plans[*result.cheapest_within_deadline].at_confidence.cost_usd) {
                 result.cheapest_within_deadline = i;
             }
         }
         if (budget_usd && p.cost_usd <= *budget_usd) {
             if (!result.fastest_within_budget ||
-                p.time_to_train_s < result.plans[*result.fastest_within_budget].prediction.time_to_train_s) {
+                p.time_to_train_s < result.plans[*result.fastest_within_budget].at_confidence.time_to_train_s) {
                 result.fastest_within_budget = i;
             }
         }

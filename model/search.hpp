@@ -37,7 +37,24 @@ struct SearchSpace {
     std::vector<double> ps_ratios{0.5, 1, 2};  ///< server nodes per worker node (ps_nodes = ceil(ratio x nodes))
     bool ps_colocated = true;                  ///< also one server on each worker node
     std::vector<int> batch_per_gpu{32, 64, 128, 256, 512};  ///< those that do not fit are dropped
+    /// Leave out configurations whose global batch is beyond every recipe published for the model
+    /// (Prediction::global_batch_beyond_published): no published run says what accuracy they reach.
+    bool published_batches_only = false;
+    /// The quantile of time and cost at which plans are compared and the deadline and budget met,
+    /// in [0.5, 1): 0.5 is the point prediction, 0.95 the time and cost a run stays within 19
+    /// times in 20 (at_confidence).
+    double confidence = 0.5;
 };
+
+/// The standard normal distribution's quantile: z with Phi(z) = probability, for probability in
+/// (0, 1). Throws InputError outside it.
+double normal_quantile(double probability);
+
+/// A prediction's time to train and cost at the `confidence` quantile of its uncertainty (docs/model.md,
+/// "Plan search"): the throughput z sigmas below its point, the epochs z / 1.96 of the way to the
+/// high end of their 95% band (z = normal_quantile(confidence)), the cost at the cluster's price.
+/// At 0.5, the point prediction.
+TimeCost at_confidence(const Prediction& prediction, double confidence);
 
 /// Every Scenario of the space, in a fixed order: instance, GPUs per node, strategy (with, for ps,
 /// each server instance and ratio, then co-located), node count, batch. Hierarchical and tree
@@ -49,6 +66,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
 struct Plan {
     Scenario scenario;
     Prediction prediction;
+    TimeCost at_confidence;  ///< time and cost at the search's confidence (the point prediction's at 0.5)
 };
 
 /// Two phases on the same instances, strategy and global batch with different node counts
@@ -67,6 +85,7 @@ struct PlanSearch {
     std::vector<Plan> plans;         ///< every feasible configuration, in enumeration order
     std::size_t considered = 0;      ///< configurations enumerated
     std::size_t infeasible = 0;      ///< of those, rejected (batch does not fit, no such precision, ...)
+    std::size_t unpublished = 0;     ///< of those, left out for a global batch beyond published recipes
     std::vector<std::size_t> front;  ///< indices into plans: the Pareto front, fastest first
     std::optional<std::size_t> cheapest_within_deadline;  ///< index into plans, when a deadline is given and met
     std::optional<std::size_t> fastest_within_budget;     ///< index into plans, when a budget is given and met
@@ -77,8 +96,10 @@ struct PlanSearch {
 };
 
 /// Search the space. A deadline in seconds and a budget in US dollars are each optional (the front
-/// is found either way); `elastic` also considers two-phase schedules. Throws InputError for a
-/// deadline or budget that is not positive, or a name in the space the catalog does not know.
+/// is found either way); `elastic` also considers two-phase schedules. The front and both answers
+/// are at the space's confidence (Plan::at_confidence). Throws InputError for a deadline or budget
+/// that is not positive, a confidence outside [0.5, 1), elastic schedules at a confidence other
+/// than 0.5, or a name in the space the catalog does not know.
 PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::optional<double> deadline_s,
                         std::optional<double> budget_usd, bool elastic = false);
 

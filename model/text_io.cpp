@@ -165,4 +165,10 @@ std::string group_thousands(std::string_view number) {
     return out;
 }
 
+std::string shortest(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", value);
+    return buffer;
+}
+
 }  // namespace epochcast

@@ -36,4 +36,8 @@ std::string group_thousands(std::string_view number);
 /// "inf", "-inf" or "nan" for what is not finite.
 std::string format_count(double count);
 
+/// A number as printf's "%g" writes it (6 significant digits, no trailing zeros): for echoing a
+/// value back in an error message.
+std::string shortest(double value);
+
 }  // namespace epochcast

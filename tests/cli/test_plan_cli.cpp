@@ -20,7 +20,12 @@ TEST(PlanCli, SeedZeroQuestionGetsAPlanWithinTheHour) {
     ASSERT_FALSE(j["cheapest_within_deadline"].is_null());
     EXPECT_LE(j["cheapest_within_deadline"]["time_to_train_s"].get<double>(), 3600);
     EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["model"], "resnet50");
-    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["epochs"], 90);
+    // Without --epochs, each plan trains what the default recipe needs at its global batch to the
+    // accuracy its published runs reached, and no global batch beyond them is planned.
+    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["target_top1_percent"], 75.9);
+    EXPECT_EQ(j["cheapest_within_deadline"]["epochs_source"], "mlperf-lars (published)");
+    for (const auto& f : j["front"]) EXPECT_FALSE(f["global_batch_beyond_published"].get<bool>()) << f.dump();
+    EXPECT_GT(j["unpublished_batch"].get<int>(), 0);
     ASSERT_FALSE(j["fastest_within_budget"].is_null());
     EXPECT_LE(j["fastest_within_budget"]["cost_usd"].get<double>(), 500);
     EXPECT_GT(j["front"].size(), 3u);
@@ -50,10 +55,12 @@ TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
     const nlohmann::json j = nlohmann::json::parse(json.out);
     // plan's --framework defaults to PyTorch, as the Scenario does.
     EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["framework"], "pytorch");
-    const std::string searched = "Searched " + format_count(j["considered"].get<double>()) +
-                                 " configurations of resnet50 (90 epochs of 1,281,167 images, amp, pytorch, "
-                                 "on-demand prices): " +
-                                 format_count(j["feasible"].get<double>()) + " feasible.\n\n";
+    const std::string searched =
+        "Searched " + format_count(j["considered"].get<double>()) +
+        " configurations of resnet50 (the epochs mlperf-lars needs for 75.9% top-1 of 1,281,167 images, amp, "
+        "pytorch, on-demand prices): " +
+        format_count(j["feasible"].get<double>()) + " feasible; " + format_count(j["unpublished_batch"].get<double>()) +
+        " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps them).\n\n";
     EXPECT_EQ(text.out.substr(0, searched.size()), searched) << text.out;
     EXPECT_GT(j["considered"].get<double>(), 9999) << "the test needs a count with a separator";
     const auto& cheapest = j["cheapest_within_deadline"];
@@ -96,7 +103,7 @@ TEST(PlanCli, AFixedGlobalBatchIsKeptOnEveryPlan) {
 }
 
 TEST(PlanCli, ATargetAccuracyMakesEachPlanTrainWhatItsGlobalBatchNeeds) {
-    const ProcessResult fixed = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --json");
+    const ProcessResult fixed = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --epochs 90 --json");
     const ProcessResult target = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --target-top1 75.9 --json");
     ASSERT_EQ(target.exit_code, 0) << target.err;
     const nlohmann::json a = nlohmann::json::parse(fixed.out);
@@ -115,6 +122,60 @@ TEST(PlanCli, ATargetAccuracyMakesEachPlanTrainWhatItsGlobalBatchNeeds) {
     EXPECT_EQ(other_model.exit_code, 2);
     EXPECT_NE(other_model.err.find("recipe mlperf-lars is published for resnet50, not resnet18"), std::string::npos)
         << other_model.err;
+}
+
+TEST(PlanCli, TheHeadlineCarriesTheRecipeTheBandsAndTheTablesFlags) {
+    const ProcessResult text = run_epochcast("plan --deadline 2h --instance p4d.24xlarge");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    const ProcessResult json = run_epochcast("plan --deadline 2h --instance p4d.24xlarge --json");
+    const nlohmann::json pick = nlohmann::json::parse(json.out)["cheapest_within_deadline"];
+    // "35 epochs, mlperf-lars (published)" and "time to train 82.0 min (74.9 min - 89.9 min)".
+    EXPECT_NE(text.out.find(" epochs, mlperf-lars (published)\n"), std::string::npos) << text.out;
+    const auto& band = pick["time_to_train_interval"];
+    EXPECT_LE(band["low"].get<double>(), pick["time_to_train_s"].get<double>());
+    EXPECT_GE(band["high"].get<double>(), pick["time_to_train_s"].get<double>());
+    EXPECT_NE(text.out.find(" - " + cli::format_dollars(pick["cost_interval"]["high"].get<double>()) + ") at "),
+              std::string::npos)
+        << text.out;
+    // Asked for, a global batch beyond the recipes is planned, and its flag is in the headline too.
+    const ProcessResult beyond = run_epochcast(
+        "plan --budget 10000 --instance p5.48xlarge --nodes 64 --global-batch 131072 --epochs 90 "
+        "--allow-unpublished-batch");
+    ASSERT_EQ(beyond.exit_code, 0) << beyond.err;
+    const std::string headline = beyond.out.substr(beyond.out.find("Fastest within the budget"));
+    EXPECT_NE(headline.substr(0, headline.find("time to train")).find("[global batch beyond published recipes]"),
+              std::string::npos)
+        << beyond.out;
+    // Without the flag the same space has nothing to plan: exit 3, and the text says why.
+    const ProcessResult refused =
+        run_epochcast("plan --budget 10000 --instance p5.48xlarge --nodes 64 --global-batch 131072 --epochs 90");
+    EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+    EXPECT_NE(refused.out.find("--allow-unpublished-batch keeps them"), std::string::npos) << refused.out;
+}
+
+TEST(PlanCli, AConfidenceMeetsTheDeadlineAtItsQuantile) {
+    const ProcessResult r = run_epochcast("plan --confidence 0.95 --deadline 2h --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["confidence"], 0.95);
+    const auto& pick = j["cheapest_within_deadline"];
+    EXPECT_LE(pick["at_confidence"]["time_to_train_s"].get<double>(), 7200);
+    EXPECT_GT(pick["at_confidence"]["time_to_train_s"].get<double>(), pick["time_to_train_s"].get<double>());
+    // No plan of the front is cheaper at 95% and meets the deadline at 95%.
+    for (const auto& f : j["front"]) {
+        if (f["at_confidence"]["time_to_train_s"].get<double>() <= 7200) {
+            EXPECT_GE(f["at_confidence"]["cost_usd"].get<double>(), pick["at_confidence"]["cost_usd"].get<double>());
+        }
+    }
+    const ProcessResult text = run_epochcast("plan --confidence 0.95 --deadline 2h");
+    EXPECT_NE(text.out.find("at 95% confidence: done within "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("time at 95%"), std::string::npos) << text.out;
+    for (const char* bad : {"--confidence 1", "--confidence 0.3", "--confidence nan", "--confidence 0.9 --elastic"}) {
+        const ProcessResult e = run_epochcast(std::string("plan --deadline 2h ") + bad);
+        EXPECT_EQ(e.exit_code, 2) << bad << e.err;
+        EXPECT_NE(e.err.find("--"), std::string::npos) << e.err;
+        EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+    }
 }
 
 TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {

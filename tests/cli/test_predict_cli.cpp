@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "cli/report.hpp"
 #include "model/calibration.hpp"
 #include "model/errors.hpp"
 #include "tests/cli/cli_process.hpp"
@@ -112,6 +113,22 @@ TEST(PredictCli, EveryCalibrationWordIsAcceptedAsInTheOtherSubcommands) {
     const Calibration prior = load_calibration("data-free");
     const TempFile file(prior.to_json());
     EXPECT_EQ(with(file.path()), data_free);
+}
+
+TEST(PredictCli, TimeAndCostHaveBandsInTheTextAndTheJson) {
+    const testing::ProcessResult json = run_epochcast("predict --instance p4d.24xlarge --nodes 2 --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    const auto& time = j["time_to_train_interval"];
+    const auto& cost = j["cost_interval"];
+    EXPECT_LT(time["low"].get<double>(), j["time_to_train_s"].get<double>());
+    EXPECT_GT(time["high"].get<double>(), j["time_to_train_s"].get<double>());
+    EXPECT_NEAR(cost["high"].get<double>(), time["high"].get<double>() / 3600 * j["cluster_usd_per_hour"].get<double>(),
+                1e-9 * cost["high"].get<double>());
+    const testing::ProcessResult text = run_epochcast("predict --instance p4d.24xlarge --nodes 2");
+    const std::string dollars =
+        cli::format_dollars(cost["low"].get<double>()) + " - " + cli::format_dollars(cost["high"].get<double>());
+    EXPECT_NE(text.out.find("  95% band                         " + dollars), std::string::npos) << text.out;
 }
 
 TEST(PredictCli, CountsInTheTableHaveThousandsSeparators) {

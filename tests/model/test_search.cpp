@@ -222,6 +222,88 @@ TEST(PlanSearch, ATargetAccuracyGivesACheaperPlanThanNinetyEpochsAndMatchesABrut
               target.plans[target.front.back()].prediction.epochs);
 }
 
+TEST(PlanSearch, TheNormalQuantileIsTheInverseOfItsDistribution) {
+    EXPECT_NEAR(normal_quantile(0.5), 0.0, 1e-12);
+    EXPECT_NEAR(normal_quantile(0.95), 1.6448536269514722, 1e-9);
+    EXPECT_NEAR(normal_quantile(0.975), 1.959963984540054, 1e-9);
+    EXPECT_NEAR(normal_quantile(0.025), -1.959963984540054, 1e-9);
+    EXPECT_THROW(normal_quantile(1.0), InputError);
+    EXPECT_THROW(normal_quantile(0.0), InputError);
+}
+
+TEST(PlanSearch, AtAConfidenceTheAnswerIsTheCheapestWhoseSlowEndMeetsTheDeadline) {
+    // Issue 39: `plan --confidence 0.95 --deadline 2h` meets the deadline at the time the run stays
+    // within 19 times in 20. The brute force recomputes each configuration's 95th-percentile time and
+    // cost here from its point prediction and 95% bands (eq. U1: the throughput's logarithm is normal,
+    // 1.96 sigma to the band's ends; the epochs move z / 1.96 of the way to their band's high end).
+    SearchSpace space;
+    space.instances = {"p4d.24xlarge", "p5.48xlarge", "g6e.48xlarge"};
+    space.strategies = {Strategy::nccl};
+    space.base.target_top1_percent = 75.9;
+    space.published_batches_only = true;
+    space.confidence = 0.95;
+    const double deadline_s = 2 * 3600;
+    const PlanSearch search = search_plans(model(), space, deadline_s, std::nullopt);
+    ASSERT_TRUE(search.cheapest_within_deadline);
+
+    const double z = 1.6448536269514722;
+    double best_cost = std::numeric_limits<double>::infinity();
+    std::size_t tried = 0, beyond = 0;
+    for (const std::string& name : space.instances) {
+        const InstanceSpec& instance = model().catalog().instance(name);
+        for (int k = 1; k <= instance.gpus; k *= 2) {
+            for (int nodes : space.nodes) {
+                for (int batch : space.batch_per_gpu) {
+                    Scenario s = space.base;
+                    s.instance = name;
+                    s.gpus_per_node = k;
+                    s.nodes = nodes;
+                    s.batch_per_gpu = batch;
+                    s.strategy = Strategy::nccl;
+                    Prediction p;
+                    try {
+                        p = model().checked_predict(model().resolve(s));
+                    } catch (const InputError&) {
+                        continue;
+                    }
+                    ++tried;
+                    if (p.global_batch_beyond_published) {
+                        ++beyond;
+                        continue;
+                    }
+                    const double sigma = std::log(p.throughput_images_per_s / p.interval.low) / 1.96;
+                    const double throughput = p.throughput_images_per_s * std::exp(-z * sigma);
+                    const double epochs = p.epochs + z / 1.96 * (p.epochs_interval.high - p.epochs);
+                    const double time_s = p.startup_s + epochs * (s.dataset_images / throughput + p.checkpoint_s);
+                    const double cost = time_s / 3600 * p.cluster_usd_per_hour;
+                    if (time_s <= deadline_s) best_cost = std::min(best_cost, cost);
+                }
+            }
+        }
+    }
+    EXPECT_EQ(search.plans.size(), tried - beyond);
+    EXPECT_EQ(search.unpublished, beyond);
+    EXPECT_GT(beyond, 0u) << "the space reaches past the published recipes";
+    const Plan& pick = search.plans[*search.cheapest_within_deadline];
+    EXPECT_LE(pick.at_confidence.time_to_train_s, deadline_s);
+    EXPECT_NEAR(pick.at_confidence.cost_usd, best_cost, 1e-9 * best_cost);
+    EXPECT_GT(pick.at_confidence.time_to_train_s, pick.prediction.time_to_train_s);
+    EXPECT_LT(pick.at_confidence.time_to_train_s, pick.prediction.time_to_train_interval.high);
+    // The point search's pick, held to the same standard, misses or costs no less.
+    space.confidence = 0.5;
+    const PlanSearch point = search_plans(model(), space, deadline_s, std::nullopt);
+    ASSERT_TRUE(point.cheapest_within_deadline);
+    const TimeCost point_pick = at_confidence(point.plans[*point.cheapest_within_deadline].prediction, 0.95);
+    EXPECT_TRUE(point_pick.time_to_train_s > deadline_s || point_pick.cost_usd >= best_cost * (1 - 1e-12));
+    // Bad confidences, and elastic schedules (compared at the point) with one.
+    space.confidence = 1.0;
+    EXPECT_THROW(search_plans(model(), space, deadline_s, std::nullopt), InputError);
+    space.confidence = 0.4;
+    EXPECT_THROW(search_plans(model(), space, deadline_s, std::nullopt), InputError);
+    space.confidence = 0.9;
+    EXPECT_THROW(search_plans(model(), space, deadline_s, std::nullopt, true), InputError);
+}
+
 TEST(PlanSearch, SpotPricesMakeTheSamePlanCheaper) {
     SearchSpace space;
     space.instances = {"p3.16xlarge"};

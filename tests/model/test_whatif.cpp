@@ -124,5 +124,29 @@ TEST(WhatIf, BandEndsAreThePredictionAtTheIntervalsThroughput) {
     EXPECT_DOUBLE_EQ(at_throughput(r, p, p.throughput_images_per_s).cost_usd, p.cost_usd);
 }
 
+TEST(WhatIf, ThePredictionsTimeAndCostBandsAreItsBandEnds) {
+    // The bands predict prints and writes (time_to_train_interval, cost_interval) are the run at the
+    // band's ends: the slow throughput with the recipe's most epochs, the fast with the fewest.
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 16;
+    s.target_top1_percent = 75.9;  // 32,768 images per iteration: an epochs band of its own
+    const ResolvedScenario r = model.resolve(s);
+    const Prediction p = model.predict(r);
+    ASSERT_LT(p.epochs_interval.low, p.epochs_interval.high);
+    const PredictionBand band = prediction_band(r, p);
+    EXPECT_NEAR(p.time_to_train_interval.high, band.slow.time_to_train_s, 1e-9 * band.slow.time_to_train_s);
+    EXPECT_NEAR(p.time_to_train_interval.low, band.fast.time_to_train_s, 1e-9 * band.fast.time_to_train_s);
+    EXPECT_NEAR(p.cost_interval.high, band.slow.cost_usd, 1e-9 * band.slow.cost_usd);
+    EXPECT_NEAR(p.cost_interval.low, band.fast.cost_usd, 1e-9 * band.fast.cost_usd);
+    // Recomputed: startup + epochs x (images / throughput + checkpoint), at $/h.
+    const double slow_s = p.startup_s + p.epochs_interval.high * (s.dataset_images / p.interval.low + p.checkpoint_s);
+    EXPECT_NEAR(p.time_to_train_interval.high, slow_s, 1e-9 * slow_s);
+    EXPECT_NEAR(p.cost_interval.high, slow_s / 3600 * p.cluster_usd_per_hour, 1e-9 * p.cost_interval.high);
+    EXPECT_LT(p.time_to_train_interval.low, p.time_to_train_s);
+    EXPECT_GT(p.time_to_train_interval.high, p.time_to_train_s);
+}
+
 }  // namespace
 }  // namespace epochcast
