@@ -131,8 +131,13 @@ std::vector<HostSlots> parse_host_list(std::string_view list) {
         const auto colon = entry.rfind(':');
         std::string host = entry;
         long long slots = 1;
-        if (colon != std::string::npos && colon + 1 < entry.size() &&
-            std::isdigit(static_cast<unsigned char>(entry[colon + 1]))) {
+        // A sign before the digits ("h:-1") is slots that are not a count, not part of a name.
+        auto digit_at = [&entry](std::size_t i) {
+            return i < entry.size() && std::isdigit(static_cast<unsigned char>(entry[i]));
+        };
+        const bool signed_number = colon != std::string::npos && colon + 1 < entry.size() &&
+                                   (entry[colon + 1] == '-' || entry[colon + 1] == '+') && digit_at(colon + 2);
+        if (colon != std::string::npos && (digit_at(colon + 1) || signed_number)) {
             const std::optional<long long> n =
                 whole_number(std::string_view(entry).substr(colon + 1), 1, kMaxSlotsPerHost);
             if (!n) {

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
@@ -50,38 +52,67 @@ struct PlanOptions {
     TargetFlags target;
 };
 
-/// "2h", "90min", "1h30m", "5400s" or a bare number of hours, in seconds. Throws InputError naming
-/// --deadline and the text otherwise.
+/// The longest deadline and the largest budget plan takes: ten years, a trillion dollars. Past
+/// them nothing changes the answer, and the text would print "inf days".
+constexpr double kMaxDeadlineS = 3650.0 * 86400;
+constexpr double kMaxBudgetUsd = 1e12;
+
+/// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
+/// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
+/// once. Throws InputError naming --deadline and the text otherwise, and past kMaxDeadlineS.
 double parse_deadline_s(const std::string& text) {
     auto bad = [&text] {
-        return InputError("--deadline '" + text + "': give a duration such as 2h, 90min, 1h30m or 5400s");
+        return InputError("--deadline '" + escape_for_message(text) +
+                          "': give a duration such as 2h, 90min, 1h30m or 5400s");
     };
+    // Units in the order they may follow each other, with their seconds.
+    struct Unit {
+        std::vector<std::string> names;
+        double seconds;
+    };
+    const std::vector<Unit> units = {{{"d", "day", "days"}, 86400},
+                                     {{"h", "hour", "hours"}, 3600},
+                                     {{"m", "min", "mins", "minutes"}, 60},
+                                     {{"s", "sec", "seconds"}, 1}};
     double total = 0;
     std::size_t pos = 0;
+    std::size_t next_unit = 0;  // units before this one are used up
     bool any = false;
     while (pos < text.size()) {
-        std::size_t used = 0;
-        double value = 0;
-        try {
-            value = std::stod(text.substr(pos), &used);
-        } catch (const std::exception&) {
-            throw bad();
+        const std::size_t start = pos;
+        bool dot = false;
+        while (pos < text.size() &&
+               (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.' && !dot))) {
+            dot = dot || text[pos] == '.';
+            ++pos;
         }
-        pos += used;
+        const std::string number = text.substr(start, pos - start);
+        if (number.empty() || number == ".") throw bad();
+        const double value = std::stod(number);
         std::string unit;
         while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) unit += text[pos++];
         double scale = 0;
-        if (unit.empty() && pos == text.size() && !any) scale = 3600;  // a bare number: hours
-        else if (unit == "h" || unit == "hour" || unit == "hours") scale = 3600;
-        else if (unit == "m" || unit == "min" || unit == "mins" || unit == "minutes") scale = 60;
-        else if (unit == "s" || unit == "sec" || unit == "seconds") scale = 1;
-        else if (unit == "d" || unit == "day" || unit == "days") scale = 86400;
-        else throw bad();
-        if (!(value >= 0) || !std::isfinite(value)) throw bad();
+        if (unit.empty()) {
+            if (any || pos != text.size()) throw bad();
+            scale = 3600;  // a bare number: hours
+        } else {
+            for (std::size_t u = next_unit; u < units.size() && scale == 0; ++u) {
+                for (const std::string& name : units[u].names) {
+                    if (unit == name) {
+                        scale = units[u].seconds;
+                        next_unit = u + 1;
+                    }
+                }
+            }
+            if (scale == 0) throw bad();
+        }
         total += value * scale;
         any = true;
     }
     if (!any || !(total > 0)) throw bad();
+    if (total > kMaxDeadlineS) {
+        throw InputError("--deadline '" + escape_for_message(text) + "' is beyond 10 years; give at most 3650d");
+    }
     return total;
 }
 
@@ -205,6 +236,10 @@ Constraints read_constraints(const PlanOptions& o) {
     if (o.budget_usd != 0) {
         if (!(o.budget_usd > 0))
             throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
+        if (o.budget_usd > kMaxBudgetUsd) {
+            throw InputError("--budget must be at most " + format_dollars(kMaxBudgetUsd) + " (got " +
+                             shortest(o.budget_usd) + ")");
+        }
         c.budget_usd = o.budget_usd;
     }
     if (!c.deadline_s && !c.budget_usd)

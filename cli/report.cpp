@@ -122,19 +122,31 @@ void write_report(const Report& report, OutputFormat format, std::ostream& out) 
 void print_json_document(const nlohmann::json& value, std::ostream& out) { out << value.dump(2) << '\n'; }
 
 std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds)) return seconds > 0 ? "forever" : "?";
     if (seconds < 120) return fixed(seconds, 1) + " s";
     if (seconds < 2 * 3600) return fixed(seconds / 60, 1) + " min";
     if (seconds < 2 * 86400) return fixed(seconds / 3600, 2) + " h";
-    return fixed(seconds / 86400, 2) + " days";
+    if (seconds < 1e6 * 86400) return group_thousands(fixed(seconds / 86400, 2)) + " days";
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.3g days", seconds / 86400);
+    return buffer;
 }
 
 std::string format_dollars(double usd) {
-    const std::string text = fixed(usd, 2);  // "1234.56"
-    const auto dot = text.find('.');
-    std::string out = "$";
-    out += format_count(std::stod(text.substr(0, dot)));
-    out += text.substr(dot);
-    return out;
+    if (!std::isfinite(usd)) return usd > 0 ? "$inf" : "$?";
+    const std::string sign = usd < 0 ? "-" : "";
+    const double magnitude = std::abs(usd);
+    // Cents while a double holds them (below 10^15), then three significant digits.
+    if (magnitude >= 1e15) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%.3g", magnitude);
+        return sign + "$" + buffer;
+    }
+    const double cents = std::round(magnitude * 100);
+    const double whole = std::floor(cents / 100);
+    char hundredths[8];
+    std::snprintf(hundredths, sizeof hundredths, ".%02d", static_cast<int>(cents - 100 * whole));
+    return sign + "$" + format_count(whole) + hundredths;
 }
 
 std::string prediction_csv_header() {

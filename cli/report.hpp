@@ -52,10 +52,12 @@ nlohmann::json prediction_json(const ScenarioResult& result);
 /// eq. K2's extrapolation gave the epochs (docs/model.md, "Time to accuracy").
 std::string epochs_source_of(const Prediction& prediction);
 
-/// "42.0 s", "12.5 min", "3.20 h", "4.10 days": seconds in the unit a reader expects.
+/// "42.0 s", "12.5 min", "3.20 h", "4.10 days", "3,650.00 days": seconds in the unit a reader expects; "1.2e+08 days"
+/// past a million days, "forever" for +infinity.
 std::string format_duration(double seconds);
 
-/// "$1,234.56".
+/// "$1,234.56" (to the cent below $10^15, "$1.23e+18" beyond; "-$5.00" below zero, "$inf" for
+/// +infinity): any double, never an exception.
 std::string format_dollars(double usd);
 
 /// The CSV header of a sweep: the scenario's fields, `feasible`, `reason`, then every field of

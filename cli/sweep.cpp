@@ -51,7 +51,8 @@ enum class Format { csv, json };
 struct SweepOptions {
     std::string spec;
     std::string output;
-    int jobs = 0;
+    int jobs = 0;  ///< 0: the machine's cores (the flag left out)
+    CLI::Option* jobs_option = nullptr;
     bool simulate = false;
     int iterations = 10;
     std::vector<std::string> catalogs;
@@ -361,7 +362,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     const bool root = world->rank() == 0;
 
     const Format format = format_of(o.output);
-    if (o.jobs < 0 || o.jobs > kMaxJobs) {
+    if ((o.jobs_option->count() > 0 && o.jobs < 1) || o.jobs < 0 || o.jobs > kMaxJobs) {
         throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " +
                          std::to_string(o.jobs) + ")");
     }
@@ -482,8 +483,9 @@ void register_sweep(CLI::App& app, std::ostream& out) {
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
-    without_default(
-        cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)"));
+    options->jobs_option =
+        cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)");
+    without_default(options->jobs_option);
     cmd->add_flag("--simulate", options->simulate,
                   "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
     cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate");

@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "model/whatif.hpp"
 
 namespace epochcast {
@@ -74,6 +75,11 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
     check_max_nodes(options.max_nodes);
     if (options.max_runs < 1) throw InputError("--max-runs must be at least 1");
     if (options.benchmark_iterations < 1) throw InputError("--iterations must be at least 1");
+    if (options.benchmark_iterations > kMaxBenchmarkIterations) {
+        throw InputError("--iterations must be at most " + format_count(kMaxBenchmarkIterations) + " (got " +
+                         format_count(options.benchmark_iterations) +
+                         "): a calibration run is a short benchmark, a few hundred iterations");
+    }
 
     const auto rows = static_cast<Eigen::Index>(model.parameters().size() + 1);
     const Eigen::Map<const Eigen::MatrixXd> covariance(model.covariance().data(), rows, rows);
@@ -100,7 +106,8 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
         Candidate c;
         c.scenario = s;
         c.gradient = dense_gradient(model, r, rows);
-        c.duration_s = p.startup_s + (kWarmupIterations + options.benchmark_iterations) * p.iteration_s;
+        c.duration_s =
+            p.startup_s + (kWarmupIterations + static_cast<double>(options.benchmark_iterations)) * p.iteration_s;
         c.cost_usd = c.duration_s / 3600.0 * p.cluster_usd_per_hour;
         candidates.push_back(c);
     }

@@ -12,10 +12,15 @@
 
 namespace epochcast {
 
+/// The most timed iterations a planned calibration run may have: a benchmark of 10^6 iterations
+/// runs for days on any GPU, and the product with the iteration time stays far from overflow.
+inline constexpr int kMaxBenchmarkIterations = 1000000;
+
 struct PlanOptions {
     int max_nodes = 2;               ///< largest cluster a calibration run may use
     int max_runs = 3;                ///< at most this many runs
-    int benchmark_iterations = 100;  ///< timed iterations of one calibration run (after warm-up)
+    int benchmark_iterations = 100;  ///< timed iterations of one calibration run (after warm-up), at most
+                                     ///< kMaxBenchmarkIterations
     double run_sigma = 0.03;         ///< relative scatter of one run's measured throughput
     double stop_fraction = 0.02;     ///< stop when a run would cut the target's variance by less than this share
 };

@@ -56,6 +56,9 @@ TEST(HostList, SlotsAfterTheLastColonOrOne) {
     EXPECT_EQ(cli::parse_host_list("n1:4,n2,fe80::1:2"), expected);
     EXPECT_EQ(cli::parse_host_list("n1:2,n1:2"), (std::vector<HostSlots>{{"n1", 4}}));
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("n1:0"); }), "from 1 to 4096"));
+    // Issue 42: a signed count is a bad count, not part of a host name ssh then fails to resolve.
+    EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("localhost:-1"); }), "from 1 to 4096"));
+    EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("localhost:+2"); }), "from 1 to 4096"));
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("n1,,n2"); }), "not HOST or HOST:SLOTS"));
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list(""); }), "names no host"));
 }

@@ -210,7 +210,7 @@ TEST(Outputs, ASweepsTemporaryFileIsItsOwn) {
 
 TEST(Outputs, JobsIsBoundedAndAThreadThatCannotStartIsAnError) {
     TempFile spec(kSpec);
-    for (const char* jobs : {"100000", "1025", "-1"}) {
+    for (const char* jobs : {"100000", "1025", "-1", "0"}) {  // 0 given: against its own message (issue 42)
         const ProcessResult r = run_epochcast("sweep " + spec.path() + " --jobs " + jobs);
         EXPECT_EQ(r.exit_code, 2) << jobs << ": " << r.err;
         EXPECT_EQ(r.err, std::string("epochcast: error: --jobs must be between 1 and 1024 (got ") + jobs + ")\n");

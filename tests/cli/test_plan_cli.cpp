@@ -201,11 +201,36 @@ TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
          {Case{"plan", "--deadline"}, Case{"plan --deadline soon", "--deadline 'soon'"},
           Case{"plan --deadline 0h", "--deadline '0h'"}, Case{"plan --budget -5", "--budget"},
           Case{"plan --deadline 1h --instance p9.mega", "p9.mega"}, Case{"plan --deadline 1h --model vgg16", "vgg16"},
-          Case{"plan --deadline 1h --nodes 0", "--nodes"}, Case{"plan --deadline 1h --plot out.gif", "out.gif"}}) {
+          Case{"plan --deadline 1h --nodes 0", "--nodes"}, Case{"plan --deadline 1h --plot out.gif", "out.gif"},
+          // Issue 42: no "inf days", no repeated or hexadecimal durations, no budget past a double's cents.
+          Case{"plan --deadline 1e308", "--deadline '1e308'"}, Case{"plan --deadline 1h1h", "--deadline '1h1h'"},
+          Case{"plan --deadline 0x10h", "--deadline '0x10h'"}, Case{"plan --deadline 30m1h", "--deadline '30m1h'"},
+          Case{"plan --deadline 3651d", "beyond 10 years"}, Case{"plan --budget 1e308", "--budget must be at most"},
+          Case{"plan --budget inf", "--budget"}}) {
         const ProcessResult r = run_epochcast(c.arguments);
         EXPECT_EQ(r.exit_code, 2) << c.arguments;
         EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.arguments << ": " << r.err;
     }
+}
+
+TEST(PlanCliLimits, DurationsAndDollarsPrintAtAnyMagnitude) {
+    // Issue 42: format_dollars found no '.' past 63 characters and threw; "$1e+18.00".
+    EXPECT_EQ(cli::format_dollars(1234.567), "$1,234.57");
+    EXPECT_EQ(cli::format_dollars(0.004), "$0.00");
+    EXPECT_EQ(cli::format_dollars(19.999), "$20.00");
+    EXPECT_EQ(cli::format_dollars(1e18), "$1e+18");
+    EXPECT_EQ(cli::format_dollars(1e308), "$1e+308");
+    EXPECT_EQ(cli::format_dollars(-5), "-$5.00");
+    EXPECT_EQ(cli::format_dollars(INFINITY), "$inf");
+    EXPECT_EQ(cli::format_duration(90), "90.0 s");
+    EXPECT_EQ(cli::format_duration(3.0 * 86400), "3.00 days");
+    EXPECT_EQ(cli::format_duration(1e300), "1.16e+295 days");
+    EXPECT_EQ(cli::format_duration(INFINITY), "forever");
+    // The largest budget and the longest deadline plan takes answer with finite figures.
+    const ProcessResult r = run_epochcast("plan --deadline 3650d --budget 1e12 --instance p3.2xlarge --nodes 1");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Fastest within the budget of $1,000,000,000,000.00"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Cheapest within the deadline of 3,650.00 days"), std::string::npos) << r.out;
 }
 
 TEST(PlanCliLimits, NodeCountsPastTheLimitAreRefusedBeforeAnySearch) {

@@ -2,6 +2,8 @@
 // a small per-GPU batch gets runs at two batch sizes, and bad limits are input errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <vector>
 
@@ -64,6 +66,24 @@ TEST(Plan, BadLimitsAreInputErrors) {
     options = {};
     options.max_runs = 0;
     EXPECT_THROW(plan_calibration(model, Scenario{}, options), InputError);
+}
+
+TEST(Plan, IterationsAreBoundedAndARunsTimeAndCostStayPositive) {
+    // Issue 42: --iterations 2147483647 overflowed an int and printed a run of -5,583,888.8 minutes.
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario target;
+    target.instance = "p3.16xlarge";
+    PlanOptions options;
+    options.benchmark_iterations = kMaxBenchmarkIterations + 1;
+    EXPECT_THROW(plan_calibration(model, target, options), InputError);
+    options.benchmark_iterations = kMaxBenchmarkIterations;
+    const CalibrationPlan plan = plan_calibration(model, target, options);
+    ASSERT_FALSE(plan.runs.empty());
+    for (const PlannedRun& run : plan.runs) {
+        EXPECT_GT(run.duration_s, 0.0);
+        EXPECT_GT(run.cost_usd, 0.0);
+        EXPECT_TRUE(std::isfinite(run.cost_usd));
+    }
 }
 
 }  // namespace
