@@ -1,6 +1,7 @@
 // `epochcast calibrate`, `validate` and `plan-calibration` run as a user runs them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,30 @@ TEST(CalibrateCli, BadInputIsExitCode2AndWritesNothing) {
     EXPECT_EQ(result.exit_code, 2);
     EXPECT_NE(result.err.find("run 0"), std::string::npos) << result.err;
     EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(CalibrateCli, RunsThatFitNoReadableCalibrationAreBadInputAndWriteNothing) {
+    // Issue 42: runs of 1 and 10^12 images/s (a decode rate past its bound) and one of 10^-300
+    // images/s (a fixed time of 10^301 s) gave files every command refused, at exit 0.
+    auto run = [](const std::string& instance_batch_throughput) {
+        return R"({"instance": "p3.2xlarge", "nodes": 1, "precision": "amp", "strategy": "nccl",
+                   "framework": "pytorch", "source": "a test", )" +
+               instance_batch_throughput + "}";
+    };
+    const testing::TempFile wide(R"({"schema": "epochcast.trace/1", "runs": [)" +
+                                 run(R"("batch_per_gpu": 16, "measured": {"throughput_images_per_s": 1})") + ", " +
+                                 run(R"("batch_per_gpu": 32, "measured": {"throughput_images_per_s": 1e12})") + "]}");
+    const testing::TempFile tiny(R"({"schema": "epochcast.trace/1", "runs": [)" +
+                                 run(R"("batch_per_gpu": 16, "measured": {"throughput_images_per_s": 1e-300})") + "]}");
+    for (const testing::TempFile* trace : {&wide, &tiny}) {
+        const auto output = scratch("unreadable.json");
+        const auto result = run_epochcast("calibrate '" + trace->path() + "' -o '" + output.string() + "'");
+        EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+        EXPECT_NE(result.err.find("the runs fit no calibration epochcast can read back"), std::string::npos)
+            << result.err;
+        EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+        EXPECT_FALSE(std::filesystem::exists(output));
+    }
 }
 
 TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
