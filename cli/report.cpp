@@ -119,7 +119,9 @@ void write_report(const Report& report, OutputFormat format, std::ostream& out) 
     }
 }
 
-void print_json_document(const nlohmann::json& value, std::ostream& out) { out << value.dump(2) << '\n'; }
+void print_json_document(const nlohmann::json& value, std::ostream& out) {
+    out << value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+}
 
 std::string format_duration(double seconds) {
     if (!std::isfinite(seconds)) return seconds > 0 ? "forever" : "?";

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -51,6 +52,20 @@
 
 namespace epochcast::cli {
 namespace {
+
+/// The folder for a run's files on this host: $TMPDIR, else /tmp. One that is not a folder is bad
+/// input, named (std::filesystem's own error is no sentence for a user).
+std::filesystem::path temporary_folder() {
+    std::error_code error;
+    const std::filesystem::path folder = std::filesystem::temp_directory_path(error);
+    if (error) {
+        const char* tmpdir = std::getenv("TMPDIR");
+        throw InputError("the temporary folder " +
+                         (tmpdir ? "TMPDIR='" + escape_for_message(tmpdir) + "'" : std::string("/tmp")) +
+                         " is not a folder (" + error.message() + "): set TMPDIR to one, or give --shared-dir");
+    }
+    return folder;
+}
 
 using nlohmann::json;
 
@@ -561,7 +576,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     const bool shared = !placement.other_hosts.empty();
     const std::filesystem::path base = !o.shared_dir.empty() ? std::filesystem::absolute(o.shared_dir)
                                        : shared              ? std::filesystem::current_path()
-                                                             : std::filesystem::temp_directory_path();
+                                                             : temporary_folder();
     // Ctrl-C, SIGTERM and SIGHUP stop the job and end `run` through its destructors, which remove
     // the run's folder (the guard outlives the folder).
     const InterruptGuard interrupt_guard;

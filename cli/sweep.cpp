@@ -218,7 +218,7 @@ public:
                 nlohmann::json row = prediction_json(result);
                 row["feasible"] = true;
                 text += ",\n";
-                text += row.dump();
+                text += row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             }
             if (plot) plot->push_back({s, result.prediction});
             return true;
@@ -227,7 +227,7 @@ public:
                 append_infeasible_csv(text, s, error.what());
             } else {
                 text += ",\n";
-                text += infeasible_json(s, error.what()).dump();
+                text += infeasible_json(s, error.what()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             }
             return false;
         }

@@ -507,7 +507,8 @@ void report_run(const TrainOptions& options, const Topology& topology, const Run
         phases["exposed_communication"].get<double>(), measured["steps_timed"].get<int>());
     std::fflush(stdout);
     if (!options.trace_out.empty()) {
-        write_text_file_atomically(options.trace_out, trace.dump(1) + "\n", "trace");
+        write_text_file_atomically(options.trace_out,
+                                   trace.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "trace");
     }
 }
 

@@ -430,7 +430,7 @@ std::string Calibration::to_json() const {
     root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
     if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0)
         root["uncertainty"] = uncertainty_json(uncertainty);
-    return root.dump(2) + "\n";
+    return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Calibration load_calibration(const std::string& name_or_path) {

@@ -470,7 +470,7 @@ std::string Catalog::to_json_text(int indent) const {
     }
     root["gpus"] = std::move(gpus);
     root["instances"] = std::move(instances);
-    return root.dump(indent);
+    return root.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Catalog load_catalog(const std::vector<std::string>& extra_files) {

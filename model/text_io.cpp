@@ -16,7 +16,8 @@
 namespace epochcast {
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
-    const std::string prefix = "cannot read " + std::string(what) + " file '" + path.string() + "': ";
+    const std::string prefix =
+        "cannot read " + std::string(what) + " file '" + escape_for_message(path.string()) + "': ";
     std::error_code error;
     if (!std::filesystem::exists(path, error)) throw InputError(prefix + std::strerror(ENOENT));
     if (std::filesystem::is_directory(path, error)) throw InputError(prefix + std::strerror(EISDIR));
@@ -25,10 +26,19 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
         const int code = errno;
         throw InputError(prefix + (code != 0 ? std::strerror(code) : "cannot open"));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    // In chunks, to at most kMaxInputFileBytes: /dev/zero or a runaway file is refused, not read
+    // until memory runs out.
+    std::string text;
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        if (text.size() + static_cast<std::size_t>(in.gcount()) > kMaxInputFileBytes) {
+            throw InputError(prefix + "larger than " + std::to_string(kMaxInputFileBytes >> 20) +
+                             " MiB, more than any input epochcast reads");
+        }
+        text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    }
     if (in.bad()) throw InputError(prefix + "read error");
-    return text.str();
+    return text;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // calibration and the traces.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -10,8 +11,12 @@
 
 namespace epochcast {
 
+/// The largest input file epochcast reads (a catalog, a trace, a spec, a hostfile, a log): 256 MiB,
+/// far beyond any real one.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
+
 /// The whole file. Throws InputError "cannot read <what> file '<path>': <reason>" when it is
-/// missing, a directory or unreadable.
+/// missing, a directory, unreadable or larger than kMaxInputFileBytes (a device such as /dev/zero).
 std::string read_text_file(const std::filesystem::path& path, std::string_view what);
 
 /// Write `text` to `path` atomically: a temporary file beside it, then a rename, so that a

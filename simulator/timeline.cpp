@@ -44,7 +44,8 @@ nlohmann::json Timeline::to_json(const nlohmann::json& other_data) const {
 }
 
 void Timeline::write(const std::filesystem::path& path, const nlohmann::json& other_data) const {
-    write_text_file_atomically(path, to_json(other_data).dump() + "\n", "timeline");
+    write_text_file_atomically(
+        path, to_json(other_data).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "timeline");
 }
 
 std::string Timeline::name_of(int process, int thread) const {

@@ -465,7 +465,7 @@ std::string trace_json(const Trace& trace) {
             document["networks"].push_back(merged(raw, network_json(trace.networks[i])));
         }
     }
-    return document.dump(2) + "\n";
+    return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void write_trace(const Trace& trace, const std::filesystem::path& path) {

@@ -84,6 +84,37 @@ TEST(CalibrateCli, RunsThatFitNoReadableCalibrationAreBadInputAndWriteNothing) {
     }
 }
 
+TEST(CalibrateCli, AFileNameThatIsNotUtf8IsKeptAsTextNotAnInternalError) {
+    // Issue 42: calibrate $'n\xff\xfe.json' gave json's type_error.316 (exit 1, "a bug").
+    const auto trace = scratch("n\xff\xfe.json");
+    std::filesystem::copy_file(kSeed001, trace, std::filesystem::copy_options::overwrite_existing);
+    const auto output = scratch("utf8.json");
+    const auto result = run_epochcast("calibrate '" + trace.string() + "#0' -o '" + output.string() + "'");
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const Calibration c = Calibration::load(output);  // valid UTF-8, read back
+    EXPECT_FALSE(c.compute.empty());
+    std::filesystem::remove(trace);
+    std::filesystem::remove(output);
+    // An input that never ends (a device) is refused at a size no real input reaches.
+    const auto device = run_epochcast("calibrate /dev/zero -o '" + output.string() + "'");
+    EXPECT_EQ(device.exit_code, 2);
+    EXPECT_NE(device.err.find("larger than 256 MiB"), std::string::npos) << device.err;
+    EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+TEST(RunCli, AMissingTemporaryFolderAndAnEndlessHostfileAreBadInput) {
+    // Issue 42: "filesystem error: temp_directory_path" and "out of memory", each exit 1.
+    const auto tmpdir = testing::run_command("TMPDIR=/nonexistent '" + std::string(EPOCHCAST_CLI_PATH) +
+                                             "' run --np 1 --steps 1 -o /nonexistent/t.json");
+    EXPECT_EQ(tmpdir.exit_code, 2) << tmpdir.err;
+    EXPECT_NE(tmpdir.err.find("TMPDIR='/nonexistent' is not a folder"), std::string::npos) << tmpdir.err;
+    EXPECT_EQ(std::count(tmpdir.err.begin(), tmpdir.err.end(), '\n'), 1) << tmpdir.err;
+    const auto hostfile = run_epochcast("run --hostfile /dev/zero --np 1 -o /nonexistent/t.json");
+    EXPECT_EQ(hostfile.exit_code, 2) << hostfile.err;
+    EXPECT_NE(hostfile.err.find("cannot read host file '/dev/zero': larger than 256 MiB"), std::string::npos)
+        << hostfile.err;
+}
+
 TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
     const auto result = run_epochcast("validate '" + kSeed001 + "' --json");
     ASSERT_EQ(result.exit_code, 0) << result.err;
