@@ -435,7 +435,8 @@ private:
 };
 
 /// Draw every feasible plan, the front and the answers into --plot.
-void plot_plans(const PlanOptions& o, const PlanSearch& search, const Constraints& c, const std::string& epochs) {
+void plot_plans(const PlanOptions& o, const Catalog& catalog, const PlanSearch& search, const Constraints& c,
+                const std::string& epochs) {
     PlotRequest request;
     request.path = o.plot;
     for (const Plan& plan : search.plans) request.points.push_back({plan.scenario, plan.prediction});
@@ -447,6 +448,7 @@ void plot_plans(const PlanOptions& o, const PlanSearch& search, const Constraint
     request.deadline_s = c.deadline_s;
     request.budget_usd = c.budget_usd;
     request.title = "Plans for " + o.model + ", " + epochs + ": time against cost";
+    request.catalog = &catalog;
     write_plots(request);
 }
 
@@ -473,7 +475,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     const SearchSpace space = search_space(o, model);
     const std::string epochs = epochs_text(space, model);
     const PlanSearch search = search_plans(model, space, constraints.deadline_s, constraints.budget_usd, o.elastic);
-    if (!o.plot.empty()) plot_plans(o, search, constraints, epochs);
+    if (!o.plot.empty()) plot_plans(o, model.catalog(), search, constraints, epochs);
     write_report(PlanReport(o, model.catalog(), search, constraints, epochs), format, out);
     require_answers(search, constraints, out);
 }

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
+#include <set>
 
+#include "cli/report.hpp"
+#include "model/catalog.hpp"
 #include "model/errors.hpp"
 #include "model/types.hpp"
 
@@ -21,6 +26,50 @@ std::string extension_of(const std::string& path) {
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;
+}
+
+bool drawable(const TimeCost& p) {
+    return std::isfinite(p.time_to_train_s) && std::isfinite(p.cost_usd) && p.time_to_train_s > 0 && p.cost_usd > 0;
+}
+
+/// How far `p` lies behind the front: the log of the factor by which both its time and its cost
+/// must shrink for no front point to be both faster and cheaper (0 on the front).
+double gap_to_front(const TimeCost& p, const std::vector<TimeCost>& front) {
+    double gap = 0;
+    for (const TimeCost& f : front) {
+        gap =
+            std::max(gap, std::min(std::log(p.time_to_train_s / f.time_to_train_s), std::log(p.cost_usd / f.cost_usd)));
+    }
+    return gap;
+}
+
+/// An instance's family, short enough for a legend and still the name a person looks up: "p5"
+/// for "p5.48xlarge" (AWS), "ND H100 v5" for "Standard_ND96isr_H100_v5" (Azure's series: the size's
+/// letters, then the rest); others as they are ("a3-highgpu-8g").
+std::string short_instance(const std::string& name) {
+    if (name.rfind("Standard_", 0) == 0) {
+        std::string text = name.substr(9);
+        const auto underscore = text.find('_');
+        if (underscore == std::string::npos) return text;
+        std::string series;
+        for (char c : text.substr(0, underscore)) {
+            if (!std::isalpha(static_cast<unsigned char>(c))) break;
+            series += c;
+        }
+        std::string rest = text.substr(underscore + 1);
+        std::replace(rest.begin(), rest.end(), '_', ' ');
+        return series.empty() ? text : series + " " + rest;
+    }
+    const auto dot = name.find('.');
+    return dot == std::string::npos ? name : name.substr(0, dot);
+}
+
+/// "a, b, c" of at most `most` names, then "...".
+std::string listed(const std::vector<std::string>& names, std::size_t most) {
+    std::string text;
+    for (std::size_t i = 0; i < names.size() && i < most; ++i) text += (i ? ", " : "") + names[i];
+    if (names.size() > most) text += ", ...";
+    return text;
 }
 
 #ifdef EPOCHCAST_CLI_WITH_CHARTS
@@ -69,7 +118,6 @@ std::string curve_key(const Scenario& s, const Prediction& p) {
 
 constexpr std::size_t kMaxCurves = 6;
 constexpr std::size_t kMaxBars = 10;
-constexpr std::size_t kMaxScatter = 20000;
 
 charts::ScalingChartData scaling_data(const PlotRequest& r) {
     // The curves through the answers, then through the front's points, fastest first; the other
@@ -109,29 +157,69 @@ charts::ScalingChartData scaling_data(const PlotRequest& r) {
     return data;
 }
 
+/// What each labelled point answers: the answers' "cheapest within the deadline" and "fastest
+/// within the budget" (one point may be both), or without answers the front's "fastest" and
+/// "cheapest" ends.
+std::map<std::size_t, std::string> answer_roles(const PlotRequest& r, const std::vector<std::size_t>& front) {
+    std::optional<std::size_t> cheapest_in_time;
+    std::optional<std::size_t> fastest_in_budget;
+    for (std::size_t i : front) {
+        const Prediction& p = r.points[i].prediction;
+        if (r.deadline_s && p.time_to_train_s <= *r.deadline_s &&
+            (!cheapest_in_time || p.cost_usd < r.points[*cheapest_in_time].prediction.cost_usd)) {
+            cheapest_in_time = i;
+        }
+        if (r.budget_usd && p.cost_usd <= *r.budget_usd &&
+            (!fastest_in_budget || p.time_to_train_s < r.points[*fastest_in_budget].prediction.time_to_train_s)) {
+            fastest_in_budget = i;
+        }
+    }
+    std::map<std::size_t, std::string> roles;
+    for (std::size_t i : r.chosen) {
+        std::string role;
+        if (cheapest_in_time == i) role = "cheapest within the deadline";
+        if (fastest_in_budget == i) role += std::string(role.empty() ? "" : ", ") + "fastest within the budget";
+        roles[i] = role.empty() ? "answer" : role;
+    }
+    if (r.chosen.empty() && !front.empty()) {
+        roles[front.front()] = "fastest";
+        roles[front.back()] = front.size() == 1 ? "fastest and cheapest" : "cheapest";
+    }
+    return roles;
+}
+
 charts::CostTimeChartData cost_time_data(const PlotRequest& r) {
     charts::CostTimeChartData data;
     data.title = r.title.empty() ? "Time against cost" : r.title;
     data.deadline_s = r.deadline_s;
     data.budget_usd = r.budget_usd;
-    std::vector<bool> on_front(r.points.size(), false);
-    for (std::size_t i : r.front) on_front[i] = true;
-    // A sample of the cloud (every front point kept) so that huge sweeps still draw quickly.
-    const std::size_t stride = std::max<std::size_t>(1, r.points.size() / kMaxScatter);
-    // Label the answers or, without any, the front's two ends (the fastest and the cheapest).
-    std::vector<bool> labelled(r.points.size(), false);
-    for (std::size_t i : r.chosen) labelled[i] = true;
-    if (r.chosen.empty() && !r.front.empty()) {
-        labelled[r.front.front()] = true;
-        labelled[r.front.back()] = true;
-    }
-    for (std::size_t i = 0; i < r.points.size(); ++i) {
-        if (!on_front[i] && i % stride != 0) continue;
+    // The front, each GPU model's own best and a thinned grey background: tens of thousands of
+    // markers hid the front, and a score of instance types shared a handful of colours.
+    const PlotGroups groups = plot_groups(r.points, r.front, r.catalog);
+    data.group_order = groups.names;
+    std::vector<TimeCost> points;
+    points.reserve(r.points.size());
+    for (const PlotPoint& p : r.points) points.push_back({p.prediction.time_to_train_s, p.prediction.cost_usd});
+    const ScatterSelection selection = thin_scatter(points, r.front, groups.of_point);
+    const std::size_t drawn = selection.front.size() + selection.group_fronts.size() + selection.context.size();
+    data.context_name = drawn < r.points.size() ? "other configurations (a sample)" : "other configurations";
+    // Label the answers or, without any, the front's two ends, each with what it answers.
+    const std::map<std::size_t, std::string> roles = answer_roles(r, selection.front);
+    auto add = [&](std::size_t i, bool on_front, bool context) {
         const Prediction& p = r.points[i].prediction;
-        const std::string label = labelled[i] ? label_of(r.points[i].scenario, p) : std::string();
-        data.points.push_back(
-            {static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front[i], label, r.points[i].scenario.instance});
-    }
+        const auto role = roles.find(i);
+        const std::string label = role == roles.end()
+                                      ? std::string()
+                                      : role->second + ": " + format_duration(p.time_to_train_s) + ", " +
+                                            format_dollars(p.cost_usd) + "\n" + label_of(r.points[i].scenario, p);
+        charts::CostTimePoint point{
+            static_cast<int>(i), p.time_to_train_s, p.cost_usd, on_front, label, groups.names[groups.of_point[i]]};
+        point.context = context;
+        data.points.push_back(std::move(point));
+    };
+    for (std::size_t i : selection.context) add(i, false, true);
+    for (std::size_t i : selection.group_fronts) add(i, false, false);
+    for (std::size_t i : selection.front) add(i, true, false);
     return data;
 }
 
@@ -162,6 +250,150 @@ charts::BreakdownChartData breakdown_data(const PlotRequest& r) {
 #endif
 
 }  // namespace
+
+std::string gpu_model(const std::string& gpu_name) { return gpu_name.substr(0, gpu_name.find('-')); }
+
+PlotGroups plot_groups(const std::vector<PlotPoint>& points, const std::vector<std::size_t>& front,
+                       const Catalog* catalog, std::size_t max_entries) {
+    max_entries = std::max<std::size_t>(1, max_entries);
+    // Each point's model; an instance the catalog lacks (or a CPU-only one) is its own.
+    std::map<std::string, std::string> model_of_instance;
+    bool by_gpu = false;
+    for (const PlotPoint& p : points) {
+        const std::string& instance = p.scenario.instance;
+        if (model_of_instance.count(instance)) continue;
+        std::string model = instance;
+        if (catalog) {
+            const auto& known = catalog->instances();
+            const auto it = std::find_if(known.begin(), known.end(),
+                                         [&](const InstanceSpec& spec) { return spec.name == instance; });
+            if (it != known.end() && !it->gpu.empty()) {
+                model = gpu_model(it->gpu);
+                by_gpu = true;
+            }
+        }
+        model_of_instance[instance] = model;
+    }
+    std::vector<TimeCost> front_points;
+    for (std::size_t i : front) {
+        front_points.push_back({points[i].prediction.time_to_train_s, points[i].prediction.cost_usd});
+    }
+    // Each model's and each instance's nearest approach to the front.
+    std::map<std::string, double> model_gap;
+    std::map<std::string, std::map<std::string, double>> instance_gap;  // model -> instance -> gap
+    for (const PlotPoint& p : points) {
+        const TimeCost tc{p.prediction.time_to_train_s, p.prediction.cost_usd};
+        const double gap = drawable(tc) && !front_points.empty() ? gap_to_front(tc, front_points)
+                                                                 : std::numeric_limits<double>::infinity();
+        const std::string& model = model_of_instance[p.scenario.instance];
+        auto [m, fresh] = model_gap.emplace(model, gap);
+        if (!fresh) m->second = std::min(m->second, gap);
+        auto [n, new_instance] = instance_gap[model].emplace(short_instance(p.scenario.instance), gap);
+        if (!new_instance) n->second = std::min(n->second, gap);
+    }
+    // The models along the front, fastest first, then the others, nearest first.
+    std::vector<std::string> order;
+    for (std::size_t i : front) {
+        const std::string& model = model_of_instance[points[i].scenario.instance];
+        if (std::find(order.begin(), order.end(), model) == order.end()) order.push_back(model);
+    }
+    std::vector<std::pair<double, std::string>> rest;
+    for (const auto& [model, gap] : model_gap) {
+        if (std::find(order.begin(), order.end(), model) == order.end()) rest.push_back({gap, model});
+    }
+    std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [gap, model] : rest) order.push_back(model);
+
+    const std::size_t named = order.size() <= max_entries ? order.size() : max_entries - 1;
+    PlotGroups groups;
+    std::map<std::string, std::size_t> entry_of_model;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        if (k < named) {
+            std::string name = order[k];
+            if (by_gpu) {
+                std::vector<std::pair<double, std::string>> instances;
+                for (const auto& [instance, gap] : instance_gap[order[k]]) instances.push_back({gap, instance});
+                std::stable_sort(instances.begin(), instances.end(),
+                                 [](const auto& a, const auto& b) { return a.first < b.first; });
+                std::vector<std::string> names;
+                for (const auto& [gap, instance] : instances) names.push_back(instance);
+                name += ": " + listed(names, 3);
+            }
+            groups.names.push_back(name);
+        }
+        entry_of_model[order[k]] = std::min(k, named);
+    }
+    if (named < order.size()) {
+        const std::vector<std::string> others(order.begin() + static_cast<std::ptrdiff_t>(named), order.end());
+        groups.names.push_back((by_gpu ? "other GPUs: " : "other instances: ") + listed(others, 4));
+    }
+    for (const PlotPoint& p : points) groups.of_point.push_back(entry_of_model[model_of_instance[p.scenario.instance]]);
+    return groups;
+}
+
+ScatterSelection thin_scatter(const std::vector<TimeCost>& points, const std::vector<std::size_t>& front,
+                              const std::vector<std::size_t>& group_of_point, std::size_t max_per_group,
+                              std::size_t max_context) {
+    ScatterSelection selection;
+    std::vector<bool> taken(points.size(), false);
+    for (std::size_t i : front) {
+        if (i < points.size() && drawable(points[i]) && !taken[i]) {
+            selection.front.push_back(i);
+            taken[i] = true;
+        }
+    }
+    // Each group's own front.
+    std::map<std::size_t, std::vector<std::size_t>> members;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        if (drawable(points[i])) members[i < group_of_point.size() ? group_of_point[i] : 0].push_back(i);
+    }
+    for (const auto& [group, indices] : members) {
+        std::vector<TimeCost> own;
+        for (std::size_t i : indices) own.push_back(points[i]);
+        std::vector<std::size_t> best;
+        if (indices.size() <= max_per_group) {
+            best = indices;  // a small group is drawn whole
+        } else {
+            for (std::size_t k : pareto_front(own)) best.push_back(indices[k]);
+        }
+        std::erase_if(best, [&](std::size_t i) { return taken[i]; });
+        const std::size_t keep = std::min(best.size(), max_per_group);
+        for (std::size_t k = 0; k < keep; ++k) {
+            const std::size_t i = best[keep == best.size() ? k : k * best.size() / keep];
+            selection.group_fronts.push_back(i);
+            taken[i] = true;
+        }
+    }
+    std::sort(selection.group_fronts.begin(), selection.group_fronts.end());
+    // The rest: one per cell of a grid over log time and log cost.
+    double t0 = std::numeric_limits<double>::infinity(), t1 = -t0, c0 = t0, c1 = -t0;
+    for (const TimeCost& p : points) {
+        if (!drawable(p)) continue;
+        t0 = std::min(t0, std::log(p.time_to_train_s));
+        t1 = std::max(t1, std::log(p.time_to_train_s));
+        c0 = std::min(c0, std::log(p.cost_usd));
+        c1 = std::max(c1, std::log(p.cost_usd));
+    }
+    constexpr int kColumns = 60;
+    constexpr int kRows = 40;
+    auto cell = [](double v, double low, double high, int cells) {
+        if (!(high > low)) return 0;
+        return std::clamp(static_cast<int>((v - low) / (high - low) * cells), 0, cells - 1);
+    };
+    std::set<std::pair<int, int>> filled;
+    std::vector<std::size_t> context;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        if (taken[i] || !drawable(points[i])) continue;
+        const std::pair<int, int> at{cell(std::log(points[i].time_to_train_s), t0, t1, kColumns),
+                                     cell(std::log(points[i].cost_usd), c0, c1, kRows)};
+        if (filled.insert(at).second) context.push_back(i);
+    }
+    const std::size_t stride = max_context == 0 ? context.size() + 1 : (context.size() + max_context - 1) / max_context;
+    for (std::size_t k = 0; k < context.size(); k += std::max<std::size_t>(1, stride)) {
+        selection.context.push_back(context[k]);
+    }
+    return selection;
+}
 
 bool plots_supported() {
 #ifdef EPOCHCAST_CLI_WITH_CHARTS

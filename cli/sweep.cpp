@@ -458,6 +458,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         request.front = pareto_front(points);
         request.points = std::move(plot);
         request.title = "Sweep " + std::filesystem::path(o.spec).filename().string() + ": time against cost";
+        request.catalog = &model.catalog();
         write_plots(request);
     }
     if (!o.output.empty()) {

@@ -1,8 +1,11 @@
 #include "gui/charts/charts.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,12 +22,15 @@
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QScatterSeries>
 #include <QtCharts/QValueAxis>
+#include <QtCore/QByteArray>
 #include <QtCore/QCoreApplication>
+#include <QtCore/QFile>
 #include <QtGui/QFontMetricsF>
 #include <QtGui/QImage>
 #include <QtGui/QPainter>
 #include <QtSvg/QSvgGenerator>
 #include <QtWidgets/QApplication>
+#include <QtWidgets/QGraphicsLineItem>
 #include <QtWidgets/QGraphicsRectItem>
 #include <QtWidgets/QGraphicsScene>
 #include <QtWidgets/QGraphicsSimpleTextItem>
@@ -48,6 +54,21 @@ const QColor kSeriesColours[] = {kBlue, kVermillion, kGreen, kOrange, kPurple, k
 // The scatter's groups: the palette without the front's vermillion and the current point's orange,
 // with one shape fewer than colours, so that colour and shape both change from one group to the next.
 const QColor kGroupColours[] = {kBlue, kSky, kGreen, kPurple, kBlack, kYellow};
+// The groups of `plan/sweep --plot` (GPU models), one colour each: the palette without the
+// front's vermillion and the orange near it, then four more that stay apart from them and from
+// each other; the tenth, a mid grey, is mostly "other GPUs".
+const QColor kFamilyColours[] = {kBlue,
+                                 kGreen,
+                                 kPurple,
+                                 kSky,
+                                 QColor(110, 80, 160),
+                                 kBlack,
+                                 QColor(200, 170, 0),
+                                 QColor(140, 90, 60),
+                                 QColor(100, 140, 40),
+                                 QColor(120, 120, 120)};
+// The configurations behind the front and the groups' best: context, not to be read one by one.
+const QColor kContextGrey{212, 212, 212};
 const QScatterSeries::MarkerShape kGroupShapes[] = {
     QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle, QScatterSeries::MarkerShapeTriangle,
     QScatterSeries::MarkerShapeRotatedRectangle, QScatterSeries::MarkerShapePentagon};
@@ -150,10 +171,32 @@ struct PointLabels {
     QAbstractAxis* y = nullptr;
     std::vector<QPointF> anchors;  ///< the labelled points, in the axes' values
     std::vector<QGraphicsRectItem*> boxes;
-    std::vector<QPointF> markers;  ///< not to be covered: the front's and the current one
-    std::vector<QPointF> cloud;    ///< better not covered: every other configuration
+    std::vector<QGraphicsLineItem*> leaders;  ///< from each point to its box, when the box stands off
+    std::vector<QPointF> markers;             ///< not to be covered: the front's and the current one
+    std::vector<QPointF> cloud;               ///< better not covered: every other configuration
     std::vector<double> vertical_lines;
     std::vector<double> horizontal_lines;
+    /// The deadline's and the budget's names, written along their lines (placed first, at the
+    /// plot's top and right edges; the points' labels keep clear of them).
+    struct LineName {
+        QGraphicsRectItem* box;
+        bool vertical;
+        double value;
+    };
+    std::vector<LineName> line_names;
+
+    void name_line(QChart& chart, bool vertical, double value, const QString& text) {
+        auto* box = new QGraphicsRectItem(&chart);
+        box->setPen(Qt::NoPen);
+        box->setBrush(QColor(255, 255, 255, 200));
+        box->setZValue(99);
+        auto* label = new QGraphicsSimpleTextItem(text, box);
+        label->setBrush(QColor(60, 60, 60));
+        label->setPos(3, 0);
+        const QRectF bounds = label->boundingRect();
+        box->setRect(0, 0, bounds.width() + 6, bounds.height());
+        line_names.push_back({box, vertical, value});
+    }
 
     void add(QChart& chart, QPointF anchor, const QString& text) {
         auto* box = new QGraphicsRectItem(&chart);
@@ -167,6 +210,10 @@ struct PointLabels {
         box->setRect(0, 0, bounds.width() + 8, bounds.height() + 2);
         anchors.push_back(anchor);
         boxes.push_back(box);
+        auto* leader = new QGraphicsLineItem(&chart);
+        leader->setPen(QPen(QColor(110, 110, 110), 1));
+        leader->setZValue(99);
+        leaders.push_back(leader);
     }
 
     QPointF to_pixels(const QRectF& plot, QPointF value) const {
@@ -184,6 +231,21 @@ struct PointLabels {
         const std::vector<QPointF> marker_px = pixels(markers);
         const std::vector<QPointF> cloud_px = pixels(cloud);
         std::vector<QRectF> placed;
+        for (const LineName& name : line_names) {
+            const QSizeF size = name.box->rect().size();
+            QRectF r;
+            if (name.vertical) {
+                const double at = to_pixels(plot, {name.value, 1}).x();
+                r = QRectF(QPointF(at + 4, plot.top() + 4), size);
+                if (r.right() > plot.right()) r.moveRight(at - 4);
+            } else {
+                const double at = to_pixels(plot, {1, name.value}).y();
+                r = QRectF(QPointF(plot.right() - 4 - size.width(), at - 2 - size.height()), size);
+                if (r.top() < plot.top()) r.moveTop(at + 2);
+            }
+            name.box->setPos(r.topLeft());
+            placed.push_back(r);
+        }
         for (std::size_t i = 0; i < boxes.size(); ++i) {
             const QPointF p = to_pixels(plot, anchors[i]);
             const QSizeF size = boxes[i]->rect().size();
@@ -224,15 +286,207 @@ struct PointLabels {
             }
             boxes[i]->setPos(best.topLeft());
             placed.push_back(best);
+            // A thin line from the point to its label, where the label had to stand off.
+            const QPointF edge(std::clamp(p.x(), best.left(), best.right()),
+                               std::clamp(p.y(), best.top(), best.bottom()));
+            const QLineF leader(p, edge);
+            leaders[i]->setVisible(leader.length() > 14);
+            if (leader.length() > 0) leaders[i]->setLine(QLineF(leader.pointAt(7 / leader.length()), edge));
         }
     }
 };
+
+/// An axis' ticks drawn by the chart: the labels over Qt's own (made transparent: they keep their
+/// room beside the plot, and Qt's log axis could only label its base's powers), a grid line and a
+/// tick mark at each, and the axis line; placed again whenever the plot area moves, as many ticks
+/// as the axis' length has room for (a chart in the GUI is a third as wide as a file's).
+struct PlainAxis {
+    using TickMaker = std::function<std::vector<AxisTick>(std::size_t max_ticks)>;
+    QChart* chart = nullptr;
+    QAbstractAxis* axis = nullptr;
+    bool horizontal = true;
+    std::vector<std::vector<AxisTick>> choices;  ///< the tick sets, the most ticks first
+    QFont font;
+    QBrush brush;
+    QPen grid_pen;
+    QPen line_pen{QColor(120, 120, 120), 1};
+    std::vector<QGraphicsSimpleTextItem*> labels;
+    std::vector<QGraphicsLineItem*> grid;
+    std::vector<QGraphicsLineItem*> marks;
+    QGraphicsLineItem* line = nullptr;
+
+    PlainAxis(QChart& c, QAbstractAxis* a, bool is_horizontal, const TickMaker& make, std::size_t max_ticks)
+        : chart(&c), axis(a), horizontal(is_horizontal) {
+        for (std::size_t n = max_ticks; n >= 2; --n) {
+            std::vector<AxisTick> ticks = make(n);
+            auto same = [&](const std::vector<AxisTick>& other) {
+                return other.size() == ticks.size() &&
+                       std::equal(other.begin(), other.end(), ticks.begin(),
+                                  [](const AxisTick& x, const AxisTick& y) { return x.label == y.label; });
+            };
+            if (choices.empty() || !same(choices.back())) choices.push_back(std::move(ticks));
+        }
+        font = axis->labelsFont();
+        brush = axis->labelsBrush();
+        grid_pen = axis->gridLinePen();
+        grid_pen.setColor(QColor(225, 225, 225));
+        grid_pen.setWidthF(1);
+        // Qt's labels, unseen, as wide as the widest of ours (in digits, which are at least as wide
+        // as "$" and ","), so that the plot leaves room for them.
+        std::size_t widest = 1;
+        for (const auto& ticks : choices) {
+            for (const AxisTick& t : ticks) widest = std::max(widest, t.label.size());
+        }
+        const QString format = QString("%0%1.0f").arg(widest);
+        if (auto* log = qobject_cast<QLogValueAxis*>(axis)) log->setLabelFormat(format);
+        if (auto* linear = qobject_cast<QValueAxis*>(axis)) linear->setLabelFormat(format);
+        axis->setLabelsBrush(Qt::transparent);
+        axis->setGridLineVisible(false);
+        axis->setMinorGridLineVisible(false);
+        axis->setLineVisible(false);  // and with it Qt's tick marks, at its own values
+        if (auto* linear = qobject_cast<QValueAxis*>(axis)) linear->setMinorTickCount(0);
+        line = new QGraphicsLineItem(chart);
+        line->setPen(line_pen);
+        line->setZValue(3);
+    }
+
+    /// Where a tick lies along the axis, in pixels from the plot's left or bottom.
+    double offset(const QRectF& plot, double value) const {
+        return axis_fraction(axis, value) * (horizontal ? plot.width() : plot.height());
+    }
+
+    /// Whether the ticks' labels stand apart along an axis of that plot.
+    bool fits(const QRectF& plot, const std::vector<AxisTick>& ticks) const {
+        const QFontMetricsF metrics(font);
+        for (std::size_t i = 1; i < ticks.size(); ++i) {
+            const double apart = offset(plot, ticks[i].value) - offset(plot, ticks[i - 1].value);
+            const double needed = horizontal ? (metrics.horizontalAdvance(QString::fromStdString(ticks[i].label)) +
+                                                metrics.horizontalAdvance(QString::fromStdString(ticks[i - 1].label))) /
+                                                       2 +
+                                                   8
+                                             : metrics.height() + 4;
+            if (apart < needed) return false;
+        }
+        return true;
+    }
+
+    void place(const QRectF& plot) {
+        if (choices.empty()) return;
+        const std::vector<AxisTick>* ticks = &choices.back();
+        for (const auto& choice : choices) {
+            if (fits(plot, choice)) {
+                ticks = &choice;
+                break;
+            }
+        }
+        while (labels.size() < ticks->size()) {
+            auto* label = new QGraphicsSimpleTextItem(chart);
+            label->setFont(font);
+            label->setBrush(brush);
+            labels.push_back(label);
+            auto* g = new QGraphicsLineItem(chart);
+            g->setPen(grid_pen);
+            g->setZValue(2);  // Qt's grid's: under the series
+            grid.push_back(g);
+            auto* m = new QGraphicsLineItem(chart);
+            m->setPen(line_pen);
+            marks.push_back(m);
+        }
+        for (std::size_t i = 0; i < labels.size(); ++i) {
+            const double f = i < ticks->size() ? axis_fraction(axis, (*ticks)[i].value) : -1;
+            const bool shown = f >= -1e-6 && f <= 1 + 1e-6;
+            labels[i]->setVisible(shown);
+            grid[i]->setVisible(shown);
+            marks[i]->setVisible(shown);
+            if (!shown) continue;
+            labels[i]->setText(QString::fromStdString((*ticks)[i].label));
+            const QRectF text = labels[i]->boundingRect();
+            // On a pixel's centre: a crisp line of one grey, not two half-tones.
+            if (horizontal) {
+                const double at = std::floor(plot.left() + f * plot.width()) + 0.5;
+                grid[i]->setLine(at, plot.top(), at, plot.bottom());
+                marks[i]->setLine(at, plot.bottom(), at, plot.bottom() + 4);
+                labels[i]->setPos(at - text.width() / 2, plot.bottom() + 5);
+            } else {
+                const double at = std::floor(plot.bottom() - f * plot.height()) + 0.5;
+                grid[i]->setLine(plot.left(), at, plot.right(), at);
+                marks[i]->setLine(plot.left() - 4, at, plot.left(), at);
+                labels[i]->setPos(plot.left() - 7 - text.width(), at - text.height() / 2);
+            }
+        }
+        if (horizontal) {
+            const double at = std::floor(plot.bottom()) + 0.5;
+            line->setLine(plot.left(), at, plot.right(), at);
+        } else {
+            const double at = std::floor(plot.left()) + 0.5;
+            line->setLine(at, plot.top(), at, plot.bottom());
+        }
+    }
+};
+
+/// The axis' range: a log axis' or a value axis'.
+std::pair<double, double> range_of(const QAbstractAxis* axis) {
+    if (const auto* log = qobject_cast<const QLogValueAxis*>(axis)) return {log->min(), log->max()};
+    const auto* linear = static_cast<const QValueAxis*>(axis);
+    return {linear->min(), linear->max()};
+}
 
 std::string lower_extension(const std::filesystem::path& path) {
     std::string ext = path.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;
+}
+
+/// The CRC-32 of PNG chunks (ISO 3309, as zlib's crc32).
+std::uint32_t png_crc(const QByteArray& bytes) {
+    static const std::array<std::uint32_t, 256> table = [] {
+        std::array<std::uint32_t, 256> t{};
+        for (std::uint32_t n = 0; n < 256; ++n) {
+            std::uint32_t c = n;
+            for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            t[n] = c;
+        }
+        return t;
+    }();
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (const char b : bytes) c = table[(c ^ static_cast<std::uint8_t>(b)) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+void append_big_endian(QByteArray& out, std::uint32_t value) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.append(static_cast<char>((value >> shift) & 0xFF));
+}
+
+/// `image` as an opaque 8-bit RGB PNG whose rows are not filtered: a picture of charts is mostly
+/// flat colour, which zlib alone packs about a quarter smaller than after libpng's adaptive
+/// filters (what QImage::save() writes). False when the file cannot be written.
+bool write_png(const QImage& image, const std::filesystem::path& path) {
+    const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
+    const qsizetype row = static_cast<qsizetype>(rgb.width()) * 3;
+    QByteArray raw;
+    raw.reserve(rgb.height() * (row + 1));
+    for (int y = 0; y < rgb.height(); ++y) {
+        raw.append('\0');  // filter type 0: none
+        raw.append(reinterpret_cast<const char*>(rgb.constScanLine(y)), row);
+    }
+    QByteArray png("\x89PNG\r\n\x1a\n", 8);
+    auto chunk = [&](const char* type, const QByteArray& data) {
+        QByteArray body(type, 4);
+        body.append(data);
+        append_big_endian(png, static_cast<std::uint32_t>(data.size()));
+        png.append(body);
+        append_big_endian(png, png_crc(body));
+    };
+    QByteArray header;
+    append_big_endian(header, static_cast<std::uint32_t>(rgb.width()));
+    append_big_endian(header, static_cast<std::uint32_t>(rgb.height()));
+    header.append("\x08\x02\x00\x00\x00", 5);  // 8 bits, RGB, deflate, filter method 0, not interlaced
+    chunk("IHDR", header);
+    chunk("IDAT", qCompress(raw, 9).mid(4));  // a zlib stream after qCompress's 4-byte length
+    chunk("IEND", QByteArray());
+    QFile file(QString::fromStdString(path.string()));
+    return file.open(QIODevice::WriteOnly) && file.write(png) == png.size() && file.flush();
 }
 
 }  // namespace
@@ -267,6 +521,12 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
             : make_axis("throughput (images/s)", 0, throughput.high, std::numeric_limits<double>::infinity(), 10, true);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
+    // Throughput as a person writes it: 20,000 and 1,000,000, not 1e+06 or 1000000 alone.
+    const auto [y_min, y_max] = range_of(y);
+    auto plain_y = std::make_shared<PlainAxis>(
+        *chart, y, false, [=](std::size_t n) { return count_ticks(y_min, y_max, log, n); }, 8);
+    QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(),
+                     [plain_y](const QRectF& plot) { plain_y->place(plot); });
 
     // The ideal lines first, so that the curves are drawn over them; one legend entry says what
     // the dashes are, in grey: each is in the colour of its curve.
@@ -341,67 +601,165 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
     if (hours.empty()) hours.add(1);
     if (dollars.empty()) dollars.add(1);
 
-    QAbstractAxis* x = make_axis("time to train (hours)", hours.low, hours.high, 30, 0, false);
-    QAbstractAxis* y = make_axis("cost to train (US$)", dollars.low, dollars.high, 30, 0, false);
+    // The styled chart goes logarithmic sooner: its thousands of points span a factor of 20 in
+    // cost where the front spans 2, and a linear axis flattens the front against the floor.
+    const bool styled = !data.group_order.empty();
+    const double log_ratio = styled ? 4 : 30;
+    QAbstractAxis* x = make_axis("time to train", hours.low, hours.high, log_ratio, 0, false);
+    QAbstractAxis* y = make_axis("cost to train (US$)", dollars.low, dollars.high, log_ratio, 0, false);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
+    // Plain ticks ("10 min", "1 h"; "$50", "$1,000") where Qt's would read 0.1, 1, 10 or 1000.
+    const auto [x_min, x_max] = range_of(x);
+    const auto [y_min, y_max] = range_of(y);
+    const bool x_log = x->type() == QAbstractAxis::AxisTypeLogValue;
+    const bool y_log = y->type() == QAbstractAxis::AxisTypeLogValue;
+    auto axes = std::make_shared<std::vector<std::unique_ptr<PlainAxis>>>();
+    axes->push_back(std::make_unique<PlainAxis>(
+        *chart, x, true, [=](std::size_t n) { return time_ticks(x_min, x_max, x_log, n); }, 9));
+    axes->push_back(std::make_unique<PlainAxis>(
+        *chart, y, false, [=](std::size_t n) { return dollar_ticks(y_min, y_max, y_log, n); }, 8));
+    QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(), [axes](const QRectF& plot) {
+        for (const auto& axis : *axes) axis->place(plot);
+    });
 
-    // One series per group (instance type), in the groups' alphabetical order so that a type keeps
-    // its marker from one chart to the next; no two of the first 30 look alike.
-    std::map<std::string, QScatterSeries*> groups;
-    for (const CostTimePoint& p : data.points) groups.emplace(p.group, nullptr);
-    std::size_t k = 0;
-    for (auto& [name, series] : groups) {
-        series = new QScatterSeries;
-        series->setName(name.empty() ? QString("configurations") : qt(name));
-        const QColor c = kGroupColours[k % std::size(kGroupColours)];
-        series->setColor(QColor(c.red(), c.green(), c.blue(), 190));
-        series->setBorderColor(c.darker(150));
-        series->setMarkerShape(kGroupShapes[k % std::size(kGroupShapes)]);
-        series->setMarkerSize(9);
-        ++k;
-    }
     auto labels = std::make_shared<PointLabels>();
     std::vector<const CostTimePoint*> front;
+    auto hide_from_legend = [&](QAbstractSeries* series) {
+        chart->legend()->markers(series).front()->setVisible(false);
+    };
+    std::map<std::string, QScatterSeries*> groups;
+    std::map<std::string, QColor> group_colour;
+    QScatterSeries* context = nullptr;
+    QLineSeries* front_entry = nullptr;
+    if (!styled) {
+        // One series per group (instance type), in the groups' alphabetical order so that a type keeps
+        // its marker from one chart to the next; no two of the first 30 look alike.
+        for (const CostTimePoint& p : data.points) groups.emplace(p.group, nullptr);
+        std::size_t k = 0;
+        for (auto& [name, series] : groups) {
+            series = new QScatterSeries;
+            series->setName(name.empty() ? QString("configurations") : qt(name));
+            const QColor c = kGroupColours[k % std::size(kGroupColours)];
+            series->setColor(QColor(c.red(), c.green(), c.blue(), 190));
+            series->setBorderColor(c.darker(150));
+            series->setMarkerShape(kGroupShapes[k % std::size(kGroupShapes)]);
+            series->setMarkerSize(9);
+            ++k;
+        }
+    } else {
+        // The background first (under everything), its legend entry after the groups'.
+        context = new QScatterSeries;
+        context->setColor(kContextGrey);
+        context->setBorderColor(kContextGrey);
+        context->setMarkerSize(4.5);
+        attach(*chart, context, x, y);
+        hide_from_legend(context);
+        // The front's entry leads the legend; its line is drawn over the groups' points below.
+        front_entry = new QLineSeries;
+        front_entry->setName("Pareto front (fastest for the money)");
+        front_entry->setPen(QPen(kVermillion, 3));
+        attach(*chart, front_entry, x, y);  // no points: a legend entry only
+        std::vector<std::string> order = data.group_order;
+        for (const CostTimePoint& p : data.points) {
+            if (!p.context && std::find(order.begin(), order.end(), p.group) == order.end()) order.push_back(p.group);
+        }
+        for (std::size_t k = 0; k < order.size(); ++k) {
+            auto* series = new QScatterSeries;
+            series->setName(order[k].empty() ? QString("configurations") : qt(order[k]));
+            const QColor c = kFamilyColours[k % std::size(kFamilyColours)];
+            group_colour[order[k]] = c;
+            series->setColor(QColor(c.red(), c.green(), c.blue(), 200));
+            series->setBorderColor(c.darker(140));
+            series->setMarkerShape(kGroupShapes[k % std::size(kGroupShapes)]);
+            series->setMarkerSize(7);
+            groups[order[k]] = series;
+        }
+    }
     for (const CostTimePoint& p : data.points) {
         const QPointF at(p.time_to_train_s / 3600, p.cost_usd);
-        groups[p.group]->append(at);
         if (p.on_front) {
             front.push_back(&p);
             labels->markers.push_back(at);
+            if (!styled) groups[p.group]->append(at);
+            continue;
+        }
+        if (styled && p.context) {
+            context->append(at);  // a label may cover the background
         } else {
             labels->cloud.push_back(at);
+            groups[p.group]->append(at);
         }
     }
-    for (const auto& [name, series] : groups) attach(*chart, series, x, y);
-    if (groups.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
+    if (styled) {
+        for (const std::string& name : data.group_order) attach(*chart, groups[name], x, y);
+        for (auto& [name, series] : groups) {
+            if (!series->chart()) attach(*chart, series, x, y);
+        }
+        if (context->count() > 0) {
+            auto* entry = new QScatterSeries;
+            entry->setName(qt(data.context_name));
+            entry->setColor(kContextGrey);
+            entry->setBorderColor(kContextGrey);
+            entry->setMarkerSize(7);
+            attach(*chart, entry, x, y);  // no points: a legend entry after the groups'
+        }
+        chart->legend()->setAlignment(Qt::AlignRight);
+    } else {
+        for (const auto& [name, series] : groups) attach(*chart, series, x, y);
+        if (groups.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
+    }
     chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);  // the group's shape, not a square
 
     std::sort(front.begin(), front.end(),
               [](const CostTimePoint* a, const CostTimePoint* b) { return a->time_to_train_s < b->time_to_train_s; });
     if (!front.empty()) {
         auto* line = new QLineSeries;
-        line->setName("Pareto front (fastest for the money)");
-        line->setPen(QPen(kVermillion, 2.5));
-        // A ring around each front point keeps its group's marker in sight.
-        auto* rings = new QScatterSeries;
-        rings->setColor(Qt::transparent);
-        rings->setBorderColor(kVermillion);
-        rings->setMarkerSize(15);
-        for (const CostTimePoint* p : front) {
-            line->append(p->time_to_train_s / 3600, p->cost_usd);
-            rings->append(p->time_to_train_s / 3600, p->cost_usd);
+        line->setPen(QPen(kVermillion, styled ? 3 : 2.5));
+        for (const CostTimePoint* p : front) line->append(p->time_to_train_s / 3600, p->cost_usd);
+        if (styled) {
+            attach(*chart, line, x, y);
+            hide_from_legend(line);
+            // Each front point in its group's colour and shape, larger, outlined.
+            std::map<std::string, QScatterSeries*> markers;
+            for (const CostTimePoint* p : front) {
+                QScatterSeries*& series = markers[p->group];
+                if (!series) {
+                    series = new QScatterSeries;
+                    const QScatterSeries* group = groups.count(p->group) ? groups[p->group] : nullptr;
+                    series->setColor(group_colour.count(p->group) ? group_colour[p->group] : kGrey);
+                    series->setMarkerShape(group ? group->markerShape() : QScatterSeries::MarkerShapeCircle);
+                    series->setMarkerSize(12);
+                }
+                series->append(p->time_to_train_s / 3600, p->cost_usd);
+            }
+            for (auto& [name, series] : markers) {
+                attach(*chart, series, x, y);
+                series->setPen(QPen(QColor(40, 40, 40), 1.5));
+                hide_from_legend(series);
+            }
+        } else {
+            line->setName("Pareto front (fastest for the money)");
+            // A ring around each front point keeps its group's marker in sight.
+            auto* rings = new QScatterSeries;
+            rings->setColor(Qt::transparent);
+            rings->setBorderColor(kVermillion);
+            rings->setMarkerSize(15);
+            for (const CostTimePoint* p : front) rings->append(p->time_to_train_s / 3600, p->cost_usd);
+            attach(*chart, line, x, y);
+            attach(*chart, rings, x, y);
+            rings->setPen(QPen(kVermillion, 2));
+            hide_from_legend(rings);
         }
-        attach(*chart, line, x, y);
-        attach(*chart, rings, x, y);
-        rings->setPen(QPen(kVermillion, 2));
-        chart->legend()->markers(rings).front()->setVisible(false);
         if (data.label_front) {
             for (const CostTimePoint* p : front) {
                 const QString text = qt(p->label);
                 if (!text.isEmpty()) labels->add(*chart, {p->time_to_train_s / 3600, p->cost_usd}, text);
             }
         }
+    } else if (front_entry) {
+        chart->removeSeries(front_entry);
+        delete front_entry;
     }
     if (data.current_index) {
         const auto current = std::find_if(data.points.begin(), data.points.end(),
@@ -417,27 +775,39 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
             labels->markers.push_back(marker->at(0));
         }
     }
-    auto add_limit = [&](const QString& name, const QColor& colour, QPointF a, QPointF b) {
+    // The deadline and the budget: in the GUI's style a green and a purple line in the legend; in
+    // the styled one (whose groups take those colours) dark grey lines named where they are drawn.
+    auto add_limit = [&](const QString& name, const QColor& colour, Qt::PenStyle style, QPointF a, QPointF b) {
         auto* line = new QLineSeries;
-        line->setName(name);
-        line->setPen(QPen(colour, 2, Qt::DashDotLine));
+        line->setPen(QPen(colour, styled ? 1.5 : 2, style));
         line->append(a);
         line->append(b);
         attach(*chart, line, x, y);
+        if (styled) {
+            hide_from_legend(line);
+            labels->name_line(*chart, a.x() == b.x(), a.x() == b.x() ? a.x() : a.y(), name);
+        } else {
+            line->setName(name);
+        }
     };
     const double x_low = std::max(hours.low, 1e-9) / 2;
     const double y_low = std::max(dollars.low, 1e-9) / 2;
+    const QColor limit_grey(90, 90, 90);
     if (data.deadline_s) {
-        add_limit("deadline", kGreen, {*data.deadline_s / 3600, y_low}, {*data.deadline_s / 3600, dollars.high * 2});
+        add_limit(qt("deadline " + plain_duration(*data.deadline_s)), styled ? limit_grey : kGreen,
+                  styled ? Qt::DashLine : Qt::DashDotLine, {*data.deadline_s / 3600, y_low},
+                  {*data.deadline_s / 3600, dollars.high * 2});
         labels->vertical_lines.push_back(*data.deadline_s / 3600);
     }
     if (data.budget_usd) {
-        add_limit("budget", kPurple, {x_low, *data.budget_usd}, {hours.high * 2, *data.budget_usd});
+        add_limit(qt("budget " + plain_dollars(*data.budget_usd)), styled ? limit_grey : kPurple,
+                  styled ? Qt::DashLine : Qt::DashDotLine, {x_low, *data.budget_usd},
+                  {hours.high * 2, *data.budget_usd});
         labels->horizontal_lines.push_back(*data.budget_usd);
     }
     // A column of a score of instance types: in a smaller font where the chart is too short for it
     // (the GUI's), each row of the legend its text's height and its marker's margin.
-    int entries = 0;  // the series with a name: the rings' marker is hidden
+    int entries = 0;  // the series with a name: the hidden markers' have none
     for (const QAbstractSeries* series : chart->series()) entries += series->name().isEmpty() ? 0 : 1;
     QObject::connect(
         chart.get(), &QGraphicsWidget::geometryChanged, chart.get(),
@@ -451,7 +821,7 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
                 }
             }
         });
-    if (!labels->boxes.empty()) {
+    if (!labels->boxes.empty() || !labels->line_names.empty()) {
         labels->x = x;
         labels->y = y;
         // Placed again whenever the plot area moves (a resized view, a file of another size).
@@ -459,6 +829,203 @@ std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data) {
                          [labels](const QRectF& plot) { labels->place(plot); });
     }
     return chart;
+}
+
+namespace {
+
+/// `value` with at most `decimals` decimals (trailing zeros dropped) and its thousands grouped.
+std::string plain_number(double value, int decimals) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, std::abs(value));
+    std::string digits = text;
+    const auto dot = digits.find('.');
+    std::string fraction;
+    if (dot != std::string::npos) {
+        fraction = digits.substr(dot);
+        digits.resize(dot);
+        while (!fraction.empty() && (fraction.back() == '0' || fraction.back() == '.')) fraction.pop_back();
+    }
+    std::string result = value < 0 && (digits != "0" || !fraction.empty()) ? "-" : "";
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) result += ',';
+        result += digits[i];
+    }
+    return result + fraction;
+}
+
+constexpr double kMinute = 60;
+constexpr double kHour = 3600;
+constexpr double kDay = 86400;
+
+/// The round durations of a log time axis, each with its ladder: 0 the coarsest.
+struct Rung {
+    double seconds;
+    int ladder;
+};
+constexpr Rung kTimeRungs[] = {
+    {1, 0},           {2, 2},           {5, 2},           {10, 0},           {20, 2},           {30, 1},
+    {kMinute, 0},     {2 * kMinute, 2}, {5 * kMinute, 1}, {10 * kMinute, 0}, {20 * kMinute, 2}, {30 * kMinute, 1},
+    {kHour, 0},       {2 * kHour, 2},   {3 * kHour, 2},   {6 * kHour, 1},    {12 * kHour, 2},   {kDay, 0},
+    {2 * kDay, 2},    {3 * kDay, 1},    {5 * kDay, 2},    {10 * kDay, 0},    {20 * kDay, 2},    {30 * kDay, 1},
+    {50 * kDay, 2},   {100 * kDay, 0},  {200 * kDay, 2},  {300 * kDay, 1},   {500 * kDay, 2},   {1000 * kDay, 0},
+    {2000 * kDay, 2}, {3000 * kDay, 1}, {5000 * kDay, 2}, {10000 * kDay, 0}};
+
+/// The multiples of `step` from `low` to `high`, or none when there would be more than `max_ticks`.
+std::vector<double> multiples(double low, double high, double step, std::size_t max_ticks) {
+    const double first = std::ceil(low / step - 1e-9);
+    const double last = std::floor(high / step + 1e-9);
+    if (last < first || last - first + 1 > static_cast<double>(max_ticks)) return {};
+    std::vector<double> values;
+    for (double k = first; k <= last; ++k) values.push_back(k * step);
+    return values;
+}
+
+/// Every `k`-th value, k the least that leaves at most `max_ticks`.
+std::vector<double> every_kth(const std::vector<double>& values, std::size_t max_ticks) {
+    const std::size_t k = (values.size() + max_ticks - 1) / std::max<std::size_t>(1, max_ticks);
+    std::vector<double> kept;
+    for (std::size_t i = 0; i < values.size(); i += std::max<std::size_t>(1, k)) kept.push_back(values[i]);
+    return kept;
+}
+
+}  // namespace
+
+namespace {
+
+struct DurationUnit {
+    double seconds;
+    const char* name;
+};
+constexpr DurationUnit kDurationUnits[] = {{1, "s"}, {kMinute, "min"}, {kHour, "h"}, {kDay, "d"}};
+
+/// `seconds` in `unit`, at most one decimal (none from 100 on), and whether that is exact.
+std::pair<std::string, bool> in_unit(double seconds, const DurationUnit& unit) {
+    const double value = seconds / unit.seconds;
+    const int decimals = value < 100 ? 1 : 0;
+    const double scale = decimals ? 10 : 1;
+    const double rounded = std::round(value * scale) / scale;
+    return {plain_number(rounded, decimals) + " " + unit.name,
+            std::abs(rounded - value) <= 1e-9 * std::max(1.0, value)};
+}
+
+/// The unit a duration reads in: the largest it is at least one of (nearly).
+std::size_t natural_unit(double seconds) {
+    std::size_t u = 0;
+    while (u + 1 < std::size(kDurationUnits) && seconds >= kDurationUnits[u + 1].seconds * (1 - 1e-3)) ++u;
+    return u;
+}
+
+/// Whether `seconds` reads exactly in its natural unit ("1.5 h", not "1.2 h" for 70 minutes).
+bool reads_exactly(double seconds) {
+    return seconds <= 0 || in_unit(seconds, kDurationUnits[natural_unit(seconds)]).second;
+}
+
+}  // namespace
+
+std::string plain_duration(double seconds) {
+    if (!(seconds > 0)) return "0";
+    // The natural unit, or a smaller one where that is exact (100 minutes is "100 min", not "1.7 h").
+    const std::size_t natural = natural_unit(seconds);
+    for (std::size_t u = natural + 1; u-- > 0;) {
+        const auto [text, exact] = in_unit(seconds, kDurationUnits[u]);
+        if (exact) return text;
+    }
+    return in_unit(seconds, kDurationUnits[natural]).first;
+}
+
+std::string plain_dollars(double usd) {
+    const bool whole = std::abs(usd - std::round(usd)) < 0.005;
+    std::string text = whole ? plain_number(std::round(usd), 0) : plain_number(std::abs(usd), 2);
+    if (!whole && text.find('.') == text.size() - 2) text += "0";  // "$0.5" reads "$0.50"
+    if (!whole && usd < 0) text = "-" + text;
+    return text.front() == '-' ? "-$" + text.substr(1) : "$" + text;
+}
+
+std::vector<AxisTick> time_ticks(double low_h, double high_h, bool log, std::size_t max_ticks) {
+    max_ticks = std::max<std::size_t>(2, max_ticks);
+    const double low = low_h * kHour;
+    const double high = high_h * kHour;
+    std::vector<double> seconds;
+    if (log && low > 0 && high > low) {
+        for (int ladder = 2; ladder >= 0; --ladder) {
+            seconds.clear();
+            for (const Rung& r : kTimeRungs) {
+                if (r.ladder <= ladder && r.seconds >= low * (1 - 1e-9) && r.seconds <= high * (1 + 1e-9))
+                    seconds.push_back(r.seconds);
+            }
+            if (seconds.size() <= max_ticks) break;
+        }
+        if (seconds.size() > max_ticks) seconds = every_kth(seconds, max_ticks);
+    }
+    if (seconds.size() < 2 && high > low) {
+        // Linear, or a log axis too narrow for two round durations: multiples of a round step.
+        seconds.clear();
+        std::vector<double> steps = {
+            1,       2,           5,           10,           15,           20,           30,
+            kMinute, 2 * kMinute, 5 * kMinute, 10 * kMinute, 15 * kMinute, 20 * kMinute, 30 * kMinute,
+            kHour,   2 * kHour,   3 * kHour,   6 * kHour,    12 * kHour,   kDay};
+        for (double days = 2; days < 1e7; days *= 10) {
+            for (const double m : {1.0, 2.5, 5.0}) steps.push_back(m * days * kDay);
+        }
+        // The finest step whose ticks all read exactly in their own unit (not 70 minutes as "1.2 h").
+        for (const double step : steps) {
+            seconds = multiples(std::max(0.0, low), high, step, max_ticks);
+            if (!seconds.empty() && std::all_of(seconds.begin(), seconds.end(), reads_exactly)) break;
+            seconds.clear();
+        }
+    }
+    std::vector<AxisTick> ticks;
+    for (const double s : seconds) ticks.push_back({s / kHour, plain_duration(s)});
+    return ticks;
+}
+
+namespace {
+
+/// Round values from `low` to `high`, at most `max_ticks`: see dollar_ticks().
+std::vector<double> round_values(double low, double high, bool log, std::size_t max_ticks) {
+    max_ticks = std::max<std::size_t>(2, max_ticks);
+    std::vector<double> values;
+    if (log && low > 0 && high > low) {
+        const int first = static_cast<int>(std::floor(std::log10(low))) - 1;
+        const int last = static_cast<int>(std::ceil(std::log10(high))) + 1;
+        const std::vector<std::vector<double>> ladders = {{1, 2, 5}, {1, 3}, {1}};
+        for (const std::vector<double>& mantissas : ladders) {
+            values.clear();
+            for (int e = first; e <= last; ++e) {
+                for (const double m : mantissas) {
+                    const double v = m * std::pow(10.0, e);
+                    if (v >= low * (1 - 1e-9) && v <= high * (1 + 1e-9)) values.push_back(v);
+                }
+            }
+            if (values.size() <= max_ticks) break;
+        }
+        if (values.size() > max_ticks) values = every_kth(values, max_ticks);
+    }
+    if (values.size() < 2 && high > low) {
+        values.clear();
+        for (double power = std::pow(10.0, std::floor(std::log10(high - low)) - 3); values.empty() && power < 1e300;
+             power *= 10) {
+            for (const double m : {1.0, 2.0, 5.0}) {
+                values = multiples(low, high, m * power, max_ticks);
+                if (!values.empty()) break;
+            }
+        }
+    }
+    return values;
+}
+
+}  // namespace
+
+std::vector<AxisTick> dollar_ticks(double low, double high, bool log, std::size_t max_ticks) {
+    std::vector<AxisTick> ticks;
+    for (const double v : round_values(low, high, log, max_ticks)) ticks.push_back({v, plain_dollars(v)});
+    return ticks;
+}
+
+std::vector<AxisTick> count_ticks(double low, double high, bool log, std::size_t max_ticks) {
+    std::vector<AxisTick> ticks;
+    for (const double v : round_values(low, high, log, max_ticks)) ticks.push_back({v, plain_number(v, 2)});
+    return ticks;
 }
 
 std::optional<int> cost_time_index_at(const CostTimeChartData& data, double time_h, double cost_usd) {
@@ -576,7 +1143,7 @@ void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::p
             painter.setRenderHint(QPainter::TextAntialiasing);
             scene.render(&painter, QRectF(0, 0, width, height), QRectF(0, 0, width, height));
         }
-        written = image.save(QString::fromStdString(partial.string()), "PNG");
+        written = write_png(image, partial);
     } else {
         QSvgGenerator generator;
         generator.setFileName(QString::fromStdString(partial.string()));

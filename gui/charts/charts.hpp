@@ -4,6 +4,7 @@
 // anything. Each builder returns a QChart that a QChartView can show or render_to_file() can write.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -60,6 +61,9 @@ struct CostTimePoint {
     /// The legend entry of its marker, e.g. the instance type: each group has a colour and shape of
     /// its own. Points without one are drawn alike as "configurations".
     std::string group;
+    /// Background only (with CostTimeChartData::group_order): drawn small and light grey, under
+    /// CostTimeChartData::context_name, whatever its group.
+    bool context = false;
 };
 
 struct CostTimeChartData {
@@ -71,12 +75,53 @@ struct CostTimeChartData {
     /// A point (its CostTimePoint::index) to mark as "this configuration", when given (the GUI's
     /// current inputs).
     std::optional<int> current_index;
+    /// The style of `plan/sweep --plot` (thousands of configurations, a few groups such as GPU
+    /// models), when not empty: the groups in this order, in the legend and in the palette (one
+    /// colour each); the front a line through larger markers in their group's colour; `context`
+    /// points small and light grey behind everything. Empty (the GUI's): every group in the
+    /// groups' alphabetical order, each with a colour and a shape, the front's markers ringed.
+    std::vector<std::string> group_order;
+    std::string context_name = "other configurations";  ///< the legend entry of the `context` points
 };
 
 /// Every configuration as a marker of its group's colour and shape, the Pareto front as a
 /// highlighted line through them, front points' labels placed clear of the markers and lines.
-/// Both axes are logarithmic when they span a factor of 30 or more.
+/// Both axes are logarithmic when they span a factor of 30 or more (4 with
+/// group_order); either way their ticks are
+/// plain durations and dollars ("10 min", "1 h", "2 d"; "$50", "$1,000"; see time_ticks() and
+/// dollar_ticks()), drawn by the chart over Qt's own labels (which Qt's log axis puts at the
+/// powers of its base only, in a printf format).
 std::unique_ptr<QChart> cost_time_chart(const CostTimeChartData& data);
+
+// ---- plain ticks ---------------------------------------------------------------------------
+
+/// A labelled tick: where (in the axis' unit) and what it reads.
+struct AxisTick {
+    double value = 0;
+    std::string label;
+};
+
+/// A duration as a person writes it: "30 s", "10 min", "45 min", "1 h", "1.5 h", "12 h", "2 d",
+/// "1,000 d" (at most one decimal, none from 100 on).
+std::string plain_duration(double seconds);
+
+/// Dollars as a person writes them: "$0", "$0.50", "$50", "$1,000", "$25,000".
+std::string plain_dollars(double usd);
+
+/// Ticks of a time axis in hours from `low_h` to `high_h` at round durations: on a logarithmic
+/// axis the finest of three ladders that gives at most `max_ticks` (1 min, 10 min, 1 h, 1 d, 10 d;
+/// then also 5 min, 30 min, 6 h, 3 d; then also 2 min, 20 min, 2 h, 3 h, 12 h, 2 d, 5 d), on a
+/// linear one the multiples of the smallest round step (15 min, 30 min, 1 h, 2 h, ...) that gives
+/// at most `max_ticks`. Values in hours, labels by plain_duration().
+std::vector<AxisTick> time_ticks(double low_h, double high_h, bool log, std::size_t max_ticks = 9);
+
+/// Ticks of a dollar axis from `low` to `high`: on a logarithmic axis 1, 2 and 5 times the powers
+/// of ten, or 1 and 3, or the powers alone (the finest with at most `max_ticks`), on a linear one
+/// the multiples of 1, 2 or 5 times a power of ten. Labels by plain_dollars().
+std::vector<AxisTick> dollar_ticks(double low, double high, bool log, std::size_t max_ticks = 9);
+
+/// As dollar_ticks(), for a count (images/s): "20,000", "1,000,000".
+std::vector<AxisTick> count_ticks(double low, double high, bool log, std::size_t max_ticks = 8);
 
 /// The index (CostTimePoint::index) of the point of `data` nearest to a value in the chart's
 /// coordinates (x in hours, y in US dollars), as a scatter series' clicked(QPointF) reports it;

@@ -349,8 +349,156 @@ TEST(Charts, SvgCarriesTheAxisTitles) {
     std::stringstream text;
     text << std::ifstream(file.path()).rdbuf();
     EXPECT_NE(text.str().find("<svg"), std::string::npos);
-    EXPECT_NE(text.str().find("time to train (hours)"), std::string::npos);
+    EXPECT_NE(text.str().find("time to train"), std::string::npos);
     EXPECT_NE(text.str().find("cost to train (US$)"), std::string::npos);
+    // The ticks are plain (0.5 to 10 hours, $200 to $800: both axes linear).
+    EXPECT_NE(text.str().find(">2 h<"), std::string::npos);
+    EXPECT_NE(text.str().find(">$400<"), std::string::npos);
+}
+
+TEST(Charts, PlainTicksReadAsAPersonWritesThem) {
+    EXPECT_EQ(plain_duration(30), "30 s");
+    EXPECT_EQ(plain_duration(600), "10 min");
+    EXPECT_EQ(plain_duration(45 * 60), "45 min");
+    EXPECT_EQ(plain_duration(3600), "1 h");
+    EXPECT_EQ(plain_duration(5400), "1.5 h");
+    EXPECT_EQ(plain_duration(100 * 60), "100 min") << "not 1.7 h";
+    EXPECT_EQ(plain_duration(86400), "1 d");
+    EXPECT_EQ(plain_duration(1000 * 86400.0), "1,000 d");
+    EXPECT_EQ(plain_dollars(0), "$0");
+    EXPECT_EQ(plain_dollars(0.5), "$0.50");
+    EXPECT_EQ(plain_dollars(50), "$50");
+    EXPECT_EQ(plain_dollars(64.86), "$64.86");
+    EXPECT_EQ(plain_dollars(1000), "$1,000");
+    EXPECT_EQ(plain_dollars(25000), "$25,000");
+
+    auto labels_of = [](const std::vector<AxisTick>& ticks) {
+        std::vector<std::string> labels;
+        for (const AxisTick& t : ticks) labels.push_back(t.label);
+        return labels;
+    };
+    auto contains = [](const std::vector<std::string>& labels, const std::string& label) {
+        return std::find(labels.begin(), labels.end(), label) != labels.end();
+    };
+    // The README's plan: 4 minutes to 40 days, $40 to $12,000, on log axes.
+    const std::vector<AxisTick> time = time_ticks(4.0 / 60, 40 * 24, true);
+    const std::vector<std::string> times = labels_of(time);
+    EXPECT_LE(times.size(), 9u);
+    EXPECT_GE(times.size(), 5u);
+    for (const char* label : {"10 min", "1 h", "1 d"}) EXPECT_TRUE(contains(times, label)) << label;
+    for (std::size_t i = 0; i < time.size(); ++i) {
+        EXPECT_GE(time[i].value, 4.0 / 60);
+        EXPECT_LE(time[i].value, 40 * 24.0);
+        if (i > 0) {
+            EXPECT_GT(time[i].value, time[i - 1].value);
+        }
+        EXPECT_EQ(plain_duration(time[i].value * 3600), time[i].label);
+    }
+    EXPECT_NEAR(time[std::find(times.begin(), times.end(), "1 h") - times.begin()].value, 1.0, 1e-12) << "hours";
+    const std::vector<std::string> dollars = labels_of(dollar_ticks(40, 12000, true));
+    EXPECT_LE(dollars.size(), 9u);
+    for (const char* label : {"$50", "$100", "$1,000", "$10,000"}) EXPECT_TRUE(contains(dollars, label)) << label;
+    // A narrow range, linear: round steps.
+    EXPECT_EQ(labels_of(time_ticks(0, 6, false)),
+              (std::vector<std::string>{"0", "1 h", "2 h", "3 h", "4 h", "5 h", "6 h"}));
+    // Every label exact in its own unit: 70 minutes would read "1.2 h".
+    EXPECT_EQ(labels_of(time_ticks(0.25, 1.5, false)), (std::vector<std::string>{"30 min", "1 h", "1.5 h"}));
+    EXPECT_EQ(labels_of(time_ticks(0.1, 0.9, false, 6)),
+              (std::vector<std::string>{"10 min", "20 min", "30 min", "40 min", "50 min"}));
+    EXPECT_EQ(labels_of(dollar_ticks(55, 160, false)),
+              (std::vector<std::string>{"$60", "$80", "$100", "$120", "$140", "$160"}));
+    EXPECT_EQ(labels_of(count_ticks(9000, 2.5e6, true, 8)).back(), "2,000,000");
+}
+
+/// The legend's visible entries, in order.
+std::vector<std::string> legend_entries(QChart& chart) {
+    std::vector<std::string> entries;
+    for (QLegendMarker* marker : chart.legend()->markers()) {
+        if (marker->isVisible()) entries.push_back(marker->label().toStdString());
+    }
+    return entries;
+}
+
+/// Every text the chart draws itself (tick labels, the points' and lines' labels).
+std::set<std::string> chart_texts(QChart& chart) {
+    std::set<std::string> texts;
+    const QList<QGraphicsItem*> children = chart.childItems();
+    std::vector<QGraphicsItem*> items(children.begin(), children.end());
+    while (!items.empty()) {
+        QGraphicsItem* item = items.back();
+        items.pop_back();
+        if (const auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item)) {
+            if (text->isVisible()) texts.insert(text->text().toStdString());
+        }
+        for (QGraphicsItem* child : item->childItems()) items.push_back(child);
+    }
+    return texts;
+}
+
+CostTimeChartData styled_data() {
+    CostTimeChartData data = cost_time_data();
+    const std::vector<std::string> groups = {"L40S: g6e", "H100: p5, a3-highgpu-8g", "A100: p4d"};
+    for (CostTimePoint& p : data.points) {
+        p.group = groups[static_cast<std::size_t>(p.index) % groups.size()];
+        p.context = !p.on_front && p.index % 2 == 1;
+    }
+    data.points[0].label = "cheapest within the deadline: 30.0 min, $200.00\n8 x g6e.48xlarge";
+    data.group_order = groups;
+    return data;
+}
+
+TEST(Charts, StyledScatterDrawsTheFrontOverItsGroupsAndAGreyBackground) {
+    ensure_application();
+    const CostTimeChartData data = styled_data();
+    auto chart = cost_time_chart(data);
+    const Picture picture = render_png(*chart, 1100, 620);
+    // A legend of the front, the groups in the order given, the background; the deadline and the
+    // budget are named on the chart, by their lines.
+    EXPECT_EQ(legend_entries(*chart),
+              (std::vector<std::string>{"Pareto front (fastest for the money)", "L40S: g6e", "H100: p5, a3-highgpu-8g",
+                                        "A100: p4d", "other configurations"}));
+    const std::set<std::string> texts = chart_texts(*chart);
+    for (const char* text : {"deadline 4 h", "budget $500", "$500", "2 h"}) EXPECT_EQ(texts.count(text), 1u) << text;
+    EXPECT_EQ(texts.count("cheapest within the deadline: 30.0 min, $200.00\n8 x g6e.48xlarge"), 1u);
+
+    // The groups one colour each; every front point in a larger marker of its group's colour; the
+    // background light grey, small, every context point in it.
+    std::map<QRgb, int> colours;
+    std::set<std::pair<double, double>> front_drawn;
+    int context_drawn = 0;
+    for (QAbstractSeries* series : chart->series()) {
+        auto* scatter = qobject_cast<QScatterSeries*>(series);
+        if (!scatter || scatter->count() == 0) continue;
+        const QColor c = scatter->color();
+        if (c.red() == c.green() && c.green() == c.blue() && c.red() > 200) {
+            context_drawn += scatter->count();
+            EXPECT_LT(scatter->markerSize(), 6);
+        } else if (scatter->markerSize() >= 12) {
+            for (const QPointF& p : scatter->points()) front_drawn.insert({p.x(), p.y()});
+        } else {
+            ++colours[c.rgb()];
+        }
+    }
+    EXPECT_EQ(colours.size(), 3u) << "one colour per group";
+    int context_points = 0;
+    for (const CostTimePoint& p : data.points) {
+        if (p.on_front) {
+            EXPECT_EQ(front_drawn.count({p.time_to_train_s / 3600, p.cost_usd}), 1u) << p.index;
+        }
+        context_points += p.context ? 1 : 0;
+    }
+    EXPECT_EQ(context_drawn, context_points);
+    EXPECT_GT(pixels_near(picture.image, QColor(213, 94, 0)), 300) << "the front's line";
+
+    // The SVG carries the legend, the front's labels and the plain ticks as text.
+    testing::TempFile file("", ".svg");
+    render_to_file(*chart, file.path(), 1100, 620);
+    std::stringstream svg;
+    svg << std::ifstream(file.path()).rdbuf();
+    for (const char* text : {"Pareto front (fastest for the money)", "L40S: g6e", "other configurations",
+                             "deadline 4 h", "budget $500", "cheapest within the deadline", ">$500<", ">2 h<"}) {
+        EXPECT_NE(svg.str().find(text), std::string::npos) << text;
+    }
 }
 
 TEST(Charts, BadPathsAreInputErrorsAndLeaveNothing) {

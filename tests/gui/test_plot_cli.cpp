@@ -72,7 +72,14 @@ TEST(PlotCli, PlanDrawsPngAndSvg) {
     ASSERT_EQ(s.exit_code, 0) << s.err;
     const std::string text = read_text(svg.path());
     EXPECT_NE(text.find("<svg"), std::string::npos);
-    EXPECT_NE(text.find("time to train (hours)"), std::string::npos);
+    EXPECT_NE(text.find("time to train"), std::string::npos);
+    // The scatter's legend (the front, the GPU model with its instance types, the background), the
+    // answer's label and the deadline, in words; plain ticks.
+    for (const char* words :
+         {"Pareto front (fastest for the money)", "V100: p3", "other configurations (a sample)",
+          "cheapest within the deadline: ", " x p3.16xlarge (", "deadline 1 h", ">10 min<", ">1 h<"}) {
+        EXPECT_NE(text.find(words), std::string::npos) << words;
+    }
     EXPECT_NE(text.find("throughput (images/s)"), std::string::npos);
     EXPECT_NE(text.find("time per iteration (ms)"), std::string::npos);
 }
