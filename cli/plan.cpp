@@ -1,5 +1,5 @@
-// `epochcast plan --deadline 2h --budget 500 [--spot] [--elastic] [--plot FILE] [--json]`: which
-// configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
+// `epochcast plan --deadline 2h --budget 500 [--pricing MODEL] [--cloud NAME] [--elastic] [--plot FILE]
+// [--json]`: which configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
 // that meets the deadline and the fastest within the budget, and prints the Pareto front of time
 // against cost. When nothing meets the deadline or the budget, it says so on stderr after the
 // output and exits with code 3 (cli/output.hpp).
@@ -26,7 +26,9 @@ namespace {
 struct PlanOptions {
     std::string deadline;
     double budget_usd = 0;
-    bool spot = false;
+    std::string pricing = "on-demand";
+    bool spot = false;  ///< --spot, the older spelling of --pricing spot
+    std::string cloud;
     bool elastic = false;
     bool json = false;
     std::string plot;
@@ -111,8 +113,10 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
     out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
         << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
         << format_number(p.epochs, 3) << " epochs\n  time to train " << format_duration(p.time_to_train_s) << ", cost "
-        << format_dollars(p.cost_usd) << " (" << format_dollars(p.cluster_usd_per_hour) << "/h), "
-        << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck) << "\n";
+        << format_cost(p.cost_usd, p.priced)
+        << (p.priced ? " (" + format_dollars(p.cluster_usd_per_hour) + "/h)" : std::string(" (no price by the hour)"))
+        << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck)
+        << "\n";
 }
 
 void print_elastic(std::ostream& out, const Catalog& catalog, const std::string& heading, const PlanSearch& search,
@@ -123,7 +127,8 @@ void print_elastic(std::ostream& out, const Catalog& catalog, const std::string&
         << " (batch " << batch_per_gpu(a.prediction) << " per GPU), then " << format_number(e.second_epochs, 1)
         << " epochs on " << cluster_text(catalog, b) << " (batch " << batch_per_gpu(b.prediction) << " per GPU), "
         << strategy_text(a.scenario) << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost "
-        << format_dollars(e.cost_usd) << " (same global batch; checkpoint and relaunch between the phases)\n";
+        << format_cost(e.cost_usd, a.prediction.priced && b.prediction.priced)
+        << " (same global batch; checkpoint and relaunch between the phases)\n";
 }
 
 nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
@@ -132,7 +137,9 @@ nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
             {"second", prediction_json({search.plans[e.second].scenario, search.plans[e.second].prediction})},
             {"second_epochs", e.second_epochs},
             {"time_to_train_s", e.time_to_train_s},
-            {"cost_usd", e.cost_usd}};
+            {"cost_usd", search.plans[e.first].prediction.priced && search.plans[e.second].prediction.priced
+                             ? nlohmann::json(e.cost_usd)
+                             : nlohmann::json(nullptr)}};
 }
 
 /// "no configuration meets the deadline of 1 h (the fastest takes 3.2 h, $412.00)": what plan's
@@ -150,12 +157,13 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
     std::string text;
     if (deadline_s) {
         text = "no configuration meets the deadline of " + format_duration(*deadline_s) + " (the fastest takes " +
-               format_duration(fastest.time_to_train_s) + ", " + format_dollars(fastest.cost_usd) + ")";
+               format_duration(fastest.time_to_train_s) + ", " + format_cost(fastest.cost_usd, fastest.priced) + ")";
     }
     if (budget_usd) {
         text += (text.empty() ? "no configuration meets" : "; none meets") + std::string(" the budget of ") +
-                format_dollars(*budget_usd) + " (the cheapest costs " + format_dollars(cheapest.cost_usd) + ", " +
-                format_duration(cheapest.time_to_train_s) + ")";
+                format_dollars(*budget_usd) + " (the cheapest costs " +
+                format_cost(cheapest.cost_usd, cheapest.priced) + ", " + format_duration(cheapest.time_to_train_s) +
+                ")";
     }
     return text;
 }
@@ -184,6 +192,15 @@ Constraints read_constraints(const PlanOptions& o) {
     return c;
 }
 
+/// --pricing, or spot for --spot (its older spelling); InputError when the two disagree.
+Pricing pricing_of(const PlanOptions& o) {
+    const Pricing pricing = parse_pricing(o.pricing, "--pricing");
+    if (o.spot && pricing != Pricing::spot && o.pricing != "on-demand") {
+        throw InputError("--spot and --pricing " + o.pricing + " contradict each other (--spot means --pricing spot)");
+    }
+    return o.spot ? Pricing::spot : pricing;
+}
+
 /// The space the flags describe, with `o.target` applied to its base; InputError naming the flag
 /// for a value that cannot be searched.
 SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
@@ -196,8 +213,10 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.framework = parse_framework(o.framework, "--framework");
     space.base.loader = parse_loader(o.loader, "--loader");
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
-    space.base.pricing = o.spot ? Pricing::spot : Pricing::on_demand;
+    space.base.pricing = pricing_of(o);
     space.instances = o.instances;
+    if (!o.cloud.empty()) model.catalog().check_cloud(o.cloud, "--cloud");
+    space.cloud = o.cloud;
     if (!o.nodes.empty()) space.nodes = o.nodes;
     if (!o.batches.empty()) space.batch_per_gpu = o.batches;
     if (o.global_batch < 0)
@@ -245,6 +264,9 @@ public:
         };
         nlohmann::json j = {{"considered", search_.considered},
                             {"feasible", search_.plans.size()},
+                            {"pricing", to_string(pricing_of(o_))},
+                            {"cloud", o_.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.cloud)},
+                            {"not_sold", search_.unsold},
                             {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
                             {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
                             {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
@@ -269,8 +291,22 @@ public:
             << o_.precision << ", " << o_.framework
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
             << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
-            << (o_.spot ? "spot" : "on-demand")
-            << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n\n";
+            << to_string(pricing_of(o_)) << " prices" << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
+            << "): " << format_count(static_cast<double>(search_.plans.size())) << " feasible.\n";
+        if (!search_.unsold.empty()) {
+            // A few are named with how they are sold; many are counted (--json names them under not_sold).
+            constexpr std::size_t kNamed = 6;
+            std::string names;
+            for (const std::string& name : search_.unsold) {
+                names += (names.empty() ? "" : ", ") + name + " (" + catalog_.instance(name).pricings_text() + ")";
+            }
+            out << "Not sold " << to_string(pricing_of(o_)) << ", left out: "
+                << (search_.unsold.size() <= kNamed
+                        ? names
+                        : std::to_string(search_.unsold.size()) + " GPU instances (--json names them)")
+                << ".\n";
+        }
+        out << '\n';
         if (c_.deadline_s) {
             print_answer(
                 out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
@@ -281,7 +317,9 @@ public:
         if (c_.budget_usd) {
             print_answer(out, "Fastest within the budget of " + format_dollars(*c_.budget_usd),
                          search_.fastest_within_budget,
-                         search_.front.empty() ? "" : "the cheapest plan costs " + format_dollars(cheapest().cost_usd),
+                         search_.front.empty()
+                             ? ""
+                             : "the cheapest plan costs " + format_cost(cheapest().cost_usd, cheapest().priced),
                          search_.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
@@ -292,9 +330,10 @@ public:
             std::string epochs = format_number(p.epochs, 3);
             if (p.epochs_basis == EpochsBasis::extrapolated) epochs += " (extrapolated)";
             if (p.global_batch_beyond_published) epochs += " [global batch beyond published recipes]";
-            table.add_row({format_duration(p.time_to_train_s), format_dollars(p.cost_usd), cluster_text(catalog_, plan),
-                           strategy_text(plan), format_count(batch_per_gpu(plan.prediction)), epochs,
-                           format_count(p.throughput_images_per_s), format_dollars(p.cluster_usd_per_hour)});
+            table.add_row({format_duration(p.time_to_train_s), format_cost(p.cost_usd, p.priced),
+                           cluster_text(catalog_, plan), strategy_text(plan),
+                           format_count(batch_per_gpu(plan.prediction)), epochs,
+                           format_count(p.throughput_images_per_s), format_cost(p.cluster_usd_per_hour, p.priced)});
         }
         table.print(out);
         if (!o_.plot.empty()) out << "\nplots: " << o_.plot << '\n';
@@ -384,7 +423,12 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "fastest or the cheapest comes.");
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
     without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
-    cmd->add_flag("--spot", o->spot, "Price with spot instead of on-demand prices");
+    cmd->add_option("--pricing", o->pricing,
+                    "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
+                    "(instances not sold that way are left out)");
+    cmd->add_flag("--spot", o->spot, "The same as --pricing spot");
+    cmd->add_option("--cloud", o->cloud,
+                    "Only instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\")");
     cmd->add_flag("--elastic", o->elastic,
                   "Also consider two-phase schedules that grow or shrink the cluster between epochs (seed 003)");
     cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
@@ -398,7 +442,8 @@ void register_plan(CLI::App& app, std::ostream& out) {
                     "synthetic (as predict's)");
     cmd->add_option("--memory-format", o->memory_format, "channels_last or nchw (as predict's)");
     cmd->add_option("--instance", o->instances,
-                    "Worker instance types to consider (default: every GPU instance); repeatable");
+                    "Worker instance types to consider (default: every GPU instance sold under --pricing, in "
+                    "--cloud); repeatable");
     cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")
         ->delimiter(',');
     cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")

@@ -137,6 +137,8 @@ std::string format_dollars(double usd) {
     return out;
 }
 
+std::string format_cost(double usd, bool priced) { return priced ? format_dollars(usd) : "n/a"; }
+
 std::string prediction_csv_header() {
     std::string header = kScenarioColumns;
     for (const PredictionFigure& column : kPredictionFigures) {
@@ -153,7 +155,7 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     row += "true,";
     for (const PredictionFigure& column : kPredictionFigures) {
         row += ',';
-        append_number(row, column.get(p));
+        if (p.priced || !is_money_figure(column)) append_number(row, column.get(p));  // empty: no price
     }
     row += ',';
     row += to_string(p.bottleneck);
@@ -192,6 +194,8 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     scenario["batch_per_gpu"] = batch_per_gpu(p);                    // resolved from a global batch
     if (p.epochs_recipe >= 0)
         scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
+    // A cluster without a price (a machine you own) has no cost: null, not 0.
+    auto money = [&p](double usd) { return p.priced ? nlohmann::json(usd) : nlohmann::json(nullptr); };
     return {{"scenario", scenario},
             {"throughput_images_per_s", p.throughput_images_per_s},
             {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -216,9 +220,9 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
             {"epochs_source", epochs_source_of(p)},
             {"epochs_interval", {{"low", p.epochs_interval.low}, {"high", p.epochs_interval.high}}},
             {"time_to_train_s", p.time_to_train_s},
-            {"cluster_usd_per_hour", p.cluster_usd_per_hour},
-            {"cost_usd", p.cost_usd},
-            {"cost_per_epoch_usd", p.cost_per_epoch_usd},
+            {"cluster_usd_per_hour", money(p.cluster_usd_per_hour)},
+            {"cost_usd", money(p.cost_usd)},
+            {"cost_per_epoch_usd", money(p.cost_per_epoch_usd)},
             {"scaling_efficiency", p.scaling_efficiency},
             {"node_scaling_efficiency", p.node_scaling_efficiency},
             {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
@@ -299,10 +303,12 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     });
     row("time to train", [](const Scenario&, const Prediction& p) { return format_duration(p.time_to_train_s); });
     row("cluster price ($/h)", [](const Scenario& s, const Prediction& p) {
-        return format_dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
+        if (!p.priced) return std::string("n/a (no price by the hour)");
+        return format_dollars(p.cluster_usd_per_hour) + " " + std::string(to_string(s.pricing));
     });
-    row("cost per epoch", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_per_epoch_usd); });
-    row("cost to train", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_usd); });
+    row("cost per epoch",
+        [](const Scenario&, const Prediction& p) { return format_cost(p.cost_per_epoch_usd, p.priced); });
+    row("cost to train", [](const Scenario&, const Prediction& p) { return format_cost(p.cost_usd, p.priced); });
     table.print(out);
 }
 
