@@ -1,5 +1,6 @@
-// `epochcast catalog [--catalog FILE]... [--json]`: the GPUs and instances known, built in plus
-// user files, as two tables with units or as "epochcast.catalog/1" JSON.
+// `epochcast catalog [--catalog FILE]... [--cloud NAME] [--json]`: the GPUs and instances known, built
+// in plus user files, as tables with units (hardware, then prices by how each instance is sold) or as
+// "epochcast.catalog/1" JSON.
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace {
 
 struct CatalogOptions {
     std::vector<std::string> catalog_files;  ///< --catalog, merged in order over the built-in catalog
+    std::string cloud;                       ///< --cloud: only its instances and their GPUs
     bool json = false;                       ///< --json
 };
 
@@ -44,11 +46,10 @@ void CatalogReport::print_tables(const Catalog& catalog, std::ostream& out) {
     }
     gpus.print(out);
 
-    out << "\nInstances (AWS: us-east-1, Linux; network in 10^9 bit/s over its NICs, intra-node in 10^9 byte/s per "
-           "GPU;\n"
-           "GDR: GPUDirect RDMA)\n";
+    out << "\nInstances (network in 10^9 bit/s over its NICs, intra-node in 10^9 byte/s per GPU; GDR: GPUDirect "
+           "RDMA)\n";
     Table instances({"instance", "GPU", "GPUs", "vCPUs", "memory GiB", "network Gb/s", "fabric", "NICs", "GDR",
-                     "intra-node GB/s", "intra-node link", "on-demand $/h", "spot $/h"});
+                     "intra-node GB/s", "intra-node link"});
     for (const InstanceSpec& instance : catalog.instances()) {
         std::string link = instance.intra_node_link.empty() ? "-" : instance.intra_node_link;
         if (instance.nvswitch) link += " + NVSwitch";
@@ -56,12 +57,41 @@ void CatalogReport::print_tables(const Catalog& catalog, std::ostream& out) {
                            std::to_string(instance.gpus), std::to_string(instance.vcpus),
                            format_number(instance.memory_gib, 2), format_number(instance.network_gbps, 2),
                            std::string(to_string(instance.interconnect)), std::to_string(instance.nics),
-                           instance.gpudirect_rdma ? "yes" : "no", or_dash(instance.intra_node_GBps, 1), link,
-                           format_number(instance.price_usd_per_hour, 4), or_dash(instance.spot_usd_per_hour, 4)});
+                           instance.gpudirect_rdma ? "yes" : "no", or_dash(instance.intra_node_GBps, 1), link});
     }
     instances.print(out);
-    out << "\n'-' means none or unknown. Spot prices are representative estimates and vary; see each entry's\n"
-           "source with --json, and override any figure with --catalog FILE.\n";
+
+    out << "\nPrices in US dollars per instance-hour, by how each is sold (Linux; the region the prices were read "
+           "for)\n";
+    std::vector<std::string> header{"instance", "cloud", "region"};
+    for (Pricing pricing : kAllPricings) header.push_back(std::string(to_string(pricing)) + " $/h");
+    header.push_back("read");
+    header.push_back("note");
+    Table prices(header);
+    for (const InstanceSpec& instance : catalog.instances()) {
+        std::vector<std::string> row{instance.name, instance.cloud.empty() ? "-" : instance.cloud,
+                                     instance.region.empty() ? "-" : instance.region};
+        std::string first_read, last_read, estimates;
+        for (Pricing pricing : kAllPricings) {
+            const Price* price = instance.price(pricing);
+            row.push_back(price ? format_number(price->usd_per_hour, 4) : "-");
+            if (!price) continue;
+            if (price->estimate) estimates += (estimates.empty() ? "" : ", ") + std::string(to_string(pricing));
+            if (!price->read.empty()) {
+                if (first_read.empty() || price->read < first_read) first_read = price->read;
+                if (last_read.empty() || price->read > last_read) last_read = price->read;
+            }
+        }
+        row.push_back(first_read.empty() ? "-" : first_read == last_read ? first_read : first_read + " - " + last_read);
+        row.push_back(!instance.priced()   ? "n/a: no price by the hour"
+                      : !estimates.empty() ? estimates + ": an estimate, not a quote"
+                                           : "-");
+        prices.add_row(row);
+    }
+    prices.print(out);
+    out << "\n'-' means none or unknown. An instance without a price (a machine you own, or none found) costs n/a.\n"
+           "Spot prices are a dated snapshot and change by the hour; see each price's source and conditions with\n"
+           "--json, and override any figure with --catalog FILE.\n";
 }
 
 }  // namespace
@@ -70,9 +100,16 @@ void register_catalog(CLI::App& app, std::ostream& out) {
     auto options = std::make_shared<CatalogOptions>();
     CLI::App* command = app.add_subcommand("catalog", "List the GPUs and instances known, with prices and sources");
     add_catalog_option(*command, options->catalog_files);
+    command->add_option("--cloud", options->cloud,
+                        "Only the instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\") and "
+                        "their GPUs");
     add_json_flag(*command, options->json, "the merged catalog as epochcast.catalog/1 JSON");
     command->callback([options, &out] {
-        const Catalog catalog = load_catalog(options->catalog_files);
+        Catalog catalog = load_catalog(options->catalog_files);
+        if (!options->cloud.empty()) {
+            catalog.check_cloud(options->cloud, "--cloud");
+            catalog = catalog.only_cloud(options->cloud);
+        }
         write_report(CatalogReport(catalog), output_format(options->json), out);
     });
 }

@@ -163,7 +163,9 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     add_target_flags(cmd, flags.target, scen.back());
     scen.push_back(flags.target.target);
     scen.push_back(flags.target.recipe_option);
-    cmd.add_option("--pricing", flags.pricing, "on-demand or spot");
+    cmd.add_option("--pricing", flags.pricing,
+                   "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y (an "
+                   "instance not sold that way is refused, naming the ways it is sold)");
 }
 
 Evidence load_evidence(const std::vector<std::string>& files, const Catalog& catalog) {

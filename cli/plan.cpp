@@ -1,5 +1,5 @@
-// `epochcast plan --deadline 2h --budget 500 [--spot] [--elastic] [--plot FILE] [--json]`: which
-// configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
+// `epochcast plan --deadline 2h --budget 500 [--pricing MODEL] [--cloud NAME] [--elastic] [--plot FILE]
+// [--json]`: which configuration to rent. Searches the catalog's space (model/search.hpp) for the cheapest plan
 // that meets the deadline and the fastest within the budget, and prints the Pareto front of time
 // against cost. When nothing meets the deadline or the budget, it says so on stderr after the
 // output and exits with code 3 (cli/output.hpp).
@@ -28,7 +28,9 @@ namespace {
 struct PlanOptions {
     std::string deadline;
     double budget_usd = 0;
-    bool spot = false;
+    std::string pricing = "on-demand";
+    bool spot = false;  ///< --spot, the older spelling of --pricing spot
+    std::string cloud;
     bool elastic = false;
     bool json = false;
     std::string plot;
@@ -159,14 +161,20 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
         << epochs_cell(p) << " epochs"
         << (p.epochs_basis == EpochsBasis::given ? std::string() : ", " + epochs_source_of(p)) << "\n  time to train "
         << format_duration(p.time_to_train_s) << " (" << format_duration(p.time_to_train_interval.low) << " - "
-        << format_duration(p.time_to_train_interval.high) << "), cost " << format_dollars(p.cost_usd) << " ("
-        << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ") at "
-        << format_dollars(p.cluster_usd_per_hour) << "/h, " << format_count(p.throughput_images_per_s)
-        << " images/s, bottleneck " << to_string(p.bottleneck) << "\n";
+        << format_duration(p.time_to_train_interval.high) << "), cost " << format_cost(p.cost_usd, p.priced);
+    if (p.priced) {
+        out << " (" << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ") at "
+            << format_dollars(p.cluster_usd_per_hour) << "/h";
+    } else {
+        out << " (no price by the hour)";
+    }
+    out << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << to_string(p.bottleneck)
+        << "\n";
     if (confidence != 0.5) {
         out << "  at " << percent_text(confidence) << " confidence: done within "
-            << format_duration(plan.at_confidence.time_to_train_s) << ", for at most "
-            << format_dollars(plan.at_confidence.cost_usd) << "\n";
+            << format_duration(plan.at_confidence.time_to_train_s);
+        if (p.priced) out << ", for at most " << format_dollars(plan.at_confidence.cost_usd);
+        out << "\n";
     }
 }
 
@@ -178,7 +186,8 @@ void print_elastic(std::ostream& out, const Catalog& catalog, const std::string&
         << " (batch " << batch_per_gpu(a.prediction) << " per GPU), then " << format_number(e.second_epochs, 1)
         << " epochs on " << cluster_text(catalog, b) << " (batch " << batch_per_gpu(b.prediction) << " per GPU), "
         << strategy_text(a.scenario) << "\n  time to train " << format_duration(e.time_to_train_s) << ", cost "
-        << format_dollars(e.cost_usd) << " (same global batch; checkpoint and relaunch between the phases)\n";
+        << format_cost(e.cost_usd, a.prediction.priced && b.prediction.priced)
+        << " (same global batch; checkpoint and relaunch between the phases)\n";
 }
 
 nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
@@ -187,7 +196,9 @@ nlohmann::json elastic_json(const PlanSearch& search, const ElasticPlan& e) {
             {"second", prediction_json({search.plans[e.second].scenario, search.plans[e.second].prediction})},
             {"second_epochs", e.second_epochs},
             {"time_to_train_s", e.time_to_train_s},
-            {"cost_usd", e.cost_usd}};
+            {"cost_usd", search.plans[e.first].prediction.priced && search.plans[e.second].prediction.priced
+                             ? nlohmann::json(e.cost_usd)
+                             : nlohmann::json(nullptr)}};
 }
 
 /// "no configuration meets the deadline of 1 h (the fastest takes 3.2 h, $412.00)": what plan's
@@ -204,17 +215,19 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
                                              "--allow-unpublished-batch plans them)"
                                        : std::string());
     }
-    const TimeCost& fastest = search.plans[search.front.front()].at_confidence;
-    const TimeCost& cheapest = search.plans[search.front.back()].at_confidence;
+    const Plan& fastest = search.plans[search.front.front()];
+    const Plan& cheapest = search.plans[search.front.back()];
     std::string text;
     if (deadline_s) {
         text = "no configuration meets the deadline of " + format_duration(*deadline_s) + " (the fastest takes " +
-               format_duration(fastest.time_to_train_s) + ", " + format_dollars(fastest.cost_usd) + ")";
+               format_duration(fastest.at_confidence.time_to_train_s) + ", " +
+               format_cost(fastest.at_confidence.cost_usd, fastest.prediction.priced) + ")";
     }
     if (budget_usd) {
         text += (text.empty() ? "no configuration meets" : "; none meets") + std::string(" the budget of ") +
-                format_dollars(*budget_usd) + " (the cheapest costs " + format_dollars(cheapest.cost_usd) + ", " +
-                format_duration(cheapest.time_to_train_s) + ")";
+                format_dollars(*budget_usd) + " (the cheapest costs " +
+                format_cost(cheapest.at_confidence.cost_usd, cheapest.prediction.priced) + ", " +
+                format_duration(cheapest.at_confidence.time_to_train_s) + ")";
     }
     return text;
 }
@@ -247,6 +260,15 @@ Constraints read_constraints(const PlanOptions& o) {
     return c;
 }
 
+/// --pricing, or spot for --spot (its older spelling); InputError when the two disagree.
+Pricing pricing_of(const PlanOptions& o) {
+    const Pricing pricing = parse_pricing(o.pricing, "--pricing");
+    if (o.spot && pricing != Pricing::spot && o.pricing != "on-demand") {
+        throw InputError("--spot and --pricing " + o.pricing + " contradict each other (--spot means --pricing spot)");
+    }
+    return o.spot ? Pricing::spot : pricing;
+}
+
 /// The space the flags describe, with `o.target` applied to its base; InputError naming the flag
 /// for a value that cannot be searched.
 SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
@@ -259,8 +281,10 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.framework = parse_framework(o.framework, "--framework");
     space.base.loader = parse_loader(o.loader, "--loader");
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
-    space.base.pricing = o.spot ? Pricing::spot : Pricing::on_demand;
+    space.base.pricing = pricing_of(o);
     space.instances = o.instances;
+    if (!o.cloud.empty()) model.catalog().check_cloud(o.cloud, "--cloud");
+    space.cloud = o.cloud;
     if (!o.nodes.empty()) space.nodes = o.nodes;
     if (!o.batches.empty()) space.batch_per_gpu = o.batches;
     if (o.global_batch < 0)
@@ -329,6 +353,9 @@ public:
                             {"feasible", search_.plans.size()},
                             {"unpublished_batch", search_.unpublished},
                             {"confidence", o_.confidence},
+                            {"pricing", to_string(pricing_of(o_))},
+                            {"cloud", o_.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.cloud)},
+                            {"not_sold", search_.unsold},
                             {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
                             {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
                             {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
@@ -353,8 +380,8 @@ public:
             << o_.precision << ", " << o_.framework
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
             << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
-            << (o_.spot ? "spot" : "on-demand")
-            << " prices): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
+            << to_string(pricing_of(o_)) << " prices" << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
+            << "): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
         if (search_.unpublished > 0) {
             out << "; " << format_count(static_cast<double>(search_.unpublished))
                 << " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps "
@@ -365,18 +392,34 @@ public:
             out << "Deadline and budget met at " << percent_text(o_.confidence)
                 << " confidence: the time and cost each run stays within (docs/model.md, \"Plan search\").\n";
         }
+        if (!search_.unsold.empty()) {
+            // A few are named with how they are sold; many are counted (--json names them under not_sold).
+            constexpr std::size_t kNamed = 6;
+            std::string names;
+            for (const std::string& name : search_.unsold) {
+                names += (names.empty() ? "" : ", ") + name + " (" + catalog_.instance(name).pricings_text() + ")";
+            }
+            out << "Not sold " << to_string(pricing_of(o_)) << ", left out: "
+                << (search_.unsold.size() <= kNamed
+                        ? names
+                        : std::to_string(search_.unsold.size()) + " GPU instances (--json names them)")
+                << ".\n";
+        }
         out << '\n';
         if (c_.deadline_s) {
             print_answer(
                 out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
                 search_.cheapest_within_deadline,
-                search_.front.empty() ? "" : "the fastest plan takes " + format_duration(fastest().time_to_train_s),
+                search_.front.empty() ? "" : "the fastest plan takes " + format_duration(fastest().at_confidence.time_to_train_s),
                 search_.elastic_within_deadline, "cheaper within the deadline");
         }
         if (c_.budget_usd) {
             print_answer(out, "Fastest within the budget of " + format_dollars(*c_.budget_usd),
                          search_.fastest_within_budget,
-                         search_.front.empty() ? "" : "the cheapest plan costs " + format_dollars(cheapest().cost_usd),
+                         search_.front.empty()
+                             ? ""
+                             : "the cheapest plan costs " + format_cost(cheapest().at_confidence.cost_usd,
+                                                                        cheapest().prediction.priced),
                          search_.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
@@ -392,14 +435,15 @@ public:
         for (std::size_t i : search_.front) {
             const Plan& plan = search_.plans[i];
             const Prediction& p = plan.prediction;
-            std::vector<std::string> row{format_duration(p.time_to_train_s), format_dollars(p.cost_usd)};
+            std::vector<std::string> row{format_duration(p.time_to_train_s), format_cost(p.cost_usd, p.priced)};
             if (quantile) {
                 row.push_back(format_duration(plan.at_confidence.time_to_train_s));
-                row.push_back(format_dollars(plan.at_confidence.cost_usd));
+                row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
             }
-            for (std::string cell :
-                 {cluster_text(catalog_, plan), strategy_text(plan), format_count(batch_per_gpu(plan.prediction)),
-                  epochs_cell(p), format_count(p.throughput_images_per_s), format_dollars(p.cluster_usd_per_hour)})
+            for (std::string cell : {cluster_text(catalog_, plan), strategy_text(plan),
+                                     format_count(batch_per_gpu(plan.prediction)), epochs_cell(p),
+                                     format_count(p.throughput_images_per_s),
+                                     format_cost(p.cluster_usd_per_hour, p.priced)})
                 row.push_back(std::move(cell));
             table.add_row(row);
         }
@@ -408,8 +452,8 @@ public:
     }
 
 private:
-    const TimeCost& fastest() const { return search_.plans[search_.front.front()].at_confidence; }
-    const TimeCost& cheapest() const { return search_.plans[search_.front.back()].at_confidence; }
+    const Plan& fastest() const { return search_.plans[search_.front.front()]; }
+    const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
     /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
     void print_answer(std::ostream& out, const std::string& heading, std::optional<std::size_t> plan,
@@ -493,7 +537,12 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "fastest or the cheapest comes.");
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
     without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
-    cmd->add_flag("--spot", o->spot, "Price with spot instead of on-demand prices");
+    cmd->add_option("--pricing", o->pricing,
+                    "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
+                    "(instances not sold that way are left out)");
+    cmd->add_flag("--spot", o->spot, "The same as --pricing spot");
+    cmd->add_option("--cloud", o->cloud,
+                    "Only instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\")");
     cmd->add_flag("--elastic", o->elastic,
                   "Also consider two-phase schedules that grow or shrink the cluster between epochs (seed 003)");
     cmd->add_option("--model", o->model, "resnet18, resnet34, resnet50, resnet101 or resnet152");
@@ -516,7 +565,8 @@ void register_plan(CLI::App& app, std::ostream& out) {
                     "synthetic (as predict's)");
     cmd->add_option("--memory-format", o->memory_format, "channels_last or nchw (as predict's)");
     cmd->add_option("--instance", o->instances,
-                    "Worker instance types to consider (default: every GPU instance); repeatable");
+                    "Worker instance types to consider (default: every GPU instance sold under --pricing, in "
+                    "--cloud); repeatable");
     cmd->add_option("--nodes", o->nodes, "Worker node counts to consider (default 1,2,3,4,6,8,12,16,24,32,48,64)")
         ->delimiter(',');
     cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")

@@ -49,14 +49,14 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
         const PlannedRun& r = plan.runs[i];
         table.add_row({std::to_string(i + 1), std::to_string(r.scenario.nodes),
                        std::to_string(r.scenario.gpus_per_node), std::to_string(r.scenario.batch_per_gpu),
-                       format_number(r.duration_s / 60.0, 1), format_dollars(r.cost_usd),
+                       format_number(r.duration_s / 60.0, 1), format_cost(r.cost_usd, predicted.priced),
                        band_percent(r.target_sigma_after)});
     }
     table.print(out);
     out << "\n"
         << plan.runs.size() << " runs of " << o.plan.benchmark_iterations << " timed iterations each, chosen from "
         << plan.candidates
-        << " candidates for the most band narrowed per dollar: " << format_dollars(plan.total_cost_usd)
+        << " candidates for the most band narrowed per dollar: " << format_cost(plan.total_cost_usd, predicted.priced)
         << " in all. Record them as a trace and run `epochcast calibrate`.\n";
 }
 

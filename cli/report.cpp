@@ -151,6 +151,8 @@ std::string format_dollars(double usd) {
     return sign + "$" + format_count(whole) + hundredths;
 }
 
+std::string format_cost(double usd, bool priced) { return priced ? format_dollars(usd) : "n/a"; }
+
 std::string prediction_csv_header() {
     std::string header = kScenarioColumns;
     for (const PredictionFigure& column : kPredictionFigures) {
@@ -167,7 +169,7 @@ void append_prediction_csv(std::string& row, const ScenarioResult& result) {
     row += "true,";
     for (const PredictionFigure& column : kPredictionFigures) {
         row += ',';
-        append_number(row, column.get(p));
+        if (p.priced || !is_money_figure(column)) append_number(row, column.get(p));  // empty: no price
     }
     row += ',';
     row += to_string(p.bottleneck);
@@ -206,44 +208,46 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     scenario["batch_per_gpu"] = batch_per_gpu(p);                    // resolved from a global batch
     if (p.epochs_recipe >= 0)
         scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
-    return {
-        {"scenario", scenario},
-        {"throughput_images_per_s", p.throughput_images_per_s},
-        {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
-        {"per_gpu_images_per_s", p.per_gpu_images_per_s},
-        {"iteration_s", p.iteration_s},
-        {"compute_s", p.compute_s},
-        {"data_s", p.data_s},
-        {"communication_s", p.communication_s},
-        {"exposed_communication_s", p.exposed_communication_s},
-        {"sync_s", p.sync_s},
-        {"bottleneck", to_string(p.bottleneck)},
-        {"loader", to_string(p.loader)},
-        {"algorithm_bandwidth_GBps", p.algorithm_bandwidth_GBps},
-        {"bus_bandwidth_GBps", p.bus_bandwidth_GBps},
-        {"interconnect", to_string(p.interconnect)},
-        {"algorithm", to_string(p.algorithm)},
-        {"buckets", p.buckets},
-        {"checkpoint_s", p.checkpoint_s},
-        {"epoch_s", p.epoch_s},
-        {"startup_s", p.startup_s},
-        {"epochs", p.epochs},
-        {"epochs_source", epochs_source_of(p)},
-        {"epochs_interval", {{"low", p.epochs_interval.low}, {"high", p.epochs_interval.high}}},
-        {"time_to_train_s", p.time_to_train_s},
-        {"time_to_train_interval", {{"low", p.time_to_train_interval.low}, {"high", p.time_to_train_interval.high}}},
-        {"cluster_usd_per_hour", p.cluster_usd_per_hour},
-        {"cost_usd", p.cost_usd},
-        {"cost_interval", {{"low", p.cost_interval.low}, {"high", p.cost_interval.high}}},
-        {"cost_per_epoch_usd", p.cost_per_epoch_usd},
-        {"scaling_efficiency", p.scaling_efficiency},
-        {"node_scaling_efficiency", p.node_scaling_efficiency},
-        {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
-        {"memory_headroom_GiB", p.memory_headroom_GiB},
-        {"gpus", p.gpus},
-        {"global_batch", p.global_batch},
-        {"global_batch_beyond_published", p.global_batch_beyond_published},
-        {"compute_curve", to_string(result.curve_origin)}};
+    // A cluster without a price (a machine you own) has no cost: null, not 0.
+    auto money = [&p](double usd) { return p.priced ? nlohmann::json(usd) : nlohmann::json(nullptr); };
+    return {{"scenario", scenario},
+            {"throughput_images_per_s", p.throughput_images_per_s},
+            {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
+            {"per_gpu_images_per_s", p.per_gpu_images_per_s},
+            {"iteration_s", p.iteration_s},
+            {"compute_s", p.compute_s},
+            {"data_s", p.data_s},
+            {"communication_s", p.communication_s},
+            {"exposed_communication_s", p.exposed_communication_s},
+            {"sync_s", p.sync_s},
+            {"bottleneck", to_string(p.bottleneck)},
+            {"loader", to_string(p.loader)},
+            {"algorithm_bandwidth_GBps", p.algorithm_bandwidth_GBps},
+            {"bus_bandwidth_GBps", p.bus_bandwidth_GBps},
+            {"interconnect", to_string(p.interconnect)},
+            {"algorithm", to_string(p.algorithm)},
+            {"buckets", p.buckets},
+            {"checkpoint_s", p.checkpoint_s},
+            {"epoch_s", p.epoch_s},
+            {"startup_s", p.startup_s},
+            {"epochs", p.epochs},
+            {"epochs_source", epochs_source_of(p)},
+            {"epochs_interval", {{"low", p.epochs_interval.low}, {"high", p.epochs_interval.high}}},
+            {"time_to_train_s", p.time_to_train_s},
+            {"time_to_train_interval", {{"low", p.time_to_train_interval.low}, {"high", p.time_to_train_interval.high}}},
+            {"cluster_usd_per_hour", money(p.cluster_usd_per_hour)},
+            {"cost_usd", money(p.cost_usd)},
+            {"cost_interval", p.priced ? nlohmann::json({{"low", p.cost_interval.low}, {"high", p.cost_interval.high}})
+                                       : nlohmann::json(nullptr)},
+            {"cost_per_epoch_usd", money(p.cost_per_epoch_usd)},
+            {"scaling_efficiency", p.scaling_efficiency},
+            {"node_scaling_efficiency", p.node_scaling_efficiency},
+            {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
+            {"memory_headroom_GiB", p.memory_headroom_GiB},
+            {"gpus", p.gpus},
+            {"global_batch", p.global_batch},
+            {"global_batch_beyond_published", p.global_batch_beyond_published},
+            {"compute_curve", to_string(result.curve_origin)}};
 }
 
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {
@@ -319,12 +323,15 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return format_duration(p.time_to_train_interval.low) + " - " + format_duration(p.time_to_train_interval.high);
     });
     row("cluster price ($/h)", [](const Scenario& s, const Prediction& p) {
-        return format_dollars(p.cluster_usd_per_hour) + (s.pricing == Pricing::spot ? " spot" : " on-demand");
+        if (!p.priced) return std::string("n/a (no price by the hour)");
+        return format_dollars(p.cluster_usd_per_hour) + " " + std::string(to_string(s.pricing));
     });
-    row("cost per epoch", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_per_epoch_usd); });
-    row("cost to train", [](const Scenario&, const Prediction& p) { return format_dollars(p.cost_usd); });
+    row("cost per epoch",
+        [](const Scenario&, const Prediction& p) { return format_cost(p.cost_per_epoch_usd, p.priced); });
+    row("cost to train", [](const Scenario&, const Prediction& p) { return format_cost(p.cost_usd, p.priced); });
     row("  95% band", [](const Scenario&, const Prediction& p) {
-        return format_dollars(p.cost_interval.low) + " - " + format_dollars(p.cost_interval.high);
+        return p.priced ? format_dollars(p.cost_interval.low) + " - " + format_dollars(p.cost_interval.high)
+                        : std::string("n/a");
     });
     table.print(out);
 }

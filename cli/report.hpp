@@ -60,6 +60,10 @@ std::string format_duration(double seconds);
 /// +infinity): any double, never an exception.
 std::string format_dollars(double usd);
 
+/// format_dollars(usd), or "n/a" for a cluster without a price by the hour (Prediction::priced
+/// false: a machine you own), whose cost is no $0.00.
+std::string format_cost(double usd, bool priced);
+
 /// The CSV header of a sweep: the scenario's fields, `feasible`, `reason`, then every field of
 /// a Prediction under its JSON name (interval as interval_low/interval_high), `compute_curve`.
 std::string prediction_csv_header();

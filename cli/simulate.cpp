@@ -57,6 +57,8 @@ nlohmann::json distribution_json(const std::vector<double>& samples) {
 }
 
 nlohmann::json elastic_json(const sim::ElasticReport& r) {
+    // An owned cluster has no price: its cost keys are null, as predict's are.
+    auto usd = [&r](double value) { return r.priced ? nlohmann::json(value) : nlohmann::json(nullptr); };
     nlohmann::json segments = nlohmann::json::array();
     for (const sim::ElasticSegment& s : r.segments) {
         segments.push_back({{"start_epoch", s.start_epoch},
@@ -69,8 +71,8 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
                             {"throughput_images_per_s", s.throughput_images_per_s},
                             {"epoch_s", s.epoch_s},
                             {"time_s", s.time_s},
-                            {"cluster_usd_per_hour", s.usd_per_hour},
-                            {"cost_usd", s.cost_usd}});
+                            {"cluster_usd_per_hour", usd(s.usd_per_hour)},
+                            {"cost_usd", usd(s.cost_usd)}});
     }
     nlohmann::json losses = nlohmann::json::array();
     for (const sim::ElasticLoss& l : r.losses) {
@@ -78,18 +80,19 @@ nlohmann::json elastic_json(const sim::ElasticReport& r) {
                           {"nodes_after", l.nodes_after},
                           {"lost_work_s", l.lost_work_s},
                           {"restart_s", l.restart_s},
-                          {"cost_usd", l.cost_usd}});
+                          {"cost_usd", usd(l.cost_usd)}});
     }
-    return {{"epochs", r.epochs},
-            {"segments", segments},
-            {"node_losses", losses},
-            {"startup_s", r.startup_s},
-            {"time_to_train_s", r.time_to_train_s},
-            {"cost_usd", r.cost_usd},
-            {"fixed",
-             {{"nodes", r.fixed_nodes}, {"time_to_train_s", r.fixed_time_to_train_s}, {"cost_usd", r.fixed_cost_usd}}},
-            {"time_saving", 1.0 - r.time_to_train_s / r.fixed_time_to_train_s},
-            {"cost_saving", 1.0 - r.cost_usd / r.fixed_cost_usd}};
+    return {
+        {"epochs", r.epochs},
+        {"segments", segments},
+        {"node_losses", losses},
+        {"startup_s", r.startup_s},
+        {"time_to_train_s", r.time_to_train_s},
+        {"cost_usd", usd(r.cost_usd)},
+        {"fixed",
+         {{"nodes", r.fixed_nodes}, {"time_to_train_s", r.fixed_time_to_train_s}, {"cost_usd", usd(r.fixed_cost_usd)}}},
+        {"time_saving", 1.0 - r.time_to_train_s / r.fixed_time_to_train_s},
+        {"cost_saving", usd(1.0 - r.cost_usd / r.fixed_cost_usd)}};
 }
 
 void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
@@ -98,11 +101,18 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
     std::snprintf(line, sizeof line, "  %-14s %6s %5s %10s %12s %12s %10s %12s\n", "epochs", "nodes", "spot",
                   "batch/GPU", "images/s", "epoch (s)", "time (h)", "cost ($)");
     out << line;
+    // An owned cluster has no price: "n/a", never $0.00.
+    auto dollars = [&r](double usd) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.2f", usd);
+        return r.priced ? std::string(text) : std::string("n/a");
+    };
     for (const sim::ElasticSegment& s : r.segments) {
         char range[64];
         std::snprintf(range, sizeof range, "%.2f-%.2f", s.start_epoch, s.start_epoch + s.epochs);
-        std::snprintf(line, sizeof line, "  %-14s %6d %5d %10d %12.0f %12.1f %10.2f %12.2f\n", range, s.nodes,
-                      s.spot_nodes, s.batch_per_gpu, s.throughput_images_per_s, s.epoch_s, s.time_s / 3600, s.cost_usd);
+        std::snprintf(line, sizeof line, "  %-14s %6d %5d %10d %12.0f %12.1f %10.2f %12s\n", range, s.nodes,
+                      s.spot_nodes, s.batch_per_gpu, s.throughput_images_per_s, s.epoch_s, s.time_s / 3600,
+                      dollars(s.cost_usd).c_str());
         out << line;
     }
     for (const sim::ElasticLoss& l : r.losses) {
@@ -111,10 +121,17 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
                       l.lost_work_s, l.restart_s, l.nodes_after);
         out << line;
     }
-    std::snprintf(line, sizeof line,
-                  "  elastic: %.2f h, $%.2f; fixed %d nodes: %.2f h, $%.2f (time %+.1f%%, cost %+.1f%%)\n",
-                  r.time_to_train_s / 3600, r.cost_usd, r.fixed_nodes, r.fixed_time_to_train_s / 3600, r.fixed_cost_usd,
-                  100 * (r.time_to_train_s / r.fixed_time_to_train_s - 1), 100 * (r.cost_usd / r.fixed_cost_usd - 1));
+    if (r.priced) {
+        std::snprintf(
+            line, sizeof line, "  elastic: %.2f h, $%.2f; fixed %d nodes: %.2f h, $%.2f (time %+.1f%%, cost %+.1f%%)\n",
+            r.time_to_train_s / 3600, r.cost_usd, r.fixed_nodes, r.fixed_time_to_train_s / 3600, r.fixed_cost_usd,
+            100 * (r.time_to_train_s / r.fixed_time_to_train_s - 1), 100 * (r.cost_usd / r.fixed_cost_usd - 1));
+    } else {
+        std::snprintf(line, sizeof line,
+                      "  elastic: %.2f h; fixed %d nodes: %.2f h (time %+.1f%%; cost n/a: no price)\n",
+                      r.time_to_train_s / 3600, r.fixed_nodes, r.fixed_time_to_train_s / 3600,
+                      100 * (r.time_to_train_s / r.fixed_time_to_train_s - 1));
+    }
     out << line;
 }
 

@@ -298,8 +298,8 @@ json host_catalog(int threads_per_rank, const std::vector<NodePeaks>& nodes, con
                      {"network_gbps", links.network_gbps},
                      {"efa_adapters", 0},
                      {"intra_node_GBps", links.intra_node_GBps},
-                     {"price_usd_per_hour", 0.0},
-                     {"spot_usd_per_hour", 0.0},
+                     {"cloud", "owned"},
+                     {"prices", json::object()},  // the local host: no price by the hour
                      {"source", instance_source}};
     return {{"schema", "epochcast.catalog/1"},
             {"gpus", json::array({gpu})},

@@ -16,8 +16,12 @@ void check(const Catalog& catalog) {
         fuzz::require_finite_non_negative(gpu.memory_GBps, "memory_GBps");
     }
     for (const InstanceSpec& instance : catalog.instances()) {
-        fuzz::require_finite_non_negative(instance.price_usd_per_hour, "price_usd_per_hour");
-        fuzz::require_finite_non_negative(instance.spot_usd_per_hour, "spot_usd_per_hour");
+        for (Pricing pricing : kAllPricings) {
+            if (const Price* price = instance.price(pricing)) {
+                fuzz::require_finite_non_negative(price->usd_per_hour, "prices");
+                if (!(price->usd_per_hour > 0)) fuzz::fail("a parsed price is not positive", instance.name);
+            }
+        }
         fuzz::require_finite_non_negative(instance.memory_gib, "memory_gib");
         fuzz::require_finite_non_negative(instance.network_gbps, "network_gbps");
         fuzz::require_finite_non_negative(instance.intra_node_GBps, "intra_node_GBps");

@@ -223,6 +223,108 @@ void parse_fabric(const json& entry, const Where& where, const InstanceSpec* bas
     }
 }
 
+/// A lower-case word: letters, digits and '-', starting with a letter or digit ("aws", "my-lab").
+bool is_word(std::string_view text) {
+    if (text.empty() || text.front() == '-') return false;
+    return std::all_of(text.begin(), text.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+/// YYYY-MM-DD with a month 01-12 and a day 01-31.
+bool is_date(std::string_view text) {
+    if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
+    for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+        if (text[i] < '0' || text[i] > '9') return false;
+    }
+    const int month = (text[5] - '0') * 10 + (text[6] - '0');
+    const int day = (text[8] - '0') * 10 + (text[9] - '0');
+    return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+std::string pricing_names() {
+    std::string names;
+    for (Pricing pricing : kAllPricings) {
+        if (!names.empty()) names += ", ";
+        names += to_string(pricing);
+    }
+    return names;
+}
+
+std::size_t slot(Pricing pricing) { return static_cast<std::size_t>(pricing); }
+
+/// One entry of "prices": {"usd_per_hour", "read", "source", "estimate"}. `default_source` stands for a
+/// missing "source".
+Price parse_price(const json& value, const Where& where, const std::string& default_source) {
+    if (!value.is_object()) {
+        throw InputError(std::string(where.origin) + ": " + where.entry +
+                         " must be an object with \"usd_per_hour\", got " + type_name(value) + " " +
+                         format_value(value));
+    }
+    Price price;
+    price.usd_per_hour = number(value, "usd_per_hour", Bound::positive, where, true);
+    price.read = optional_string(value, "read", where, "");
+    if (!price.read.empty() && !is_date(price.read)) {
+        where.fail("read", "must be a date YYYY-MM-DD, got " + format_value(value["read"]));
+    }
+    price.source = optional_string(value, "source", where, default_source);
+    price.estimate = boolean(value, "estimate", where, false);
+    return price;
+}
+
+/// "prices" and the older "price_usd_per_hour" (on-demand; 0: none) and "spot_usd_per_hour" (spot;
+/// 0: none), each over what `instance` already has (a known entry's prices are kept unless named;
+/// null removes one). A new entry must give one of them ("prices": {} for a machine you own).
+void parse_prices(const json& entry, const Where& where, bool is_new, InstanceSpec& instance) {
+    // A price's source defaults to the entry's own, else (an override without one) the file's name.
+    const std::string default_source = entry.contains("source") ? instance.source : std::string(where.origin);
+    bool given = false;
+    const auto prices = entry.find("prices");
+    if (prices != entry.end()) {
+        given = true;
+        if (!prices->is_object()) {
+            where.fail("prices", "must be an object of prices by pricing model (" + pricing_names() + "), got " +
+                                     type_name(*prices) + " " + format_value(*prices));
+        }
+        for (const auto& [key, value] : prices->items()) {
+            std::optional<Pricing> pricing;
+            for (Pricing p : kAllPricings) {
+                if (to_string(p) == key) pricing = p;
+            }
+            if (!pricing) {
+                where.fail("prices", "names unknown pricing model \"" + escape_for_message(key) +
+                                         "\" (known: " + pricing_names() + ")");
+            }
+            auto& price = instance.prices[slot(*pricing)];
+            if (value.is_null()) {
+                price.reset();
+                continue;
+            }
+            price = parse_price(value, Where{where.origin, where.entry + ": prices \"" + key + "\""}, default_source);
+        }
+    }
+    auto older = [&](std::string_view key, Pricing pricing) {
+        if (!entry.contains(std::string(key))) return;
+        given = true;
+        if (prices != entry.end() && prices->is_object() && prices->contains(std::string(to_string(pricing)))) {
+            where.fail(key, "and prices \"" + std::string(to_string(pricing)) + "\" both give the " +
+                                std::string(to_string(pricing)) + " price: give one");
+        }
+        const double usd = number(entry, key, Bound::non_negative, where, true);
+        auto& price = instance.prices[slot(pricing)];
+        if (usd > 0) {
+            price = Price{usd, "", default_source, false};
+        } else {
+            price.reset();  // 0: not sold that way (a machine you own)
+        }
+    };
+    older("price_usd_per_hour", Pricing::on_demand);
+    older("spot_usd_per_hour", Pricing::spot);
+    if (is_new && !given) {
+        where.fail("prices", "is missing: give the instance's prices by pricing model (" + pricing_names() +
+                                 "; {} for a machine you own), or the older \"price_usd_per_hour\"");
+    }
+}
+
 InstanceSpec parse_instance(const json& entry, const Where& where, const InstanceSpec* base) {
     require_object(entry, where);
     const bool required = base == nullptr;
@@ -260,13 +362,14 @@ InstanceSpec parse_instance(const json& entry, const Where& where, const Instanc
     if (instance.nvswitch && instance.intra_node_link.rfind("nvlink", 0) != 0) {
         where.fail("nvswitch", "is true, but intra_node_link is '" + instance.intra_node_link + "', not NVLink");
     }
-    // 0 for a machine that costs nothing by the hour (the local host, `local-cpu`).
-    instance.price_usd_per_hour =
-        number(entry, "price_usd_per_hour", Bound::non_negative, where, required, instance.price_usd_per_hour);
-    instance.spot_usd_per_hour =
-        number(entry, "spot_usd_per_hour", Bound::non_negative, where, false, instance.spot_usd_per_hour);
+    instance.cloud = optional_string(entry, "cloud", where, instance.cloud);
+    if (entry.contains("cloud") && !is_word(instance.cloud)) {
+        where.fail("cloud", "must be a lower-case word (aws, gcp, azure, owned), got " + format_value(entry["cloud"]));
+    }
+    instance.region = optional_string(entry, "region", where, instance.region);
     instance.source =
         required ? required_string(entry, "source", where) : optional_string(entry, "source", where, instance.source);
+    parse_prices(entry, where, required, instance);
     return instance;
 }
 
@@ -405,6 +508,64 @@ std::vector<std::string> Catalog::same_chip(const GpuSpec& gpu) const {
     return names;
 }
 
+const Price* InstanceSpec::price(Pricing pricing) const {
+    const auto& price = prices[slot(pricing)];
+    return price ? &*price : nullptr;
+}
+
+double InstanceSpec::usd_per_hour(Pricing pricing) const {
+    const Price* p = price(pricing);
+    return p ? p->usd_per_hour : 0.0;
+}
+
+bool InstanceSpec::priced() const {
+    return std::any_of(prices.begin(), prices.end(), [](const std::optional<Price>& p) { return p.has_value(); });
+}
+
+std::string InstanceSpec::pricings_text() const {
+    std::string text;
+    for (Pricing pricing : kAllPricings) {
+        if (!price(pricing)) continue;
+        if (!text.empty()) text += ", ";
+        text += to_string(pricing);
+    }
+    return text.empty() ? "none" : text;
+}
+
+std::vector<std::string> Catalog::clouds() const {
+    std::vector<std::string> clouds;
+    for (const InstanceSpec& instance : instances_) {
+        if (!instance.cloud.empty()) clouds.push_back(instance.cloud);
+    }
+    std::sort(clouds.begin(), clouds.end());
+    clouds.erase(std::unique(clouds.begin(), clouds.end()), clouds.end());
+    return clouds;
+}
+
+void Catalog::check_cloud(std::string_view cloud, std::string_view what) const {
+    const std::vector<std::string> known = clouds();
+    if (std::find(known.begin(), known.end(), cloud) != known.end()) return;
+    std::string names;
+    for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
+    throw InputError(std::string(what) + " '" + escape_for_message(cloud) +
+                     "': no instance of the catalog is in that cloud (clouds: " + (names.empty() ? "none" : names) +
+                     ")");
+}
+
+Catalog Catalog::only_cloud(std::string_view cloud) const {
+    Catalog out;
+    for (const InstanceSpec& instance : instances_) {
+        if (instance.cloud == cloud) out.instances_.push_back(instance);
+    }
+    for (const GpuSpec& gpu : gpus_) {
+        if (std::any_of(out.instances_.begin(), out.instances_.end(),
+                        [&gpu](const InstanceSpec& instance) { return instance.gpu == gpu.name; })) {
+            out.gpus_.push_back(gpu);
+        }
+    }
+    return out;
+}
+
 IntraLink InstanceSpec::intra_link() const {
     if (nvswitch) return IntraLink::nvswitch;
     return intra_node_link.rfind("nvlink", 0) == 0 ? IntraLink::nvlink : IntraLink::pcie;
@@ -463,8 +624,19 @@ std::string Catalog::to_json_text(int indent) const {
         entry["intra_node_GBps"] = instance.intra_node_GBps;
         if (!instance.intra_node_link.empty()) entry["intra_node_link"] = instance.intra_node_link;
         if (instance.nvswitch) entry["nvswitch"] = true;
-        entry["price_usd_per_hour"] = instance.price_usd_per_hour;
-        entry["spot_usd_per_hour"] = instance.spot_usd_per_hour;
+        if (!instance.cloud.empty()) entry["cloud"] = instance.cloud;
+        if (!instance.region.empty()) entry["region"] = instance.region;
+        ordered prices = ordered::object();
+        for (Pricing pricing : kAllPricings) {
+            const Price* price = instance.price(pricing);
+            if (!price) continue;
+            ordered p = {{"usd_per_hour", price->usd_per_hour}};
+            if (!price->read.empty()) p["read"] = price->read;
+            if (!price->source.empty() && price->source != instance.source) p["source"] = price->source;
+            if (price->estimate) p["estimate"] = true;
+            prices[std::string(to_string(pricing))] = std::move(p);
+        }
+        entry["prices"] = std::move(prices);
         entry["source"] = instance.source;
         instances.push_back(std::move(entry));
     }

@@ -3,7 +3,9 @@
 // compiled into the binary; a user file given with --catalog adds entries or overrides them by name.
 #pragma once
 
+#include <array>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,17 @@ struct GpuSpec {
     const std::string& chip_or_name() const { return chip.empty() ? name : chip; }
 };
 
+/// One way an instance is sold (a Pricing), and its price that way: "prices" in the catalog file.
+struct Price {
+    double usd_per_hour = 0;  ///< > 0, US dollars per hour of one instance
+    /// The date the price was read from its source, YYYY-MM-DD; empty where a user file gives none.
+    std::string read;
+    /// Where the price comes from and on what conditions (region, OS, term); empty: the instance's source.
+    std::string source;
+    /// Not a quoted price but a figure made from others (a rule of thumb, a sum of parts): the source says how.
+    bool estimate = false;
+};
+
 /// One instance type. CPU-only instances (parameter servers) have gpus == 0 and an empty gpu.
 struct InstanceSpec {
     std::string name;         ///< e.g. "p3.16xlarge"
@@ -64,10 +77,24 @@ struct InstanceSpec {
     /// "nvswitch", optional (default false): the NVLinks go through NVSwitch chips, so every GPU
     /// reaches every other at full bandwidth, and from NVLink 4 on the switch can reduce (NVLS).
     bool nvswitch = false;
-    double intra_node_GBps = 0;     ///< GPU-to-GPU bandwidth inside the node per GPU (NVLink or PCIe), in 10^9 bytes/s
-    double price_usd_per_hour = 0;  ///< us-east-1 Linux on-demand price, in US dollars per hour (0: a machine you own)
-    double spot_usd_per_hour = 0;   ///< us-east-1 spot price, in US dollars per hour
-    std::string source;             ///< where the figures come from
+    double intra_node_GBps = 0;  ///< GPU-to-GPU bandwidth inside the node per GPU (NVLink or PCIe), in 10^9 bytes/s
+    /// "cloud", optional: who sells it ("aws", "gcp", "azure"), or "owned"; a lower-case word. Empty where not given.
+    std::string cloud;
+    /// "region", optional: where the prices were read (us-east-1, us-central1, eastus). Empty where not given.
+    std::string region;
+    /// "prices": how the instance is sold, indexed by Pricing; none at all for a machine you own (or one whose
+    /// price the catalog could not find: the source says which).
+    std::array<std::optional<Price>, kPricingCount> prices;
+    std::string source;  ///< where the figures come from
+
+    /// Its price under `pricing`, or nullptr where it is not sold that way.
+    const Price* price(Pricing pricing) const;
+    /// Its price per hour under `pricing` in US dollars, 0 where it is not sold that way.
+    double usd_per_hour(Pricing pricing) const;
+    /// Some price is known (false: a machine you own, or no price found).
+    bool priced() const;
+    /// The pricings it is sold under, "on-demand, spot", or "none".
+    std::string pricings_text() const;
 
     /// The efficiency class of the node's GPU-to-GPU link.
     IntraLink intra_link() const;
@@ -84,8 +111,9 @@ public:
     /// Parse catalog JSON text; `origin` names it in error messages (a path, or "built-in catalog").
     /// Throws InputError on malformed JSON, a wrong schema, a missing key or wrong type (naming the
     /// entry and the key), a negative or zero count where it must be positive, a negative price or
-    /// peak (fp16_tflops, bf16_tflops and the prices may be 0), or an
-    /// instance whose gpu names no GPU known to this catalog.
+    /// peak (fp16_tflops, bf16_tflops may be 0), an unknown pricing model or a malformed date, or an
+    /// instance whose gpu names no GPU known to this catalog. An instance's prices come from "prices"
+    /// or from the older keys "price_usd_per_hour" (on-demand; 0: none) and "spot_usd_per_hour" (spot).
     static Catalog parse(std::string_view json_text, std::string_view origin);
 
     /// Read and parse a file; throws InputError when it is missing or unreadable (naming the path).
@@ -103,6 +131,13 @@ public:
     /// Add the other catalog's entries, replacing ours of the same name, then re-check that every
     /// instance's gpu is known.
     void merge(const Catalog& other);
+
+    /// The clouds the instances name, sorted, each once ("aws", "azure", "gcp", "owned").
+    std::vector<std::string> clouds() const;
+    /// Throws InputError naming `what` (e.g. "--cloud") and listing the clouds when no instance names `cloud`.
+    void check_cloud(std::string_view cloud, std::string_view what) const;
+    /// The instances of `cloud` and the GPUs they name (check_cloud first).
+    Catalog only_cloud(std::string_view cloud) const;
 
     /// Look up by exact name; throws InputError listing the known names when there is none.
     const GpuSpec& gpu(std::string_view name) const;

@@ -780,13 +780,20 @@ void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scena
 }
 
 double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {
-    const bool spot = scenario.pricing == Pricing::spot;
     auto hourly = [&](const InstanceSpec& spec) {
-        if (!spot || !(spec.price_usd_per_hour > 0)) return spec.price_usd_per_hour;  // 0: a machine you own
-        if (!(spec.spot_usd_per_hour > 0)) throw InputError("the catalog has no spot price for '" + spec.name + "'");
-        return spec.spot_usd_per_hour;
+        if (!spec.priced()) return 0.0;  // a machine you own: no price by the hour (cluster_priced says so)
+        const Price* price = spec.price(scenario.pricing);
+        if (!price) {
+            throw InputError("the catalog has no " + std::string(to_string(scenario.pricing)) + " price for '" +
+                             spec.name + "' (it is sold as: " + spec.pricings_text() + ")");
+        }
+        return price->usd_per_hour;
     };
     return scenario.nodes * hourly(worker) + (server ? scenario.ps_nodes * hourly(*server) : 0.0);
+}
+
+bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server) {
+    return worker.priced() && (!server || server->priced());
 }
 
 FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double value) const {
@@ -1025,6 +1032,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
 
     // Money and memory
     r.cluster_usd_per_hour = cluster_price_usd_per_hour(scenario, instance, server);
+    r.priced = cluster_priced(instance, server);
     r.memory_per_gpu_bytes = memory.total_bytes();
     r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     return r;
@@ -1146,6 +1154,7 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
     p.memory_headroom_GiB = s.memory_headroom_bytes / kBytesPerGiB;
 
+    p.priced = s.priced;
     p.cluster_usd_per_hour = s.cluster_usd_per_hour;
     p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
     p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;

@@ -122,6 +122,7 @@ struct ResolvedScenario {
     double checkpoint_s = 0;                     ///< one checkpoint write, seconds
     double startup_s = 0;                        ///< launch to first iteration, seconds
     double cluster_usd_per_hour = 0;             ///< workers + dedicated servers at the chosen pricing
+    bool priced = true;                          ///< false: an instance of the cluster has no price (cluster_priced)
     double memory_per_gpu_bytes = 0;             ///< what one GPU needs for this batch, headroom included (eq. M1)
     double memory_headroom_bytes = 0;            ///< of that, the CUDA context and the allocator's slack
 
@@ -387,9 +388,13 @@ NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_ad
 void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch);
 
 /// What the cluster costs per hour at the scenario's pricing, in USD: its worker nodes plus its
-/// dedicated servers (`server`, nullptr: none). An instance priced 0 (a machine you own) costs 0
-/// either way. Throws InputError where spot pricing finds no spot price.
+/// dedicated servers (`server`, nullptr: none). An instance with no price at all (a machine you own)
+/// adds 0, and cluster_priced() is false. Throws InputError naming the instance and the pricings it
+/// has where an instance with prices is not sold under the scenario's (p5e.48xlarge on-demand).
 double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server);
+
+/// Every instance of the cluster has a price (false: a cost of it would be a meaningless $0).
+bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server);
 
 class CostModel {
 public:

@@ -71,6 +71,9 @@ struct Prediction {
                                                  ///< context and the allocator's slack (docs/model.md, eq. M1)
 
     // Money, in US dollars
+    /// false: an instance of the cluster has no price by the hour (a machine you own), so the three
+    /// figures below are 0 and mean nothing: the CLI prints "n/a", JSON null, CSV an empty field.
+    bool priced = true;
     double cluster_usd_per_hour = 0;  ///< workers plus dedicated parameter servers, at the chosen pricing
     double cost_per_epoch_usd = 0;    ///< one epoch's share
     double cost_usd = 0;              ///< the whole run, billed per second
@@ -129,6 +132,13 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"epochs_low", [](const Prediction& p) { return p.epochs_interval.low; }},
     {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
 };
+
+/// A figure in US dollars (cluster_usd_per_hour, cost_usd, cost_per_epoch_usd): none, not 0, for a
+/// cluster without a price (Prediction::priced false).
+inline bool is_money_figure(const PredictionFigure& figure) {
+    const std::string_view name = figure.name;
+    return name == "cluster_usd_per_hour" || name == "cost_usd" || name == "cost_per_epoch_usd";
+}
 
 /// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from
 /// the GPUs); 0 for a prediction of no GPU.

@@ -66,25 +66,61 @@ std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
     return front;
 }
 
+namespace {
+
+/// In the space's cloud (every cloud when it names none).
+bool in_cloud(const SearchSpace& space, const InstanceSpec& instance) {
+    return space.cloud.empty() || instance.cloud == space.cloud;
+}
+
+/// What can be rented at the space's pricing: a price under it. A machine without any price by the
+/// hour (an owned DGX, the local host) would always be the cheapest plan: named with --instance only.
+bool sold(const SearchSpace& space, const InstanceSpec& instance) {
+    return instance.price(space.base.pricing) != nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalog& catalog) {
+    std::vector<std::string> names;
+    if (!space.instances.empty()) return names;
+    for (const InstanceSpec& instance : catalog.instances()) {
+        if (instance.gpus > 0 && in_cloud(space, instance) && instance.priced() && !sold(space, instance)) {
+            names.push_back(instance.name);
+        }
+    }
+    return names;
+}
+
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog) {
+    if (!space.cloud.empty()) catalog.check_cloud(space.cloud, "cloud");
     std::vector<const InstanceSpec*> workers;
     if (space.instances.empty()) {
-        // What can be rented: a machine without a price by the hour (an owned DGX, the local host)
-        // would always be the cheapest plan. Name it with --instance to plan on it.
         for (const InstanceSpec& instance : catalog.instances()) {
-            if (instance.gpus > 0 && instance.price_usd_per_hour > 0) workers.push_back(&instance);
+            if (instance.gpus > 0 && in_cloud(space, instance) && sold(space, instance)) workers.push_back(&instance);
         }
     } else {
         for (const std::string& name : space.instances) {
             const InstanceSpec& instance = catalog.instance(name);
             if (instance.gpus == 0) throw InputError("instance '" + name + "' has no GPUs: it cannot be a worker");
+            if (!in_cloud(space, instance)) {
+                throw InputError("instance '" + name + "' is in cloud '" +
+                                 (instance.cloud.empty() ? std::string("(none)") : instance.cloud) + "', not '" +
+                                 space.cloud + "'");
+            }
+            if (instance.priced() && !sold(space, instance)) {
+                throw InputError("instance '" + name + "' is not sold " + std::string(to_string(space.base.pricing)) +
+                                 " (it is sold as: " + instance.pricings_text() + ")");
+            }
             workers.push_back(&instance);
         }
     }
     std::vector<std::string> servers = space.ps_instances;
     if (servers.empty()) {
         for (const InstanceSpec& instance : catalog.instances()) {
-            if (instance.gpus == 0 && instance.price_usd_per_hour > 0) servers.push_back(instance.name);
+            if (instance.gpus == 0 && in_cloud(space, instance) && sold(space, instance)) {
+                servers.push_back(instance.name);
+            }
         }
     } else {
         for (const std::string& name : servers) catalog.instance(name);  // throws for an unknown name
@@ -204,6 +240,7 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         throw InputError("--elastic compares two-phase schedules at the point prediction: not with --confidence");
     }
     PlanSearch result;
+    result.unsold = unsold_instances(space, model.catalog());
     for (Scenario& s : enumerate_space(space, model.catalog())) {
         ++result.considered;
         try {

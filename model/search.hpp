@@ -28,12 +28,15 @@ struct SearchSpace {
     Scenario base;                       ///< model, image size, dataset, epochs (or target and recipe), precision,
                                          ///< framework, pricing;
                                          ///< a global_batch > 0 is kept on every size (batch_per_gpu unused)
-    std::vector<std::string> instances;  ///< worker instances; empty: every GPU instance of the catalog with a price
+    std::vector<std::string> instances;  ///< worker instances; empty: every GPU instance of the catalog (in `cloud`)
+                                         ///< with a price under base.pricing
+    std::string cloud;                   ///< only instances of this cloud (InstanceSpec::cloud); empty: every cloud
     std::vector<int> nodes{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};  ///< worker node counts
     std::vector<int> gpus_per_node;  ///< empty: 1, 2, 4, ... below the instance's count, and the count itself
     std::vector<Strategy> strategies{Strategy::nccl, Strategy::ring, Strategy::hierarchical, Strategy::tree,
                                      Strategy::ps};
     std::vector<std::string> ps_instances;     ///< dedicated servers; empty: every CPU-only instance of the catalog
+                                               ///< (in `cloud`) with a price under base.pricing
     std::vector<double> ps_ratios{0.5, 1, 2};  ///< server nodes per worker node (ps_nodes = ceil(ratio x nodes))
     bool ps_colocated = true;                  ///< also one server on each worker node
     std::vector<int> batch_per_gpu{32, 64, 128, 256, 512};  ///< those that do not fit are dropped
@@ -56,10 +59,17 @@ double normal_quantile(double probability);
 /// At 0.5, the point prediction.
 TimeCost at_confidence(const Prediction& prediction, double confidence);
 
+/// The GPU instances (in the space's cloud) that have prices but none under the space's pricing,
+/// which the search leaves out (p5e.48xlarge, sold only as capacity blocks, from an on-demand
+/// search); empty when the space names its instances.
+std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalog& catalog);
+
 /// Every Scenario of the space, in a fixed order: instance, GPUs per node, strategy (with, for ps,
 /// each server instance and ratio, then co-located), node count, batch. Hierarchical and tree
 /// all-reduce are left out with one GPU per node (they are the ring there, hierarchical exactly;
-/// tree is kept across nodes). GPU counts above the instance's are left out.
+/// tree is kept across nodes). GPU counts above the instance's are left out. Throws InputError for
+/// a cloud no instance names (listing the clouds), or a named worker of another cloud or with
+/// prices but none under the space's pricing (naming the pricings it has).
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog);
 
 /// One feasible configuration and its prediction.
@@ -82,11 +92,12 @@ struct ElasticPlan {
 
 /// What the search found.
 struct PlanSearch {
-    std::vector<Plan> plans;         ///< every feasible configuration, in enumeration order
-    std::size_t considered = 0;      ///< configurations enumerated
-    std::size_t infeasible = 0;      ///< of those, rejected (batch does not fit, no such precision, ...)
-    std::size_t unpublished = 0;     ///< of those, left out for a global batch beyond published recipes
-    std::vector<std::size_t> front;  ///< indices into plans: the Pareto front, fastest first
+    std::vector<Plan> plans;          ///< every feasible configuration, in enumeration order
+    std::size_t considered = 0;       ///< configurations enumerated
+    std::size_t infeasible = 0;       ///< of those, rejected (batch does not fit, no such precision, ...)
+    std::size_t unpublished = 0;      ///< of those, left out for a global batch beyond published recipes
+    std::vector<std::string> unsold;  ///< GPU instances left out: not sold under the pricing (unsold_instances)
+    std::vector<std::size_t> front;   ///< indices into plans: the Pareto front, fastest first
     std::optional<std::size_t> cheapest_within_deadline;  ///< index into plans, when a deadline is given and met
     std::optional<std::size_t> fastest_within_budget;     ///< index into plans, when a budget is given and met
     std::optional<ElasticPlan> elastic_within_deadline;   ///< cheapest two-phase schedule meeting the deadline, when
@@ -99,7 +110,7 @@ struct PlanSearch {
 /// is found either way); `elastic` also considers two-phase schedules. The front and both answers
 /// are at the space's confidence (Plan::at_confidence). Throws InputError for a deadline or budget
 /// that is not positive, a confidence outside [0.5, 1), elastic schedules at a confidence other
-/// than 0.5, or a name in the space the catalog does not know.
+/// than 0.5, a name in the space the catalog does not know, or what enumerate_space refuses.
 PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::optional<double> deadline_s,
                         std::optional<double> budget_usd, bool elastic = false);
 

@@ -48,8 +48,12 @@ constexpr std::array<std::pair<std::string_view, Framework>, kFrameworkCount> kF
      {"tensorflow", Framework::tensorflow},
      {"pytorch", Framework::pytorch},
      {"epochcast", Framework::epochcast}}};
-constexpr std::array<std::pair<std::string_view, Pricing>, 2> kPricings{
-    {{"on-demand", Pricing::on_demand}, {"spot", Pricing::spot}}};
+constexpr std::array<std::pair<std::string_view, Pricing>, kPricingCount> kPricings{
+    {{"on-demand", Pricing::on_demand},
+     {"spot", Pricing::spot},
+     {"capacity-block", Pricing::capacity_block},
+     {"reserved-1y", Pricing::reserved_1y},
+     {"reserved-3y", Pricing::reserved_3y}}};
 constexpr std::array<std::pair<std::string_view, SoftwareStack>, kSoftwareStackCount> kSoftwareStacks{
     {{"current", SoftwareStack::current}, {"legacy", SoftwareStack::legacy}}};
 constexpr std::array<std::pair<std::string_view, DeviceKind>, 2> kDeviceKinds{

@@ -98,8 +98,18 @@ enum class SoftwareStack {
 };
 inline constexpr int kSoftwareStackCount = 2;
 
-/// Which price list the cost uses.
-enum class Pricing { on_demand, spot };
+/// How an instance is sold: the price list the cost uses (docs/model.md, "The catalog").
+enum class Pricing {
+    on_demand,       ///< pay by the second or hour, no commitment (AWS On-Demand, GCP on-demand, Azure pay-as-you-go)
+    spot,            ///< spare capacity that can be taken back (AWS Spot, GCP Spot VMs, Azure Spot): a dated snapshot
+    capacity_block,  ///< capacity reserved ahead for days or weeks and paid up front (AWS EC2 Capacity Blocks for ML)
+    reserved_1y,     ///< a one-year commitment billed by the hour (AWS Reserved Instances and Savings Plans, GCP
+                     ///< committed use discounts, Azure reservations and savings plans; the price's source says which)
+    reserved_3y,     ///< the same for three years
+};
+inline constexpr int kPricingCount = 5;
+inline constexpr Pricing kAllPricings[] = {Pricing::on_demand, Pricing::spot, Pricing::capacity_block,
+                                           Pricing::reserved_1y, Pricing::reserved_3y};
 
 /// What a catalog device is. A GPU has copy engines that move collective traffic while its cores
 /// compute; a CPU rank (a `local-cpu` entry made by `epochcast-train --describe-host`) moves it with

@@ -168,15 +168,15 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
 
     // A spot node costs this much less per hour than one at the scenario's pricing.
     const InstanceSpec& instance = model.catalog().instance(scenario.instance);
-    const double scenario_price =
-        scenario.pricing == Pricing::spot ? instance.spot_usd_per_hour : instance.price_usd_per_hour;
+    const double scenario_price = instance.usd_per_hour(scenario.pricing);
     auto spot_discount_per_hour = [&](int spot_nodes) {
         if (spot_nodes == 0) return 0.0;
-        if (!(instance.spot_usd_per_hour > 0)) {
+        const Price* spot = instance.price(Pricing::spot);
+        if (!spot) {
             throw InputError("elastic schedule: spot_nodes, but the catalog has no spot price for '" + instance.name +
-                             "'");
+                             "' (it is sold as: " + instance.pricings_text() + ")");
         }
-        return spot_nodes * (scenario_price - instance.spot_usd_per_hour);
+        return spot_nodes * (scenario_price - spot->usd_per_hour);
     };
 
     ElasticReport report;
@@ -246,6 +246,7 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
     report.fixed_nodes = fixed.nodes;
     report.fixed_time_to_train_s = report.startup_s + report.epochs * f.prediction.epoch_s;
     report.fixed_cost_usd = report.fixed_time_to_train_s / kSecondsPerHour * f.usd_per_hour;
+    report.priced = f.prediction.priced;
     return report;
 }
 

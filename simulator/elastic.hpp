@@ -86,6 +86,8 @@ struct ElasticReport {
     int fixed_nodes = 0;  ///< the scenario's cluster
     double fixed_time_to_train_s = 0;
     double fixed_cost_usd = 0;
+    bool priced =
+        true;  ///< false: the instances have no price by the hour (owned): every cost above is 0 and meaningless
 };
 
 /// Simulate every distinct cluster size of the schedule (and the scenario's fixed cluster) with

@@ -68,6 +68,20 @@ QString grouped(double value) { return q(format_count(value)); }
 
 QString dollars(double usd) { return "$" + (usd < 100 ? QString::number(usd, 'f', 2) : grouped(usd)); }
 
+/// dollars(usd), or "n/a" where the cluster has no price by the hour (a machine you own): never $0.00.
+QString cost(double usd, bool priced) { return priced ? dollars(usd) : QString("n/a"); }
+
+/// "$55.04/h on-demand, $25.75/h spot", or that it has no price by the hour.
+QString prices_text(const InstanceSpec& instance) {
+    QStringList parts;
+    for (Pricing pricing : kAllPricings) {
+        if (const Price* price = instance.price(pricing)) {
+            parts << QString("%1/h %2").arg(dollars(price->usd_per_hour), q(to_string(pricing)));
+        }
+    }
+    return parts.isEmpty() ? QString("no price by the hour (owned)") : parts.join(", ");
+}
+
 /// "value (low - high)" with the band of a figure.
 QString banded(const QString& value, const QString& low, const QString& high) {
     return QString("<b>%1</b> &nbsp;<span style='color:gray'>(%2 &ndash; %3)</span>").arg(value, low, high);
@@ -98,7 +112,7 @@ Column column_of(const QString& header, const Scenario& s, const Prediction& p) 
              q(to_string(s.precision)), q(to_string(s.framework)), q(to_string(s.strategy)), q(to_string(s.pricing)),
              QString::number(p.throughput_images_per_s, 'f', 1), QString::number(p.interval.low, 'f', 1),
              QString::number(p.interval.high, 'f', 1), QString::number(p.epoch_s, 'f', 1),
-             QString::number(p.time_to_train_s, 'f', 0), QString::number(p.cost_usd, 'f', 2),
+             QString::number(p.time_to_train_s, 'f', 0), p.priced ? QString::number(p.cost_usd, 'f', 2) : QString(),
              QString::number(p.scaling_efficiency, 'f', 3)}};
 }
 
@@ -276,7 +290,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     recipe_->setEnabled(false);
     pricing_ = new QComboBox;
     pricing_->setObjectName("pricing");
-    add_items(pricing_, {to_string(Pricing::on_demand), to_string(Pricing::spot)});
+    for (Pricing pricing : kAllPricings) pricing_->addItem(q(to_string(pricing)));
     calibration_ = new QComboBox;
     calibration_->setObjectName("calibration");
     calibration_->addItems({"built-in", "data-free"});
@@ -477,7 +491,7 @@ void MainWindow::onInstanceChanged() {
     const InstanceSpec& i = model_->catalog().instance(name);
     const GpuSpec& gpu = model_->catalog().gpu_of(i);
     instance_info_->setText(
-        QString("%1 x %2 (%3 GiB), %4 vCPUs, %5 Gbit/s%6<br>%7/h on demand, %8/h spot")
+        QString("%1 x %2 (%3 GiB), %4 vCPUs, %5 Gbit/s%6<br>%7")
             .arg(i.gpus)
             .arg(QString::fromStdString(gpu.name))
             .arg(gpu.memory_gib)
@@ -489,7 +503,7 @@ void MainWindow::onInstanceChanged() {
                      .arg(i.intra_node_link.empty() ? QString()
                                                     : QString(", %1%2").arg(QString::fromStdString(i.intra_node_link),
                                                                             i.nvswitch ? " + NVSwitch" : "")))
-            .arg(dollars(i.price_usd_per_hour), dollars(i.spot_usd_per_hour)));
+            .arg(prices_text(i)));
     const bool was = updating_;
     updating_ = true;
     const bool all = gpus_per_node_->value() == gpus_per_node_->maximum();
@@ -630,7 +644,11 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                   tr("global batch %1 beyond every published recipe").arg(p.global_batch) + "</span>";
     }
     epochs_out_->setText(epochs);
-    cost_->setText(banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd)));
+    if (p.priced) {
+        cost_->setText(banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd)));
+    } else {
+        cost_->setText(tr("n/a (no price by the hour)"));
+    }
     efficiency_->setText(banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
                                 QString::number(100 * b.slow.scaling_efficiency, 'f', 1),
                                 QString::number(100 * b.fast.scaling_efficiency, 'f', 1)));
@@ -640,11 +658,11 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(q(to_string(p.interconnect)))
                              .arg(p.communication_s * 1e3, 0, 'f', 2)
                              .arg(p.exposed_communication_s * 1e3, 0, 'f', 2));
-    bottleneck_->setText(QString("<b>%1</b> (%2 GPUs, %3 images per iteration, %4/h)")
+    bottleneck_->setText(QString("<b>%1</b> (%2 GPUs, %3 images per iteration, %4)")
                              .arg(q(to_string(p.bottleneck)))
                              .arg(p.gpus)
                              .arg(p.global_batch)
-                             .arg(dollars(p.cluster_usd_per_hour)));
+                             .arg(p.priced ? dollars(p.cluster_usd_per_hour) + "/h" : tr("no price by the hour")));
 }
 
 void MainWindow::clearOutputs(const QString& why) {
@@ -1026,7 +1044,7 @@ void MainWindow::onSimulationDone(std::optional<Prediction> simulated, QString e
                            .arg(simulated->throughput_images_per_s, 0, 'f', 0)
                            .arg(simulated->iteration_s * 1e3, 0, 'f', 1)
                            .arg(simulated->exposed_communication_s * 1e3, 0, 'f', 1)
-                           .arg(hours(simulated->time_to_train_s), dollars(simulated->cost_usd));
+                           .arg(hours(simulated->time_to_train_s), cost(simulated->cost_usd, simulated->priced));
         if (prediction_) {
             text += tr(" The closed form says %1 images/s (%2 % apart).")
                         .arg(prediction_->throughput_images_per_s, 0, 'f', 0)

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,15 +39,35 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
     return "";
 }
 
+/// The prices table of `catalog`'s text: what follows its heading.
+std::string prices_table(const std::string& out) {
+    const auto at = out.find("\nPrices in US dollars");
+    return at == std::string::npos ? std::string() : out.substr(at);
+}
+
 TEST(CatalogCli, TablesListInstancesWithPricesAndUnits) {
     const std::string out = run_catalog({"catalog"});
     const std::string p3 = line_starting(out, "p3.16xlarge ");
     ASSERT_FALSE(p3.empty()) << out;
     EXPECT_TRUE(contains(p3, "V100-SXM2-16GB")) << p3;
-    EXPECT_TRUE(contains(p3, "24.48")) << p3;
-    EXPECT_TRUE(contains(p3, "7.344")) << p3;
+    const std::string p3_prices = line_starting(prices_table(out), "p3.16xlarge ");
+    EXPECT_TRUE(contains(p3_prices, " aws ")) << p3_prices;
+    EXPECT_TRUE(contains(p3_prices, "us-east-1")) << p3_prices;
+    EXPECT_TRUE(contains(p3_prices, "24.48")) << p3_prices;
+    EXPECT_TRUE(contains(p3_prices, "7.344")) << p3_prices;
+    EXPECT_TRUE(contains(p3_prices, "spot: an estimate, not a quote")) << p3_prices;
+    // An owned system has no price: n/a, never $0.
+    const std::string dgx = line_starting(prices_table(out), "dgx-a100 ");
+    EXPECT_TRUE(contains(dgx, "owned")) << dgx;
+    EXPECT_TRUE(contains(dgx, "n/a: no price by the hour")) << dgx;
+    EXPECT_FALSE(contains(dgx, " 0 ")) << dgx;
+    // p5e is sold only as capacity blocks, read for us-east-2.
+    const std::string p5e = line_starting(prices_table(out), "p5e.48xlarge ");
+    EXPECT_TRUE(contains(p5e, "us-east-2")) << p5e;
+    EXPECT_TRUE(contains(p5e, "43.26")) << p5e;
+    for (const char* column : {"on-demand $/h", "spot $/h", "capacity-block $/h", "reserved-1y $/h", "reserved-3y $/h"})
+        EXPECT_TRUE(contains(out, column)) << column;
     EXPECT_TRUE(contains(out, "network Gb/s")) << out;
-    EXPECT_TRUE(contains(out, "on-demand $/h")) << out;
     EXPECT_TRUE(contains(out, "fp32 TFLOPS")) << out;
     EXPECT_TRUE(contains(out, "memory GB/s")) << out;
     const std::string k80 = line_starting(out, "K80 ");
@@ -62,7 +84,7 @@ TEST(CatalogCli, JsonParsesAndRoundTrips) {
     EXPECT_EQ(parsed.at("instances").size(), built_in.instances().size());
     const Catalog again = Catalog::parse(out, "catalog --json");
     EXPECT_EQ(again.to_json_text(), built_in.to_json_text());
-    EXPECT_DOUBLE_EQ(again.instance("p3.16xlarge").price_usd_per_hour, 24.48);
+    EXPECT_DOUBLE_EQ(again.instance("p3.16xlarge").usd_per_hour(Pricing::on_demand), 24.48);
     // CPU-only instances are written without "gpu".
     for (const auto& instance : parsed.at("instances")) {
         if (instance.at("gpus") == 0) {
@@ -81,12 +103,75 @@ TEST(CatalogCli, CatalogFilesAreMergedInOrder) {
         { "name": "p3.mine", "gpu": "V100-SXM2-16GB", "gpus": 2, "vcpus": 16, "memory_gib": 122,
           "network_gbps": 10, "price_usd_per_hour": 5.75, "source": "second" } ] })");
     const Catalog catalog = load_catalog({first.path(), second.path()});
-    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").price_usd_per_hour, 20.5);
-    EXPECT_DOUBLE_EQ(catalog.instance("p3.mine").price_usd_per_hour, 5.75);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").usd_per_hour(Pricing::on_demand), 20.5);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.mine").usd_per_hour(Pricing::on_demand), 5.75);
 
     const std::string out = run_catalog({"catalog", "--catalog", first.path(), "--catalog", second.path()});
-    EXPECT_TRUE(contains(line_starting(out, "p3.16xlarge "), "20.5")) << out;
-    EXPECT_TRUE(contains(line_starting(out, "p3.mine "), "5.75")) << out;
+    EXPECT_TRUE(contains(line_starting(prices_table(out), "p3.16xlarge "), "20.5")) << out;
+    EXPECT_TRUE(contains(line_starting(prices_table(out), "p3.mine "), "5.75")) << out;
+}
+
+/// The instance names of the prices table of `out`, in order.
+std::vector<std::string> priced_names(const std::string& out) {
+    std::vector<std::string> names;
+    std::istringstream lines(prices_table(out));
+    std::string line;
+    for (int skip = 0; skip < 4 && std::getline(lines, line); ++skip) {  // blank, heading, header, rule
+    }
+    while (std::getline(lines, line) && !line.empty()) names.push_back(line.substr(0, line.find(' ')));
+    return names;
+}
+
+TEST(CatalogCli, CloudGcpListsGoogleGpuInstancesWithTheirPrices) {
+    const std::string out = run_catalog({"catalog", "--cloud", "gcp"});
+    const std::vector<std::string> names = priced_names(out);
+    for (const char* name :
+         {"a2-highgpu-1g", "a2-highgpu-8g", "a2-ultragpu-8g", "a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g"}) {
+        EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name << "\n" << out;
+    }
+    for (const std::string& name : names) {
+        const std::string line = line_starting(prices_table(out), name + " ");
+        EXPECT_TRUE(contains(line, " gcp ")) << line;
+        EXPECT_TRUE(contains(line, "us-central1")) << line;
+    }
+    EXPECT_FALSE(contains(out, "p5.48xlarge")) << out;
+    EXPECT_TRUE(line_starting(out, "K80 ").empty()) << out;  // only the GPUs its instances hold
+    // The H200 machine at its read prices; the A100 one with its committed-use prices too.
+    const std::string ultra = line_starting(prices_table(out), "a3-ultragpu-8g ");
+    EXPECT_TRUE(contains(ultra, "83.492")) << ultra;
+    EXPECT_TRUE(contains(ultra, "50.0856")) << ultra;
+    const std::string a2 = line_starting(prices_table(out), "a2-highgpu-8g ");
+    for (const char* price : {"29.3871", "10.3468", "18.5137", "10.2857"}) EXPECT_TRUE(contains(a2, price)) << a2;
+    // The JSON is a catalog of those instances alone, which --catalog reads back.
+    const nlohmann::json parsed = nlohmann::json::parse(run_catalog({"catalog", "--cloud", "gcp", "--json"}));
+    EXPECT_EQ(parsed.at("instances").size(), names.size());
+    for (const auto& instance : parsed.at("instances")) EXPECT_EQ(instance.at("cloud"), "gcp") << instance.dump();
+    EXPECT_NO_THROW(Catalog::parse(parsed.dump(), "gcp.json"));
+}
+
+TEST(CatalogCli, CloudAzureListsItsNdSeries) {
+    const std::string out = run_catalog({"catalog", "--cloud", "azure"});
+    const std::vector<std::string> names = priced_names(out);
+    for (const char* name :
+         {"Standard_ND96isr_H100_v5", "Standard_ND96amsr_A100_v4", "Standard_ND96asr_v4", "Standard_ND96isr_H200_v5"}) {
+        EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name << "\n" << out;
+    }
+    const std::string h100 = line_starting(prices_table(out), "Standard_ND96isr_H100_v5 ");
+    EXPECT_TRUE(contains(h100, "eastus")) << h100;
+    EXPECT_TRUE(contains(h100, "98.32")) << h100;
+    // No price was found for the H200 size: n/a, not a made-up figure.
+    EXPECT_TRUE(contains(line_starting(prices_table(out), "Standard_ND96isr_H200_v5 "), "n/a: no price")) << out;
+    EXPECT_TRUE(contains(out, "infiniband")) << out;
+}
+
+TEST(CatalogCli, AnUnknownCloudIsAnInputErrorListingTheClouds) {
+    try {
+        run_catalog({"catalog", "--cloud", "ibm"});
+        FAIL() << "expected InputError";
+    } catch (const InputError& error) {
+        EXPECT_EQ(std::string(error.what()),
+                  "--cloud 'ibm': no instance of the catalog is in that cloud (clouds: aws, azure, gcp, owned)");
+    }
 }
 
 TEST(CatalogCli, BadCatalogFileThrowsInputError) {

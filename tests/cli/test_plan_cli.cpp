@@ -60,7 +60,8 @@ TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
         " configurations of resnet50 (the epochs mlperf-lars needs for 75.9% top-1 of 1,281,167 images, amp, "
         "pytorch, on-demand prices): " +
         format_count(j["feasible"].get<double>()) + " feasible; " + format_count(j["unpublished_batch"].get<double>()) +
-        " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps them).\n\n";
+        " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps them).\n"
+        "Not sold on-demand, left out: p5e.48xlarge (capacity-block).\n\n";
     EXPECT_EQ(text.out.substr(0, searched.size()), searched) << text.out;
     EXPECT_GT(j["considered"].get<double>(), 9999) << "the test needs a count with a separator";
     const auto& cheapest = j["cheapest_within_deadline"];
@@ -190,6 +191,93 @@ TEST(PlanCli, SpotIsCheaperAndElasticIsConsidered) {
     EXPECT_EQ(b["cheapest_within_deadline"]["scenario"]["pricing"], "spot");
     EXPECT_TRUE(b.contains("elastic_within_deadline"));
     EXPECT_FALSE(a.contains("elastic_within_deadline"));
+}
+
+TEST(PlanCli, AnOnDemandSearchNeverReturnsAnInstanceSoldOnlyAsCapacityBlocks) {
+    const ProcessResult r = run_epochcast("plan --deadline 2h --pricing on-demand --batch-per-gpu 256 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["pricing"], "on-demand");
+    EXPECT_EQ(j["not_sold"], nlohmann::json::array({"p5e.48xlarge"}));
+    ASSERT_FALSE(j["front"].empty());
+    for (const auto& plan : j["front"]) {
+        EXPECT_NE(plan["scenario"]["instance"], "p5e.48xlarge") << plan.dump();
+        EXPECT_EQ(plan["scenario"]["pricing"], "on-demand");
+        EXPECT_GT(plan["cost_usd"].get<double>(), 0);
+    }
+    EXPECT_NE(j["cheapest_within_deadline"]["scenario"]["instance"], "p5e.48xlarge");
+    // The text says what it left out, and why.
+    const ProcessResult text = run_epochcast("plan --deadline 2h --batch-per-gpu 256");
+    EXPECT_NE(text.out.find("Not sold on-demand, left out: p5e.48xlarge (capacity-block)."), std::string::npos)
+        << text.out;
+    // Named, it is refused in one line naming how it is sold; as capacity blocks it is planned.
+    const ProcessResult named = run_epochcast("plan --deadline 2h --instance p5e.48xlarge");
+    EXPECT_EQ(named.exit_code, 2);
+    EXPECT_EQ(named.err,
+              "epochcast: error: instance 'p5e.48xlarge' is not sold on-demand (it is sold as: "
+              "capacity-block)\n");
+    const ProcessResult blocks =
+        run_epochcast("plan --deadline 2h --instance p5e.48xlarge --pricing capacity-block --nodes 2 --json");
+    ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+    const nlohmann::json b = nlohmann::json::parse(blocks.out);
+    const auto& cheapest = b["cheapest_within_deadline"];
+    EXPECT_EQ(cheapest["scenario"]["pricing"], "capacity-block");
+    EXPECT_DOUBLE_EQ(cheapest["cluster_usd_per_hour"].get<double>(), 2 * 43.26);
+}
+
+TEST(PlanCli, PricingAndCloudNarrowTheSearch) {
+    // --spot is the older spelling of --pricing spot.
+    const ProcessResult spot = run_epochcast("plan --deadline 3h --instance p3.16xlarge --pricing spot --json");
+    const ProcessResult older = run_epochcast("plan --deadline 3h --instance p3.16xlarge --spot --json");
+    ASSERT_EQ(spot.exit_code, 0) << spot.err;
+    EXPECT_EQ(spot.out, older.out);
+    // A capacity-block search holds only what is sold that way.
+    const ProcessResult blocks = run_epochcast("plan --deadline 20h --pricing capacity-block --nodes 1,2 --json");
+    ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+    for (const auto& plan : nlohmann::json::parse(blocks.out)["front"]) {
+        const std::string instance = plan["scenario"]["instance"];
+        EXPECT_TRUE(instance == "p5.48xlarge" || instance == "p5e.48xlarge") << instance;
+    }
+    // --cloud gcp with 1-year commitments: Google's A2 machines, at their committed-use price.
+    const ProcessResult gcp =
+        run_epochcast("plan --deadline 30h --cloud gcp --pricing reserved-1y --nodes 1 --batch-per-gpu 256 --json");
+    ASSERT_EQ(gcp.exit_code, 0) << gcp.err;
+    const nlohmann::json g = nlohmann::json::parse(gcp.out);
+    EXPECT_EQ(g["cloud"], "gcp");
+    ASSERT_FALSE(g["front"].empty());
+    for (const auto& plan : g["front"]) {
+        const std::string instance = plan["scenario"]["instance"];
+        EXPECT_EQ(instance.rfind("a2-highgpu-", 0), 0u) << instance;
+    }
+    const ProcessResult bad = run_epochcast("plan --deadline 2h --cloud ibm");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_EQ(bad.err,
+              "epochcast: error: --cloud 'ibm': no instance of the catalog is in that cloud (clouds: aws, "
+              "azure, gcp, owned)\n");
+    const ProcessResult other = run_epochcast("plan --deadline 2h --cloud gcp --instance p5.48xlarge");
+    EXPECT_EQ(other.exit_code, 2);
+    EXPECT_NE(other.err.find("instance 'p5.48xlarge' is in cloud 'aws', not 'gcp'"), std::string::npos) << other.err;
+    const ProcessResult contradiction = run_epochcast("plan --deadline 2h --spot --pricing reserved-3y");
+    EXPECT_EQ(contradiction.exit_code, 2);
+    EXPECT_NE(contradiction.err.find("--spot and --pricing reserved-3y contradict each other"), std::string::npos)
+        << contradiction.err;
+}
+
+TEST(PlanCli, AnOwnedSystemIsLeftOutUnlessNamedAndThenCostsNa) {
+    const ProcessResult all = run_epochcast("plan --deadline 3h --batch-per-gpu 256 --json");
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    for (const auto& plan : nlohmann::json::parse(all.out)["front"]) {
+        EXPECT_NE(plan["scenario"]["instance"].get<std::string>().rfind("dgx-", 0), 0u) << plan.dump();
+    }
+    const ProcessResult named = run_epochcast("plan --deadline 3h --instance dgx-a100 --batch-per-gpu 256 --nodes 1");
+    ASSERT_EQ(named.exit_code, 0) << named.err;
+    EXPECT_NE(named.out.find("cost n/a (no price by the hour)"), std::string::npos) << named.out;
+    EXPECT_EQ(named.out.find("$0.00"), std::string::npos) << named.out;
+    const ProcessResult json =
+        run_epochcast("plan --deadline 3h --instance dgx-a100 --batch-per-gpu 256 --nodes 1 --json");
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    EXPECT_TRUE(j["cheapest_within_deadline"]["cost_usd"].is_null()) << json.out;
+    EXPECT_TRUE(j["cheapest_within_deadline"]["cluster_usd_per_hour"].is_null()) << json.out;
 }
 
 TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {

@@ -220,6 +220,57 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
 }
 
+TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks) {
+    // p5e.48xlarge is sold only through EC2 Capacity Blocks: on demand it has no price.
+    expect_bad_input("predict --instance p5e.48xlarge --pricing on-demand",
+                     "the catalog has no on-demand price for 'p5e.48xlarge' (it is sold as: capacity-block)");
+    expect_bad_input("predict --instance p5e.48xlarge",
+                     "the catalog has no on-demand price for 'p5e.48xlarge' (it is sold as: capacity-block)");
+    expect_bad_input("predict --instance p5en.48xlarge --pricing reserved-3y",
+                     "the catalog has no reserved-3y price for 'p5en.48xlarge' (it is sold as: on-demand, spot)");
+    const auto blocks = run_epochcast("predict --instance p5e.48xlarge --pricing capacity-block --nodes 2 --json");
+    ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+    const nlohmann::json j = nlohmann::json::parse(blocks.out);
+    EXPECT_EQ(j["scenario"]["pricing"], "capacity-block");
+    EXPECT_DOUBLE_EQ(j["cluster_usd_per_hour"].get<double>(), 2 * 43.26);
+    EXPECT_NEAR(j["cost_usd"].get<double>(), j["time_to_train_s"].get<double>() / 3600 * 2 * 43.26, 1e-6);
+    const auto text = run_epochcast("predict --instance p5e.48xlarge --pricing capacity-block --nodes 2");
+    EXPECT_NE(text.out.find("$86.52 capacity-block"), std::string::npos) << text.out;
+    // Every pricing model is a word --pricing takes.
+    const auto reserved = run_epochcast("predict --instance a2-highgpu-8g --pricing reserved-3y --json");
+    ASSERT_EQ(reserved.exit_code, 0) << reserved.err;
+    EXPECT_NEAR(nlohmann::json::parse(reserved.out)["cluster_usd_per_hour"].get<double>(), 10.285667, 1e-9);
+}
+
+TEST(PredictCliPricing, AnOwnedSystemCostsNaNeverZero) {
+    const auto text = run_epochcast("predict --instance dgx-a100");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    for (const char* row : {"cluster price ($/h)", "cost per epoch", "cost to train"}) {
+        const auto at = text.out.find(row);
+        ASSERT_NE(at, std::string::npos) << row << "\n" << text.out;
+        const std::string line = text.out.substr(at, text.out.find('\n', at) - at);
+        EXPECT_NE(line.find("n/a"), std::string::npos) << line;
+    }
+    EXPECT_EQ(text.out.find("$0.00"), std::string::npos) << text.out;
+    const auto json = run_epochcast("predict --instance dgx-a100 --json");
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    for (const char* key : {"cluster_usd_per_hour", "cost_usd", "cost_per_epoch_usd"}) {
+        EXPECT_TRUE(j.contains(key)) << key;
+        EXPECT_TRUE(j[key].is_null()) << key << ": " << j[key];
+    }
+    EXPECT_GT(j["time_to_train_s"].get<double>(), 0);
+    // Spot or any other pricing: still no price, still n/a.
+    const auto spot = run_epochcast("predict --instance dgx-h100 --pricing spot");
+    ASSERT_EQ(spot.exit_code, 0) << spot.err;
+    EXPECT_EQ(spot.out.find("$0.00"), std::string::npos) << spot.out;
+    // A price given with --catalog makes it priced.
+    testing::TempFile priced(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "dgx-a100", "prices": {"on-demand": {"usd_per_hour": 20, "read": "2026-11-26", "source": "ours"}}}]})");
+    const auto given = run_epochcast("predict --instance dgx-a100 --json --catalog " + priced.path());
+    ASSERT_EQ(given.exit_code, 0) << given.err;
+    EXPECT_DOUBLE_EQ(nlohmann::json::parse(given.out)["cluster_usd_per_hour"].get<double>(), 20);
+}
+
 TEST(PredictCliLimits, EveryScenarioNumberPastItsLimitIsOneLineNamingTheFlag) {
     // Issue 25's hostile inputs, each once exit 0 with a wrong figure or an internal error.
     expect_bad_input("predict --nodes 2147483647",

@@ -54,7 +54,7 @@ TEST(Host, DescribedCatalogLoadsAndHasMeasuredPeaks) {
     EXPECT_EQ(instance.gpus, host.cores);  // one thread per rank
     EXPECT_EQ(instance.vcpus, host.cores);
     EXPECT_GT(instance.intra_node_GBps, 0.1);
-    EXPECT_DOUBLE_EQ(instance.price_usd_per_hour, 0.0);
+    EXPECT_DOUBLE_EQ(instance.usd_per_hour(Pricing::on_demand), 0.0);
     EXPECT_FALSE(instance.source.empty());
     EXPECT_NEAR(cpu.memory_gib * instance.gpus, instance.memory_gib, 1e-9);
 

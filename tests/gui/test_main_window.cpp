@@ -124,6 +124,28 @@ TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, direct(s).cost_usd);
 }
 
+TEST_F(Window, AnOwnedSystemCostsNaAndEveryPricingModelIsOffered) {
+    auto* pricing = child<QComboBox>(window, "pricing");
+    for (Pricing p : kAllPricings) EXPECT_GE(pricing->findText(QString::fromStdString(std::string(to_string(p)))), 0);
+    // An owned DGX has no price by the hour: its cost is n/a, never $0.00.
+    child<QComboBox>(window, "instance")->setCurrentText("dgx-a100");
+    ASSERT_TRUE(window.prediction());
+    EXPECT_FALSE(window.prediction()->priced);
+    const QString cost = child<QLabel>(window, "cost")->text();
+    EXPECT_TRUE(cost.contains("n/a")) << cost.toStdString();
+    EXPECT_FALSE(cost.contains("$0.00")) << cost.toStdString();
+    EXPECT_TRUE(child<QLabel>(window, "instanceInfo")->text().contains("no price by the hour"));
+    // p5e.48xlarge is sold only as capacity blocks: on demand the window says why it has no answer.
+    child<QComboBox>(window, "instance")->setCurrentText("p5e.48xlarge");
+    EXPECT_FALSE(window.prediction());
+    EXPECT_TRUE(child<QLabel>(window, "message")->text().contains("it is sold as: capacity-block"))
+        << child<QLabel>(window, "message")->text().toStdString();
+    EXPECT_TRUE(child<QLabel>(window, "instanceInfo")->text().contains("capacity-block"));
+    pricing->setCurrentText("capacity-block");
+    ASSERT_TRUE(window.prediction());
+    EXPECT_DOUBLE_EQ(window.prediction()->cluster_usd_per_hour, 43.26);
+}
+
 TEST_F(Window, ParameterServersTakeARatioOfServersPerNode) {
     start_on_seed000_cluster();
     child<QComboBox>(window, "strategy")->setCurrentText("ps");

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "model/catalog.hpp"
 #include "model/errors.hpp"
@@ -61,7 +63,7 @@ TEST(Catalog, P3_16xlargeMatchesThePublishedFigures) {
     EXPECT_EQ(p3.gpus, 8);
     EXPECT_EQ(p3.vcpus, 64);
     EXPECT_DOUBLE_EQ(p3.network_gbps, 25);
-    EXPECT_DOUBLE_EQ(p3.price_usd_per_hour, 24.48);
+    EXPECT_DOUBLE_EQ(p3.usd_per_hour(Pricing::on_demand), 24.48);
     EXPECT_DOUBLE_EQ(p3.memory_gib, 488);
     const GpuSpec& v100 = catalog.gpu_of(p3);
     EXPECT_DOUBLE_EQ(v100.fp32_tflops, 15.7);
@@ -86,11 +88,17 @@ TEST(Catalog, BuiltInFiguresAreConsistent) {
     }
     for (const InstanceSpec& instance : catalog.instances()) {
         EXPECT_FALSE(instance.source.empty()) << instance.name;
-        // Owned reference systems (DGX) have no price by the hour, and say so; everything else is rented.
-        const bool owned = instance.source.rfind("Reference system, owned", 0) == 0;
-        EXPECT_EQ(instance.price_usd_per_hour > 0, !owned) << instance.name;
-        if (!owned) {
-            EXPECT_LT(instance.spot_usd_per_hour, instance.price_usd_per_hour) << instance.name;
+        // Owned reference systems (DGX) have no price by the hour, and say so; a cloud's instance has
+        // prices, or says in its source that none was found.
+        const bool owned = instance.cloud == "owned";
+        EXPECT_EQ(instance.source.rfind("Reference system, owned", 0) == 0, owned) << instance.name;
+        if (owned) {
+            EXPECT_FALSE(instance.priced()) << instance.name;
+        } else if (!instance.priced()) {
+            EXPECT_NE(instance.source.find("No price"), std::string::npos) << instance.name;
+        }
+        if (instance.price(Pricing::spot) && instance.price(Pricing::on_demand)) {
+            EXPECT_LT(instance.usd_per_hour(Pricing::spot), instance.usd_per_hour(Pricing::on_demand)) << instance.name;
         }
         if (instance.gpus > 0) {
             EXPECT_NO_THROW(catalog.gpu_of(instance)) << instance.name;
@@ -101,12 +109,132 @@ TEST(Catalog, BuiltInFiguresAreConsistent) {
     }
 }
 
+TEST(Catalog, EveryBuiltInPriceHasItsSourceDateAndPricingAndEveryInstanceItsCloud) {
+    const Catalog catalog = Catalog::built_in();
+    const std::vector<std::string> clouds{"aws", "azure", "gcp", "owned"};
+    EXPECT_EQ(catalog.clouds(), clouds);
+    std::size_t prices = 0;
+    for (const InstanceSpec& instance : catalog.instances()) {
+        EXPECT_NE(std::find(clouds.begin(), clouds.end(), instance.cloud), clouds.end()) << instance.name;
+        // A cloud's prices were read for a region; an owned machine has neither.
+        EXPECT_EQ(instance.region.empty(), instance.cloud == "owned") << instance.name;
+        for (Pricing pricing : kAllPricings) {
+            const Price* price = instance.price(pricing);
+            if (!price) continue;
+            ++prices;
+            EXPECT_GT(price->usd_per_hour, 0) << instance.name << " " << to_string(pricing);
+            // Its own source, with the conditions it was read under, and the date it was read.
+            EXPECT_FALSE(price->source.empty()) << instance.name << " " << to_string(pricing);
+            EXPECT_NE(price->source, instance.source) << instance.name << " " << to_string(pricing);
+            ASSERT_EQ(price->read.size(), 10u) << instance.name << " " << to_string(pricing);
+            EXPECT_GE(price->read, "2026-01-01") << instance.name << " " << to_string(pricing);
+            EXPECT_LE(price->read, "2026-11-26") << instance.name << " " << to_string(pricing);
+        }
+    }
+    EXPECT_GT(prices, 60u);
+    // p5e is sold only as capacity blocks (its $63.30 on demand was p5en's price, an estimate).
+    EXPECT_EQ(catalog.instance("p5e.48xlarge").pricings_text(), "capacity-block");
+    EXPECT_EQ(catalog.instance("p5en.48xlarge").pricings_text(), "on-demand, spot");
+    EXPECT_EQ(catalog.instance("dgx-a100").pricings_text(), "none");
+    EXPECT_EQ(catalog.instance("a2-highgpu-1g").pricings_text(), "on-demand, spot, reserved-1y, reserved-3y");
+}
+
+TEST(Catalog, PricesAreReadByPricingModelAndTheOlderKeysStillWork) {
+    const Catalog catalog =
+        Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128,
+            "network_gbps": 50, "cloud": "my-lab", "region": "eu-west-9", "source": "test",
+            "prices": {"reserved-3y": {"usd_per_hour": 1.25, "read": "2026-11-26", "source": "our contract"},
+                       "spot": {"usd_per_hour": 0.8, "estimate": true}})"),
+                       "test.json");
+    const InstanceSpec& x = catalog.instance("x1.big");
+    EXPECT_EQ(x.cloud, "my-lab");
+    EXPECT_EQ(x.region, "eu-west-9");
+    EXPECT_EQ(x.price(Pricing::on_demand), nullptr);
+    ASSERT_NE(x.price(Pricing::reserved_3y), nullptr);
+    EXPECT_DOUBLE_EQ(x.price(Pricing::reserved_3y)->usd_per_hour, 1.25);
+    EXPECT_EQ(x.price(Pricing::reserved_3y)->read, "2026-11-26");
+    EXPECT_EQ(x.price(Pricing::reserved_3y)->source, "our contract");
+    EXPECT_TRUE(x.price(Pricing::spot)->estimate);
+    EXPECT_EQ(x.price(Pricing::spot)->source, "test");  // the entry's own source stands for a missing one
+    EXPECT_EQ(x.pricings_text(), "spot, reserved-3y");
+    // The older keys: on-demand and spot, 0 for none; a new entry with neither and no "prices" is refused.
+    const Catalog older = Catalog::parse(with_instance(kGoodInstanceFields + R"(, "spot_usd_per_hour": 0)"), "o.json");
+    EXPECT_EQ(older.instance("x1.big").pricings_text(), "on-demand");
+    EXPECT_DOUBLE_EQ(older.instance("x1.big").usd_per_hour(Pricing::on_demand), 4.5);
+    const Catalog owned = Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32,
+        "memory_gib": 128, "network_gbps": 50, "price_usd_per_hour": 0, "source": "ours")"),
+                                         "owned.json");
+    EXPECT_FALSE(owned.instance("x1.big").priced());
+    // The written catalog reads back to the same prices.
+    const Catalog again = Catalog::parse(catalog.to_json_text(), "again.json");
+    EXPECT_EQ(again.instance("x1.big").pricings_text(), "spot, reserved-3y");
+    EXPECT_EQ(again.instance("x1.big").price(Pricing::reserved_3y)->source, "our contract");
+    EXPECT_TRUE(again.instance("x1.big").price(Pricing::spot)->estimate);
+}
+
+TEST(Catalog, APriceOverrideChangesOnePricingAndNullRemovesIt) {
+    const Catalog built_in = Catalog::built_in();
+    Catalog catalog = built_in;
+    catalog.merge(Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [
+        {"name": "p5.48xlarge", "prices": {"spot": null, "reserved-1y": {"usd_per_hour": 30}}},
+        {"name": "dgx-a100", "price_usd_per_hour": 20}]})",
+                                 "mine.json", built_in));
+    const InstanceSpec& p5 = catalog.instance("p5.48xlarge");
+    EXPECT_EQ(p5.pricings_text(), "on-demand, capacity-block, reserved-1y");
+    EXPECT_DOUBLE_EQ(p5.usd_per_hour(Pricing::on_demand),
+                     built_in.instance("p5.48xlarge").usd_per_hour(Pricing::on_demand));
+    EXPECT_EQ(p5.price(Pricing::reserved_1y)->source, "mine.json");  // an override without a source: the file
+    EXPECT_EQ(p5.price(Pricing::reserved_1y)->read, "");
+    EXPECT_TRUE(catalog.instance("dgx-a100").priced());  // a price for an owned machine, given by the user
+    EXPECT_EQ(catalog.instance("dgx-a100").cloud, "owned");
+}
+
+TEST(CatalogErrors, PricesAreCheckedNamingTheEntryAndKey) {
+    auto message = [](const std::string& prices) {
+        return input_error([&] {
+            Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128,
+                "network_gbps": 50, "source": "test", )" +
+                                         prices),
+                           "user.json");
+        });
+    };
+    std::string m = message(R"("prices": {"monthly": {"usd_per_hour": 1}})");
+    EXPECT_TRUE(contains(m, R"(instances[0] "x1.big")")) << m;
+    EXPECT_TRUE(contains(m, "monthly")) << m;
+    EXPECT_TRUE(contains(m, "on-demand, spot, capacity-block, reserved-1y, reserved-3y")) << m;
+    m = message(R"("prices": {"spot": {"usd_per_hour": 0}})");
+    EXPECT_TRUE(contains(m, "prices \"spot\"")) << m;
+    EXPECT_TRUE(contains(m, "\"usd_per_hour\" must be > 0")) << m;
+    m = message(R"("prices": {"spot": {"usd_per_hour": 1, "read": "26.11.2026"}})");
+    EXPECT_TRUE(contains(m, "YYYY-MM-DD")) << m;
+    m = message(R"("prices": {"on-demand": {"usd_per_hour": 1}}, "price_usd_per_hour": 2)");
+    EXPECT_TRUE(contains(m, "both give the on-demand price")) << m;
+    m = message(R"("cloud": "My Cloud", "prices": {})");
+    EXPECT_TRUE(contains(m, "\"cloud\"")) << m;
+    m = message(R"("region": "x")");
+    EXPECT_TRUE(contains(m, "\"prices\" is missing")) << m;
+    EXPECT_TRUE(contains(m, "{} for a machine you own")) << m;
+    EXPECT_FALSE(contains(m, "\n")) << m;
+}
+
+TEST(Catalog, ACloudFilterKeepsItsInstancesAndTheirGpus) {
+    const Catalog catalog = Catalog::built_in();
+    const Catalog gcp = catalog.only_cloud("gcp");
+    ASSERT_FALSE(gcp.instances().empty());
+    for (const InstanceSpec& instance : gcp.instances()) EXPECT_EQ(instance.cloud, "gcp") << instance.name;
+    for (const GpuSpec& gpu : gcp.gpus()) EXPECT_NE(gpu.name, "K80");
+    EXPECT_NO_THROW(gcp.gpu("H200-SXM-141GB"));
+    EXPECT_NO_THROW(catalog.check_cloud("azure", "--cloud"));
+    const std::string m = input_error([&] { catalog.check_cloud("ibm", "--cloud"); });
+    EXPECT_EQ(m, "--cloud 'ibm': no instance of the catalog is in that cloud (clouds: aws, azure, gcp, owned)");
+}
+
 TEST(Catalog, ParsesOptionalKeysWithDefaults) {
     const Catalog catalog = Catalog::parse(with_instance(kGoodInstanceFields), "test.json");
     const InstanceSpec& instance = catalog.instance("x1.big");
     EXPECT_EQ(instance.efa_adapters, 0);
     EXPECT_DOUBLE_EQ(instance.intra_node_GBps, 0);
-    EXPECT_DOUBLE_EQ(instance.spot_usd_per_hour, 0);
+    EXPECT_DOUBLE_EQ(instance.usd_per_hour(Pricing::spot), 0);
     EXPECT_DOUBLE_EQ(catalog.gpu("X1").bf16_tflops, 0);
 }
 
@@ -125,8 +253,8 @@ TEST(Catalog, MergeOverridesByNameAndAppendsNewEntries) {
                "network_gbps": 50, "price_usd_per_hour": 48.0, "source": "imagined" } ] })",
         "user.json", catalog);
     catalog.merge(user);
-    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").price_usd_per_hour, 20.0);
-    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").spot_usd_per_hour, 6.5);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").usd_per_hour(Pricing::on_demand), 20.0);
+    EXPECT_DOUBLE_EQ(catalog.instance("p3.16xlarge").usd_per_hour(Pricing::spot), 6.5);
     EXPECT_EQ(catalog.instance("p3.16xlarge").source, "my quote");
     EXPECT_EQ(catalog.instance("p3.huge").gpus, 16);
     EXPECT_EQ(catalog.instances().size(), instances_before + 1);
@@ -151,8 +279,8 @@ TEST(Catalog, ToJsonRoundTrips) {
         EXPECT_EQ(a.name, b.name);
         EXPECT_EQ(a.gpu, b.gpu);
         EXPECT_EQ(a.gpus, b.gpus);
-        EXPECT_DOUBLE_EQ(a.price_usd_per_hour, b.price_usd_per_hour);
-        EXPECT_DOUBLE_EQ(a.spot_usd_per_hour, b.spot_usd_per_hour);
+        EXPECT_DOUBLE_EQ(a.usd_per_hour(Pricing::on_demand), b.usd_per_hour(Pricing::on_demand));
+        EXPECT_DOUBLE_EQ(a.usd_per_hour(Pricing::spot), b.usd_per_hour(Pricing::spot));
         EXPECT_EQ(a.source, b.source);
         EXPECT_EQ(a.interconnect, b.interconnect) << a.name;
         EXPECT_EQ(a.nics, b.nics) << a.name;
@@ -299,7 +427,7 @@ TEST(Catalog, CpuDeviceWithoutFp16AndFreeInstanceLoad) {
                                            "host.json");
     EXPECT_DOUBLE_EQ(catalog.gpu("local-cpu").fp16_tflops, 0);
     EXPECT_DOUBLE_EQ(catalog.gpu("local-cpu").bf16_tflops, 0.575);
-    EXPECT_DOUBLE_EQ(catalog.instance("local-cpu").price_usd_per_hour, 0);
+    EXPECT_DOUBLE_EQ(catalog.instance("local-cpu").usd_per_hour(Pricing::on_demand), 0);
     // fp32 stays required to be positive: a device must compute something.
     const std::string message = input_error([] {
         Catalog::parse(R"({ "schema": "epochcast.catalog/1", "gpus": [ { "name": "c", "fp32_tflops": 0,

@@ -23,6 +23,8 @@ TEST(DocsFormatsModel, TheCatalogExampleAddsEntriesAndOverridesOnlyTheKeysItGive
 
     const InstanceSpec& box = catalog.instance("our-box");
     EXPECT_EQ(box.gpu, "example-gpu");
+    EXPECT_EQ(box.cloud, "owned");
+    EXPECT_FALSE(box.priced());  // no price by the hour: its cost is n/a
     EXPECT_EQ(box.gpus, 4);
     EXPECT_EQ(box.intra_node_link, "pcie");  // 32 GB/s: PCIe by default
     EXPECT_EQ(box.interconnect, Interconnect::tcp);
@@ -35,11 +37,20 @@ TEST(DocsFormatsModel, TheCatalogExampleAddsEntriesAndOverridesOnlyTheKeysItGive
     EXPECT_TRUE(l4.gpudirect_rdma);  // RoCE's default
 
     const InstanceSpec& p4d = catalog.instance("p4d.24xlarge");
-    EXPECT_DOUBLE_EQ(p4d.price_usd_per_hour, 19.5);
-    EXPECT_NE(before.price_usd_per_hour, 19.5);
+    EXPECT_DOUBLE_EQ(p4d.usd_per_hour(Pricing::on_demand), 19.5);
+    EXPECT_NE(before.usd_per_hour(Pricing::on_demand), 19.5);
     EXPECT_EQ(p4d.gpus, before.gpus);
     EXPECT_EQ(p4d.efa_adapters, before.efa_adapters);
-    EXPECT_DOUBLE_EQ(p4d.spot_usd_per_hour, before.spot_usd_per_hour);
+    EXPECT_DOUBLE_EQ(p4d.usd_per_hour(Pricing::spot), before.usd_per_hour(Pricing::spot));
+    EXPECT_FALSE(catalog.instance("our-l4-box").priced());  // price_usd_per_hour 0: none
+
+    // A price added under a pricing model keeps the others.
+    const InstanceSpec& p5 = catalog.instance("p5.48xlarge");
+    ASSERT_NE(p5.price(Pricing::reserved_1y), nullptr);
+    EXPECT_DOUBLE_EQ(p5.price(Pricing::reserved_1y)->usd_per_hour, 36.5);
+    EXPECT_EQ(p5.price(Pricing::reserved_1y)->read, "2026-11-26");
+    EXPECT_DOUBLE_EQ(p5.usd_per_hour(Pricing::on_demand),
+                     Catalog::built_in().instance("p5.48xlarge").usd_per_hour(Pricing::on_demand));
 }
 
 TEST(DocsFormatsModel, TheCalibrationExampleTakesWhatItLeavesOutFromThePrior) {

@@ -221,8 +221,8 @@ TEST(CatalogFabric, BuiltInInstancesSayWhatJoinsThem) {
         EXPECT_NO_THROW(catalog().gpu(gpu)) << gpu;
     }
     // The June 2025 cut: p4d at about 21.96 $/h, p5 at about 55.04.
-    EXPECT_NEAR(catalog().instance("p4d.24xlarge").price_usd_per_hour, 21.96, 0.01);
-    EXPECT_NEAR(catalog().instance("p5.48xlarge").price_usd_per_hour, 55.04, 0.01);
+    EXPECT_NEAR(catalog().instance("p4d.24xlarge").usd_per_hour(Pricing::on_demand), 21.96, 0.01);
+    EXPECT_NEAR(catalog().instance("p5.48xlarge").usd_per_hour(Pricing::on_demand), 55.04, 0.01);
 }
 
 TEST(CatalogFabric, ContradictionsAreRefusedNamingTheKey) {
@@ -252,8 +252,8 @@ TEST(CatalogFabric, APriceOnlyOverrideKeepsEveryOtherFigure) {
                            "prices.json", catalog()));
     const InstanceSpec& p4d = c.instance("p4d.24xlarge");
     const InstanceSpec& before = catalog().instance("p4d.24xlarge");
-    EXPECT_EQ(p4d.price_usd_per_hour, 19.5);
-    EXPECT_EQ(p4d.spot_usd_per_hour, 6);
+    EXPECT_EQ(p4d.usd_per_hour(Pricing::on_demand), 19.5);
+    EXPECT_EQ(p4d.usd_per_hour(Pricing::spot), 6);
     EXPECT_EQ(p4d.gpu, before.gpu);
     EXPECT_EQ(p4d.gpus, before.gpus);
     EXPECT_EQ(p4d.network_gbps, before.network_gbps);

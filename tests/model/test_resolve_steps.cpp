@@ -17,11 +17,14 @@ const CostModel& model() {
     return instance;
 }
 
+/// An instance sold on demand and, where `spot_usd_per_hour` > 0, as spot; 0 and 0: a machine you own.
 InstanceSpec priced(std::string name, double usd_per_hour, double spot_usd_per_hour) {
     InstanceSpec spec;
     spec.name = std::move(name);
-    spec.price_usd_per_hour = usd_per_hour;
-    spec.spot_usd_per_hour = spot_usd_per_hour;
+    if (usd_per_hour > 0)
+        spec.prices[static_cast<std::size_t>(Pricing::on_demand)] = Price{usd_per_hour, "", "", false};
+    if (spot_usd_per_hour > 0)
+        spec.prices[static_cast<std::size_t>(Pricing::spot)] = Price{spot_usd_per_hour, "", "", false};
     return spec;
 }
 
@@ -159,9 +162,22 @@ TEST(ResolveSteps, ClusterPriceIsWorkersPlusServersAtThePricing) {
     EXPECT_DOUBLE_EQ(cluster_price_usd_per_hour(s, worker, nullptr), 4 * 10);
     s.pricing = Pricing::spot;
     EXPECT_DOUBLE_EQ(cluster_price_usd_per_hour(s, worker, &server), 4 * 3 + 2 * 0.5);
+    // An instance with prices but none under the pricing is refused, naming it and how it is sold.
     const InstanceSpec no_spot = priced("no-spot", 2, 0);
-    EXPECT_THROW(cluster_price_usd_per_hour(s, worker, &no_spot), InputError);
-    const InstanceSpec owned = priced("owned", 0, 0);  // a machine you own costs nothing either way
+    try {
+        cluster_price_usd_per_hour(s, worker, &no_spot);
+        ADD_FAILURE() << "a server without a spot price was priced as spot";
+    } catch (const InputError& error) {
+        EXPECT_EQ(std::string(error.what()), "the catalog has no spot price for 'no-spot' (it is sold as: on-demand)");
+    }
+    EXPECT_TRUE(cluster_priced(worker, &no_spot));
+    // A machine you own has no price at all: it adds nothing, and the cluster is not priced.
+    const InstanceSpec owned = priced("owned", 0, 0);
+    EXPECT_DOUBLE_EQ(cluster_price_usd_per_hour(s, owned, nullptr), 0.0);
+    EXPECT_FALSE(cluster_priced(owned, nullptr));
+    EXPECT_FALSE(cluster_priced(worker, &owned));
+    s.pricing = Pricing::capacity_block;
+    EXPECT_THROW(cluster_price_usd_per_hour(s, worker, nullptr), InputError);
     EXPECT_DOUBLE_EQ(cluster_price_usd_per_hour(s, owned, nullptr), 0.0);
 }
 

@@ -80,7 +80,7 @@ BruteForce brute_force(const Scenario& base, double deadline_s, double budget_us
         }
     };
     for (const InstanceSpec& worker : catalog.instances()) {
-        if (worker.gpus == 0 || worker.price_usd_per_hour <= 0) continue;
+        if (worker.gpus == 0 || worker.usd_per_hour(Pricing::on_demand) <= 0) continue;
         if (!only.empty() && std::find(only.begin(), only.end(), worker.name) == only.end()) continue;
         for (int k = 1; k <= worker.gpus; ++k) {
             const bool power_of_two = (k & (k - 1)) == 0;
@@ -101,7 +101,7 @@ BruteForce brute_force(const Scenario& base, double deadline_s, double budget_us
                     consider(s);
                     s.ps_colocated = false;
                     for (const InstanceSpec& server : catalog.instances()) {
-                        if (server.gpus != 0 || server.price_usd_per_hour <= 0) continue;
+                        if (server.gpus != 0 || server.usd_per_hour(Pricing::on_demand) <= 0) continue;
                         for (double ratio : {0.5, 1.0, 2.0}) {
                             s.ps_instance = server.name;
                             s.ps_nodes = std::max(1, static_cast<int>(std::ceil(ratio * nodes)));

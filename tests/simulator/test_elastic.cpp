@@ -97,9 +97,11 @@ TEST(Elastic, SpotNodesAreBilledAtTheSpotPriceAndLostFirst) {
                      "node_losses": [{"epoch": 5}]})"));
     const InstanceSpec& p3 = model().catalog().instance("p3.16xlarge");
     ASSERT_EQ(r.segments.size(), 2u);
-    EXPECT_NEAR(r.segments[0].usd_per_hour, 2 * p3.price_usd_per_hour + 2 * p3.spot_usd_per_hour, 1e-9);
+    EXPECT_NEAR(r.segments[0].usd_per_hour,
+                2 * p3.usd_per_hour(Pricing::on_demand) + 2 * p3.usd_per_hour(Pricing::spot), 1e-9);
     EXPECT_EQ(r.segments[1].spot_nodes, 1);
-    EXPECT_NEAR(r.segments[1].usd_per_hour, 2 * p3.price_usd_per_hour + 1 * p3.spot_usd_per_hour, 1e-9);
+    EXPECT_NEAR(r.segments[1].usd_per_hour,
+                2 * p3.usd_per_hour(Pricing::on_demand) + 1 * p3.usd_per_hour(Pricing::spot), 1e-9);
 }
 
 // Seed 003 (traces/published/seed003_dynamic_training.json) found Dynamic Training 15-30% faster
