@@ -407,20 +407,20 @@ public:
         }
         out << '\n';
         if (c_.deadline_s) {
-            print_answer(
-                out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
-                search_.cheapest_within_deadline,
-                search_.front.empty() ? "" : "the fastest plan takes " + format_duration(fastest().at_confidence.time_to_train_s),
-                search_.elastic_within_deadline, "cheaper within the deadline");
-        }
-        if (c_.budget_usd) {
-            print_answer(out, "Fastest within the budget of " + format_dollars(*c_.budget_usd),
-                         search_.fastest_within_budget,
+            print_answer(out, "Cheapest within the deadline of " + format_duration(*c_.deadline_s),
+                         search_.cheapest_within_deadline,
                          search_.front.empty()
                              ? ""
-                             : "the cheapest plan costs " + format_cost(cheapest().at_confidence.cost_usd,
-                                                                        cheapest().prediction.priced),
-                         search_.elastic_within_budget, "faster within the budget");
+                             : "the fastest plan takes " + format_duration(fastest().at_confidence.time_to_train_s),
+                         search_.elastic_within_deadline, "cheaper within the deadline");
+        }
+        if (c_.budget_usd) {
+            print_answer(
+                out, "Fastest within the budget of " + format_dollars(*c_.budget_usd), search_.fastest_within_budget,
+                search_.front.empty() ? ""
+                                      : "the cheapest plan costs " + format_cost(cheapest().at_confidence.cost_usd,
+                                                                                 cheapest().prediction.priced),
+                search_.elastic_within_budget, "faster within the budget");
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
         const bool quantile = o_.confidence != 0.5;
@@ -440,10 +440,10 @@ public:
                 row.push_back(format_duration(plan.at_confidence.time_to_train_s));
                 row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
             }
-            for (std::string cell : {cluster_text(catalog_, plan), strategy_text(plan),
-                                     format_count(batch_per_gpu(plan.prediction)), epochs_cell(p),
-                                     format_count(p.throughput_images_per_s),
-                                     format_cost(p.cluster_usd_per_hour, p.priced)})
+            for (std::string cell :
+                 {cluster_text(catalog_, plan), strategy_text(plan), format_count(batch_per_gpu(plan.prediction)),
+                  epochs_cell(p), format_count(p.throughput_images_per_s),
+                  format_cost(p.cluster_usd_per_hour, p.priced)})
                 row.push_back(std::move(cell));
             table.add_row(row);
         }
