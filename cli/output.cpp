@@ -99,17 +99,6 @@ std::string trace_file(const std::string& argument) {
     return hash == std::string::npos ? argument : argument.substr(0, hash);
 }
 
-fs::path temporary_beside(const fs::path& path, std::string_view tag) {
-    // Appended piece by piece: GCC 12 reports a false -Wrestrict for "." + std::string(tag) + ...
-    std::string suffix = ".";
-    suffix.append(tag);
-    suffix += '.';
-    suffix += std::to_string(::getpid());
-    fs::path temporary = path;
-    temporary += suffix;
-    return temporary;
-}
-
 void check_written(std::ostream& out) {
     const int earlier = errno;  // set by the write that failed, when the stream failed just now
     if (out) {

@@ -55,9 +55,6 @@ std::string calibration_file(const std::string& name);
 /// The file a trace argument reads: "FILE#I" reads FILE.
 std::string trace_file(const std::string& argument);
 
-/// "x.csv.partial.<pid>": a temporary name beside `path` that no other process uses.
-std::filesystem::path temporary_beside(const std::filesystem::path& path, std::string_view tag = "partial");
-
 /// Flush `out` and throw when a write to it failed: InputError "cannot write to standard output:
 /// No space left on device" (EBADF for a closed stdout reads "Bad file descriptor"), or ReaderGone
 /// when its reader stopped (EPIPE).

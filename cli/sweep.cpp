@@ -34,6 +34,7 @@
 #include "model/errors.hpp"
 #include "model/search.hpp"
 #include "model/sweep.hpp"
+#include "model/text_io.hpp"
 
 #ifdef EPOCHCAST_WITH_SIMULATOR
 #include "simulator/prediction.hpp"
@@ -77,9 +78,14 @@ public:
     RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
         : path_(path), format_(format), total_(total), out_(out) {
         if (!path_.empty()) {
-            partial_ = temporary_beside(path_);
-            file_ = std::fopen(partial_.c_str(), "wb");
-            if (!file_) throw InputError("-o '" + path + "' cannot be written: " + std::strerror(errno));
+            // A new file (O_EXCL | O_NOFOLLOW): a link planted at the name is never written through.
+            const NewFile partial = create_file_beside(path_, "partial");
+            partial_ = partial.path;
+            file_ = partial.fd >= 0 ? ::fdopen(partial.fd, "wb") : nullptr;
+            if (!file_) {
+                if (partial.fd >= 0) ::close(partial.fd);
+                throw InputError("-o '" + path + "' cannot be written: " + std::strerror(errno));
+            }
             std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
         }
     }

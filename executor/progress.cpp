@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executor/host.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -22,11 +23,12 @@ std::string progress_directory() {
 /// `text` into `directory`/`name` through a temporary and a rename; failures are ignored.
 void replace_file(const std::string& directory, const std::string& name, const std::string& text) {
     const std::string final_path = directory + "/" + name;
-    const std::string temporary = directory + "/." + name + ".tmp";
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
+    // A new file (O_EXCL | O_NOFOLLOW): a link planted at the temporary's name is never written through.
+    const NewFile file = create_file_beside(directory + "/." + name, "tmp");
+    if (file.fd < 0) return;
+    const std::string temporary = file.path.string();
+    const bool written = ::write(file.fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(file.fd);
     if (!written || std::rename(temporary.c_str(), final_path.c_str()) != 0) ::unlink(temporary.c_str());
 }
 

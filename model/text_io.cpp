@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "model/errors.hpp"
@@ -73,20 +74,41 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin) {
     }
 }
 
+NewFile create_file_beside(const std::filesystem::path& target, std::string_view tag) {
+    const std::string stem = target.string() + "." + std::string(tag) + "." + std::to_string(::getpid());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        NewFile file;
+        file.path = attempt == 0 ? stem : stem + "." + std::to_string(attempt);
+        file.fd = ::open(file.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (file.fd >= 0 || errno != EEXIST) return file;
+    }
+    errno = EEXIST;
+    return {};
+}
+
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what) {
-    const std::string failure = "cannot write " + std::string(what) + " file '" + path.string() + "'";
-    std::filesystem::path temporary = path;
-    temporary += ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(temporary, std::ios::trunc);
-        if (!out) throw InputError(failure);
-        out << text;
-        out.flush();
-        if (!out) {
+    const std::string failure =
+        "cannot write " + std::string(what) + " file '" + escape_for_message(path.string()) + "'";
+    const NewFile file = create_file_beside(path, "tmp");
+    if (file.fd < 0) throw InputError(failure + ": " + std::strerror(errno));
+    const std::filesystem::path& temporary = file.path;
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t wrote = ::write(file.fd, text.data() + done, text.size() - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) {
+            const int code = errno;
+            ::close(file.fd);
             std::error_code ignored;
             std::filesystem::remove(temporary, ignored);
-            throw InputError(failure);
+            throw InputError(failure + ": " + std::strerror(code));
         }
+        done += static_cast<std::size_t>(wrote);
+    }
+    if (::close(file.fd) != 0) {
+        std::error_code ignored;
+        std::filesystem::remove(temporary, ignored);
+        throw InputError(failure);
     }
     std::error_code error;
     std::filesystem::rename(temporary, path, error);

@@ -19,8 +19,19 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
 /// missing, a directory, unreadable or larger than kMaxInputFileBytes (a device such as /dev/zero).
 std::string read_text_file(const std::filesystem::path& path, std::string_view what);
 
-/// Write `text` to `path` atomically: a temporary file beside it, then a rename, so that a
-/// failure leaves no half-written file. Throws InputError "cannot write <what> file '<path>'".
+/// A file made new for writing beside `target`: "<target>.<tag>.<pid>", or with ".1", ".2", ...
+/// after it where that name exists. Opened O_CREAT | O_EXCL | O_NOFOLLOW, so a file or a symbolic
+/// link planted at a predictable name is never written through. `fd` is -1 (and errno set) when
+/// none could be made.
+struct NewFile {
+    int fd = -1;
+    std::filesystem::path path;
+};
+NewFile create_file_beside(const std::filesystem::path& target, std::string_view tag);
+
+/// Write `text` to `path` atomically: a new temporary file beside it (create_file_beside, tag
+/// "tmp"), then a rename, so that a failure leaves no half-written file and no other file is
+/// written. Throws InputError "cannot write <what> file '<path>'".
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what);
 
 /// Parse JSON. Throws InputError "<origin>: malformed JSON at line L, column C (byte N): <what is

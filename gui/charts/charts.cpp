@@ -12,6 +12,8 @@
 #include <system_error>
 #include <utility>
 
+#include <unistd.h>
+
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
@@ -36,6 +38,7 @@
 #include <QtWidgets/QGraphicsSimpleTextItem>
 
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::charts {
 namespace {
@@ -461,7 +464,7 @@ void append_big_endian(QByteArray& out, std::uint32_t value) {
 /// `image` as an opaque 8-bit RGB PNG whose rows are not filtered: a picture of charts is mostly
 /// flat colour, which zlib alone packs about a quarter smaller than after libpng's adaptive
 /// filters (what QImage::save() writes). False when the file cannot be written.
-bool write_png(const QImage& image, const std::filesystem::path& path) {
+bool write_png(const QImage& image, QIODevice& file) {
     const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
     const qsizetype row = static_cast<qsizetype>(rgb.width()) * 3;
     QByteArray raw;
@@ -485,8 +488,7 @@ bool write_png(const QImage& image, const std::filesystem::path& path) {
     chunk("IHDR", header);
     chunk("IDAT", qCompress(raw, 9).mid(4));  // a zlib stream after qCompress's 4-byte length
     chunk("IEND", QByteArray());
-    QFile file(QString::fromStdString(path.string()));
-    return file.open(QIODevice::WriteOnly) && file.write(png) == png.size() && file.flush();
+    return file.write(png) == png.size();
 }
 
 }  // namespace
@@ -1131,10 +1133,17 @@ void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::p
     scene.setSceneRect(QRectF(0, 0, width, height));
     QCoreApplication::sendPostedEvents();  // lets the charts lay out their plot areas and legends
 
-    std::filesystem::path partial = path;
-    partial += ".partial." + std::to_string(QCoreApplication::applicationPid());  // unique per process
-    bool written = false;
-    if (ext == ".png") {
+    // A new file beside the target (O_EXCL | O_NOFOLLOW: a link planted at the name is never
+    // written through), renamed into place when complete.
+    const NewFile partial_file = create_file_beside(path, "partial");
+    const std::filesystem::path& partial = partial_file.path;
+    QFile out;
+    bool written =
+        partial_file.fd >= 0 && out.open(partial_file.fd, QIODevice::WriteOnly, QFileDevice::AutoCloseHandle);
+    if (!written && partial_file.fd >= 0) ::close(partial_file.fd);
+    if (!written) {
+        // Nothing drawn: the charts stay where they were.
+    } else if (ext == ".png") {
         QImage image(width, height, QImage::Format_ARGB32_Premultiplied);
         image.fill(Qt::white);
         {
@@ -1143,10 +1152,10 @@ void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::p
             painter.setRenderHint(QPainter::TextAntialiasing);
             scene.render(&painter, QRectF(0, 0, width, height), QRectF(0, 0, width, height));
         }
-        written = write_png(image, partial);
+        written = write_png(image, out);
     } else {
         QSvgGenerator generator;
-        generator.setFileName(QString::fromStdString(partial.string()));
+        generator.setOutputDevice(&out);
         generator.setSize(QSize(width, height));
         generator.setViewBox(QRect(0, 0, width, height));
         generator.setTitle(charts.front()->title());
@@ -1165,10 +1174,12 @@ void render_to_file(const std::vector<QChart*>& charts, const std::filesystem::p
             charts[i]->setGeometry(previous[i].geometry);
         }
     }
+    written = written && out.flush();
+    out.close();
     std::error_code error;
     if (written) std::filesystem::rename(partial, path, error);
     if (!written || error) {
-        std::filesystem::remove(partial, error);
+        if (partial_file.fd >= 0) std::filesystem::remove(partial, error);  // ours; never a name we did not make
         throw InputError("plot file '" + path.string() + "' cannot be written (does its folder exist?)");
     }
 }

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "cli/output.hpp"
+#include "cli/plot.hpp"
 #include "model/errors.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
@@ -189,6 +190,39 @@ TEST(Outputs, AnOutputThatCannotBeWrittenStopsTheCommandBeforeAnyOutput) {
 }
 
 // --- temporary files are per process ---------------------------------------------------------
+
+TEST(Outputs, ALinkPlantedAtATemporarysNameIsNeverWrittenThrough) {
+    // Issue 42: `ln -s victim.txt out.csv.partial.$$; exec epochcast sweep sp.json -o out.csv`
+    // overwrote victim.txt; calibrate -o and the plots alike. Each now makes its temporary new
+    // (O_EXCL | O_NOFOLLOW), beside the link, and the victim keeps its text.
+    TempFile spec(kSpec);
+    Folder folder;
+    const std::string victim = folder / "victim.txt";
+    std::ofstream(victim) << "precious\n";
+    const std::string cli = std::string("'") + EPOCHCAST_CLI_PATH + "'";
+    const std::string seed001 = EPOCHCAST_SOURCE_DIR "/traces/published/seed001_horovod_256_gpus.json";
+    struct Case {
+        std::string output;     // the file the command writes
+        std::string temporary;  // its temporary's name, before the pid
+        std::string command;    // the command, writing `output`
+    };
+    std::vector<Case> cases = {
+        {"rows.csv", "rows.csv.partial.", "sweep " + spec.path() + " -o " + (folder / "rows.csv")},
+        {"cal.json", "cal.json.tmp.", "calibrate '" + seed001 + "#0' -o " + (folder / "cal.json")}};
+    if (cli::plots_supported()) {
+        cases.push_back({"plan.svg", "plan.svg.partial.",
+                         "plan --deadline 2h --instance p4d.24xlarge --plot " + (folder / "plan.svg")});
+    }
+    for (const Case& c : cases) {
+        // $$ is the shell's pid, and exec keeps it: the link is at the very name the command tries first.
+        const ProcessResult r = testing::run_command("ln -s '" + victim + "' '" + (folder / c.temporary) +
+                                                     "'$$ && exec " + cli + " " + c.command);
+        EXPECT_EQ(r.exit_code, 0) << c.command << ": " << r.err;
+        EXPECT_EQ(read_text(victim), "precious\n") << c.command;
+        EXPECT_GT(fs::file_size(folder / c.output), 0u) << c.command;
+        EXPECT_FALSE(fs::is_symlink(folder / c.output)) << c.command;
+    }
+}
 
 TEST(Outputs, ASweepsTemporaryFileIsItsOwn) {
     // Another sweep writing to the same -o holds rows.csv.partial.<its pid>; this one neither reads,
