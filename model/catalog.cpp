@@ -63,7 +63,21 @@ std::string required_string(const json& object, std::string_view key, const Wher
     return text;
 }
 
+/// No catalog figure is beyond these (a price in $/h, TFLOPS, GB/s, GiB, a count): past them a
+/// figure is a typo or an attack, and a cost of 10^302 dollars or a time of 10^-300 s would follow.
+constexpr double kLargestFigure = 1e9;
+constexpr double kSmallestPositiveFigure = 1e-6;
+
 void check_bound(double value, std::string_view key, Bound bound, const Where& where) {
+    if (value > kLargestFigure || (value > 0 && value < kSmallestPositiveFigure)) {
+        std::ostringstream out;
+        out << "must be 0 or from " << kSmallestPositiveFigure << " to " << kLargestFigure << ", got " << value;
+        if (bound == Bound::positive) {
+            out.str("");
+            out << "must be from " << kSmallestPositiveFigure << " to " << kLargestFigure << ", got " << value;
+        }
+        where.fail(key, out.str());
+    }
     if (bound == Bound::positive && !(value > 0)) {
         std::ostringstream out;
         out << "must be > 0, got " << value;

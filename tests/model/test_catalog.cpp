@@ -189,6 +189,23 @@ TEST(Catalog, APriceOverrideChangesOnePricingAndNullRemovesIt) {
     EXPECT_EQ(catalog.instance("dgx-a100").cloud, "owned");
 }
 
+TEST(CatalogErrors, FiguresBeyondAnyRealOneAreRefusedNamingTheKey) {
+    // Issue 42: a price of 1e300 (or a bandwidth of 1e-300) gave a cost of 1e302 and crashed the text.
+    const Catalog& base = Catalog::built_in();
+    std::string m = input_error([&] {
+        Catalog::parse(R"({"schema": "epochcast.catalog/1", "instances": [{"name": "p4d.24xlarge",
+            "price_usd_per_hour": 1e300}]})",
+                       "user.json", base);
+    });
+    EXPECT_TRUE(contains(m, "\"price_usd_per_hour\" must be 0 or from 1e-06 to 1e+09, got 1e+300")) << m;
+    m = input_error([&] {
+        Catalog::parse(R"({"schema": "epochcast.catalog/1", "gpus": [{"name": "A100-SXM4-40GB",
+            "memory_GBps": 1e-300}]})",
+                       "user.json", base);
+    });
+    EXPECT_TRUE(contains(m, "\"memory_GBps\" must be from 1e-06 to 1e+09, got 1e-300")) << m;
+}
+
 TEST(CatalogErrors, PricesAreCheckedNamingTheEntryAndKey) {
     auto message = [](const std::string& prices) {
         return input_error([&] {
