@@ -125,6 +125,12 @@ void guard_standard_streams() {
     action.sa_handler = on_broken_pipe;
     sigemptyset(&action.sa_mask);
     sigaction(SIGPIPE, &action, nullptr);
+    // A file past `ulimit -f` is a failed write (EFBIG), reported and cleaned up as one, rather than
+    // a SIGXFSZ that kills the process and leaves its temporary file behind.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGXFSZ, &ignore, nullptr);
 }
 
 std::string escape_for_terminal(std::string_view text, bool keep_newlines) {

@@ -63,7 +63,8 @@ void check_written(std::ostream& out);
 /// Make the process safe to write to a broken or closed stdout: SIGPIPE becomes EPIPE on the
 /// write (a no-op handler, which exec resets for children), and a closed stdin, stdout or stderr
 /// is reopened on /dev/null (stdout read-only, so its writes still fail with EBADF) so that no
-/// file the program opens takes its descriptor. Call once, first thing in main().
+/// file the program opens takes its descriptor; SIGXFSZ is ignored, so that a file past `ulimit -f`
+/// is a failed write (EFBIG) like any other. Call once, first thing in main().
 void guard_standard_streams();
 
 /// `text` made one line of valid UTF-8 by model's escape_for_message (control characters become

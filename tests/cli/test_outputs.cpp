@@ -191,6 +191,18 @@ TEST(Outputs, AnOutputThatCannotBeWrittenStopsTheCommandBeforeAnyOutput) {
 
 // --- temporary files are per process ---------------------------------------------------------
 
+TEST(Outputs, AFilePastUlimitIsAFailedWriteThatLeavesNothing) {
+    // Issue 42: SIGXFSZ killed the sweep and left rows.csv.partial.<pid> behind.
+    const std::string spec = R"({"instance": ["p4d.24xlarge", "p5.48xlarge"], "nodes": [1, 2, 4, 8, 16, 32]})";
+    TempFile file(spec);
+    Folder folder;
+    const ProcessResult r = testing::run_command("ulimit -f 1; exec '" + std::string(EPOCHCAST_CLI_PATH) + "' sweep " +
+                                                 file.path() + " -o " + (folder / "rows.csv"));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "epochcast: error: cannot write -o '" + (folder / "rows.csv") + "': File too large\n");
+    EXPECT_TRUE(fs::is_empty(folder.path)) << "something was left behind";
+}
+
 TEST(Outputs, ALinkPlantedAtATemporarysNameIsNeverWrittenThrough) {
     // Issue 42: `ln -s victim.txt out.csv.partial.$$; exec epochcast sweep sp.json -o out.csv`
     // overwrote victim.txt; calibrate -o and the plots alike. Each now makes its temporary new
