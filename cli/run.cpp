@@ -53,6 +53,10 @@
 namespace epochcast::cli {
 namespace {
 
+/// The most ranks a run starts in all, and per core of the host that starts them.
+constexpr int kMaxRanks = 1 << 20;
+constexpr int kMaxRanksPerCore = 8;
+
 /// The folder for a run's files on this host: $TMPDIR, else /tmp. One that is not a folder is bad
 /// input, named (std::filesystem's own error is no sentence for a user).
 std::filesystem::path temporary_folder() {
@@ -247,6 +251,20 @@ Placement place(const RunOptions& o, std::ostream& out) {
         }
     }
     p.ranks = p.layout ? p.layout->ranks() : *o.ranks;
+    // What one host can run: no more ranks on this host than kMaxRanksPerCore per core (each is a
+    // process with threads and a model in memory), and no run past kMaxRanks in all.
+    if (p.ranks > kMaxRanks) {
+        throw InputError("run: " + std::to_string(p.ranks) + " ranks is more than the " + std::to_string(kMaxRanks) +
+                         " a run may start");
+    }
+    const int here =
+        p.layout ? p.layout->ranks_per_node * static_cast<int>(p.layout->hosts.size() - p.other_hosts.size()) : p.ranks;
+    const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+    if (here > kMaxRanksPerCore * cores) {
+        throw InputError("run: " + std::to_string(here) + " ranks on this host is more than it can run (" +
+                         std::to_string(cores) + " cores, at most " + std::to_string(kMaxRanksPerCore) +
+                         " ranks each): give fewer with --np, or more hosts");
+    }
     return p;
 }
 

@@ -1,6 +1,8 @@
 // `epochcast calibrate`, `validate` and `plan-calibration` run as a user runs them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -113,6 +115,22 @@ TEST(RunCli, AMissingTemporaryFolderAndAnEndlessHostfileAreBadInput) {
     EXPECT_EQ(hostfile.exit_code, 2) << hostfile.err;
     EXPECT_NE(hostfile.err.find("cannot read host file '/dev/zero': larger than 256 MiB"), std::string::npos)
         << hostfile.err;
+}
+
+TEST(RunCli, RanksAreBoundedByWhatTheHostCanRun) {
+    // Issue 42: run --np 2147483647 (or a hostfile "localhost slots=4096") reached mpirun
+    // --oversubscribe on a 2-core host.
+    const auto cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    const auto too_many = run_epochcast("run --np " + std::to_string(8 * cores + 1) + " -o /nonexistent/t.json");
+    EXPECT_EQ(too_many.exit_code, 2) << too_many.err;
+    EXPECT_NE(too_many.err.find("ranks on this host is more than it can run"), std::string::npos) << too_many.err;
+    const testing::TempFile hostfile("localhost slots=4096\n", ".hosts");
+    const auto slots = run_epochcast("run --hostfile " + hostfile.path() + " -o /nonexistent/t.json");
+    EXPECT_EQ(slots.exit_code, 2) << slots.err;
+    EXPECT_NE(slots.err.find("4096 ranks on this host"), std::string::npos) << slots.err;
+    const auto huge = run_epochcast("run --np 2147483647 -o /nonexistent/t.json");
+    EXPECT_EQ(huge.exit_code, 2) << huge.err;
+    EXPECT_NE(huge.err.find("is more than the 1048576 a run may start"), std::string::npos) << huge.err;
 }
 
 TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
