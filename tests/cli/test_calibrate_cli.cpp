@@ -105,12 +105,15 @@ TEST(CalibrateCli, AFileNameThatIsNotUtf8IsKeptAsTextNotAnInternalError) {
 }
 
 TEST(RunCli, AMissingTemporaryFolderAndAnEndlessHostfileAreBadInput) {
-    // Issue 42: "filesystem error: temp_directory_path" and "out of memory", each exit 1.
-    const auto tmpdir = testing::run_command("TMPDIR=/nonexistent '" + std::string(EPOCHCAST_CLI_PATH) +
-                                             "' run --np 1 --steps 1 -o /nonexistent/t.json");
-    EXPECT_EQ(tmpdir.exit_code, 2) << tmpdir.err;
-    EXPECT_NE(tmpdir.err.find("TMPDIR='/nonexistent' is not a folder"), std::string::npos) << tmpdir.err;
-    EXPECT_EQ(std::count(tmpdir.err.begin(), tmpdir.err.end(), '\n'), 1) << tmpdir.err;
+    // Issue 42: "filesystem error: temp_directory_path" and "out of memory", each exit 1. (A build
+    // without epochcast-train, the sanitizers', stops run before its temporary folder.)
+    if (std::filesystem::exists(std::filesystem::path(EPOCHCAST_CLI_PATH).parent_path() / "epochcast-train")) {
+        const auto tmpdir = testing::run_command("TMPDIR=/nonexistent '" + std::string(EPOCHCAST_CLI_PATH) +
+                                                 "' run --np 1 --steps 1 -o /nonexistent/t.json");
+        EXPECT_EQ(tmpdir.exit_code, 2) << tmpdir.err;
+        EXPECT_NE(tmpdir.err.find("TMPDIR='/nonexistent' is not a folder"), std::string::npos) << tmpdir.err;
+        EXPECT_EQ(std::count(tmpdir.err.begin(), tmpdir.err.end(), '\n'), 1) << tmpdir.err;
+    }
     const auto hostfile = run_epochcast("run --hostfile /dev/zero --np 1 -o /nonexistent/t.json");
     EXPECT_EQ(hostfile.exit_code, 2) << hostfile.err;
     EXPECT_NE(hostfile.err.find("cannot read host file '/dev/zero': larger than 256 MiB"), std::string::npos)

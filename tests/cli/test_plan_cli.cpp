@@ -234,7 +234,8 @@ TEST(PlanCli, PricingAndCloudNarrowTheSearch) {
     // A capacity-block search holds only what is sold that way.
     const ProcessResult blocks = run_epochcast("plan --deadline 20h --pricing capacity-block --nodes 1,2 --json");
     ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
-    for (const auto& plan : nlohmann::json::parse(blocks.out)["front"]) {
+    const nlohmann::json blocks_out_json = nlohmann::json::parse(blocks.out);  // kept alive for the loop
+    for (const auto& plan : blocks_out_json["front"]) {
         const std::string instance = plan["scenario"]["instance"];
         EXPECT_TRUE(instance == "p5.48xlarge" || instance == "p5e.48xlarge") << instance;
     }
@@ -266,7 +267,8 @@ TEST(PlanCli, PricingAndCloudNarrowTheSearch) {
 TEST(PlanCli, AnOwnedSystemIsLeftOutUnlessNamedAndThenCostsNa) {
     const ProcessResult all = run_epochcast("plan --deadline 3h --batch-per-gpu 256 --json");
     ASSERT_EQ(all.exit_code, 0) << all.err;
-    for (const auto& plan : nlohmann::json::parse(all.out)["front"]) {
+    const nlohmann::json all_out_json = nlohmann::json::parse(all.out);  // kept alive for the loop
+    for (const auto& plan : all_out_json["front"]) {
         EXPECT_NE(plan["scenario"]["instance"].get<std::string>().rfind("dgx-", 0), 0u) << plan.dump();
     }
     const ProcessResult named = run_epochcast("plan --deadline 3h --instance dgx-a100 --batch-per-gpu 256 --nodes 1");
