@@ -257,9 +257,12 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
                           out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {
         product *= static_cast<double>(n);
     }
-    if (product > std::ldexp(1.0, 40)) {
-        throw InputError(std::string(origin) + ": the cross product has " + std::to_string(product) +
-                         " combinations, more than 2^40");
+    // A row of CSV is about 360 bytes: 10^9 rows are some 360 GB already, and more is a spec that
+    // lists more than anyone means to read.
+    if (product > kMaxSweepRows) {
+        throw InputError(std::string(origin) + ": the cross product has " + format_count(product) +
+                         " combinations, more than " + format_count(kMaxSweepRows) + " (about " +
+                         format_count(product * 360 / 1e12) + " TB of CSV): narrow a list, or split the spec");
     }
     return out;
 }

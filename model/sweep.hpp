@@ -26,6 +26,9 @@ inline constexpr std::array<std::string_view, 22> kSweepFields = {
     "gpus_per_node", "strategy",   "ps_instance",   "ps_ratio",       "ps_nodes", "ps_colocated",
     "efa_adapters",  "nodes",      "batch_per_gpu", "global_batch"};
 
+/// The most combinations a sweep spec may have: 10^9 rows, some 360 GB of CSV.
+inline constexpr double kMaxSweepRows = 1e9;
+
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
 /// value; `strategy` left out means nccl (NCCL's own choice of algorithm). With `global_batch`
 /// the per-GPU batch of each row is the global batch over the row's GPUs (Scenario::global_batch).
@@ -72,7 +75,7 @@ struct SweepSpec {
 /// the offending value: malformed JSON, not an object, an unknown key, an empty list, a value of
 /// the wrong type, a count that is zero or negative, an unknown instance/model/precision/strategy/
 /// framework/pricing, a CPU-only instance as a worker, both ps_ratio and ps_nodes given, or more
-/// than 2^40 combinations.
+/// than kMaxSweepRows combinations.
 SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, const Catalog& catalog);
 
 /// Read and parse a spec file; a missing file is an InputError naming the path.

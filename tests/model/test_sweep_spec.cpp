@@ -130,5 +130,23 @@ TEST(SweepSpec, AMillionCombinationsAreCountedNotBuilt) {
     EXPECT_EQ(last.epochs, 100);
 }
 
+TEST(SweepSpec, ACrossProductPastAThousandMillionRowsIsRefusedWithItsSize) {
+    // Issue 42: a 10^12-row sweep was accepted and would have written about 360 TB without a word.
+    std::string lists;
+    for (const char* key : {"nodes", "batch_per_gpu", "classes", "dataset_images"}) {
+        lists += std::string(lists.empty() ? "" : ", ") + "\"" + key + "\": [";
+        for (int i = 1; i <= 1000; ++i) lists += (i > 1 ? "," : "") + std::to_string(i);
+        lists += "]";
+    }
+    try {
+        parse_sweep_spec("{" + lists + "}", "huge.json", Catalog::built_in());
+        ADD_FAILURE() << "expected InputError";
+    } catch (const InputError& error) {
+        EXPECT_STREQ(error.what(),
+                     "huge.json: the cross product has 1,000,000,000,000 combinations, more than 1,000,000,000 "
+                     "(about 360 TB of CSV): narrow a list, or split the spec");
+    }
+}
+
 }  // namespace
 }  // namespace epochcast
