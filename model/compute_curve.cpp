@@ -113,6 +113,24 @@ const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const
 
 namespace {
 
+/// Eq. C4 from the chips' log time-per-image ratios: their geometric mean, and the sample scatter
+/// of the logs as the sigma, never below `floor` (which it is with fewer than two chips).
+TransferRatio ratio_of_logs(const std::vector<double>& logs, double floor) {
+    TransferRatio t;
+    t.chips = static_cast<int>(logs.size());
+    t.relative_sigma = floor;
+    if (logs.empty()) return t;
+    double mean = 0;
+    for (const double l : logs) mean += l / static_cast<double>(logs.size());
+    t.ratio = std::exp(mean);
+    if (logs.size() >= 2) {
+        double squares = 0;
+        for (const double l : logs) squares += (l - mean) * (l - mean);
+        t.relative_sigma = std::max(floor, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
+    }
+    return t;
+}
+
 /// Eq. C4 on direct evidence only: chips where both were measured.
 TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
                            const Software& to, Precision to_precision) {
@@ -138,21 +156,8 @@ TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalo
             break;
         }
     }
-    TransferRatio t;
-    t.chips = static_cast<int>(logs.size());
     // Across precision families the peaks' ratio differs from chip to chip: a wider floor.
-    const double floor = to_family == family_of(from.precision) ? kSoftwareTransferSigma : kFamilyTransferSigma;
-    t.relative_sigma = floor;
-    if (logs.empty()) return t;
-    double mean = 0;
-    for (const double l : logs) mean += l / static_cast<double>(logs.size());
-    t.ratio = std::exp(mean);
-    if (logs.size() >= 2) {
-        double squares = 0;
-        for (const double l : logs) squares += (l - mean) * (l - mean);
-        t.relative_sigma = std::max(floor, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
-    }
-    return t;
+    return ratio_of_logs(logs, to_family == family_of(from.precision) ? kSoftwareTransferSigma : kFamilyTransferSigma);
 }
 
 /// The ratio of one dimension of the software (framework, stack or layout) changing from `from`'s
@@ -192,18 +197,7 @@ TransferRatio dimension_ratio(const std::vector<ComputeCurve>& curves, const Cat
             break;
         }
     }
-    TransferRatio t;
-    t.chips = static_cast<int>(logs.size());
-    if (logs.empty()) return t;
-    double mean = 0;
-    for (const double l : logs) mean += l / static_cast<double>(logs.size());
-    t.ratio = std::exp(mean);
-    if (logs.size() >= 2) {
-        double squares = 0;
-        for (const double l : logs) squares += (l - mean) * (l - mean);
-        t.relative_sigma = std::max(kSoftwareTransferSigma, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
-    }
-    return t;
+    return ratio_of_logs(logs, kSoftwareTransferSigma);
 }
 
 }  // namespace

@@ -631,10 +631,9 @@ TEST_F(FakePrograms, WatchdogLeavesOutTimeItWasNotRunning) {
     EXPECT_TRUE(watchdog.check(start + std::chrono::seconds(604)));
 }
 
-// Among ranks that all stopped reporting, a stopped process is the one named, even when another
-// rank did fewer steps; kill_ranks leaves alone a process that is not one of the run's ranks.
-TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
-    const pid_t child = ::fork();
+/// A child process that waits for a signal, stopped with SIGSTOP: returns once it has stopped.
+void start_stopped_child(pid_t& child) {
+    child = ::fork();
     if (child == 0) {
         ::pause();
         ::_exit(0);
@@ -643,6 +642,13 @@ TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
     ASSERT_EQ(::kill(child, SIGSTOP), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);  // it has stopped
+}
+
+// Among ranks that all stopped reporting, a stopped process is the one named, even when another
+// rank did fewer steps; kill_ranks leaves alone a process that is not one of the run's ranks.
+TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
+    pid_t child = 0;
+    ASSERT_NO_FATAL_FAILURE(start_stopped_child(child));
     const auto start = cli::Watchdog::Clock::now();
     cli::Watchdog watchdog(dir_, 2, 2.0, start);
     write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
@@ -662,15 +668,8 @@ TEST_F(FakePrograms, WatchdogNamesTheStoppedProcess) {
 // step after the rank that now waits for it in the all-reduce, so the waiting rank passes the
 // deadline first. The stopped process is still the one named.
 TEST_F(FakePrograms, WatchdogNamesTheStoppedProcessBeforeItsOwnDeadline) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-        ::pause();
-        ::_exit(0);
-    }
-    ASSERT_GT(child, 0);
-    ASSERT_EQ(::kill(child, SIGSTOP), 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+    pid_t child = 0;
+    ASSERT_NO_FATAL_FAILURE(start_stopped_child(child));
     const auto start = cli::Watchdog::Clock::now();
     cli::Watchdog watchdog(dir_, 2, 2.0, start);
     write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
