@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -37,9 +38,22 @@ std::uint64_t stored_checksum(const std::string& bytes) {
     return hash;
 }
 
+/// A whole number of the header (a step or a count), refused unless it is one: a value such as 7.1e26
+/// or 1e19 is not converted (the conversion of a float out of range is undefined).
+std::int64_t header_integer(const nlohmann::json& value, const std::filesystem::path& file, const char* key) {
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() &&
+         value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))) {
+        throw InputError("checkpoint '" + file.string() + "' has a malformed " + key + " (" +
+                         value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
+                         "; a whole number expected)");
+    }
+    return value.get<std::int64_t>();
+}
+
 /// A tensor's element count from the header: an integer from 0 to what the file could hold.
 std::int64_t element_count(const nlohmann::json& value, std::size_t file_bytes, const std::filesystem::path& file) {
-    const auto count = value.get<std::int64_t>();
+    const auto count = header_integer(value, file, "element count");
     if (count < 0 || static_cast<std::uint64_t>(count) > file_bytes / sizeof(float)) {
         throw InputError("checkpoint '" + file.string() + "' is truncated (its header announces " +
                          std::to_string(count) + " values)");
@@ -152,7 +166,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     Checkpoint checkpoint;
     try {
         checkpoint.run = header.at("run");
-        checkpoint.next_step = header.at("next_step").get<std::int64_t>();
+        checkpoint.next_step = header_integer(header.at("next_step"), file, "next_step");
         if (checkpoint.next_step < 0) throw InputError("checkpoint '" + file.string() + "' has a negative next_step");
         // The sizes the header announces, against the file's, before anything is read.
         const std::int64_t parameters = element_count(header.at("parameters"), payload.size(), file);

@@ -135,7 +135,10 @@ TEST(SweepSpec, ACrossProductPastAThousandMillionRowsIsRefusedWithItsSize) {
     std::string lists;
     for (const char* key : {"nodes", "batch_per_gpu", "classes", "dataset_images"}) {
         lists += std::string(lists.empty() ? "" : ", ") + "\"" + key + "\": [";
-        for (int i = 1; i <= 1000; ++i) lists += (i > 1 ? "," : "") + std::to_string(i);
+        for (int i = 1; i <= 1000; ++i) {
+            if (i > 1) lists += ',';
+            lists += std::to_string(i);
+        }
         lists += "]";
     }
     try {
