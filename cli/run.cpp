@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -44,6 +45,7 @@
 #include "cli/preflight.hpp"
 #include "cli/table.hpp"
 #include "executor/progress.hpp"
+#include "executor/train_limits.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -551,11 +553,53 @@ void check_options(const RunOptions& o, const std::vector<std::string>& train_fl
     }
 }
 
+/// The trainer's flag `name` as a whole number, `fallback` when it is not given; nullopt when it
+/// is no int (the trainer names such a value itself).
+std::optional<int> int_flag(const std::vector<std::string>& flags, std::string_view name, int fallback) {
+    const std::optional<std::string> given = flag_value(flags, name);
+    if (!given) return fallback;
+    int value = 0;
+    const char* end = given->data() + given->size();
+    const auto [stop, error] = std::from_chars(given->data(), end, value);
+    if (error != std::errc() || stop != end) return std::nullopt;
+    return value;
+}
+
+/// epochcast-train's bounds (executor/train_limits.hpp), checked before anything starts: those
+/// that depend on the host against this one when every rank runs here; with other hosts their own
+/// trainers check them. A value that is no number or name is left to the trainer, which names it.
+void check_train_flags(const std::vector<std::string>& flags, const Placement& placement) {
+    TrainerShape shape;
+    const std::optional<int> image_size = int_flag(flags, "--image-size", shape.image_size);
+    const std::optional<int> batch = int_flag(flags, "--batch-per-gpu", shape.batch_per_gpu);
+    const std::optional<int> threads = int_flag(flags, "--threads", shape.threads);
+    const std::optional<int> data_threads = int_flag(flags, "--data-threads", shape.data_threads);
+    const std::optional<int> classes = int_flag(flags, "--classes", 0);
+    if (!image_size || !batch || !threads || !data_threads || !classes) return;
+    shape.backend = flag_value(flags, "--backend").value_or(shape.backend);
+    shape.model = flag_value(flags, "--model").value_or(shape.model);
+    shape.image_size = *image_size;
+    shape.batch_per_gpu = *batch;
+    shape.threads = *threads;
+    shape.data_threads = *data_threads;
+    if (flag_value(flags, "--classes")) shape.classes = *classes;
+    if (const std::optional<std::string> precision = flag_value(flags, "--precision")) {
+        try {
+            shape.precision = parse_precision(*precision, "--precision");
+        } catch (const InputError&) {
+            return;
+        }
+    }
+    const HostCapacity here = this_host_capacity();
+    check_trainer_limits(shape, placement.other_hosts.empty() ? &here : nullptr);
+}
+
 void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, std::ostream& out) {
     check_options(o, given_flags);
     if (o.ranks && *o.ranks < 1)
         throw InputError("run: --np must be at least 1 (got " + std::to_string(*o.ranks) + ")");
     const Placement placement = place(o, out);
+    check_train_flags(given_flags, placement);
     if (o.ps_ranks < 0 || o.ps_ranks >= placement.ranks) {
         throw InputError("run: --ps-ranks must be between 0 and --np - 1 = " + std::to_string(placement.ranks - 1) +
                          " (at least one rank trains; got " + std::to_string(o.ps_ranks) + ")");

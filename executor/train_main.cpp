@@ -18,6 +18,7 @@
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/progress.hpp"
+#include "executor/train_limits.hpp"
 #include "executor/trainer.hpp"
 #include "model/errors.hpp"
 
@@ -78,12 +79,15 @@ int main(int argc, char** argv) {
     app.add_option("--backend", options.backend, "cpu (oneDNN) or cuda (cuDNN + NCCL)")->capture_default_str();
     app.add_option("--model", options.model, "resnet18|resnet34|resnet50|resnet101|resnet152")->capture_default_str();
     app.add_option("--image-size", options.image_size, "input side in pixels (>= 32)")->capture_default_str();
-    app.add_option("--classes", options.classes,
-                   "classes (default 1000 for synthetic data, the folder's count otherwise)");
+    int classes = 0;
+    CLI::Option* classes_option =
+        app.add_option("--classes", classes,
+                       "classes, 1 to 1,000,000 (default 1000 for synthetic data, the folder's count otherwise)");
     app.add_option("--batch-per-gpu", options.batch_per_gpu, "images per step per worker")->capture_default_str();
     app.add_option("--precision", precision, "fp32, bf16 (CPU mixed precision) or fp16 (GPU mixed precision)")
         ->capture_default_str();
-    app.add_option("--threads", options.threads, "compute threads per rank")->capture_default_str();
+    app.add_option("--threads", options.threads, "compute threads per rank, at most 4 per core of the host")
+        ->capture_default_str();
     app.add_option("--steps", options.steps, "steps to run in all");
     app.add_option("--epochs", options.epochs, "epochs to run in all (when --steps is not given)");
     app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")
@@ -103,8 +107,10 @@ int main(int argc, char** argv) {
     app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")
         ->capture_default_str();
     app.add_option("--seed", options.seed, "seed of weights and data")->capture_default_str();
-    app.add_option("--data-threads", options.data_threads,
-                   "decode threads per rank (unused with --backend cuda --data synthetic: the GPU makes the batches)")
+    app.add_option(
+           "--data-threads", options.data_threads,
+           "decode threads per rank, at most 4 per core of the host (unused with --backend cuda --data synthetic: the "
+           "GPU makes the batches)")
         ->capture_default_str();
     app.add_option("--fusion-mib", options.fusion_mib, "all-reduce bucket threshold in MiB")->capture_default_str();
     app.add_option("--allreduce", options.allreduce,
@@ -139,6 +145,7 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         options.precision = epochcast::parse_precision(precision, "--precision");
         if (instance_option->count() > 0) options.instance = instance;
+        if (classes_option->count() > 0) options.classes = classes;
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
             throw epochcast::InputError(
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
@@ -159,9 +166,8 @@ int main(int argc, char** argv) {
 
     try {
         if (describe_host) {
-            if (options.threads < 1) {
-                throw epochcast::InputError("--threads must be at least 1");
-            }
+            const epochcast::HostCapacity host = epochcast::this_host_capacity();
+            epochcast::check_threads("--threads", options.threads, &host);
             keep_freed_memory();
             if (!started_by_mpirun()) {
                 std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;

@@ -27,6 +27,7 @@
 #include "executor/loader.hpp"
 #include "executor/optimizer.hpp"
 #include "executor/progress.hpp"
+#include "executor/train_limits.hpp"
 #include "model/errors.hpp"
 #include "model/resnet.hpp"
 #include "model/text_io.hpp"
@@ -569,11 +570,16 @@ void validate(const TrainOptions& options) {
     auto require = [](bool ok, const std::string& message) {
         if (!ok) throw InputError(message);
     };
-    require(options.image_size >= 32, "--image-size must be at least 32 pixels");
-    require(options.classes >= 0, "--classes must be at least 1");
-    require(options.batch_per_gpu >= 1, "--batch-per-gpu must be at least 1");
-    require(options.threads >= 1, "--threads must be at least 1");
-    require(options.data_threads >= 1, "--data-threads must be at least 1");
+    const HostCapacity host = this_host_capacity();
+    check_trainer_limits({.backend = options.backend,
+                          .model = options.model,
+                          .image_size = options.image_size,
+                          .classes = options.classes,
+                          .batch_per_gpu = options.batch_per_gpu,
+                          .precision = options.precision,
+                          .threads = options.threads,
+                          .data_threads = options.data_threads},
+                         &host);
     require(options.steps > 0 || options.epochs > 0, "give --steps or --epochs (a positive number)");
     require(options.steps >= 0 && options.epochs >= 0, "--steps and --epochs must not be negative");
     require(std::isfinite(options.epochs), "--epochs must be a finite number");
@@ -615,9 +621,9 @@ void run_training(const TrainOptions& options) {
     std::unique_ptr<DataSource> data;
     RunPlan plan;
     if (!topology.is_server()) {
-        data = make_data(options, options.classes > 0 ? options.classes : 1000);
-        if (options.data != "synthetic" && options.classes > 0 && options.classes != data->classes()) {
-            throw InputError("--classes " + std::to_string(options.classes) + " but '" + options.data + "' has " +
+        data = make_data(options, options.classes.value_or(1000));
+        if (options.data != "synthetic" && options.classes && *options.classes != data->classes()) {
+            throw InputError("--classes " + std::to_string(*options.classes) + " but '" + options.data + "' has " +
                              std::to_string(data->classes()) + " class folders");
         }
         plan.classes = data->classes();

@@ -18,9 +18,9 @@ namespace epochcast {
 struct TrainOptions {
     std::string backend = "cpu";  ///< "cpu" (oneDNN) or "cuda"
     std::string model = "resnet50";
-    int image_size = 224;    ///< pixels, >= 32
-    int classes = 0;         ///< 0: 1000 for synthetic data, the folder's class count for an image folder
-    int batch_per_gpu = 32;  ///< images per step per worker
+    int image_size = 224;        ///< pixels, >= 32
+    std::optional<int> classes;  ///< none: 1000 for synthetic data, the folder's class count for an image folder
+    int batch_per_gpu = 32;      ///< images per step per worker
     Precision precision = Precision::fp32;
     int threads = 1;                          ///< compute threads per rank
     std::int64_t steps = 0;                   ///< steps to run in all (0: from epochs)
@@ -49,7 +49,8 @@ struct TrainOptions {
     bool print_steps = true;         ///< rank 0 prints the per-step table
 };
 
-/// Throws InputError for an option out of range (naming the flag).
+/// Throws InputError for an option out of range (naming the flag), the bounds of
+/// executor/train_limits.hpp on this host among them.
 void validate(const TrainOptions& options);
 
 /// Run the training on this rank (MPI must be initialised). Throws InputError for bad input and

@@ -43,8 +43,7 @@ constexpr std::array<Variant, 5> kVariants{{
 }};
 
 constexpr int kImageChannels = 3;
-constexpr int kMinImageSizePx = 32;  ///< smallest input whose stage-4 map is still at least 1x1
-constexpr int kStemChannels = 64;    ///< conv1 output channels and stage-1 width
+constexpr int kStemChannels = 64;  ///< conv1 output channels and stage-1 width
 constexpr int kBottleneckExpansion = 4;
 
 /// Output side of a convolution or pooling: floor((in + 2p - k) / s) + 1.

@@ -55,6 +55,8 @@ struct Architecture {
     std::int64_t forward_macs() const;  ///< sum of layers' forward multiply-accumulates, per image
 };
 
+/// The smallest input side, in pixels: the smallest whose stage-4 map is still at least 1x1.
+inline constexpr int kMinImageSizePx = 32;
 /// The largest input side epochcast models, in pixels (docs/model.md, "Limits"): a 4096 px image
 /// keeps about 17.5 GiB of ResNet-50 activations at amp, so a few at most fit an 80 GB GPU, and
 /// every layer's elements per image stay below 2^31.

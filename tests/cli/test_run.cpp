@@ -697,6 +697,34 @@ TEST_F(FakePrograms, BadRankCountsAreBadInput) {
     EXPECT_TRUE(contains(r.err, "--ps-ranks")) << r.err;
 }
 
+// Issue 42, item 7: epochcast-train's flags beyond what it runs (libgomp crashed on --threads
+// 100000, --data-threads 100000 ran out of processes, --classes 2147483647 out of memory, --classes
+// 0 trained 1000) are refused by run itself, one line naming the flag, before mpirun starts. The
+// batch of 10^6 ResNet-50 images at 224 px needs some 100 TiB, more than any host has.
+TEST_F(FakePrograms, TrainerFlagsBeyondWhatTheHostRunsAreRefusedBeforeMpirunStarts) {
+    write_mpirun_writing(prepared_trace());
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--threads 100000", "--threads 100000 is more than this host runs"},
+        {"--data-threads=100000", "--data-threads 100000 is more than this host runs"},
+        {"--classes 2147483647", "--classes must be 1 to 1,000,000 (got 2147483647)"},
+        {"--classes 0", "--classes must be 1 to 1,000,000 (got 0)"},
+        {"--batch-per-gpu 100000000", "--batch-per-gpu must be 1 to 1,000,000 images (got 100000000)"},
+        {"--batch-per-gpu 1000000", "more than this host's"},
+        {"--image-size 100000", "--image-size must be 32 to 4,096 px (got 100000)"},
+        {"--threads 0", "--threads must be at least 1 (got 0)"}};
+    for (const auto& [flags, message] : cases) {
+        const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' " + flags);
+        EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, message)) << flags << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << ": " << r.err;
+        EXPECT_FALSE(std::filesystem::exists(path("args"))) << flags << ": mpirun must not start";
+    }
+    // A value that is no number is the trainer's to name; within bounds the run starts.
+    const testing::ProcessResult r =
+        run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --threads 2 --classes 10 --batch-per-gpu 16");
+    EXPECT_TRUE(std::filesystem::exists(path("args"))) << r.err;
+}
+
 // The issue's hostfile case with stand-ins: `localhost slots=2`, 2 ranks. The line names the host
 // with its ranks; no other host, so nothing is checked over ssh; the all-reduce sweep runs first
 // with the same layout and is fitted; the trace written holds the launcher line and the network.

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -375,6 +377,28 @@ TEST_F(TrainingTest, BadInputIsExitCodeTwoWithAMessageOnOneRankAndUnderMpirun) {
     run = mpirun(2, kSmallRun + " --batch-per-gpu 2 --steps 1 --ps-ranks 2");
     EXPECT_NE(run.exit_code, 0);
     EXPECT_NE((run.err + run.out).find("--ps-ranks"), std::string::npos) << run.err;
+}
+
+// Issue 42, item 7: flags beyond what epochcast-train runs crashed it (--threads 100000: SIGSEGV
+// in libgomp; --data-threads 100000: SIGABRT, out of processes; --classes 2147483647: bad_alloc),
+// exited 1 (--batch-per-gpu 100000000) or trained something else (--classes 0: 1000 classes).
+// Each is bad input: exit 2, one line naming the flag.
+TEST_F(TrainingTest, FlagsBeyondWhatTheHostRunsAreExitCodeTwoNamingTheFlag) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {" --threads 100000", "--threads 100000 is more than this host runs"},
+        {" --data-threads 100000", "--data-threads 100000 is more than this host runs"},
+        {" --classes 2147483647", "--classes must be 1 to 1,000,000 (got 2147483647)"},
+        {" --classes 0", "--classes must be 1 to 1,000,000 (got 0)"},
+        {" --batch-per-gpu 100000000", "--batch-per-gpu must be 1 to 1,000,000 images (got 100000000)"},
+        {" --batch-per-gpu 1000000", "more than this host's"},  // ResNet-50 at 224 px: some 100 TiB
+        {" --describe-host --threads 100000", "--threads 100000 is more than this host runs"}};
+    for (const auto& [flags, message] : cases) {
+        const ProcessResult run = train(" --model resnet50 --steps 1 --synthetic-images 64" + flags);
+        EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
+        EXPECT_NE(run.err.find(message), std::string::npos) << flags << ": " << run.err;
+        EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << flags << ": " << run.err;
+        EXPECT_EQ(run.out, "") << flags;
+    }
 }
 
 // --instance is a name the trace carries (`epochcast run` checks it against the catalog): empty,
