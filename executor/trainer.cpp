@@ -375,6 +375,20 @@ void check_loss(double loss, std::int64_t step, double lr, const TrainOptions& o
                    "): training diverged; lower --lr (the last checkpoint, if any, is kept)");
 }
 
+/// Throws InputError when a checkpoint at `next_step` leaves nothing of this run's `steps` to
+/// train (resuming a finished run was a silent no-op, and under `epochcast run` a missing trace).
+void check_unfinished(std::int64_t next_step, std::int64_t steps, const std::string& directory) {
+    if (next_step < steps) return;
+    const std::string folder = escape_for_message(directory);
+    const std::string more = " (give a larger --steps or --epochs to train on, or leave out --resume to start over)";
+    if (next_step == steps) {
+        throw InputError("nothing to resume: the checkpoint in '" + folder + "' has finished all " +
+                         std::to_string(steps) + " steps of this run" + more);
+    }
+    throw InputError("nothing to resume: the checkpoint in '" + folder + "' is at step " + std::to_string(next_step) +
+                     ", past this run's " + std::to_string(steps) + " steps" + more);
+}
+
 /// Resume: worker 0 reads the checkpoint into its network and shares it; everyone learns the first
 /// step (plan.first_step stays 0 without --resume). Collective over every rank: the servers take
 /// part in the first step's broadcast from run_training.
@@ -389,6 +403,7 @@ void resume_worker(const TrainOptions& options, const Topology& topology, RunPla
                              std::to_string(checkpoint.weights.size()) + " weights, the network " +
                              std::to_string(elements));
         }
+        check_unfinished(checkpoint.next_step, plan.steps, options.checkpoint_dir);
         load(network, Arena::values, checkpoint.weights);
         load(network, Arena::momentum, checkpoint.momentum);
         write_state(network, checkpoint.state, options.checkpoint_dir);

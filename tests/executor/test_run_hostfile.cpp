@@ -4,6 +4,7 @@
 // the launcher line and the network fit, ready for `calibrate` without editing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -85,6 +86,27 @@ TEST(RunHostfile, WithoutAnInstanceEachNodesPeaksArePrinted) {
     EXPECT_TRUE(contains(r.out, "Measured peaks per node")) << r.out;
     EXPECT_TRUE(contains(r.out, "beside measured, local-cpu x 1 node x 2 ranks")) << r.out;
     EXPECT_FALSE(contains(r.out, "All-reduce across the ranks")) << r.out;
+}
+
+// Issue 42, item 11: resuming a checkpoint whose run had finished exited 1, "epochcast-train
+// finished but wrote no trace". The trainer's one line comes through: exit 2, nothing to resume.
+TEST(RunHostfile, ResumingAFinishedCheckpointIsBadInputNamingIt) {
+    testing::TempFolder folder;
+    std::ofstream(folder / "hosts") << "localhost slots=1\n";
+    const std::string checkpoint = folder / "ck";
+    std::string train = testing::test_program(EPOCHCAST_TRAIN_PATH);
+    train.insert(0, 1, '\'');
+    train += "' --model resnet18 --image-size 32 --classes 4 --synthetic-images 4096 --seed 3 --batch-per-gpu 4";
+    train += " --steps 4 --checkpoint-dir '" + checkpoint + "'";
+    const testing::ProcessResult first = testing::run_command(train);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const testing::ProcessResult r =
+        run_hostfile(folder / "hosts", kSmallRun + " --resume --checkpoint-dir '" + checkpoint + "'");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_TRUE(contains(r.err, "nothing to resume: the checkpoint in '" + checkpoint + "' has finished all 4 steps"))
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(contains(r.err, "wrote no trace")) << r.err;
 }
 
 }  // namespace

@@ -451,6 +451,27 @@ TEST_F(TrainingTest, ALearningRateThatIsNotAPositiveFp32NumberIsBadInput) {
     }
 }
 
+// Issue 42, item 11: resuming a checkpoint that finished its run was a silent no-op (exit 0, no
+// step, no trace). It is bad input naming the checkpoint and its step; a larger --steps resumes.
+TEST_F(TrainingTest, ResumingAFinishedCheckpointSaysThereIsNothingToResume) {
+    const std::string common = kSmallRun + " --batch-per-gpu 2 --lr 0.05 --checkpoint-dir " + path("ck");
+    ASSERT_EQ(train(common + " --steps 2").exit_code, 0);
+    ASSERT_EQ(read_checkpoint(path("ck")).next_step, 2);
+    ProcessResult run = train(common + " --steps 2 --resume --trace-out " + path("t.json"));
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("nothing to resume: the checkpoint in '" + path("ck") + "' has finished all 2 steps"),
+              std::string::npos)
+        << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    run = train(common + " --steps 1 --resume");
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("is at step 2, past this run's 1 steps"), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(path("t.json")));
+    run = train(common + " --steps 3 --resume --trace-out " + path("t.json"));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(losses(path("t.json")).size(), 1u);
+}
+
 // The issue's case: 200 flipped bytes in a checkpoint resumed silently. `--resume` refuses a
 // damaged checkpoint with exit 2, naming the file, and resumes the intact one.
 TEST_F(TrainingTest, ADamagedCheckpointIsRefusedOnResume) {
