@@ -3,13 +3,19 @@
 namespace epochcast::cli {
 
 volatile std::sig_atomic_t g_interrupted = 0;
+std::atomic<bool> g_interrupt_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler stores into g_interrupt_requested");
 
 namespace {
-extern "C" void on_interrupt(int signal) { g_interrupted = signal; }
+extern "C" void on_interrupt(int signal) {
+    g_interrupted = signal;
+    g_interrupt_requested.store(true);
+}
 }  // namespace
 
 InterruptGuard::InterruptGuard() {
     g_interrupted = 0;
+    g_interrupt_requested.store(false);
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -379,6 +380,7 @@ SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOption
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(fds[0]);
@@ -386,6 +388,10 @@ SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOption
         throw RunError(std::string("cannot start ") + argv[0] + ": " + std::strerror(errno));
     }
     if (pid == 0) {
+        // SIGTERM when we die, however we die (SIGKILL too), kept across exec: mpirun passes it on
+        // to the ranks, ssh ends. A parent already gone before the request took effect: end now.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(127);
         if (options.own_process_group) {
             ::setpgid(0, 0);
             const int null = ::open("/dev/null", O_RDONLY);

@@ -12,6 +12,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "model/errors.hpp"
@@ -251,12 +252,24 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     options.on_progress = [&progress](int done, int total) {
         if (progress) progress->update(done, total);
     };
-    const sim::SimulationResult result = sim::simulate(model, s, options);
-    if (progress) progress->stop();
-    options.on_progress = nullptr;
-    options.on_child_started = nullptr;
+    // Ctrl-C, SIGTERM and SIGHUP stop the simulation's process (the cancel flag) and end the
+    // command with a line naming the signal; a SIGKILL'd command's process dies with it.
+    const InterruptGuard interrupt_guard;
+    options.cancel = &g_interrupt_requested;
+    std::optional<sim::SimulationResult> simulated;
     std::optional<sim::ElasticReport> elastic;
-    if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
+    try {
+        simulated = sim::simulate(model, s, options);
+        if (progress) progress->stop();
+        options.on_progress = nullptr;
+        options.on_child_started = nullptr;
+        if (schedule) elastic = sim::simulate_elastic(model, s, options, *schedule);
+    } catch (const sim::SimulationCancelled&) {
+        if (progress) progress->stop();
+        throw RunError("interrupted by " + interruption_name(g_interrupted) +
+                       " during the simulation; its process was stopped");
+    }
+    const sim::SimulationResult& result = *simulated;
     const Prediction prediction = sim::simulated_prediction(model, s, result);
     const Prediction analytic = model.predict(resolved);
     const ScenarioResult reported{s, prediction, resolved.curve_origin};

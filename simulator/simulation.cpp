@@ -2,6 +2,7 @@
 #include "simulator/simulation.hpp"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +133,7 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(fds[0]);
@@ -139,6 +141,11 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         throw RunError("cannot fork the simulation process");
     }
     if (pid == 0) {
+        // Killed when the parent dies, however it dies (a SIGKILL'd `simulate` left its child
+        // simulating, and once writing --timeline after the command had ended); a parent already
+        // gone before the request took effect: end now.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(1);
         ::close(fds[0]);
         const int out = fds[1];
         input.on_iteration = [out](int iteration) {

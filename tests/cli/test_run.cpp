@@ -25,6 +25,7 @@
 #include "model/cost_model.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/local_cpu_catalog.hpp"
+#include "tests/support/processes.hpp"
 
 namespace epochcast {
 namespace {
@@ -870,6 +871,29 @@ TEST_F(FakePrograms, CtrlCStopsTheJobAndLeavesNoRunFolder) {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(contains(r.err, "interrupted by Ctrl-C during the training; the job was stopped")) << r.err;
     EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
+}
+
+// Issue 42, item 8: `kill -KILL` of run left mpirun (and its ranks) training. The launcher dies
+// with run: here a stand-in mpirun that only waits (as `sleep`, which catches no signal).
+TEST_F(FakePrograms, KillingRunEndsTheLauncher) {
+    write_script("mpirun", "exec sleep 600\n");
+    std::filesystem::create_directories(path("shared"));
+    const pid_t run = testing::start_process({testing::test_program(EPOCHCAST_CLI_PATH), "run", "--np", "1",
+                                              "--shared-dir", path("shared"), "--mpirun", path("mpirun")},
+                                             path("out"), path("err"));
+    ASSERT_GT(run, 0);
+    std::vector<pid_t> children;
+    const bool started = testing::wait_until(
+        [&] {
+            children = testing::descendants(run);
+            return std::any_of(children.begin(), children.end(),
+                               [](pid_t pid) { return contains(testing::command_line_of(pid), "sleep 600"); });
+        },
+        std::chrono::seconds(120));
+    ::kill(run, SIGKILL);
+    ::waitpid(run, nullptr, 0);
+    ASSERT_TRUE(started) << testing::read_text(path("err"));
+    EXPECT_TRUE(testing::all_gone(children, std::chrono::seconds(60)));
 }
 
 // Bad values of run's own flags are bad input, refused before anything starts.

@@ -4,14 +4,20 @@
 // the launcher line and the network fit, ready for `calibrate` without editing.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/local_cpu_catalog.hpp"
+#include "tests/support/processes.hpp"
 #include "tests/support/temp_folder.hpp"
 
 namespace epochcast {
@@ -107,6 +113,53 @@ TEST(RunHostfile, ResumingAFinishedCheckpointIsBadInputNamingIt) {
         << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_FALSE(contains(r.err, "wrote no trace")) << r.err;
+}
+
+// Issue 42, item 8: `kill -KILL` of run left mpirun and the ranks training. mpirun gets SIGTERM
+// when run dies, and ends its ranks. (Open MPI 4.1 may also end the job when its output's pipe
+// breaks at the next step's row; FakePrograms.KillingRunEndsTheLauncher, whose launcher writes
+// nothing, is the test that fails without the death signal.)
+TEST(RunHostfile, KillingRunEndsMpirunAndTheRanks) {
+    testing::TempFolder folder;
+    std::ofstream(folder / "hosts") << "localhost slots=1\n";
+    const std::string train = "EPOCHCAST_TRAIN=" + testing::test_program(EPOCHCAST_TRAIN_PATH);
+    const pid_t run = testing::start_process({"/usr/bin/env",
+                                              train,
+                                              testing::test_program(EPOCHCAST_CLI_PATH),
+                                              "run",
+                                              "--hostfile",
+                                              folder / "hosts",
+                                              "--mpirun",
+                                              testing::test_program(EPOCHCAST_MPIEXEC),
+                                              "--shared-dir",
+                                              folder.path.string(),
+                                              "--model",
+                                              "resnet18",
+                                              "--image-size",
+                                              "32",
+                                              "--classes",
+                                              "4",
+                                              "--synthetic-images",
+                                              "4096",
+                                              "--batch-per-gpu",
+                                              "2",
+                                              "--steps",
+                                              "1000000"},
+                                             folder / "out", folder / "err");
+    ASSERT_GT(run, 0);
+    std::vector<pid_t> children;
+    const bool training = testing::wait_until(
+        [&] {
+            children = testing::descendants(run);
+            return std::any_of(children.begin(), children.end(), [](pid_t pid) {  // a rank
+                return testing::command_line_of(pid).rfind(testing::test_program(EPOCHCAST_TRAIN_PATH) + " ", 0) == 0;
+            });
+        },
+        std::chrono::seconds(120));
+    ::kill(run, SIGKILL);
+    ::waitpid(run, nullptr, 0);
+    ASSERT_TRUE(training) << testing::read_text(folder / "err");
+    EXPECT_TRUE(testing::all_gone(children, std::chrono::seconds(60)));
 }
 
 }  // namespace

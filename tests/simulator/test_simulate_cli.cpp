@@ -2,13 +2,21 @@
 // granularity, reproducible with a seed, and a one-line error with exit code 2 for bad input.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/calibration.hpp"
 #include "tests/cli/cli_process.hpp"
+#include "tests/support/processes.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast {
 namespace {
@@ -149,6 +157,37 @@ TEST(SimulateCli, IterationsAreAWholeNumberWithinTheBound) {
     const auto r = run_epochcast("simulate --nodes 1 --gpus-per-node 1 --iterations 1e1 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["iteration_distribution"]["samples_s"].size(), 10u);
+}
+
+// Issue 42, item 8: a signal to simulate's PID left the simulation's process running (once it
+// wrote --timeline after the command had ended). SIGTERM stops it and ends the command with one
+// line naming the signal; SIGKILL, which simulate cannot catch, ends it too (it dies with its
+// parent). The run asked for takes some 40 minutes: it is stopped as soon as its process exists.
+TEST(SimulateCli, ASignalOrAKillOfSimulateEndsTheSimulationsProcess) {
+    for (const int signal : {SIGTERM, SIGKILL}) {
+        SCOPED_TRACE(strsignal(signal));
+        const testing::TempFolder folder;
+        const pid_t simulate = testing::start_process(
+            {testing::test_program(EPOCHCAST_CLI_PATH), "simulate", "--nodes", "16", "--iterations", "100000"},
+            folder / "out", folder / "err");
+        ASSERT_GT(simulate, 0);
+        std::vector<pid_t> children;
+        const bool started = testing::wait_until([&] { return !(children = testing::descendants(simulate)).empty(); },
+                                                 std::chrono::seconds(120));
+        ::kill(simulate, signal);
+        int status = 0;
+        ::waitpid(simulate, &status, 0);
+        ASSERT_TRUE(started) << testing::read_text(folder / "err");
+        EXPECT_TRUE(testing::all_gone(children, std::chrono::seconds(60)));
+        if (signal == SIGTERM) {
+            const std::string err = testing::read_text(folder / "err");
+            EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ": " << err;
+            EXPECT_NE(err.find("epochcast: failed: interrupted by SIGTERM during the simulation; its process was "
+                               "stopped\n"),
+                      std::string::npos)
+                << err;
+        }
+    }
 }
 
 }  // namespace
