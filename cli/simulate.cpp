@@ -241,6 +241,8 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     }
 
     const ResolvedScenario resolved = model.resolve(s);
+    // A schedule whose cluster sizes would take hours to simulate is refused before anything runs.
+    if (schedule) sim::check_elastic_cost(model, s, options, *schedule);
     // Progress on stderr while it runs: rewritten in place on a terminal, a line every 10 s in a
     // log; nothing for a run shorter than that (sim::progress_pace). Its thread starts once the
     // simulation's process is forked: a process forked with a thread running can deadlock.

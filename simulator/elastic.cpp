@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,21 @@ double positive_number(const json& entry, const char* key, std::string_view orig
         fail(origin, where, problem);
     }
     return value.get<double>();
+}
+
+/// Every cluster size the schedule trains on (a phase's nodes, then one fewer after each of its
+/// node losses), and the fixed cluster's `fixed_nodes`: what simulate_elastic simulates.
+std::set<int> cluster_sizes(const ElasticSchedule& schedule, int fixed_nodes) {
+    std::set<int> sizes = {fixed_nodes};
+    double phase_end = 0;
+    auto loss = schedule.node_losses.begin();
+    for (const ElasticPhase& phase : schedule.phases) {
+        phase_end += phase.epochs;
+        int nodes = phase.nodes;
+        sizes.insert(nodes);
+        for (; loss != schedule.node_losses.end() && loss->epoch < phase_end; ++loss) sizes.insert(--nodes);
+    }
+    return sizes;
 }
 
 }  // namespace
@@ -107,18 +123,18 @@ ElasticSchedule parse_elastic_schedule(std::string_view json_text, std::string_v
     }
     std::sort(schedule.node_losses.begin(), schedule.node_losses.end(),
               [](const NodeLoss& a, const NodeLoss& b) { return a.epoch < b.epoch; });
-    // Every loss must leave its phase at least one node.
-    double start = 0;
+    // Every loss must leave its phase at least one node (the losses are sorted: one pass).
+    double end = 0;
+    auto loss = schedule.node_losses.begin();
     for (std::size_t i = 0; i < schedule.phases.size(); ++i) {
-        const double end = start + schedule.phases[i].epochs;
-        const auto lost = std::count_if(schedule.node_losses.begin(), schedule.node_losses.end(),
-                                        [&](const NodeLoss& l) { return l.epoch >= start && l.epoch < end; });
+        end += schedule.phases[i].epochs;
+        long long lost = 0;
+        for (; loss != schedule.node_losses.end() && loss->epoch < end; ++loss) ++lost;
         if (lost >= schedule.phases[i].nodes) {
             fail(origin, "phases[" + std::to_string(i) + "]: ",
                  std::to_string(lost) + " node losses leave none of its " + std::to_string(schedule.phases[i].nodes) +
                      " nodes");
         }
-        start = end;
     }
     return schedule;
 }
@@ -127,16 +143,87 @@ ElasticSchedule read_elastic_schedule(const std::filesystem::path& path) {
     return parse_elastic_schedule(read_text_file(path, "elastic schedule"), path.string());
 }
 
+namespace {
+
+/// The schedule's clusters: each size at the scenario's global batch, simulated with the
+/// options of every phase (no timeline, no slow nodes).
+class ElasticClusters {
+    /// `action(scenario(nodes))`, an infeasible size named with its batch. Defined first: the
+    /// members below use its deduced return type.
+    template <typename Action>
+    auto in_context(int nodes, const Action& action) const {
+        const Scenario s = scenario(nodes);
+        try {
+            return action(s);
+        } catch (const InfeasibleError& error) {
+            throw InfeasibleError("elastic schedule, " + std::to_string(nodes) + " nodes (batch " +
+                                  std::to_string(s.batch_per_gpu) + " per GPU to keep the global batch of " +
+                                  std::to_string(global_batch_) + "): " + error.what());
+        }
+    }
+
+public:
+    ElasticClusters(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
+                    const ElasticSchedule& schedule)
+        : model_(model), scenario_(scenario), options_(options), epochs_(schedule.epochs()) {
+        const ResolvedScenario fixed = model.resolve(scenario);
+        gpus_per_node_ = fixed.gpus_per_node;
+        global_batch_ = fixed.nodes * gpus_per_node_ * fixed.batch_per_gpu;
+        options_.timeline_path.clear();
+        options_.slow_nodes.clear();  // node indices of the fixed cluster mean nothing in another size
+    }
+
+    Scenario scenario(int nodes) const {
+        Scenario s = scenario_;
+        s.nodes = nodes;
+        s.gpus_per_node = gpus_per_node_;
+        s.epochs = epochs_;
+        s.target_top1_percent = 0;  // the schedule's epochs (scaled to a target by the caller)
+        s.batch_per_gpu =
+            std::max(1, static_cast<int>(std::lround(static_cast<double>(global_batch_) / (nodes * gpus_per_node_))));
+        s.global_batch = 0;  // the rounded per-GPU batch above rules each phase
+        return s;
+    }
+    double estimated_s(int nodes) const {
+        return in_context(nodes, [&](const Scenario& s) { return estimated_simulation_s(model_, s, options_); });
+    }
+    Prediction simulated(int nodes) const {
+        return in_context(
+            nodes, [&](const Scenario& s) { return simulated_prediction(model_, s, simulate(model_, s, options_)); });
+    }
+
+private:
+    const CostModel& model_;
+    const Scenario& scenario_;
+    SimulationOptions options_;
+    double epochs_ = 0;
+    int gpus_per_node_ = 1;
+    int global_batch_ = 0;
+};
+
+}  // namespace
+
+void check_elastic_cost(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
+                        const ElasticSchedule& schedule) {
+    const ElasticClusters clusters(model, scenario, options, schedule);
+    const std::set<int> sizes = cluster_sizes(schedule, model.resolve(scenario).nodes);
+    double total_s = 0;
+    for (const int nodes : sizes) total_s += clusters.estimated_s(nodes);
+    if (total_s > kMaxEstimatedWallS) {
+        throw InputError("elastic schedule: its " + format_count(static_cast<double>(sizes.size())) +
+                         " cluster sizes (each phase's, one more for each node loss, and the fixed cluster's), each "
+                         "simulated once, would take about " +
+                         wall_time_text(total_s) + ", over simulate's limit of " + wall_time_text(kMaxEstimatedWallS) +
+                         ": give fewer node losses or phases, fewer --iterations, or --granularity coarse");
+    }
+}
+
 ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
                                const ElasticSchedule& schedule) {
+    check_elastic_cost(model, scenario, options, schedule);
     const ResolvedScenario fixed = model.resolve(scenario);
-    const int k = fixed.gpus_per_node;
-    const int global_batch = fixed.nodes * k * fixed.batch_per_gpu;
-    SimulationOptions phase_options = options;
-    phase_options.timeline_path.clear();
-    phase_options.slow_nodes.clear();  // node indices of the fixed cluster mean nothing in another size
+    const ElasticClusters clusters(model, scenario, options, schedule);
 
-    // One simulation per distinct cluster size.
     struct Simulated {
         Scenario scenario;
         Prediction prediction;
@@ -146,24 +233,11 @@ ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario,
     auto cluster = [&](int nodes) -> const Simulated& {
         auto found = by_nodes.find(nodes);
         if (found != by_nodes.end()) return found->second;
-        Simulated s;
-        s.scenario = scenario;
-        s.scenario.nodes = nodes;
-        s.scenario.gpus_per_node = k;
-        s.scenario.epochs = schedule.epochs();
-        s.scenario.target_top1_percent = 0;  // the schedule's epochs (scaled to a target by the caller)
-        s.scenario.batch_per_gpu =
-            std::max(1, static_cast<int>(std::lround(static_cast<double>(global_batch) / (nodes * k))));
-        s.scenario.global_batch = 0;  // the rounded per-GPU batch above rules each phase
-        try {
-            s.prediction = simulated_prediction(model, s.scenario, simulate(model, s.scenario, phase_options));
-        } catch (const InfeasibleError& error) {
-            throw InfeasibleError("elastic schedule, " + std::to_string(nodes) + " nodes (batch " +
-                                  std::to_string(s.scenario.batch_per_gpu) + " per GPU to keep the global batch of " +
-                                  std::to_string(global_batch) + "): " + error.what());
-        }
-        s.usd_per_hour = s.prediction.cluster_usd_per_hour;
-        return by_nodes.emplace(nodes, s).first->second;
+        Simulated c;
+        c.scenario = clusters.scenario(nodes);
+        c.prediction = clusters.simulated(nodes);
+        c.usd_per_hour = c.prediction.cluster_usd_per_hour;
+        return by_nodes.emplace(nodes, c).first->second;
     };
 
     // A spot node costs this much less per hour than one at the scenario's pricing.

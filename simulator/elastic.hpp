@@ -90,9 +90,16 @@ struct ElasticReport {
         true;  ///< false: the instances have no price by the hour (owned): every cost above is 0 and meaningless
 };
 
+/// Throws InputError when the simulations of the schedule's cluster sizes (each phase's, one
+/// fewer after each of its node losses, and the scenario's) are estimated to take more than
+/// kMaxEstimatedWallS together (estimated_simulation_s), before anything is simulated; and what
+/// simulate() throws for a size it refuses (InfeasibleError naming the size).
+void check_elastic_cost(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
+                        const ElasticSchedule& schedule);
+
 /// Simulate every distinct cluster size of the schedule (and the scenario's fixed cluster) with
-/// `options`, keeping the scenario's global batch. Neither the timeline nor slow nodes apply
-/// (node indices of one cluster size mean nothing in another).
+/// `options`, keeping the scenario's global batch, after check_elastic_cost. Neither the timeline
+/// nor slow nodes apply (node indices of one cluster size mean nothing in another).
 ElasticReport simulate_elastic(const CostModel& model, const Scenario& scenario, const SimulationOptions& options,
                                const ElasticSchedule& schedule);
 

@@ -280,24 +280,15 @@ void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity g
     const double total_s = estimated_wall_s(s, plan, granularity, iterations);
     if (total_s <= kMaxEstimatedWallS) return;
     const double one_s = estimated_wall_s(s, plan, granularity, 1);
-    auto duration = [](double seconds) {
-        char text[64];
-        if (seconds < 2 * 3600) {
-            std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60);
-        } else {
-            std::snprintf(text, sizeof text, "%.0f hours", seconds / 3600);
-        }
-        return std::string(text);
-    };
     std::string advice;
     if (one_s <= kMaxEstimatedWallS) {
         advice = "use at most " + format_count(std::floor(kMaxEstimatedWallS / one_s)) + " --iterations here";
     } else {
-        advice = "even one iteration would take about " + duration(one_s) + ": use fewer --nodes";
+        advice = "even one iteration would take about " + wall_time_text(one_s) + ": use fewer --nodes";
     }
     if (granularity == Granularity::step && coarse_allowed) advice += ", --granularity coarse";
-    throw InputError("simulate would run for about " + duration(total_s) + ", over its limit of " +
-                     duration(kMaxEstimatedWallS) + ": " + advice + ", or predict");
+    throw InputError("simulate would run for about " + wall_time_text(total_s) + ", over its limit of " +
+                     wall_time_text(kMaxEstimatedWallS) + ": " + advice + ", or predict");
 }
 
 double percentile(std::vector<double> sorted, double q) {
@@ -410,7 +401,16 @@ Distribution describe(const std::vector<double>& samples) {
     return d;
 }
 
-SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
+namespace {
+
+/// What simulate() runs, checked (the options, the scenario, the GPUs, the slow nodes, the
+/// timeline's folder) and resolved, before its cost is checked.
+struct PreparedRun {
+    RunInput input;
+    bool coarse_allowed = true;  ///< whether --granularity coarse is an option here
+};
+
+PreparedRun prepare(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
     check_options(options);
     const ResolvedScenario resolved = model.resolve(scenario);
     const long gpus = static_cast<long>(resolved.nodes) * resolved.gpus_per_node;
@@ -434,7 +434,8 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
         }
     }
 
-    RunInput input;
+    PreparedRun prepared;
+    RunInput& input = prepared.input;
     input.scenario = resolved;
     const Architecture architecture = build_resnet(scenario.model, scenario.image_size, scenario.classes);
     input.plan =
@@ -444,15 +445,39 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     input.jitter = options.jitter.value_or(resolved.sync_jitter);
     input.slow_nodes = options.slow_nodes;
     input.granularity = chosen_granularity(resolved, options);
-    check_cost(resolved, input.plan, input.granularity, input.iterations,
-               resolved.strategy != Strategy::ps || options.topology.kind == TopologyKind::star);
+    prepared.coarse_allowed = resolved.strategy != Strategy::ps || options.topology.kind == TopologyKind::star;
     input.network_model = options.network_model;
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
     input.fusion_threshold_bytes = resolved.bucket_bytes;
     input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
     input.timeline_path = options.timeline_path;
-    return run_in_child(std::move(input), options);
+    return prepared;
+}
+
+}  // namespace
+
+std::string wall_time_text(double seconds) {
+    char text[64];
+    if (seconds < 2 * 3600) {
+        std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60);
+    } else {
+        std::snprintf(text, sizeof text, "%.0f hours", seconds / 3600);
+    }
+    return text;
+}
+
+double estimated_simulation_s(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
+    const PreparedRun prepared = prepare(model, scenario, options);
+    const RunInput& input = prepared.input;
+    return estimated_wall_s(input.scenario, input.plan, input.granularity, input.iterations);
+}
+
+SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options) {
+    PreparedRun prepared = prepare(model, scenario, options);
+    const RunInput& input = prepared.input;
+    check_cost(input.scenario, input.plan, input.granularity, input.iterations, prepared.coarse_allowed);
+    return run_in_child(std::move(prepared.input), options);
 }
 
 }  // namespace epochcast::sim

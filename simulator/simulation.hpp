@@ -176,4 +176,12 @@ struct SimulationResult {
 /// Throws RunError when the child fails for another reason.
 SimulationResult simulate(const CostModel& model, const Scenario& scenario, const SimulationOptions& options);
 
+/// The wall time simulate(model, scenario, options) is estimated to take, in seconds (within a
+/// factor of about 2 on the development machine; docs/performance.md): what it checks against
+/// kMaxEstimatedWallS. Throws what simulate() throws for bad input, and simulates nothing.
+double estimated_simulation_s(const CostModel& model, const Scenario& scenario, const SimulationOptions& options);
+
+/// A wall time as the limits' messages write it: "12 minutes" below two hours, else "10 hours".
+std::string wall_time_text(double seconds);
+
 }  // namespace epochcast::sim

@@ -3,7 +3,9 @@
 // and the schedule is reported against the fixed cluster. Bad schedule files are InputErrors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +160,50 @@ TEST(Elastic, BadSchedulesNameTheProblem) {
             EXPECT_NE(std::string(error.what()).find("test.json"), std::string::npos) << error.what();
         }
     }
+}
+
+/// A schedule of one phase on `nodes` nodes that loses `losses` of them, one every 0.04 epochs.
+std::string losing_schedule(int nodes, int losses) {
+    nlohmann::json document = {{"schema", "epochcast.elastic/1"},
+                               {"phases", {{{"epochs", 90}, {"nodes", nodes}}}},
+                               {"node_losses", nlohmann::json::array()}};
+    for (int i = 0; i < losses; ++i) document["node_losses"].push_back({{"epoch", i * 0.04}});
+    return document.dump();
+}
+
+// Issue 42, item 9: 2,000 node losses are 2,001 cluster sizes, each simulated once: about 10 hours
+// without a word. The sizes' estimated simulations together must fit simulate's own limit (an
+// hour), checked before anything is simulated; a few losses pass.
+TEST(Elastic, TheSizesSimulationsTogetherMustFitSimulatesLimit) {
+    Scenario s;
+    s.nodes = 4000;
+    s.gpus_per_node = 1;
+    s.batch_per_gpu = 4;
+    sim::SimulationOptions one = quick();
+    one.iterations = 1;
+    try {
+        sim::check_elastic_cost(model(), s, one, schedule(losing_schedule(4000, 2000)));
+        ADD_FAILURE() << "2,000 node losses accepted";
+    } catch (const InputError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("elastic schedule: its 2,001 cluster sizes"), std::string::npos) << message;
+        EXPECT_NE(message.find("over simulate's limit of 60 minutes: give fewer node losses"), std::string::npos)
+            << message;
+    }
+    EXPECT_NO_THROW(sim::check_elastic_cost(model(), cluster(4, 128), quick(), schedule(losing_schedule(4, 2))));
+}
+
+TEST(ElasticCli, ASchedulePastTheLimitIsRefusedBeforeAnythingIsSimulated) {
+    const TempFile file(losing_schedule(4000, 2000));
+    // `timeout` only ends the command the issue saw run for hours; nothing is timed.
+    const auto r = testing::run_command("timeout 600 '" + testing::test_program(EPOCHCAST_CLI_PATH) +
+                                        "' simulate --nodes 4000 --gpus-per-node 1 --batch-per-gpu 4 --iterations 1 "
+                                        "--elastic '" +
+                                        file.path() + "'");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("elastic schedule: its 2,001 cluster sizes"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(ElasticCli, ReportsAgainstTheFixedClusterAndRejectsBadFiles) {
