@@ -197,7 +197,7 @@ chmod 755 "$dir/on"
 for name in "${names[@]}"; do
     ok=""
     for _ in $(seq 1 100); do
-        if "$dir/on" "${names[0]}" ssh -F "$dir/ssh_config" "$name" true 2>/dev/null; then
+        if "$dir/on" "${names[0]}" ssh -n -F "$dir/ssh_config" "$name" true 2>/dev/null; then
             ok=yes
             break
         fi
@@ -214,6 +214,7 @@ echo "cluster.sh: ${#names[@]} hosts up (${names[*]}, $net.11-$((10 + hosts)), b
 
 if [ $# -eq 0 ]; then
     echo "cluster.sh: a shell on ${names[0]}; the cluster is removed when it exits"
+    trap ':' INT  # Ctrl-C belongs to the shell's commands; the cluster goes when the shell exits
     "$dir/on" "${names[0]}" "${SHELL:-/bin/bash}"
     exit $?
 fi
