@@ -93,7 +93,11 @@ teardown() {
     done
     ip link del "$bridge" 2>/dev/null
     rmdir /etc/netns 2>/dev/null
-    if [ -n "$made_run_netns" ]; then rmdir /run/netns 2>/dev/null; fi
+    # ip netns made /run/netns and mounted it on itself: undone when it was ours and holds no namespace.
+    if [ -n "$made_run_netns" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+        umount /run/netns 2>/dev/null
+        rmdir /run/netns 2>/dev/null
+    fi
     if [ -n "$dir" ]; then rm -rf "$dir"; fi
 }
 on_signal() {
