@@ -17,10 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/preflight.hpp"
 #include "executor/progress.hpp"
 #include "model/errors.hpp"
 
@@ -263,7 +265,7 @@ std::string find_train_program() {
 }
 
 Watchdog::Watchdog(std::filesystem::path directory, int ranks, std::optional<double> deadline_s, Clock::time_point now)
-    : directory_(std::move(directory)), deadline_s_(deadline_s), last_check_(now) {
+    : directory_(std::move(directory)), deadline_s_(deadline_s), last_check_(now), shell_(remote_shell()) {
     for (int rank = 0; rank < ranks; ++rank) ranks_[rank].changed = now;
 }
 
@@ -306,10 +308,19 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     // Once one rank is past its deadline the job has stalled. A rank whose process is stopped is
     // the cause even if its own silence is a little shorter (the ranks waiting on it in the
     // all-reduce may have reported their last step before it did): it is named first; else the
-    // overdue rank with the fewest steps.
+    // overdue rank with the fewest steps. Other hosts are asked about their ranks, all at once.
+    HostProcesses elsewhere;
+    for (const auto& [index, state] : ranks_) {
+        if (state.pid > 0 && !state.host.empty() && !is_this_host(state.host, host)) {
+            elsewhere[state.host].push_back(state.pid);
+        }
+    }
+    const std::set<std::pair<std::string, pid_t>> stopped_elsewhere = stopped_processes_by_shell(elsewhere, shell_);
     for (const auto& entry : ranks_) {
         const RankState& state = entry.second;
-        const bool stopped = state.pid > 0 && state.host == host && process_is_stopped(state.pid);
+        const bool stopped =
+            state.pid > 0 && (is_this_host(state.host, host) ? process_is_stopped(state.pid)
+                                                             : stopped_elsewhere.contains({state.host, state.pid}));
         const bool late = seconds_between(state.changed, now) > deadline_for(state);
         if (!stopped && !late) continue;
         if (!named || (stopped && !named_stopped) || (stopped == named_stopped && state.steps < named->second.steps)) {
@@ -336,11 +347,18 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
 void Watchdog::kill_ranks() const {
     const std::string host = this_host_name();
     const std::string ours = std::string(kProgressDirVariable) + "=" + directory_.string();
+    HostProcesses elsewhere;
     for (const auto& [rank, state] : ranks_) {
-        if (state.pid <= 0 || state.host != host || !process_has_environment(state.pid, ours)) continue;
+        if (state.pid <= 0) continue;
+        if (!is_this_host(state.host, host)) {
+            if (!state.host.empty()) elsewhere[state.host].push_back(state.pid);
+            continue;
+        }
+        if (!process_has_environment(state.pid, ours)) continue;
         if (::getpgid(state.pid) == state.pid) ::kill(-state.pid, SIGKILL);  // with what it started
         ::kill(state.pid, SIGKILL);
     }
+    kill_processes_by_shell(elsewhere, ours, shell_);
 }
 
 std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory) {

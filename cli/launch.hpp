@@ -90,6 +90,11 @@ std::string find_train_program();
 /// steps (the others wait for it in a collective), else the lowest rank. Time during which
 /// `epochcast run` itself did not run (Ctrl-Z, which stops the ranks too; a suspended machine),
 /// seen as a gap of more than kSuspendedGapS between two checks, does not count.
+///
+/// Ranks on other hosts (their report's host is not this one) are reached through a remote shell,
+/// Open MPI's own by default (cli/preflight.hpp's remote_shell): once the job has stalled, every
+/// other host is asked at once which of its ranks' processes are stopped, and kill_ranks kills
+/// them there as it kills this host's.
 class Watchdog {
 public:
     using Clock = std::chrono::steady_clock;
@@ -111,10 +116,14 @@ public:
     /// Reads the reports; returns the one-line message naming a stalled rank ("rank 1 on host
     /// xyz made no progress for 12.1 s (...)"), or nullopt while every rank makes progress.
     std::optional<std::string> check(Clock::time_point now);
-    /// Kills (SIGKILL) every rank process on this host that has reported, with the process
-    /// group it leads (Open MPI starts each rank in a group of its own): a stopped process dies
-    /// of SIGKILL too.
+    /// Kills (SIGKILL) every rank process that has reported, with the process group it leads
+    /// (Open MPI starts each rank in a group of its own), on this host and, through the remote
+    /// shell, on the others: a stopped process dies of SIGKILL too. Only a process that runs with
+    /// this run's progress folder in its environment is killed (never one that reused a PID).
     void kill_ranks() const;
+    /// The remote shell that reaches the other hosts' ranks (argv before HOST COMMAND); empty:
+    /// this host's ranks only (srun's ranks: Slurm kills a step's tasks itself).
+    void reach_other_hosts_by(std::vector<std::string> shell) { shell_ = std::move(shell); }
 
 private:
     struct RankState {
@@ -131,6 +140,7 @@ private:
     std::optional<double> deadline_s_;
     std::map<int, RankState> ranks_;
     Clock::time_point last_check_;
+    std::vector<std::string> shell_;
 };
 
 /// The failure reports ranks left in `directory` ("<dir>/rank-R.failed.json" = {"rank", "code",

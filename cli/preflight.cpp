@@ -156,6 +156,25 @@ std::string problem_of(const Report& report, const HostRequirements& needs) {
            "path: give --shared-dir)";
 }
 
+/// `shell HOST SCRIPT` as argv, with ssh's BatchMode and a connection time-out when it is ssh.
+std::vector<std::string> shell_command(const std::vector<std::string>& shell, const std::string& host,
+                                       const std::string& script, int connect_timeout_s) {
+    std::vector<std::string> argv = shell;
+    const bool ssh = !shell.empty() && (shell[0] == "ssh" || (shell[0].size() > 4 && shell[0].ends_with("/ssh")));
+    if (ssh) {
+        argv.insert(argv.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(connect_timeout_s)});
+    }
+    argv.insert(argv.end(), {host, script});
+    return argv;
+}
+
+/// " 12 345": the PIDs as words of a shell's for loop.
+std::string pid_words(const std::vector<pid_t>& pids) {
+    std::string words;
+    for (const pid_t pid : pids) words.append(" ").append(std::to_string(pid));
+    return words;
+}
+
 std::string timeout_text(double seconds) {
     std::ostringstream text;
     text << seconds;
@@ -194,18 +213,9 @@ std::vector<HostProblem> check_hosts_by_shell(const std::vector<std::string>& ho
                        (shell.empty() ? std::string() : shell[0]) +
                        "', which is not installed (install openssh-client, or set OMPI_MCA_plm_rsh_agent)");
     }
-    const bool ssh = shell[0] == "ssh" || (shell[0].size() > 4 && shell[0].ends_with("/ssh"));
     const std::string script = check_script(needs);
     std::vector<std::vector<std::string>> commands;
-    for (const std::string& host : remote) {
-        std::vector<std::string> argv = shell;
-        if (ssh) {
-            argv.insert(argv.end(),
-                        {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(kSshConnectTimeoutS)});
-        }
-        argv.insert(argv.end(), {host, script});
-        commands.push_back(std::move(argv));
-    }
+    for (const std::string& host : remote) commands.push_back(shell_command(shell, host, script, kSshConnectTimeoutS));
     const std::vector<Captured> results = run_all(commands, timeout_s);
     std::vector<HostProblem> problems;
     for (std::size_t i = 0; i < remote.size(); ++i) {
@@ -253,6 +263,47 @@ std::vector<HostProblem> check_hosts_by_srun(const std::vector<std::string>& nod
                                       (message.empty() ? "" : " (srun: " + message + ")")});
     }
     return problems;
+}
+
+std::set<std::pair<std::string, pid_t>> stopped_processes_by_shell(const HostProcesses& processes,
+                                                                   const std::vector<std::string>& shell,
+                                                                   double timeout_s) {
+    std::set<std::pair<std::string, pid_t>> stopped;
+    if (processes.empty() || shell.empty()) return stopped;
+    std::vector<std::string> hosts;
+    std::vector<std::vector<std::string>> commands;
+    for (const auto& [host, pids] : processes) {
+        // "EPOCHCAST-CHECK PID STATE" per process, STATE the letter of /proc/PID/status ("T": stopped).
+        const std::string script = "for p in" + pid_words(pids) +
+                                   "; do s=$(sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' " +
+                                   "/proc/$p/status 2>/dev/null); echo " + kMarker + " \"$p\" \"$s\"; done";
+        hosts.push_back(host);
+        commands.push_back(shell_command(shell, host, script, kRemoteProcessConnectTimeoutS));
+    }
+    const std::vector<Captured> results = run_all(commands, timeout_s);
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        for (const Report& report : reports(results[i].output)) {  // hostname: the PID; status: its state
+            if (report.status != "T" && report.status != "t") continue;
+            try {
+                stopped.emplace(hosts[i], static_cast<pid_t>(std::stol(report.hostname)));
+            } catch (const std::exception&) {  // not our line
+            }
+        }
+    }
+    return stopped;
+}
+
+void kill_processes_by_shell(const HostProcesses& processes, const std::string& variable,
+                             const std::vector<std::string>& shell, double timeout_s) {
+    if (processes.empty() || shell.empty()) return;
+    std::vector<std::vector<std::string>> commands;
+    for (const auto& [host, pids] : processes) {
+        const std::string script =
+            "for p in" + pid_words(pids) + "; do tr '\\0' '\\n' </proc/$p/environ 2>/dev/null | " + "grep -qxF " +
+            shell_quoted(variable) + " && { kill -KILL -- -$p 2>/dev/null; kill -KILL $p 2>/dev/null; }; done; true";
+        commands.push_back(shell_command(shell, host, script, kRemoteProcessConnectTimeoutS));
+    }
+    run_all(commands, timeout_s);
 }
 
 std::string describe_problems(const std::vector<HostProblem>& problems) {

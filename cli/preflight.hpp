@@ -4,6 +4,10 @@
 // its problem within seconds, instead of mpirun waiting on ssh or a rank failing later.
 #pragma once
 
+#include <sys/types.h>
+
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,26 @@ std::vector<HostProblem> check_hosts_by_shell(const std::vector<std::string>& ho
 /// being the program): a node that does not report back within `timeout_s` is named.
 std::vector<HostProblem> check_hosts_by_srun(const std::vector<std::string>& nodes, const HostRequirements& needs,
                                              const std::string& srun, double timeout_s = kHostCheckTimeoutS);
+
+/// Processes on other hosts, by host: what the watchdog of `epochcast run` asks about the ranks it
+/// cannot see from here (cli/launch.hpp's Watchdog).
+using HostProcesses = std::map<std::string, std::vector<pid_t>>;
+
+/// Seconds a host has to answer the watchdog, and the ssh connection time-out within it.
+inline constexpr double kRemoteProcessTimeoutS = 8;
+inline constexpr int kRemoteProcessConnectTimeoutS = 5;
+
+/// Which of each host's `processes` are stopped (SIGSTOP, or traced), asked through `shell` of
+/// every host at once; a host that does not answer within `timeout_s` says none.
+std::set<std::pair<std::string, pid_t>> stopped_processes_by_shell(const HostProcesses& processes,
+                                                                   const std::vector<std::string>& shell,
+                                                                   double timeout_s = kRemoteProcessTimeoutS);
+
+/// Kills (SIGKILL), through `shell` of every host at once, those of each host's `processes` that
+/// run with `variable` ("NAME=value") in their environment, each with the process group it leads;
+/// a stopped process dies of SIGKILL too. Returns once every host has answered or `timeout_s` passed.
+void kill_processes_by_shell(const HostProcesses& processes, const std::string& variable,
+                             const std::vector<std::string>& shell, double timeout_s = kRemoteProcessTimeoutS);
 
 /// "host node3 is unreachable (...); host node4 has no ..." : the problems as one line.
 std::string describe_problems(const std::vector<HostProblem>& problems);

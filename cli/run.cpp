@@ -690,6 +690,8 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     std::optional<Watchdog> watchdog;
     if (!o.watchdog_s || *o.watchdog_s > 0) {
         watchdog.emplace(folder.path(), placement.ranks, o.watchdog_s, std::chrono::steady_clock::now());
+        // srun's ranks are Slurm's to kill (--kill-on-bad-exit); mpirun's hosts are reached as it reaches them.
+        if (placement.launcher == Launcher::srun) watchdog->reach_other_hosts_by({});
     }
     control.watchdog = watchdog ? &*watchdog : nullptr;
     const ChildExit exit = run_child(argv, &out, nullptr, true, control);

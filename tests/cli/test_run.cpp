@@ -3,11 +3,13 @@
 // that writes a trace, each ending within seconds with the right exit code and message.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -22,6 +24,7 @@
 
 #include "cli/launch.hpp"
 #include "cli/table.hpp"
+#include "executor/progress.hpp"
 #include "model/cost_model.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/local_cpu_catalog.hpp"
@@ -246,8 +249,13 @@ protected:
                "10.41       0\n"
                "# Avg bus bandwidth    : 6.62\n";
         ::setenv("EPOCHCAST_TRAIN", path("epochcast-train").c_str(), 1);
+        // The remote shell the watchdog reaches other hosts' ranks with (`rsh HOST COMMAND`): it
+        // runs the command here, so that a process of this host stands in for another host's.
+        write_script("rsh", "exec sh -c \"$2\"\n");
+        ::setenv("OMPI_MCA_plm_rsh_agent", path("rsh").c_str(), 1);
     }
     void TearDown() override {
+        ::unsetenv("OMPI_MCA_plm_rsh_agent");
         ::unsetenv("EPOCHCAST_TRAIN");
         std::filesystem::remove_all(dir_);
     }
@@ -684,6 +692,52 @@ TEST_F(FakePrograms, WatchdogNamesTheStoppedProcessBeforeItsOwnDeadline) {
     ASSERT_TRUE(stall);
     EXPECT_TRUE(contains(*stall, "rank 1 on host " + hostname() + " made no progress for 2 s")) << *stall;
     EXPECT_TRUE(contains(*stall, "its process " + std::to_string(child) + " is stopped")) << *stall;
+}
+
+// A rank on another host that is stopped (issue 44: on the namespaced cluster the watchdog named
+// rank 0 on this host, which only waited for it, since it looked at this host's processes only).
+// The other host is asked through the remote shell (here a stand-in running the command on this
+// host, where the stopped process is); kill_ranks kills it there, as it is one of the run's ranks.
+TEST_F(FakePrograms, WatchdogNamesAndKillsAStoppedRankOnAnotherHost) {
+    const std::string ours = std::string(kProgressDirVariable) + "=" + dir_.string();
+    int exec_pipe[2];  // closed (close-on-exec) once the child runs sleep with the run's variable
+    ASSERT_EQ(::pipe2(exec_pipe, O_CLOEXEC), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("60"), nullptr};
+        char* const environment[] = {const_cast<char*>(ours.c_str()), nullptr};
+        ::execve("/bin/sleep", argv, environment);
+        ::_exit(127);
+    }
+    ::close(exec_pipe[1]);
+    char byte = 0;
+    while (::read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(exec_pipe[0]);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::kill(child, SIGSTOP), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+    const auto start = cli::Watchdog::Clock::now();
+    cli::Watchdog watchdog(dir_, 2, 2.0, start);
+    write_report(path(""), 0, 3, 0.1, ::getpid(), hostname());
+    write_report(path(""), 1, 3, 0.1, child, "node2-elsewhere");
+    const auto stall = first_stall(watchdog, start, 0, 10);
+    watchdog.kill_ranks();  // rank 0 (this test) lacks the run's folder in its environment: left alone
+    pid_t ended = 0;
+    for (int tries = 0; tries < 250 && ended == 0; ++tries) {  // SIGKILL ends it at once; 5 s at most
+        ended = ::waitpid(child, &status, WNOHANG);
+        if (ended == 0) ::usleep(20000);
+    }
+    if (ended == 0) {  // not killed: ours to end
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+    }
+    ASSERT_TRUE(stall);
+    EXPECT_TRUE(contains(stall->second, "rank 1 on host node2-elsewhere made no progress")) << stall->second;
+    EXPECT_TRUE(contains(stall->second, "its process " + std::to_string(child) + " is stopped")) << stall->second;
+    EXPECT_EQ(ended, child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 }
 
 TEST_F(FakePrograms, BadRankCountsAreBadInput) {
