@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -58,7 +59,8 @@ double bf16_matmul_peak_gflops(int threads) {
 
 /// One training step per iteration: ResNet-50, `image` px, batch 16, synthetic normal images.
 /// own_kernels false: oneDNN computes everything (executor/cpu/kernels.hpp's kernels not used).
-void train(benchmark::State& state, int image, Precision precision, int threads, cpu::Layout layout,
+/// No layout: the one make_cpu_network chooses on this CPU (default_layout).
+void train(benchmark::State& state, int image, Precision precision, int threads, std::optional<cpu::Layout> layout,
            bool own_kernels = true) {
     constexpr int kBatch = 16;
     NetworkSpec spec;
@@ -68,7 +70,7 @@ void train(benchmark::State& state, int image, Precision precision, int threads,
     spec.threads = threads;
     const double peak_gflops = bf16_matmul_peak_gflops(threads);
     cpu::set_own_kernels_enabled(own_kernels);
-    auto network = make_cpu_network(spec, layout);
+    auto network = make_cpu_network(spec, layout.value_or(default_layout(spec)));
     cpu::set_own_kernels_enabled(true);
     std::vector<float> images(static_cast<std::size_t>(kBatch) * 3 * image * image);
     std::mt19937_64 generator(1);
@@ -151,13 +153,14 @@ void register_all() {
         int image;
         Precision precision;
         int threads;
-        cpu::Layout layout;
+        std::optional<cpu::Layout> layout;  ///< none: the default (oneDNN's choice on this CPU)
         int iterations;
         bool own_kernels = true;
     };
     const Config configs[] = {
-        // The default layout (blocked) first; NHWC for comparison (bf16: conv1 falls back to
-        // oneDNN's reference convolution, ~13 s a step, so only 2 iterations).
+        // The layout make_cpu_network chooses here (nChw16c without AMX, NHWC with), then each
+        // layout by name, to compare them on one CPU.
+        {"resnet50/224px/b16/bf16/2t/default", 224, Precision::bf16, 2, std::nullopt, 5},
         {"resnet50/224px/b16/bf16/2t/blocked", 224, Precision::bf16, 2, cpu::Layout::blocked, 5},
         // The same with oneDNN for every layer: with --benchmark_enable_random_interleaving and
         // repetitions, the two alternate, so a host whose speed drifts affects both alike.
@@ -167,7 +170,7 @@ void register_all() {
         {"resnet50/64px/b16/bf16/1t/blocked/onednn-only", 64, Precision::bf16, 1, cpu::Layout::blocked, 10, false},
         {"resnet50/64px/b16/fp32/1t/blocked", 64, Precision::fp32, 1, cpu::Layout::blocked, 10},
         {"resnet50/224px/b16/fp32/2t/nhwc", 224, Precision::fp32, 2, cpu::Layout::nhwc, 3},
-        {"resnet50/224px/b16/bf16/2t/nhwc", 224, Precision::bf16, 2, cpu::Layout::nhwc, 2},
+        {"resnet50/224px/b16/bf16/2t/nhwc", 224, Precision::bf16, 2, cpu::Layout::nhwc, 5},
     };
     for (const Config& config : configs) {
         if (config.precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;

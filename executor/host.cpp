@@ -149,13 +149,19 @@ std::string rounded(double value, int digits) {
 
 }  // namespace
 
-HostInfo host_info() {
+HostInfo host_info(bool bf16) {
     HostInfo host;
     host.hostname = host_name();
     host.cpu_model = proc_value("/proc/cpuinfo", "model name");
     if (host.cpu_model.empty()) host.cpu_model = "unknown CPU";
     host.isa = cpu::cpu_isa_name();
     host.native_bf16 = cpu::cpu_has_native_bf16();
+    constexpr int kBatch = 16, kChannels = 64, kSide = 56;  // ResNet-50's first stage at 224 px
+    const cpu::ConvolutionChoice choice = cpu::convolution_choice(
+        kBatch, kChannels, kSide, bf16 && host.native_bf16 ? cpu::DataType::bf16 : cpu::DataType::fp32);
+    host.convolution_kernel = choice.implementation;
+    host.convolution_isa = cpu::implementation_isa(choice.implementation);
+    host.activation_layout = choice.layout == cpu::Layout::nhwc ? "NHWC" : "nChw16c";
     host.cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     std::istringstream kib(proc_value("/proc/meminfo", "MemTotal"));  // "24684092 kB"
     double mem_kib = 0;
@@ -165,8 +171,15 @@ HostInfo host_info() {
 }
 
 json host_json(const HostInfo& host) {
-    return {{"hostname", host.hostname},       {"cpu_model", host.cpu_model}, {"isa", host.isa},
-            {"native_bf16", host.native_bf16}, {"cores", host.cores},         {"memory_gib", host.memory_gib}};
+    return {{"hostname", host.hostname},
+            {"cpu_model", host.cpu_model},
+            {"isa", host.isa},
+            {"native_bf16", host.native_bf16},
+            {"convolution_kernel", host.convolution_kernel},
+            {"convolution_isa", host.convolution_isa},
+            {"activation_layout", host.activation_layout},
+            {"cores", host.cores},
+            {"memory_gib", host.memory_gib}};
 }
 
 std::string host_name() {
@@ -264,8 +277,9 @@ json host_catalog(int threads_per_rank, const std::vector<NodePeaks>& nodes, con
     slowest_text += " (synchronous training waits for its slowest rank)";
 
     const std::string when = utc_now();
-    const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", " +
-                                std::to_string(host.cores) + " logical CPUs, " + rounded(host.memory_gib, 3) + " GiB)";
+    const std::string machine = host.hostname + " (" + host.cpu_model + ", oneDNN ISA " + host.isa + ", convolutions " +
+                                host.convolution_kernel + ", " + std::to_string(host.cores) + " logical CPUs, " +
+                                rounded(host.memory_gib, 3) + " GiB)";
     const std::string gpu_source =
         "measured on " + machine + " at " + when + " by epochcast-train --describe-host --threads " +
         std::to_string(threads_per_rank) + ": one rank of " + std::to_string(threads_per_rank) +
@@ -304,7 +318,8 @@ json host_catalog(int threads_per_rank, const std::vector<NodePeaks>& nodes, con
     return {{"schema", "epochcast.catalog/1"},
             {"gpus", json::array({gpu})},
             {"instances", json::array({instance})},
-            {"nodes", node_entries}};
+            {"nodes", node_entries},
+            {"host", host_json(host)}};
 }
 
 json describe_host_catalog(int threads_per_rank) {

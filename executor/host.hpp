@@ -16,12 +16,21 @@ struct HostInfo {
     std::string cpu_model;     ///< /proc/cpuinfo "model name"
     std::string isa;           ///< oneDNN's effective CPU ISA, e.g. "avx512_core_bf16", "avx512_core_amx"
     bool native_bf16 = false;  ///< the ISA computes bf16 natively (avx512_bf16 or AMX)
-    int cores = 0;             ///< online logical CPUs
-    double memory_gib = 0;     ///< MemTotal
+    /// The kernels the CPU backend's convolutions run here: the implementation oneDNN picks for
+    /// ResNet-50's 3x3 convolution of 64 channels at 56 x 56, batch 16, in the training precision,
+    /// the layout left to it (cpu::convolution_choice), e.g. "jit_bf16:avx512_core_bf16" or
+    /// "brgconv:avx512_core_amx_bf16"; and its instruction set, one of cpu::kKernelIsas
+    /// ("avx512_core_amx" when AMX ran). `isa` is what oneDNN may use; this is what it does use.
+    std::string convolution_kernel;
+    std::string convolution_isa;
+    std::string activation_layout;  ///< the layout those convolutions chose: "nChw16c" or "NHWC"
+    int cores = 0;                  ///< online logical CPUs
+    double memory_gib = 0;          ///< MemTotal
 };
 
-/// Read the host's description (cheap: no benchmark runs).
-HostInfo host_info();
+/// Read the host's description (cheap: no benchmark runs; the convolution is chosen, not run).
+/// bf16: the kernels of a bf16 run (where the CPU has native bf16; fp32's otherwise).
+HostInfo host_info(bool bf16 = true);
 
 /// The host as JSON for a trace run's "host" key.
 nlohmann::json host_json(const HostInfo& host);

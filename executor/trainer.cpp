@@ -209,7 +209,7 @@ nlohmann::json trace_document(const TrainOptions& options, const DataSource& dat
         losses.push_back(record.loss);
     }
     // The run's configuration and throughput under traces/'s key names, then what only a real run has.
-    const HostInfo host = host_info();
+    const HostInfo host = host_info(options.precision == Precision::bf16);
     observation.source = "epochcast-train on " + host.hostname + " (" + host.cpu_model + ")";
     Scenario& scenario = observation.scenario;
     scenario.model = options.model;

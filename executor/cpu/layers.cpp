@@ -36,6 +36,25 @@ Call reorder_call(const memory& from, const memory& to) {
     return Call{dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
 }
 
+/// `tensor` as a primitive uses it, in `wanted`: the tensor itself when that is its layout; else a
+/// new memory in `wanted`, and in `copy` the reorder between the two (tensor -> new memory when
+/// `into_wanted`, new memory -> tensor otherwise).
+memory in_layout(const Context& context, const memory& tensor, const memory::desc& wanted, bool into_wanted,
+                 std::optional<Call>& copy) {
+    copy.reset();
+    if (tensor.get_desc() == wanted) return tensor;
+    memory other(wanted, context.engine());
+    copy = into_wanted ? reorder_call(tensor, other) : reorder_call(other, tensor);
+    return other;
+}
+
+/// `fixed`, or `free` (the same primitive with the activations' layouts left to oneDNN) when that
+/// runs a better tier of kernel.
+template <typename PrimitiveDesc>
+PrimitiveDesc better_tier(PrimitiveDesc fixed, PrimitiveDesc free) {
+    return implementation_tier(free.impl_info_str()) > implementation_tier(fixed.impl_info_str()) ? free : fixed;
+}
+
 /// In place: target += addend (same descriptor).
 Call add_into(Context& context, const memory& target, const memory& addend) {
     const auto desc =
@@ -91,6 +110,34 @@ std::optional<BlockedLayout> blocked_layout_of(const memory::desc& desc) {
 
 // ---------------------------------------------------------------------------------------------
 // Types, layouts, ISA
+
+std::string implementation_isa(const std::string& implementation) {
+    const std::size_t colon = implementation.rfind(':');
+    const std::string isa = colon == std::string::npos ? implementation : implementation.substr(colon + 1);
+    if (isa.find("amx") != std::string::npos) return "avx512_core_amx";
+    if (isa == "any") return implementation.rfind("ref", 0) == 0 ? "reference" : "other";
+    for (const char* known : kKernelIsas) {
+        if (isa == known) return isa;
+    }
+    return "other";
+}
+
+int implementation_tier(const std::string& implementation) {
+    const std::string isa = implementation_isa(implementation);
+    return isa == "reference" ? 0 : isa == "avx512_core_amx" ? 2 : 1;
+}
+
+ConvolutionChoice convolution_choice(int batch, int channels, int side, DataType type) {
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const memory::desc x({batch, channels, side, side}, to_dnnl(type), tag::any);
+    const memory::desc w({channels, channels, 3, 3}, to_dnnl(type), tag::any);
+    const auto desc = dnnl::convolution_forward::desc(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w, x, {1, 1}, {1, 1}, {1, 1});
+    const dnnl::convolution_forward::primitive_desc pd(desc, engine);
+    const memory::desc chosen = pd.src_desc();
+    const bool channels_last = chosen == memory::desc(chosen.dims(), chosen.data_type(), tag::nhwc);
+    return {pd.impl_info_str(), channels_last ? Layout::nhwc : Layout::blocked};
+}
 
 memory::data_type to_dnnl(DataType type) { return type == DataType::bf16 ? dt::bf16 : dt::f32; }
 
@@ -265,24 +312,38 @@ Convolution::Convolution(Context& context, Window window, Activation& x, Activat
     const memory::dims x_dims = dims_of(x.value);
     const memory::dims w_dims{y_desc.dims()[1], x_dims[1], window.kernel, window.kernel};
     const memory::dims strides{window.stride, window.stride}, padding{window.padding, window.padding};
+    const auto make = [&](const memory::desc& x_desc, const memory::desc& y_desc_wanted) {
+        const auto desc = dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_desc,
+            memory::desc(w_dims, to_dnnl(type), tag::any), y_desc_wanted, strides, padding, padding);
+        return dnnl::convolution_forward::primitive_desc(desc, context.attributes(), context.engine());
+    };
     // An input without gradient (the image) may take whatever layout the primitive prefers.
-    const memory::desc x_desc = input_gradient ? x.value.get_desc() : memory::desc(x_dims, to_dnnl(type), tag::any);
-    const auto desc = dnnl::convolution_forward::desc(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_desc,
-        memory::desc(w_dims, to_dnnl(type), tag::any), y_desc, strides, padding, padding);
-    forward_pd_ = dnnl::convolution_forward::primitive_desc(desc, context.attributes(), context.engine());
-    if (forward_pd_.src_desc() != x.value.get_desc()) x.value = memory(forward_pd_.src_desc(), context.engine());
+    const memory::desc free_x(x_dims, to_dnnl(type), tag::any);
+    forward_pd_ = better_tier(make(input_gradient ? x.value.get_desc() : free_x, y_desc),
+                              make(free_x, memory::desc(y_desc.dims(), to_dnnl(type), tag::any)));
+    if (!input_gradient && forward_pd_.src_desc() != x.value.get_desc()) {
+        x.value = memory(forward_pd_.src_desc(), context.engine());
+    }
+    x_compute_ = in_layout(context, x.value, forward_pd_.src_desc(), /*into_wanted=*/true, x_relaid_);
+    y_compute_ = in_layout(context, y.value, forward_pd_.dst_desc(), /*into_wanted=*/false, y_relaid_);
     forward_ = context.bind(dnnl::convolution_forward(forward_pd_), forward_pd_,
-                            {{DNNL_ARG_SRC, x.value},
+                            {{DNNL_ARG_SRC, x_compute_},
                              {DNNL_ARG_WEIGHTS, weights_.working(context, forward_pd_.weights_desc())},
-                             {DNNL_ARG_DST, y.value}});
+                             {DNNL_ARG_DST, y_compute_}});
 }
 
-void Convolution::forward(Context& context) { context.run(forward_); }
+void Convolution::forward(Context& context) {
+    if (x_relaid_) context.run(*x_relaid_);
+    context.run(forward_);
+    if (y_relaid_) context.run(*y_relaid_);
+}
 
 void Convolution::bind_backward(Context& context) {
-    const memory::desc x_desc = x_.value.get_desc();
-    const memory::desc y_desc = y_.value.get_desc();
+    // The primitives' layouts (the forward's): dy brought into it, dx written in it.
+    const memory::desc x_desc = x_compute_.get_desc();
+    const memory::desc y_desc = y_compute_.get_desc();
+    dy_compute_ = in_layout(context, y_.diff, y_desc, /*into_wanted=*/true, dy_relaid_);
     const memory::dims w_dims{y_desc.dims()[1], x_desc.dims()[1], window_.kernel, window_.kernel};
     const memory::dims strides{window_.stride, window_.stride}, padding{window_.padding, window_.padding};
 
@@ -297,8 +358,8 @@ void Convolution::bind_backward(Context& context) {
                                        static_cast<int>(x_desc.dims()[3])};
     const bool unit_window = window_.kernel == 1 && window_.stride == 1 && window_.padding == 0;
     const bool same_3x3 = window_.kernel == 3 && window_.stride == 1 && window_.padding == 1;
-    const bool own = own_kernels_enabled() && type_ == DataType::bf16 && is_blocked_bf16(x_desc) &&
-                     is_blocked_bf16(y_.diff.get_desc());
+    const bool own =
+        own_kernels_enabled() && type_ == DataType::bf16 && is_blocked_bf16(x_desc) && is_blocked_bf16(y_desc);
     std::size_t own_bytes = 0;
     if (own && unit_window && conv1x1_weight_gradient_applies(geometry)) {
         own_kernel_ = geometry;
@@ -320,29 +381,31 @@ void Convolution::bind_backward(Context& context) {
                                                                                    context.engine(), forward_pd_);
         backward_weights_ =
             context.bind(dnnl::convolution_backward_weights(weights_pd), weights_pd,
-                         {{DNNL_ARG_SRC, x_.value},
-                          {DNNL_ARG_DIFF_DST, y_.diff},
+                         {{DNNL_ARG_SRC, x_compute_},
+                          {DNNL_ARG_DIFF_DST, dy_compute_},
                           {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
     }
     if (!input_gradient_) return;
 
     // Backward-data into x's gradient (direct or accumulated).
     x_grad_ = GradientSink::bind(context, x_);
+    dx_compute_ = in_layout(context, x_grad_.target(), x_desc, /*into_wanted=*/false, dx_relaid_);
     const auto data_desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, x_desc,
                                                                  memory::desc(w_dims, to_dnnl(type_), tag::any), y_desc,
                                                                  strides, padding, padding);
     const auto data_pd =
         dnnl::convolution_backward_data::primitive_desc(data_desc, context.attributes(), context.engine(), forward_pd_);
     backward_data_ = context.bind(dnnl::convolution_backward_data(data_pd), data_pd,
-                                  {{DNNL_ARG_DIFF_DST, y_.diff},
+                                  {{DNNL_ARG_DIFF_DST, dy_compute_},
                                    {DNNL_ARG_WEIGHTS, weights_.working(context, data_pd.weights_desc())},
-                                   {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
+                                   {DNNL_ARG_DIFF_SRC, dx_compute_}});
 }
 
 void Convolution::backward_parameters(Context& context) {
+    if (dy_relaid_) context.run(*dy_relaid_);
     if (own_weight_gradient()) {
-        const std::uint16_t* x = bits_of(x_.value);
-        const std::uint16_t* dy = bits_of(y_.diff);
+        const std::uint16_t* x = bits_of(x_compute_);
+        const std::uint16_t* dy = bits_of(dy_compute_);
         auto* scratch = static_cast<std::byte*>(own_scratch_.get_data_handle());
         if (const auto* g = std::get_if<Conv1x1Geometry>(&own_kernel_)) {
             conv1x1_weight_gradient_bf16(*g, x, dy, weights_.gradient_arena(), scratch, context.threads(),
@@ -360,6 +423,7 @@ void Convolution::backward_parameters(Context& context) {
 void Convolution::backward_inputs(Context& context) {
     if (!input_gradient_) return;
     context.run(backward_data_);
+    if (dx_relaid_) context.run(*dx_relaid_);
     x_grad_.finish(context);
 }
 
@@ -665,23 +729,31 @@ FullyConnected::FullyConnected(Context& context, Activation& x, memory logits, m
       type_(type),
       classes_(static_cast<int>(dims_of(logits_)[1])) {
     const memory::dims w_dims{classes_, dims_of(x.value)[1], 1, 1};
-    const auto desc = dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x.value.get_desc(),
-                                                        memory::desc(w_dims, to_dnnl(type), tag::any),
-                                                        memory::desc({classes_}, dt::f32, tag::a), logits_.get_desc());
-    forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, context.attributes(), context.engine());
+    const auto make = [&](const memory::desc& x_desc) {
+        const auto desc = dnnl::inner_product_forward::desc(
+            dnnl::prop_kind::forward_training, x_desc, memory::desc(w_dims, to_dnnl(type), tag::any),
+            memory::desc({classes_}, dt::f32, tag::a), logits_.get_desc());
+        return dnnl::inner_product_forward::primitive_desc(desc, context.attributes(), context.engine());
+    };
+    forward_pd_ = better_tier(make(x.value.get_desc()), make(memory::desc(dims_of(x.value), to_dnnl(type), tag::any)));
+    x_compute_ = in_layout(context, x.value, forward_pd_.src_desc(), /*into_wanted=*/true, x_relaid_);
     const std::int64_t weight_elements = std::int64_t{classes_} * w_dims[1];
     forward_ = context.bind(dnnl::inner_product_forward(forward_pd_), forward_pd_,
-                            {{DNNL_ARG_SRC, x.value},
+                            {{DNNL_ARG_SRC, x_compute_},
                              {DNNL_ARG_WEIGHTS, weights_.working(context, forward_pd_.weights_desc())},
                              {DNNL_ARG_BIAS, vector_over(context, classes_, params_.value + weight_elements)},
                              {DNNL_ARG_DST, logits_}});
 }
 
-void FullyConnected::forward(Context& context) { context.run(forward_); }
+void FullyConnected::forward(Context& context) {
+    if (x_relaid_) context.run(*x_relaid_);
+    context.run(forward_);
+}
 
 void FullyConnected::bind_backward(Context& context) {
     x_grad_ = GradientSink::bind(context, x_);
-    const memory::desc x_desc = x_.value.get_desc();
+    const memory::desc x_desc = x_compute_.get_desc();
+    dx_compute_ = in_layout(context, x_grad_.target(), x_desc, /*into_wanted=*/false, dx_relaid_);
     const memory::dims w_dims{classes_, x_desc.dims()[1], 1, 1};
     // bf16: the fp32 logits' gradient is converted once for the bf16 primitives.
     compute_grad_ = logits_grad_;
@@ -696,7 +768,7 @@ void FullyConnected::bind_backward(Context& context) {
     backward_data_ = context.bind(dnnl::inner_product_backward_data(data_pd), data_pd,
                                   {{DNNL_ARG_DIFF_DST, compute_grad_},
                                    {DNNL_ARG_WEIGHTS, weights_.working(context, data_pd.weights_desc())},
-                                   {DNNL_ARG_DIFF_SRC, x_grad_.target()}});
+                                   {DNNL_ARG_DIFF_SRC, dx_compute_}});
 
     const auto weights_desc =
         dnnl::inner_product_backward_weights::desc(x_desc, memory::desc(w_dims, dt::f32, tag::any),
@@ -706,7 +778,7 @@ void FullyConnected::bind_backward(Context& context) {
     const std::int64_t weight_elements = std::int64_t{classes_} * w_dims[1];
     backward_weights_ =
         context.bind(dnnl::inner_product_backward_weights(weights_pd), weights_pd,
-                     {{DNNL_ARG_SRC, x_.value},
+                     {{DNNL_ARG_SRC, x_compute_},
                       {DNNL_ARG_DIFF_DST, compute_grad_},
                       {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())},
                       {DNNL_ARG_DIFF_BIAS, vector_over(context, classes_, params_.gradient + weight_elements)}});
@@ -720,6 +792,7 @@ void FullyConnected::backward_parameters(Context& context) {
 
 void FullyConnected::backward_inputs(Context& context) {
     context.run(backward_data_);
+    if (dx_relaid_) context.run(*dx_relaid_);
     x_grad_.finish(context);
 }
 

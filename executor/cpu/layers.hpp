@@ -43,6 +43,43 @@ dnnl::memory::desc activation_desc(int batch, const Shape& shape, DataType type,
 bool cpu_has_native_bf16();
 /// oneDNN's name of the instruction set it uses here, e.g. "avx512_core_bf16".
 std::string cpu_isa_name();
+/// How good a oneDNN implementation is, by its name (primitive_desc::impl_info_str(), e.g.
+/// "jit_bf16:avx512_core_bf16", "brgconv:avx512_core_amx_bf16", "ref:any"): 0 for a reference
+/// kernel, 2 for an AMX one, 1 for any other (JIT or gemm). A layer whose activations' layout
+/// leaves oneDNN only a lower tier than the layout it would choose itself (format `any`) computes
+/// in oneDNN's layout and reorders (Convolution, FullyConnected).
+int implementation_tier(const std::string& implementation);
+/// The instruction set of a oneDNN implementation name, one of kKernelIsas: the part after its
+/// last ':' ("jit_bf16:avx512_core_bf16" -> "avx512_core_bf16"), any AMX kernel
+/// ("avx512_core_amx_bf16", "avx512_core_amx") "avx512_core_amx", a reference kernel ("ref:any")
+/// "reference", a name without a known ISA ("x64:gemm:jit") "other".
+std::string implementation_isa(const std::string& implementation);
+/// Every value implementation_isa() returns.
+inline constexpr const char* kKernelIsas[] = {"avx512_core_amx",
+                                              "avx512_core_bf16",
+                                              "avx512_core_vnni",
+                                              "avx512_core",
+                                              "avx512_mic_4ops",
+                                              "avx512_mic",
+                                              "avx2_vnni",
+                                              "avx2",
+                                              "avx",
+                                              "sse41",
+                                              "uni",
+                                              "reference",
+                                              "other"};
+
+/// What oneDNN picks on this CPU for a training convolution (stride 1, 3x3, padded by 1, as many
+/// channels in as out) when the activations' layout is left to it (format `any`).
+struct ConvolutionChoice {
+    std::string implementation;       ///< the forward primitive's impl_info_str()
+    Layout layout = Layout::blocked;  ///< nhwc when oneDNN chose channels-last, else blocked
+};
+/// oneDNN 2.6.3 chooses nChw16c for its AVX-512 bf16 and fp32 kernels and NHWC for its AMX ones
+/// (brgemm and jit AMX convolutions take channels-last only). A layout other than those two
+/// (nChw8c on AVX2) counts as blocked: the network then runs nChw16c, as it always did.
+ConvolutionChoice convolution_choice(int batch, int channels, int side, DataType type);
+
 /// A blocked oneDNN descriptor in kernels.hpp's terms; none for other kinds (any, wino, ...) or
 /// descriptors with extra flags (int8 compensation) or padded offsets.
 std::optional<BlockedLayout> blocked_layout_of(const dnnl::memory::desc& desc);
@@ -201,6 +238,10 @@ struct Window {
 /// Convolution without bias. x: N x I x H x W, y: N x O x H' x W' (y.value allocated by the
 /// caller); weights O x I x K x K. input_gradient = false (the image) skips backward-data and
 /// lets the primitive pick x's layout: x.value is then replaced if the primitive prefers another.
+/// Weights are always in the layout the primitives choose. The activations stay in x's and y's
+/// layout unless oneDNN has a better tier of kernel (implementation_tier) for the layouts it
+/// would choose itself: then the layer computes in those, with reorders around the primitives
+/// (x and dy in, y and dx out), as the network's first convolution does on NHWC.
 /// A 1x1 stride-1, or 3x3 stride-1 padded-by-1, bf16 convolution on nChw16c tensors takes its weight
 /// gradient from our own kernels (kernels.hpp), written straight into the gradient arena; oneDNN
 /// computes everything else.
@@ -213,11 +254,13 @@ public:
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
     Weights* weights() override { return &weights_; }
-    /// oneDNN's implementation of the forward primitive, e.g. "brg:avx512_core_bf16".
+    /// oneDNN's implementation of the forward primitive, e.g. "jit_bf16:avx512_core_bf16".
     std::string implementation() const { return forward_pd_.impl_info_str(); }
     /// True when backward_parameters() runs our own kernel instead of oneDNN's (after
     /// bind_backward()).
     bool own_weight_gradient() const { return !std::holds_alternative<std::monostate>(own_kernel_); }
+    /// True when the primitives compute in other layouts than x's or y's (reorders around them).
+    bool relaid() const { return x_relaid_.has_value() || y_relaid_.has_value(); }
 
 private:
     Window window_;
@@ -227,6 +270,10 @@ private:
     DataType type_;
     bool input_gradient_;
     dnnl::convolution_forward::primitive_desc forward_pd_;
+    /// x and dy as the primitives read them (x.value and y.diff, or copies in their layout), y as
+    /// the forward writes it, dx as backward-data writes it (the gradient sink's target, or a copy).
+    dnnl::memory x_compute_, y_compute_, dy_compute_, dx_compute_;
+    std::optional<Call> x_relaid_, y_relaid_, dy_relaid_, dx_relaid_;  ///< the reorders, where copies
     Call forward_;
     Call backward_data_;
     Call backward_weights_;
@@ -385,7 +432,8 @@ private:
 
 /// Fully connected layer with bias: logits = x W^T + b. x: N x C x 1 x 1 (the pooled features),
 /// W: classes x C, b: classes (contiguous after W in the arenas), logits and their gradient:
-/// N x classes fp32 plain (given by the caller).
+/// N x classes fp32 plain (given by the caller). W in the layout the primitives choose; x in
+/// its own, or in oneDNN's with reorders where that has a better tier of kernel (as Convolution).
 class FullyConnected : public LayerOp {
 public:
     FullyConnected(Context& context, Activation& x, dnnl::memory logits, dnnl::memory logits_grad,
@@ -405,6 +453,8 @@ private:
     DataType type_;
     int classes_;
     dnnl::inner_product_forward::primitive_desc forward_pd_;
+    dnnl::memory x_compute_, dx_compute_;       ///< x and dx as the primitives use them
+    std::optional<Call> x_relaid_, dx_relaid_;  ///< the reorders, where copies
     Call forward_;
     std::optional<Call> convert_grad_;
     Call backward_data_;

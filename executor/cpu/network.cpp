@@ -63,7 +63,8 @@ std::vector<int> consumer_counts(const Architecture& architecture) {
 class CpuNetwork final : public Network {
 public:
     CpuNetwork(const NetworkSpec& spec, Layout layout)
-        : architecture_(spec.architecture),
+        : layout_(layout),
+          architecture_(spec.architecture),
           batch_(spec.batch),
           type_(check_spec(spec)),
           precision_(spec.precision),
@@ -344,9 +345,11 @@ private:
         const dnnl_version_t* version = dnnl_version();
         return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
                std::to_string(version->patch) + " " + cpu::cpu_isa_name() + ", convolutions " +
-               convolution_implementation + ", " + (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
+               convolution_implementation + " on " + (layout_ == Layout::nhwc ? "NHWC" : "nChw16c") + ", " +
+               (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
     }
 
+    Layout layout_;
     Architecture architecture_;
     int batch_;
     DataType type_;
@@ -378,13 +381,23 @@ private:
 
 }  // namespace
 
-// Blocked nChw16c for both: oneDNN 2.6 has no bf16 NHWC kernel for conv1's 3 input channels and
-// falls back to its reference convolution, which made NHWC several times slower in
-// bench/cpu_train_bench (docs/performance.md).
-cpu::Layout default_layout(Precision /*precision*/) { return cpu::Layout::blocked; }
+// oneDNN's own choice for the network's first 3x3 stride-1 convolution, decided on the CPU at run
+// time: nChw16c where its best kernels are AVX-512 ones (where our own kernels, which read
+// nChw16c, run beside them), NHWC where they are AMX ones (oneDNN 2.6.3's AMX convolutions take
+// channels-last only, so nChw16c would leave an AMX host on its AVX-512 kernels). docs/performance.md
+// has the figures.
+cpu::Layout default_layout(const NetworkSpec& spec) {
+    const DataType type = check_spec(spec);
+    for (const Layer& layer : spec.architecture.layers) {
+        if (layer.kind == LayerKind::convolution && layer.kernel == 3 && layer.stride == 1 && layer.padding == 1) {
+            return cpu::convolution_choice(spec.batch, layer.output.channels, layer.output.height, type).layout;
+        }
+    }
+    return cpu::Layout::blocked;
+}
 
 std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec) {
-    return make_cpu_network(spec, default_layout(spec.precision));
+    return make_cpu_network(spec, default_layout(spec));
 }
 
 std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec, cpu::Layout layout) {

@@ -16,10 +16,13 @@ namespace epochcast {
 std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec);
 
 /// The same with the activation layout chosen by the caller (benchmarks compare layouts);
-/// make_cpu_network uses default_layout(spec.precision).
+/// make_cpu_network uses default_layout(spec).
 std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec, cpu::Layout layout);
 
-/// The activation layout make_cpu_network uses for a precision (the faster one measured here).
-cpu::Layout default_layout(Precision precision);
+/// The activation layout make_cpu_network uses: the one oneDNN chooses on this CPU for the
+/// network's first 3x3 stride-1 convolution when left to it (cpu::convolution_choice): NHWC
+/// where its best kernel is AMX, nChw16c on AVX-512 without AMX. Throws as make_cpu_network for a
+/// spec it cannot run.
+cpu::Layout default_layout(const NetworkSpec& spec);
 
 }  // namespace epochcast

@@ -26,6 +26,8 @@ namespace epochcast::testing {
 struct OwnKernels {
     bool weight_gradient = false;    ///< the 1x1 or 3x3 weight gradient
     std::size_t working_copies = 0;  ///< bf16 working copies refreshed by Bf16WorkingCopies
+    std::string implementation;      ///< oneDNN's forward implementation
+    bool relaid = false;             ///< the primitives computed in other layouts than the activations'
 };
 
 class CpuLayerBackend final : public LayerBackend {

@@ -66,8 +66,10 @@ TEST_P(CpuLayer, Convolution3x3Stride1) {
     // With nChw16c activations, both bf16 copies (forward, backward-data) are refreshed by our
     // writer on a CPU with AVX512-BF16 (the kernels' ISA, which conv1x1_weight_gradient_applies
     // also asks for); fp32 copies never are. (With NHWC oneDNN picks other layouts for some.)
-    const bool ours = bf16() && conv1x1_weight_gradient_applies(Conv1x1Geometry{2, 16, 32, 196});
-    if (!ours || GetParam().layout == Layout::blocked) {
+    // On an AMX host a bf16 nChw16c layer computes in NHWC (relaid: oneDNN's AMX kernels), where
+    // our kernels do not apply.
+    const bool ours = bf16() && !own.relaid && conv1x1_weight_gradient_applies(Conv1x1Geometry{2, 16, 32, 196});
+    if (!own.relaid && (!ours || GetParam().layout == Layout::blocked)) {
         EXPECT_EQ(own.working_copies, ours ? 2u : 0u) << "bf16 working copies refreshed by our writer";
     }
     EXPECT_EQ(own.weight_gradient, ours && GetParam().layout == Layout::blocked)
@@ -79,11 +81,55 @@ TEST_P(CpuLayer, Convolution3x3Stride2) {
         << "strided 3x3 convolutions stay on oneDNN";
 }
 
+// conv1's shape (3 input channels) in these layouts leaves oneDNN 2.6.3 only its reference
+// forward kernel for some (bf16 nChw16c); the layer then computes in the layouts oneDNN chooses
+// (its values are the conformance suite's Convolution7x7Stride2LikeConv1), and only then.
+TEST_P(CpuLayer, ConvolutionAvoidsAReferenceKernelByReordering) {
+    const OwnKernels own = convolution_kernels({{7, 2, 3}, 3, 16, 16});
+    EXPECT_NE(implementation_isa(own.implementation), "reference") << own.implementation;
+    // nChw16c on an AMX host: oneDNN's AMX kernel wants NHWC, a better tier, so the layer reorders.
+    const OwnKernels unit = convolution_kernels({{1, 1, 0}, 32, 48, 7});
+    EXPECT_EQ(unit.relaid,
+              GetParam().layout == Layout::blocked && implementation_isa(unit.implementation) == "avx512_core_amx")
+        << unit.implementation;
+}
+
+TEST(CpuKernelNames, TierAndIsaOfOneDnnImplementations) {
+    EXPECT_EQ(implementation_isa("jit_bf16:avx512_core_bf16"), "avx512_core_bf16");
+    EXPECT_EQ(implementation_isa("jit_bf16_1x1:avx512_core_bf16"), "avx512_core_bf16");
+    EXPECT_EQ(implementation_isa("brgconv:avx512_core_amx_bf16"), "avx512_core_amx");
+    EXPECT_EQ(implementation_isa("brg_conv_fwd:avx512_core_amx"), "avx512_core_amx");  // oneDNN 3's naming
+    EXPECT_EQ(implementation_isa("jit:avx2"), "avx2");
+    EXPECT_EQ(implementation_isa("ref:any"), "reference");
+    EXPECT_EQ(implementation_isa("x64:gemm:jit"), "other");
+    EXPECT_EQ(implementation_isa("simple:any"), "other");
+    EXPECT_EQ(implementation_tier("ref:any"), 0);
+    EXPECT_EQ(implementation_tier("x64:gemm:jit"), 1);
+    EXPECT_EQ(implementation_tier("jit_bf16:avx512_core_bf16"), 1);
+    EXPECT_EQ(implementation_tier("brgconv_1x1:avx512_core_amx_bf16"), 2);
+}
+
+// oneDNN 2.6.3 left to itself (format `any`): nChw16c for its AVX-512 convolutions, NHWC for its
+// AMX ones, on every CPU (on an AMX host this checks the AMX half).
+TEST(CpuConvolutionChoice, ChannelsLastExactlyWhereTheKernelIsAmx) {
+    for (const DataType type : {DataType::fp32, DataType::bf16}) {
+        if (type == DataType::bf16 && !cpu_has_native_bf16()) continue;
+        const ConvolutionChoice choice = convolution_choice(16, 64, 56, type);
+        const std::string isa = implementation_isa(choice.implementation);
+        EXPECT_NE(std::find(std::begin(kKernelIsas), std::end(kKernelIsas), isa), std::end(kKernelIsas)) << isa;
+        EXPECT_NE(isa, "reference") << choice.implementation;
+        EXPECT_EQ(choice.layout == Layout::nhwc, isa == "avx512_core_amx") << choice.implementation;
+        if (cpu_isa_name() != "avx512_core_amx") {
+            EXPECT_NE(isa, "avx512_core_amx");
+        }
+    }
+}
+
 TEST_P(CpuLayer, Convolution1x1Stride1) {
-    const bool own = convolution_kernels({{1, 1, 0}, 32, 48, 7}).weight_gradient;
-    const bool expected = bf16() && GetParam().layout == Layout::blocked &&
+    const OwnKernels own = convolution_kernels({{1, 1, 0}, 32, 48, 7});
+    const bool expected = bf16() && GetParam().layout == Layout::blocked && !own.relaid &&
                           conv1x1_weight_gradient_applies(Conv1x1Geometry{2, 32, 48, 49});
-    EXPECT_EQ(own, expected) << "the own 1x1 weight-gradient kernel serves bf16 nChw16c, and only that";
+    EXPECT_EQ(own.weight_gradient, expected) << "the own 1x1 weight-gradient kernel serves bf16 nChw16c, and only that";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -131,6 +131,25 @@ TEST_F(CpuNetworkGradient, SingleCoordinatesMatchCentralDifferences) {
     }
 }
 
+/// Per parameter tensor of `network`, |gradient - reference| / |reference| over the tensor.
+std::vector<double> relative_distances(const Network& network, const std::vector<double>& gradient,
+                                       const std::vector<double>& reference) {
+    std::vector<double> distances;
+    for (const ParameterTensor& tensor : network.parameters()) {
+        double distance = 0, norm = 0;
+        for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.elements; ++i) {
+            distance += std::pow(gradient[i] - reference[i], 2);
+            norm += std::pow(reference[i], 2);
+        }
+        distances.push_back(std::sqrt(distance / norm));
+    }
+    return distances;
+}
+
+double mean(const std::vector<double>& values) {
+    return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
 // optimizer_step is the SGD step of executor/optimizer.hpp over the whole arenas, bit for bit,
 // with the momentum it keeps from step to step.
 TEST(CpuNetwork, OptimizerStepIsTheSgdStepOverTheArenas) {
@@ -185,6 +204,48 @@ TEST(CpuNetwork, Bf16RunsWhereNative) {
     EXPECT_NE(network->implementation().find("bf16"), std::string::npos) << network->implementation();
 }
 
+// The layout the network runs is oneDNN's own choice on this CPU: NHWC where its convolutions are
+// AMX ones, nChw16c otherwise (what an AMX host checks here, an AVX-512 one the other half).
+TEST(CpuNetwork, DefaultLayoutIsOneDnnsChoiceOnThisCpu) {
+    for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+        if (precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
+        const NetworkSpec spec = small_spec(2, precision);
+        const cpu::Layout layout = default_layout(spec);
+        // ResNet-18 at 64 px: its first 3x3 stride-1 convolution is 64 channels at 16 x 16.
+        const cpu::ConvolutionChoice choice = cpu::convolution_choice(
+            2, 64, 16, precision == Precision::bf16 ? cpu::DataType::bf16 : cpu::DataType::fp32);
+        EXPECT_EQ(layout, choice.layout) << choice.implementation;
+        EXPECT_EQ(layout == cpu::Layout::nhwc, cpu::implementation_isa(choice.implementation) == "avx512_core_amx");
+        const std::string described = make_cpu_network(spec)->implementation();
+        EXPECT_NE(described.find(layout == cpu::Layout::nhwc ? "on NHWC" : "on nChw16c"), std::string::npos)
+            << described;
+    }
+}
+
+// bf16 on NHWC is what an AMX host trains with: oneDNN's batch norm and a separate ReLU instead
+// of our fused kernels, no weight-gradient kernels of our own, conv1 in the layout oneDNN picks
+// for it. Its gradient must be as close to the fp32 network's as the nChw16c network's is.
+TEST(CpuNetwork, Bf16OnNhwcIsAsCloseToFp32AsOnNchw16c) {
+    if (!cpu::cpu_has_native_bf16()) GTEST_SKIP() << "no native bf16 on " << cpu::cpu_isa_name();
+    const Batch data = random_batch(4, 3);
+    auto gradient = [&](Precision precision, cpu::Layout layout, double* loss) {
+        auto network = make_cpu_network(small_spec(4, precision), layout);
+        randomise_gammas(*network);
+        *loss = loss_of(*network, data);
+        return std::vector<double>(network->gradients(), network->gradients() + network->parameter_elements());
+    };
+    double nhwc_loss = 0, blocked_loss = 0, fp32_loss = 0;
+    const std::vector<double> nhwc = gradient(Precision::bf16, cpu::Layout::nhwc, &nhwc_loss);
+    const std::vector<double> blocked = gradient(Precision::bf16, cpu::Layout::blocked, &blocked_loss);
+    const std::vector<double> fp32 = gradient(Precision::fp32, cpu::Layout::blocked, &fp32_loss);
+    EXPECT_NEAR(nhwc_loss, fp32_loss, 0.05 * fp32_loss);
+    EXPECT_NEAR(blocked_loss, fp32_loss, 0.05 * fp32_loss);
+    const auto network = make_cpu_network(small_spec(4, Precision::fp32));
+    const double nhwc_mean = mean(relative_distances(*network, nhwc, fp32));
+    const double blocked_mean = mean(relative_distances(*network, blocked, fp32));
+    EXPECT_LT(nhwc_mean, 1.25 * blocked_mean + 0.02) << "mean relative distance to fp32, nChw16c's " << blocked_mean;
+}
+
 // Several bf16 workers all-reduce bf16 gradients, which the network then publishes itself
 // (write_gradients_as_bf16): oneDNN's gradient reorders and our weight-gradient kernels round into
 // the given arena, and the network rounds the rest (batch norm, the fc bias). Each published value
@@ -234,24 +295,16 @@ TEST(CpuNetwork, Bf16OwnKernelsAreAsCloseToFp32AsOneDnn) {
     const std::vector<double> own = gradient(true, Precision::bf16), onednn = gradient(false, Precision::bf16);
     const std::vector<double> fp32 = gradient(false, Precision::fp32);
     const auto network = make_cpu_network(small_spec(4, Precision::fp32));
-    double own_sum = 0, onednn_sum = 0;
-    for (const ParameterTensor& tensor : network->parameters()) {
-        double own_distance = 0, onednn_distance = 0, norm = 0;
-        for (std::int64_t i = tensor.offset; i < tensor.offset + tensor.elements; ++i) {
-            own_distance += std::pow(own[i] - fp32[i], 2);
-            onednn_distance += std::pow(onednn[i] - fp32[i], 2);
-            norm += std::pow(fp32[i], 2);
-        }
-        const double own_relative = std::sqrt(own_distance / norm), onednn_relative = std::sqrt(onednn_distance / norm);
-        EXPECT_LT(own_relative, 1.5 * onednn_relative + 0.02) << tensor.name << " (oneDNN: " << onednn_relative << ")";
-        own_sum += own_relative;
-        onednn_sum += onednn_relative;
+    const std::vector<double> own_relative = relative_distances(*network, own, fp32);
+    const std::vector<double> onednn_relative = relative_distances(*network, onednn, fp32);
+    for (std::size_t t = 0; t < own_relative.size(); ++t) {
+        EXPECT_LT(own_relative[t], 1.5 * onednn_relative[t] + 0.02)
+            << network->parameters()[t].name << " (oneDNN: " << onednn_relative[t] << ")";
     }
-    const auto tensors = static_cast<double>(network->parameters().size());
-    EXPECT_LT(own_sum / tensors, 1.25 * onednn_sum / tensors)
-        << "mean relative distance to fp32, oneDNN's " << onednn_sum / tensors;
-    std::cout << "mean relative distance to the fp32 gradient: own kernels " << own_sum / tensors << ", oneDNN only "
-              << onednn_sum / tensors << "\n";
+    EXPECT_LT(mean(own_relative), 1.25 * mean(onednn_relative))
+        << "mean relative distance to fp32, oneDNN's " << mean(onednn_relative);
+    std::cout << "mean relative distance to the fp32 gradient: own kernels " << mean(own_relative) << ", oneDNN only "
+              << mean(onednn_relative) << "\n";
 }
 
 }  // namespace

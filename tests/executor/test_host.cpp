@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
+#include "executor/cpu/layers.hpp"
 #include "executor/host.hpp"
 #include "model/catalog.hpp"
 #include "model/cost_model.hpp"
@@ -29,6 +32,28 @@ TEST(Host, InfoDescribesThisMachine) {
     EXPECT_EQ(json.at("cores"), host.cores);
 }
 
+// What the convolutions run here, so that a trace says whether AMX ran: one of the known ISAs,
+// AMX only where oneDNN's ISA has it, and the layout oneDNN chose with it.
+TEST(Host, InfoSaysWhichKernelsTheConvolutionsRun) {
+    for (const bool bf16 : {true, false}) {
+        const HostInfo host = host_info(bf16);
+        EXPECT_FALSE(host.convolution_kernel.empty());
+        EXPECT_EQ(host.convolution_isa, cpu::implementation_isa(host.convolution_kernel));
+        EXPECT_NE(std::find(std::begin(cpu::kKernelIsas), std::end(cpu::kKernelIsas), host.convolution_isa),
+                  std::end(cpu::kKernelIsas))
+            << host.convolution_isa;
+        EXPECT_NE(host.convolution_isa, "reference") << host.convolution_kernel;
+        if (host.isa != "avx512_core_amx" || !bf16 || !host.native_bf16) {
+            EXPECT_NE(host.convolution_isa, "avx512_core_amx") << "AMX without AMX, or in fp32";
+        }
+        EXPECT_EQ(host.activation_layout, host.convolution_isa == "avx512_core_amx" ? "NHWC" : "nChw16c");
+        const nlohmann::json json = host_json(host);
+        EXPECT_EQ(json.at("convolution_kernel"), host.convolution_kernel);
+        EXPECT_EQ(json.at("convolution_isa"), host.convolution_isa);
+        EXPECT_EQ(json.at("activation_layout"), host.activation_layout);
+    }
+}
+
 TEST(Host, DescribedCatalogLoadsAndHasMeasuredPeaks) {
     const HostInfo host = host_info();
     const nlohmann::json document = describe_host_catalog(1);
@@ -48,6 +73,8 @@ TEST(Host, DescribedCatalogLoadsAndHasMeasuredPeaks) {
     EXPECT_LT(cpu.memory_GBps, 2000);
     EXPECT_NE(cpu.source.find(host.cpu_model), std::string::npos) << cpu.source;
     EXPECT_NE(cpu.source.find(host.isa), std::string::npos) << cpu.source;
+    EXPECT_NE(cpu.source.find(host.convolution_kernel), std::string::npos) << cpu.source;
+    EXPECT_EQ(document.at("host").at("convolution_isa"), host.convolution_isa);
 
     const InstanceSpec& instance = catalog.instance("local-cpu");
     EXPECT_EQ(instance.gpu, "local-cpu");
