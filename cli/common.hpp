@@ -83,6 +83,25 @@ struct ScenarioFlags {
 /// on `command`.
 void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
+/// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
+/// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
+/// once. Throws InputError naming `flag` and the text otherwise, and past ten years.
+double parse_duration_s(const std::string& text, const std::string& flag);
+
+/// --spot-interruptions-per-node-hour, --checkpoint-every and --spot-replacement-wait (docs/model.md,
+/// "Spot interruptions"): what a spot run's interruptions cost.
+struct SpotFlags {
+    double interruptions_per_node_hour = -1;
+    std::string checkpoint_every;
+    std::string replacement_wait;
+    CLI::Option* rate_option = nullptr;
+
+    /// Set the scenario's spot fields from the flags given; InputError naming a bad one.
+    void apply(Scenario& scenario) const;
+};
+
+void add_spot_flags(CLI::App& command, SpotFlags& flags);
+
 /// What a set of trace files measured, as the model sees it.
 struct Evidence {
     std::vector<Observation> runs;

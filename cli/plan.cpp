@@ -30,6 +30,7 @@ struct PlanOptions {
     double budget_usd = 0;
     std::string pricing = "on-demand";
     bool spot = false;  ///< --spot, the older spelling of --pricing spot
+    SpotFlags spot_flags;
     std::string cloud;
     bool elastic = false;
     bool json = false;
@@ -54,77 +55,27 @@ struct PlanOptions {
     TargetFlags target;
 };
 
-/// The longest deadline and the largest budget plan takes: ten years, a trillion dollars. Past
-/// them nothing changes the answer, and the text would print "inf days".
-constexpr double kMaxDeadlineS = 3650.0 * 86400;
+/// The largest budget plan takes: a trillion dollars. Past it nothing changes the answer.
 constexpr double kMaxBudgetUsd = 1e12;
 
-/// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
-/// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
-/// once. Throws InputError naming --deadline and the text otherwise, and past kMaxDeadlineS.
-double parse_deadline_s(const std::string& text) {
-    auto bad = [&text] {
-        return InputError("--deadline '" + escape_for_message(text) +
-                          "': give a duration such as 2h, 90min, 1h30m or 5400s");
-    };
-    // Units in the order they may follow each other, with their seconds.
-    struct Unit {
-        std::vector<std::string> names;
-        double seconds;
-    };
-    const std::vector<Unit> units = {{{"d", "day", "days"}, 86400},
-                                     {{"h", "hour", "hours"}, 3600},
-                                     {{"m", "min", "mins", "minutes"}, 60},
-                                     {{"s", "sec", "seconds"}, 1}};
-    double total = 0;
-    std::size_t pos = 0;
-    std::size_t next_unit = 0;  // units before this one are used up
-    bool any = false;
-    while (pos < text.size()) {
-        const std::size_t start = pos;
-        bool dot = false;
-        while (pos < text.size() &&
-               (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.' && !dot))) {
-            dot = dot || text[pos] == '.';
-            ++pos;
-        }
-        const std::string number = text.substr(start, pos - start);
-        if (number.empty() || number == ".") throw bad();
-        const double value = std::stod(number);
-        std::string unit;
-        while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) unit += text[pos++];
-        double scale = 0;
-        if (unit.empty()) {
-            if (any || pos != text.size()) throw bad();
-            scale = 3600;  // a bare number: hours
-        } else {
-            for (std::size_t u = next_unit; u < units.size() && scale == 0; ++u) {
-                for (const std::string& name : units[u].names) {
-                    if (unit == name) {
-                        scale = units[u].seconds;
-                        next_unit = u + 1;
-                    }
-                }
-            }
-            if (scale == 0) throw bad();
-        }
-        total += value * scale;
-        any = true;
-    }
-    if (!any || !(total > 0)) throw bad();
-    if (total > kMaxDeadlineS) {
-        throw InputError("--deadline '" + escape_for_message(text) + "' is beyond 10 years; give at most 3650d");
-    }
-    return total;
-}
+double parse_deadline_s(const std::string& text) { return parse_duration_s(text, "--deadline"); }
 
-std::string cluster_text(const Catalog& catalog, const Plan& plan) {
+/// "8 x p3.16xlarge = 64 x V100-SXM2-16GB", with how it is sold when `with_pricing` (a spot search,
+/// which weighs on-demand twins): ", spot (0.12 interruptions)" or ", on-demand".
+std::string cluster_text(const Catalog& catalog, const Plan& plan, bool with_pricing = false) {
     const Scenario& s = plan.scenario;
     const Prediction& p = plan.prediction;
     const InstanceSpec& instance = catalog.instance(s.instance);
     std::string text = std::to_string(s.nodes) + " x " + s.instance;
     if (s.gpus_per_node < instance.gpus) text += " (" + std::to_string(s.gpus_per_node) + " GPUs each)";
     text += " = " + std::to_string(p.gpus) + " x " + instance.gpu;
+    if (!with_pricing) return text;
+    if (s.pricing == Pricing::spot) {
+        text += p.spot.modelled ? ", spot (" + format_number(p.spot.expected_interruptions, 2) + " interruptions)"
+                                : ", spot (interruptions unknown)";
+    } else if (s.pricing == Pricing::on_demand) {
+        text += ", on-demand";
+    }
     return text;
 }
 
@@ -154,9 +105,9 @@ std::string epochs_cell(const Prediction& p) {
 std::string percent_text(double confidence) { return format_number(100 * confidence, 3) + "%"; }
 
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan,
-                double confidence) {
+                double confidence, bool with_pricing) {
     const Prediction& p = plan.prediction;
-    out << heading << ":\n  " << cluster_text(catalog, plan) << ", " << strategy_text(plan) << ", batch "
+    out << heading << ":\n  " << cluster_text(catalog, plan, with_pricing) << ", " << strategy_text(plan) << ", batch "
         << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
         << epochs_cell(p) << " epochs"
         << (p.epochs_basis == EpochsBasis::given ? std::string() : ", " + epochs_source_of(p)) << "\n  time to train "
@@ -282,6 +233,8 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.loader = parse_loader(o.loader, "--loader");
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
     space.base.pricing = pricing_of(o);
+    space.spot_with_on_demand = space.base.pricing == Pricing::spot;
+    o.spot_flags.apply(space.base);
     space.instances = o.instances;
     if (!o.cloud.empty()) model.catalog().check_cloud(o.cloud, "--cloud");
     space.cloud = o.cloud;
@@ -380,7 +333,8 @@ public:
             << o_.precision << ", " << o_.framework
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
             << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
-            << to_string(pricing_of(o_)) << " prices" << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
+            << to_string(pricing_of(o_)) << " prices" << (pricing_of(o_) == Pricing::spot ? " beside on-demand" : "")
+            << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
             << "): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
         if (search_.unpublished > 0) {
             out << "; " << format_count(static_cast<double>(search_.unpublished))
@@ -441,8 +395,8 @@ public:
                 row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
             }
             for (std::string cell :
-                 {cluster_text(catalog_, plan), strategy_text(plan), format_count(batch_per_gpu(plan.prediction)),
-                  epochs_cell(p), format_count(p.throughput_images_per_s),
+                 {cluster_text(catalog_, plan, pricing_of(o_) == Pricing::spot), strategy_text(plan),
+                  format_count(batch_per_gpu(plan.prediction)), epochs_cell(p), format_count(p.throughput_images_per_s),
                   format_cost(p.cluster_usd_per_hour, p.priced)})
                 row.push_back(std::move(cell));
             table.add_row(row);
@@ -460,7 +414,7 @@ private:
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {
         if (plan) {
-            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence);
+            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence, pricing_of(o_) == Pricing::spot);
         } else {
             out << heading << ": none; " << (search_.front.empty() ? "no plan is feasible" : closest) << "\n";
         }
@@ -540,7 +494,10 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--pricing", o->pricing,
                     "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
                     "(instances not sold that way are left out)");
-    cmd->add_flag("--spot", o->spot, "The same as --pricing spot");
+    cmd->add_flag("--spot", o->spot,
+                  "The same as --pricing spot: each spot plan's expected interruptions weighed against its "
+                  "on-demand twin");
+    add_spot_flags(*cmd, o->spot_flags);
     cmd->add_option("--cloud", o->cloud,
                     "Only instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\")");
     cmd->add_flag("--elastic", o->elastic,

@@ -3,11 +3,14 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/report.hpp"
+#include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/spot.hpp"
 #include "model/text_io.hpp"
 #include "model/types.hpp"
 
@@ -16,6 +19,8 @@ namespace {
 
 struct PredictOptions {
     ScenarioFlags flags;
+    SpotFlags spot;
+    std::string deadline;
     std::vector<std::string> catalogs;
     std::string calibration = "built-in";
     bool json = false;
@@ -41,14 +46,15 @@ std::vector<Scenario> seed_cluster_setups() {
 /// predict's answer: one configuration, or the default's two set-ups.
 class PredictReport : public Report {
 public:
-    PredictReport(const CostModel& model, std::vector<ScenarioResult> results, bool seed_cluster)
-        : model_(model), results_(std::move(results)), seed_cluster_(seed_cluster) {}
+    PredictReport(const CostModel& model, std::vector<ScenarioResult> results, bool seed_cluster,
+                  std::optional<double> deadline_s)
+        : model_(model), results_(std::move(results)), seed_cluster_(seed_cluster), deadline_s_(deadline_s) {}
 
     /// One object for a configuration; the default's three as a list of three.
     void print_json(std::ostream& out) const override {
-        if (!seed_cluster_) return print_json_document(prediction_json(results_.front()), out);
+        if (!seed_cluster_) return print_json_document(one_json(results_.front()), out);
         nlohmann::json all = nlohmann::json::array();
-        for (const ScenarioResult& r : results_) all.push_back(prediction_json(r));
+        for (const ScenarioResult& r : results_) all.push_back(one_json(r));
         print_json_document(all, out);
     }
 
@@ -61,10 +67,64 @@ public:
                 << ":\n\n";
         }
         print_prediction_table(results_, model_.catalog(), out);
+        for (const ScenarioResult& r : results_) print_spot(r, out);
         print_notes(out);
     }
 
 private:
+    /// The probability that the run is done by --deadline (eq. X6 on spot; on another pricing 1 or
+    /// 0 by the point prediction).
+    double finish_probability(const Prediction& p) const {
+        if (!p.spot.modelled) return p.time_to_train_s <= *deadline_s_ ? 1.0 : 0.0;
+        const SpotRun& x = p.spot;
+        return spot_finish_probability(x.checkpointed_work_s, x.cluster_interruptions_per_hour / 3600.0,
+                                       x.loss_per_interruption_s, *deadline_s_ - p.startup_s);
+    }
+
+    nlohmann::json one_json(const ScenarioResult& r) const {
+        nlohmann::json j = prediction_json(r);
+        if (deadline_s_) {
+            j["deadline"] = {{"deadline_s", *deadline_s_}, {"finish_probability", finish_probability(r.prediction)}};
+        }
+        return j;
+    }
+
+    /// A spot run's interruptions, under the table (docs/model.md, "Spot interruptions").
+    void print_spot(const ScenarioResult& r, std::ostream& out) const {
+        if (r.scenario.pricing != Pricing::spot) return;
+        const Prediction& p = r.prediction;
+        const std::string who = results_.size() > 1 ? " (" + std::string(to_string(r.scenario.framework)) + ")" : "";
+        if (!p.spot.modelled) {
+            out << "\nspot" << who << ": no interruption rate is known for " << r.scenario.instance
+                << " (the catalog gives no frequency band): priced at the spot rate without interruptions; give "
+                   "--spot-interruptions-per-node-hour.\n";
+            return;
+        }
+        const SpotRun& x = p.spot;
+        out << "\nspot" << who << ": " << format_number(x.cluster_interruptions_per_hour, 3)
+            << " interruptions an hour over the cluster (" << format_number(x.interruptions_per_node_hour, 6)
+            << " per node-hour); expected " << format_number(x.expected_interruptions, 3) << " interruptions, "
+            << format_duration(x.expected_lost_work_s) << " of work lost and " << format_duration(x.expected_downtime_s)
+            << " restarting and waiting for nodes (" << format_duration(x.loss_per_interruption_s)
+            << " each)\n  checkpoint every " << format_duration(x.checkpoint_interval_s) << " of work ("
+            << format_duration(x.checkpoint_write_s) << " to write)";
+        if (x.recommended_checkpoint_interval_s > 0) {
+            out << "; recommended: every " << format_duration(x.recommended_checkpoint_interval_s)
+                << " (Young's interval)";
+        }
+        out << "\n  expected time " << format_duration(p.time_to_train_s) << " ("
+            << format_duration(p.time_to_train_interval.low) << " - " << format_duration(p.time_to_train_interval.high)
+            << "), cost " << format_cost(p.cost_usd, p.priced);
+        if (p.priced) {
+            out << " (" << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ")";
+        }
+        out << "; never interrupted: " << format_duration(x.uninterrupted_time_s) << "\n";
+        if (deadline_s_) {
+            out << "  probability to finish by the deadline of " << format_duration(*deadline_s_) << ": "
+                << format_number(100 * finish_probability(p), 3) << "%\n";
+        }
+    }
+
     /// What the table cannot say: each note once, for the first configuration it applies to.
     void print_notes(std::ostream& out) const {
         for (const ScenarioResult& r : results_) {
@@ -117,9 +177,12 @@ private:
     const CostModel& model_;
     std::vector<ScenarioResult> results_;
     bool seed_cluster_;
+    std::optional<double> deadline_s_;
 };
 
 void run_predict(const PredictOptions& o, std::ostream& out) {
+    std::optional<double> deadline_s;
+    if (!o.deadline.empty()) deadline_s = parse_duration_s(o.deadline, "--deadline");
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
 
     // No scenario flag: today's default beside the seeds' two set-ups, --pricing applied to all
@@ -136,13 +199,14 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     } else {
         scenarios.push_back(o.flags.to_scenario());
     }
+    for (Scenario& s : scenarios) o.spot.apply(s);
 
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
         results.push_back({s, model.checked_predict(resolved), resolved.curve_origin});
     }
-    write_report(PredictReport(model, std::move(results), seed_cluster), output_format(o.json), out);
+    write_report(PredictReport(model, std::move(results), seed_cluster, deadline_s), output_format(o.json), out);
 }
 
 }  // namespace
@@ -156,6 +220,10 @@ void register_predict(CLI::App& app, std::ostream& out) {
         "cluster with MXNet + 16 m4.16xlarge parameter servers and with TensorFlow + Horovod ring all-reduce "
         "(--pricing applies to all three, --stack to the seed's two).");
     add_scenario_flags(*cmd, options->flags);
+    add_spot_flags(*cmd, options->spot);
+    cmd->add_option("--deadline", options->deadline,
+                    "Say the probability that the run is done by then, e.g. 12h or 1d6h (with --pricing spot, from the "
+                    "interruptions; docs/model.md, eq. X6)");
     add_catalog_option(*cmd, options->catalogs);
     add_calibration_option(*cmd, options->calibration);
     add_json_flag(*cmd, options->json, "one JSON object per configuration (a list of three with no scenario flag)");

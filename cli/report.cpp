@@ -200,6 +200,25 @@ std::string epochs_source_of(const Prediction& p) {
     return epochs_source(Convergence::built_in(), p.epochs_recipe, p.epochs_basis);
 }
 
+/// A spot run's interruptions (docs/cli.md, predict's `spot` key): null where no interruption rate is
+/// known.
+nlohmann::json spot_json(const Prediction& p) {
+    if (!p.spot.modelled) return nullptr;
+    const SpotRun& x = p.spot;
+    return {{"interruptions_per_node_hour", x.interruptions_per_node_hour},
+            {"cluster_interruptions_per_hour", x.cluster_interruptions_per_hour},
+            {"expected_interruptions", x.expected_interruptions},
+            {"checkpoint_interval_s", x.checkpoint_interval_s},
+            {"recommended_checkpoint_interval_s", x.recommended_checkpoint_interval_s},
+            {"checkpoint_write_s", x.checkpoint_write_s},
+            {"restart_s", x.restart_s},
+            {"replacement_wait_s", x.replacement_wait_s},
+            {"loss_per_interruption_s", x.loss_per_interruption_s},
+            {"expected_lost_work_s", x.expected_lost_work_s},
+            {"expected_downtime_s", x.expected_downtime_s},
+            {"uninterrupted_time_s", x.uninterrupted_time_s}};
+}
+
 nlohmann::json prediction_json(const ScenarioResult& result) {
     const Scenario& s = result.scenario;
     const Prediction& p = result.prediction;
@@ -210,7 +229,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         scenario["recipe"] = Convergence::built_in().recipes[static_cast<std::size_t>(p.epochs_recipe)].name;
     // A cluster without a price (a machine you own) has no cost: null, not 0.
     auto money = [&p](double usd) { return p.priced ? nlohmann::json(usd) : nlohmann::json(nullptr); };
-    return {
+    nlohmann::json j = {
         {"scenario", scenario},
         {"throughput_images_per_s", p.throughput_images_per_s},
         {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
@@ -249,6 +268,8 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"global_batch", p.global_batch},
         {"global_batch_beyond_published", p.global_batch_beyond_published},
         {"compute_curve", to_string(result.curve_origin)}};
+    if (s.pricing == Pricing::spot) j["spot"] = spot_json(p);
+    return j;
 }
 
 void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {

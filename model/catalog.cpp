@@ -15,6 +15,7 @@
 
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
+#include "model/spot.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -266,9 +267,33 @@ std::string pricing_names() {
 
 std::size_t slot(Pricing pricing) { return static_cast<std::size_t>(pricing); }
 
-/// One entry of "prices": {"usd_per_hour", "read", "source", "estimate"}. `default_source` stands for a
-/// missing "source".
-Price parse_price(const json& value, const Where& where, const std::string& default_source) {
+/// A spot price's "interruptions": {"band": "5-10%", "read": "YYYY-MM-DD", "source": ..., "estimate": bool}.
+SpotInterruptions parse_interruptions(const json& value, const Where& where, const std::string& default_source) {
+    if (!value.is_object()) {
+        where.fail("interruptions", "must be an object with \"band\" (<5%, 5-10%, 10-15%, 15-20%, >20%), got " +
+                                        type_name(value) + " " + format_value(value));
+    }
+    const Where inner{where.origin, where.entry + ": interruptions"};
+    SpotInterruptions out;
+    out.band = required_string(value, "band", inner);
+    const double fraction = band_monthly_fraction(out.band);
+    if (fraction < 0) {
+        inner.fail("band", "must be one of <5%, 5-10%, 10-15%, 15-20%, >20% (AWS Spot Instance Advisor's bands), got " +
+                               format_value(value["band"]));
+    }
+    out.per_node_hour = interruptions_per_node_hour(fraction);
+    out.read = optional_string(value, "read", inner, "");
+    if (!out.read.empty() && !is_date(out.read)) {
+        inner.fail("read", "must be a date YYYY-MM-DD, got " + format_value(value["read"]));
+    }
+    out.source = optional_string(value, "source", inner, default_source);
+    out.estimate = boolean(value, "estimate", inner, false);
+    return out;
+}
+
+/// One entry of "prices": {"usd_per_hour", "read", "source", "estimate"}, and for a spot price
+/// "interruptions". `default_source` stands for a missing "source".
+Price parse_price(const json& value, const Where& where, const std::string& default_source, bool spot) {
     if (!value.is_object()) {
         throw InputError(std::string(where.origin) + ": " + where.entry +
                          " must be an object with \"usd_per_hour\", got " + type_name(value) + " " +
@@ -282,6 +307,10 @@ Price parse_price(const json& value, const Where& where, const std::string& defa
     }
     price.source = optional_string(value, "source", where, default_source);
     price.estimate = boolean(value, "estimate", where, false);
+    if (const auto interruptions = value.find("interruptions"); interruptions != value.end()) {
+        if (!spot) where.fail("interruptions", "belongs to a spot price only");
+        price.interruptions = parse_interruptions(*interruptions, where, price.source);
+    }
     return price;
 }
 
@@ -313,7 +342,8 @@ void parse_prices(const json& entry, const Where& where, bool is_new, InstanceSp
                 price.reset();
                 continue;
             }
-            price = parse_price(value, Where{where.origin, where.entry + ": prices \"" + key + "\""}, default_source);
+            price = parse_price(value, Where{where.origin, where.entry + ": prices \"" + key + "\""}, default_source,
+                                *pricing == Pricing::spot);
         }
     }
     auto older = [&](std::string_view key, Pricing pricing) {
@@ -326,7 +356,7 @@ void parse_prices(const json& entry, const Where& where, bool is_new, InstanceSp
         const double usd = number(entry, key, Bound::non_negative, where, true);
         auto& price = instance.prices[slot(pricing)];
         if (usd > 0) {
-            price = Price{usd, "", default_source, false};
+            price = Price{usd, "", default_source, false, std::nullopt};
         } else {
             price.reset();  // 0: not sold that way (a machine you own)
         }
@@ -648,6 +678,14 @@ std::string Catalog::to_json_text(int indent) const {
             if (!price->read.empty()) p["read"] = price->read;
             if (!price->source.empty() && price->source != instance.source) p["source"] = price->source;
             if (price->estimate) p["estimate"] = true;
+            if (price->interruptions) {
+                const SpotInterruptions& x = *price->interruptions;
+                ordered i = {{"band", x.band}};
+                if (!x.read.empty()) i["read"] = x.read;
+                if (!x.source.empty() && x.source != price->source) i["source"] = x.source;
+                if (x.estimate) i["estimate"] = true;
+                p["interruptions"] = std::move(i);
+            }
             prices[std::string(to_string(pricing))] = std::move(p);
         }
         entry["prices"] = std::move(prices);

@@ -40,6 +40,16 @@ struct GpuSpec {
 };
 
 /// One way an instance is sold (a Pricing), and its price that way: "prices" in the catalog file.
+/// How often a family's spot instances are taken back, as the cloud publishes it (docs/model.md,
+/// eq. X0): AWS Spot Instance Advisor's monthly "frequency of interruption" band.
+struct SpotInterruptions {
+    std::string band;          ///< "<5%", "5-10%", "10-15%", "15-20%" or ">20%"
+    double per_node_hour = 0;  ///< the band's midpoint as a rate (eq. X0)
+    std::string read;          ///< YYYY-MM-DD the band was read or assumed
+    std::string source;        ///< where it comes from
+    bool estimate = false;     ///< assumed, not read for this family and region: the source says how
+};
+
 struct Price {
     double usd_per_hour = 0;  ///< > 0, US dollars per hour of one instance
     /// The date the price was read from its source, YYYY-MM-DD; empty where a user file gives none.
@@ -48,6 +58,8 @@ struct Price {
     std::string source;
     /// Not a quoted price but a figure made from others (a rule of thumb, a sum of parts): the source says how.
     bool estimate = false;
+    /// Spot prices only, optional: how often such an instance is interrupted ("interruptions").
+    std::optional<SpotInterruptions> interruptions;
 };
 
 /// One instance type. CPU-only instances (parameter servers) have gpus == 0 and an empty gpu.

@@ -8,6 +8,7 @@
 
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
+#include "model/spot.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -620,6 +621,23 @@ void check_scenario_limits(const Scenario& scenario) {
     if (!(scenario.fusion_threshold_MiB >= 0) || !std::isfinite(scenario.fusion_threshold_MiB)) {
         throw InputError("the fusion threshold must be positive (0: the framework's bucket)");
     }
+    check_spot_limits(scenario);
+}
+
+void check_spot_limits(const Scenario& scenario) {
+    const double rate = scenario.spot_interruptions_per_node_hour;
+    if (rate != -1 && !(rate >= 0 && rate <= kMaxSpotInterruptionsPerNodeHour)) {
+        throw InputError("--spot-interruptions-per-node-hour must be 0 to " +
+                         shortest(kMaxSpotInterruptionsPerNodeHour) + " (got " + shortest(rate) + ")");
+    }
+    if (!(scenario.checkpoint_interval_s >= 0 && scenario.checkpoint_interval_s <= kMaxCheckpointIntervalS)) {
+        throw InputError("--checkpoint-every must be a positive duration of at most 3650d (got " +
+                         shortest(scenario.checkpoint_interval_s) + " s)");
+    }
+    if (!(scenario.spot_replacement_wait_s >= 0 && scenario.spot_replacement_wait_s <= kMaxCheckpointIntervalS)) {
+        throw InputError("--spot-replacement-wait must be a duration of 0 to 3650d (got " +
+                         shortest(scenario.spot_replacement_wait_s) + " s)");
+    }
 }
 
 void check_prediction(const Prediction& p) {
@@ -643,6 +661,19 @@ void check_prediction(const Prediction& p) {
 
 Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
     Prediction p = predict(scenario);
+    if (p.spot.modelled && !p.spot.finishes) {
+        const SpotRun& x = p.spot;
+        std::string message = "on spot this run never finishes: ";
+        message += std::to_string(scenario.nodes + scenario.ps_nodes);
+        message += " nodes are interrupted ";
+        message += shortest(x.cluster_interruptions_per_hour);
+        message += " times an hour and each interruption costs ";
+        message += shortest(x.loss_per_interruption_s / 60.0);
+        message +=
+            " min (restart, replacement wait, half a checkpoint interval of lost work); give fewer nodes, a "
+            "shorter --checkpoint-every, or --pricing on-demand";
+        throw InfeasibleError(message);
+    }
     check_prediction(p);
     return p;
 }
@@ -794,6 +825,26 @@ double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& 
 
 bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server) {
     return worker.priced() && (!server || server->priced());
+}
+
+/// The interruption rate of a spot cluster: the scenario's, else the catalog's band for its workers
+/// (and dedicated servers: the higher of the two); none known, no spot model (eqs. X0-X6).
+void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {
+    if (scenario.pricing != Pricing::spot) return;
+    double rate = scenario.spot_interruptions_per_node_hour;
+    if (rate < 0) {
+        auto catalog_rate = [](const InstanceSpec& spec) {
+            const Price* price = spec.price(Pricing::spot);
+            return price && price->interruptions ? price->interruptions->per_node_hour : -1.0;
+        };
+        rate = catalog_rate(worker);
+        if (server && rate >= 0) rate = std::max(rate, catalog_rate(*server));
+    }
+    if (rate < 0) return;
+    r.spot_modelled = true;
+    r.spot_interruptions_per_node_hour = rate;
+    r.checkpoint_interval_s = scenario.checkpoint_interval_s;
+    r.spot_replacement_wait_s = scenario.spot_replacement_wait_s;
 }
 
 FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double value) const {
@@ -1033,6 +1084,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     // Money and memory
     r.cluster_usd_per_hour = cluster_price_usd_per_hour(scenario, instance, server);
     r.priced = cluster_priced(instance, server);
+    set_spot(r, scenario, instance, server);
     r.memory_per_gpu_bytes = memory.total_bytes();
     r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     return r;
@@ -1167,6 +1219,56 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     };
     p.time_to_train_interval = {std::min(p.time_to_train_s, time_at(p.interval.high, s.epochs_low)),
                                 std::max(p.time_to_train_s, time_at(p.interval.low, s.epochs_high))};
+    p.cost_interval = {p.time_to_train_interval.low / 3600.0 * s.cluster_usd_per_hour,
+                       p.time_to_train_interval.high / 3600.0 * s.cluster_usd_per_hour};
+    if (s.spot_modelled) apply_spot(s, p);
+}
+
+void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
+    SpotRun& x = p.spot;
+    x.modelled = true;
+    x.interruptions_per_node_hour = s.spot_interruptions_per_node_hour;
+    x.cluster_interruptions_per_hour = (s.nodes + s.ps_nodes) * s.spot_interruptions_per_node_hour;
+    const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
+    x.checkpoint_write_s = s.checkpoint_s;
+    const double young_s = young_checkpoint_interval_s(s.checkpoint_s, rate_per_s);
+    x.recommended_checkpoint_interval_s = std::isfinite(young_s) ? young_s : 0.0;
+    x.work_s = s.epochs * s.dataset_images / p.throughput_images_per_s;
+    // Given, else Young's; an interval past the whole run (or no interruption at all) is one
+    // checkpoint, at the end.
+    x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : young_s, x.work_s);
+    x.restart_s = s.startup_s;
+    x.replacement_wait_s = s.spot_replacement_wait_s;
+    x.loss_per_interruption_s = loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s);
+    x.checkpointed_work_s = checkpointed_work_s(x.work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
+    x.uninterrupted_time_s = s.startup_s + x.checkpointed_work_s;
+    const double expected_s = spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.loss_per_interruption_s);
+    x.finishes = std::isfinite(expected_s);
+    if (!x.finishes) {
+        // The run never finishes: checked_predict() refuses it, naming why; the figures say so too.
+        p.time_to_train_s = p.cost_usd = std::numeric_limits<double>::infinity();
+        p.time_to_train_interval = {p.time_to_train_s, p.time_to_train_s};
+        p.cost_interval = {p.cost_usd, p.cost_usd};
+        x.expected_interruptions = x.expected_lost_work_s = x.expected_downtime_s = p.time_to_train_s;
+        return;
+    }
+    x.expected_interruptions = rate_per_s * expected_s;
+    x.expected_lost_work_s = x.expected_interruptions * x.checkpoint_interval_s / 2.0;
+    x.expected_downtime_s = x.expected_interruptions * (x.restart_s + x.replacement_wait_s);
+    p.time_to_train_s = s.startup_s + expected_s;
+    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+    // The band: eq. X6's 2.5% quantile at the fast end of the throughput and the fewest epochs, its
+    // 97.5% at the slow end and the most.
+    auto work_at = [&](double throughput, double epochs) {
+        const double work_s = throughput > 0 ? epochs * s.dataset_images / throughput : x.work_s;
+        return checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
+    };
+    const double low_s =
+        spot_time_quantile_s(work_at(p.interval.high, s.epochs_low), rate_per_s, x.loss_per_interruption_s, 0.025);
+    const double high_s =
+        spot_time_quantile_s(work_at(p.interval.low, s.epochs_high), rate_per_s, x.loss_per_interruption_s, 0.975);
+    p.time_to_train_interval = {std::min(p.time_to_train_s, s.startup_s + low_s),
+                                std::max(p.time_to_train_s, s.startup_s + high_s)};
     p.cost_interval = {p.time_to_train_interval.low / 3600.0 * s.cluster_usd_per_hour,
                        p.time_to_train_interval.high / 3600.0 * s.cluster_usd_per_hour};
 }

@@ -117,14 +117,18 @@ struct ResolvedScenario {
     double epochs_low = 0;      ///< their band
     double epochs_high = 0;
     EpochsBasis epochs_basis = EpochsBasis::given;
-    int epochs_recipe = -1;                      ///< index into CostModel::convergence().recipes; -1 for given epochs
-    bool global_batch_beyond_published = false;  ///< beyond every recipe's largest published batch for the model
-    double checkpoint_s = 0;                     ///< one checkpoint write, seconds
-    double startup_s = 0;                        ///< launch to first iteration, seconds
-    double cluster_usd_per_hour = 0;             ///< workers + dedicated servers at the chosen pricing
-    bool priced = true;                          ///< false: an instance of the cluster has no price (cluster_priced)
-    double memory_per_gpu_bytes = 0;             ///< what one GPU needs for this batch, headroom included (eq. M1)
-    double memory_headroom_bytes = 0;            ///< of that, the CUDA context and the allocator's slack
+    int epochs_recipe = -1;                       ///< index into CostModel::convergence().recipes; -1 for given epochs
+    bool global_batch_beyond_published = false;   ///< beyond every recipe's largest published batch for the model
+    double checkpoint_s = 0;                      ///< one checkpoint write, seconds
+    double startup_s = 0;                         ///< launch to first iteration, seconds
+    bool spot_modelled = false;                   ///< spot pricing with an interruption rate (eqs. X0-X6)
+    double spot_interruptions_per_node_hour = 0;  ///< that rate, per node
+    double checkpoint_interval_s = 0;             ///< spot: seconds of work between checkpoints; 0: Young's
+    double spot_replacement_wait_s = 0;           ///< spot: seconds to get a node back
+    double cluster_usd_per_hour = 0;              ///< workers + dedicated servers at the chosen pricing
+    bool priced = true;                           ///< false: an instance of the cluster has no price (cluster_priced)
+    double memory_per_gpu_bytes = 0;              ///< what one GPU needs for this batch, headroom included (eq. M1)
+    double memory_headroom_bytes = 0;             ///< of that, the CUDA context and the allocator's slack
 
     // Uncertainty
     std::array<FieldSensitivity, kSensitiveFields> sensitivity{};  ///< indexed by SensitiveField
@@ -318,6 +322,11 @@ Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communi
 /// (docs/model.md, "Time to train and cost"); shared by the closed form and the simulator.
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 
+/// A spot run's interruptions (docs/model.md, "Spot interruptions", eqs. X1-X6): fills p.spot and
+/// makes the time to train, the cost and their bands the expected run's; infinite where it never
+/// finishes (SpotRun::finishes false). apply_schedule() calls it for a resolved spot_modelled scenario.
+void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept;
+
 /// Refuse a scenario past the limits epochcast models (model/scenario.hpp, docs/model.md "Limits")
 /// or below their floor, before any product is formed: nodes 1..kMaxNodes, GPUs per node 0 (all)
 /// or 1..kMaxGpusPerNode, batch per GPU 1..kMaxBatchPerGpu (unless a global batch is set), global
@@ -327,6 +336,11 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 /// naming the CLI flag and the limit ("--nodes 2147483647 is more than the 100,000 nodes epochcast
 /// models"). resolve() calls it first.
 void check_scenario_limits(const Scenario& scenario);
+
+/// The spot fields' limits: an interruption rate of -1 (the catalog's) or 0..kMaxSpotInterruptionsPerNodeHour
+/// per node-hour, a checkpoint interval and a replacement wait of 0..kMaxCheckpointIntervalS seconds.
+/// InputError naming the flag. check_scenario_limits() calls it.
+void check_spot_limits(const Scenario& scenario);
 
 /// Refuse a prediction with a figure of kPredictionFigures that is not a finite, non-negative
 /// number, no throughput, or a band that does not hold the throughput: throws InfeasibleError
@@ -395,6 +409,11 @@ double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& 
 
 /// Every instance of the cluster has a price (false: a cost of it would be a meaningless $0).
 bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server);
+
+/// Spot (eqs. X0-X6): the scenario's interruption rate, else the catalog's band for its workers (with
+/// dedicated servers, the higher of theirs and the workers'), the checkpoint interval and the
+/// replacement wait; nothing where the pricing is another or no rate is known (spot_modelled false).
+void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server);
 
 class CostModel {
 public:

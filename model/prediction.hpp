@@ -24,6 +24,28 @@ struct Interval {
     double high = 0;  ///< upper bound, same unit as the value
 };
 
+/// A run on spot instances with its interruptions (docs/model.md, "Spot interruptions", eqs. X0-X6).
+/// All zero and `modelled` false for another pricing, or spot without a known interruption rate.
+struct SpotRun {
+    bool modelled = false;                         ///< spot, with an interruption rate (the catalog's or given)
+    bool finishes = true;                          ///< false: interruptions cost more than the time between them
+    double interruptions_per_node_hour = 0;        ///< lambda, per node
+    double cluster_interruptions_per_hour = 0;     ///< N lambda over the cluster's nodes (servers included)
+    double checkpoint_write_s = 0;                 ///< C, one checkpoint
+    double checkpoint_interval_s = 0;              ///< tau, seconds of work between checkpoints (given or Young's,
+                                                   ///< at most the whole work)
+    double recommended_checkpoint_interval_s = 0;  ///< Young's tau* = sqrt(2 C / (N lambda)) (eq. X4); 0: no rate
+    double restart_s = 0;                          ///< R, launch to first iteration after an interruption
+    double replacement_wait_s = 0;                 ///< W, the wait for a replacement node
+    double loss_per_interruption_s = 0;            ///< d = R + W + tau/2 (eq. X1)
+    double work_s = 0;                             ///< the run's iterations alone, no checkpoint, no start-up
+    double checkpointed_work_s = 0;                ///< a = work x (1 + C/tau) (eq. X2)
+    double expected_interruptions = 0;             ///< N lambda E[T]
+    double expected_lost_work_s = 0;               ///< interruptions x tau/2: work done again
+    double expected_downtime_s = 0;                ///< interruptions x (R + W)
+    double uninterrupted_time_s = 0;               ///< the same run never interrupted: start-up + a
+};
+
 struct Prediction {
     // Cluster
     int gpus = 0;          ///< worker GPUs in the cluster
@@ -83,6 +105,10 @@ struct Prediction {
     // fewest; the cost follows the time at the cluster's price.
     Interval time_to_train_interval;  ///< seconds
     Interval cost_interval;           ///< US dollars
+
+    /// Spot: the expected run with its interruptions (time_to_train_s, cost_usd and their bands are then
+    /// the expected figures and the 2.5% and 97.5% quantiles of eq. X6 at the throughput band's ends).
+    SpotRun spot;
 };
 
 /// Two-sided 95% band of a normal distribution, in standard deviations: the half-width of every

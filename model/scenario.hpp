@@ -22,6 +22,13 @@ inline constexpr int kMaxGlobalBatch = 100'000'000;                   ///< image
 inline constexpr std::int64_t kMaxDatasetImages = 1'000'000'000'000;  ///< images per epoch
 inline constexpr double kMaxEpochs = 10'000;                          ///< epochs to train
 inline constexpr int kMaxEfaAdapters = 64;                            ///< EFA adapters per node
+inline constexpr double kMaxSpotInterruptionsPerNodeHour = 60;        ///< one a minute: beyond, no run starts
+inline constexpr double kMaxCheckpointIntervalS = 3650.0 * 86400;     ///< ten years, as plan's deadline
+
+/// The wait for a replacement node after a spot interruption, in seconds, unless the user gives one
+/// (docs/model.md, eq. X1): an assumption, not a measurement. AWS gives two minutes' notice before it
+/// reclaims a spot instance; five minutes stands for the new request's fulfilment and boot.
+inline constexpr double kDefaultSpotReplacementWaitS = 300;
 
 /// A count computed in floating point (servers = ratio x worker nodes) as a Scenario's int: past
 /// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.
@@ -65,6 +72,11 @@ struct Scenario {
                                 ///< (NCCL falls back to TCP sockets, seed 004)
 
     Pricing pricing = Pricing::on_demand;
+    /// Spot only (docs/model.md, "Spot interruptions"): interruptions per node-hour; -1: the catalog's
+    /// for the instance (its spot price's frequency band, eq. X0); 0: none.
+    double spot_interruptions_per_node_hour = -1;
+    double checkpoint_interval_s = 0;  ///< spot: seconds of work between checkpoints; 0: Young's interval (eq. X4)
+    double spot_replacement_wait_s = kDefaultSpotReplacementWaitS;  ///< spot: seconds to get a node back (eq. X1)
     double fusion_threshold_MiB = 0;  ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
 };
 

@@ -181,6 +181,19 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
             }
         }
     }
+    if (space.spot_with_on_demand && space.base.pricing == Pricing::spot) {
+        const std::size_t spot = out.size();
+        for (std::size_t i = 0; i < spot; ++i) {
+            const Scenario& s = out[i];
+            const bool worker_sold = catalog.instance(s.instance).price(Pricing::on_demand) != nullptr;
+            const bool server_sold =
+                s.ps_instance.empty() || catalog.instance(s.ps_instance).price(Pricing::on_demand) != nullptr;
+            if (!worker_sold || !server_sold) continue;
+            Scenario twin = s;
+            twin.pricing = Pricing::on_demand;
+            out.push_back(std::move(twin));
+        }
+    }
     return out;
 }
 

@@ -479,5 +479,46 @@ TEST(ImportNcclCli, UnknownInstanceOrMissingLogIsExitCode2AndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// issue 45: predict --pricing spot says the interruptions, the lost work, the expected time and cost
+// with their range, and the chance to finish by --deadline; bad spot flags are one-line errors.
+TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
+    const std::string run =
+        "predict --instance p3.16xlarge --nodes 16 --pricing spot --spot-interruptions-per-node-hour 0.2";
+    const testing::ProcessResult text = run_epochcast(run + " --deadline 40min");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    for (const char* words : {"interruptions an hour over the cluster", "of work lost", "recommended: every",
+                              "expected time", "probability to finish by the deadline of 40.0 min"}) {
+        EXPECT_NE(text.out.find(words), std::string::npos) << words << "\n" << text.out;
+    }
+    const testing::ProcessResult json = run_epochcast(run + " --deadline 40min --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    const nlohmann::json& spot = j["spot"];
+    EXPECT_DOUBLE_EQ(spot["cluster_interruptions_per_hour"].get<double>(), 3.2);
+    const double rate_per_s = 3.2 / 3600;
+    const double expected_s = j["time_to_train_s"].get<double>() - j["startup_s"].get<double>();
+    EXPECT_NEAR(spot["expected_interruptions"].get<double>(), rate_per_s * expected_s, 1e-9);
+    EXPECT_NEAR(spot["checkpoint_interval_s"].get<double>(),
+                std::sqrt(2 * spot["checkpoint_write_s"].get<double>() / rate_per_s), 1e-6);
+    EXPECT_GT(j["time_to_train_s"].get<double>(), spot["uninterrupted_time_s"].get<double>());
+    EXPECT_NEAR(j["cost_usd"].get<double>(),
+                j["time_to_train_s"].get<double>() / 3600 * j["cluster_usd_per_hour"].get<double>(), 1e-6);
+    const double p = j["deadline"]["finish_probability"].get<double>();
+    EXPECT_GT(p, 0);
+    EXPECT_LE(p, 1);
+
+    for (const char* bad : {" --spot-interruptions-per-node-hour -1", " --spot-interruptions-per-node-hour 1e9",
+                            " --checkpoint-every soon", " --deadline 0h", " --spot-replacement-wait 5parsecs"}) {
+        const testing::ProcessResult r =
+            run_epochcast("predict --instance p3.16xlarge --pricing spot" + std::string(bad));
+        EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    const testing::ProcessResult never =
+        run_epochcast("predict --instance p3.16xlarge --nodes 64 --pricing spot --spot-interruptions-per-node-hour 2");
+    EXPECT_EQ(never.exit_code, 2);
+    EXPECT_NE(never.err.find("never finishes"), std::string::npos) << never.err;
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -110,12 +110,15 @@ TEST(CostModel, BreakdownAddsUpAndCostFollowsTime) {
     EXPECT_GT(p.interval.high, p.throughput_images_per_s);
 }
 
-TEST(CostModel, SpotPricingIsCheaperAndTimeUnchanged) {
+TEST(CostModel, SpotPricingIsCheaperAndItsInterruptionsCostTime) {
     Scenario s = seed000_horovod();
     const Prediction on_demand = model().predict(s);
     s.pricing = Pricing::spot;
     const Prediction spot = model().predict(s);
-    EXPECT_DOUBLE_EQ(spot.time_to_train_s, on_demand.time_to_train_s);
+    // The catalog's band for p3 (issue 45): a few interruptions at most, each costing time.
+    ASSERT_TRUE(spot.spot.modelled);
+    EXPECT_GT(spot.time_to_train_s, spot.spot.uninterrupted_time_s);
+    EXPECT_DOUBLE_EQ(spot.throughput_images_per_s, on_demand.throughput_images_per_s);
     EXPECT_LT(spot.cost_usd, on_demand.cost_usd);
 }
 

@@ -22,9 +22,9 @@ InstanceSpec priced(std::string name, double usd_per_hour, double spot_usd_per_h
     InstanceSpec spec;
     spec.name = std::move(name);
     if (usd_per_hour > 0)
-        spec.prices[static_cast<std::size_t>(Pricing::on_demand)] = Price{usd_per_hour, "", "", false};
+        spec.prices[static_cast<std::size_t>(Pricing::on_demand)] = Price{usd_per_hour, "", "", false, std::nullopt};
     if (spot_usd_per_hour > 0)
-        spec.prices[static_cast<std::size_t>(Pricing::spot)] = Price{spot_usd_per_hour, "", "", false};
+        spec.prices[static_cast<std::size_t>(Pricing::spot)] = Price{spot_usd_per_hour, "", "", false, std::nullopt};
     return spec;
 }
 
