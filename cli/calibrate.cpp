@@ -42,16 +42,8 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     const Evidence evidence = load_evidence(o.traces, catalog);
     const CostModel prior(catalog, load_calibration(o.prior));
     const CalibrationFit fit = fit_calibration(prior, evidence.runs, evidence.networks, evidence.comparisons);
-    // Never a file the reader refuses (a NaN sigma from runs of equal steps, a rate beyond its bound
-    // from runs 12 orders of magnitude apart): such runs are bad input, and nothing is written.
-    const std::string text = fit.calibration.to_json();
-    try {
-        (void)Calibration::parse(text, o.output);
-    } catch (const InputError& error) {
-        throw InputError("the runs fit no calibration epochcast can read back (" + std::string(error.what()) +
-                         "): check their figures; nothing was written");
-    }
-    write_text_file_atomically(o.output, text, "calibration");
+    // Never a file the reader refuses: such runs are bad input, and nothing is written.
+    write_text_file_atomically(o.output, calibration_file_text(fit), "calibration");
     if (!fit.contradiction.empty()) out << "note: " << fit.contradiction << ".\n\n";
 
     out << "Fitted " << fit.parameters.size() << " parameters to " << evidence.runs.size() << " runs, "

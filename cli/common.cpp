@@ -296,18 +296,7 @@ Evidence load_evidence(const std::vector<std::string>& files, const Catalog& cat
             evidence.runs.push_back(trace.runs[static_cast<std::size_t>(selected)].observation);
             continue;
         }
-        for (const TraceRun& run : trace.runs) evidence.runs.push_back(run.observation);
-        for (std::size_t i = 0; i < trace.networks.size(); ++i) {
-            const NetworkMeasurement& m = trace.networks[i];
-            const int adapters = catalog.instance(m.instance).efa_adapters;
-            const int used = m.efa_adapters < 0 ? (adapters > 0 ? adapters : -1) : m.efa_adapters;
-            if (used > 0 && used < adapters) continue;
-            const int gpus = std::max(1, catalog.instance(m.instance).gpus);
-            evidence.networks.push_back({path + "#networks[" + std::to_string(i) + "]", m.instance, used, m.ranks,
-                                         (m.ranks + gpus - 1) / gpus, m.algorithm, m.bus_bandwidth_GBps,
-                                         m.message_bytes});
-        }
-        evidence.comparisons.insert(evidence.comparisons.end(), trace.comparisons.begin(), trace.comparisons.end());
+        add_evidence(trace, catalog, path, evidence);
     }
     return evidence;
 }

@@ -10,6 +10,7 @@
 #include "model/catalog.hpp"
 #include "model/observation.hpp"
 #include "model/scenario.hpp"
+#include "traces/trace.hpp"
 
 namespace epochcast::cli {
 
@@ -102,16 +103,8 @@ struct SpotFlags {
 
 void add_spot_flags(CLI::App& command, SpotFlags& flags);
 
-/// What a set of trace files measured, as the model sees it.
-struct Evidence {
-    std::vector<Observation> runs;
-    std::vector<NetworkObservation> networks;
-    std::vector<Comparison> comparisons;
-};
-
-/// Read trace files. "FILE#I" selects run I of FILE only (and none of its networks or
-/// comparisons). Network measurements made with some but not all of an instance's EFA adapters
-/// are left out (the model's bandwidth is per node, with all adapters or none).
+/// Read trace files, each as traces/trace.hpp's add_evidence takes it. "FILE#I" selects run I of
+/// FILE only (and none of its networks or comparisons).
 Evidence load_evidence(const std::vector<std::string>& files, const Catalog& catalog);
 
 }  // namespace epochcast::cli

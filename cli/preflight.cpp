@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,10 +12,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "cli/launch.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -48,63 +51,135 @@ struct Captured {
     std::string output;     ///< stdout and stderr together
 };
 
-/// Runs every command at once (stdin /dev/null, each in a process group of its own), collecting
-/// their output until each has ended or `timeout_s` has passed; those still running then are
-/// killed with their process groups.
-std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& commands, double timeout_s) {
-    std::vector<SpawnedChild> children;
-    std::vector<Captured> results(commands.size());
-    for (const std::vector<std::string>& command : commands) {
-        children.push_back(spawn_child(command, {{}, true, /*own_process_group=*/true}));
+/// The most checks that run at once: each holds a process and a pipe's end here (1,100 hosts
+/// started at once ran out of file descriptors under `ulimit -n 1024`, and left 1,018 ssh
+/// processes behind).
+constexpr std::size_t kMaxChecksAtOnce = 64;
+/// Descriptors left to the rest of the program (the output, a catalog being read, ...).
+constexpr long kSpareDescriptors = 16;
+
+/// How many checks may run at once under this process's limit of open files (each holds one
+/// descriptor, and two while it starts): at most kMaxChecksAtOnce. Throws InputError, naming the
+/// limit, when not even one may.
+std::size_t checks_at_once() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMaxChecksAtOnce;
+    long open = 0;
+    std::error_code error;
+    for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+         it.increment(error)) {
+        ++open;
     }
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
-    for (;;) {
+    const long soft = static_cast<long>(std::min<rlim_t>(limit.rlim_cur, 1 << 20));
+    const long free = soft - open - kSpareDescriptors;
+    if (free < 2) {
+        throw InputError("cannot check the other hosts: this process may open " + std::to_string(soft) +
+                         " files (ulimit -n) and has " + std::to_string(open) +
+                         " open, too few to start one check: raise the limit");
+    }
+    return std::min<std::size_t>(kMaxChecksAtOnce, static_cast<std::size_t>(free / 2));
+}
+
+/// A check that runs: its process and output, and until when it may.
+struct Running {
+    std::size_t index = 0;  ///< into the commands
+    SpawnedChild child;
+    Clock::time_point deadline;
+    Clock::time_point ended_at;  ///< when its output ended (output_fd -1)
+};
+
+/// Kills the check's process group and reaps it.
+void kill_and_reap(const Running& check) {
+    ::kill(-check.child.pid, SIGKILL);
+    ::kill(check.child.pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(check.child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (check.child.output_fd >= 0) ::close(check.child.output_fd);
+}
+
+/// Runs the commands (stdin /dev/null, each in a process group of its own), at most
+/// checks_at_once() at a time, each given `timeout_s` from its start: collects their output until
+/// each has ended, or kills it with its process group at its deadline. However this ends (an
+/// exception too), no process it started is left running or unreaped.
+std::vector<Captured> run_all(const std::vector<std::vector<std::string>>& commands, double timeout_s) {
+    std::vector<Captured> results(commands.size());
+    std::size_t slots = checks_at_once();
+    const auto timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+    // Output that has ended: its process ends within moments (a second before it is called stuck).
+    const auto exit_grace = std::chrono::seconds(1);
+    std::vector<Running> running;
+    struct ReapAll {
+        std::vector<Running>& running;
+        ~ReapAll() {
+            for (const Running& check : running) kill_and_reap(check);
+        }
+    } reap_all{running};
+    std::size_t next = 0;
+    while (next < commands.size() || !running.empty()) {
+        while (next < commands.size() && running.size() < slots) {
+            Running check;
+            check.index = next;
+            try {
+                check.child = spawn_child(commands[next], {{}, true, /*own_process_group=*/true});
+            } catch (const RunError& error) {
+                // No pipe or process left (a limit of this process or user): fewer at once, or
+                // none at all, which the user can raise.
+                if (running.empty()) {
+                    throw InputError(std::string("cannot check the other hosts: ") + error.what() +
+                                     " (raise this user's limits: ulimit -n, ulimit -u)");
+                }
+                slots = running.size();
+                break;
+            }
+            check.deadline = Clock::now() + timeout;
+            running.push_back(check);
+            ++next;
+        }
         std::vector<pollfd> open;
         std::vector<std::size_t> which;
-        for (std::size_t i = 0; i < children.size(); ++i) {
-            if (children[i].output_fd >= 0) {
-                open.push_back({children[i].output_fd, POLLIN, 0});
-                which.push_back(i);
+        Clock::time_point wake = Clock::now() + std::chrono::milliseconds(200);
+        for (std::size_t k = 0; k < running.size(); ++k) {
+            if (running[k].child.output_fd >= 0) {
+                open.push_back({running[k].child.output_fd, POLLIN, 0});
+                which.push_back(k);
+                wake = std::min(wake, running[k].deadline);
+            } else {
+                wake = std::min(wake, Clock::now() + std::chrono::milliseconds(20));
             }
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (open.empty() || left <= 0) break;
-        const int ready = ::poll(open.data(), open.size(), static_cast<int>(std::min<long long>(left, 200)));
-        if (ready < 0 && errno != EINTR) break;
+        const auto wait_ms =
+            std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count());
+        const int ready = ::poll(open.data(), open.size(), static_cast<int>(wait_ms));
         for (std::size_t k = 0; ready > 0 && k < open.size(); ++k) {
             if (!(open[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            SpawnedChild& child = children[which[k]];
+            Running& check = running[which[k]];
             char buffer[4096];
-            const ssize_t n = ::read(child.output_fd, buffer, sizeof buffer);
+            const ssize_t n = ::read(check.child.output_fd, buffer, sizeof buffer);
             if (n > 0) {
-                results[which[k]].output.append(buffer, static_cast<std::size_t>(n));
+                results[check.index].output.append(buffer, static_cast<std::size_t>(n));
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                ::close(child.output_fd);
-                child.output_fd = -1;  // output ended: the command has ended or is ending
+                ::close(check.child.output_fd);
+                check.child.output_fd = -1;  // output ended: the command has ended or is ending
+                check.ended_at = Clock::now();
             }
         }
-    }
-    for (std::size_t i = 0; i < children.size(); ++i) {
-        SpawnedChild& child = children[i];
-        int status = 0;
-        if (child.output_fd < 0) {
-            // Its output ended; it ends within moments (give it a second before calling it stuck).
-            for (int tries = 0; tries < 50; ++tries) {
-                if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
-                    results[i] = {true, status, results[i].output};
-                    break;
-                }
-                ::usleep(20000);
+        // Those that ended are reaped; those past their deadline (or stuck after their output
+        // ended) are killed and named as not answering.
+        const Clock::time_point now = Clock::now();
+        for (std::size_t k = running.size(); k-- > 0;) {
+            Running& check = running[k];
+            int status = 0;
+            if (check.child.output_fd < 0 && ::waitpid(check.child.pid, &status, WNOHANG) == check.child.pid) {
+                results[check.index].finished = true;
+                results[check.index].status = status;
+            } else if (now >= check.deadline || (check.child.output_fd < 0 && now >= check.ended_at + exit_grace)) {
+                kill_and_reap(check);
+            } else {
+                continue;
             }
+            running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
         }
-        if (!results[i].finished) {
-            ::kill(-child.pid, SIGKILL);
-            ::kill(child.pid, SIGKILL);
-            while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-            }
-        }
-        if (child.output_fd >= 0) ::close(child.output_fd);
     }
     return results;
 }
@@ -308,7 +383,18 @@ void kill_processes_by_shell(const HostProcesses& processes, const std::string& 
 
 std::string describe_problems(const std::vector<HostProblem>& problems) {
     std::string text;
-    for (const HostProblem& p : problems) text += (text.empty() ? "" : "; ") + ("host " + p.host + " " + p.problem);
+    const std::size_t named = std::min(problems.size(), kMaxProblemsNamed);
+    for (std::size_t i = 0; i < named; ++i) {
+        text += (text.empty() ? "" : "; ") + ("host " + problems[i].host + " " + problems[i].problem);
+    }
+    if (problems.size() > named) {
+        const std::size_t more = problems.size() - named;
+        text += "; and " + format_count(static_cast<double>(more)) + " more host" + (more == 1 ? "" : "s") + " (";
+        for (std::size_t i = named; i < problems.size() && i < named + kMaxProblemsNamed; ++i) {
+            text += (i == named ? "" : ", ") + problems[i].host;
+        }
+        text += more > kMaxProblemsNamed ? ", ...)" : ")";
+    }
     return text;
 }
 

@@ -1,11 +1,12 @@
-// Before `epochcast run` starts ranks on other hosts, it asks each of them, all at once and with
-// a deadline, whether it can: that the host answers, that epochcast-train is at the same path
+// Before `epochcast run` starts ranks on other hosts, it asks each of them, many at once and each
+// with a deadline, whether it can: that the host answers, that epochcast-train is at the same path
 // there, and that the run's shared folders are visible there. A host that fails is named with
 // its problem within seconds, instead of mpirun waiting on ssh or a rank failing later.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
@@ -36,8 +37,11 @@ inline constexpr int kSshConnectTimeoutS = 10;
 std::vector<std::string> remote_shell();
 
 /// Asks each host of `hosts` that is not this one (is_this_host), through `shell` (ssh gets
-/// BatchMode and ConnectTimeout options), all at once; a host that has not answered within
-/// `timeout_s` is killed off and named as not answering. Returns the problems, in host order.
+/// BatchMode and ConnectTimeout options), up to 64 at once (fewer where this process may open too
+/// few files); a host that has not answered within `timeout_s` of its check's start is killed off
+/// and named as not answering. Returns the problems, in host order. No check is left running or
+/// unreaped; one that cannot start at all (a limit of this process: ulimit -n, ulimit -u) is an
+/// InputError naming the limit.
 std::vector<HostProblem> check_hosts_by_shell(const std::vector<std::string>& hosts, const HostRequirements& needs,
                                               const std::vector<std::string>& shell,
                                               double timeout_s = kHostCheckTimeoutS);
@@ -67,7 +71,11 @@ std::set<std::pair<std::string, pid_t>> stopped_processes_by_shell(const HostPro
 void kill_processes_by_shell(const HostProcesses& processes, const std::string& variable,
                              const std::vector<std::string>& shell, double timeout_s = kRemoteProcessTimeoutS);
 
-/// "host node3 is unreachable (...); host node4 has no ..." : the problems as one line.
+/// The most problems describe_problems spells out; the rest are counted and the next as many named.
+inline constexpr std::size_t kMaxProblemsNamed = 10;
+
+/// "host node3 is unreachable (...); host node4 has no ..." : the problems as one line, the first
+/// kMaxProblemsNamed in full, then "; and 1,090 more hosts (node11, node12, ...)".
 std::string describe_problems(const std::vector<HostProblem>& problems);
 
 }  // namespace epochcast::cli

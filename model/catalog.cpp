@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -427,12 +426,11 @@ std::string known_names(const std::vector<Spec>& specs) {
     return names.empty() ? "none" : names;
 }
 
+/// The entry of that name in `specs`, found through `index`, or nullptr.
 template <typename Spec>
-const Spec* find_by_name(const std::vector<Spec>& specs, std::string_view name) {
-    for (const Spec& spec : specs) {
-        if (spec.name == name) return &spec;
-    }
-    return nullptr;
+const Spec* find_by_name(const std::vector<Spec>& specs, const CatalogNameIndex& index, std::string_view name) {
+    const auto it = index.find(name);
+    return it == index.end() ? nullptr : &specs[it->second];
 }
 
 /// The entry's "name" when it is a string, else "" (parse_gpu / parse_instance report the problem).
@@ -442,16 +440,22 @@ std::string name_of(const json& entry) {
     return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-/// Replace the entry of the same name, or append.
+/// Replace the entry of spec's name, or add it, keeping `index` in step.
 template <typename Spec>
-void upsert(std::vector<Spec>& specs, const Spec& spec) {
-    for (Spec& existing : specs) {
-        if (existing.name == spec.name) {
-            existing = spec;
-            return;
-        }
+void upsert(std::vector<Spec>& specs, CatalogNameIndex& index, const Spec& spec) {
+    const auto [it, added] = index.try_emplace(spec.name, specs.size());
+    if (added) {
+        specs.push_back(spec);
+    } else {
+        specs[it->second] = spec;
     }
-    specs.push_back(spec);
+}
+
+template <typename Spec>
+void index_by_name(const std::vector<Spec>& specs, CatalogNameIndex& index) {
+    index.clear();
+    index.reserve(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) index.try_emplace(specs[i].name, i);
 }
 
 void parse_impl(std::string_view json_text, std::string_view origin, const Catalog* known, std::vector<GpuSpec>& gpus,
@@ -470,33 +474,37 @@ void parse_impl(std::string_view json_text, std::string_view origin, const Catal
                          std::string(kSchema) + "\"");
     }
 
-    std::map<std::string, std::string, std::less<>> seen;  // name -> label of its first entry
+    // Each section's names -> position, for duplicates and the instances' GPUs: one hash lookup
+    // an entry (a scan an entry made 100,000 entries take over a minute).
+    CatalogNameIndex gpu_index;
     const json& gpu_entries = section(root, "gpus", origin);
     for (std::size_t i = 0; i < gpu_entries.size(); ++i) {
         const Where where{origin, entry_label("gpus", i, gpu_entries[i])};
-        const GpuSpec* base = known ? find_by_name(known->gpus(), name_of(gpu_entries[i])) : nullptr;
+        const GpuSpec* base = known ? known->find_gpu(name_of(gpu_entries[i])) : nullptr;
         GpuSpec gpu = parse_gpu(gpu_entries[i], where, base);
-        if (const auto [it, inserted] = seen.emplace(gpu.name, where.entry); !inserted) {
-            where.fail("name", "duplicates " + it->second + " in the same file");
+        if (const auto [it, inserted] = gpu_index.try_emplace(gpu.name, gpus.size()); !inserted) {
+            where.fail("name",
+                       "duplicates " + entry_label("gpus", it->second, gpu_entries[it->second]) + " in the same file");
         }
         gpus.push_back(std::move(gpu));
     }
 
-    seen.clear();
+    CatalogNameIndex instance_index;
     const json& instance_entries = section(root, "instances", origin);
     for (std::size_t i = 0; i < instance_entries.size(); ++i) {
         const Where where{origin, entry_label("instances", i, instance_entries[i])};
-        const InstanceSpec* base = known ? find_by_name(known->instances(), name_of(instance_entries[i])) : nullptr;
+        const InstanceSpec* base = known ? known->find_instance(name_of(instance_entries[i])) : nullptr;
         InstanceSpec instance = parse_instance(instance_entries[i], where, base);
-        if (const auto [it, inserted] = seen.emplace(instance.name, where.entry); !inserted) {
-            where.fail("name", "duplicates " + it->second + " in the same file");
+        if (const auto [it, inserted] = instance_index.try_emplace(instance.name, instances.size()); !inserted) {
+            where.fail("name", "duplicates " + entry_label("instances", it->second, instance_entries[it->second]) +
+                                   " in the same file");
         }
-        if (!instance.gpu.empty() && find_by_name(gpus, instance.gpu) == nullptr &&
-            (known == nullptr || find_by_name(known->gpus(), instance.gpu) == nullptr)) {
+        if (!instance.gpu.empty() && !gpu_index.contains(instance.gpu) &&
+            (known == nullptr || known->find_gpu(instance.gpu) == nullptr)) {
             std::vector<GpuSpec> candidates = gpus;
             if (known != nullptr) {
                 for (const GpuSpec& gpu : known->gpus()) {
-                    if (find_by_name(gpus, gpu.name) == nullptr) candidates.push_back(gpu);
+                    if (!gpu_index.contains(gpu.name)) candidates.push_back(gpu);
                 }
             }
             where.fail("gpu", "names unknown GPU '" + instance.gpu + "' (known: " + known_names(candidates) + ")");
@@ -512,12 +520,14 @@ Catalog Catalog::built_in() { return parse(embedded::catalog_json, kBuiltInOrigi
 Catalog Catalog::parse(std::string_view json_text, std::string_view origin) {
     Catalog catalog;
     parse_impl(json_text, origin, nullptr, catalog.gpus_, catalog.instances_);
+    catalog.reindex();
     return catalog;
 }
 
 Catalog Catalog::parse(std::string_view json_text, std::string_view origin, const Catalog& known) {
     Catalog catalog;
     parse_impl(json_text, origin, &known, catalog.gpus_, catalog.instances_);
+    catalog.reindex();
     return catalog;
 }
 
@@ -530,10 +540,10 @@ Catalog Catalog::load(const std::filesystem::path& path, const Catalog& known) {
 }
 
 void Catalog::merge(const Catalog& other) {
-    for (const GpuSpec& gpu : other.gpus_) upsert(gpus_, gpu);
-    for (const InstanceSpec& instance : other.instances_) upsert(instances_, instance);
+    for (const GpuSpec& gpu : other.gpus_) upsert(gpus_, gpu_index_, gpu);
+    for (const InstanceSpec& instance : other.instances_) upsert(instances_, instance_index_, instance);
     for (const InstanceSpec& instance : instances_) {
-        if (!instance.gpu.empty() && find_by_name(gpus_, instance.gpu) == nullptr) {
+        if (!instance.gpu.empty() && find_gpu(instance.gpu) == nullptr) {
             throw InputError("instance '" + instance.name + "' names unknown GPU '" + instance.gpu +
                              "' (known: " + known_names(gpus_) + ")");
         }
@@ -601,12 +611,12 @@ Catalog Catalog::only_cloud(std::string_view cloud) const {
     for (const InstanceSpec& instance : instances_) {
         if (instance.cloud == cloud) out.instances_.push_back(instance);
     }
+    CatalogNameIndex named;  // the GPUs the cloud's instances name
+    for (const InstanceSpec& instance : out.instances_) named.try_emplace(instance.gpu, 0);
     for (const GpuSpec& gpu : gpus_) {
-        if (std::any_of(out.instances_.begin(), out.instances_.end(),
-                        [&gpu](const InstanceSpec& instance) { return instance.gpu == gpu.name; })) {
-            out.gpus_.push_back(gpu);
-        }
+        if (named.contains(gpu.name)) out.gpus_.push_back(gpu);
     }
+    out.reindex();
     return out;
 }
 
@@ -616,14 +626,23 @@ IntraLink InstanceSpec::intra_link() const {
 }
 
 const GpuSpec& Catalog::gpu(std::string_view name) const {
-    if (const GpuSpec* spec = find_by_name(gpus_, name)) return *spec;
+    if (const GpuSpec* spec = find_gpu(name)) return *spec;
     throw InputError("unknown GPU '" + escape_for_message(name) + "' (known: " + known_names(gpus_) + ")");
 }
 
-const GpuSpec* Catalog::find_gpu(std::string_view name) const { return find_by_name(gpus_, name); }
+const GpuSpec* Catalog::find_gpu(std::string_view name) const { return find_by_name(gpus_, gpu_index_, name); }
+
+const InstanceSpec* Catalog::find_instance(std::string_view name) const {
+    return find_by_name(instances_, instance_index_, name);
+}
+
+void Catalog::reindex() {
+    index_by_name(gpus_, gpu_index_);
+    index_by_name(instances_, instance_index_);
+}
 
 const InstanceSpec& Catalog::instance(std::string_view name) const {
-    if (const InstanceSpec* spec = find_by_name(instances_, name)) return *spec;
+    if (const InstanceSpec* spec = find_instance(name)) return *spec;
     throw InputError("unknown instance '" + escape_for_message(name) + "' (known: " + known_names(instances_) + ")");
 }
 

@@ -813,6 +813,17 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
     return fit;
 }
 
+std::string calibration_file_text(const CalibrationFit& fit) {
+    std::string text = fit.calibration.to_json();
+    try {
+        (void)Calibration::parse(text, "the fitted calibration");
+    } catch (const InputError& error) {
+        throw InputError("the runs fit no calibration epochcast can read back (" + std::string(error.what()) +
+                         "): check their figures; nothing was written");
+    }
+    return text;
+}
+
 std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,
                                                   const std::vector<NetworkObservation>& networks,
                                                   const FitOptions& options) {

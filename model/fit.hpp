@@ -85,6 +85,12 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
                                const std::vector<NetworkObservation>& networks,
                                const std::vector<Comparison>& comparisons = {}, const FitOptions& options = {});
 
+/// What `calibrate` writes for `fit`: its calibration's JSON text, read back first. Throws
+/// InputError when the reader refuses it (a NaN sigma from runs of equal steps, a rate beyond
+/// its bound from runs 12 orders of magnitude apart): such runs fit no calibration epochcast can
+/// use, and nothing is to be written.
+std::string calibration_file_text(const CalibrationFit& fit);
+
 /// Each run predicted by a calibration fitted to all the other runs (and every network
 /// measurement), starting from `prior`: the held-out error is the honest one. Same order as `runs`.
 std::vector<Prediction> leave_one_out_predictions(const CostModel& prior, const std::vector<Observation>& runs,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <regex>
 #include <sstream>
 
@@ -36,15 +37,23 @@ std::string at_line(std::string_view origin, int line_number) {
     return std::string(origin) + ": line " + std::to_string(line_number);
 }
 
-/// One column of a result row as a finite number >= 0 (> 0 with `positive`); the error names the
-/// line and the column.
-double column(const std::string& token, std::string_view name, bool positive, std::string_view origin,
-              int line_number) {
+/// The most GB/s a bandwidth column may say: the catalog's bound on every figure (10^9), far past
+/// any link (a log of 1e300 GB/s printed a 300-digit table and fitted on).
+constexpr double kMaxBandwidthGBps = 1e9;
+
+/// One column of a result row as a finite number >= 0 (> 0 with `positive`), at most `most`; the
+/// error names the line and the column.
+double column(const std::string& token, std::string_view name, bool positive, std::string_view origin, int line_number,
+              double most = std::numeric_limits<double>::max()) {
     const double x = std::strtod(token.c_str(), nullptr);
     if (!std::isfinite(x) || x < 0 || (positive && !(x > 0))) {
         throw InputError(at_line(origin, line_number) + ": the " + std::string(name) + " column is " +
                          escape_for_message(token) + ", not a finite " + (positive ? "positive" : "non-negative") +
                          " number");
+    }
+    if (x > most) {
+        throw InputError(at_line(origin, line_number) + ": the " + std::string(name) + " column is " +
+                         escape_for_message(token) + ", more than " + shortest(most) + " GB/s");
     }
     return x;
 }
@@ -88,8 +97,8 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         NcclSample sample;
         sample.bytes = column(tokens[0], "size", false, origin, line_number);
         sample.time_s = column(tokens[time_column], "time", true, origin, line_number) * 1e-6;  // microseconds
-        sample.algorithm_GBps = column(tokens[time_column + 1], "algbw", false, origin, line_number);
-        sample.bus_GBps = column(tokens[time_column + 2], "busbw", false, origin, line_number);
+        sample.algorithm_GBps = column(tokens[time_column + 1], "algbw", false, origin, line_number, kMaxBandwidthGBps);
+        sample.bus_GBps = column(tokens[time_column + 2], "busbw", false, origin, line_number, kMaxBandwidthGBps);
         if (!(sample.time_s > 0)) {
             throw InputError(at_line(origin, line_number) + " has a time that is not positive");
         }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -335,6 +336,22 @@ Trace parse_trace(std::string_view json_text, std::string_view origin_view, cons
 
 Trace read_trace(const std::filesystem::path& path, const Catalog& catalog) {
     return parse_trace(read_text_file(path, "trace"), path.string(), catalog);
+}
+
+void add_evidence(const Trace& trace, const Catalog& catalog, std::string_view origin, Evidence& evidence) {
+    for (const TraceRun& run : trace.runs) evidence.runs.push_back(run.observation);
+    for (std::size_t i = 0; i < trace.networks.size(); ++i) {
+        const NetworkMeasurement& m = trace.networks[i];
+        const int adapters = catalog.instance(m.instance).efa_adapters;
+        const int used = m.efa_adapters < 0 ? (adapters > 0 ? adapters : -1) : m.efa_adapters;
+        if (used > 0 && used < adapters) continue;
+        const int gpus = std::max(1, catalog.instance(m.instance).gpus);
+        std::string name(origin);
+        name += "#networks[" + std::to_string(i) + "]";
+        evidence.networks.push_back({name, m.instance, used, m.ranks, (m.ranks + gpus - 1) / gpus, m.algorithm,
+                                     m.bus_bandwidth_GBps, m.message_bytes});
+    }
+    evidence.comparisons.insert(evidence.comparisons.end(), trace.comparisons.begin(), trace.comparisons.end());
 }
 
 json scenario_json(const Scenario& s) {

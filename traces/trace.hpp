@@ -63,6 +63,19 @@ Trace parse_trace(std::string_view json_text, std::string_view origin, const Cat
 /// Read and parse a file; a missing or unreadable file is an InputError naming the path.
 Trace read_trace(const std::filesystem::path& path, const Catalog& catalog);
 
+/// What traces measured, as the model fits it (`calibrate`, `validate`).
+struct Evidence {
+    std::vector<Observation> runs;
+    std::vector<NetworkObservation> networks;
+    std::vector<Comparison> comparisons;
+};
+
+/// Adds every run, network measurement and comparison of `trace` (read from `origin`, which names
+/// its networks: "ORIGIN#networks[i]") to `evidence`. Network measurements made with some but not
+/// all of an instance's EFA adapters are left out (the model's bandwidth is per node, with all
+/// adapters or none).
+void add_evidence(const Trace& trace, const Catalog& catalog, std::string_view origin, Evidence& evidence);
+
 /// A Scenario's fields as trace runs and sweep specs name them (docs/formats.md).
 nlohmann::json scenario_json(const Scenario& scenario);
 

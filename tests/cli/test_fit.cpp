@@ -25,12 +25,12 @@ const std::string kSeed001 = kPublished + "seed001_horovod_256_gpus.json";
 const std::string kSeed004 = kPublished + "seed004_pytorch_eks_efa.json";
 const std::string kK80 = kPublished + "external_tf_benchmarks_k80_distributed.json";
 
-cli::Evidence evidence(const std::vector<std::string>& files) { return cli::load_evidence(files, Catalog::built_in()); }
+Evidence evidence(const std::vector<std::string>& files) { return cli::load_evidence(files, Catalog::built_in()); }
 
 double error(double predicted, double measured) { return predicted / measured - 1.0; }
 
 TEST(Fit, LeaveOneOutErrorOverTheSeedThroughputsIsAtMostFivePercent) {
-    const cli::Evidence e = evidence({kSeed000, kSeed001, kSeed004});
+    const Evidence e = evidence({kSeed000, kSeed001, kSeed004});
     ASSERT_EQ(e.runs.size(), 6u);
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
     const std::vector<Prediction> held_out = leave_one_out_predictions(prior, e.runs, e.networks);
@@ -48,8 +48,8 @@ TEST(Fit, LeaveOneOutErrorOverTheSeedThroughputsIsAtMostFivePercent) {
 // Within 10% from the data-free prior; from the corpus's calibration, whose network and jitter
 // priors are already narrowed by other systems, the 256-GPU run comes out 10.1% high: 12% holds.
 TEST(Fit, SeedOneOneNodeRunsPredictItsThirtyTwoAndTwoHundredFiftySixGpuRunsWithinTwelvePercent) {
-    const cli::Evidence calibration_runs = evidence({kSeed001 + "#0", kSeed001 + "#1"});
-    const cli::Evidence all = evidence({kSeed001});
+    const Evidence calibration_runs = evidence({kSeed001 + "#0", kSeed001 + "#1"});
+    const Evidence all = evidence({kSeed001});
     for (const Calibration& start : {Calibration::built_in(), Calibration::data_free_prior()}) {
         const CostModel prior(Catalog::built_in(), start);
         const CalibrationFit fit = fit_calibration(prior, calibration_runs.runs, {});
@@ -66,7 +66,7 @@ TEST(Fit, SeedOneOneNodeRunsPredictItsThirtyTwoAndTwoHundredFiftySixGpuRunsWithi
 
 TEST(Fit, OneAndEightGpuRunsPredictSixteenThirtyTwoAndSixtyFourGpusAcrossNodesWithinTenPercent) {
     // TensorFlow benchmarks, ResNet-50 batch 64 on p2.8xlarge (K80): runs 0-4 are 1, 8, 16, 32, 64 GPUs.
-    const cli::Evidence all = evidence({kK80});
+    const Evidence all = evidence({kK80});
     ASSERT_GE(all.runs.size(), 5u);
     // From the data-free prior: the built-in calibration was fitted to these very runs.
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
@@ -112,7 +112,7 @@ TEST(Fit, TheBandWidensFarFromTheCalibrationRuns) {
 }
 
 TEST(Fit, NetworkMeasurementsSetTheNetworkParameters) {
-    const cli::Evidence e = evidence({kSeed004});
+    const Evidence e = evidence({kSeed004});
     ASSERT_EQ(e.networks.size(), 2u);  // 4 EFA and sockets; the 1-adapter row is left out
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
     const CalibrationFit fit = fit_calibration(prior, {}, e.networks);
@@ -204,7 +204,7 @@ TEST(Fit, NoParameterComesOutMoreUncertainThanItsPrior) {
         {&data_free, {kSeed000, kSeed001, kSeed004}},
     };
     for (const auto& [prior, files] : cases) {
-        const cli::Evidence e = evidence(files);
+        const Evidence e = evidence(files);
         const CalibrationFit fit = fit_calibration(*prior, e.runs, e.networks);
         ASSERT_FALSE(fit.parameters.empty());
         for (const FittedParameter& p : fit.parameters) {
@@ -226,7 +226,7 @@ TEST(Fit, FromTheCorpusFitWhatTheRunsTouchNarrowsAndTheRestKeepsItsVariance) {
     const Calibration corpus = Calibration::built_in();
     ASSERT_FALSE(corpus.uncertainty.parameters.empty());
     const CostModel prior(Catalog::built_in(), corpus);
-    const cli::Evidence e = evidence({kK80 + "#0", kK80 + "#1"});
+    const Evidence e = evidence({kK80 + "#0", kK80 + "#1"});
     const CalibrationFit fit = fit_calibration(prior, e.runs, {});
     auto variance = [](const Uncertainty& u, const std::string& name) {
         const auto found = std::find(u.parameters.begin(), u.parameters.end(), name);
@@ -381,7 +381,7 @@ TEST(Fit, BothBorrowingsArePooledByTheirUncertainties) {
 // tells PyTorch's overlap, which no absolute run of the seeds measures.
 TEST(Fit, APublishedComparisonIsFittedIntoItsRange) {
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
-    const cli::Evidence e = evidence({kSeed004});
+    const Evidence e = evidence({kSeed004});
     ASSERT_EQ(e.comparisons.size(), 1u);
     const double before = predicted_ratio(prior, e.comparisons[0]);
     EXPECT_LT(before, 0.92);
@@ -395,7 +395,7 @@ TEST(Fit, APublishedComparisonIsFittedIntoItsRange) {
 // predicted; a system of fewer than three runs is skipped; every run of a system held out whole
 // gets a prediction.
 TEST(Fit, TwoRunHoldOutCalibratesFromTheSmallestRunsAndPredictsTheRest) {
-    const cli::Evidence e = evidence({kSeed001, kSeed000});
+    const Evidence e = evidence({kSeed001, kSeed000});
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
     const std::vector<HeldOutPrediction> two = held_out_predictions(prior, e.runs, e.networks, {}, HoldOut::two_runs);
     ASSERT_EQ(two.size(), 6u);
@@ -441,7 +441,7 @@ TEST(Fabrics, EfaAcrossMessageSizesFromGradientBucketsToThePlateau) {
     // the mean within 10%.
     const Catalog catalog = Catalog::built_in();
     const NetworkParams network = Calibration::built_in().network;
-    const cli::Evidence e = cli::load_evidence({kPublished + "external_nccl_tests_fabrics.json"}, catalog);
+    const Evidence e = cli::load_evidence({kPublished + "external_nccl_tests_fabrics.json"}, catalog);
     ASSERT_GE(e.networks.size(), 25u);
     double sum = 0;
     for (const NetworkObservation& n : e.networks) {

@@ -4,9 +4,13 @@
 // each named with their problem, within the deadline.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "cli/preflight.hpp"
+#include "model/errors.hpp"
 
 namespace epochcast {
 namespace {
@@ -126,6 +131,79 @@ TEST_F(Preflight, SrunNodesReportByHostnameAndSilentOnesAreNamed) {
     EXPECT_EQ(
         problems[1].problem,
         "did not report back through srun within 20 s (srun: srun: error: gpu03: task 2: Exited with exit code 1)");
+}
+
+/// Sets this process's soft limit of open files for its lifetime.
+class OpenFileLimit {
+public:
+    explicit OpenFileLimit(rlim_t files) {
+        ::getrlimit(RLIMIT_NOFILE, &saved_);
+        rlimit lowered = saved_;
+        lowered.rlim_cur = std::min(files, saved_.rlim_max);
+        ::setrlimit(RLIMIT_NOFILE, &lowered);
+    }
+    ~OpenFileLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+    OpenFileLimit(const OpenFileLimit&) = delete;
+    OpenFileLimit& operator=(const OpenFileLimit&) = delete;
+
+private:
+    rlimit saved_{};
+};
+
+/// The descriptors this process has open.
+long open_descriptors() {
+    long open = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++open;
+    return open;
+}
+
+// Issue 42, item 12: `run` with 1,100 hosts under `ulimit -n 1024` started every check at once,
+// ran out of file descriptors (exit 1) and left 1,018 ssh processes behind. The checks run a few at
+// a time within the limit, every host is answered for, and no process is left running or unreaped.
+TEST_F(Preflight, MoreHostsThanOpenFilesAreCheckedAFewAtATimeAndEveryCheckIsReaped) {
+    std::vector<std::string> hosts;
+    std::vector<std::string> down;
+    for (int i = 0; i < 300; ++i) {
+        hosts.push_back((i % 50 == 7 ? "down-" : "node-") + std::to_string(i));
+        if (i % 50 == 7) down.push_back(hosts.back());
+    }
+    std::vector<cli::HostProblem> problems;
+    {
+        const OpenFileLimit limit(128);
+        problems = cli::check_hosts_by_shell(hosts, needs(), {path("rsh")});
+    }
+    ASSERT_EQ(problems.size(), down.size());
+    for (std::size_t i = 0; i < down.size(); ++i) {
+        EXPECT_EQ(problems[i].host, down[i]);
+        EXPECT_TRUE(contains(problems[i].problem, "is unreachable (")) << problems[i].problem;
+    }
+    errno = 0;
+    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a check's process is left running or unreaped";
+    EXPECT_EQ(errno, ECHILD);
+
+    // Too few descriptors for even one check: bad input naming the limit, nothing started.
+    try {
+        const OpenFileLimit limit(static_cast<rlim_t>(open_descriptors() + 4));
+        cli::check_hosts_by_shell(hosts, needs(), {path("rsh")});
+        ADD_FAILURE() << "checked with no descriptor to spare";
+    } catch (const InputError& error) {
+        EXPECT_TRUE(contains(error.what(), "cannot check the other hosts: this process may open ")) << error.what();
+        EXPECT_TRUE(contains(error.what(), "(ulimit -n)")) << error.what();
+    }
+    errno = 0;
+    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD);
+}
+
+// The problems of a thousand hosts are one line that names the first ten and counts the rest.
+TEST(PreflightProblems, ManyAreCountedBeyondTheFirstTen) {
+    std::vector<cli::HostProblem> problems;
+    for (int i = 0; i < 1100; ++i) problems.push_back({"node" + std::to_string(i), "is unreachable (ssh)"});
+    const std::string line = cli::describe_problems(problems);
+    EXPECT_TRUE(contains(line, "host node0 is unreachable (ssh); host node1 ")) << line;
+    EXPECT_TRUE(contains(line, "; host node9 is unreachable (ssh); and 1,090 more hosts (node10, node11, ")) << line;
+    EXPECT_TRUE(contains(line, "node19, ...)")) << line;
+    EXPECT_FALSE(contains(line, "node20")) << line;
 }
 
 }  // namespace

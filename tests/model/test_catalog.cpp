@@ -285,6 +285,68 @@ TEST(Catalog, MergeAddsAGpuAndAnInstanceUsingIt) {
     EXPECT_EQ(catalog.gpu_of(catalog.instance("x1.big")).name, "X1");
 }
 
+/// A catalog text of `n` GPUs "G<i>" and `n` instances "i<i>.big" of one GPU "G<i>" each, every
+/// other one in cloud "gcp" (the rest in "aws"), followed by `tail` inside the instances' list.
+std::string many_entries(int n, const std::string& tail = "") {
+    std::string text = R"({"schema": "epochcast.catalog/1", "gpus": [)";
+    for (int i = 0; i < n; ++i) {
+        text += i == 0 ? "" : ",";
+        text += R"({"name": "G)" + std::to_string(i) +
+                R"(", "fp32_tflops": 10, "fp16_tflops": 20, "memory_gib": 16, "memory_GBps": 500, "source": "t"})";
+    }
+    text += R"(], "instances": [)";
+    for (int i = 0; i < n; ++i) {
+        text += i == 0 ? "" : ",";
+        text += R"({"name": "i)" + std::to_string(i) + R"(.big", "gpu": "G)" + std::to_string(i) +
+                R"(", "gpus": 1, "vcpus": 8, "memory_gib": 64, "network_gbps": 10, "cloud": ")" +
+                (i % 2 ? "gcp" : "aws") + R"(", "price_usd_per_hour": 1, "source": "t"})";
+    }
+    return text + tail + "]}";
+}
+
+// Issue 42, item 9: a catalog of 100,000 entries took over a minute to read, every lookup of a
+// name (a duplicate, an instance's GPU, an entry to replace in a merge) scanning the entries. It
+// is read, merged over the built-in one, filtered and searched by name, each entry in its place;
+// a duplicate at the end is still found, naming its first entry. (Its speed: bench/catalog_bench.)
+TEST(Catalog, AHundredThousandEntriesAreReadMergedAndFoundByName) {
+    constexpr int kEach = 50'000;
+    const std::string text = many_entries(kEach);
+    const Catalog file = Catalog::parse(text, "big.json");
+    ASSERT_EQ(file.gpus().size(), static_cast<std::size_t>(kEach));
+    ASSERT_EQ(file.instances().size(), static_cast<std::size_t>(kEach));
+    for (const int i : {0, 1, 12'345, kEach - 1}) {
+        const InstanceSpec& instance = file.instance("i" + std::to_string(i) + ".big");
+        EXPECT_EQ(instance.gpu, "G" + std::to_string(i));
+        EXPECT_EQ(&file.gpu_of(instance), &file.gpus()[static_cast<std::size_t>(i)]);
+    }
+    EXPECT_EQ(file.find_instance("i50000.big"), nullptr);
+    EXPECT_EQ(file.find_gpu("G50000"), nullptr);
+
+    Catalog merged = Catalog::built_in();
+    const std::size_t built_in_gpus = merged.gpus().size(), built_in_instances = merged.instances().size();
+    const Catalog over = Catalog::parse(text, "big.json", merged);
+    merged.merge(over);
+    merged.merge(over);  // the same names again: replaced, not added
+    EXPECT_EQ(merged.gpus().size(), built_in_gpus + kEach);
+    EXPECT_EQ(merged.instances().size(), built_in_instances + kEach);
+    EXPECT_EQ(merged.instance("i777.big").gpu, "G777");
+    EXPECT_EQ(merged.instance("p3.16xlarge").gpu, Catalog::built_in().instance("p3.16xlarge").gpu);
+
+    const Catalog gcp = file.only_cloud("gcp");
+    EXPECT_EQ(gcp.instances().size(), static_cast<std::size_t>(kEach / 2));
+    EXPECT_EQ(gcp.gpus().size(), static_cast<std::size_t>(kEach / 2));
+    EXPECT_EQ(gcp.gpu_of(gcp.instance("i4321.big")).name, "G4321");
+    EXPECT_THROW(gcp.instance("i4320.big"), InputError);
+
+    const std::string message = input_error([&] {
+        Catalog::parse(many_entries(kEach, R"(, {"name": "i7.big", "gpu": "G7", "gpus": 1, "vcpus": 8,
+            "memory_gib": 64, "network_gbps": 10, "price_usd_per_hour": 1, "source": "t"})"),
+                       "big.json");
+    });
+    EXPECT_TRUE(contains(message, R"(instances[50000] "i7.big")")) << message;
+    EXPECT_TRUE(contains(message, R"(duplicates instances[7] "i7.big" in the same file)")) << message;
+}
+
 TEST(Catalog, ToJsonRoundTrips) {
     const Catalog catalog = Catalog::built_in();
     const Catalog again = Catalog::parse(catalog.to_json_text(), "round trip");

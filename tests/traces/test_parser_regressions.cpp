@@ -63,6 +63,16 @@ TEST(NcclLogParser, NumbersBeyondADoubleAreErrorsNotStod) {
                     "perf.log: line 4: the size column is 999");
 }
 
+TEST(NcclLogParser, BandwidthsBeyondAnyLinkAreErrors) {
+    // Issue 42's seeds: a bus bandwidth of 1e300 GB/s was fitted on and printed as 300 digits.
+    expect_one_line(parse_error(log_with("1000.0", "16.78", "1e300")),
+                    "perf.log: line 4: the busbw column is 1e300, more than 1e+09 GB/s");
+    expect_one_line(parse_error(log_with("1000.0", "2e9", "29.36")),
+                    "perf.log: line 4: the algbw column is 2e9, more than 1e+09 GB/s");
+    int ranks = 0;
+    EXPECT_NO_THROW(parse_nccl_all_reduce(log_with("1000.0", "1e9", "1e9"), "perf.log", &ranks));
+}
+
 TEST(NcclLogParser, AHugeNranksIsAnErrorNotStoi) {
     // std::stoi threw out_of_range ("stoi").
     const std::string log = "# nranks 99999999999999999999\n" + log_with("1000.0", "16.78", "29.36").substr(11);
