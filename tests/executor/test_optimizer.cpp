@@ -361,27 +361,23 @@ std::string checksummed_checkpoint(const std::string& header, const std::vector<
 TEST_F(CheckpointTest, HeadersTheFuzzerFoundAreOneLineErrorsOrRead) {
     std::filesystem::create_directories(directory);
     const std::string tail = R"(,"run":{},"schema":"epochcast.checkpoint/2","state":[]})";
-    write_file_bytes(directory / kCheckpointFile,
-                     checksummed_checkpoint(R"({"next_step":1,"parameters":4611686018427387904)" + tail, {1, 2}));
-    expect_refused(directory, "truncated (its header announces 4611686018427387904 values)");
-    write_file_bytes(directory / kCheckpointFile,
-                     checksummed_checkpoint(R"({"next_step":"seven","parameters":1)" + tail, {1, 2}));
-    expect_refused(directory, "malformed next_step (\"seven\"; a whole number expected)");
+    // Each header (before the tail) and what its refusal says.
     // CI's fuzz run (stop 48): a next_step of 7.1e26 reached nlohmann's float-to-integer conversion,
     // undefined out of range (UBSan); a fraction or a count past 2^63 is refused the same way.
-    write_file_bytes(
-        directory / kCheckpointFile,
-        checksummed_checkpoint(R"({"next_step":711111111111111111111111111,"parameters":1)" + tail, {1, 2}));
-    expect_refused(directory, "malformed next_step (7.111111111111111e+26; a whole number expected)");
-    write_file_bytes(directory / kCheckpointFile,
-                     checksummed_checkpoint(R"({"next_step":2.5,"parameters":1)" + tail, {1, 2}));
-    expect_refused(directory, "malformed next_step (2.5;");
-    write_file_bytes(directory / kCheckpointFile,
-                     checksummed_checkpoint(R"({"next_step":1,"parameters":10000000000000000000)" + tail, {1, 2}));
-    expect_refused(directory, "malformed element count (10000000000000000000;");
-    write_file_bytes(directory / kCheckpointFile,
-                     checksummed_checkpoint(R"({"next_step":1,"parameters":1.0)" + tail, {1, 2}));
-    expect_refused(directory, "malformed element count (1.0;");
+    const std::pair<const char*, const char*> refused[] = {
+        {R"({"next_step":1,"parameters":4611686018427387904)",
+         "truncated (its header announces 4611686018427387904 values)"},
+        {R"({"next_step":"seven","parameters":1)", "malformed next_step (\"seven\"; a whole number expected)"},
+        {R"({"next_step":711111111111111111111111111,"parameters":1)",
+         "malformed next_step (7.111111111111111e+26; a whole number expected)"},
+        {R"({"next_step":2.5,"parameters":1)", "malformed next_step (2.5;"},
+        {R"({"next_step":1,"parameters":10000000000000000000)", "malformed element count (10000000000000000000;"},
+        {R"({"next_step":1,"parameters":1.0)", "malformed element count (1.0;"},
+    };
+    for (const auto& [header, part] : refused) {
+        write_file_bytes(directory / kCheckpointFile, checksummed_checkpoint(header + tail, {1, 2}));
+        expect_refused(directory, part);
+    }
     write_file_bytes(directory / kCheckpointFile,
                      checksummed_checkpoint(R"({"next_step":3,"parameters":0)" + tail, {}));
     const Checkpoint empty = read_checkpoint(directory);
