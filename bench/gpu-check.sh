@@ -317,7 +317,7 @@ if wanted throughput; then
   ours ours_base "$big" 60 90 || true
   step ours "batch $big: ${R[ours_base_img_s]:-no figure} img/s (${R[ours_base_note]})"
   # The largest batch: the model's memory estimate (epochcast predict refuses a batch that does not
-  # fit and names the largest that does), then tried, 20% smaller after each out-of-memory.
+  # fit and names the largest that does), then tried, 25% smaller after each out-of-memory (5 tries).
   # (The rehearsal asks about p5.4xlarge, an H100, and tries at most batch 64 on the CPU.)
   search_instance=$instance
   [ "$rehearse" = 0 ] || search_instance=p5.4xlarge
@@ -329,13 +329,13 @@ if wanted throughput; then
     if [ -n "$estimate" ]; then
       tries="" batch=$((estimate / 32 * 32))
       [ "$rehearse" = 0 ] || [ "$batch" -le 64 ] || batch=64
-      for attempt in 1 2 3; do
+      for attempt in 1 2 3 4 5; do
         rc=0
         ours ours_max "$batch" 25 90 || rc=$?
         tries+="${tries:+, }$batch: $([ "$rc" -ne 0 ] || echo "ok, ")${R[ours_max_note]%%,*}"
         [ "$rc" -eq 2 ] || break
         unset 'R[ours_max_note]'
-        batch=$((batch * 4 / 5 / 32 * 32))
+        batch=$((batch * 3 / 4 / 32 * 32))
       done
       [ -z "${R[ours_max_img_s]:-}" ] || max_batch=$batch
       R[largest]="${max_batch:-none found}: the model's memory estimate for $search_instance is $estimate; tried $tries"

@@ -1,6 +1,8 @@
 #include "executor/cuda/layers.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "executor/cuda/check.hpp"
@@ -31,14 +33,65 @@ const float kZero = 0.0f;
 
 cudaDataType_t cublas_type(DataType type) { return type == DataType::fp16 ? CUDA_R_16F : CUDA_R_32F; }
 
-/// The first algorithm of cuDNN's heuristics that is supported and fits the workspace limit.
+/// The first of cuDNN's results (fastest first when measured, most promising first from the
+/// heuristics) that ran or would run, within the workspace limit; null when none.
 template <typename Perf>
-const Perf& pick(const Perf* results, int returned, const char* what) {
+const Perf* first_usable(const Perf* results, int returned) {
     for (int i = 0; i < returned; ++i) {
-        if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= kWorkspaceLimitBytes) return results[i];
+        if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].memory <= kWorkspaceLimitBytes) return &results[i];
     }
-    throw RunError(std::string("cuDNN offers no ") + what + " algorithm for this convolution within " +
-                   std::to_string(kWorkspaceLimitBytes >> 20) + " MiB of workspace");
+    return nullptr;
+}
+
+/// One direction's algorithm for one convolution shape: from the context's table when a layer of
+/// the same shape chose already, else measured (cuDNN's find, which times every algorithm with
+/// memory it allocates itself) or, with EPOCHCAST_CUDNN_ALGO=heuristic or when nothing measured
+/// ran, the heuristics' first choice. `find` and `heuristic` fill Perf results as cuDNN's
+/// cudnnFind.../cudnnGet..._v7 calls do.
+template <typename Perf, int kCount, typename Find, typename Heuristic>
+ChosenAlgorithm choose_algorithm(Context& context, const std::string& key, const char* what, Find find,
+                                 Heuristic heuristic) {
+    if (const ChosenAlgorithm* known = context.chosen_algorithm(key)) return *known;
+    Perf results[kCount];
+    int returned = 0;
+    const Perf* usable = nullptr;
+    bool measured = false;
+    if (context.measure_algorithms()) {
+        // An algorithm whose memory cuDNN could not allocate comes back failed and is passed over.
+        if (find(kCount, &returned, results) == CUDNN_STATUS_SUCCESS) usable = first_usable(results, returned);
+        (void)cudaGetLastError();  // a failed allocation inside find is not this program's error
+        measured = usable != nullptr;
+    }
+    if (usable == nullptr) {
+        EPOCHCAST_CUDNN_CHECK(heuristic(kCount, &returned, results));
+        usable = first_usable(results, returned);
+    }
+    if (usable == nullptr) {
+        throw RunError(std::string("cuDNN offers no ") + what + " algorithm for this convolution within " +
+                       std::to_string(kWorkspaceLimitBytes >> 20) + " MiB of workspace");
+    }
+    const ChosenAlgorithm chosen{static_cast<int>(usable->algo), usable->mathType, usable->memory, measured};
+    context.remember_algorithm(key, chosen);
+    return chosen;
+}
+
+/// The shape a convolution's algorithm depends on: x, the filter, the window and the type.
+std::string convolution_key(const char* direction, const Activation& x, const WeightView& w, Window window,
+                            DataType type) {
+    std::string key = direction;
+    for (const int value : {x.n, x.c, x.h, x.w, w.o, w.k, window.stride, window.padding, static_cast<int>(type)}) {
+        key += ' ';
+        key += std::to_string(value);
+    }
+    return key;
+}
+
+/// True when `variable` is unset or `when_unset`, false when it is `other`; anything else is bad input.
+bool environment_choice(const char* variable, const std::string& when_unset, const std::string& other) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr || value == when_unset) return true;
+    if (value == other) return false;
+    throw InputError(std::string(variable) + " is '" + value + "': use " + when_unset + " (the default) or " + other);
 }
 
 cudnnConvolutionDescriptor_t make_convolution(Window window, DataType type) {
@@ -74,6 +127,8 @@ Context::Context(int device, DataType type) : device_(device), type_(type) {
         throw InputError("--backend cuda: GPU " + std::to_string(device) + " requested, but " + std::to_string(gpus) +
                          " GPU(s) are visible: run at most one rank per GPU on each node, or --backend cpu");
     }
+    measure_algorithms_ = environment_choice("EPOCHCAST_CUDNN_ALGO", "find", "heuristic");
+    persistent_batch_norm_ = environment_choice("EPOCHCAST_CUDNN_BATCHNORM", "persistent", "spatial");
     EPOCHCAST_CUDA_CHECK(cudaSetDevice(device));
     EPOCHCAST_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     EPOCHCAST_CUDNN_CHECK(cudnnCreate(&cudnn_));
@@ -95,6 +150,13 @@ void* Context::allocate(std::size_t bytes) {
     if (bytes > 0) EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, bytes, stream_));
     return buffer.data();
 }
+
+const ChosenAlgorithm* Context::chosen_algorithm(const std::string& key) const {
+    const auto found = algorithms_.find(key);
+    return found == algorithms_.end() ? nullptr : &found->second;
+}
+
+void Context::remember_algorithm(const std::string& key, const ChosenAlgorithm& chosen) { algorithms_[key] = chosen; }
 
 void Context::request_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
 
@@ -132,7 +194,7 @@ GradientSink GradientSink::bind(Context& context, Activation& x) {
 
 Convolution::Convolution(Context& context, Window window, Activation& x, Activation& y, WeightView weights,
                          bool input_gradient)
-    : x_(x), y_(y), weights_(weights), input_gradient_(input_gradient) {
+    : x_(x), y_(y), weights_(weights), window_(window), input_gradient_(input_gradient) {
     EPOCHCAST_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter_));
     EPOCHCAST_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, context.cudnn_type(), CUDNN_TENSOR_NHWC, weights.o,
                                                      weights.i, weights.k, weights.k));
@@ -140,25 +202,38 @@ Convolution::Convolution(Context& context, Window window, Activation& x, Activat
     data_conv_ = make_convolution(window, context.type());
     filter_conv_ = make_convolution(window, context.type());
 
-    int returned = 0;
-    cudnnConvolutionFwdAlgoPerf_t forward[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(context.cudnn(), x.descriptor->get(), filter_,
-                                                                 forward_conv_, y.descriptor->get(),
-                                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, forward));
-    const auto& chosen = pick(forward, returned, "forward");
-    forward_algo_ = chosen.algo;
-    tensor_ops_ = chosen.mathType == CUDNN_TENSOR_OP_MATH;
-    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(forward_conv_, chosen.mathType));
-    context.request_workspace(chosen.memory);
+    const ChosenAlgorithm chosen = choose_algorithm<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        context, convolution_key("forward", x, weights, window, context.type()), "forward",
+        [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
+            return cudnnFindConvolutionForwardAlgorithm(context.cudnn(), x.descriptor->get(), filter_, forward_conv_,
+                                                        y.descriptor->get(), count, returned, results);
+        },
+        [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(context.cudnn(), x.descriptor->get(), filter_, forward_conv_,
+                                                          y.descriptor->get(), count, returned, results);
+        });
+    forward_algo_ = static_cast<cudnnConvolutionFwdAlgo_t>(chosen.algorithm);
+    tensor_ops_ = chosen.math == CUDNN_TENSOR_OP_MATH;
+    measured_ = chosen.measured;
+    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(forward_conv_, chosen.math));
+    context.request_workspace(chosen.workspace_bytes);
 
-    cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        context.cudnn(), x.descriptor->get(), y.descriptor->get(), filter_conv_, filter_,
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, filter));
-    const auto& filter_chosen = pick(filter, returned, "backward-filter");
-    filter_algo_ = filter_chosen.algo;
-    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(filter_conv_, filter_chosen.mathType));
-    context.request_workspace(filter_chosen.memory);
+    const ChosenAlgorithm filter_chosen =
+        choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+            context, convolution_key("backward-filter", x, weights, window, context.type()), "backward-filter",
+            [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+                return cudnnFindConvolutionBackwardFilterAlgorithm(context.cudnn(), x.descriptor->get(),
+                                                                   y.descriptor->get(), filter_conv_, filter_, count,
+                                                                   returned, results);
+            },
+            [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(context.cudnn(), x.descriptor->get(),
+                                                                     y.descriptor->get(), filter_conv_, filter_, count,
+                                                                     returned, results);
+            });
+    filter_algo_ = static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter_chosen.algorithm);
+    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(filter_conv_, filter_chosen.math));
+    context.request_workspace(filter_chosen.workspace_bytes);
 }
 
 Convolution::~Convolution() {
@@ -171,15 +246,22 @@ Convolution::~Convolution() {
 void Convolution::bind_backward(Context& context) {
     if (!input_gradient_) return;
     x_grad_ = GradientSink::bind(context, x_);
-    int returned = 0;
-    cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    EPOCHCAST_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        context.cudnn(), filter_, y_.descriptor->get(), data_conv_, x_.descriptor->get(),
-        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, data));
-    const auto& chosen = pick(data, returned, "backward-data");
-    data_algo_ = chosen.algo;
-    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(data_conv_, chosen.mathType));
-    context.request_workspace(chosen.memory);
+    const ChosenAlgorithm chosen =
+        choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+            context, convolution_key("backward-data", x_, weights_, window_, context.type()), "backward-data",
+            [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+                return cudnnFindConvolutionBackwardDataAlgorithm(context.cudnn(), filter_, y_.descriptor->get(),
+                                                                 data_conv_, x_.descriptor->get(), count, returned,
+                                                                 results);
+            },
+            [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+                return cudnnGetConvolutionBackwardDataAlgorithm_v7(context.cudnn(), filter_, y_.descriptor->get(),
+                                                                   data_conv_, x_.descriptor->get(), count, returned,
+                                                                   results);
+            });
+    data_algo_ = static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen.algorithm);
+    EPOCHCAST_CUDNN_CHECK(cudnnSetConvolutionMathType(data_conv_, chosen.math));
+    context.request_workspace(chosen.workspace_bytes);
 }
 
 void Convolution::forward(Context& context) {
@@ -208,7 +290,8 @@ void Convolution::refresh_parameters(Context& context) {
 
 std::string Convolution::implementation() const {
     return "fwd " + std::to_string(static_cast<int>(forward_algo_)) + ", bwd-filter " +
-           std::to_string(static_cast<int>(filter_algo_)) + (tensor_ops_ ? " (tensor ops)" : " (FMA)");
+           std::to_string(static_cast<int>(filter_algo_)) + (tensor_ops_ ? " (tensor ops" : " (FMA") +
+           (measured_ ? ", measured)" : ", heuristics)");
 }
 
 // ---- batch norm -------------------------------------------------------------------------------
@@ -221,19 +304,52 @@ BatchNorm::BatchNorm(Context& context, Activation& x, Activation& y, const float
       gradient_(gradient),
       working_gradient_(working_gradient),
       running_mean_(running_mean),
-      running_variance_(running_variance) {
+      running_variance_(running_variance),
+      persistent_(context.persistent_batch_norm() && context.type() == DataType::fp16) {
+    mode_ = persistent_ ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
     EPOCHCAST_CUDNN_CHECK(cudnnCreateTensorDescriptor(&parameters_));
-    EPOCHCAST_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(parameters_, x.descriptor->get(), CUDNN_BATCHNORM_SPATIAL));
+    EPOCHCAST_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(parameters_, x.descriptor->get(), mode_));
     saved_mean_ = static_cast<float*>(context.allocate(sizeof(float) * static_cast<std::size_t>(x.c)));
     saved_inverse_deviation_ = static_cast<float*>(context.allocate(sizeof(float) * static_cast<std::size_t>(x.c)));
+    if (persistent_) {
+        std::size_t forward_bytes = 0, backward_bytes = 0;
+        EPOCHCAST_CUDNN_CHECK(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+            context.cudnn(), mode_, CUDNN_BATCHNORM_OPS_BN, x.descriptor->get(), nullptr, y.descriptor->get(),
+            parameters_, nullptr, &forward_bytes));
+        EPOCHCAST_CUDNN_CHECK(cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+            context.cudnn(), mode_, CUDNN_BATCHNORM_OPS_BN, x.descriptor->get(), y.descriptor->get(),
+            y.descriptor->get(), nullptr, x.descriptor->get(), parameters_, nullptr, &backward_bytes));
+        EPOCHCAST_CUDNN_CHECK(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+            context.cudnn(), mode_, CUDNN_BATCHNORM_OPS_BN, nullptr, x.descriptor->get(), &reserve_bytes_));
+        context.request_workspace(std::max(forward_bytes, backward_bytes));
+        reserve_ = context.allocate(reserve_bytes_);
+        // The persistent kernels load gamma, beta and their gradients 16 bytes at a time: an arena
+        // offset that is not a multiple of 4 floats (every tensor after a 10-class fc, say) gave
+        // "misaligned address" on an H200. Such a layer works on aligned copies of its own.
+        const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+        if (!aligned(gamma_beta_) || !aligned(gamma_beta_ + x.c) || !aligned(gradient_) || !aligned(gradient_ + x.c)) {
+            const std::size_t bytes = 2 * sizeof(float) * static_cast<std::size_t>(x.c);
+            own_parameters_ = static_cast<float*>(context.allocate(bytes));
+            own_gradient_ = static_cast<float*>(context.allocate(bytes));
+            refresh_parameters(context);
+        }
+    }
 }
 
 BatchNorm::~BatchNorm() { (void)cudnnDestroyTensorDescriptor(parameters_); }
 
 void BatchNorm::forward(Context& context) {
+    if (persistent_) {
+        EPOCHCAST_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
+            context.cudnn(), mode_, CUDNN_BATCHNORM_OPS_BN, &kOne, &kZero, x_.descriptor->get(), x_.value, nullptr,
+            nullptr, y_.descriptor->get(), y_.value, parameters_, gamma_beta_, gamma_beta_ + x_.c, kMomentum,
+            running_mean_, running_variance_, kEpsilon, saved_mean_, saved_inverse_deviation_, nullptr,
+            context.workspace(), context.workspace_bytes(), reserve_, reserve_bytes_));
+        return;
+    }
     EPOCHCAST_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        context.cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_.descriptor->get(), x_.value, y_.descriptor->get(),
-        y_.value, parameters_, gamma_beta_, gamma_beta_ + x_.c, kMomentum, running_mean_, running_variance_, kEpsilon,
+        context.cudnn(), mode_, &kOne, &kZero, x_.descriptor->get(), x_.value, y_.descriptor->get(), y_.value,
+        parameters_, gamma_beta_, gamma_beta_ + x_.c, kMomentum, running_mean_, running_variance_, kEpsilon,
         saved_mean_, saved_inverse_deviation_));
 }
 
@@ -241,14 +357,33 @@ void BatchNorm::bind_backward(Context& context) { x_grad_ = GradientSink::bind(c
 
 // One cuDNN call gives dx, dgamma and dbeta; it runs here, backward_inputs has nothing left to do.
 void BatchNorm::backward_parameters(Context& context) {
-    EPOCHCAST_CUDNN_CHECK(cudnnBatchNormalizationBackward(
-        context.cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &x_grad_.beta, &kOne, &kZero, x_.descriptor->get(), x_.value,
-        y_.descriptor->get(), y_.diff, x_.descriptor->get(), x_grad_.target, parameters_, gamma_beta_, gradient_,
-        gradient_ + x_.c, kEpsilon, saved_mean_, saved_inverse_deviation_));
+    if (persistent_) {
+        EPOCHCAST_CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
+            context.cudnn(), mode_, CUDNN_BATCHNORM_OPS_BN, &kOne, &x_grad_.beta, &kOne, &kZero, x_.descriptor->get(),
+            x_.value, y_.descriptor->get(), y_.value, y_.descriptor->get(), y_.diff, nullptr, nullptr,
+            x_.descriptor->get(), x_grad_.target, parameters_, scale_bias(), scale_bias() + x_.c, scale_bias_gradient(),
+            scale_bias_gradient() + x_.c, kEpsilon, saved_mean_, saved_inverse_deviation_, nullptr, context.workspace(),
+            context.workspace_bytes(), reserve_, reserve_bytes_));
+        if (own_gradient_ != nullptr) {
+            EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(gradient_, own_gradient_, 2 * sizeof(float) * std::size_t(x_.c),
+                                                 cudaMemcpyDeviceToDevice, context.stream()));
+        }
+    } else {
+        EPOCHCAST_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+            context.cudnn(), mode_, &kOne, &x_grad_.beta, &kOne, &kZero, x_.descriptor->get(), x_.value,
+            y_.descriptor->get(), y_.diff, x_.descriptor->get(), x_grad_.target, parameters_, gamma_beta_, gradient_,
+            gradient_ + x_.c, kEpsilon, saved_mean_, saved_inverse_deviation_));
+    }
     cast_to_working(gradient_, working_gradient_, context.type(), 2 * std::int64_t{x_.c}, context.stream());
 }
 
 void BatchNorm::backward_inputs(Context& /*context*/) {}
+
+void BatchNorm::refresh_parameters(Context& context) {
+    if (own_parameters_ == nullptr) return;
+    EPOCHCAST_CUDA_CHECK(cudaMemcpyAsync(own_parameters_, gamma_beta_, 2 * sizeof(float) * std::size_t(x_.c),
+                                         cudaMemcpyDeviceToDevice, context.stream()));
+}
 
 // ---- relu -------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +54,25 @@ private:
     std::size_t bytes_ = 0;
 };
 
-/// The GPU, its stream, the cuDNN and cuBLAS handles, every buffer the layers allocate and the
-/// convolution workspace they share.
+/// A convolution algorithm chosen for one direction of one shape: cuDNN's algorithm number, its
+/// math type, the workspace it needs, and whether it was measured (find) or guessed (heuristics).
+struct ChosenAlgorithm {
+    int algorithm = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    std::size_t workspace_bytes = 0;
+    bool measured = false;
+};
+
+/// The GPU, its stream, the cuDNN and cuBLAS handles, every buffer the layers allocate, the
+/// convolution workspace they share and the convolution algorithms chosen so far (by shape).
+///
+/// Two choices come from the environment, for comparing implementations on a GPU (docs/performance.md):
+///   EPOCHCAST_CUDNN_ALGO       find (default): each convolution shape's algorithms measured once by
+///                              cuDNN's find; heuristic: cuDNN's heuristics' first choice, unmeasured
+///   EPOCHCAST_CUDNN_BATCHNORM  persistent (default): fp16 batch norm through cuDNN's Ex calls in
+///                              CUDNN_BATCHNORM_SPATIAL_PERSISTENT mode (NHWC kernels); spatial: the
+///                              plain calls in CUDNN_BATCHNORM_SPATIAL mode (always so for fp32)
+/// Any other value is an InputError naming the variable.
 class Context {
 public:
     /// Makes `device` current (throws InputError when it does not exist).
@@ -81,6 +99,12 @@ public:
     /// Waits for everything enqueued on the stream.
     void synchronize() const;
 
+    bool measure_algorithms() const { return measure_algorithms_; }
+    bool persistent_batch_norm() const { return persistent_batch_norm_; }
+    /// The algorithm chosen earlier for `key` (a direction and shape), or null.
+    const ChosenAlgorithm* chosen_algorithm(const std::string& key) const;
+    void remember_algorithm(const std::string& key, const ChosenAlgorithm& chosen);
+
 private:
     int device_;
     DataType type_;
@@ -90,6 +114,9 @@ private:
     std::deque<DeviceBuffer> buffers_;
     void* workspace_ = nullptr;
     std::size_t workspace_bytes_ = 0;
+    bool measure_algorithms_ = true;
+    bool persistent_batch_norm_ = true;
+    std::map<std::string, ChosenAlgorithm> algorithms_;
 };
 
 /// An owned cuDNN tensor descriptor: N x C x H x W, NHWC, of the context's type.
@@ -167,13 +194,14 @@ public:
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
     void refresh_parameters(Context& context) override;
-    /// The algorithms cuDNN's heuristics chose, e.g. "fwd 1 bwd-data 1 bwd-filter 1 (tensor ops)".
+    /// The algorithms chosen, e.g. "fwd 1, bwd-filter 1 (tensor ops, measured)".
     std::string implementation() const;
 
 private:
     Activation& x_;
     Activation& y_;
     WeightView weights_;
+    Window window_;
     bool input_gradient_;
     cudnnFilterDescriptor_t filter_ = nullptr;
     cudnnConvolutionDescriptor_t forward_conv_ = nullptr, data_conv_ = nullptr, filter_conv_ = nullptr;
@@ -181,6 +209,7 @@ private:
     cudnnConvolutionBwdDataAlgo_t data_algo_{};
     cudnnConvolutionBwdFilterAlgo_t filter_algo_{};
     bool tensor_ops_ = false;
+    bool measured_ = false;  ///< the forward algorithm was measured (find), not guessed
     GradientSink x_grad_;
 };
 
@@ -200,8 +229,13 @@ public:
     void bind_backward(Context& context) override;
     void backward_parameters(Context& context) override;
     void backward_inputs(Context& context) override;
+    /// Copies gamma and beta into the layer's aligned copy, where it has one.
+    void refresh_parameters(Context& context) override;
 
 private:
+    const float* scale_bias() const { return own_parameters_ != nullptr ? own_parameters_ : gamma_beta_; }
+    float* scale_bias_gradient() const { return own_gradient_ != nullptr ? own_gradient_ : gradient_; }
+
     Activation& x_;
     Activation& y_;
     const float* gamma_beta_;
@@ -212,6 +246,12 @@ private:
     float* saved_mean_ = nullptr;
     float* saved_inverse_deviation_ = nullptr;
     cudnnTensorDescriptor_t parameters_ = nullptr;  ///< 1 x C x 1 x 1 fp32
+    cudnnBatchNormMode_t mode_ = CUDNN_BATCHNORM_SPATIAL;
+    bool persistent_ = false;  ///< the Ex calls in SPATIAL_PERSISTENT mode (Context::persistent_batch_norm)
+    void* reserve_ = nullptr;  ///< what the Ex forward keeps for the backward pass (persistent only)
+    std::size_t reserve_bytes_ = 0;
+    float* own_parameters_ = nullptr;  ///< 16-byte aligned gamma, beta where the arena's are not (persistent only)
+    float* own_gradient_ = nullptr;    ///< and their gradient, copied to `gradient` after each backward pass
     GradientSink x_grad_;
 };
 

@@ -6,10 +6,14 @@
 // backward order that writes them; later writers add (GradientSink, cuDNN's beta = 1).
 #include "executor/cuda/network.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <iomanip>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -93,6 +97,96 @@ private:
     std::map<const std::byte*, std::size_t> given_;  ///< allocation -> bytes
 };
 
+/// EPOCHCAST_CUDA_PROFILE=1: where a step's GPU time goes. CUDA events recorded on the stream
+/// between the calls of a step (the input, each layer's forward, the loss, each layer's backward
+/// calls, the optimizer); the time from one mark to the next is the earlier mark's, summed over
+/// every step after the first (which holds one-time set-up) and printed, per kind of call and for
+/// the slowest calls, when the network is destroyed. The marks wait for each step's end, so a
+/// profiled run overlaps less than a plain one: its figures are for reading, not for reporting.
+class StepProfile {
+public:
+    StepProfile() {
+        const char* value = std::getenv("EPOCHCAST_CUDA_PROFILE");
+        enabled_ = value != nullptr && std::string(value) == "1";
+    }
+    ~StepProfile() {
+        for (Mark& mark : marks_) (void)cudaEventDestroy(mark.event);
+    }
+    StepProfile(const StepProfile&) = delete;
+    StepProfile& operator=(const StepProfile&) = delete;
+
+    bool enabled() const { return enabled_; }
+
+    /// From here on, GPU time belongs to `label` (grouped under `group` in the summary).
+    void mark(cudaStream_t stream, const std::string& label, const std::string& group) {
+        if (!enabled_) return;
+        if (next_ == marks_.size()) {
+            Mark mark{label, group, nullptr, 0.0};
+            EPOCHCAST_CUDA_CHECK(cudaEventCreate(&mark.event));
+            marks_.push_back(mark);
+        }
+        EPOCHCAST_CUDA_CHECK(cudaEventRecord(marks_[next_].event, stream));
+        ++next_;
+    }
+
+    /// Called as the next step begins (and at the end): adds the finished step's intervals.
+    void end_step() {
+        if (!enabled_ || next_ == 0) return;
+        EPOCHCAST_CUDA_CHECK(cudaEventSynchronize(marks_[next_ - 1].event));
+        if (steps_seen_++ > 0) {
+            for (std::size_t k = 0; k + 1 < next_; ++k) {
+                float ms = 0;
+                EPOCHCAST_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[k].event, marks_[k + 1].event));
+                marks_[k].total_ms += ms;
+            }
+            ++steps_counted_;
+        }
+        next_ = 0;
+    }
+
+    void report(std::ostream& out) {
+        end_step();
+        if (!enabled_ || steps_counted_ == 0) return;
+        const double steps = static_cast<double>(steps_counted_);
+        double total = 0;
+        std::map<std::string, double> by_group;
+        for (const Mark& mark : marks_) {
+            total += mark.total_ms;
+            by_group[mark.group] += mark.total_ms;
+        }
+        out << "cuda profile: " << steps_counted_ << " steps after the first, " << std::fixed << std::setprecision(2)
+            << total / steps << " ms of GPU time a step\n";
+        std::vector<std::pair<double, std::string>> groups;
+        for (const auto& [group, ms] : by_group) groups.emplace_back(ms, group);
+        std::sort(groups.rbegin(), groups.rend());
+        for (const auto& [ms, group] : groups) {
+            out << "cuda profile: group " << std::setw(9) << ms / steps << " ms " << std::setw(5) << 100.0 * ms / total
+                << " %  " << group << "\n";
+        }
+        std::vector<const Mark*> slowest;
+        for (const Mark& mark : marks_) slowest.push_back(&mark);
+        std::sort(slowest.begin(), slowest.end(),
+                  [](const Mark* a, const Mark* b) { return a->total_ms > b->total_ms; });
+        for (std::size_t k = 0; k < std::min<std::size_t>(25, slowest.size()); ++k) {
+            out << "cuda profile: call  " << std::setw(9) << slowest[k]->total_ms / steps << " ms " << std::setw(5)
+                << 100.0 * slowest[k]->total_ms / total << " %  " << slowest[k]->label << "\n";
+        }
+    }
+
+private:
+    struct Mark {
+        std::string label;
+        std::string group;
+        cudaEvent_t event;
+        double total_ms;
+    };
+    bool enabled_ = false;
+    std::vector<Mark> marks_;
+    std::size_t next_ = 0;
+    std::int64_t steps_seen_ = 0;
+    std::int64_t steps_counted_ = 0;
+};
+
 /// One tensor's working -> master gradient conversion: O x K x K x I -> O x I x K x K (K = 1 and
 /// O = 1 for everything but convolution weights, a plain copy).
 struct Conversion {
@@ -126,6 +220,10 @@ public:
     }
 
     ~CudaNetwork() override {
+        try {
+            profile_.report(std::cerr);
+        } catch (const std::exception&) {  // a failed read of the events: no profile, nothing else lost
+        }
         (void)cudaStreamSynchronize(context_.stream());
         for (cudaEvent_t event : staged_) (void)cudaEventDestroy(event);
         (void)cudaEventDestroy(loss_ready_);
@@ -165,6 +263,8 @@ public:
 
     double train_step(const float* images, const std::int32_t* labels,
                       const std::function<void(int layer)>& layer_ready) override {
+        profile_.end_step();
+        profile_.mark(context_.stream(), "input (upload, NHWC)", "input");
         upload_batch(images, labels);
         return forward_backward(layer_ready);
     }
@@ -188,6 +288,8 @@ public:
             throw RunError(
                 "train_step_generated before generate_synthetic_batches: the CUDA network has no generator yet");
         }
+        profile_.end_step();
+        profile_.mark(context_.stream(), "input (generated, NHWC)", "input");
         // On the compute stream, so the previous step is done reading device_images_ and labels.
         synthetic_->fill(position, batch_, device_images_, device_labels_, context_.stream());
         images_to_input();
@@ -195,6 +297,7 @@ public:
     }
 
     bool optimizer_step(double lr) override {
+        profile_.mark(context_.stream(), "optimizer (and the host until the next step)", "optimizer");
         if (type_ == DataType::fp16) {
             int* overflow_host = reinterpret_cast<int*>(read_back_.as<float>() + batch_) + 1;
             EPOCHCAST_CUDA_CHECK(
@@ -236,6 +339,16 @@ private:
         std::unique_ptr<cuda::LayerOp> op;
         bool has_parameters = false;
     };
+
+    /// The profile's mark before one call of a layer: "layer2.0.conv1 forward" in group "convolution forward".
+    void mark(const Step& step, const char* call) {
+        if (!profile_.enabled()) return;
+        const Layer& layer = architecture_.layers[static_cast<std::size_t>(step.layer)];
+        profile_.mark(context_.stream(),
+                      layer.name + " " + call + " " + std::to_string(layer.output.channels) + "x" +
+                          std::to_string(layer.output.height) + "x" + std::to_string(layer.output.width),
+                      std::string(to_string(layer.kind)) + " " + call);
+    }
 
     float loss_scale() const { return type_ == DataType::fp16 ? static_cast<float>(scaler_.scale()) : 1.0f; }
 
@@ -308,8 +421,12 @@ private:
     /// The step on the batch in device_images_ and device_labels_ (conv1's input already made):
     /// forward, loss, backward with layer_ready per finished layer. Returns the mean loss.
     double forward_backward(const std::function<void(int layer)>& layer_ready) {
-        for (Step& step : steps_) step.op->forward(context_);
+        for (Step& step : steps_) {
+            mark(step, "forward");
+            step.op->forward(context_);
+        }
 
+        profile_.mark(context_.stream(), "loss", "loss");
         const float scale = loss_scale();
         EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(bad_label_, 0, sizeof(int), context_.stream()));
         cuda::softmax_cross_entropy(logits_, device_labels_, batch_, architecture_.classes,
@@ -323,13 +440,20 @@ private:
 
         if (!deferred_) EPOCHCAST_CUDA_CHECK(cudaMemsetAsync(overflow_, 0, sizeof(int), context_.stream()));
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+            mark(*it, "backward-parameters");
             it->op->backward_parameters(context_);
             if (it->has_parameters) {
-                if (!deferred_) convert_layer(it->layer, 1.0f / scale);
+                if (!deferred_) {
+                    profile_.mark(context_.stream(), "gradient conversion", "gradient conversion");
+                    convert_layer(it->layer, 1.0f / scale);
+                }
+                if (profile_.enabled()) profile_.mark(context_.stream(), "gradient ready (all-reduce)", "all-reduce");
                 if (layer_ready) layer_ready(it->layer);
             }
+            mark(*it, "backward-inputs");
             it->op->backward_inputs(context_);
         }
+        profile_.mark(context_.stream(), "end of backward", "host wait");
 
         // The loss was copied back before the backward pass: wait for that, not for the pass.
         EPOCHCAST_CUDA_CHECK(cudaEventSynchronize(loss_ready_));
@@ -506,6 +630,7 @@ private:
     LossScaler scaler_;
     bool deferred_ = false;
     std::string implementation_;
+    StepProfile profile_;
 };
 
 }  // namespace

@@ -32,9 +32,11 @@ constexpr int kImageSize = 64;
 
 #include "tests/executor/small_network.inc"
 
-/// max over tensors of max|a - b| / rms(b) within the tensor.
+/// max over tensors of max|a - b| / rms(b) within the tensor. `worst_name` gets the worst tensor's
+/// name, then every tensor's whose error is over a tenth of the worst (a failure's diagnosis).
 double worst_tensor_error(const Network& network, const std::vector<float>& a, const std::vector<float>& b,
                           std::string* worst_name) {
+    std::vector<std::pair<double, std::string>> errors;
     double worst = 0;
     for (const ParameterTensor& tensor : network.parameters()) {
         double max_difference = 0, squares = 0;
@@ -45,10 +47,14 @@ double worst_tensor_error(const Network& network, const std::vector<float>& a, c
         const double rms = std::sqrt(squares / double(tensor.elements));
         if (rms < 1e-12) continue;  // zero gradient (a zero-initialised gamma's branch): nothing to compare
         const double error = max_difference / rms;
+        errors.emplace_back(error, tensor.name);
         if (error > worst) {
             worst = error;
             *worst_name = tensor.name;
         }
+    }
+    for (const auto& [error, name] : errors) {
+        if (error > worst / 10) *worst_name += "; " + name + " " + std::to_string(error);
     }
     return worst;
 }
