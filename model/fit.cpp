@@ -263,7 +263,11 @@ private:
             curve.memory_format = software.memory_format;
             curve.model = s.model;
             curve.image_size = s.image_size;
-            curve.fixed_s = calibration_.framework(s.framework).fixed_overhead_s;
+            // The prior's fixed time for this very scenario (eq. C1b's half-saturation batch where
+            // the chip's software has one, else the framework's overhead): runs at one batch size
+            // cannot tell it from the per-image time, and the framework's overhead alone (50 ms
+            // for epochcast, a CPU host's SGD step) is 25x an H200's whole step.
+            curve.fixed_s = resolved.fixed_s;
             curve.source = "fitted by epochcast calibrate";
             const std::string key =
                 gpu.chip_or_name() + "/" + std::string(to_string(s.precision)) + "/" + std::string(to_string(s.stack));

@@ -88,5 +88,39 @@ TEST(UserRuns, RunsThatAgreeWithTheBuiltInReleaseNothing) {
     EXPECT_TRUE(fit.released.empty());
 }
 
+// One run on a GPU calibrates the curve of that GPU: epochcast-train on one H200 (2026-11-26,
+// docs/performance.md, "Training on a GPU"), ResNet-50 224 px fp16, synthetic data, 4,940.6 img/s
+// at batch 128 and 5,283.1 at 256. Calibrated from the batch-128 run alone, the new curve's fixed
+// time was the framework's overhead (50 ms, a CPU host's SGD step, twice the H200's whole step):
+// the fit could not reach the run (-48%) and predicted batch 256 at -48%. It starts from the
+// prior's fixed time for that scenario now.
+TEST(UserRuns, OneGpuRunPredictsAnotherBatchWithinTenPercent) {
+    const CostModel prior(Catalog::built_in(), Calibration::built_in());
+    Observation run;
+    run.origin = "h200.json#0";
+    run.source = "epochcast-train on one H200";
+    run.scenario.instance = "p5en.48xlarge";
+    run.scenario.nodes = 1;
+    run.scenario.gpus_per_node = 1;
+    run.scenario.framework = Framework::epochcast;
+    run.scenario.strategy = Strategy::ring;
+    run.scenario.precision = Precision::amp;
+    run.scenario.loader = Loader::synthetic;
+    run.scenario.batch_per_gpu = 128;
+    run.throughput_images_per_s = 4940.6;
+    const CalibrationFit fit = fit_calibration(prior, {run}, {});
+    const CostModel model(prior, fit.calibration);
+    EXPECT_LT(std::abs(relative_error(model, run)), 0.03);
+    Observation other = run;
+    other.scenario.batch_per_gpu = 256;
+    other.throughput_images_per_s = 5283.1;
+    EXPECT_LT(std::abs(relative_error(model, other)), 0.10);
+    for (const ComputeCurve& curve : fit.calibration.compute) {
+        if (curve.framework == Framework::epochcast && curve.gpu == "H200-SXM-141GB") {
+            EXPECT_LT(curve.fixed_s, 0.01) << "the curve starts at the framework's CPU overhead again";
+        }
+    }
+}
+
 }  // namespace
 }  // namespace epochcast
