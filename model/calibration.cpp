@@ -91,7 +91,7 @@ FrameworkProfile read_framework(const Fields& f, const FrameworkProfile* default
     p.bucket_MiB =
         defaults && !f.object_contains("bucket_MiB") ? defaults->bucket_MiB : f.number("bucket_MiB", 1e-6, 1e6);
     p.fixed_overhead_s = f.number("fixed_overhead_s", 0.0, 10.0);
-    p.sync_jitter = f.number("sync_jitter", 0.0, 10.0);
+    p.sync_jitter = f.number("sync_jitter", 0.0, kMaxSyncJitter);
     p.allreduce_overlap = f.number("allreduce_overlap", 0.0, 1.0);
     p.ps_overlap = f.number("ps_overlap", 0.0, 1.0);
     p.relative_sigma = f.number("relative_sigma", 0.0, 10.0);

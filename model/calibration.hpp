@@ -46,10 +46,15 @@ struct RooflinePrior {
     std::string source;
 };
 
+/// The largest straggler jitter a calibration holds: a worker's step spread ten times its step. A
+/// measured jitter above it (eq. S2 on a host that stops ranks for seconds) is taken as this.
+inline constexpr double kMaxSyncJitter = 10.0;
+
 /// A framework's overheads (MXNet, TensorFlow, PyTorch and epochcast's own executor each have one).
 struct FrameworkProfile {
     double fixed_overhead_s = 0;   ///< per-iteration overhead of a GPU without a measured curve, in seconds
-    double sync_jitter = 0;        ///< relative standard deviation of one worker's compute time (stragglers)
+    double sync_jitter = 0;        ///< relative standard deviation of one worker's compute time (stragglers),
+                                   ///< at most kMaxSyncJitter
     double allreduce_overlap = 0;  ///< fraction of the backward pass that hides all-reduce traffic, 0..1
     double ps_overlap = 0;         ///< same for parameter-server push/pull, 0..1
     /// Gradient bucket the framework all-reduces at once, in MiB: Horovod's fusion threshold (64),

@@ -83,10 +83,13 @@ public:
         calibration_.uncertainty = {};
         // Eq. S2 once per run here, not in every evaluation of the residuals.
         measured_jitter_.reserve(runs_.size());
+        // A jitter past what a calibration holds (a loaded host that stopped a rank for seconds)
+        // counts as the largest it holds: the fit must give a calibration that reads back.
         for (const Observation& run : runs_) {
-            measured_jitter_.push_back(run.step_compute_s.size() >= kMinJitterSamples
-                                           ? std::optional<double>(compute_jitter(run.step_compute_s))
-                                           : std::nullopt);
+            measured_jitter_.push_back(
+                run.step_compute_s.size() >= kMinJitterSamples
+                    ? std::optional<double>(std::min(compute_jitter(run.step_compute_s), kMaxSyncJitter))
+                    : std::nullopt);
         }
         add_missing_curves();
         add_jitter_level();
