@@ -121,7 +121,7 @@ private:
         out << "; never interrupted: " << format_duration(x.uninterrupted_time_s) << "\n";
         if (deadline_s_) {
             out << "  probability to finish by the deadline of " << format_duration(*deadline_s_) << ": "
-                << format_number(100 * finish_probability(p), 3) << "%\n";
+                << format_chance(finish_probability(p)) << "\n";
         }
     }
 

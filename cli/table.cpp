@@ -138,6 +138,14 @@ std::string format_number(double value, int max_decimals) {
     return text;
 }
 
+std::string format_chance(double probability) {
+    if (probability > 0 && probability < 0.0005) return "< 0.1%";
+    if (probability < 1 && probability >= 0.9995) return "> 99.9%";
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1f%%", 100 * std::clamp(probability, 0.0, 1.0));
+    return buffer;
+}
+
 std::string format_grouped(double value, int max_decimals) {
     return group_thousands(format_number(value, max_decimals));
 }

@@ -34,6 +34,10 @@ private:
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
 
+/// A probability as a percentage with one decimal ("97.7%"), saying "> 99.9%" or "< 0.1%" rather
+/// than rounding a chance that is not certain to 100% or 0%.
+std::string format_chance(double probability);
+
 /// format_number with the integer part in groups of three, for tables (1217.54 -> "1,217.5" with
 /// one decimal; 143812 -> "143,812").
 std::string format_grouped(double value, int max_decimals);

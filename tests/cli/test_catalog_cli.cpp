@@ -218,6 +218,17 @@ TEST(Table, FormatNumberDropsTrailingZeros) {
     EXPECT_FALSE(looks_numeric("p3.16xlarge"));
 }
 
+// A chance to finish by a deadline (predict --pricing spot --deadline): one decimal, and never a
+// rounded certainty (issue 45: it printed "97.654%" and would print "100%" for 0.99996).
+TEST(Table, FormatChanceKeepsOneDecimalAndNoFalseCertainty) {
+    EXPECT_EQ(format_chance(0.97654), "97.7%");
+    EXPECT_EQ(format_chance(0.99996), "> 99.9%");
+    EXPECT_EQ(format_chance(1.0), "100.0%");
+    EXPECT_EQ(format_chance(0.00002), "< 0.1%");
+    EXPECT_EQ(format_chance(0.0), "0.0%");
+    EXPECT_EQ(format_chance(0.5), "50.0%");
+}
+
 TEST(Table, GroupedNumbersKeepTheirDecimals) {
     EXPECT_EQ(format_grouped(1217.54, 1), "1,217.5");
     EXPECT_EQ(format_grouped(143812, 0), "143,812");
