@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "model/errors.hpp"
+#include "model/spot.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -38,8 +39,20 @@ TimeCost at_confidence(const Prediction& p, double confidence) {
     const double throughput = p.throughput_images_per_s * std::exp(-z * sigma);
     const double epochs_end = z >= 0 ? p.epochs_interval.high : p.epochs_interval.low;
     const double epochs = p.epochs + z / kInterval95Sigmas * (epochs_end - p.epochs);
-    const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
-    const double time_s = p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s);
+    double time_s = 0;
+    if (p.spot.modelled) {
+        // Spot: the work at that throughput and those epochs, then eq. X6's quantile of the wall time
+        // its interruptions give, as the band does at 2.5% and 97.5% (both at the quantile: a slow end
+        // a little beyond the P-quantile of their joint spread, never short of it).
+        const SpotRun& x = p.spot;
+        const double work_s = x.work_s * (p.throughput_images_per_s / throughput) * (epochs / p.epochs);
+        time_s = p.startup_s +
+                 spot_time_quantile_s(checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s),
+                                      x.cluster_interruptions_per_hour / 3600.0, x.loss_per_interruption_s, confidence);
+    } else {
+        const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
+        time_s = p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s);
+    }
     return {time_s, time_s / 3600.0 * p.cluster_usd_per_hour};
 }
 

@@ -60,7 +60,8 @@ double normal_quantile(double probability);
 /// A prediction's time to train and cost at the `confidence` quantile of its uncertainty (docs/model.md,
 /// "Plan search"): the throughput z sigmas below its point, the epochs z / 1.96 of the way to the
 /// high end of their 95% band (z = normal_quantile(confidence)), the cost at the cluster's price.
-/// At 0.5, the point prediction.
+/// On spot, the wall time is eq. X6's `confidence` quantile for the work at that throughput and
+/// those epochs (its interruptions counted). At 0.5, the point prediction.
 TimeCost at_confidence(const Prediction& prediction, double confidence);
 
 /// The GPU instances (in the space's cloud) that have prices but none under the space's pricing,
