@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/loss_scaler.hpp"
 #include "model/resnet.hpp"
 #include "model/types.hpp"
 
@@ -37,6 +38,7 @@ struct NetworkSpec {
     int threads = 1;                        ///< compute threads of this rank (CPU backend), >= 1
     std::uint64_t seed = 1;                 ///< weight initialisation seed; every rank uses the same one
     int device = 0;  ///< GPU index on this node (CUDA backend): the worker's rank among the node's workers
+    double initial_loss_scale = LossScaler::kInitialScale;  ///< amp on the CUDA backend: the loss scale's start
 };
 
 /// One learnable tensor inside the arenas.

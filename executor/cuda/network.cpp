@@ -207,7 +207,8 @@ public:
                        architecture_.image_size),
           staging_{PinnedBuffer(image_bytes_), PinnedBuffer(image_bytes_)},
           label_staging_{PinnedBuffer(sizeof(std::int32_t) * batch_), PinnedBuffer(sizeof(std::int32_t) * batch_)},
-          read_back_(sizeof(float) * batch_ + 2 * sizeof(int)) {
+          read_back_(sizeof(float) * batch_ + 2 * sizeof(int)),
+          scaler_(spec.initial_loss_scale) {
         allocate_arenas(spec.seed);
         build_layers();
         for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) it->op->bind_backward(context_);

@@ -124,20 +124,27 @@ TEST(CudaNetwork, OneFp32StepMatchesTheCpuBackend) {
     }
 }
 
+// At the loss scale training starts with (2^15) and at 1: on an H200 the first was 1.6 of a tensor's
+// rms off (2026-11-26, unexplained); the second tells a scaling or range fault from the arithmetic.
 TEST(CudaNetwork, OneFp16StepIsCloseToTheFp32Step) {
     REQUIRE_GPU();
     const Batch data = random_batch(8, 12);
-    std::unique_ptr<Network> half = make_cuda_network(small_spec(8, Precision::amp));
     std::unique_ptr<Network> full = make_cuda_network(small_spec(8, Precision::fp32));
-    const double half_loss = half->train_step(data.images.data(), data.labels.data(), nullptr);
     const double full_loss = full->train_step(data.images.data(), data.labels.data(), nullptr);
-    EXPECT_NEAR(half_loss, full_loss, 1e-2 * full_loss);
-    std::string worst;
-    // fp16 activations and weights (11 significant bits) through 18 layers: a few percent.
-    EXPECT_LT(worst_tensor_error(*full, arena(*half, Arena::gradients), arena(*full, Arena::gradients), &worst), 0.1)
-        << worst;
-    EXPECT_TRUE(half->optimizer_step(0.1));
-    EXPECT_EQ(half->skipped_steps(), 0);
+    const std::vector<float> full_gradients = arena(*full, Arena::gradients);
+    for (const double scale : {32768.0, 1.0}) {
+        NetworkSpec spec = small_spec(8, Precision::amp);
+        spec.initial_loss_scale = scale;
+        std::unique_ptr<Network> half = make_cuda_network(spec);
+        const double half_loss = half->train_step(data.images.data(), data.labels.data(), nullptr);
+        EXPECT_NEAR(half_loss, full_loss, 1e-2 * full_loss) << "loss scale " << scale;
+        std::string worst;
+        // fp16 activations and weights (11 significant bits) through 18 layers: a few percent.
+        EXPECT_LT(worst_tensor_error(*full, arena(*half, Arena::gradients), full_gradients, &worst), 0.1)
+            << "loss scale " << scale << ": " << worst;
+        EXPECT_TRUE(half->optimizer_step(0.1)) << "loss scale " << scale;
+        EXPECT_EQ(half->skipped_steps(), 0) << "loss scale " << scale;
+    }
 }
 
 /// Two steps (an SGD step between them) of worker 1 of 2 at steps 0 and 3, once on the batches the
