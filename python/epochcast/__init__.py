@@ -244,8 +244,8 @@ class _Files:
         return arguments
 
 
-def _text(value, files):
-    """A keyword's value as the command line would spell it."""
+def _text(value, files, name):
+    """A keyword's value as the command line would spell flag `name`'s."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -254,8 +254,8 @@ def _text(value, files):
         return f"{value.total_seconds()!r}s"
     if isinstance(value, Calibration):
         return files.write("calibration.json", value.text)
-    if isinstance(value, Mapping):  # a catalog
-        return files.write("catalog.json", json.dumps(value))
+    if isinstance(value, Mapping):  # a document: a catalog, a calibration
+        return files.write(f"{name}.json", json.dumps(value))
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     return str(value)
@@ -281,7 +281,7 @@ def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=
             if option["flag"] and item is True:
                 arguments.append(f"--{name}")
             elif not (option["flag"] and item is False):
-                arguments.append(f"--{name}={_text(item, files)}")
+                arguments.append(f"--{name}={_text(item, files, name)}")
     arguments.extend(given)
     if positionals:
         arguments.append("--")
@@ -297,12 +297,8 @@ def _keywords(subcommand, leave_out=()):
     ]
 
 
-def _run(arguments):
-    return _native.run(arguments)
-
-
 def _json(arguments):
-    text, unmet = _run(arguments)
+    text, unmet = _native.run(arguments)
     return json.loads(text), unmet
 
 
@@ -326,7 +322,7 @@ def sweep(spec, **options):
         else:
             name, text = os.fspath(spec), None
         arguments = _arguments("sweep", "sweep", options, files, [name], leave_out={"plot"})
-        rows, columns = _native.sweep_columns(arguments[1:], text)
+        _, columns = _native.sweep_columns(arguments[1:], text)
     pandas = _pandas()
     return _records(columns) if pandas is None else _frame(pandas, columns)
 
@@ -389,7 +385,7 @@ def calibrate(runs_or_trace_files, **options):
     with _Files() as files:
         traces = files.traces(runs_or_trace_files)
         output = files.path("fitted-calibration.json")
-        _run(_arguments("calibrate", "calibrate", options, files, traces, given=[f"--output={output}"]))
+        _native.run(_arguments("calibrate", "calibrate", options, files, traces, given=[f"--output={output}"]))
         with open(output, encoding="utf-8") as file:
             return Calibration(file.read())
 
@@ -408,8 +404,11 @@ def catalog(**options):
 
 
 def simulate(**options):
-    if not _options("simulate"):  # built without SimGrid: the command says so
-        _run(["simulate"])
+    if not _options("simulate"):  # the subcommand of a build without SimGrid takes no flag
+        raise RunError(
+            "simulate() needs the SimGrid simulator, which this build of epochcast leaves out (pip install . builds "
+            "without it); the module scripts/setup builds into build/python has it (docs/python.md)"
+        )
     with _Files() as files:
         data, _ = _json(_arguments("simulate", "simulate", options, files, given=["--json"]))
     return Simulation(data)
