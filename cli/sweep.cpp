@@ -257,9 +257,11 @@ bool evaluate_text(const PreparedSweep& sweep, Format format, IndexRange range, 
         sink, [stop_on_interrupt] { return stop_on_interrupt && g_interrupted != 0; });
 }
 
+#ifndef EPOCHCAST_WITH_SIMULATOR
 constexpr const char* kNoSimulator =
     "--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev (>= 3.32) and "
     "rebuild";
+#endif
 
 /// The prediction from `sweep.iterations` simulated iterations of `s` (prepare_sweep refuses
 /// --simulate where SimGrid is not built).
