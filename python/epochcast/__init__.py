@@ -36,6 +36,7 @@ __all__ = [
     "Prediction",
     "Plan",
     "Calibration",
+    "Simulation",
     "InputError",
     "InfeasibleError",
     "RunError",
