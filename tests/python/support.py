@@ -74,7 +74,7 @@ def csv_field(value):
         return ""
     if type(value).__name__ in ("NAType", "NaTType"):
         return ""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):  # numpy's: bool_ before numpy 2
         return "true" if value else "false"
     if isinstance(value, numbers.Integral):
         return str(int(value))
