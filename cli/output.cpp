@@ -145,30 +145,30 @@ std::string escape_for_terminal(std::string_view text, bool keep_newlines) {
     }
 }
 
-int report_error(const std::exception_ptr& error, std::ostream& err) {
+ErrorReport describe_error(const std::exception_ptr& error) {
     try {
         std::rethrow_exception(error);
     } catch (const ReaderGone&) {
-        return 0;
+        return {0, "", ""};
     } catch (const NoAnswer& answer) {
-        err << "epochcast: " << escape_for_terminal(answer.what()) << '\n';
-        return 3;
+        return {3, "", escape_for_terminal(answer.what())};
     } catch (const InputError& input) {  // InfeasibleError included
-        err << "epochcast: error: " << escape_for_terminal(input.what()) << '\n';
-        return 2;
+        return {2, "error: ", escape_for_terminal(input.what())};
     } catch (const RunError& run) {
-        err << "epochcast: failed: " << escape_for_terminal(run.what(), /*keep_newlines=*/true) << '\n';
-        return 1;
+        return {1, "failed: ", escape_for_terminal(run.what(), /*keep_newlines=*/true)};
     } catch (const std::bad_alloc&) {
-        err << "epochcast: internal error: out of memory\n";
-        return 1;
+        return {1, "internal error: ", "out of memory"};
     } catch (const std::exception& other) {
-        err << "epochcast: internal error (a bug; please report): " << escape_for_terminal(other.what()) << '\n';
-        return 1;
+        return {1, "internal error (a bug; please report): ", escape_for_terminal(other.what())};
     } catch (...) {
-        err << "epochcast: internal error (a bug; please report): an unknown exception\n";
-        return 1;
+        return {1, "internal error (a bug; please report): ", "an unknown exception"};
     }
+}
+
+int report_error(const std::exception_ptr& error, std::ostream& err) {
+    const ErrorReport report = describe_error(error);
+    if (report.exit_code != 0) err << "epochcast: " << report.label << report.message << '\n';
+    return report.exit_code;
 }
 
 }  // namespace epochcast::cli

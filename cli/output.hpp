@@ -71,11 +71,21 @@ void guard_standard_streams();
 /// \n, \r, \t or \xnn, bytes that are not UTF-8 \xnn). With `keep_newlines`, '\n' is kept.
 std::string escape_for_terminal(std::string_view text, bool keep_newlines = false);
 
-/// main()'s error policy, for the exception `error`: write "epochcast: ..." on `err` (one line,
-/// escaped) and return the exit code listed above. InputError: "error: <what>", 2; RunError:
+/// What main() says of an error: its exit code (listed above) and its line, "epochcast: " + label +
+/// message. The Python module raises its exceptions with the same message (python/).
+struct ErrorReport {
+    int exit_code = 1;
+    std::string label;    ///< "error: ", "failed: ", "internal error: ", ...; "" for NoAnswer
+    std::string message;  ///< what() escaped to one line (a RunError keeps its lines); "" for ReaderGone
+};
+
+/// main()'s error policy, for the exception `error`: InputError: "error: <what>", 2; RunError:
 /// "failed: <what>" (multi-line output tails kept), 1; NoAnswer: "<what>", 3; ReaderGone: nothing,
 /// 0; std::bad_alloc: "internal error: out of memory", 1; any other exception: "internal error
 /// (a bug; please report): <what>", 1.
+ErrorReport describe_error(const std::exception_ptr& error);
+
+/// Write describe_error()'s line on `err` (nothing for ReaderGone) and return its exit code.
 int report_error(const std::exception_ptr& error, std::ostream& err);
 
 }  // namespace epochcast::cli

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/sweep_row.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -36,19 +37,11 @@ std::string strategy_label(const Scenario& s) {
     return "?";
 }
 
-constexpr const char* kScenarioColumns =
-    "model,image_size,classes,dataset_images,epochs,instance,nodes,gpus_per_node,framework,strategy,precision,stack,"
-    "memory_format,loader,batch_per_gpu,pricing,ps_instance,ps_nodes,ps_colocated,efa_adapters,feasible,reason";
-
-void append_number(std::string& row, double value) { append_significant(row, value); }
-
 void append_number(std::string& row, std::int64_t value) {
     char buffer[24];
     const auto r = std::to_chars(buffer, buffer + sizeof buffer, value);
     row.append(buffer, r.ptr);
 }
-
-void append_number(std::string& row, int value) { append_number(row, static_cast<std::int64_t>(value)); }
 
 /// A CSV field, quoted (with doubled quotes) when it holds a comma, a quote or a line break.
 void append_field(std::string& row, std::string_view text) {
@@ -64,45 +57,26 @@ void append_field(std::string& row, std::string_view text) {
     row += '"';
 }
 
-/// The scenario's columns, each followed by a comma; gpus_per_node as resolved when known.
-void append_scenario_csv(std::string& row, const Scenario& s, int gpus_per_node, int batch_per_gpu) {
-    auto text = [&row](std::string_view value) {
+/// A row's cells (cli/sweep_row.hpp) as CSV fields, each followed by a comma; end() makes the
+/// last one the end of the line.
+struct CsvCells {
+    std::string& row;
+    void text(std::string_view value) {
         append_field(row, value);
         row += ',';
-    };
-    auto number = [&row](auto value) {
+    }
+    void count(std::int64_t value) {
         append_number(row, value);
         row += ',';
-    };
-    const bool servers = s.strategy == Strategy::ps && !s.ps_colocated;
-    text(s.model);
-    number(s.image_size);
-    number(s.classes);
-    number(s.dataset_images);
-    if (s.target_top1_percent > 0) {
-        row += ',';  // an output: epochs_to_train
-    } else {
-        number(s.epochs);
     }
-    text(s.instance);
-    number(s.nodes);
-    number(gpus_per_node);
-    text(to_string(s.framework));
-    text(to_string(s.strategy));
-    text(to_string(s.precision));
-    text(to_string(s.stack));
-    text(to_string(s.memory_format));
-    text(to_string(s.loader));
-    if (batch_per_gpu > 0) append_number(row, batch_per_gpu);  // empty: a global batch that did not divide
-    row += ',';
-    text(to_string(s.pricing));
-    text(servers ? std::string_view(s.ps_instance) : std::string_view());
-    if (servers) append_number(row, s.ps_nodes);
-    row += ',';
-    text(s.strategy == Strategy::ps && s.ps_colocated ? "true" : "false");
-    if (s.efa_adapters >= 0) append_number(row, s.efa_adapters);
-    row += ',';
-}
+    void number(double value) {
+        append_significant(row, value);
+        row += ',';
+    }
+    void flag(bool value) { row += value ? "true," : "false,"; }
+    void none() { row += ','; }
+    void end() { row.back() = '\n'; }
+};
 
 }  // namespace
 
@@ -154,42 +128,25 @@ std::string format_dollars(double usd) {
 std::string format_cost(double usd, bool priced) { return priced ? format_dollars(usd) : "n/a"; }
 
 std::string prediction_csv_header() {
-    std::string header = kScenarioColumns;
-    for (const PredictionFigure& column : kPredictionFigures) {
-        header += ',';
+    std::string header;
+    for (const SweepColumn& column : sweep_columns()) {
         header += column.name;
+        header += ',';
     }
-    header += ",bottleneck,compute_curve,interconnect,algorithm,epochs_source,global_batch_beyond_published\n";
+    header.back() = '\n';
     return header;
 }
 
 void append_prediction_csv(std::string& row, const ScenarioResult& result) {
-    const Prediction& p = result.prediction;
-    append_scenario_csv(row, result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, batch_per_gpu(p));
-    row += "true,";
-    for (const PredictionFigure& column : kPredictionFigures) {
-        row += ',';
-        if (p.priced || !is_money_figure(column)) append_number(row, column.get(p));  // empty: no price
-    }
-    row += ',';
-    row += to_string(p.bottleneck);
-    row += ',';
-    row += to_string(result.curve_origin);
-    row += ',';
-    row += to_string(p.interconnect);
-    row += ',';
-    row += to_string(p.algorithm);
-    row += ',';
-    append_field(row, epochs_source_of(p));
-    row += p.global_batch_beyond_published ? ",true\n" : ",false\n";
+    CsvCells cells{row};
+    feasible_row(result, cells);
+    cells.end();
 }
 
 void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason) {
-    append_scenario_csv(row, scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu);
-    row += "false,";
-    append_field(row, reason);
-    for (std::size_t i = 0; i < std::size(kPredictionFigures) + 6; ++i) row += ',';
-    row += '\n';
+    CsvCells cells{row};
+    infeasible_row(scenario, reason, cells);
+    cells.end();
 }
 
 nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason) {

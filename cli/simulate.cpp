@@ -206,7 +206,7 @@ struct SimulateReport : Report {
     const std::optional<sim::ElasticReport>& elastic;
 };
 
-void run_simulate(SimulateOptions& o, std::ostream& out) {
+void run_simulate(SimulateOptions& o, std::ostream& out, std::ostream& progress_out) {
     std::vector<std::string> inputs = o.catalogs;
     inputs.push_back(calibration_file(o.calibration));
     check_outputs({{"--timeline", o.timeline}}, inputs);
@@ -243,12 +243,13 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
     const ResolvedScenario resolved = model.resolve(s);
     // A schedule whose cluster sizes would take hours to simulate is refused before anything runs.
     if (schedule) sim::check_elastic_cost(model, s, options, *schedule);
-    // Progress on stderr while it runs: rewritten in place on a terminal, a line every 10 s in a
-    // log; nothing for a run shorter than that (sim::progress_pace). Its thread starts once the
-    // simulation's process is forked: a process forked with a thread running can deadlock.
+    // Progress on stderr (`progress_out`) while it runs: rewritten in place on a terminal, a line every
+    // 10 s in a log; nothing for a run shorter than that (sim::progress_pace). Its thread starts once
+    // the simulation's process is forked: a process forked with a thread running can deadlock.
     std::optional<sim::ProgressPrinter> progress;
-    options.on_child_started = [&progress, &options] {
-        progress.emplace(std::cerr, sim::progress_pace(::isatty(STDERR_FILENO) == 1));
+    const bool terminal = &progress_out == &std::cerr && ::isatty(STDERR_FILENO) == 1;
+    options.on_child_started = [&progress, &options, &progress_out, terminal] {
+        progress.emplace(progress_out, sim::progress_pace(terminal));
         progress->update(0, options.iterations);
     };
     options.on_progress = [&progress](int done, int total) {
@@ -282,7 +283,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out) {
 
 }  // namespace
 
-void register_simulate(CLI::App& app, std::ostream& out) {
+void register_simulate(CLI::App& app, std::ostream& out, std::ostream& progress) {
     auto options = std::make_shared<SimulateOptions>();
     CLI::App* cmd = app.add_subcommand(
         "simulate",
@@ -319,12 +320,12 @@ void register_simulate(CLI::App& app, std::ostream& out) {
                     "Elastic schedule (epochcast.elastic/1): nodes per phase, global batch fixed, node losses; "
                     "reported against the fixed cluster of --nodes. Its phases' epochs replace --epochs; with "
                     "--target-top1 they are scaled to the epochs the global batch needs");
-    cmd->callback([options, &out] { run_simulate(*options, out); });
+    cmd->callback([options, &out, &progress] { run_simulate(*options, out, progress); });
 }
 
 #else
 
-void register_simulate(CLI::App& app, std::ostream&) {
+void register_simulate(CLI::App& app, std::ostream&, std::ostream&) {
     CLI::App* cmd = app.add_subcommand("simulate", "Simulate training with SimGrid (not in this build)");
     cmd->allow_extras();
     cmd->callback([] {

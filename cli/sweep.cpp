@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "cli/output.hpp"
 #include "cli/plot.hpp"
 #include "cli/report.hpp"
+#include "cli/sweep.hpp"
 #include "model/errors.hpp"
 #include "model/search.hpp"
 #include "model/sweep.hpp"
@@ -48,19 +50,6 @@ namespace {
 constexpr int kMaxJobs = 1024;
 
 enum class Format { csv, json };
-
-struct SweepOptions {
-    std::string spec;
-    std::string output;
-    int jobs = 0;  ///< 0: the machine's cores (the flag left out)
-    CLI::Option* jobs_option = nullptr;
-    bool simulate = false;
-    int iterations = 10;
-    std::vector<std::string> catalogs;
-    std::string calibration = "built-in";
-    std::string plot;
-    TargetFlags target;
-};
 
 Format format_of(const std::string& output) {
     const std::filesystem::path path(output);
@@ -205,58 +194,40 @@ private:
 };
 
 /// Evaluates combinations into row text.
-class Evaluator {
+class RowText {
 public:
-    Evaluator(const SweepSpec& spec, const CostModel& model, Format format, bool simulate, int iterations)
-        : spec_(spec), model_(model), format_(format), simulate_(simulate), iterations_(iterations) {}
+    RowText(const PreparedSweep& sweep, Format format) : evaluator_(sweep), format_(format) {}
 
     /// Append combination `index`'s row; a feasible one also goes to `plot` when it is given.
     /// Returns whether it was feasible.
-    bool append_row(std::size_t index, std::string& text, std::vector<PlotPoint>* plot) const {
-        const Scenario s = spec_.scenario_at(index, model_.catalog());
-        try {
-            const ResolvedScenario resolved = model_.resolve(s);
-            const ScenarioResult result{s, predict(s, resolved), resolved.curve_origin};
-            check_prediction(result.prediction);  // a row marked feasible holds finite, non-negative figures
+    bool append_row(std::size_t index, std::string& text, std::vector<PlotPoint>* plot) {
+        if (!evaluator_.evaluate(index, result_, reason_)) {  // the row says why
             if (format_ == Format::csv) {
-                append_prediction_csv(text, result);
-            } else {
-                nlohmann::json row = prediction_json(result);
-                row["feasible"] = true;
-                text += ",\n";
-                text += row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-            }
-            if (plot) plot->push_back({s, result.prediction});
-            return true;
-        } catch (const InputError& error) {  // InfeasibleError included: the row says why
-            if (format_ == Format::csv) {
-                append_infeasible_csv(text, s, error.what());
+                append_infeasible_csv(text, result_.scenario, reason_);
             } else {
                 text += ",\n";
-                text += infeasible_json(s, error.what()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                text += infeasible_json(result_.scenario, reason_)
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             }
             return false;
         }
+        if (format_ == Format::csv) {
+            append_prediction_csv(text, result_);
+        } else {
+            nlohmann::json row = prediction_json(result_);
+            row["feasible"] = true;
+            text += ",\n";
+            text += row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        }
+        if (plot) plot->push_back({result_.scenario, result_.prediction});
+        return true;
     }
 
 private:
-    Prediction predict(const Scenario& s, const ResolvedScenario& resolved) const {
-        if (!simulate_) return model_.predict(resolved);
-#ifdef EPOCHCAST_WITH_SIMULATOR
-        sim::SimulationOptions options;
-        options.iterations = iterations_;
-        return sim::simulated_prediction(model_, s, sim::simulate(model_, s, options));
-#else
-        (void)s;
-        return model_.predict(resolved);
-#endif
-    }
-
-    const SweepSpec& spec_;
-    const CostModel& model_;
+    SweepEvaluator evaluator_;
     Format format_;
-    bool simulate_;
-    int iterations_;
+    ScenarioResult result_;
+    std::string reason_;
 };
 
 struct Chunk {
@@ -266,100 +237,54 @@ struct Chunk {
     std::vector<PlotPoint> plot;
 };
 
-/// Evaluate [range.first, range.last) with `jobs` threads in chunks of `chunk_rows`, handing each
-/// finished chunk to `sink` in index order. Stops early (between chunks) when g_interrupted is set
-/// and `stop_on_interrupt`; returns whether it did. The threads are joined on every path: an
-/// exception from `sink` or from a worker (rethrown here) stops them first, and a thread that
-/// cannot be started is an InputError naming --jobs.
+/// Evaluate [range.first, range.last) as evaluate_range() does, each chunk as row text. Stops
+/// early (between chunks) when g_interrupted is set and `stop_on_interrupt`; returns whether it did.
 template <typename Sink>
-bool evaluate_range(const Evaluator& evaluator, IndexRange range, int jobs, std::size_t chunk_rows, bool keep_plot,
-                    bool stop_on_interrupt, Sink&& sink) {
-    const std::size_t count = range.last - range.first;
-    const std::size_t chunks = (count + chunk_rows - 1) / chunk_rows;
-    const std::size_t window = static_cast<std::size_t>(jobs) * 4;  // chunks ahead of the writer, at most
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::condition_variable ready;
-    std::condition_variable space;
-    bool stop = false;                  // guarded by mutex
-    std::exception_ptr worker_failure;  // guarded by mutex: the first exception a worker threw
-    std::map<std::size_t, Chunk> done;
-    std::size_t consumed = 0;
+bool evaluate_text(const PreparedSweep& sweep, Format format, IndexRange range, bool keep_plot, bool stop_on_interrupt,
+                   Sink&& sink) {
+    return evaluate_range(
+        range, sweep.jobs, sweep.chunk_rows,
+        [&](std::size_t first, std::size_t last) {
+            RowText rows(sweep, format);
+            Chunk chunk;
+            chunk.text.reserve((last - first) * 420);
+            for (std::size_t i = first; i < last; ++i) {
+                chunk.feasible += rows.append_row(i, chunk.text, keep_plot ? &chunk.plot : nullptr) ? 1 : 0;
+            }
+            chunk.rows = last - first;
+            return chunk;
+        },
+        sink, [stop_on_interrupt] { return stop_on_interrupt && g_interrupted != 0; });
+}
 
-    auto worker = [&] {
-        try {
-            for (;;) {
-                const std::size_t c = next.fetch_add(1);
-                if (c >= chunks) return;
-                {
-                    std::unique_lock lock(mutex);
-                    space.wait(lock, [&] { return c < consumed + window || stop; });
-                    if (stop) return;
-                }
-                Chunk chunk;
-                const std::size_t first = range.first + c * chunk_rows;
-                const std::size_t last = std::min(range.last, first + chunk_rows);
-                chunk.text.reserve((last - first) * 420);
-                for (std::size_t i = first; i < last; ++i) {
-                    chunk.feasible += evaluator.append_row(i, chunk.text, keep_plot ? &chunk.plot : nullptr) ? 1 : 0;
-                }
-                chunk.rows = last - first;
-                std::lock_guard lock(mutex);
-                done.emplace(c, std::move(chunk));
-                ready.notify_all();
-            }
-        } catch (...) {
-            std::lock_guard lock(mutex);
-            if (!worker_failure) worker_failure = std::current_exception();
-            stop = true;
-            ready.notify_all();
-            space.notify_all();
-        }
-    };
-    std::vector<std::thread> threads;
-    struct Joiner {  // stops and joins the workers however this function ends
-        std::vector<std::thread>& threads;
-        std::mutex& mutex;
-        bool& stop;
-        std::condition_variable& space;
-        ~Joiner() {
-            {
-                std::lock_guard lock(mutex);
-                stop = true;
-            }
-            space.notify_all();
-            for (std::thread& t : threads) t.join();
-        }
-    } joiner{threads, mutex, stop, space};
-    threads.reserve(static_cast<std::size_t>(jobs));
-    for (int j = 0; j < jobs; ++j) {
-        try {
-            threads.emplace_back(worker);
-        } catch (const std::system_error& error) {
-            throw InputError("--jobs " + std::to_string(jobs) + ": could not start thread " + std::to_string(j + 1) +
-                             " (" + error.code().message() + "); give fewer");
-        }
-    }
+#ifndef EPOCHCAST_WITH_SIMULATOR
+constexpr const char* kNoSimulator =
+    "--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev (>= 3.32) and "
+    "rebuild";
+#endif
 
-    for (std::size_t c = 0; c < chunks; ++c) {
-        Chunk chunk;
-        {
-            std::unique_lock lock(mutex);
-            // Wake now and then to notice Ctrl-C while a slow chunk (a simulation) runs.
-            while (!done.count(c) && !worker_failure) {
-                if (stop_on_interrupt && g_interrupted) return true;  // the joiner stops the workers
-                ready.wait_for(lock, std::chrono::milliseconds(50));
-            }
-            if (worker_failure) std::rethrow_exception(worker_failure);
-            if (stop_on_interrupt && g_interrupted) return true;
-            chunk = std::move(done.at(c));
-            done.erase(c);
-            ++consumed;
-        }
-        space.notify_all();
-        sink(chunk);
+/// The prediction from `sweep.iterations` simulated iterations of `s` (prepare_sweep refuses
+/// --simulate where SimGrid is not built).
+Prediction simulated(const PreparedSweep& sweep, const Scenario& s) {
+#ifdef EPOCHCAST_WITH_SIMULATOR
+    sim::SimulationOptions options;
+    options.iterations = sweep.iterations;
+    return sim::simulated_prediction(sweep.model, s, sim::simulate(sweep.model, s, options));
+#else
+    (void)sweep;
+    (void)s;
+    throw InputError(kNoSimulator);
+#endif
+}
+
+/// --jobs and --iterations within their bounds; InputError naming the flag otherwise.
+void check_counts(const SweepOptions& o) {
+    if ((o.jobs_option != nullptr && o.jobs_option->count() > 0 && o.jobs < 1) || o.jobs < 0 || o.jobs > kMaxJobs) {
+        throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " +
+                         std::to_string(o.jobs) + ")");
     }
-    return false;
+    if (o.iterations < 1)
+        throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
 }
 
 void run_sweep(SweepOptions& o, std::ostream& out) {
@@ -368,12 +293,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     const bool root = world->rank() == 0;
 
     const Format format = format_of(o.output);
-    if ((o.jobs_option->count() > 0 && o.jobs < 1) || o.jobs < 0 || o.jobs > kMaxJobs) {
-        throw InputError("--jobs must be between 1 and " + std::to_string(kMaxJobs) + " (got " +
-                         std::to_string(o.jobs) + ")");
-    }
-    if (o.iterations < 1)
-        throw InputError("--iterations must be at least 1 (got " + std::to_string(o.iterations) + ")");
+    check_counts(o);
     if (!o.plot.empty()) check_plot_path(o.plot);
     // Every output is checked before any work: nothing is computed, printed or written for a sweep
     // whose rows or plot cannot be written, or that would overwrite what it reads.
@@ -386,32 +306,8 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
             "--plot is not available under mpirun (the rows stay on their ranks); run the sweep, then "
             "plot with a sweep of one process");
     }
-#ifndef EPOCHCAST_WITH_SIMULATOR
-    if (o.simulate) {
-        throw InputError(
-            "--simulate: this epochcast was built without the SimGrid simulator: install libsimgrid-dev "
-            "(>= 3.32) and rebuild");
-    }
-#endif
-    const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
-    SweepSpec spec = read_sweep_spec(o.spec, model.catalog());
-    Scenario target;
-    o.target.apply(target);
-    if (target.target_top1_percent > 0) {
-        if (spec.epochs_given)
-            throw InputError(o.spec + ": the spec's \"epochs\" and --target-top1 exclude each other");
-        spec.target_top1_percent = target.target_top1_percent;
-        spec.recipe = target.recipe;
-    }
-    const std::size_t total = spec.combinations();
-    const Evaluator evaluator(spec, model, format, o.simulate, o.iterations);
-
-    // The SimGrid runs fork a child each; forking from several threads is not safe, so a simulated
-    // sweep evaluates one scenario at a time per process (use mpirun ranks to spread it).
-    const int jobs = o.simulate   ? 1
-                     : o.jobs > 0 ? o.jobs
-                                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const std::size_t chunk_rows = o.simulate ? 1 : 4096;
+    const PreparedSweep sweep = prepare_sweep(o);
+    const std::size_t total = sweep.spec.combinations();
     const bool keep_plot = !o.plot.empty();
     std::vector<PlotPoint> plot;
     std::size_t feasible = 0;
@@ -420,12 +316,12 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         // Each rank evaluates its block; rank 0 gathers the text in rank order and writes it.
         std::string mine;
         std::size_t mine_feasible = 0;
-        evaluate_range(evaluator, block_of(total, world->rank(), world->size()), jobs, chunk_rows, keep_plot, false,
-                       [&](Chunk& chunk) {
-                           mine += chunk.text;
-                           mine_feasible += chunk.feasible;
-                           std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
-                       });
+        evaluate_text(sweep, format, block_of(total, world->rank(), world->size()), keep_plot, false,
+                      [&](Chunk& chunk) {
+                          mine += chunk.text;
+                          mine_feasible += chunk.feasible;
+                          std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
+                      });
         const std::string all = world->gather_text(mine);
         const std::string feasible_counts = world->gather_text(std::to_string(mine_feasible) + "\n");
         if (!root) return;
@@ -441,13 +337,12 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         InterruptGuard guard;  // before the temporary file exists, so that no signal leaves it behind
         RowWriter writer(o.output, format, total, out);
         Progress progress(total);
-        const bool interrupted =
-            evaluate_range(evaluator, {0, total}, jobs, chunk_rows, keep_plot, true, [&](Chunk& chunk) {
-                writer.write(chunk.text, chunk.rows);
-                feasible += chunk.feasible;
-                std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
-                progress.update(writer.written());
-            });
+        const bool interrupted = evaluate_text(sweep, format, {0, total}, keep_plot, true, [&](Chunk& chunk) {
+            writer.write(chunk.text, chunk.rows);
+            feasible += chunk.feasible;
+            std::move(chunk.plot.begin(), chunk.plot.end(), std::back_inserter(plot));
+            progress.update(writer.written());
+        });
         writer.finish(interrupted);
         if (interrupted) {
             throw RunError("interrupted by " + interruption_name(g_interrupted) + ": " +
@@ -464,7 +359,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         request.front = pareto_front(points);
         request.points = std::move(plot);
         request.title = "Sweep " + std::filesystem::path(o.spec).filename().string() + ": time against cost";
-        request.catalog = &model.catalog();
+        request.catalog = &sweep.model.catalog();
         write_plots(request);
     }
     if (!o.output.empty()) {
@@ -480,6 +375,75 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
 
 }  // namespace
 
+void add_sweep_flags(CLI::App& cmd, SweepOptions& options) {
+    cmd.add_option("spec", options.spec, "Sweep spec file (JSON)")->required();
+    options.jobs_option =
+        cmd.add_option("--jobs", options.jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)");
+    without_default(options.jobs_option);
+    cmd.add_flag("--simulate", options.simulate,
+                 "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
+    cmd.add_option("--iterations", options.iterations, "Iterations simulated per combination with --simulate");
+    add_catalog_option(cmd, options.catalogs);
+    add_calibration_option(cmd, options.calibration);
+    add_target_flags(cmd, options.target, nullptr);
+}
+
+PreparedSweep prepare_sweep(const SweepOptions& o) {
+    check_counts(o);
+#ifndef EPOCHCAST_WITH_SIMULATOR
+    if (o.simulate) {
+        throw InputError(kNoSimulator);
+    }
+#endif
+    CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
+    SweepSpec spec = o.spec_text ? parse_sweep_spec(*o.spec_text, o.spec, model.catalog())
+                                 : read_sweep_spec(o.spec, model.catalog());
+    Scenario target;
+    o.target.apply(target);
+    if (target.target_top1_percent > 0) {
+        if (spec.epochs_given)
+            throw InputError(o.spec + ": the spec's \"epochs\" and --target-top1 exclude each other");
+        spec.target_top1_percent = target.target_top1_percent;
+        spec.recipe = target.recipe;
+    }
+    // The SimGrid runs fork a child each; forking from several threads is not safe, so a simulated
+    // sweep evaluates one scenario at a time per process (use mpirun ranks to spread it).
+    const int jobs = o.simulate   ? 1
+                     : o.jobs > 0 ? o.jobs
+                                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return {std::move(model), std::move(spec), jobs, o.simulate ? std::size_t{1} : std::size_t{4096},
+            o.simulate,       o.iterations};
+}
+
+PreparedSweep prepare_sweep(const std::vector<std::string>& args, const std::optional<std::string>& spec_text) {
+    CLI::App app("epochcast sweep", "epochcast");
+    app.require_subcommand(1);
+    CLI::App* cmd = app.add_subcommand("sweep");
+    SweepOptions options;
+    add_sweep_flags(*cmd, options);
+    std::vector<std::string> all{"sweep"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::ostringstream unused;
+    parse_and_run(app, all, unused);
+    options.spec_text = spec_text;
+    return prepare_sweep(options);
+}
+
+bool SweepEvaluator::evaluate(std::size_t index, ScenarioResult& result, std::string& reason) const {
+    result.scenario = sweep_.spec.scenario_at(index, sweep_.model.catalog());
+    const Scenario& s = result.scenario;
+    try {
+        const ResolvedScenario resolved = sweep_.model.resolve(s);
+        result.prediction = sweep_.simulate ? simulated(sweep_, s) : sweep_.model.predict(resolved);
+        result.curve_origin = resolved.curve_origin;
+        check_prediction(result.prediction);  // a row marked feasible holds finite, non-negative figures
+        return true;
+    } catch (const InputError& error) {  // InfeasibleError included: the row says why
+        reason = error.what();
+        return false;
+    }
+}
+
 void register_sweep(CLI::App& app, std::ostream& out) {
     auto options = std::make_shared<SweepOptions>();
     CLI::App* cmd = app.add_subcommand(
@@ -488,19 +452,10 @@ void register_sweep(CLI::App& app, std::ostream& out) {
         "docs/formats.md, \"Sweep spec\"). One row per combination, with every Prediction field; an infeasible "
         "one says why. CSV to "
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
-    cmd->add_option("spec", options->spec, "Sweep spec file (JSON)")->required();
+    add_sweep_flags(*cmd, *options);
     cmd->add_option("-o,--output", options->output, "Output file, .csv or .json (default: CSV to stdout)");
-    options->jobs_option =
-        cmd->add_option("--jobs", options->jobs, "Threads evaluating rows, 1 to 1024 (default: the machine's cores)");
-    without_default(options->jobs_option);
-    cmd->add_flag("--simulate", options->simulate,
-                  "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
-    cmd->add_option("--iterations", options->iterations, "Iterations simulated per combination with --simulate");
-    add_catalog_option(*cmd, options->catalogs);
-    add_calibration_option(*cmd, options->calibration);
     cmd->add_option("--plot", options->plot,
                     "Also draw the scaling curve, time against cost and the breakdown (.png or .svg)");
-    add_target_flags(*cmd, options->target, nullptr);
     cmd->callback([options, &out] { run_sweep(*options, out); });
 }
 

@@ -1,0 +1,119 @@
+// A sweep's row, cell by cell (docs/cli.md, "sweep"): the one description of its columns, from
+// which both the CSV (cli/report.cpp) and the Python module's DataFrame (python/) are written.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+
+#include "cli/report.hpp"
+#include "model/prediction.hpp"
+#include "model/scenario.hpp"
+
+namespace epochcast::cli {
+
+/// What a column holds. Any cell may also be none (an empty CSV field).
+enum class ColumnType { text, count, number, flag };
+
+struct SweepColumn {
+    std::string_view name;
+    ColumnType type;
+};
+
+namespace detail {
+
+inline constexpr SweepColumn kScenarioColumns[] = {
+    {"model", ColumnType::text},           {"image_size", ColumnType::count},    {"classes", ColumnType::count},
+    {"dataset_images", ColumnType::count}, {"epochs", ColumnType::number},       {"instance", ColumnType::text},
+    {"nodes", ColumnType::count},          {"gpus_per_node", ColumnType::count}, {"framework", ColumnType::text},
+    {"strategy", ColumnType::text},        {"precision", ColumnType::text},      {"stack", ColumnType::text},
+    {"memory_format", ColumnType::text},   {"loader", ColumnType::text},         {"batch_per_gpu", ColumnType::count},
+    {"pricing", ColumnType::text},         {"ps_instance", ColumnType::text},    {"ps_nodes", ColumnType::count},
+    {"ps_colocated", ColumnType::flag},    {"efa_adapters", ColumnType::count},  {"feasible", ColumnType::flag},
+    {"reason", ColumnType::text}};
+
+inline constexpr SweepColumn kOutcomeColumns[] = {
+    {"bottleneck", ColumnType::text},    {"compute_curve", ColumnType::text},
+    {"interconnect", ColumnType::text},  {"algorithm", ColumnType::text},
+    {"epochs_source", ColumnType::text}, {"global_batch_beyond_published", ColumnType::flag}};
+
+/// The scenario's cells; gpus_per_node as resolved when known, batch_per_gpu none when 0 (a global
+/// batch that its GPUs do not divide).
+template <typename Cells>
+void scenario_cells(const Scenario& s, int gpus_per_node, int batch_per_gpu, Cells& cells) {
+    const bool servers = s.strategy == Strategy::ps && !s.ps_colocated;
+    cells.text(s.model);
+    cells.count(s.image_size);
+    cells.count(s.classes);
+    cells.count(s.dataset_images);
+    if (s.target_top1_percent > 0) {
+        cells.none();  // an output: epochs_to_train
+    } else {
+        cells.number(s.epochs);
+    }
+    cells.text(s.instance);
+    cells.count(s.nodes);
+    cells.count(gpus_per_node);
+    cells.text(to_string(s.framework));
+    cells.text(to_string(s.strategy));
+    cells.text(to_string(s.precision));
+    cells.text(to_string(s.stack));
+    cells.text(to_string(s.memory_format));
+    cells.text(to_string(s.loader));
+    batch_per_gpu > 0 ? cells.count(batch_per_gpu) : cells.none();
+    cells.text(to_string(s.pricing));
+    servers ? cells.text(s.ps_instance) : cells.none();
+    servers ? cells.count(s.ps_nodes) : cells.none();
+    cells.flag(s.strategy == Strategy::ps && s.ps_colocated);
+    s.efa_adapters >= 0 ? cells.count(s.efa_adapters) : cells.none();
+}
+
+}  // namespace detail
+
+/// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
+/// figures (kPredictionFigures, under their --json names), then what ran.
+inline constexpr std::size_t kSweepColumnCount =
+    std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns);
+
+inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
+    std::array<SweepColumn, kSweepColumnCount> columns{};
+    std::size_t i = 0;
+    for (const SweepColumn& c : detail::kScenarioColumns) columns[i++] = c;
+    for (const PredictionFigure& f : kPredictionFigures) columns[i++] = {f.name, ColumnType::number};
+    for (const SweepColumn& c : detail::kOutcomeColumns) columns[i++] = c;
+    return columns;
+}
+
+/// A feasible result's row: each cell handed to `cells` in sweep_columns()' order, as
+/// cells.text(std::string_view), cells.count(std::int64_t), cells.number(double),
+/// cells.flag(bool) or cells.none(). Money is none for a cluster without a price.
+template <typename Cells>
+void feasible_row(const ScenarioResult& result, Cells& cells) {
+    const Prediction& p = result.prediction;
+    detail::scenario_cells(result.scenario, p.nodes > 0 ? p.gpus / p.nodes : 0, batch_per_gpu(p), cells);
+    cells.flag(true);
+    cells.none();  // reason
+    for (const PredictionFigure& figure : kPredictionFigures) {
+        p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
+    }
+    cells.text(to_string(p.bottleneck));
+    cells.text(to_string(result.curve_origin));
+    cells.text(to_string(p.interconnect));
+    cells.text(to_string(p.algorithm));
+    cells.text(epochs_source_of(p));
+    cells.flag(p.global_batch_beyond_published);
+}
+
+/// A combination the model rejected: the scenario as given, `feasible` false, the reason, and
+/// none for every column of the prediction.
+template <typename Cells>
+void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& cells) {
+    detail::scenario_cells(scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu,
+                           cells);
+    cells.flag(false);
+    cells.text(reason);
+    for (std::size_t i = 0; i < std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns); ++i) cells.none();
+}
+
+}  // namespace epochcast::cli

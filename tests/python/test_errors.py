@@ -1,0 +1,126 @@
+"""Bad input raises InputError (a ValueError) with exactly the line the command prints after
+"epochcast: error: " for the same input: the cases of the CLI's own tests (tests/cli), keyword
+arguments as a Python user writes them."""
+
+import pytest
+
+import epochcast
+from support import K80_TRACE, cli_error, keywords
+
+# tests/cli/test_predict_cli.cpp's cases; each is also called as keyword arguments (support.keywords:
+# numbers as numbers, "inf" and "nan" as floats, a repeated flag as a list).
+PREDICT = [
+    "--instance p9.large",
+    "--nodes 0",
+    "--batch-per-gpu -8",
+    "--batch-per-gpu lots",
+    "--batch-per-gpu 2048",
+    "--gpus-per-node 16",
+    "--strategy allgather",
+    "--strategy ps",
+    "--precision fp8",
+    "--framework caffe",
+    "--pricing cheap",
+    "--model resnet51",
+    "--catalog /nonexistent/catalog.json",
+    "--calibration /nonexistent/cal.json",
+    "--nodes 1000",
+    "--target-top1 0",
+    "--target-top1 inf",
+    "--target-top1 75.9 --epochs 40",
+    "--target-top1 75 --recipe lamb",
+    "--recipe goyal2017",
+    "--target-top1 77",
+    "--instance p5e.48xlarge",
+    "--instance p5en.48xlarge --pricing reserved-3y",
+    "--nodes 2147483647",
+    "--nodes 99999999999",
+    "--image-size 2147483647",
+    "--epochs 1e15",
+    "--epochs inf",
+    "--epochs nan",
+    "--epochs 0",
+    "--gpus-per-node 0",
+    "--efa-adapters -1",
+    "--instance p4d.24xlarge --efa-adapters 99",
+    "--ps-nodes 0",
+    "--global-batch 0",
+    "--global-batch inf",
+    "--classes nan",
+    "--dataset-images -5",
+    "--dataset-images 9223372036854775807",
+    "--nodes 1 --nodes 2",
+    "--deadline soon",
+    "--pricing spot --spot-interruptions-per-node-hour -1",
+]
+
+
+@pytest.mark.parametrize("flags", PREDICT)
+def test_predict(flags):
+    message = cli_error("predict " + flags)
+    with pytest.raises(epochcast.InputError) as raised:
+        epochcast.predict(**keywords(flags))
+    assert str(raised.value) == message
+    assert isinstance(raised.value, ValueError)
+
+
+def test_a_configuration_that_cannot_run_is_an_infeasible_error():
+    with pytest.raises(epochcast.InfeasibleError, match="largest batch that fits"):
+        epochcast.predict(batch_per_gpu=2048)
+
+
+OTHERS = [
+    "plan",
+    "plan --deadline soon",
+    "plan --budget -5",
+    "plan --deadline 2h --cloud mars",
+    "plan --deadline 2h --confidence 1",
+    "plan --deadline 2h --nodes 0",
+    "catalog --cloud mars",
+]
+
+
+@pytest.mark.parametrize("command", OTHERS)
+def test_other_subcommands(command):
+    subcommand, _, flags = command.partition(" ")
+    message = cli_error(command)
+    with pytest.raises(epochcast.InputError) as raised:
+        getattr(epochcast, subcommand)(**keywords(flags))
+    assert str(raised.value) == message
+
+
+def test_traces(tmp_path):
+    missing = str(tmp_path / "none.json")
+    for command, call in [
+        (f"calibrate {missing} -o {tmp_path / 'c.json'}", lambda: epochcast.calibrate(missing)),
+        (f"calibrate {K80_TRACE}#99 -o {tmp_path / 'c.json'}", lambda: epochcast.calibrate(f"{K80_TRACE}#99")),
+        (f"validate {K80_TRACE}#x", lambda: epochcast.validate(f"{K80_TRACE}#x")),
+        (f"validate {K80_TRACE} --hold-out nobody", lambda: epochcast.validate(K80_TRACE, hold_out="nobody")),
+    ]:
+        with pytest.raises(epochcast.InputError) as raised:
+            call()
+        assert str(raised.value) == cli_error(command)
+
+
+def test_a_run_given_as_a_dict_is_checked_as_a_trace_run():
+    with pytest.raises(epochcast.InputError, match=r"runs.json: run 0: .*nodes"):
+        epochcast.calibrate([{"instance": "p3.16xlarge", "nodes": 0, "batch_per_gpu": 64, "precision": "amp",
+                              "strategy": "ring", "framework": "tensorflow", "source": "ours",
+                              "measured": {"throughput_images_per_s": 100}}])
+
+
+def test_a_keyword_that_is_no_flag_is_a_type_error_naming_those_there_are():
+    expected = r"predict\(\) got an unexpected keyword argument 'frobnicate'; it takes .*batch_per_gpu"
+    with pytest.raises(TypeError, match=expected):
+        epochcast.predict(frobnicate=True)
+    with pytest.raises(TypeError, match="'json'"):
+        epochcast.predict(json=True)
+    with pytest.raises(TypeError, match="'output'"):
+        epochcast.calibrate(K80_TRACE, output="c.json")
+
+
+def test_nothing_is_printed(capfd):
+    for call in [lambda: epochcast.predict(nodes=0), lambda: epochcast.plan(deadline="soon")]:
+        with pytest.raises(epochcast.InputError):
+            call()
+    assert capfd.readouterr() == ("", "")
