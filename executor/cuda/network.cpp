@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/arena.hpp"
@@ -118,10 +119,10 @@ public:
     bool enabled() const { return enabled_; }
 
     /// From here on, GPU time belongs to `label` (grouped under `group` in the summary).
-    void mark(cudaStream_t stream, const std::string& label, const std::string& group) {
+    void mark(cudaStream_t stream, std::string_view label, std::string_view group) {
         if (!enabled_) return;
         if (next_ == marks_.size()) {
-            Mark mark{label, group, nullptr, 0.0};
+            Mark mark{std::string(label), std::string(group), nullptr, 0.0};
             EPOCHCAST_CUDA_CHECK(cudaEventCreate(&mark.event));
             marks_.push_back(mark);
         }
