@@ -23,8 +23,10 @@
 # exits 77, which ctest counts as skipped.
 #
 # Hosts: ec-hI at 10.231.S.(10+I), the bridge at 10.231.S.1 in this machine's namespace, S the
-# first of 0..9 whose range no interface of this machine uses (so two clusters can coexist).
-# Names: namespaces ecS-hI, bridge ecSbr, veth ecShI. Each sshd runs in a mount namespace of its
+# first of 0..9 whose range no interface of this machine uses (so two clusters can coexist: two
+# suites at once, each with its clusters). Names: namespaces ecS-hI, bridge ecSbr, veth ecShI. The
+# choice of S and the making of the bridge hold a lock (flock on /run/lock) so that two clusters
+# starting at once never take one slot, and a cluster removes only what it made. Each sshd runs in a mount namespace of its
 # host (ip netns exec makes one) with a private /run, where /etc/hosts is the cluster's.
 set -uo pipefail
 
@@ -50,21 +52,18 @@ for program in ip nsenter unshare ssh ssh-keygen; do
     command -v "$program" >/dev/null || skip "no $program on PATH"
 done
 
-# The first free range: no address of this machine in it and no bridge of ours by that name.
-slot=""
-for s in 0 1 2 3 4 5 6 7 8 9; do
-    if ! ip -o addr | grep -q " 10\.231\.$s\." && ! ip link show "ec${s}br" >/dev/null 2>&1 &&
-        ! ip netns list | grep -q "^ec${s}-"; then
-        slot=$s
-        break
-    fi
-done
-[ -n "$slot" ] || skip "the ranges 10.231.0-9.0/24 are all in use on this machine"
-net="10.231.$slot"
-bridge="ec${slot}br"
+# Clusters starting or ending at once take turns here (a lock on a folder every Debian has, so
+# that no lock file is left behind); the lock is held for moments, never while a command runs.
+lock_folder=/run/lock
+[ -d "$lock_folder" ] || lock_folder=/tmp
+# ip netns makes /run/netns (mounted on itself) where there is none; this file, while any cluster
+# of ours is up, says that it was one of ours, so that the last cluster out removes it.
+ours_run_netns=$lock_folder/epochcast-cluster.run-netns
+locked() { flock "$lock_folder" "$@"; }
 
 dir=""
-made_run_netns=""
+slot=""
+bridge=""
 namespaces=()
 command_pid=""
 
@@ -91,13 +90,13 @@ teardown() {
         ip netns del "$ns" 2>/dev/null  # its veth end goes, and with it the pair
         rm -rf "/etc/netns/$ns"
     done
-    ip link del "$bridge" 2>/dev/null
-    rmdir /etc/netns 2>/dev/null
-    # ip netns made /run/netns and mounted it on itself: undone when it was ours and holds no namespace.
-    if [ -n "$made_run_netns" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
-        umount /run/netns 2>/dev/null
-        rmdir /run/netns 2>/dev/null
-    fi
+    if [ -n "$bridge" ]; then ip link del "$bridge" 2>/dev/null; fi
+    # /run/netns, when a cluster of ours made it and no namespace is left in it (the last one out);
+    # /etc/netns when empty.
+    locked sh -c "rmdir /etc/netns 2>/dev/null
+        if [ -e '$ours_run_netns' ] && [ -z \"\$(ls -A /run/netns 2>/dev/null)\" ]; then
+            umount /run/netns 2>/dev/null; rmdir /run/netns 2>/dev/null; rm -f '$ours_run_netns'
+        fi"
     if [ -n "$dir" ]; then rm -rf "$dir"; fi
 }
 on_signal() {
@@ -109,13 +108,39 @@ trap 'on_signal INT 2' INT
 trap 'on_signal TERM 15' TERM
 trap 'on_signal HUP 1' HUP
 
-[ -d /run/netns ] || made_run_netns=yes
-# A machine where namespaces cannot be made (no CAP_SYS_ADMIN or CAP_NET_ADMIN, a restricted
-# container) says so here.
-probe="ec${slot}-probe"
-if ! error=$(ip netns add "$probe" 2>&1); then skip "cannot create a network namespace ($error)"; fi
-ip netns del "$probe"
-if ! error=$(ip link add "$bridge" type bridge 2>&1); then skip "cannot create a bridge ($error)"; fi
+# Under the lock: the first free range (no address of this machine in it, no bridge or namespace
+# by its names), whether namespaces can be made at all (not where CAP_SYS_ADMIN or CAP_NET_ADMIN
+# is missing, as in a restricted container), and the range's bridge, which claims it. Prints the
+# slot, or one line saying why not (and exits 1).
+claim_slot() {
+    [ -d /run/netns ] || touch "$ours_run_netns"
+    local s
+    for s in 0 1 2 3 4 5 6 7 8 9; do
+        if ! ip -o addr | grep -q " 10\.231\.$s\." && ! ip link show "ec${s}br" >/dev/null 2>&1 &&
+            ! ip netns list | grep -q "^ec${s}-"; then
+            local error
+            if ! error=$(ip netns add "ec${s}-probe" 2>&1); then
+                echo "cannot create a network namespace ($error)"
+                exit 1
+            fi
+            ip netns del "ec${s}-probe"
+            if ! error=$(ip link add "ec${s}br" type bridge 2>&1); then
+                echo "cannot create a bridge ($error)"
+                exit 1
+            fi
+            echo "$s"
+            exit 0
+        fi
+    done
+    echo "the ranges 10.231.0-9.0/24 are all in use on this machine"
+    exit 1
+}
+export -f claim_slot
+export ours_run_netns
+if ! claimed=$(locked bash -c claim_slot); then skip "$claimed"; fi
+slot=$claimed
+net="10.231.$slot"
+bridge="ec${slot}br"
 
 fail() {
     echo "cluster.sh: $*" >&2
