@@ -113,7 +113,11 @@ public:
         for (const FitMapping& m : mappings_) {
             double x = u[m.own];
             if (m.level >= 0) x += u[m.level];
-            parameter_value(c, m.id) = from_coordinate(m.coordinate, x);
+            double value = from_coordinate(m.coordinate, x);
+            // A jitter past what a calibration holds saturates there: a run slower than any
+            // jitter explains (a loaded host) must still fit a calibration that reads back.
+            if (m.id.kind == ParameterKind::sync_jitter) value = std::min(value, kMaxSyncJitter);
+            parameter_value(c, m.id) = value;
         }
         return c;
     }

@@ -149,6 +149,25 @@ TEST(LocalCpu, AJitterPastWhatACalibrationHoldsFitsAtThatBoundAndReadsBack) {
     EXPECT_NO_THROW(calibration_file_text(fit));
 }
 
+// The jitter measured at the bound, and two ranks far slower than the model without it: the
+// throughput residual pulls the fitted jitter past the bound (14.3 in a stress run, where
+// calibrate refused the run's own trace). The fit holds it at the bound.
+TEST(LocalCpu, TwoRanksSlowerThanAnyJitterFitAtTheBoundAndReadBack) {
+    const CostModel prior(catalog_with_host(), Calibration::data_free_prior());
+    Observation run;
+    run.origin = "local.json#0";
+    run.source = "epochcast-train on test-host";
+    run.scenario = one_rank(Precision::bf16);
+    run.scenario.nodes = 2;
+    const Prediction unloaded = prior.predict(prior.resolve(run.scenario));
+    run.throughput_images_per_s = unloaded.throughput_images_per_s / 1000;
+    for (int i = 0; i < 3000; ++i) run.step_compute_s.push_back(i % 100 == 0 ? 500.0 : 1.0);
+    ASSERT_GE(compute_jitter(run.step_compute_s), 1.0);
+    const CalibrationFit fit = fit_calibration(prior, {run}, {});
+    EXPECT_LE(fit.calibration.framework(Framework::epochcast).sync_jitter, kMaxSyncJitter);
+    EXPECT_NO_THROW(calibration_file_text(fit));
+}
+
 // A one-rank run's per-step compute times measure the straggler jitter (eq. S2), which the fit
 // takes for the epochcast framework's sync_jitter although one rank never waits for another; the
 // prior (0.05) yields to a measurement of a seventh of it or seven times it.
