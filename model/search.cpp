@@ -46,14 +46,18 @@ TimeCost at_confidence(const Prediction& p, double confidence) {
         // a little beyond the P-quantile of their joint spread, never short of it).
         const SpotRun& x = p.spot;
         const double work_s = x.work_s * (p.throughput_images_per_s / throughput) * (epochs / p.epochs);
-        time_s = p.startup_s +
+        time_s = p.staging_s + p.startup_s +
                  spot_time_quantile_s(checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s),
                                       x.cluster_interruptions_per_hour / 3600.0, x.loss_per_interruption_s, confidence);
     } else {
         const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
-        time_s = p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s);
+        const double evaluation_s = p.epochs > 0 ? p.evaluations * epochs / p.epochs * p.evaluation_s : 0.0;
+        time_s = p.staging_s + p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s) + evaluation_s;
     }
-    return {time_s, time_s / 3600.0 * p.cluster_usd_per_hour};
+    // The instances and the store are paid by the second (eq. F5), the traffic by the volume (eq. F6).
+    const double storage_usd = p.time_to_train_s > 0 ? p.storage_usd * time_s / p.time_to_train_s : 0.0;
+    return {time_s, p.cluster_usd + (time_s - p.time_to_train_s) / 3600.0 * p.cluster_usd_per_hour + storage_usd +
+                        p.data_transfer_usd};
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
