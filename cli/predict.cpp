@@ -165,6 +165,25 @@ private:
             break;
         }
         for (const ScenarioResult& r : results_) {
+            if (r.prediction.bottleneck != Bottleneck::storage) continue;
+            // The store bounds the input pipeline (eq. F3): what the images on each node's NVMe would give.
+            const Prediction& p = r.prediction;
+            Scenario local = r.scenario;
+            local.storage = Store::local_nvme;
+            local.storage_tib = local.storage_tier_MBps_per_TiB = 0;
+            out << "\nnote: the store bounds " << (results_.size() > 1 ? "a configuration" : "this run") << ": "
+                << to_string(p.storage) << " delivers " << format_number(p.storage_read_GBps, 3)
+                << " GB/s to the cluster, whose GPUs and loaders would read " << format_number(p.demanded_read_GBps, 3)
+                << " GB/s (docs/model.md, eqs. F1-F3)";
+            try {
+                out << "; with the images staged to each node's NVMe (--storage local-nvme) it would train at "
+                    << format_count(model_.checked_predict(local).throughput_images_per_s) << " images/s";
+            } catch (const InputError&) {
+            }
+            out << ".\n";
+            break;
+        }
+        for (const ScenarioResult& r : results_) {
             if (r.curve_origin != CurveOrigin::measured) {
                 out << "\nnote: "
                     << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario, r.curve_origin)

@@ -1,5 +1,6 @@
 #include "cli/report.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "cli/sweep_row.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
@@ -77,6 +79,18 @@ struct CsvCells {
     void none() { row += ','; }
     void end() { row.back() = '\n'; }
 };
+
+/// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
+/// defaults where it does not.
+struct FsxSize {
+    double tib = 0;
+    double tier_MBps_per_TiB = 0;
+};
+FsxSize fsx_size(const Scenario& s) {
+    const StoreSpec& spec = StorageCatalog::built_in().store(Store::fsx_lustre);
+    return {s.storage_tib > 0 ? s.storage_tib : spec.default_tib,
+            s.storage_tier_MBps_per_TiB > 0 ? s.storage_tier_MBps_per_TiB : spec.default_tier_MBps_per_TiB};
+}
 
 }  // namespace
 
@@ -176,6 +190,23 @@ nlohmann::json spot_json(const Prediction& p) {
             {"uninterrupted_time_s", x.uninterrupted_time_s}};
 }
 
+/// The store the images are read from (docs/cli.md, predict's `storage` key): null without one.
+nlohmann::json storage_json(const Scenario& s, const Prediction& p) {
+    if (p.storage == Store::none) return nullptr;
+    nlohmann::json j = {
+        {"store", to_string(p.storage)},
+        {"staging_s", p.staging_s},
+        {"demanded_read_GBps", p.demanded_read_GBps},
+        {"storage_read_GBps", p.storage_read_GBps > 0 ? nlohmann::json(p.storage_read_GBps) : nlohmann::json(nullptr)},
+        {"bound", p.bottleneck == Bottleneck::storage}};
+    if (p.storage == Store::fsx_lustre) {
+        const FsxSize size = fsx_size(s);
+        j["tib"] = size.tib;
+        j["tier_MBps_per_TiB"] = size.tier_MBps_per_TiB;
+    }
+    return j;
+}
+
 nlohmann::json prediction_json(const ScenarioResult& result) {
     const Scenario& s = result.scenario;
     const Prediction& p = result.prediction;
@@ -225,6 +256,14 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"global_batch", p.global_batch},
         {"global_batch_beyond_published", p.global_batch_beyond_published},
         {"compute_curve", to_string(result.curve_origin)}};
+    // What the run costs around its iterations (issue 45): always the evaluation and the money's
+    // parts; the store's figures, null without one.
+    j["evaluation_s"] = p.evaluation_s;
+    j["evaluations"] = p.evaluations;
+    j["cluster_usd"] = money(p.cluster_usd);
+    j["storage_usd"] = p.storage_usd;
+    j["data_transfer_usd"] = p.data_transfer_usd;
+    j["storage"] = storage_json(s, p);
     if (s.pricing == Pricing::spot) j["spot"] = spot_json(p);
     return j;
 }
@@ -297,6 +336,33 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         }
         return text + (p.epochs_basis == EpochsBasis::given ? std::string(", given") : ", " + epochs_source_of(p));
     });
+    const bool any_store = std::any_of(results.begin(), results.end(),
+                                       [](const ScenarioResult& r) { return r.prediction.storage != Store::none; });
+    if (any_store) {
+        row("storage", [](const Scenario& s, const Prediction& p) {
+            if (p.storage == Store::none) return std::string("none");
+            std::string text(to_string(p.storage));
+            if (p.storage == Store::fsx_lustre) {
+                const FsxSize size = fsx_size(s);
+                text.append(" ").append(format_number(size.tib, 4));
+                text.append(" TiB at ").append(format_number(size.tier_MBps_per_TiB, 4)).append(" MB/s/TiB");
+            }
+            return text;
+        });
+        row("  reads, demanded/delivered (GB/s)", [](const Scenario&, const Prediction& p) {
+            if (p.storage == Store::none) return std::string("-");
+            return fixed(p.demanded_read_GBps, 2) + " / " +
+                   (p.storage_read_GBps > 0 ? fixed(p.storage_read_GBps, 2) : std::string("no bound"));
+        });
+        row("  staging (copy from S3)", [](const Scenario&, const Prediction& p) {
+            return p.staging_s > 0 ? format_duration(p.staging_s) : std::string("none");
+        });
+    }
+    row("start-up", [](const Scenario&, const Prediction& p) { return format_duration(p.startup_s); });
+    row("evaluation", [](const Scenario&, const Prediction& p) {
+        if (!(p.evaluations > 0)) return std::string("none");
+        return format_number(p.evaluations, 4) + " passes x " + format_duration(p.evaluation_s);
+    });
     row("time to train", [](const Scenario&, const Prediction& p) { return format_duration(p.time_to_train_s); });
     row("  95% band", [](const Scenario&, const Prediction& p) {
         return format_duration(p.time_to_train_interval.low) + " - " + format_duration(p.time_to_train_interval.high);
@@ -308,6 +374,12 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("cost per epoch",
         [](const Scenario&, const Prediction& p) { return format_cost(p.cost_per_epoch_usd, p.priced); });
     row("cost to train", [](const Scenario&, const Prediction& p) { return format_cost(p.cost_usd, p.priced); });
+    if (any_store) {
+        row("  instances", [](const Scenario&, const Prediction& p) { return format_cost(p.cluster_usd, p.priced); });
+        row("  storage", [](const Scenario&, const Prediction& p) { return format_dollars(p.storage_usd); });
+        row("  data transfer and requests",
+            [](const Scenario&, const Prediction& p) { return format_dollars(p.data_transfer_usd); });
+    }
     row("  95% band", [](const Scenario&, const Prediction& p) {
         return p.priced ? format_dollars(p.cost_interval.low) + " - " + format_dollars(p.cost_interval.high)
                         : std::string("n/a");

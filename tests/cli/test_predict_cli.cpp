@@ -218,6 +218,37 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --target-top1 75 --recipe lamb", "unknown recipe 'lamb'");
     expect_bad_input("predict --recipe goyal2017", "--recipe goes with --target-top1");
     expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
+    // The data, evaluation and start-up (issue 45)
+    expect_bad_input("predict --storage nfs", "--storage: unknown value 'nfs'");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib -1", "--storage-tib must be a positive number");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib nan", "--storage-tib");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib 0.1", "below the smallest fsx-lustre");
+    expect_bad_input("predict --storage fsx-lustre --storage-tier 200", "--storage-tier 200 is no throughput tier");
+    expect_bad_input("predict --storage s3 --storage-tib 2.4", "go with --storage fsx-lustre");
+    expect_bad_input("predict --eval-every -2", "--eval-every must be at least 0");
+    expect_bad_input("predict --startup soon", "--startup 'soon'");
+}
+
+TEST(PredictCliStorage, AStoreAddsItsStagingBoundAndCostToTextAndJson) {
+    const auto json = run_epochcast("predict --instance p3.8xlarge --storage fsx-lustre --storage-tib 1.2 --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    const auto& store = j["storage"];
+    EXPECT_EQ(store["store"], "fsx-lustre");
+    EXPECT_NEAR(store["staging_s"].get<double>(), 1'331'167 * 0.05 / 10, 1e-6);  // seed 004: a couple of hours
+    EXPECT_NEAR(store["storage_read_GBps"].get<double>(), 0.15, 1e-12);
+    EXPECT_NEAR(j["cost_usd"].get<double>(),
+                j["cluster_usd"].get<double>() + j["storage_usd"].get<double>() + j["data_transfer_usd"].get<double>(),
+                1e-9);
+    EXPECT_EQ(j["evaluations"].get<double>(), 90);
+    const auto text = run_epochcast("predict --instance p4d.24xlarge --nodes 8 --loader dali --storage fsx-lustre");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("staging (copy from S3)"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("note: the store bounds this run: fsx-lustre delivers 0.15 GB/s"), std::string::npos)
+        << text.out;
+    const auto none = run_epochcast("predict --json");
+    ASSERT_EQ(none.exit_code, 0) << none.err;
+    EXPECT_TRUE(nlohmann::json::parse(none.out)[0]["storage"].is_null());
 }
 
 TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks) {
