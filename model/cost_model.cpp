@@ -910,10 +910,11 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
     if (scenario.storage == Store::none) return;
     const StorageCatalog& data = StorageCatalog::built_in();
     const StoreSpec& spec = data.store(scenario.storage);
-    const bool evaluated = r.eval_every_epochs > 0 && r.eval_images > 0;
     r.image_bytes = data.train_image_bytes();
     const double train_bytes = r.dataset_images * r.image_bytes;
-    const double eval_bytes = evaluated ? r.eval_images * data.val_image_bytes() : 0.0;
+    // The dataset held and staged is the training set and its validation set (seed 004 copies both);
+    // the validation set is read once per evaluation pass (none unless the run evaluates).
+    const double eval_bytes = r.eval_images * data.val_image_bytes();
     const StoreBounds bounds = store_bounds(data, spec, scenario, train_bytes + eval_bytes, r.image_bytes);
     const double network_Bps = worker.network_gbps * 1e9 / kBitsPerByte;
     const double per_client_Bps = spec.per_client_is_instance_network ? network_Bps : spec.per_client_Bps;
@@ -938,7 +939,7 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
     r.storage_read_GB_per_eval = eval_bytes / kBytesPerGiB;
     if (!spec.staged) {
         r.storage_gets_per_epoch = r.dataset_images;  // one GET per image streamed
-        r.storage_gets_per_eval = evaluated ? r.eval_images : 0.0;
+        r.storage_gets_per_eval = r.eval_images;
     }
     r.storage_usd_per_GB_read = spec.usd_per_GB_read;
     r.storage_usd_per_GB_written = spec.usd_per_GB_written;
@@ -948,7 +949,7 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
     // Staging (eq. F4): every worker its own copy at once, or one copy by one client, through that
     // client's network under the store's write bound.
     if (spec.staged) {
-        const double files = r.dataset_images + (evaluated ? r.eval_images : 0.0);
+        const double files = r.dataset_images + r.eval_images;
         const double bandwidth_Bps =
             store_deliverable_Bps(spec.staged_on_workers ? 0.0 : bounds.aggregate_write_Bps, network_Bps, 1);
         r.staging_s = staging_time_s(files, train_bytes + eval_bytes, data.staging_per_file_s,

@@ -84,8 +84,10 @@ struct Scenario {
     double storage_tib = 0;       ///< fsx-lustre: capacity provisioned, TiB; 0: the store's default (1.2)
     double storage_tier_MBps_per_TiB = 0;  ///< fsx-lustre: throughput tier; 0: the store's default (125)
     int eval_images = 50'000;              ///< validation images per evaluation pass (ImageNet-1k's val set); 0: none
-    int eval_every_epochs = 1;             ///< an evaluation pass after every this many epochs; 0: never
-    double startup_s = -1;                 ///< launch to first iteration, seconds; -1: the calibration's (eq. L1)
+    /// An evaluation pass after every this many epochs; 0: never (the default: seed 000's measured
+    /// times to train hold no evaluation every epoch; docs/model.md, "Evaluation")
+    int eval_every_epochs = 0;
+    double startup_s = -1;  ///< launch to first iteration, seconds; -1: the calibration's (eq. L1)
 };
 
 }  // namespace epochcast

@@ -122,6 +122,7 @@ TEST(Storage, FsxBoundsALargeClusterAtItsSmallestAndNotAtItsLargestTier) {
 // staging; EFS's reads by the GB.
 TEST(Storage, CostLinesAddToTheTotal) {
     Scenario s = seed004_fsx();
+    s.eval_every_epochs = 1;  // every epoch reads the validation set too
     const ResolvedScenario r = model().resolve(s);
     const Prediction p = model().checked_predict(r);
     EXPECT_NEAR(p.storage_usd, 1.2 * 1024 * 0.145 * p.time_to_train_s / 3600 / 730, 1e-9);
@@ -159,6 +160,8 @@ TEST(Storage, EvaluationAndStartUpAreInTheTimeToTrain) {
     Scenario s;
     s.instance = "p3.16xlarge";
     s.nodes = 8;
+    EXPECT_EQ(model().checked_predict(s).evaluations, 0);  // none unless asked
+    s.eval_every_epochs = 1;
     const ResolvedScenario r = model().resolve(s);
     const Prediction p = model().checked_predict(r);
     const double compute_s = r.fixed_s + 256 * r.time_per_image_s;
