@@ -190,9 +190,8 @@ nlohmann::json spot_json(const Prediction& p) {
             {"uninterrupted_time_s", x.uninterrupted_time_s}};
 }
 
-/// The store the images are read from (docs/cli.md, predict's `storage` key): null without one.
+/// The store the images are read from (docs/cli.md, predict's `storage` key).
 nlohmann::json storage_json(const Scenario& s, const Prediction& p) {
-    if (p.storage == Store::none) return nullptr;
     nlohmann::json j = {
         {"store", to_string(p.storage)},
         {"staging_s", p.staging_s},
@@ -257,13 +256,13 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"global_batch_beyond_published", p.global_batch_beyond_published},
         {"compute_curve", to_string(result.curve_origin)}};
     // What the run costs around its iterations (issue 45): always the evaluation and the money's
-    // parts; the store's figures, null without one.
+    // parts; the store's figures with a store only (absent otherwise, as `spot` is).
     j["evaluation_s"] = p.evaluation_s;
     j["evaluations"] = p.evaluations;
     j["cluster_usd"] = money(p.cluster_usd);
     j["storage_usd"] = p.storage_usd;
     j["data_transfer_usd"] = p.data_transfer_usd;
-    j["storage"] = storage_json(s, p);
+    if (p.storage != Store::none) j["storage"] = storage_json(s, p);
     if (s.pricing == Pricing::spot) j["spot"] = spot_json(p);
     return j;
 }
