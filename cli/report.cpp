@@ -190,6 +190,20 @@ nlohmann::json spot_json(const Prediction& p) {
             {"uninterrupted_time_s", x.uninterrupted_time_s}};
 }
 
+bool cold_first_epoch(const Prediction& p) {
+    return p.first_epoch_bottleneck == Bottleneck::storage && p.bottleneck != Bottleneck::storage;
+}
+
+std::string bottleneck_text(const Prediction& p) {
+    if (!cold_first_epoch(p)) return std::string(to_string(p.bottleneck));
+    const std::string later = std::string(to_string(p.bottleneck));
+    if (!(p.store_bound_epochs > 1)) {
+        return "storage (first epoch; later epochs from each node's page cache: " + later + ")";
+    }
+    return "storage (first " + format_number(p.store_bound_epochs, 1) +
+           " epochs, as each node's page cache fills; later: " + later + ")";
+}
+
 /// The store the images are read from (docs/cli.md, predict's `storage` key).
 nlohmann::json storage_json(const Scenario& s, const Prediction& p) {
     nlohmann::json j = {
@@ -197,7 +211,10 @@ nlohmann::json storage_json(const Scenario& s, const Prediction& p) {
         {"staging_s", p.staging_s},
         {"demanded_read_GBps", p.demanded_read_GBps},
         {"storage_read_GBps", p.storage_read_GBps > 0 ? nlohmann::json(p.storage_read_GBps) : nlohmann::json(nullptr)},
-        {"bound", p.bottleneck == Bottleneck::storage}};
+        {"bound", p.bottleneck == Bottleneck::storage},
+        {"first_epoch_bound", p.first_epoch_bottleneck == Bottleneck::storage},
+        {"store_bound_epochs", p.store_bound_epochs},
+        {"page_cache_hit_fraction", p.page_cache_hit_fraction}};
     if (p.storage == Store::fsx_lustre) {
         const FsxSize size = fsx_size(s);
         j["tib"] = size.tib;
@@ -219,6 +236,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     nlohmann::json j = {
         {"scenario", scenario},
         {"throughput_images_per_s", p.throughput_images_per_s},
+        {"first_epoch_images_per_s", p.first_epoch_images_per_s},
         {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
         {"per_gpu_images_per_s", p.per_gpu_images_per_s},
         {"iteration_s", p.iteration_s},
@@ -307,6 +325,13 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {
         return format_count(p.interval.low) + " - " + format_count(p.interval.high);
     });
+    // The first epoch where the store bounds it and each node's page cache serves later ones (eqs. F7, F8).
+    if (std::any_of(results.begin(), results.end(),
+                    [](const ScenarioResult& r) { return cold_first_epoch(r.prediction); })) {
+        row("  first epoch (images/s)", [](const Scenario&, const Prediction& p) {
+            return cold_first_epoch(p) ? format_count(p.first_epoch_images_per_s) : std::string("the same");
+        });
+    }
     row("  per GPU (images/s)",
         [](const Scenario&, const Prediction& p) { return format_count(p.per_gpu_images_per_s); });
     row("scaling efficiency vs 1 GPU",
@@ -322,7 +347,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) {
         return fixed(1e3 * p.data_s, 1) + ", " + std::string(to_string(p.loader));
     });
-    row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
+    row("bottleneck", [](const Scenario&, const Prediction& p) { return bottleneck_text(p); });
     row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
         return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";
     });

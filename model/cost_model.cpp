@@ -901,7 +901,8 @@ StoreBounds store_bounds(const StorageCatalog& data, const StoreSpec& spec, cons
 
 void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, double checkpoint_bytes) {
     r.storage = scenario.storage;
-    r.storage_images_per_s_per_gpu = r.storage_deliverable_Bps = kInfinity;
+    r.storage_images_per_s_per_gpu = r.storage_first_epoch_images_per_s_per_gpu = r.storage_deliverable_Bps = kInfinity;
+    r.page_cache_hit_fraction = 0;
     if (scenario.storage != Store::fsx_lustre &&
         (scenario.storage_tib != 0 || scenario.storage_tier_MBps_per_TiB != 0)) {
         throw InputError("--storage-tib and --storage-tier go with --storage fsx-lustre (got --storage " +
@@ -921,8 +922,15 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
 
     // Reads (eqs. F2, F3)
     r.storage_deliverable_Bps = store_deliverable_Bps(bounds.aggregate_read_Bps, per_client_Bps, r.nodes);
-    r.storage_images_per_s_per_gpu =
+    r.storage_first_epoch_images_per_s_per_gpu =
         store_images_per_s_per_gpu(r.storage_deliverable_Bps, r.image_bytes, r.nodes * r.gpus_per_node);
+    // The page cache (eq. F7): what each node's RAM may hold of the images the run reads (the
+    // validation set too where it evaluates) serves that share of its reads once warm.
+    const double read_bytes = train_bytes + (scenario.eval_every_epochs > 0 ? eval_bytes : 0.0);
+    r.page_cache_hit_fraction =
+        page_cache_hit_fraction(spec.page_cache_fraction_of_ram * worker.memory_gib * kBytesPerGiB, read_bytes);
+    r.storage_images_per_s_per_gpu =
+        warm_store_images_per_s_per_gpu(r.storage_first_epoch_images_per_s_per_gpu, r.page_cache_hit_fraction);
 
     // The checkpoint (rank 0 writes it): one client's bound under the store's write bound; a local
     // copy keeps the calibration's write rate.
@@ -1359,6 +1367,25 @@ void apply_run_costs(const ResolvedScenario& s, Prediction& p) noexcept {
         p.demanded_read_GBps = demanded_read_Bps(images_per_s, s.image_bytes) / 1e9;
     }
     p.storage_read_GBps = std::isfinite(s.storage_deliverable_Bps) ? s.storage_deliverable_Bps / 1e9 : 0.0;
+
+    // The first epoch (eqs. F3, F7): every node reads its shard from the store, its page cache cold;
+    // its throughput is the iteration's at the steady rate scaled by eq. D1's ratio of the two (a
+    // simulated iteration's too), and never more than eq. D1's with the store at its cold rate.
+    p.page_cache_hit_fraction = s.page_cache_hit_fraction;
+    p.first_epoch_images_per_s = p.throughput_images_per_s;
+    p.first_epoch_bottleneck = p.bottleneck;
+    if (s.storage_first_epoch_images_per_s_per_gpu < s.storage_images_per_s_per_gpu) {
+        ResolvedScenario cold = s;
+        cold.storage_images_per_s_per_gpu = s.storage_first_epoch_images_per_s_per_gpu;
+        const IterationTimes warm_times = iteration_times(s);
+        const IterationTimes cold_times = iteration_times(cold);
+        p.first_epoch_images_per_s =
+            std::fmin(p.throughput_images_per_s * warm_times.iteration_s / cold_times.iteration_s,
+                      static_cast<double>(gpus) * s.batch_per_gpu / cold_times.iteration_s);
+        p.first_epoch_bottleneck =
+            named_bottleneck(cold, bottleneck_of(cold_times.compute_s, cold_times.sync_s,
+                                                 cold_times.exposed_communication_s, cold_times.data_s));
+    }
 }
 
 namespace {
@@ -1378,12 +1405,17 @@ RunMoney run_money(const ResolvedScenario& s, double time_s, double epochs, doub
     m.cluster_usd = instance_s / 3600.0 * s.cluster_usd_per_hour;
     m.storage_usd = storage_usd(s.storage_capacity_GB, s.storage_usd_per_GB_month, time_s / 3600.0);
     const double checkpoints = s.storage == Store::none ? 0.0 : std::ceil(epochs);
+    // What the store serves (eqs. F7, F8): the epochs' worth of training reads that miss the page
+    // caches, and every evaluation after the first read at the warm miss share.
+    const double miss = 1.0 - s.page_cache_hit_fraction;
+    const double epoch_reads = cached_epochs_s(epochs, s.nodes, 1.0, miss);
+    const double eval_reads = std::fmin(passes, 1.0) + std::fmax(passes - 1.0, 0.0) * miss;
     m.transfer_usd =
-        s.staging_usd + transfer_usd(epochs * s.storage_read_GB_per_epoch + passes * s.storage_read_GB_per_eval,
-                                     s.storage_usd_per_GB_read, checkpoints * s.checkpoint_GB,
-                                     s.storage_usd_per_GB_written,
-                                     epochs * s.storage_gets_per_epoch + passes * s.storage_gets_per_eval,
-                                     s.storage_usd_per_1000_get, checkpoints, s.storage_usd_per_1000_put);
+        s.staging_usd +
+        transfer_usd(epoch_reads * s.storage_read_GB_per_epoch + eval_reads * s.storage_read_GB_per_eval,
+                     s.storage_usd_per_GB_read, checkpoints * s.checkpoint_GB, s.storage_usd_per_GB_written,
+                     epoch_reads * s.storage_gets_per_epoch + eval_reads * s.storage_gets_per_eval,
+                     s.storage_usd_per_1000_get, checkpoints, s.storage_usd_per_1000_put);
     return m;
 }
 
@@ -1394,12 +1426,30 @@ void set_money(Prediction& p, const RunMoney& m) {
     p.cost_usd = m.total();
 }
 
+/// The iterations of `epochs` epochs at a steady `throughput` (eq. F8): the first at the first
+/// epoch's rate, the next ones at the steady rate as each node's page cache fills. At a throughput
+/// band's slow end the first epoch's rate moves with it, as at_throughput() moves it; at the fast
+/// end the store holds it.
+double epochs_iterations_s(const ResolvedScenario& s, const Prediction& p, double epochs, double throughput) {
+    if (p.first_epoch_bottleneck != Bottleneck::storage) return epochs * s.dataset_images / throughput;
+    const double first_epoch_images_per_s =
+        p.first_epoch_images_per_s * std::fmin(1.0, throughput / p.throughput_images_per_s);
+    return cached_epochs_s(epochs, s.nodes, s.dataset_images / first_epoch_images_per_s, s.dataset_images / throughput);
+}
+
 }  // namespace
 
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     apply_run_costs(s, p);
     p.checkpoint_s = s.checkpoint_s;
     p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
+    // The epochs the store bounds: all of them where it bounds the warm ones too, else those before
+    // the page caches are warm (eq. F8's k).
+    p.store_bound_epochs = p.bottleneck == Bottleneck::storage ? s.epochs
+                           : p.first_epoch_bottleneck == Bottleneck::storage
+                               ? store_bound_epochs(s.epochs, s.nodes, s.dataset_images / p.first_epoch_images_per_s,
+                                                    s.dataset_images / p.throughput_images_per_s)
+                               : 0.0;
     p.startup_s = s.startup_s;
     p.epochs = s.epochs;
     p.epochs_interval = {s.epochs_low, s.epochs_high};
@@ -1407,7 +1457,8 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.epochs_recipe = s.epochs_recipe;
     p.global_batch_beyond_published = s.global_batch_beyond_published;
     // Staging, start-up, the epochs and the evaluation passes (eqs. F4, L1, E1, E2)
-    p.time_to_train_s = s.staging_s + s.startup_s + s.epochs * p.epoch_s + p.evaluations * p.evaluation_s;
+    p.time_to_train_s = s.staging_s + s.startup_s + epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) +
+                        s.epochs * s.checkpoint_s + p.evaluations * p.evaluation_s;
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
     p.memory_headroom_GiB = s.memory_headroom_bytes / kBytesPerGiB;
 
@@ -1420,7 +1471,7 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     // fewest (a prediction without a band yet, or beyond its ends, keeps its own figure).
     auto time_at = [&](double throughput, double epochs) {
         if (!(throughput > 0)) return p.time_to_train_s;
-        return s.staging_s + s.startup_s + epochs * (s.dataset_images / throughput + s.checkpoint_s) +
+        return s.staging_s + s.startup_s + epochs_iterations_s(s, p, epochs, throughput) + epochs * s.checkpoint_s +
                evaluations(epochs, s.eval_every_epochs) * p.evaluation_s;
     };
     p.time_to_train_interval = {std::min(p.time_to_train_s, time_at(p.interval.high, s.epochs_low)),
@@ -1444,7 +1495,7 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     const double young_s = young_checkpoint_interval_s(s.checkpoint_s, rate_per_s);
     x.recommended_checkpoint_interval_s = std::isfinite(young_s) ? young_s : 0.0;
     // The iterations and the evaluation passes (eqs. E1, E2): both are lost and done again alike.
-    x.work_s = s.epochs * s.dataset_images / p.throughput_images_per_s + p.evaluations * p.evaluation_s;
+    x.work_s = epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) + p.evaluations * p.evaluation_s;
     // Given, else Young's; an interval past the whole run (or no interruption at all) is one
     // checkpoint, at the end.
     x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : young_s, x.work_s);
@@ -1471,7 +1522,7 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     // The band: eq. X6's 2.5% quantile at the fast end of the throughput and the fewest epochs, its
     // 97.5% at the slow end and the most.
     auto work_at = [&](double throughput, double epochs) {
-        const double work_s = throughput > 0 ? epochs * s.dataset_images / throughput +
+        const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
                                                    evaluations(epochs, s.eval_every_epochs) * p.evaluation_s
                                              : x.work_s;
         return checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s);

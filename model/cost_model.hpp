@@ -126,8 +126,13 @@ struct ResolvedScenario {
     int eval_every_epochs = 0;                   ///< an evaluation after every this many epochs; 0: never (eq. E2)
     // The data (eqs. F1-F6): all zero, and the store's images/s infinite, for Store::none
     Store storage = Store::none;
-    /// What the store feeds one GPU (eq. F3), images/s; infinite: no bound (no store, or one without)
+    /// What the store feeds one GPU once each node's page cache is warm (eqs. F3, F7), images/s;
+    /// infinite: no bound (no store, one without, or a cache that holds the whole dataset)
     double storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    /// What it feeds one GPU in the first epoch, every image read from the store (eq. F3), images/s
+    double storage_first_epoch_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    /// The share of a node's reads its page cache serves once warm (eq. F7), 0 to 1
+    double page_cache_hit_fraction = 0;
     /// The store's read rate to the cluster (eq. F2), bytes/s; infinite: no bound
     double storage_deliverable_Bps = std::numeric_limits<double>::infinity();
     double image_bytes = 0;           ///< the mean training JPEG, bytes

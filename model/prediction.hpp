@@ -114,9 +114,16 @@ struct Prediction {
     double staging_s = 0;           ///< copying the dataset from S3 to the store before training (eq. F4)
     double demanded_read_GBps = 0;  ///< what the GPUs and loaders would read with no store bound, 10^9 B/s (eq. F1)
     double storage_read_GBps = 0;   ///< what the store delivers the cluster, 10^9 bytes/s (eq. F2); 0: no bound
-    double storage_usd = 0;         ///< the store's capacity for the run's wall time (eq. F5)
-    double data_transfer_usd = 0;   ///< its reads, writes and requests, staging's included (eq. F6)
-    double cluster_usd = 0;         ///< the instances alone: cost_usd less the two above
+    /// The first epoch, every node's page cache cold (eqs. F3, F7, F8): its throughput (the steady one
+    /// without a store, or with one that no page cache serves), what bounds it, and the epochs the store
+    /// still bounds while the caches fill (0: none; 1 on one node; more on several, each its own shard)
+    double first_epoch_images_per_s = 0;
+    Bottleneck first_epoch_bottleneck = Bottleneck::compute;
+    double store_bound_epochs = 0;
+    double page_cache_hit_fraction = 0;  ///< the share of a node's reads its page cache serves once warm (eq. F7)
+    double storage_usd = 0;              ///< the store's capacity for the run's wall time (eq. F5)
+    double data_transfer_usd = 0;        ///< its reads, writes and requests, staging's included (eq. F6)
+    double cluster_usd = 0;              ///< the instances alone: cost_usd less the two above
 
     /// Spot: the expected run with its interruptions (time_to_train_s, cost_usd and their bands are then
     /// the expected figures and the 2.5% and 97.5% quantiles of eq. X6 at the throughput band's ends).
@@ -182,6 +189,7 @@ inline constexpr PredictionFigure kRunCostFigures[] = {
     {"cluster_usd", [](const Prediction& p) { return p.cluster_usd; }},
     {"storage_usd", [](const Prediction& p) { return p.storage_usd; }},
     {"data_transfer_usd", [](const Prediction& p) { return p.data_transfer_usd; }},
+    {"first_epoch_images_per_s", [](const Prediction& p) { return p.first_epoch_images_per_s; }},
 };
 
 /// A figure in US dollars (cluster_usd_per_hour, cost_usd, cost_per_epoch_usd): none, not 0, for a

@@ -1,5 +1,6 @@
 #include "model/storage.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -59,6 +60,10 @@ StoreSpec parse_store_spec(const json& j, const std::string& where) {
     s.aggregate_write_Bps = number(j, "aggregate_write_GiBps", where) * kBytesPerGiB;
     s.get_per_s_per_prefix = number(j, "get_per_s_per_prefix", where);
     s.prefixes = number(j, "prefixes", where);
+    s.page_cache_fraction_of_ram = number(j, "page_cache_fraction_of_ram", where);
+    if (s.page_cache_fraction_of_ram > 1) {
+        throw InputError(where + ": 'page_cache_fraction_of_ram' must be a share of the RAM, 0 to 1");
+    }
     s.usd_per_GB_month = number(j, "usd_per_GB_month", where);
     s.usd_per_GB_read = number(j, "usd_per_GB_read", where);
     s.usd_per_GB_written = number(j, "usd_per_GB_written", where);
@@ -128,6 +133,40 @@ double store_deliverable_Bps(double aggregate_Bps, double per_client_Bps, int no
 
 double store_images_per_s_per_gpu(double deliverable_Bps, double image_bytes, int gpus) {
     return deliverable_Bps / image_bytes / gpus;
+}
+
+double page_cache_hit_fraction(double cache_bytes, double dataset_bytes) {
+    if (!(cache_bytes > 0) || !(dataset_bytes > 0)) return 0;
+    return std::fmin(1.0, cache_bytes / dataset_bytes);
+}
+
+double warm_store_images_per_s_per_gpu(double cold_images_per_s_per_gpu, double hit_fraction) {
+    if (!(hit_fraction < 1)) return kInfinity;
+    return cold_images_per_s_per_gpu / (1.0 - hit_fraction);
+}
+
+double store_bound_epochs(double epochs, int nodes, double first_epoch_s, double steady_epoch_s) {
+    if (!(epochs > 0) || !(first_epoch_s > steady_epoch_s)) return 0;
+    const double q = 1.0 - 1.0 / std::max(nodes, 1);
+    // Epoch e is bound while first q^(e-1) > steady: e - 1 < ln(steady / first) / ln q (one epoch for
+    // one node, whose cache holds after the first what it will hold).
+    const double bound = q > 0 && steady_epoch_s > 0
+                             ? 1.0 + std::floor(std::log(steady_epoch_s / first_epoch_s) / std::log(q))
+                         : q > 0 ? kInfinity
+                                 : 1.0;
+    return std::fmin(epochs, bound);
+}
+
+double cached_epochs_s(double epochs, int nodes, double first_epoch_s, double steady_epoch_s) {
+    if (!(epochs > 0)) return 0;
+    const double q = 1.0 - 1.0 / std::max(nodes, 1);
+    const double whole = std::floor(epochs);
+    const double bound = std::fmin(whole, store_bound_epochs(whole, nodes, first_epoch_s, steady_epoch_s));
+    // The bound epochs' geometric series, the steady rest, and the share of a last partial epoch.
+    const double series = bound > 0 ? first_epoch_s * (1.0 - std::pow(q, bound)) / (1.0 - q) : 0.0;
+    const double partial =
+        epochs > whole ? (epochs - whole) * std::fmax(steady_epoch_s, first_epoch_s * std::pow(q, whole)) : 0.0;
+    return series + (whole - bound) * steady_epoch_s + partial;
 }
 
 double staging_time_s(double files, double bytes, double per_file_s, double concurrent_files, double bandwidth_Bps) {

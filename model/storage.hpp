@@ -1,6 +1,6 @@
 // Where the training images live and what the run around the iterations costs (issue 45, items 2-4):
 // the store's read bound, the staging copy before training, the store's bill, the evaluation passes.
-// One small function per formula; derivations in docs/model.md, "The data" (eqs. F1-F6) and
+// One small function per formula; derivations in docs/model.md, "The data" (eqs. F1-F8) and
 // "Evaluation" (eqs. E1, E2). Times in seconds, rates in bytes or images per second, money in USD.
 // The figures behind them are data: model/storage.json, with their sources and dates.
 #pragma once
@@ -36,6 +36,9 @@ struct StoreSpec {
     double aggregate_write_Bps = 0;
     double get_per_s_per_prefix = 0;  ///< s3
     double prefixes = 0;              ///< s3
+    /// The share of a client's RAM that its page cache may hold of the files read (eq. F7); 0: none
+    /// (s3: the loader's GETs bypass the page cache).
+    double page_cache_fraction_of_ram = 0;
     double usd_per_GB_month = 0;
     double usd_per_GB_read = 0;
     double usd_per_GB_written = 0;
@@ -86,6 +89,24 @@ double store_deliverable_Bps(double aggregate_Bps, double per_client_Bps, int no
 /// Eq. F3: the images per second a store's `deliverable_Bps` feeds one of `gpus` GPUs (infinite
 /// for an unbounded store), for eq. D1's input pipeline to take the lower of it and the decoding.
 double store_images_per_s_per_gpu(double deliverable_Bps, double image_bytes, int gpus);
+
+/// Eq. F7: the share of a node's reads its page cache serves once warm: the lower of 1 and the
+/// bytes it may cache over the bytes the run reads (0 where either is 0).
+double page_cache_hit_fraction(double cache_bytes, double dataset_bytes);
+
+/// Eq. F7: what the store feeds one GPU once the node's page cache is warm, images/s: the store's
+/// rate with a cold cache over the share it still serves (infinite where the cache holds it all).
+double warm_store_images_per_s_per_gpu(double cold_images_per_s_per_gpu, double hit_fraction);
+
+/// Eq. F8: the epochs of a run of `epochs` on `nodes` nodes that the store still bounds while the
+/// nodes' page caches fill: those whose cold share (1 - 1/nodes)^(e-1) of the first epoch's
+/// `first_epoch_s` exceeds the warm `steady_epoch_s` (0 where the first epoch is no longer).
+double store_bound_epochs(double epochs, int nodes, double first_epoch_s, double steady_epoch_s);
+
+/// Eq. F8: the iterations' time of `epochs` epochs, the sum over epoch e of max(steady_epoch_s,
+/// first_epoch_s (1 - 1/nodes)^(e-1)), in closed form; a fraction of an epoch counts its share.
+/// With first_epoch_s = 1 and steady_epoch_s = 1 - c, the epochs' worth of reads the store serves.
+double cached_epochs_s(double epochs, int nodes, double first_epoch_s, double steady_epoch_s);
 
 /// Eq. F4: a copy of `files` files of `bytes` in all, one round trip of `per_file_s` each with
 /// `concurrent_files` at once, through `bandwidth_Bps`: the longer of the two.

@@ -683,7 +683,7 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(p.global_batch)
                              .arg(p.priced ? dollars(p.cluster_usd_per_hour) + "/h" : tr("no price by the hour")));
     // Start-up, evaluation passes, the staging copy and the cost's parts (issue 45; docs/model.md,
-    // eqs. L1, E1, E2, F1-F6).
+    // eqs. L1, E1, E2, F1-F8).
     QString around = tr("start-up %1").arg(format_seconds(p.startup_s));
     around += p.evaluations > 0
                   ? tr(", %1 evaluations x %2").arg(p.evaluations, 0, 'f', 0).arg(format_seconds(p.evaluation_s))
@@ -697,6 +697,11 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                       .arg(dollars(p.storage_usd))
                       .arg(dollars(p.data_transfer_usd));
         if (p.priced) around += tr(", instances %1").arg(dollars(p.cluster_usd));
+        // The store bounds the epochs before each node's page cache is warm (eqs. F7, F8).
+        if (p.first_epoch_bottleneck == Bottleneck::storage && p.bottleneck != Bottleneck::storage) {
+            around += tr("; the store bounds the first epoch (%1 images/s), each node's page cache serves later ones")
+                          .arg(QString::number(p.first_epoch_images_per_s, 'f', 0));
+        }
     }
     run_costs_->setText(around);
 }

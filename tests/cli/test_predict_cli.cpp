@@ -241,14 +241,40 @@ TEST(PredictCliStorage, AStoreAddsItsStagingBoundAndCostToTextAndJson) {
                 j["cluster_usd"].get<double>() + j["storage_usd"].get<double>() + j["data_transfer_usd"].get<double>(),
                 1e-9);
     EXPECT_EQ(j["evaluations"].get<double>(), 0);  // none unless --eval-every asks
+    // Seed 004's p3.8xlarge: the store bounds the first epoch, the page cache serves the later ones
+    // (docs/model.md, eqs. F7, F8): the throughput is the CPU loader's, the first epoch the store's.
+    EXPECT_EQ(j["bottleneck"], "data");
+    EXPECT_NEAR(j["first_epoch_images_per_s"].get<double>(), 1'299, 1);
+    EXPECT_NEAR(j["throughput_images_per_s"].get<double>(), 3'135, 1);
+    EXPECT_EQ(store["bound"], false);
+    EXPECT_EQ(store["first_epoch_bound"], true);
+    EXPECT_EQ(store["store_bound_epochs"].get<double>(), 1);
+    EXPECT_NEAR(store["page_cache_hit_fraction"].get<double>(), 0.5 * 244 * 1024 * 1024 * 1024 / 147'897'477'120.0,
+                1e-12);
+    const auto seed004 = run_epochcast("predict --instance p3.8xlarge --storage fsx-lustre --storage-tib 1.2");
+    ASSERT_EQ(seed004.exit_code, 0) << seed004.err;
+    EXPECT_NE(seed004.out.find("storage (first epoch; later epochs from each node's page cache: data)"),
+              std::string::npos)
+        << seed004.out;
+    EXPECT_NE(seed004.out.find("  first epoch (images/s)            1,299"), std::string::npos) << seed004.out;
+    EXPECT_NE(seed004.out.find("note: the store bounds this run in its first epoch: fsx-lustre delivers 0.15 GB/s"),
+              std::string::npos)
+        << seed004.out;
+    // 8 x p4d.24xlarge: each node reads its own copy into its cache over the first 35 epochs.
     const auto text = run_epochcast("predict --instance p4d.24xlarge --nodes 8 --loader dali --storage fsx-lustre");
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("staging (copy from S3)"), std::string::npos) << text.out;
-    EXPECT_NE(text.out.find("note: the store bounds this run: fsx-lustre delivers 0.15 GB/s"), std::string::npos)
+    EXPECT_NE(text.out.find("storage (first 35 epochs, as each node's page cache fills; later: compute)"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("note: the store bounds this run in its first 35 epochs: fsx-lustre delivers 0.15 GB/s"),
+              std::string::npos)
         << text.out;
     const auto none = run_epochcast("predict --json");
     ASSERT_EQ(none.exit_code, 0) << none.err;
     EXPECT_FALSE(nlohmann::json::parse(none.out)[0].contains("storage"));  // absent without a store, as spot is
+    EXPECT_EQ(nlohmann::json::parse(none.out)[0]["first_epoch_images_per_s"],
+              nlohmann::json::parse(none.out)[0]["throughput_images_per_s"]);
 }
 
 TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks) {
