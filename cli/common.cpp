@@ -180,6 +180,7 @@ Scenario ScenarioFlags::to_scenario() const {
     s.stack = parse_software_stack(stack, "--stack");
     s.memory_format = parse_memory_format(memory_format, "--memory-format");
     s.loader = parse_loader(loader, "--loader");
+    run_costs.apply(s);
     s.strategy = strategy.empty() ? Strategy::nccl : parse_strategy(strategy, "--strategy");
     // The model's sentinels (0 GPUs per node: all; 0 global batch: --batch-per-gpu rules; 0
     // servers: none; -1 adapters: all) are what a flag left out means; given, each must be a count.
@@ -270,6 +271,40 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     cmd.add_option("--pricing", flags.pricing,
                    "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y (an "
                    "instance not sold that way is refused, naming the ways it is sold)");
+    add_run_cost_flags(cmd, flags.run_costs, &scen);
+}
+
+void RunCostFlags::apply(Scenario& scenario) const {
+    scenario.storage = parse_store(storage, "--storage");
+    scenario.storage_tib = storage_tib;
+    scenario.storage_tier_MBps_per_TiB = storage_tier_MBps_per_TiB;
+    scenario.eval_every_epochs = eval_every_epochs;
+    scenario.eval_images = eval_images;
+    if (!startup.empty()) scenario.startup_s = startup == "0" ? 0.0 : parse_duration_s(startup, "--startup");
+    check_run_cost_limits(scenario);
+}
+
+void add_run_cost_flags(CLI::App& cmd, RunCostFlags& flags, std::vector<CLI::Option*>* options) {
+    const std::vector<CLI::Option*> added = {
+        cmd.add_option("--storage", flags.storage,
+                       "Where the images are read from: none (not modelled; the default), local-nvme (staged to each "
+                       "node's NVMe), fsx-lustre (staged to FSx for Lustre), s3 (streamed) or efs (staged to EFS): "
+                       "the store's read bound, the staging copy and the store's cost"),
+        without_default(cmd.add_option("--storage-tib", flags.storage_tib,
+                                       "With --storage fsx-lustre: the capacity provisioned, in TiB (default 1.2, the "
+                                       "smallest; its throughput grows with it)")),
+        without_default(cmd.add_option("--storage-tier", flags.storage_tier_MBps_per_TiB,
+                                       "With --storage fsx-lustre: the throughput tier, 125, 250, 500 or 1000 MB/s per "
+                                       "TiB (default 125)")),
+        cmd.add_option("--eval-every", flags.eval_every_epochs,
+                       "An evaluation pass over the validation images after every this many epochs (default 0: "
+                       "none; 1 as torchvision's reference script, 4 as MLPerf)"),
+        cmd.add_option("--eval-images", flags.eval_images,
+                       "Validation images per evaluation pass (default: ImageNet-1k's 50,000; 0: none)"),
+        cmd.add_option("--startup", flags.startup,
+                       "Launch to first iteration, e.g. 5min or 0 (default: the calibration's, 90 s at any cluster "
+                       "size; docs/model.md, eq. L1)")};
+    if (options != nullptr) options->insert(options->end(), added.begin(), added.end());
 }
 
 Evidence load_evidence(const std::vector<std::string>& files, const Catalog& catalog) {

@@ -52,6 +52,24 @@ struct TargetFlags {
 /// Register --target-top1 and --recipe on `command`; --target-top1 excludes `epochs` (--epochs).
 void add_target_flags(CLI::App& command, TargetFlags& flags, CLI::Option* epochs);
 
+/// --storage, --storage-tib, --storage-tier, --eval-every, --eval-images and --startup: what a run
+/// costs around its iterations (docs/model.md, "The data", "Evaluation", "Start-up"; issue 45).
+struct RunCostFlags {
+    std::string storage = "none";
+    double storage_tib = 0;
+    double storage_tier_MBps_per_TiB = 0;
+    int eval_every_epochs = Scenario{}.eval_every_epochs;
+    int eval_images = Scenario{}.eval_images;
+    std::string startup;  ///< a duration; empty: the calibration's
+
+    /// Set the scenario's fields from the flags; InputError naming a bad one (an unknown store, a bad
+    /// duration, and whatever check_run_cost_limits() refuses).
+    void apply(Scenario& scenario) const;
+};
+
+/// Register them on `command`; each option is appended to `options` where it is given.
+void add_run_cost_flags(CLI::App& command, RunCostFlags& flags, std::vector<CLI::Option*>* options = nullptr);
+
 /// predict's scenario flags (docs/cli.md, "predict"), shared by every subcommand that takes a scenario.
 struct ScenarioFlags {
     Scenario scenario;
@@ -62,6 +80,7 @@ struct ScenarioFlags {
     std::string stack = "current";
     std::string memory_format = "channels_last";
     std::string loader = "default";
+    RunCostFlags run_costs;
     TargetFlags target;
     std::vector<CLI::Option*> options;     ///< the scenario flags, to tell whether any was given
     CLI::Option* gpus_per_node = nullptr;  ///< given: at least 1 (the model's 0, "all", is the flag left out)
@@ -80,8 +99,8 @@ struct ScenarioFlags {
 
 /// Register --instance, --nodes, --gpus-per-node, --batch-per-gpu, --precision, --strategy,
 /// --global-batch, --framework, --stack, --ps-instance, --ps-nodes, --ps-colocated, --efa-adapters,
-/// --model, --image-size, --classes, --dataset-images, --epochs, --target-top1, --recipe and --pricing
-/// on `command`.
+/// --model, --image-size, --classes, --dataset-images, --epochs, --target-top1, --recipe, --pricing
+/// and add_run_cost_flags' on `command`.
 void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
 /// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers

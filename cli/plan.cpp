@@ -31,6 +31,7 @@ struct PlanOptions {
     std::string pricing = "on-demand";
     bool spot = false;  ///< --spot, the older spelling of --pricing spot
     SpotFlags spot_flags;
+    RunCostFlags run_costs;
     std::string cloud;
     bool elastic = false;
     bool json = false;
@@ -235,6 +236,7 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.pricing = pricing_of(o);
     space.spot_with_on_demand = space.base.pricing == Pricing::spot;
     o.spot_flags.apply(space.base);
+    o.run_costs.apply(space.base);
     space.instances = o.instances;
     if (!o.cloud.empty()) model.catalog().check_cloud(o.cloud, "--cloud");
     space.cloud = o.cloud;
@@ -498,6 +500,7 @@ void register_plan(CLI::App& app, std::ostream& out) {
                   "The same as --pricing spot: each spot plan's expected interruptions weighed against its "
                   "on-demand twin");
     add_spot_flags(*cmd, o->spot_flags);
+    add_run_cost_flags(*cmd, o->run_costs);
     cmd->add_option("--cloud", o->cloud,
                     "Only instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\")");
     cmd->add_flag("--elastic", o->elastic,

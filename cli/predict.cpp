@@ -165,6 +165,36 @@ private:
             break;
         }
         for (const ScenarioResult& r : results_) {
+            const Prediction& p = r.prediction;
+            const bool first_epochs_only = cold_first_epoch(p);
+            if (p.bottleneck != Bottleneck::storage && !first_epochs_only) continue;
+            // The store bounds the input pipeline (eq. F3): what the images on each node's NVMe would give.
+            Scenario local = r.scenario;
+            local.storage = Store::local_nvme;
+            local.storage_tib = local.storage_tier_MBps_per_TiB = 0;
+            out << "\nnote: the store bounds " << (results_.size() > 1 ? "a configuration" : "this run");
+            if (first_epochs_only) {
+                out << (p.store_bound_epochs > 1 ? " in its first " + format_number(p.store_bound_epochs, 1) + " epochs"
+                                                 : std::string(" in its first epoch"));
+            }
+            out << ": " << to_string(p.storage) << " delivers " << format_number(p.storage_read_GBps, 3)
+                << " GB/s to the cluster, whose GPUs and loaders would read " << format_number(p.demanded_read_GBps, 3)
+                << " GB/s (docs/model.md, eqs. F1-F3)";
+            if (first_epochs_only) {
+                out << "; the first epoch trains at " << format_count(p.first_epoch_images_per_s)
+                    << " images/s, and once each node's page cache holds "
+                    << format_number(100 * p.page_cache_hit_fraction, 1) << "% of the images it reads, at "
+                    << format_count(p.throughput_images_per_s) << " (eqs. F7, F8)";
+            }
+            try {
+                out << "; with the images staged to each node's NVMe (--storage local-nvme) it would train at "
+                    << format_count(model_.checked_predict(local).throughput_images_per_s) << " images/s";
+            } catch (const InputError&) {
+            }
+            out << ".\n";
+            break;
+        }
+        for (const ScenarioResult& r : results_) {
             if (r.curve_origin != CurveOrigin::measured) {
                 out << "\nnote: "
                     << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario, r.curve_origin)

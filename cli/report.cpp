@@ -1,5 +1,6 @@
 #include "cli/report.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "cli/sweep_row.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
@@ -77,6 +79,18 @@ struct CsvCells {
     void none() { row += ','; }
     void end() { row.back() = '\n'; }
 };
+
+/// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
+/// defaults where it does not.
+struct FsxSize {
+    double tib = 0;
+    double tier_MBps_per_TiB = 0;
+};
+FsxSize fsx_size(const Scenario& s) {
+    const StoreSpec& spec = StorageCatalog::built_in().store(Store::fsx_lustre);
+    return {s.storage_tib > 0 ? s.storage_tib : spec.default_tib,
+            s.storage_tier_MBps_per_TiB > 0 ? s.storage_tier_MBps_per_TiB : spec.default_tier_MBps_per_TiB};
+}
 
 }  // namespace
 
@@ -176,6 +190,39 @@ nlohmann::json spot_json(const Prediction& p) {
             {"uninterrupted_time_s", x.uninterrupted_time_s}};
 }
 
+bool cold_first_epoch(const Prediction& p) {
+    return p.first_epoch_bottleneck == Bottleneck::storage && p.bottleneck != Bottleneck::storage;
+}
+
+std::string bottleneck_text(const Prediction& p) {
+    if (!cold_first_epoch(p)) return std::string(to_string(p.bottleneck));
+    const std::string later = std::string(to_string(p.bottleneck));
+    if (!(p.store_bound_epochs > 1)) {
+        return "storage (first epoch; later epochs from each node's page cache: " + later + ")";
+    }
+    return "storage (first " + format_number(p.store_bound_epochs, 1) +
+           " epochs, as each node's page cache fills; later: " + later + ")";
+}
+
+/// The store the images are read from (docs/cli.md, predict's `storage` key).
+nlohmann::json storage_json(const Scenario& s, const Prediction& p) {
+    nlohmann::json j = {
+        {"store", to_string(p.storage)},
+        {"staging_s", p.staging_s},
+        {"demanded_read_GBps", p.demanded_read_GBps},
+        {"storage_read_GBps", p.storage_read_GBps > 0 ? nlohmann::json(p.storage_read_GBps) : nlohmann::json(nullptr)},
+        {"bound", p.bottleneck == Bottleneck::storage},
+        {"first_epoch_bound", p.first_epoch_bottleneck == Bottleneck::storage},
+        {"store_bound_epochs", p.store_bound_epochs},
+        {"page_cache_hit_fraction", p.page_cache_hit_fraction}};
+    if (p.storage == Store::fsx_lustre) {
+        const FsxSize size = fsx_size(s);
+        j["tib"] = size.tib;
+        j["tier_MBps_per_TiB"] = size.tier_MBps_per_TiB;
+    }
+    return j;
+}
+
 nlohmann::json prediction_json(const ScenarioResult& result) {
     const Scenario& s = result.scenario;
     const Prediction& p = result.prediction;
@@ -189,6 +236,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     nlohmann::json j = {
         {"scenario", scenario},
         {"throughput_images_per_s", p.throughput_images_per_s},
+        {"first_epoch_images_per_s", p.first_epoch_images_per_s},
         {"interval", {{"low", p.interval.low}, {"high", p.interval.high}}},
         {"per_gpu_images_per_s", p.per_gpu_images_per_s},
         {"iteration_s", p.iteration_s},
@@ -225,6 +273,14 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"global_batch", p.global_batch},
         {"global_batch_beyond_published", p.global_batch_beyond_published},
         {"compute_curve", to_string(result.curve_origin)}};
+    // What the run costs around its iterations (issue 45): always the evaluation and the money's
+    // parts; the store's figures with a store only (absent otherwise, as `spot` is).
+    j["evaluation_s"] = p.evaluation_s;
+    j["evaluations"] = p.evaluations;
+    j["cluster_usd"] = money(p.cluster_usd);
+    j["storage_usd"] = p.storage_usd;
+    j["data_transfer_usd"] = p.data_transfer_usd;
+    if (p.storage != Store::none) j["storage"] = storage_json(s, p);
     if (s.pricing == Pricing::spot) j["spot"] = spot_json(p);
     return j;
 }
@@ -269,6 +325,13 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  95% band (images/s)", [](const Scenario&, const Prediction& p) {
         return format_count(p.interval.low) + " - " + format_count(p.interval.high);
     });
+    // The first epoch where the store bounds it and each node's page cache serves later ones (eqs. F7, F8).
+    if (std::any_of(results.begin(), results.end(),
+                    [](const ScenarioResult& r) { return cold_first_epoch(r.prediction); })) {
+        row("  first epoch (images/s)", [](const Scenario&, const Prediction& p) {
+            return cold_first_epoch(p) ? format_count(p.first_epoch_images_per_s) : std::string("the same");
+        });
+    }
     row("  per GPU (images/s)",
         [](const Scenario&, const Prediction& p) { return format_count(p.per_gpu_images_per_s); });
     row("scaling efficiency vs 1 GPU",
@@ -284,7 +347,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("  input pipeline (ms)", [](const Scenario&, const Prediction& p) {
         return fixed(1e3 * p.data_s, 1) + ", " + std::string(to_string(p.loader));
     });
-    row("bottleneck", [](const Scenario&, const Prediction& p) { return std::string(to_string(p.bottleneck)); });
+    row("bottleneck", [](const Scenario&, const Prediction& p) { return bottleneck_text(p); });
     row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
         return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";
     });
@@ -297,6 +360,33 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         }
         return text + (p.epochs_basis == EpochsBasis::given ? std::string(", given") : ", " + epochs_source_of(p));
     });
+    const bool any_store = std::any_of(results.begin(), results.end(),
+                                       [](const ScenarioResult& r) { return r.prediction.storage != Store::none; });
+    if (any_store) {
+        row("storage", [](const Scenario& s, const Prediction& p) {
+            if (p.storage == Store::none) return std::string("none");
+            std::string text(to_string(p.storage));
+            if (p.storage == Store::fsx_lustre) {
+                const FsxSize size = fsx_size(s);
+                text.append(" ").append(format_number(size.tib, 4));
+                text.append(" TiB at ").append(format_number(size.tier_MBps_per_TiB, 4)).append(" MB/s/TiB");
+            }
+            return text;
+        });
+        row("  reads, demanded/delivered (GB/s)", [](const Scenario&, const Prediction& p) {
+            if (p.storage == Store::none) return std::string("-");
+            return fixed(p.demanded_read_GBps, 2) + " / " +
+                   (p.storage_read_GBps > 0 ? fixed(p.storage_read_GBps, 2) : std::string("no bound"));
+        });
+        row("  staging (copy from S3)", [](const Scenario&, const Prediction& p) {
+            return p.staging_s > 0 ? format_duration(p.staging_s) : std::string("none");
+        });
+    }
+    row("start-up", [](const Scenario&, const Prediction& p) { return format_duration(p.startup_s); });
+    row("evaluation", [](const Scenario&, const Prediction& p) {
+        if (!(p.evaluations > 0)) return std::string("none");
+        return format_number(p.evaluations, 4) + " passes x " + format_duration(p.evaluation_s);
+    });
     row("time to train", [](const Scenario&, const Prediction& p) { return format_duration(p.time_to_train_s); });
     row("  95% band", [](const Scenario&, const Prediction& p) {
         return format_duration(p.time_to_train_interval.low) + " - " + format_duration(p.time_to_train_interval.high);
@@ -308,6 +398,12 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("cost per epoch",
         [](const Scenario&, const Prediction& p) { return format_cost(p.cost_per_epoch_usd, p.priced); });
     row("cost to train", [](const Scenario&, const Prediction& p) { return format_cost(p.cost_usd, p.priced); });
+    if (any_store) {
+        row("  instances", [](const Scenario&, const Prediction& p) { return format_cost(p.cluster_usd, p.priced); });
+        row("  storage", [](const Scenario&, const Prediction& p) { return format_dollars(p.storage_usd); });
+        row("  data transfer and requests",
+            [](const Scenario&, const Prediction& p) { return format_dollars(p.data_transfer_usd); });
+    }
     row("  95% band", [](const Scenario&, const Prediction& p) {
         return p.priced ? format_dollars(p.cost_interval.low) + " - " + format_dollars(p.cost_interval.high)
                         : std::string("n/a");

@@ -48,6 +48,14 @@ struct ScenarioResult {
 /// The contract's keys (seconds, images/s, US dollars) plus the breakdown and the scenario echoed.
 nlohmann::json prediction_json(const ScenarioResult& result);
 
+/// True where the store bounds the first epoch and each node's page cache serves the later ones
+/// (docs/model.md, eqs. F7, F8): the first epoch is slower than the throughput says.
+bool cold_first_epoch(const Prediction& p);
+
+/// The table's bottleneck: its name, and where the store bounds only the epochs before each node's
+/// page cache is warm, "storage (first epoch; later epochs from each node's page cache: <later>)".
+std::string bottleneck_text(const Prediction& p);
+
 /// The prediction's `epochs_source`: "--epochs", or the recipe and whether its published runs or
 /// eq. K2's extrapolation gave the epochs (docs/model.md, "Time to accuracy").
 std::string epochs_source_of(const Prediction& prediction);

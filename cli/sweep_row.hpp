@@ -72,9 +72,10 @@ void scenario_cells(const Scenario& s, int gpus_per_node, int batch_per_gpu, Cel
 }  // namespace detail
 
 /// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
-/// figures (kPredictionFigures, under their --json names), then what ran.
-inline constexpr std::size_t kSweepColumnCount =
-    std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns);
+/// figures (kPredictionFigures, under their --json names), what ran, then the run's costs around its
+/// iterations (kRunCostFigures, issue 45: added last so that earlier columns keep their places).
+inline constexpr std::size_t kSweepColumnCount = std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) +
+                                                 std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -82,6 +83,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const SweepColumn& c : detail::kScenarioColumns) columns[i++] = c;
     for (const PredictionFigure& f : kPredictionFigures) columns[i++] = {f.name, ColumnType::number};
     for (const SweepColumn& c : detail::kOutcomeColumns) columns[i++] = c;
+    for (const PredictionFigure& f : kRunCostFigures) columns[i++] = {f.name, ColumnType::number};
     return columns;
 }
 
@@ -103,6 +105,9 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
     cells.text(to_string(p.algorithm));
     cells.text(epochs_source_of(p));
     cells.flag(p.global_batch_beyond_published);
+    for (const PredictionFigure& figure : kRunCostFigures) {
+        p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
+    }
 }
 
 /// A combination the model rejected: the scenario as given, `feasible` false, the reason, and
@@ -113,7 +118,10 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
                            cells);
     cells.flag(false);
     cells.text(reason);
-    for (std::size_t i = 0; i < std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns); ++i) cells.none();
+    for (std::size_t i = 0;
+         i < std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures); ++i) {
+        cells.none();
+    }
 }
 
 }  // namespace epochcast::cli

@@ -9,6 +9,7 @@
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
 #include "model/spot.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -91,6 +92,8 @@ std::string_view to_string(Bottleneck bottleneck) {
             return "communication";
         case Bottleneck::data:
             return "data";
+        case Bottleneck::storage:
+            return "storage";
     }
     return "?";
 }
@@ -622,6 +625,25 @@ void check_scenario_limits(const Scenario& scenario) {
         throw InputError("the fusion threshold must be positive (0: the framework's bucket)");
     }
     check_spot_limits(scenario);
+    check_run_cost_limits(scenario);
+}
+
+void check_run_cost_limits(const Scenario& scenario) {
+    if (!(scenario.storage_tib >= 0) || !std::isfinite(scenario.storage_tib)) {
+        throw InputError("--storage-tib must be a positive number of TiB (got " + shortest(scenario.storage_tib) + ")");
+    }
+    if (scenario.storage_tib > kMaxStorageTiB) {
+        beyond_limit("--storage-tib", shortest(scenario.storage_tib), kMaxStorageTiB, "TiB");
+    }
+    if (!(scenario.storage_tier_MBps_per_TiB >= 0) || !std::isfinite(scenario.storage_tier_MBps_per_TiB)) {
+        throw InputError("--storage-tier must be a throughput tier in MB/s per TiB (got " +
+                         shortest(scenario.storage_tier_MBps_per_TiB) + ")");
+    }
+    check_count("--eval-images", scenario.eval_images, 0, kMaxEvalImages, "evaluation images");
+    check_count("--eval-every", scenario.eval_every_epochs, 0, kMaxEvalEveryEpochs, "epochs between evaluations");
+    if (scenario.startup_s != -1 && !(scenario.startup_s >= 0 && scenario.startup_s <= kMaxCheckpointIntervalS)) {
+        throw InputError("--startup must be a duration of 0 to 3650d (got " + shortest(scenario.startup_s) + " s)");
+    }
 }
 
 void check_spot_limits(const Scenario& scenario) {
@@ -641,7 +663,12 @@ void check_spot_limits(const Scenario& scenario) {
 }
 
 void check_prediction(const Prediction& p) {
-    for (const PredictionFigure& figure : kPredictionFigures) {
+    auto figures = [](auto&&... lists) {
+        std::vector<PredictionFigure> all;
+        (all.insert(all.end(), std::begin(lists), std::end(lists)), ...);
+        return all;
+    };
+    for (const PredictionFigure& figure : figures(kPredictionFigures, kRunCostFigures)) {
         const double value = figure.get(p);
         if (std::isfinite(value) && value >= 0) continue;
         const std::string name = figure.name;
@@ -825,6 +852,121 @@ double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& 
 
 bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server) {
     return worker.priced() && (!server || server->priced());
+}
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+/// What the store bills and delivers, from its entry in model/storage.json.
+struct StoreBounds {
+    double aggregate_read_Bps = 0;  ///< 0: no bound
+    double aggregate_write_Bps = 0;
+    double capacity_GB = 0;  ///< billed by the month (fsx-lustre: provisioned; else the data held)
+    double usd_per_GB_month = 0;
+};
+
+/// fsx-lustre's tier and capacity (eq. F2's aggregate: the tier's baseline disk throughput, under
+/// its network throughput, per TiB provisioned); the others' figures as the data gives them.
+StoreBounds store_bounds(const StorageCatalog& data, const StoreSpec& spec, const Scenario& scenario, double held_bytes,
+                         double image_bytes) {
+    StoreBounds b;
+    b.aggregate_read_Bps = spec.aggregate_read_Bps;
+    b.aggregate_write_Bps = spec.aggregate_write_Bps;
+    b.capacity_GB = held_bytes / kBytesPerGiB;
+    b.usd_per_GB_month = spec.usd_per_GB_month;
+    if (spec.get_per_s_per_prefix > 0) b.aggregate_read_Bps = spec.get_per_s_per_prefix * spec.prefixes * image_bytes;
+    if (spec.tiers.empty()) return b;
+    const double tib = scenario.storage_tib > 0 ? scenario.storage_tib : spec.default_tib;
+    const StorageTier& tier =
+        data.tier(spec, scenario.storage_tier_MBps_per_TiB > 0 ? scenario.storage_tier_MBps_per_TiB
+                                                               : spec.default_tier_MBps_per_TiB);
+    if (tib < spec.min_tib) {
+        throw InputError("--storage-tib " + shortest(tib) + " is below the smallest " +
+                         std::string(to_string(spec.store)) + " file system (" + shortest(spec.min_tib) + " TiB)");
+    }
+    if (tib * 1024 * kBytesPerGiB < held_bytes) {
+        throw InputError("--storage-tib " + shortest(tib) + " cannot hold the dataset's " + format_gib(held_bytes) +
+                         " GiB; give at least " + shortest(std::ceil(held_bytes / (1024 * kBytesPerGiB) * 10) / 10) +
+                         " TiB");
+    }
+    b.aggregate_read_Bps = tib * std::min(tier.disk_read_MBps_per_TiB, tier.network_MBps_per_TiB) * 1e6;
+    b.aggregate_write_Bps = tib * tier.MBps_per_TiB * 1e6;
+    b.capacity_GB = tib * 1024;
+    b.usd_per_GB_month = tier.usd_per_GB_month;
+    return b;
+}
+
+}  // namespace
+
+void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, double checkpoint_bytes) {
+    r.storage = scenario.storage;
+    r.storage_images_per_s_per_gpu = r.storage_first_epoch_images_per_s_per_gpu = r.storage_deliverable_Bps = kInfinity;
+    r.page_cache_hit_fraction = 0;
+    if (scenario.storage != Store::fsx_lustre &&
+        (scenario.storage_tib != 0 || scenario.storage_tier_MBps_per_TiB != 0)) {
+        throw InputError("--storage-tib and --storage-tier go with --storage fsx-lustre (got --storage " +
+                         std::string(to_string(scenario.storage)) + ")");
+    }
+    if (scenario.storage == Store::none) return;
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StoreSpec& spec = data.store(scenario.storage);
+    r.image_bytes = data.train_image_bytes();
+    const double train_bytes = r.dataset_images * r.image_bytes;
+    // The dataset held and staged is the training set and its validation set (seed 004 copies both);
+    // the validation set is read once per evaluation pass (none unless the run evaluates).
+    const double eval_bytes = r.eval_images * data.val_image_bytes();
+    const StoreBounds bounds = store_bounds(data, spec, scenario, train_bytes + eval_bytes, r.image_bytes);
+    const double network_Bps = worker.network_gbps * 1e9 / kBitsPerByte;
+    const double per_client_Bps = spec.per_client_is_instance_network ? network_Bps : spec.per_client_Bps;
+
+    // Reads (eqs. F2, F3)
+    r.storage_deliverable_Bps = store_deliverable_Bps(bounds.aggregate_read_Bps, per_client_Bps, r.nodes);
+    r.storage_first_epoch_images_per_s_per_gpu =
+        store_images_per_s_per_gpu(r.storage_deliverable_Bps, r.image_bytes, r.nodes * r.gpus_per_node);
+    // The page cache (eq. F7): what each node's RAM may hold of the images the run reads (the
+    // validation set too where it evaluates) serves that share of its reads once warm.
+    const double read_bytes = train_bytes + (scenario.eval_every_epochs > 0 ? eval_bytes : 0.0);
+    r.page_cache_hit_fraction =
+        page_cache_hit_fraction(spec.page_cache_fraction_of_ram * worker.memory_gib * kBytesPerGiB, read_bytes);
+    r.storage_images_per_s_per_gpu =
+        warm_store_images_per_s_per_gpu(r.storage_first_epoch_images_per_s_per_gpu, r.page_cache_hit_fraction);
+
+    // The checkpoint (rank 0 writes it): one client's bound under the store's write bound; a local
+    // copy keeps the calibration's write rate.
+    r.checkpoint_GB = checkpoint_bytes / kBytesPerGiB;
+    if (scenario.storage != Store::local_nvme) {
+        const double write_Bps = store_deliverable_Bps(bounds.aggregate_write_Bps, per_client_Bps, 1);
+        if (std::isfinite(write_Bps)) r.checkpoint_s = checkpoint_bytes / write_Bps;
+    }
+
+    // Money (eqs. F5, F6)
+    r.storage_capacity_GB = spec.usd_per_GB_month > 0 || !spec.tiers.empty() ? bounds.capacity_GB : 0.0;
+    r.storage_usd_per_GB_month = bounds.usd_per_GB_month;
+    r.storage_read_GB_per_epoch = train_bytes / kBytesPerGiB;
+    r.storage_read_GB_per_eval = eval_bytes / kBytesPerGiB;
+    if (!spec.staged) {
+        r.storage_gets_per_epoch = r.dataset_images;  // one GET per image streamed
+        r.storage_gets_per_eval = r.eval_images;
+    }
+    r.storage_usd_per_GB_read = spec.usd_per_GB_read;
+    r.storage_usd_per_GB_written = spec.usd_per_GB_written;
+    r.storage_usd_per_1000_get = spec.usd_per_1000_get;
+    r.storage_usd_per_1000_put = spec.usd_per_1000_put;
+
+    // Staging (eq. F4): every worker its own copy at once, or one copy by one client, through that
+    // client's network under the store's write bound.
+    if (spec.staged) {
+        const double files = r.dataset_images + r.eval_images;
+        const double bandwidth_Bps =
+            store_deliverable_Bps(spec.staged_on_workers ? 0.0 : bounds.aggregate_write_Bps, network_Bps, 1);
+        r.staging_s = staging_time_s(files, train_bytes + eval_bytes, data.staging_per_file_s,
+                                     data.staging_concurrent_files, bandwidth_Bps);
+        r.staging_on_workers = spec.staged_on_workers;
+        const double copies = spec.staged_on_workers ? r.nodes : 1.0;
+        r.staging_usd = transfer_usd(0, 0, copies * (train_bytes + eval_bytes) / kBytesPerGiB, spec.usd_per_GB_written,
+                                     copies * files, data.store(Store::s3).usd_per_1000_get, 0, 0);
+    }
 }
 
 /// The interruption rate of a spot cluster: the scenario's, else the catalog's band for its workers
@@ -1078,8 +1220,14 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     // Run (eqs. K1-K3)
     r.dataset_images = static_cast<double>(scenario.dataset_images);
     set_epochs(r, *convergence_, scenario, global_batch);
-    r.checkpoint_s = work.parameters * kCheckpointBytesPerParameter / (calibration_.checkpoint_write_GBps * 1e9);
-    r.startup_s = calibration_.startup_s;
+    const double checkpoint_bytes = work.parameters * kCheckpointBytesPerParameter;
+    r.checkpoint_s = checkpoint_bytes / (calibration_.checkpoint_write_GBps * 1e9);
+    r.startup_s = scenario.startup_s >= 0 ? scenario.startup_s : calibration_.startup_s;  // eq. L1
+    r.eval_images = scenario.eval_images;                                                 // eqs. E1, E2
+    r.eval_every_epochs = scenario.eval_every_epochs;
+
+    // The data (eqs. F1-F6)
+    set_storage(r, scenario, instance, checkpoint_bytes);
 
     // Money and memory
     r.cluster_usd_per_hour = cluster_price_usd_per_hour(scenario, instance, server);
@@ -1096,7 +1244,7 @@ namespace {
 IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {
     IterationTimes t;
     t.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
-    t.data_s = data_time_s(s.batch_per_gpu, s.decode_images_per_s_per_gpu);
+    t.data_s = data_time_s(s.batch_per_gpu, input_images_per_s_per_gpu(s));
     t.communication_s = communication_s;
     t.exposed_communication_s =
         exposed_communication_s(communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
@@ -1193,34 +1341,147 @@ Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communi
     return Bottleneck::compute;
 }
 
+double input_images_per_s_per_gpu(const ResolvedScenario& s) {
+    return std::fmin(s.decode_images_per_s_per_gpu, s.storage_images_per_s_per_gpu);
+}
+
+Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) noexcept {
+    if (bottleneck == Bottleneck::data && s.storage_images_per_s_per_gpu < s.decode_images_per_s_per_gpu)
+        return Bottleneck::storage;
+    return bottleneck;
+}
+
+void apply_run_costs(const ResolvedScenario& s, Prediction& p) noexcept {
+    p.storage = s.storage;
+    const int gpus = s.nodes * s.gpus_per_node;
+    const double data_s = data_time_s(s.batch_per_gpu, input_images_per_s_per_gpu(s));
+    p.evaluation_s = evaluation_pass_s(s.eval_images, gpus, s.batch_per_gpu,
+                                       compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu), data_s);
+    p.evaluations = evaluations(s.epochs, s.eval_every_epochs);
+    p.staging_s = s.staging_s;
+    if (s.storage != Store::none) {
+        // Eq. F1 at the throughput the GPUs and the loader would reach with no store bound.
+        ResolvedScenario unbound = s;
+        unbound.storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+        const double images_per_s = gpus * s.batch_per_gpu / iteration_times(unbound).iteration_s;
+        p.demanded_read_GBps = demanded_read_Bps(images_per_s, s.image_bytes) / 1e9;
+    }
+    p.storage_read_GBps = std::isfinite(s.storage_deliverable_Bps) ? s.storage_deliverable_Bps / 1e9 : 0.0;
+
+    // The first epoch (eqs. F3, F7): every node reads its shard from the store, its page cache cold;
+    // its throughput is the iteration's at the steady rate scaled by eq. D1's ratio of the two (a
+    // simulated iteration's too), and never more than eq. D1's with the store at its cold rate.
+    p.page_cache_hit_fraction = s.page_cache_hit_fraction;
+    p.first_epoch_images_per_s = p.throughput_images_per_s;
+    p.first_epoch_bottleneck = p.bottleneck;
+    if (s.storage_first_epoch_images_per_s_per_gpu < s.storage_images_per_s_per_gpu) {
+        ResolvedScenario cold = s;
+        cold.storage_images_per_s_per_gpu = s.storage_first_epoch_images_per_s_per_gpu;
+        const IterationTimes warm_times = iteration_times(s);
+        const IterationTimes cold_times = iteration_times(cold);
+        p.first_epoch_images_per_s =
+            std::fmin(p.throughput_images_per_s * warm_times.iteration_s / cold_times.iteration_s,
+                      static_cast<double>(gpus) * s.batch_per_gpu / cold_times.iteration_s);
+        p.first_epoch_bottleneck =
+            named_bottleneck(cold, bottleneck_of(cold_times.compute_s, cold_times.sync_s,
+                                                 cold_times.exposed_communication_s, cold_times.data_s));
+    }
+}
+
+namespace {
+
+/// The money of a run of `time_s` wall time (staging included), `epochs` epochs and `passes`
+/// evaluations: the instances for the time they run (all of it but a staging copy made before they
+/// start), the store's capacity for all of it (eq. F5), its traffic (eq. F6), one checkpoint an epoch.
+struct RunMoney {
+    double cluster_usd = 0;
+    double storage_usd = 0;
+    double transfer_usd = 0;
+    double total() const { return cluster_usd + storage_usd + transfer_usd; }
+};
+RunMoney run_money(const ResolvedScenario& s, double time_s, double epochs, double passes) {
+    RunMoney m;
+    const double instance_s = s.staging_on_workers ? time_s : time_s - s.staging_s;
+    m.cluster_usd = instance_s / 3600.0 * s.cluster_usd_per_hour;
+    m.storage_usd = storage_usd(s.storage_capacity_GB, s.storage_usd_per_GB_month, time_s / 3600.0);
+    const double checkpoints = s.storage == Store::none ? 0.0 : std::ceil(epochs);
+    // What the store serves (eqs. F7, F8): the epochs' worth of training reads that miss the page
+    // caches, and every evaluation after the first read at the warm miss share.
+    const double miss = 1.0 - s.page_cache_hit_fraction;
+    const double epoch_reads = cached_epochs_s(epochs, s.nodes, 1.0, miss);
+    const double eval_reads = std::fmin(passes, 1.0) + std::fmax(passes - 1.0, 0.0) * miss;
+    m.transfer_usd =
+        s.staging_usd +
+        transfer_usd(epoch_reads * s.storage_read_GB_per_epoch + eval_reads * s.storage_read_GB_per_eval,
+                     s.storage_usd_per_GB_read, checkpoints * s.checkpoint_GB, s.storage_usd_per_GB_written,
+                     epoch_reads * s.storage_gets_per_epoch + eval_reads * s.storage_gets_per_eval,
+                     s.storage_usd_per_1000_get, checkpoints, s.storage_usd_per_1000_put);
+    return m;
+}
+
+void set_money(Prediction& p, const RunMoney& m) {
+    p.cluster_usd = m.cluster_usd;
+    p.storage_usd = m.storage_usd;
+    p.data_transfer_usd = m.transfer_usd;
+    p.cost_usd = m.total();
+}
+
+/// The iterations of `epochs` epochs at a steady `throughput` (eq. F8): the first at the first
+/// epoch's rate, the next ones at the steady rate as each node's page cache fills. At a throughput
+/// band's slow end the first epoch's rate moves with it, as at_throughput() moves it; at the fast
+/// end the store holds it.
+double epochs_iterations_s(const ResolvedScenario& s, const Prediction& p, double epochs, double throughput) {
+    if (p.first_epoch_bottleneck != Bottleneck::storage) return epochs * s.dataset_images / throughput;
+    const double first_epoch_images_per_s =
+        p.first_epoch_images_per_s * std::fmin(1.0, throughput / p.throughput_images_per_s);
+    return cached_epochs_s(epochs, s.nodes, s.dataset_images / first_epoch_images_per_s, s.dataset_images / throughput);
+}
+
+}  // namespace
+
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
+    apply_run_costs(s, p);
     p.checkpoint_s = s.checkpoint_s;
     p.epoch_s = s.dataset_images / p.throughput_images_per_s + s.checkpoint_s;
+    // The epochs the store bounds: all of them where it bounds the warm ones too, else those before
+    // the page caches are warm (eq. F8's k).
+    p.store_bound_epochs = p.bottleneck == Bottleneck::storage ? s.epochs
+                           : p.first_epoch_bottleneck == Bottleneck::storage
+                               ? store_bound_epochs(s.epochs, s.nodes, s.dataset_images / p.first_epoch_images_per_s,
+                                                    s.dataset_images / p.throughput_images_per_s)
+                               : 0.0;
     p.startup_s = s.startup_s;
     p.epochs = s.epochs;
     p.epochs_interval = {s.epochs_low, s.epochs_high};
     p.epochs_basis = s.epochs_basis;
     p.epochs_recipe = s.epochs_recipe;
     p.global_batch_beyond_published = s.global_batch_beyond_published;
-    p.time_to_train_s = s.startup_s + s.epochs * p.epoch_s;
+    // Staging, start-up, the epochs and the evaluation passes (eqs. F4, L1, E1, E2)
+    p.time_to_train_s = s.staging_s + s.startup_s + epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) +
+                        s.epochs * s.checkpoint_s + p.evaluations * p.evaluation_s;
     p.memory_per_gpu_GiB = s.memory_per_gpu_bytes / kBytesPerGiB;
     p.memory_headroom_GiB = s.memory_headroom_bytes / kBytesPerGiB;
 
     p.priced = s.priced;
     p.cluster_usd_per_hour = s.cluster_usd_per_hour;
     p.cost_per_epoch_usd = p.epoch_s / 3600.0 * s.cluster_usd_per_hour;
-    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+    set_money(p, run_money(s, p.time_to_train_s, s.epochs, p.evaluations));
 
     // The run's band: the slow end of the throughput with the most epochs, the fast end with the
     // fewest (a prediction without a band yet, or beyond its ends, keeps its own figure).
     auto time_at = [&](double throughput, double epochs) {
         if (!(throughput > 0)) return p.time_to_train_s;
-        return s.startup_s + epochs * (s.dataset_images / throughput + s.checkpoint_s);
+        return s.staging_s + s.startup_s + epochs_iterations_s(s, p, epochs, throughput) + epochs * s.checkpoint_s +
+               evaluations(epochs, s.eval_every_epochs) * p.evaluation_s;
     };
     p.time_to_train_interval = {std::min(p.time_to_train_s, time_at(p.interval.high, s.epochs_low)),
                                 std::max(p.time_to_train_s, time_at(p.interval.low, s.epochs_high))};
-    p.cost_interval = {p.time_to_train_interval.low / 3600.0 * s.cluster_usd_per_hour,
-                       p.time_to_train_interval.high / 3600.0 * s.cluster_usd_per_hour};
+    p.cost_interval = {std::min(p.cost_usd, run_money(s, p.time_to_train_interval.low, s.epochs_low,
+                                                      evaluations(s.epochs_low, s.eval_every_epochs))
+                                                .total()),
+                       std::max(p.cost_usd, run_money(s, p.time_to_train_interval.high, s.epochs_high,
+                                                      evaluations(s.epochs_high, s.eval_every_epochs))
+                                                .total())};
     if (s.spot_modelled) apply_spot(s, p);
 }
 
@@ -1233,7 +1494,8 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.checkpoint_write_s = s.checkpoint_s;
     const double young_s = young_checkpoint_interval_s(s.checkpoint_s, rate_per_s);
     x.recommended_checkpoint_interval_s = std::isfinite(young_s) ? young_s : 0.0;
-    x.work_s = s.epochs * s.dataset_images / p.throughput_images_per_s;
+    // The iterations and the evaluation passes (eqs. E1, E2): both are lost and done again alike.
+    x.work_s = epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) + p.evaluations * p.evaluation_s;
     // Given, else Young's; an interval past the whole run (or no interruption at all) is one
     // checkpoint, at the end.
     x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : young_s, x.work_s);
@@ -1241,7 +1503,7 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.replacement_wait_s = s.spot_replacement_wait_s;
     x.loss_per_interruption_s = loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s);
     x.checkpointed_work_s = checkpointed_work_s(x.work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
-    x.uninterrupted_time_s = s.startup_s + x.checkpointed_work_s;
+    x.uninterrupted_time_s = s.staging_s + s.startup_s + x.checkpointed_work_s;
     const double expected_s = spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.loss_per_interruption_s);
     x.finishes = std::isfinite(expected_s);
     if (!x.finishes) {
@@ -1255,22 +1517,28 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.expected_interruptions = rate_per_s * expected_s;
     x.expected_lost_work_s = x.expected_interruptions * x.checkpoint_interval_s / 2.0;
     x.expected_downtime_s = x.expected_interruptions * (x.restart_s + x.replacement_wait_s);
-    p.time_to_train_s = s.startup_s + expected_s;
-    p.cost_usd = p.time_to_train_s / 3600.0 * s.cluster_usd_per_hour;
+    p.time_to_train_s = s.staging_s + s.startup_s + expected_s;
+    set_money(p, run_money(s, p.time_to_train_s, s.epochs, p.evaluations));
     // The band: eq. X6's 2.5% quantile at the fast end of the throughput and the fewest epochs, its
     // 97.5% at the slow end and the most.
     auto work_at = [&](double throughput, double epochs) {
-        const double work_s = throughput > 0 ? epochs * s.dataset_images / throughput : x.work_s;
+        const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
+                                                   evaluations(epochs, s.eval_every_epochs) * p.evaluation_s
+                                             : x.work_s;
         return checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
     };
     const double low_s =
         spot_time_quantile_s(work_at(p.interval.high, s.epochs_low), rate_per_s, x.loss_per_interruption_s, 0.025);
     const double high_s =
         spot_time_quantile_s(work_at(p.interval.low, s.epochs_high), rate_per_s, x.loss_per_interruption_s, 0.975);
-    p.time_to_train_interval = {std::min(p.time_to_train_s, s.startup_s + low_s),
-                                std::max(p.time_to_train_s, s.startup_s + high_s)};
-    p.cost_interval = {p.time_to_train_interval.low / 3600.0 * s.cluster_usd_per_hour,
-                       p.time_to_train_interval.high / 3600.0 * s.cluster_usd_per_hour};
+    p.time_to_train_interval = {std::min(p.time_to_train_s, s.staging_s + s.startup_s + low_s),
+                                std::max(p.time_to_train_s, s.staging_s + s.startup_s + high_s)};
+    p.cost_interval = {std::min(p.cost_usd, run_money(s, p.time_to_train_interval.low, s.epochs_low,
+                                                      evaluations(s.epochs_low, s.eval_every_epochs))
+                                                .total()),
+                       std::max(p.cost_usd, run_money(s, p.time_to_train_interval.high, s.epochs_high,
+                                                      evaluations(s.epochs_high, s.eval_every_epochs))
+                                                .total())};
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
@@ -1290,7 +1558,7 @@ Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     p.exposed_communication_s = times.exposed_communication_s;
     p.sync_s = times.sync_s;
     p.iteration_s = times.iteration_s;
-    p.bottleneck = bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s);
+    p.bottleneck = named_bottleneck(s, bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s));
     p.loader = s.loader;
 
     if (p.communication_s > 0) {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,10 +118,38 @@ struct ResolvedScenario {
     double epochs_low = 0;      ///< their band
     double epochs_high = 0;
     EpochsBasis epochs_basis = EpochsBasis::given;
-    int epochs_recipe = -1;                       ///< index into CostModel::convergence().recipes; -1 for given epochs
-    bool global_batch_beyond_published = false;   ///< beyond every recipe's largest published batch for the model
-    double checkpoint_s = 0;                      ///< one checkpoint write, seconds
-    double startup_s = 0;                         ///< launch to first iteration, seconds
+    int epochs_recipe = -1;                      ///< index into CostModel::convergence().recipes; -1 for given epochs
+    bool global_batch_beyond_published = false;  ///< beyond every recipe's largest published batch for the model
+    double checkpoint_s = 0;                     ///< one checkpoint write, seconds
+    double startup_s = 0;                        ///< launch to first iteration, seconds (eq. L1)
+    double eval_images = 0;                      ///< images per evaluation pass (eq. E1)
+    int eval_every_epochs = 0;                   ///< an evaluation after every this many epochs; 0: never (eq. E2)
+    // The data (eqs. F1-F6): all zero, and the store's images/s infinite, for Store::none
+    Store storage = Store::none;
+    /// What the store feeds one GPU once each node's page cache is warm (eqs. F3, F7), images/s;
+    /// infinite: no bound (no store, one without, or a cache that holds the whole dataset)
+    double storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    /// What it feeds one GPU in the first epoch, every image read from the store (eq. F3), images/s
+    double storage_first_epoch_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    /// The share of a node's reads its page cache serves once warm (eq. F7), 0 to 1
+    double page_cache_hit_fraction = 0;
+    /// The store's read rate to the cluster (eq. F2), bytes/s; infinite: no bound
+    double storage_deliverable_Bps = std::numeric_limits<double>::infinity();
+    double image_bytes = 0;           ///< the mean training JPEG, bytes
+    double staging_s = 0;             ///< the copy from S3 before training (eq. F4)
+    bool staging_on_workers = false;  ///< the workers make that copy, billed meanwhile
+    double storage_capacity_GB = 0;   ///< capacity billed by the month, GB (2^30 bytes)
+    double storage_usd_per_GB_month = 0;
+    double storage_read_GB_per_epoch = 0;  ///< billed reads of one epoch (training images), GB
+    double storage_read_GB_per_eval = 0;   ///< and of one evaluation pass
+    double storage_gets_per_epoch = 0;     ///< GET requests of one epoch
+    double storage_gets_per_eval = 0;
+    double storage_usd_per_GB_read = 0;
+    double storage_usd_per_GB_written = 0;
+    double storage_usd_per_1000_get = 0;
+    double storage_usd_per_1000_put = 0;
+    double staging_usd = 0;                       ///< the staging copy's requests (its GETs from S3)
+    double checkpoint_GB = 0;                     ///< one checkpoint's size, GB (2^30 bytes)
     bool spot_modelled = false;                   ///< spot pricing with an interruption rate (eqs. X0-X6)
     double spot_interruptions_per_node_hour = 0;  ///< that rate, per node
     double checkpoint_interval_s = 0;             ///< spot: seconds of work between checkpoints; 0: Young's
@@ -313,6 +342,18 @@ struct IterationTimes {
 };
 IterationTimes iteration_times(const ResolvedScenario& s);
 
+/// The rate at which the input pipeline feeds one GPU (eqs. D1, F3): the lower of the loader's
+/// decoding and what the store delivers, in images/s.
+double input_images_per_s_per_gpu(const ResolvedScenario& s);
+
+/// The bottleneck named for a resolved scenario: bottleneck_of's, with data named storage where
+/// the store, not the decoding, bounds the input pipeline (eq. F3).
+Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) noexcept;
+
+/// The prediction's evaluation, staging and store figures (eqs. E1, E2, F1-F6) from its resolved
+/// scenario and throughput; apply_schedule() calls it before it sums the time and the cost.
+void apply_run_costs(const ResolvedScenario& s, Prediction& p) noexcept;
+
 /// What bounds an iteration: the input pipeline when it is the longest phase, else communication
 /// when the time spent in the collective (its exposed part plus the wait there for the slowest
 /// worker) exceeds compute, else compute.
@@ -341,6 +382,12 @@ void check_scenario_limits(const Scenario& scenario);
 /// per node-hour, a checkpoint interval and a replacement wait of 0..kMaxCheckpointIntervalS seconds.
 /// InputError naming the flag. check_scenario_limits() calls it.
 void check_spot_limits(const Scenario& scenario);
+
+/// The limits of the run's costs around its iterations: --storage-tib finite and 0 (the store's
+/// default) to kMaxStorageTiB, --storage-tier finite and not negative, --eval-images 0..kMaxEvalImages,
+/// --eval-every 0..kMaxEvalEveryEpochs, a start-up of -1 (the calibration's) or 0 to ten years.
+/// InputError naming the flag. check_scenario_limits() calls it.
+void check_run_cost_limits(const Scenario& scenario);
 
 /// Refuse a prediction with a figure of kPredictionFigures that is not a finite, non-negative
 /// number, no throughput, or a band that does not hold the throughput: throws InfeasibleError
@@ -409,6 +456,12 @@ double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& 
 
 /// Every instance of the cluster has a price (false: a cost of it would be a meaningless $0).
 bool cluster_priced(const InstanceSpec& worker, const InstanceSpec* server);
+
+/// The data (eqs. F1-F6): the store's deliverable rate to the cluster's `nodes` and its GPUs, the
+/// staging copy, the capacity and the traffic it bills, and the checkpoint's write to it. Nothing
+/// for Store::none. Throws InputError for store flags without their store, a tier the store does not
+/// have, a capacity below the store's least or that cannot hold the dataset, or one past kMaxStorageTiB.
+void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, double checkpoint_bytes);
 
 /// Spot (eqs. X0-X6): the scenario's interruption rate, else the catalog's band for its workers (with
 /// dedicated servers, the higher of theirs and the workers'), the checkpoint interval and the

@@ -12,4 +12,6 @@ extern const std::string_view calibration_json;
 extern const std::string_view prior_calibration_json;
 /// The text of model/convergence.json.
 extern const std::string_view convergence_json;
+/// The text of model/storage.json.
+extern const std::string_view storage_json;
 }  // namespace epochcast::embedded

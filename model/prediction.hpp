@@ -15,6 +15,7 @@ enum class Bottleneck {
     compute,        ///< the GPUs' forward and backward pass (with the straggler wait)
     communication,  ///< gradient synchronisation that the backward pass cannot hide
     data,           ///< the input pipeline (JPEG decode and augmentation on the vCPUs)
+    storage,        ///< the input pipeline, bound by the store the images are read from (eq. F3)
 };
 std::string_view to_string(Bottleneck bottleneck);
 
@@ -106,6 +107,24 @@ struct Prediction {
     Interval time_to_train_interval;  ///< seconds
     Interval cost_interval;           ///< US dollars
 
+    // What the run costs around its iterations (issue 45, items 2-4; docs/model.md, eqs. E1, E2, F1-F6)
+    Store storage = Store::none;    ///< where the images are read from (none: not modelled)
+    double evaluation_s = 0;        ///< one evaluation pass of the validation images (eq. E1)
+    double evaluations = 0;         ///< passes in the run (eq. E2)
+    double staging_s = 0;           ///< copying the dataset from S3 to the store before training (eq. F4)
+    double demanded_read_GBps = 0;  ///< what the GPUs and loaders would read with no store bound, 10^9 B/s (eq. F1)
+    double storage_read_GBps = 0;   ///< what the store delivers the cluster, 10^9 bytes/s (eq. F2); 0: no bound
+    /// The first epoch, every node's page cache cold (eqs. F3, F7, F8): its throughput (the steady one
+    /// without a store, or with one that no page cache serves), what bounds it, and the epochs the store
+    /// still bounds while the caches fill (0: none; 1 on one node; more on several, each its own shard)
+    double first_epoch_images_per_s = 0;
+    Bottleneck first_epoch_bottleneck = Bottleneck::compute;
+    double store_bound_epochs = 0;
+    double page_cache_hit_fraction = 0;  ///< the share of a node's reads its page cache serves once warm (eq. F7)
+    double storage_usd = 0;              ///< the store's capacity for the run's wall time (eq. F5)
+    double data_transfer_usd = 0;        ///< its reads, writes and requests, staging's included (eq. F6)
+    double cluster_usd = 0;              ///< the instances alone: cost_usd less the two above
+
     /// Spot: the expected run with its interruptions (time_to_train_s, cost_usd and their bands are then
     /// the expected figures and the 2.5% and 97.5% quantiles of eq. X6 at the throughput band's ends).
     SpotRun spot;
@@ -159,11 +178,26 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"epochs_high", [](const Prediction& p) { return p.epochs_interval.high; }},
 };
 
+/// The figures of a run's cost around its iterations (issue 45), after every column of a sweep:
+/// checked as kPredictionFigures are.
+inline constexpr PredictionFigure kRunCostFigures[] = {
+    {"evaluation_s", [](const Prediction& p) { return p.evaluation_s; }},
+    {"evaluations", [](const Prediction& p) { return p.evaluations; }},
+    {"staging_s", [](const Prediction& p) { return p.staging_s; }},
+    {"demanded_read_GBps", [](const Prediction& p) { return p.demanded_read_GBps; }},
+    {"storage_read_GBps", [](const Prediction& p) { return p.storage_read_GBps; }},
+    {"cluster_usd", [](const Prediction& p) { return p.cluster_usd; }},
+    {"storage_usd", [](const Prediction& p) { return p.storage_usd; }},
+    {"data_transfer_usd", [](const Prediction& p) { return p.data_transfer_usd; }},
+    {"first_epoch_images_per_s", [](const Prediction& p) { return p.first_epoch_images_per_s; }},
+};
+
 /// A figure in US dollars (cluster_usd_per_hour, cost_usd, cost_per_epoch_usd): none, not 0, for a
 /// cluster without a price (Prediction::priced false).
 inline bool is_money_figure(const PredictionFigure& figure) {
     const std::string_view name = figure.name;
-    return name == "cluster_usd_per_hour" || name == "cost_usd" || name == "cost_per_epoch_usd";
+    return name == "cluster_usd_per_hour" || name == "cost_usd" || name == "cost_per_epoch_usd" ||
+           name == "cluster_usd";
 }
 
 /// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from

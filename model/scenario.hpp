@@ -78,6 +78,16 @@ struct Scenario {
     double checkpoint_interval_s = 0;  ///< spot: seconds of work between checkpoints; 0: Young's interval (eq. X4)
     double spot_replacement_wait_s = kDefaultSpotReplacementWaitS;  ///< spot: seconds to get a node back (eq. X1)
     double fusion_threshold_MiB = 0;  ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
+
+    // What the run costs around its iterations (issue 45, items 2-4; docs/model.md, eqs. F1-F6, E1, E2, L1)
+    Store storage = Store::none;  ///< where the images are read from; none: no store bound, staging or cost line
+    double storage_tib = 0;       ///< fsx-lustre: capacity provisioned, TiB; 0: the store's default (1.2)
+    double storage_tier_MBps_per_TiB = 0;  ///< fsx-lustre: throughput tier; 0: the store's default (125)
+    int eval_images = 50'000;              ///< validation images per evaluation pass (ImageNet-1k's val set); 0: none
+    /// An evaluation pass after every this many epochs; 0: never (the default: seed 000's measured
+    /// times to train hold no evaluation every epoch; docs/model.md, "Evaluation")
+    int eval_every_epochs = 0;
+    double startup_s = -1;  ///< launch to first iteration, seconds; -1: the calibration's (eq. L1)
 };
 
 }  // namespace epochcast

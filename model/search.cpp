@@ -8,6 +8,7 @@
 
 #include "model/errors.hpp"
 #include "model/spot.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -39,21 +40,32 @@ TimeCost at_confidence(const Prediction& p, double confidence) {
     const double throughput = p.throughput_images_per_s * std::exp(-z * sigma);
     const double epochs_end = z >= 0 ? p.epochs_interval.high : p.epochs_interval.low;
     const double epochs = p.epochs + z / kInterval95Sigmas * (epochs_end - p.epochs);
+    // The epochs as eq. F8 gives them: the first ones at the first epoch's rate (moved with a slower
+    // throughput, held by the store at a faster one, as the band's ends move it) while the page caches fill.
+    const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
+    const double first_epoch_s =
+        p.first_epoch_bottleneck == Bottleneck::storage && p.first_epoch_images_per_s > 0
+            ? dataset_images / (p.first_epoch_images_per_s * std::fmin(1.0, throughput / p.throughput_images_per_s))
+            : 0.0;
+    const double epochs_s = cached_epochs_s(epochs, p.nodes, first_epoch_s, dataset_images / throughput);
     double time_s = 0;
     if (p.spot.modelled) {
         // Spot: the work at that throughput and those epochs, then eq. X6's quantile of the wall time
         // its interruptions give, as the band does at 2.5% and 97.5% (both at the quantile: a slow end
         // a little beyond the P-quantile of their joint spread, never short of it).
         const SpotRun& x = p.spot;
-        const double work_s = x.work_s * (p.throughput_images_per_s / throughput) * (epochs / p.epochs);
-        time_s = p.startup_s +
+        const double work_s = epochs_s + (p.epochs > 0 ? p.evaluations * epochs / p.epochs * p.evaluation_s : 0.0);
+        time_s = p.staging_s + p.startup_s +
                  spot_time_quantile_s(checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s),
                                       x.cluster_interruptions_per_hour / 3600.0, x.loss_per_interruption_s, confidence);
     } else {
-        const double dataset_images = (p.epoch_s - p.checkpoint_s) * p.throughput_images_per_s;
-        time_s = p.startup_s + epochs * (dataset_images / throughput + p.checkpoint_s);
+        const double evaluation_s = p.epochs > 0 ? p.evaluations * epochs / p.epochs * p.evaluation_s : 0.0;
+        time_s = p.staging_s + p.startup_s + epochs_s + epochs * p.checkpoint_s + evaluation_s;
     }
-    return {time_s, time_s / 3600.0 * p.cluster_usd_per_hour};
+    // The instances and the store are paid by the second (eq. F5), the traffic by the volume (eq. F6).
+    const double storage_usd = p.time_to_train_s > 0 ? p.storage_usd * time_s / p.time_to_train_s : 0.0;
+    return {time_s, p.cluster_usd + (time_s - p.time_to_train_s) / 3600.0 * p.cluster_usd_per_hour + storage_usd +
+                        p.data_transfer_usd};
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {

@@ -38,6 +38,11 @@ constexpr std::array<std::pair<std::string_view, Loader>, kLoaderCount> kLoaders
      {"cpu", Loader::cpu},
      {"dali-cpu", Loader::dali_cpu},
      {"dali", Loader::dali}}};
+constexpr std::array<std::pair<std::string_view, Store>, kStoreCount> kStores{{{"none", Store::none},
+                                                                               {"local-nvme", Store::local_nvme},
+                                                                               {"fsx-lustre", Store::fsx_lustre},
+                                                                               {"s3", Store::s3},
+                                                                               {"efs", Store::efs}}};
 constexpr std::array<std::pair<std::string_view, Strategy>, 5> kStrategies{{{"nccl", Strategy::nccl},
                                                                             {"ring", Strategy::ring},
                                                                             {"hierarchical", Strategy::hierarchical},
@@ -88,6 +93,7 @@ std::string_view name_of(const std::array<std::pair<std::string_view, Enum>, N>&
 std::string_view to_string(Precision precision) { return name_of(kPrecisions, precision); }
 std::string_view to_string(MemoryFormat format) { return name_of(kMemoryFormats, format); }
 std::string_view to_string(Loader loader) { return name_of(kLoaders, loader); }
+std::string_view to_string(Store store) { return name_of(kStores, store); }
 std::string_view to_string(Strategy strategy) { return name_of(kStrategies, strategy); }
 std::string_view to_string(Framework framework) { return name_of(kFrameworks, framework); }
 std::string_view to_string(Pricing pricing) { return name_of(kPricings, pricing); }
@@ -103,6 +109,7 @@ MemoryFormat parse_memory_format(std::string_view text, std::string_view what) {
     return parse_enum(kMemoryFormats, text, what);
 }
 Loader parse_loader(std::string_view text, std::string_view what) { return parse_enum(kLoaders, text, what); }
+Store parse_store(std::string_view text, std::string_view what) { return parse_enum(kStores, text, what); }
 Strategy parse_strategy(std::string_view text, std::string_view what) { return parse_enum(kStrategies, text, what); }
 Framework parse_framework(std::string_view text, std::string_view what) { return parse_enum(kFrameworks, text, what); }
 Pricing parse_pricing(std::string_view text, std::string_view what) { return parse_enum(kPricings, text, what); }

@@ -39,6 +39,16 @@ enum class Loader {
 };
 inline constexpr int kLoaderCount = 5;
 
+/// Where the training images are read from (docs/model.md, "The data", eqs. F1-F6; issue 45, item 2).
+enum class Store {
+    none,        ///< not modelled: no store bound, no staging, no cost line (the default)
+    local_nvme,  ///< a copy staged from S3 to each worker's instance NVMe
+    fsx_lustre,  ///< Amazon FSx for Lustre (Persistent 2, SSD) at a throughput tier, staged from S3
+    s3,          ///< streamed from Amazon S3 object by object, nothing staged
+    efs,         ///< Amazon EFS (Regional, Elastic throughput), staged from S3
+};
+inline constexpr int kStoreCount = 5;
+
 /// How gradients are synchronised between data-parallel workers.
 enum class Strategy {
     nccl,          ///< NCCL's default: per bucket the cheapest of ring, tree and NVLS (docs/model.md, eq. A1)
@@ -120,6 +130,7 @@ enum class DeviceKind { gpu, cpu };
 std::string_view to_string(Precision precision);
 std::string_view to_string(MemoryFormat format);
 std::string_view to_string(Loader loader);
+std::string_view to_string(Store store);
 std::string_view to_string(Strategy strategy);
 std::string_view to_string(Framework framework);
 std::string_view to_string(Pricing pricing);
@@ -134,6 +145,7 @@ std::string_view to_string(IntraLink link);
 Precision parse_precision(std::string_view text, std::string_view what = "precision");
 MemoryFormat parse_memory_format(std::string_view text, std::string_view what = "memory_format");
 Loader parse_loader(std::string_view text, std::string_view what = "loader");
+Store parse_store(std::string_view text, std::string_view what = "storage");
 Strategy parse_strategy(std::string_view text, std::string_view what = "strategy");
 Framework parse_framework(std::string_view text, std::string_view what = "framework");
 Pricing parse_pricing(std::string_view text, std::string_view what = "pricing");

@@ -14,7 +14,8 @@ Prediction simulated_prediction(const CostModel& model, const Scenario& scenario
     p.exposed_communication_s = result.exposed_communication_s;
     p.sync_s = result.sync_s;
     p.iteration_s = describe(result.iteration_s).mean;
-    p.bottleneck = bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s);
+    p.bottleneck =
+        named_bottleneck(resolved, bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s));
     p.algorithm_bandwidth_GBps = p.communication_s > 0 ? resolved.gradient_bytes / p.communication_s / 1e9 : 0.0;
     p.bus_bandwidth_GBps = p.algorithm_bandwidth_GBps * allreduce_bus_factor(p.gpus);
 

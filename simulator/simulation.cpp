@@ -450,7 +450,7 @@ PreparedRun prepare(const CostModel& model, const Scenario& scenario, const Simu
     input.topology = options.topology;
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
     input.fusion_threshold_bytes = resolved.bucket_bytes;
-    input.data_s = data_time_s(resolved.batch_per_gpu, resolved.decode_images_per_s_per_gpu);
+    input.data_s = data_time_s(resolved.batch_per_gpu, input_images_per_s_per_gpu(resolved));
     input.timeline_path = options.timeline_path;
     return prepared;
 }

@@ -63,6 +63,11 @@ QString hours(double seconds) {
     return QString::number(seconds / 3600, 'f', 2) + " h";
 }
 
+/// Seconds below two minutes, else hours() ("42.0 s", "12.5 min", "2.10 h").
+QString format_seconds(double seconds) {
+    return seconds < 120 ? QString::number(seconds, 'f', 1) + " s" : hours(seconds);
+}
+
 /// A whole number with its thousands grouped ("53,164"), as the CLI's tables write it (format_count).
 QString grouped(double value) { return q(format_count(value)); }
 
@@ -225,6 +230,14 @@ void MainWindow::buildInputs(QWidget* panel) {
     loader_->setToolTip(
         tr("How images reach the GPU: default is the framework's (cpu for pytorch, tensorflow "
            "and epochcast, dali for mxnet); dali decodes on the GPU"));
+    storage_ = new QComboBox;
+    storage_->setObjectName("storage");
+    add_items(storage_, {to_string(Store::none), to_string(Store::local_nvme), to_string(Store::fsx_lustre),
+                         to_string(Store::s3), to_string(Store::efs)});
+    storage_->setToolTip(
+        tr("Where the images are read from: none leaves the store out; the others bound the input "
+           "pipeline by what the store delivers, add the staging copy from S3 and the store's cost "
+           "(fsx-lustre at its smallest, 1.2 TiB at 125 MB/s per TiB)"));
     memory_format_ = new QComboBox;
     memory_format_->setObjectName("memoryFormat");
     add_items(memory_format_, {to_string(MemoryFormat::channels_last), to_string(MemoryFormat::nchw)});
@@ -255,6 +268,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     form->addRow(tr("Precision"), precision_);
     form->addRow(tr("Framework"), framework_);
     form->addRow(tr("Data loader"), loader_);
+    form->addRow(tr("Storage"), storage_);
     form->addRow(tr("Memory format"), memory_format_);
     form->addRow(tr("Strategy"), strategy_);
     form->addRow(tr("Server instance"), ps_instance_);
@@ -345,6 +359,8 @@ void MainWindow::buildOutputs(QWidget* panel) {
     bottleneck_ = add_figure(2, 1, tr("Bound by"), "bottleneck");
     collective_ = add_figure(3, 0, tr("Gradients"), "collective");
     epochs_out_ = add_figure(3, 1, tr("Epochs"), "epochsTrained");
+    run_costs_ = add_figure(4, 0, tr("Around the run"), "runCosts");
+    grid->addWidget(run_costs_, 4, 1, 1, 3);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(3, 1);
     layout->addWidget(figures);
@@ -477,7 +493,8 @@ void MainWindow::connectInputs() {
         recipe_->setEnabled(value > 0);
         recompute();
     });
-    for (QComboBox* box : {precision_, framework_, loader_, memory_format_, ps_instance_, pricing_, recipe_}) {
+    for (QComboBox* box :
+         {precision_, framework_, loader_, storage_, memory_format_, ps_instance_, pricing_, recipe_}) {
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     }
     connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
@@ -529,6 +546,7 @@ Scenario MainWindow::scenario() const {
     s.precision = parse_precision(precision_->currentText().toStdString());
     s.framework = parse_framework(framework_->currentText().toStdString());
     s.loader = parse_loader(loader_->currentText().toStdString());
+    s.storage = parse_store(storage_->currentText().toStdString());
     s.memory_format = parse_memory_format(memory_format_->currentText().toStdString());
     s.strategy = parse_strategy(strategy_->currentText().toStdString());
     if (s.strategy == Strategy::ps) {
@@ -562,6 +580,7 @@ void MainWindow::setScenario(const Scenario& s) {
     precision_->setCurrentText(q(to_string(s.precision)));
     framework_->setCurrentText(q(to_string(s.framework)));
     loader_->setCurrentText(q(to_string(s.loader)));
+    storage_->setCurrentText(q(to_string(s.storage)));
     memory_format_->setCurrentText(q(to_string(s.memory_format)));
     strategy_->setCurrentText(q(to_string(s.strategy)));
     ps_colocated_->setChecked(s.ps_colocated);
@@ -663,13 +682,35 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(p.gpus)
                              .arg(p.global_batch)
                              .arg(p.priced ? dollars(p.cluster_usd_per_hour) + "/h" : tr("no price by the hour")));
+    // Start-up, evaluation passes, the staging copy and the cost's parts (issue 45; docs/model.md,
+    // eqs. L1, E1, E2, F1-F8).
+    QString around = tr("start-up %1").arg(format_seconds(p.startup_s));
+    around += p.evaluations > 0
+                  ? tr(", %1 evaluations x %2").arg(p.evaluations, 0, 'f', 0).arg(format_seconds(p.evaluation_s))
+                  : tr(", no evaluation");
+    if (p.storage != Store::none) {
+        around += tr("; %1: staging %2, reads %3 of %4 GB/s; storage %5, data transfer %6")
+                      .arg(q(to_string(p.storage)))
+                      .arg(format_seconds(p.staging_s))
+                      .arg(p.storage_read_GBps > 0 ? QString::number(p.storage_read_GBps, 'f', 2) : tr("unbound"))
+                      .arg(QString::number(p.demanded_read_GBps, 'f', 2))
+                      .arg(dollars(p.storage_usd))
+                      .arg(dollars(p.data_transfer_usd));
+        if (p.priced) around += tr(", instances %1").arg(dollars(p.cluster_usd));
+        // The store bounds the epochs before each node's page cache is warm (eqs. F7, F8).
+        if (p.first_epoch_bottleneck == Bottleneck::storage && p.bottleneck != Bottleneck::storage) {
+            around += tr("; the store bounds the first epoch (%1 images/s), each node's page cache serves later ones")
+                          .arg(QString::number(p.first_epoch_images_per_s, 'f', 0));
+        }
+    }
+    run_costs_->setText(around);
 }
 
 void MainWindow::clearOutputs(const QString& why) {
     prediction_.reset();
     band_.reset();
     for (QLabel* label :
-         {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_, epochs_out_}) {
+         {throughput_, epoch_, time_to_train_, cost_, efficiency_, bottleneck_, collective_, epochs_out_, run_costs_}) {
         label->setText("-");
     }
     setMessage(why, true);

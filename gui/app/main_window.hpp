@@ -149,6 +149,7 @@ private:
     QComboBox* precision_ = nullptr;
     QComboBox* framework_ = nullptr;
     QComboBox* loader_ = nullptr;
+    QComboBox* storage_ = nullptr;  ///< where the images are read from (none: not modelled)
     QComboBox* memory_format_ = nullptr;
     QComboBox* strategy_ = nullptr;
     QComboBox* ps_instance_ = nullptr;
@@ -171,6 +172,7 @@ private:
     QLabel* efficiency_ = nullptr;
     QLabel* bottleneck_ = nullptr;
     QLabel* collective_ = nullptr;  ///< the algorithm, buckets and fabric of the gradient all-reduce
+    QLabel* run_costs_ = nullptr;   ///< start-up, evaluation, staging and the cost's parts (issue 45)
     QChartView* breakdown_view_ = nullptr;
     QChartView* scaling_view_ = nullptr;
     QChartView* scatter_view_ = nullptr;

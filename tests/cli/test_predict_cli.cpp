@@ -218,6 +218,63 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --target-top1 75 --recipe lamb", "unknown recipe 'lamb'");
     expect_bad_input("predict --recipe goyal2017", "--recipe goes with --target-top1");
     expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
+    // The data, evaluation and start-up (issue 45)
+    expect_bad_input("predict --storage nfs", "--storage: unknown value 'nfs'");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib -1", "--storage-tib must be a positive number");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib nan", "--storage-tib");
+    expect_bad_input("predict --storage fsx-lustre --storage-tib 0.1", "below the smallest fsx-lustre");
+    expect_bad_input("predict --storage fsx-lustre --storage-tier 200", "--storage-tier 200 is no throughput tier");
+    expect_bad_input("predict --storage s3 --storage-tib 2.4", "go with --storage fsx-lustre");
+    expect_bad_input("predict --eval-every -2", "--eval-every must be at least 0");
+    expect_bad_input("predict --startup soon", "--startup 'soon'");
+}
+
+TEST(PredictCliStorage, AStoreAddsItsStagingBoundAndCostToTextAndJson) {
+    const auto json = run_epochcast("predict --instance p3.8xlarge --storage fsx-lustre --storage-tib 1.2 --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    const auto& store = j["storage"];
+    EXPECT_EQ(store["store"], "fsx-lustre");
+    EXPECT_NEAR(store["staging_s"].get<double>(), 1'331'167 * 0.05 / 10, 1e-6);  // seed 004: a couple of hours
+    EXPECT_NEAR(store["storage_read_GBps"].get<double>(), 0.15, 1e-12);
+    EXPECT_NEAR(j["cost_usd"].get<double>(),
+                j["cluster_usd"].get<double>() + j["storage_usd"].get<double>() + j["data_transfer_usd"].get<double>(),
+                1e-9);
+    EXPECT_EQ(j["evaluations"].get<double>(), 0);  // none unless --eval-every asks
+    // Seed 004's p3.8xlarge: the store bounds the first epoch, the page cache serves the later ones
+    // (docs/model.md, eqs. F7, F8): the throughput is the CPU loader's, the first epoch the store's.
+    EXPECT_EQ(j["bottleneck"], "data");
+    EXPECT_NEAR(j["first_epoch_images_per_s"].get<double>(), 1'299, 1);
+    EXPECT_NEAR(j["throughput_images_per_s"].get<double>(), 3'135, 1);
+    EXPECT_EQ(store["bound"], false);
+    EXPECT_EQ(store["first_epoch_bound"], true);
+    EXPECT_EQ(store["store_bound_epochs"].get<double>(), 1);
+    EXPECT_NEAR(store["page_cache_hit_fraction"].get<double>(), 0.5 * 244 * 1024 * 1024 * 1024 / 147'897'477'120.0,
+                1e-12);
+    const auto seed004 = run_epochcast("predict --instance p3.8xlarge --storage fsx-lustre --storage-tib 1.2");
+    ASSERT_EQ(seed004.exit_code, 0) << seed004.err;
+    EXPECT_NE(seed004.out.find("storage (first epoch; later epochs from each node's page cache: data)"),
+              std::string::npos)
+        << seed004.out;
+    EXPECT_NE(seed004.out.find("  first epoch (images/s)            1,299"), std::string::npos) << seed004.out;
+    EXPECT_NE(seed004.out.find("note: the store bounds this run in its first epoch: fsx-lustre delivers 0.15 GB/s"),
+              std::string::npos)
+        << seed004.out;
+    // 8 x p4d.24xlarge: each node reads its own copy into its cache over the first 35 epochs.
+    const auto text = run_epochcast("predict --instance p4d.24xlarge --nodes 8 --loader dali --storage fsx-lustre");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("staging (copy from S3)"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("storage (first 35 epochs, as each node's page cache fills; later: compute)"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("note: the store bounds this run in its first 35 epochs: fsx-lustre delivers 0.15 GB/s"),
+              std::string::npos)
+        << text.out;
+    const auto none = run_epochcast("predict --json");
+    ASSERT_EQ(none.exit_code, 0) << none.err;
+    EXPECT_FALSE(nlohmann::json::parse(none.out)[0].contains("storage"));  // absent without a store, as spot is
+    EXPECT_EQ(nlohmann::json::parse(none.out)[0]["first_epoch_images_per_s"],
+              nlohmann::json::parse(none.out)[0]["throughput_images_per_s"]);
 }
 
 TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks) {
