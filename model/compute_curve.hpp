@@ -27,6 +27,9 @@ inline constexpr double kSoftwareTransferSigma = 0.15;
 /// moves with each chip's ratio of peaks and with what else bounds it (Lambda's B200 runs TF32 as
 /// fast as amp, where A100s take twice as long).
 inline constexpr double kFamilyTransferSigma = 0.3;
+/// Across precision families along the two families' lines (eq. C4b), at the least: the lines'
+/// own floor (kRooflineFitMinSigma).
+inline constexpr double kLineTransferMinSigma = 0.05;
 
 /// The software a curve was measured on: the framework, the stack and the layout. The layout is
 /// part of it only where it changes the kernels: tensor-core precisions on the current stack (the

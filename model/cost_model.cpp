@@ -522,6 +522,63 @@ const CostModel::SoftwareLine* CostModel::framework_roofline(const Software& sof
     return nullptr;
 }
 
+double CostModel::line_time_s(const FrameworkRoofline& line, const GpuSpec& gpu, Precision precision,
+                              const Workload& work) const {
+    // The line is fitted per image of the reference model; its floor scales with the work (eq. C5).
+    const double from_reference = work.training_flops_per_image / reference_training_flops_;
+    return line.factor * roofline_s(gpu, precision, work) + line.floor_s * from_reference;
+}
+
+TransferRatio CostModel::sibling_transfer(const ComputeCurve& sibling, const Software& software, const GpuSpec& gpu,
+                                          Precision precision, const Workload& work) const {
+    const std::vector<ComputeCurve>& curves = calibration_.compute;
+    const Software from = software_of(sibling);
+    const SoftwareLine* from_line = framework_roofline(from, sibling.precision);
+    const SoftwareLine* to_line = framework_roofline(software, precision);
+    if (family_of(sibling.precision) == family_of(precision) || !from_line || !to_line) {
+        return transfer_ratio(curves, *catalog_, sibling, software, precision);  // eq. C4
+    }
+    // Eq. C4b: t(g, to) = t(g, from) L_to(g) / L_from(g). What sets a chip apart from its line (a
+    // board held below its clocks by its power limit, a memory system the roofline misjudges) it
+    // shows in either family; the ratio of the lines carries what differs between the families
+    // (this chip's tensor peaks and bandwidth as each family's software uses them). Its sigma is
+    // the root mean square, over the chips measured in both, of their ratio's log around their
+    // lines' ratio, never below kLineTransferMinSigma; with fewer than two such chips, eq. C4's
+    // family floor.
+    std::vector<double> logs;
+    std::vector<std::string> chips;
+    for (const ComputeCurve& a : curves) {
+        const GpuSpec* a_gpu = curve_gpu(*catalog_, a);
+        if (!a_gpu || software_of(a) != from || family_of(a.precision) != family_of(sibling.precision)) continue;
+        const std::string chip = a_gpu->chip_or_name();
+        if (chip == gpu.chip_or_name() || std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
+        for (const ComputeCurve& b : curves) {
+            const GpuSpec* b_gpu = curve_gpu(*catalog_, b);
+            if (!b_gpu || software_of(b) != software || family_of(b.precision) != family_of(precision) ||
+                b.model != a.model || b.image_size != a.image_size || b_gpu->chip_or_name() != chip) {
+                continue;
+            }
+            const Workload& measured = workload(a.model, a.image_size, 1000);
+            const double lines = line_time_s(to_line->line, *b_gpu, b.precision, measured) /
+                                 line_time_s(from_line->line, *a_gpu, a.precision, measured);
+            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s / lines));
+            chips.push_back(chip);
+            break;
+        }
+    }
+    TransferRatio t;
+    t.chips = static_cast<int>(logs.size());
+    t.ratio =
+        line_time_s(to_line->line, gpu, precision, work) / line_time_s(from_line->line, gpu, sibling.precision, work);
+    t.relative_sigma = kFamilyTransferSigma;
+    if (logs.size() >= 2) {
+        double squares = 0;
+        for (const double l : logs) squares += l * l;
+        t.relative_sigma = std::max(kLineTransferMinSigma, std::sqrt(squares / static_cast<double>(logs.size())));
+    }
+    return t;
+}
+
 double CostModel::half_saturation_batch(Framework framework, SoftwareStack stack, const GpuSpec& gpu) const {
     const auto found = saturation_levels_.find({framework, stack});
     const double per_sm = found != saturation_levels_.end() ? found->second : saturation_level_all_;
@@ -1045,8 +1102,9 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     // Eq. C0, the fallbacks in order:
     //  1. measured          this chip, software and precision (another memory variant: eq. C7)
     //  2. precision family  this chip and software, another precision of equal tensor peak (3%)
-    //  3. other software    this chip, another framework, stack or layout by eq. C4's ratio,
-    //                       pooled with 4 where both exist (eq. C6)
+    //  3. other software    this chip, another framework, stack or layout by eq. C4's ratio (or
+    //                       another precision family by eq. C4b's), pooled with 4 where both
+    //                       exist (eq. C6)
     //  4. other GPUs        this software's curves on other chips along their rooflines (eq. C5)
     //  5. roofline          eq. C3 alone
     const Software software =
@@ -1061,16 +1119,13 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
     const ComputeCurve* sibling = sibling_curve(curves, *catalog_, gpu, scenario.precision, software);
     const SoftwareLine* software_line = framework_roofline(software, scenario.precision);
     const FrameworkRoofline* line = software_line ? &software_line->line : nullptr;  // eq. C5
-    double line_log = 0;
-    if (line) {
-        const double from_reference = work.training_flops_per_image / reference_training_flops_;
-        line_log = std::log(line->factor * roofline + line->floor_s * from_reference);
-    }
+    const double line_log = line ? std::log(line_time_s(*line, gpu, scenario.precision, work)) : 0.0;
     if (sibling) {
-        // Eq. C4 on the sibling as carried to this GPU (eq. C7), pooled with eq. C5 (eq. C6).
+        // Eq. C4 (C4b across families) on the sibling as carried to this GPU (eq. C7), pooled with
+        // eq. C5 (eq. C6).
         const ComputeCurveChoice carried =
             carried_curve(*sibling, gpu, scenario.precision, work, CurveOrigin::other_software);
-        const TransferRatio transfer = transfer_ratio(curves, *catalog_, *sibling, software, scenario.precision);
+        const TransferRatio transfer = sibling_transfer(*sibling, software, gpu, scenario.precision, work);
         const double sibling_log = std::log(carried.time_per_image_s * transfer.ratio);
         const double sibling_sigma = std::hypot(transfer.relative_sigma, carried.transfer_sigma);
         const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;  // eq. C6

@@ -554,6 +554,15 @@ private:
     };
     /// Eq. C5's line for the software and precision family, or nullptr where no curve of theirs exists.
     const SoftwareLine* framework_roofline(const Software& software, Precision precision) const;
+    /// Eq. C5's line's time for one image of `work` on `gpu` at `precision`, in seconds.
+    double line_time_s(const FrameworkRoofline& line, const GpuSpec& gpu, Precision precision,
+                       const Workload& work) const;
+    /// Eq. C0's step 3: the ratio that carries `sibling` (a curve of this chip, other software or
+    /// another precision family) to `software` at `precision` on `gpu`: across precision families,
+    /// the ratio of the two families' lines at this GPU (eq. C4b) where both lines exist, its sigma
+    /// the chips' measured ratios around their lines' ratios; else eq. C4's ratio of other chips.
+    TransferRatio sibling_transfer(const ComputeCurve& sibling, const Software& software, const GpuSpec& gpu,
+                                   Precision precision, const Workload& work) const;
 
     std::shared_ptr<const Catalog> catalog_;
     const Convergence* convergence_ = &Convergence::built_in();

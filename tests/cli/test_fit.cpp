@@ -274,6 +274,17 @@ double roofline_of(const std::string& instance) {
     return CostModel(Catalog::built_in(), none).resolve(s).time_per_image_s;
 }
 
+/// Eq. C3's time per image of ResNet-50 at `precision` on an instance's GPU.
+double roofline_of(const std::string& instance, Precision precision) {
+    Calibration none = Calibration::data_free_prior();
+    none.compute.clear();
+    Scenario s;
+    s.instance = instance;
+    s.nodes = 1;
+    s.precision = precision;
+    return CostModel(Catalog::built_in(), none).resolve(s).time_per_image_s;
+}
+
 /// One DGX H100 under MXNet, which no curve below measured.
 Scenario h100_mxnet() {
     Scenario s;
@@ -323,6 +334,45 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
     EXPECT_NEAR(r.time_per_image_s, 0.3e-3, 1e-12);  // no GPU with both: the ratio is 1
     EXPECT_NEAR(r.transfer_sigma, kSoftwareTransferSigma, 1e-12);
     EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);
+}
+
+// Eq. C4b: TF32 on a chip measured in amp alone is its amp curve carried by the ratio of the two
+// families' lines at that chip, with the scatter of the chips measured in both around their lines'
+// ratio (root mean square about zero) as its sigma; pooled with the TF32 line (eq. C6). Here the
+// amp curves sit on their line (factor 1) and the TF32 curves e^0.1 above and below their
+// rooflines: both estimates are the TF32 line at the chip. Eq. C4's geometric mean of the chips'
+// measured ratios, at its 30% floor, gave another time and sigma.
+TEST(Fit, AnotherPrecisionFamilyOnAChipFollowsTheRatioOfItsLines) {
+    Calibration c = Calibration::data_free_prior();
+    auto curve = [](const char* gpu, Precision precision, double time_per_image_s) {
+        ComputeCurve k = amp_curve(gpu, Framework::pytorch, time_per_image_s);
+        k.precision = precision;
+        return k;
+    };
+    const double delta = 0.1;
+    c.compute = {
+        curve("A100-SXM4-80GB", Precision::amp, roofline_of("p4de.24xlarge", Precision::amp)),
+        curve("H100-SXM5-80GB", Precision::amp, roofline_of("dgx-h100", Precision::amp)),
+        curve("H100-PCIE-80GB", Precision::amp, roofline_of("lambda-h100-pcie", Precision::amp)),
+        curve("A100-SXM4-80GB", Precision::tf32, std::exp(delta) * roofline_of("p4de.24xlarge", Precision::tf32)),
+        curve("H100-SXM5-80GB", Precision::tf32, std::exp(-delta) * roofline_of("dgx-h100", Precision::tf32))};
+    const CostModel model(Catalog::built_in(), c);
+    Scenario s;
+    s.instance = "lambda-h100-pcie";
+    s.nodes = 1;
+    s.precision = Precision::tf32;
+    const ResolvedScenario r = model.resolve(s);
+    EXPECT_EQ(r.curve_origin, CurveOrigin::pooled);
+    // The TF32 line's factor by eq. C5's least squares of relative errors over x = r / t.
+    const double x1 = std::exp(-delta), x2 = std::exp(delta), factor = (x1 + x2) / (x1 * x1 + x2 * x2);
+    const double tf32 = roofline_of("lambda-h100-pcie", Precision::tf32);
+    EXPECT_NEAR(r.time_per_image_s, factor * tf32, 1e-6 * tf32);
+    // Both chips stray ln(factor) -+ 0.1 from their lines' ratio, and from the TF32 line alike; the
+    // line counts the roofline prior's sigma as one more residual, over 1 + 1.
+    const double squares = std::pow(std::log(factor) - delta, 2) + std::pow(std::log(factor) + delta, 2);
+    const double line_sigma = std::sqrt((std::pow(c.roofline.relative_sigma, 2) + squares) / 2);
+    const double c4b_sigma = std::max(kLineTransferMinSigma, std::sqrt(squares / 2));
+    EXPECT_NEAR(r.transfer_sigma, pooled_sigma(c4b_sigma, line_sigma), 1e-6);
 }
 
 // Eq. C5: a framework's curves on other GPUs, against those GPUs' roofline times, carry it to a
