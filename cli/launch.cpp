@@ -198,6 +198,28 @@ std::vector<std::string> launcher_argv(const LaunchRequest& r) {
     return argv;
 }
 
+std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment) {
+    std::vector<std::string> names = {std::string(kProgressDirVariable)};
+    std::vector<std::string> settings;
+    const auto is_set = [&](const std::string& name) {
+        return std::any_of(environment.begin(), environment.end(),
+                           [&](const std::string& entry) { return entry.rfind(name + "=", 0) == 0; });
+    };
+    for (const char* paths : {"PATH", "LD_LIBRARY_PATH"}) {
+        if (is_set(paths)) names.emplace_back(paths);
+    }
+    for (const std::string& entry : environment) {
+        const std::string name = entry.substr(0, entry.find('='));
+        for (const char* prefix : {"NCCL_", "FI_", "UCX_", "OMP_"}) {
+            if (name.rfind(prefix, 0) == 0 && name.size() < entry.size()) settings.push_back(name);
+        }
+    }
+    std::sort(settings.begin(), settings.end());
+    settings.erase(std::unique(settings.begin(), settings.end()), settings.end());
+    names.insert(names.end(), settings.begin(), settings.end());
+    return names;
+}
+
 std::string shell_quoted(const std::string& text) {
     std::string quoted = "'";
     for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -61,6 +61,13 @@ struct LaunchRequest {
 /// --cpu-bind=cores with --backend cpu, --cpu-bind=none with cuda, then TRAIN and its flags.
 std::vector<std::string> launcher_argv(const LaunchRequest& request);
 
+/// The variables ranks on other hosts need from ours, for mpirun's -x: the run's folder
+/// (EPOCHCAST_PROGRESS_DIR, which `run` sets in mpirun's environment), then PATH and
+/// LD_LIBRARY_PATH, then the settings of NCCL, libfabric (EFA), UCX and OpenMP (NCCL_*, FI_*,
+/// UCX_*, OMP_*, sorted), each only when `environment` ("NAME=value" entries, as `environ` holds
+/// them) sets it: Open MPI warns of a -x name that is not set.
+std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment);
+
 /// `text` in single quotes for a POSIX shell (a quote inside becomes '\'').
 std::string shell_quoted(const std::string& text);
 

@@ -270,22 +270,6 @@ Placement place(const RunOptions& o, std::ostream& out) {
     return p;
 }
 
-/// Variables ranks on other hosts need from ours (mpirun -x): the run's folder, the paths to
-/// programs and libraries, and the settings of NCCL, libfabric (EFA), UCX and OpenMP.
-std::vector<std::string> forwarded_variables() {
-    std::vector<std::string> names = {std::string(kProgressDirVariable), "PATH", "LD_LIBRARY_PATH"};
-    for (char** variable = environ; *variable; ++variable) {
-        const std::string entry = *variable;
-        const std::string name = entry.substr(0, entry.find('='));
-        for (const char* prefix : {"NCCL_", "FI_", "UCX_", "OMP_"}) {
-            if (name.rfind(prefix, 0) == 0) names.push_back(name);
-        }
-    }
-    std::sort(names.begin() + 3, names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    return names;
-}
-
 /// `request` with other trainer flags, no parameter servers and no trace: for the sweep and the
 /// host description, run with the training's layout.
 LaunchRequest other_job(const LaunchRequest& request, std::vector<std::string> flags) {
@@ -670,7 +654,11 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     request.root = ::geteuid() == 0;
     request.train_flags = train_flags;
     request.layout = placement.layout;
-    if (shared) request.forwarded_variables = forwarded_variables();
+    if (shared) {
+        std::vector<std::string> environment;
+        for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
+        request.forwarded_variables = forwarded_variables(environment);
+    }
     const std::string trace_path = (folder.path() / "trace.json").string();
     request.trace_out = trace_path;
     ChildControl control;

@@ -216,6 +216,18 @@ TEST(RunLine, SrunOnTheAllocationPinned) {
                                         "/tmp/run.trace.json"}));
 }
 
+// What mpirun's -x passes to other hosts: the run's folder always (run sets it for mpirun), the
+// paths and the NCCL, libfabric, UCX and OpenMP settings only when they are set.
+TEST(RunLine, OnlyVariablesThatAreSetAreForwarded) {
+    EXPECT_EQ(cli::forwarded_variables({"HOME=/root", "PATH=/usr/bin", "OMP_NUM_THREADS=4", "NCCL_DEBUG=INFO",
+                                        "FI_PROVIDER=efa", "UCX_TLS=rc", "NCCL_ALGO=Ring", "NCCLX=1", "OMP_"}),
+              (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR", "PATH", "FI_PROVIDER", "NCCL_ALGO", "NCCL_DEBUG",
+                                        "OMP_NUM_THREADS", "UCX_TLS"}));
+    EXPECT_EQ(cli::forwarded_variables({"LD_LIBRARY_PATH=", "PATH=/bin", "LD_LIBRARY_PATHS=/x"}),
+              (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR", "PATH", "LD_LIBRARY_PATH"}));
+    EXPECT_EQ(cli::forwarded_variables({}), (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR"}));
+}
+
 TEST(RunLine, CommandLineQuotesWhatTheShellWouldSplit) {
     EXPECT_EQ(cli::command_line({"/usr/bin/mpirun", "-np", "2", "--data", "/data/image net", "it's"}),
               "/usr/bin/mpirun -np 2 --data '/data/image net' 'it'\\''s'");
@@ -878,6 +890,38 @@ TEST_F(FakePrograms, UnreachableHostFailsFastNamingIt) {
                          " exited with status 255: ssh: connect to host node-17.cluster port 22: No route to host)\n");
     EXPECT_FALSE(std::filesystem::exists(path("args"))) << "mpirun must not start";
     EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
+}
+
+// Issue 44: with LD_LIBRARY_PATH unset, the line across hosts passed `-x LD_LIBRARY_PATH` and
+// Open MPI's mpirun warned of it on every run; a variable is forwarded only when it is set.
+TEST_F(FakePrograms, AVariableThatIsNotSetIsNotForwardedToOtherHosts) {
+    write_mpirun_writing(prepared_trace());
+    std::ofstream(path("hosts")) << "localhost slots=1\nnode-b slots=1\n";  // node-b: the rsh stand-in, here
+    const std::string command = "run --hostfile '" + path("hosts") + "' --shared-dir '" + path("") +
+                                "' --host-catalog '" + path("host.json") + "' --no-network-test --mpirun '" +
+                                path("mpirun") + "'";
+    const char* saved = std::getenv("LD_LIBRARY_PATH");
+    const std::optional<std::string> library_path = saved ? std::optional<std::string>(saved) : std::nullopt;
+    ::unsetenv("LD_LIBRARY_PATH");
+    const testing::ProcessResult unset = run_epochcast(command);
+    const std::vector<std::string> unset_args = recorded_args();
+    ::setenv("LD_LIBRARY_PATH", "/opt/epochcast/lib", 1);
+    const testing::ProcessResult set = run_epochcast(command);
+    const std::vector<std::string> set_args = recorded_args();
+    if (library_path) {
+        ::setenv("LD_LIBRARY_PATH", library_path->c_str(), 1);
+    } else {
+        ::unsetenv("LD_LIBRARY_PATH");
+    }
+    ASSERT_EQ(unset.exit_code, 0) << unset.out << unset.err;
+    ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+    const auto passes = [](const std::vector<std::string>& args, const std::string& name) {
+        const std::vector<std::string> x = {"-x", name};
+        return std::search(args.begin(), args.end(), x.begin(), x.end()) != args.end();
+    };
+    EXPECT_TRUE(passes(unset_args, "PATH")) << cli::command_line(unset_args);
+    EXPECT_FALSE(passes(unset_args, "LD_LIBRARY_PATH")) << cli::command_line(unset_args);
+    EXPECT_TRUE(passes(set_args, "LD_LIBRARY_PATH")) << cli::command_line(set_args);
 }
 
 // The same with the real ssh, where there is one: a name that cannot resolve.
