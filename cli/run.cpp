@@ -303,6 +303,7 @@ NetworkMeasurement measure_network(const RunOptions& o, const LaunchRequest& req
     const ChildExit exit = run_child(argv, &out, &table, /*merge_stderr=*/false, sweep_control);
     throw_if_interrupted("the all-reduce sweep");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the all-reduce sweep's job step");
         try {
             throw_run_failure(exit, folder, request.ranks, command_line({argv.front()}));
         } catch (const InputError& error) {
@@ -368,6 +369,7 @@ HostDescription describe_hosts(const RunOptions& o, const LaunchRequest& run, in
     const ChildExit exit = run_child(argv, nullptr, &text, /*merge_stderr=*/false, describe_control);
     throw_if_interrupted("the hosts' description");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the hosts' description's job step");
         throw RunError("epochcast-train --describe-host " + exit.describe() +
                        (exit.output_tail.empty() ? "" : ":\n" + exit.output_tail));
     }
@@ -685,6 +687,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     const ChildExit exit = run_child(argv, &out, nullptr, true, control);
     throw_if_interrupted("the training; the job was stopped");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the training's job step");
         throw_run_failure(exit, folder.path(), placement.ranks,
                           placement.launcher == Launcher::srun ? "srun" : "mpirun");
     }
