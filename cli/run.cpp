@@ -633,9 +633,13 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
         HostRequirements needs{train_program, {folder.path().string()}};
         if (!checkpoint_dir.empty()) needs.folders.push_back(std::filesystem::path(checkpoint_dir).parent_path());
         const auto start = std::chrono::steady_clock::now();
-        out << "epochcast run: checking " << placement.other_hosts.size() << " other host"
-            << (placement.other_hosts.size() == 1 ? "" : "s") << " (reachable, " << train_program << ", "
-            << folder.path().string() << ")\n"
+        const std::size_t hosts = placement.other_hosts.size();
+        const std::string plural = hosts == 1 ? "" : "s";
+        out << "epochcast run: checking "
+            << (placement.slurm ? "the " + std::to_string(hosts) + " node" + plural + " of Slurm job " +
+                                      placement.slurm->job_id + " through srun"
+                                : std::to_string(hosts) + " other host" + plural)
+            << " (reachable, " << train_program << ", " << folder.path().string() << ")\n"
             << std::flush;
         const std::vector<HostProblem> problems =
             placement.launcher == Launcher::srun ? check_hosts_by_srun(placement.other_hosts, needs, *launcher)

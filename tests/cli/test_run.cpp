@@ -991,6 +991,8 @@ TEST_F(FakePrograms, AJobStepSlurmRefusesIsBadInputNamingWhy) {
     ::unsetenv("SLURM_JOB_ID");
     ::unsetenv("SLURM_JOB_NODELIST");
     EXPECT_EQ(sweep.exit_code, 2) << sweep.out << sweep.err;
+    // The nodes were checked through srun, this one among them if it were one: not "other hosts".
+    EXPECT_TRUE(contains(sweep.out, "epochcast run: checking the 2 nodes of Slurm job 7 through srun (")) << sweep.out;
     EXPECT_EQ(sweep.err.substr(sweep.err.find("epochcast: ")),
               "epochcast: error: Slurm refused the all-reduce sweep's job step: Unable to create step for job 7: "
               "More processors requested than permitted (srun --nodes=2 --ntasks=8 --ntasks-per-node=4 "
