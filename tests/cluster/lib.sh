@@ -70,14 +70,21 @@ PY
 seconds_since() { echo "$(date +%s.%N) $1" | awk '{printf "%.1f", $1 - $2}'; }
 
 # No rank, launcher or job step on any host: no epochcast-train, Open MPI daemon, mpirun, srun,
-# salloc or slurmstepd (waits up to 60 s for them to go: the machine is busy).
+# salloc or slurmstepd (waits up to 60 s for them to go: the machine is busy). A host is told by
+# its network namespace (its sshd's), not its name: another cluster on this machine (a second
+# suite's) has hosts of the same names.
 no_process_left() {
-    local left="" deadline=$((SECONDS + 60))
+    local left="" deadline=$((SECONDS + 60)) host net
+    local -A host_of_net=()
+    for host in "${cluster_hosts[@]}"; do
+        host_of_net[$(readlink "/proc/$(cat "$EC_CLUSTER_DIR/sshd_$host.pid")/ns/net")]=$host
+    done
     while :; do
         left=$(ps -eo pid=,comm= | awk '$2 ~ /^(epochcast-train|orted|prted|mpirun|srun|salloc|slurmstepd)$/' |
             while read -r pid comm; do
-                host=$(nsenter -t "$pid" -u hostname 2>/dev/null)
-                case " $EC_CLUSTER_HOSTS " in *" $host "*) echo "$comm ($pid) on $host" ;; esac
+                net=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue  # gone
+                host=${host_of_net[$net]:-}
+                [ -n "$host" ] && echo "$comm ($pid) on $host"
             done)
         [ -z "$left" ] && return 0
         [ "$SECONDS" -lt "$deadline" ] || break
