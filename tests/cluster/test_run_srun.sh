@@ -6,7 +6,8 @@
 # The hosts are checked through srun, the all-reduce sweep and the training cross between them,
 # each node is measured, and the trace records the srun line, the layout and each node. Then a
 # job step Slurm refuses (4 ranks on nodes of 2 CPUs): one line naming it, exit 2, no process, job
-# or run folder left. Figures are printed, never asserted: the machine is shared and busy.
+# or run folder left. Last, `epochcast sweep` under srun shares its rows between the tasks.
+# Figures are printed, never asserted: the machine is shared and busy.
 source "$(dirname "$0")/lib.sh"
 [ ${#cluster_hosts[@]} -ge 3 ] || fail "needs 3 hosts (cluster.sh -n 3 --slurm)"
 [ -n "${SLURM_CONF:-}" ] || fail "needs Slurm (cluster.sh --slurm)"
@@ -73,3 +74,13 @@ echo "a step Slurm refuses, exit $code: $(grep '^epochcast: ' refused.out)"
 no_job_left
 left=$(find . -maxdepth 1 -name 'epochcast-run-*')
 [ -z "$left" ] || fail "run folders left: $left"
+
+# `epochcast sweep` under srun: the two tasks share the rows (PMIx's ranks), rank 0 writes them all.
+echo '{"instance": ["p3.16xlarge", "p4d.24xlarge"], "nodes": [1, 2, 4, 8, 16]}' >spec.json
+"$epochcast" sweep spec.json -o one.csv >sweep-one.out 2>&1 || fail "sweep exited $?: $(cat sweep-one.out)"
+on "$head_host" salloc -N 2 -n 2 srun "$epochcast" sweep spec.json -o two.csv >sweep-two.out 2>&1 ||
+    fail "sweep under srun exited $?: $(tail -n 20 sweep-two.out)"
+expect_in sweep-two.out "over 2 ranks"
+cmp -s one.csv two.csv || fail "the rows under srun differ from one process's: $(diff one.csv two.csv | head -n 5)"
+echo "sweep under srun: $(grep -c . two.csv) lines over 2 ranks, as one process writes them"
+no_job_left
