@@ -35,8 +35,9 @@ namespace {
 constexpr std::chrono::milliseconds kDrainAfterExit{1500};
 /// How often the child is checked for having ended while it is quiet.
 constexpr int kPollMilliseconds = 200;
-/// Lines of output kept for error messages.
+/// Lines of output kept for error messages, and the most bytes kept to find them in.
 constexpr std::size_t kTailLines = 12;
+constexpr std::size_t kTailKeptBytes = 1 << 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -196,6 +197,67 @@ std::vector<std::string> launcher_argv(const LaunchRequest& r) {
     }
     append_trainer(r, argv);
     return argv;
+}
+
+std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment) {
+    std::vector<std::string> names = {std::string(kProgressDirVariable)};
+    std::vector<std::string> settings;
+    const auto is_set = [&](const std::string& name) {
+        return std::any_of(environment.begin(), environment.end(),
+                           [&](const std::string& entry) { return entry.rfind(name + "=", 0) == 0; });
+    };
+    for (const char* paths : {"PATH", "LD_LIBRARY_PATH"}) {
+        if (is_set(paths)) names.emplace_back(paths);
+    }
+    for (const std::string& entry : environment) {
+        const std::string name = entry.substr(0, entry.find('='));
+        for (const char* prefix : {"NCCL_", "FI_", "UCX_", "OMP_"}) {
+            if (name.rfind(prefix, 0) == 0 && name.size() < entry.size()) settings.push_back(name);
+        }
+    }
+    std::sort(settings.begin(), settings.end());
+    settings.erase(std::unique(settings.begin(), settings.end()), settings.end());
+    names.insert(names.end(), settings.begin(), settings.end());
+    return names;
+}
+
+std::optional<std::string> slurm_refusal(std::string_view output) {
+    static constexpr std::string_view kError = "srun: error: ";
+    for (std::size_t begin = 0; begin < output.size();) {
+        std::size_t end = output.find('\n', begin);
+        if (end == std::string_view::npos) end = output.size();
+        std::string_view line = output.substr(begin, end - begin);
+        begin = end + 1;
+        const std::size_t at = line.find(kError);
+        if (at == std::string_view::npos) continue;
+        line.remove_prefix(at + kError.size());
+        for (const std::string_view refused :
+             {"Unable to create step for job ", "Unable to confirm allocation for job ",
+              "Unable to allocate resources"}) {
+            if (line.substr(0, refused.size()) != refused) continue;
+            while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+            return std::string(line);
+        }
+    }
+    return std::nullopt;
+}
+
+void throw_if_slurm_refused(std::string_view output, const std::vector<std::string>& argv, const std::string& what) {
+    const std::optional<std::string> refusal = slurm_refusal(output);
+    if (!refusal) return;
+    if (refusal->rfind("Unable to create step", 0) != 0) {
+        throw InputError("Slurm refused " + what + ": " + *refusal +
+                         " (run inside a Slurm allocation that is still there: salloc, or an sbatch script)");
+    }
+    std::string asked = "srun";
+    for (const std::string& flag : argv) {
+        for (const char* shape : {"--nodes=", "--ntasks=", "--ntasks-per-node=", "--cpus-per-task="}) {
+            if (flag.rfind(shape, 0) == 0) asked += " " + flag;
+        }
+    }
+    throw InputError("Slurm refused " + what + ": " + *refusal + " (" + asked +
+                     " asks for more than the allocation holds: give fewer ranks with --np or fewer --threads, or "
+                     "allocate more)");
 }
 
 std::string shell_quoted(const std::string& text) {
@@ -395,14 +457,25 @@ SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOption
     envp.push_back(nullptr);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw RunError(std::string("cannot create a pipe: ") + std::strerror(errno));
+    int error_fds[2] = {-1, -1};
+    const bool capture_stderr = options.capture_stderr && !options.merge_stderr;
+    if (capture_stderr && ::pipe2(error_fds, O_CLOEXEC) != 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        throw RunError(std::string("cannot create a pipe: ") + std::strerror(errno));
+    }
+    const auto close_all = [&] {
+        for (const int fd : {fds[0], fds[1], error_fds[0], error_fds[1]}) {
+            if (fd >= 0) ::close(fd);
+        }
+    };
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
+        close_all();
         throw RunError(std::string("cannot start ") + argv[0] + ": " + std::strerror(errno));
     }
     if (pid == 0) {
@@ -417,6 +490,7 @@ SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOption
         }
         ::dup2(fds[1], STDOUT_FILENO);
         if (options.merge_stderr) ::dup2(fds[1], STDERR_FILENO);
+        if (capture_stderr) ::dup2(error_fds[1], STDERR_FILENO);
         ::execvpe(args[0], args.data(), envp.data());
         const std::string message = std::string("cannot execute ") + argv[0] + ": " + std::strerror(errno) + "\n";
         [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, message.data(), message.size());
@@ -424,17 +498,22 @@ SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOption
     }
     if (options.own_process_group) ::setpgid(pid, pid);  // as the child does: whichever runs first
     ::close(fds[1]);
-    return {pid, fds[0]};
+    if (capture_stderr) ::close(error_fds[1]);
+    return {pid, fds[0], error_fds[0]};
 }
 
 ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std::string* captured, bool merge_stderr,
                     const ChildControl& control) {
     if (argv.empty()) throw RunError("run_child: no program to start");
     if (out) out->flush();
-    const auto [pid, output_fd] = spawn_child(argv, {control.environment, merge_stderr, false});
+    const SpawnedChild child = spawn_child(argv, {control.environment, merge_stderr, false, !merge_stderr});
+    const pid_t pid = child.pid;
+    // The child's stdout (with stderr when merged), then its own stderr when not; -1 once closed.
+    int fds[2] = {child.output_fd, child.error_fd};
 
     ChildExit result;
     std::string output;
+    std::string both;  // stdout and stderr as they came, for the tail
     bool ended = false;
     int status = 0;
     Clock::time_point drain_until{};
@@ -467,20 +546,40 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
             ::kill(pid, SIGKILL);
             kill_at = Clock::time_point::max();
         }
-        pollfd readable{output_fd, POLLIN, 0};
-        const int ready = ::poll(&readable, 1, kPollMilliseconds);
+        pollfd readable[2];
+        nfds_t open = 0;
+        for (const int fd : fds) {
+            if (fd >= 0) readable[open++] = {fd, POLLIN, 0};
+        }
+        if (open == 0) break;  // end of output: every writer has closed it
+        const int ready = ::poll(readable, open, kPollMilliseconds);
         if (ready < 0 && errno != EINTR) break;
-        if (ready <= 0) continue;
-        const ssize_t n = ::read(output_fd, buffer, sizeof buffer);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n <= 0) break;  // end of output: every writer has closed it
-        output.append(buffer, static_cast<std::size_t>(n));
-        if (out) {
-            out->write(buffer, n);
-            out->flush();
+        for (nfds_t k = 0; ready > 0 && k < open; ++k) {
+            if (!(readable[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const bool is_stdout = readable[k].fd == fds[0];
+            const ssize_t n = ::read(readable[k].fd, buffer, sizeof buffer);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0) {
+                ::close(readable[k].fd);
+                fds[is_stdout ? 0 : 1] = -1;
+                continue;
+            }
+            both.append(buffer, static_cast<std::size_t>(n));
+            if (both.size() > kTailKeptBytes) both.erase(0, both.size() - kTailKeptBytes / 2);
+            if (!is_stdout) {  // stderr, as if it were still ours
+                [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, buffer, static_cast<std::size_t>(n));
+                continue;
+            }
+            output.append(buffer, static_cast<std::size_t>(n));
+            if (out) {
+                out->write(buffer, n);
+                out->flush();
+            }
         }
     }
-    ::close(output_fd);
+    for (const int fd : fds) {
+        if (fd >= 0) ::close(fd);
+    }
     if (!ended) {
         // The output ended; the child is ending or has ended.
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -489,7 +588,7 @@ ChildExit run_child(const std::vector<std::string>& argv, std::ostream* out, std
     result.exited = WIFEXITED(status);
     result.code = result.exited ? WEXITSTATUS(status) : 0;
     result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    result.output_tail = last_lines(output);
+    result.output_tail = last_lines(both);
     if (captured) *captured = std::move(output);
     return result;
 }

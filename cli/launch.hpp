@@ -61,6 +61,26 @@ struct LaunchRequest {
 /// --cpu-bind=cores with --backend cpu, --cpu-bind=none with cuda, then TRAIN and its flags.
 std::vector<std::string> launcher_argv(const LaunchRequest& request);
 
+/// The variables ranks on other hosts need from ours, for mpirun's -x: the run's folder
+/// (EPOCHCAST_PROGRESS_DIR, which `run` sets in mpirun's environment), then PATH and
+/// LD_LIBRARY_PATH, then the settings of NCCL, libfabric (EFA), UCX and OpenMP (NCCL_*, FI_*,
+/// UCX_*, OMP_*, sorted), each only when `environment` ("NAME=value" entries, as `environ` holds
+/// them) sets it: Open MPI warns of a -x name that is not set.
+std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment);
+
+/// What srun says when Slurm refuses to start a job step, so that no task started: the step asks
+/// for more than the allocation holds ("srun: error: Unable to create step for job 7: More
+/// processors requested than permitted"), or the allocation is gone or never was ("Unable to
+/// confirm allocation for job 9: Invalid job id specified"; "Unable to allocate resources: ...").
+/// The first such line of `output` after "srun: error: ", trimmed; nullopt when there is none.
+std::optional<std::string> slurm_refusal(std::string_view output);
+
+/// Throws InputError when `output` holds Slurm's refusal (slurm_refusal) to start `what`, the
+/// job step of the srun line `argv`: "Slurm refused WHAT: REASON (HINT)", the hint naming the
+/// step's shape (srun --nodes=H --ntasks=N --ntasks-per-node=R --cpus-per-task=T) when the
+/// allocation cannot hold it, else saying to run inside an allocation.
+void throw_if_slurm_refused(std::string_view output, const std::vector<std::string>& argv, const std::string& what);
+
 /// `text` in single quotes for a POSIX shell (a quote inside becomes '\'').
 std::string shell_quoted(const std::string& text);
 
@@ -158,7 +178,7 @@ struct ChildExit {
     bool exited = false;      ///< ended by exit (else by a signal)
     int code = 0;             ///< exit status, when exited
     int signal = 0;           ///< the signal, when not exited
-    std::string output_tail;  ///< its last lines of output (stdout and stderr), for error messages
+    std::string output_tail;  ///< its last lines of output (stdout and stderr, as they came), for error messages
     std::string stalled;      ///< the watchdog's message when it killed the job, else empty
 
     bool success() const { return exited && code == 0; }
@@ -182,6 +202,7 @@ struct ChildControl {
 struct SpawnedChild {
     pid_t pid = -1;
     int output_fd = -1;
+    int error_fd = -1;  ///< the read end of its stderr's own pipe, with SpawnOptions::capture_stderr; else -1
 };
 
 /// How spawn_child starts a child.
@@ -190,6 +211,7 @@ struct SpawnOptions {
     std::vector<std::string> environment;
     bool merge_stderr = true;        ///< stderr into the pipe too (else it stays ours)
     bool own_process_group = false;  ///< in a process group of its own (killed as a group), stdin /dev/null
+    bool capture_stderr = false;     ///< without merge_stderr: stderr into a pipe of its own (error_fd)
 };
 
 /// Starts `argv` (argv[0] a path or a name on PATH). A program that cannot be executed writes
@@ -198,8 +220,9 @@ struct SpawnOptions {
 SpawnedChild spawn_child(const std::vector<std::string>& argv, const SpawnOptions& options);
 
 /// Run `argv` (argv[0] a path or a name on PATH) with its stdout, and its stderr too when
-/// `merge_stderr` (else stderr stays ours), copied to `out` as they arrive (when `out` is given)
-/// and collected in `captured` (when given). Returns
+/// `merge_stderr`, copied to `out` as they arrive (when `out` is given) and collected in
+/// `captured` (when given); without `merge_stderr` its stderr is copied to ours as it arrives, and
+/// only its last lines are kept, in the ChildExit's output_tail with stdout's. Returns
 /// when the child has ended and its output is drained; output still held open by the child's
 /// own children after it ended is read for at most a second or two, so a dead child is never
 /// waited on forever. When the watchdog reports a stalled rank, the job is killed (the ranks with

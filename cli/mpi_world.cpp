@@ -12,7 +12,8 @@
 namespace epochcast::cli {
 namespace {
 
-/// The number of ranks the launcher says it started (1 when none did).
+/// The number of ranks the launcher says it started: 1 when none did, 0 when a PMIx server did
+/// without saying how many (Slurm's srun --mpi=pmix sets PMIX_RANK and no count: MPI tells).
 int launched_ranks() {
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
         if (const char* value = std::getenv(name)) {
@@ -20,7 +21,7 @@ int launched_ranks() {
             if (n > 0) return n;
         }
     }
-    return 1;
+    return std::getenv("PMIX_RANK") ? 0 : 1;
 }
 
 #ifdef EPOCHCAST_CLI_WITH_MPI
@@ -39,7 +40,8 @@ IndexRange block_of(std::size_t count, int rank, int size) {
 
 std::unique_ptr<MpiWorld> MpiWorld::join() {
     std::unique_ptr<MpiWorld> world(new MpiWorld);
-    if (launched_ranks() <= 1) return world;
+    const int launched = launched_ranks();
+    if (launched == 1) return world;
 #ifdef EPOCHCAST_CLI_WITH_MPI
     check(MPI_Init(nullptr, nullptr), "MPI_Init");
     world->initialised_ = true;
@@ -47,8 +49,9 @@ std::unique_ptr<MpiWorld> MpiWorld::join() {
     check(MPI_Comm_size(MPI_COMM_WORLD, &world->size_), "MPI_Comm_size");
     return world;
 #else
-    throw RunError("started by mpirun with " + std::to_string(launched_ranks()) +
-                   " ranks, but this epochcast was built without MPI: install libopenmpi-dev and rebuild, or run "
+    throw RunError((launched > 1 ? "started by mpirun with " + std::to_string(launched) + " ranks"
+                                 : std::string("started by a PMIx launcher (srun --mpi=pmix: PMIX_RANK is set)")) +
+                   ", but this epochcast was built without MPI: install libopenmpi-dev and rebuild, or run "
                    "without mpirun");
 #endif
 }

@@ -1,6 +1,7 @@
-// The optional MPI side of `epochcast sweep`: when the program was started by mpirun (Open MPI's
-// OMPI_COMM_WORLD_SIZE or a PMI launcher's PMI_SIZE above 1 in the environment) and this build has
-// MPI, the ranks share the sweep and rank 0 gathers the rows. Otherwise there is one rank and no
+// The optional MPI side of `epochcast sweep`: when the program was started by mpirun or srun (Open
+// MPI's OMPI_COMM_WORLD_SIZE or a PMI launcher's PMI_SIZE above 1 in the environment, or a PMIx
+// server's PMIX_RANK, which Slurm's srun --mpi=pmix sets without a count) and this build has MPI,
+// the ranks share the sweep and rank 0 gathers the rows. Otherwise there is one rank and no
 // MPI call is made, so the CLI works the same without MPI.
 #pragma once
 
@@ -12,8 +13,8 @@ namespace epochcast::cli {
 
 class MpiWorld {
 public:
-    /// MPI_Init when launched by mpirun with more than one rank (and built with MPI); otherwise
-    /// a world of one. Throws RunError when launched by mpirun but this build has no MPI.
+    /// MPI_Init when launched by mpirun with more than one rank, or by a PMIx server (and built
+    /// with MPI); otherwise a world of one. Throws RunError when launched so but this build has no MPI.
     static std::unique_ptr<MpiWorld> join();
     ~MpiWorld();  ///< MPI_Finalize when join() initialised MPI
 

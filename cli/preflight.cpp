@@ -325,6 +325,7 @@ std::vector<HostProblem> check_hosts_by_srun(const std::vector<std::string>& nod
                                                             check_script(needs)}};
     const Captured result = run_all(command, timeout_s).front();
     const std::vector<Report> said = reports(result.output);
+    if (said.empty()) throw_if_slurm_refused(result.output, command.front(), "the hosts' check");
     std::vector<HostProblem> problems;
     for (const std::string& node : nodes) {
         const auto report =

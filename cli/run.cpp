@@ -270,22 +270,6 @@ Placement place(const RunOptions& o, std::ostream& out) {
     return p;
 }
 
-/// Variables ranks on other hosts need from ours (mpirun -x): the run's folder, the paths to
-/// programs and libraries, and the settings of NCCL, libfabric (EFA), UCX and OpenMP.
-std::vector<std::string> forwarded_variables() {
-    std::vector<std::string> names = {std::string(kProgressDirVariable), "PATH", "LD_LIBRARY_PATH"};
-    for (char** variable = environ; *variable; ++variable) {
-        const std::string entry = *variable;
-        const std::string name = entry.substr(0, entry.find('='));
-        for (const char* prefix : {"NCCL_", "FI_", "UCX_", "OMP_"}) {
-            if (name.rfind(prefix, 0) == 0) names.push_back(name);
-        }
-    }
-    std::sort(names.begin() + 3, names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    return names;
-}
-
 /// `request` with other trainer flags, no parameter servers and no trace: for the sweep and the
 /// host description, run with the training's layout.
 LaunchRequest other_job(const LaunchRequest& request, std::vector<std::string> flags) {
@@ -319,6 +303,7 @@ NetworkMeasurement measure_network(const RunOptions& o, const LaunchRequest& req
     const ChildExit exit = run_child(argv, &out, &table, /*merge_stderr=*/false, sweep_control);
     throw_if_interrupted("the all-reduce sweep");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the all-reduce sweep's job step");
         try {
             throw_run_failure(exit, folder, request.ranks, command_line({argv.front()}));
         } catch (const InputError& error) {
@@ -384,6 +369,7 @@ HostDescription describe_hosts(const RunOptions& o, const LaunchRequest& run, in
     const ChildExit exit = run_child(argv, nullptr, &text, /*merge_stderr=*/false, describe_control);
     throw_if_interrupted("the hosts' description");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the hosts' description's job step");
         throw RunError("epochcast-train --describe-host " + exit.describe() +
                        (exit.output_tail.empty() ? "" : ":\n" + exit.output_tail));
     }
@@ -647,9 +633,13 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
         HostRequirements needs{train_program, {folder.path().string()}};
         if (!checkpoint_dir.empty()) needs.folders.push_back(std::filesystem::path(checkpoint_dir).parent_path());
         const auto start = std::chrono::steady_clock::now();
-        out << "epochcast run: checking " << placement.other_hosts.size() << " other host"
-            << (placement.other_hosts.size() == 1 ? "" : "s") << " (reachable, " << train_program << ", "
-            << folder.path().string() << ")\n"
+        const std::size_t hosts = placement.other_hosts.size();
+        const std::string plural = hosts == 1 ? "" : "s";
+        out << "epochcast run: checking "
+            << (placement.slurm ? "the " + std::to_string(hosts) + " node" + plural + " of Slurm job " +
+                                      placement.slurm->job_id + " through srun"
+                                : std::to_string(hosts) + " other host" + plural)
+            << " (reachable, " << train_program << ", " << folder.path().string() << ")\n"
             << std::flush;
         const std::vector<HostProblem> problems =
             placement.launcher == Launcher::srun ? check_hosts_by_srun(placement.other_hosts, needs, *launcher)
@@ -670,7 +660,11 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     request.root = ::geteuid() == 0;
     request.train_flags = train_flags;
     request.layout = placement.layout;
-    if (shared) request.forwarded_variables = forwarded_variables();
+    if (shared) {
+        std::vector<std::string> environment;
+        for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
+        request.forwarded_variables = forwarded_variables(environment);
+    }
     const std::string trace_path = (folder.path() / "trace.json").string();
     request.trace_out = trace_path;
     ChildControl control;
@@ -697,6 +691,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     const ChildExit exit = run_child(argv, &out, nullptr, true, control);
     throw_if_interrupted("the training; the job was stopped");
     if (!exit.success()) {
+        throw_if_slurm_refused(exit.output_tail, argv, "the training's job step");
         throw_run_failure(exit, folder.path(), placement.ranks,
                           placement.launcher == Launcher::srun ? "srun" : "mpirun");
     }

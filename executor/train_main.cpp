@@ -24,9 +24,10 @@
 
 namespace {
 
-/// This process's rank before MPI_Init: what the launcher (Open MPI, or a PMI launcher) says.
+/// This process's rank before MPI_Init: what the launcher (Open MPI, a PMI launcher, or a PMIx
+/// server such as Slurm's srun --mpi=pmix) says.
 int launcher_rank() {
-    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
         if (const char* value = std::getenv(name)) return std::atoi(value);
     }
     return 0;
@@ -62,9 +63,14 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
 }
 
-/// True when mpirun (Open MPI, or a PMI launcher such as MPICH's Hydra) started this process.
-bool started_by_mpirun() {
-    return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
+/// True when a launcher started this process as a rank of a job: Open MPI's mpirun, a PMI
+/// launcher such as MPICH's Hydra or srun --mpi=pmi2 (PMI_SIZE), or a PMIx server, among them
+/// Slurm's srun --mpi=pmix, which sets none of Open MPI's variables (PMIX_RANK).
+bool started_by_launcher() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+        if (std::getenv(name) != nullptr) return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -169,11 +175,11 @@ int main(int argc, char** argv) {
             const epochcast::HostCapacity host = epochcast::this_host_capacity();
             epochcast::check_threads("--threads", options.threads, &host);
             keep_freed_memory();
-            if (!started_by_mpirun()) {
+            if (!started_by_launcher()) {
                 std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
                 return 0;
             }
-            // Started by mpirun (`epochcast run` does so with the ranks the hosts hold): measure
+            // Started by mpirun or srun (`epochcast run` does so with the ranks the hosts hold): measure
             // their all-reduce, and the peaks with every rank busy at once.
             MPI_Init(&argc, &argv);
             const nlohmann::json catalog = epochcast::describe_job_catalog(options.threads, options.fusion_mib);

@@ -133,6 +133,22 @@ TEST_F(Preflight, SrunNodesReportByHostnameAndSilentOnesAreNamed) {
         "did not report back through srun within 20 s (srun: srun: error: gpu03: task 2: Exited with exit code 1)");
 }
 
+// Issue 44: srun refused the check itself (SLURM_JOB_ID names a job that has ended): no node
+// answered, and each was named as silent for 20 s, exit 1; it is Slurm's refusal, bad input.
+TEST_F(Preflight, SrunRefusingTheCheckIsBadInputNamingWhy) {
+    write_script("srun",
+                 "echo 'srun: error: Unable to confirm allocation for job 99: Invalid job id specified' >&2\n"
+                 "echo 'srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 99' >&2\nexit 1\n");
+    try {
+        cli::check_hosts_by_srun({"gpu01", "gpu02"}, needs(), path("srun"));
+        ADD_FAILURE() << "no InputError";
+    } catch (const InputError& error) {
+        EXPECT_EQ(std::string(error.what()),
+                  "Slurm refused the hosts' check: Unable to confirm allocation for job 99: Invalid job id specified "
+                  "(run inside a Slurm allocation that is still there: salloc, or an sbatch script)");
+    }
+}
+
 /// Sets this process's soft limit of open files for its lifetime.
 class OpenFileLimit {
 public:

@@ -26,6 +26,7 @@
 #include "cli/table.hpp"
 #include "executor/progress.hpp"
 #include "model/cost_model.hpp"
+#include "model/errors.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/local_cpu_catalog.hpp"
 #include "tests/support/processes.hpp"
@@ -214,6 +215,64 @@ TEST(RunLine, SrunOnTheAllocationPinned) {
                                         "--kill-on-bad-exit=1", "--cpus-per-task=12", "--cpu-bind=cores",
                                         "/opt/epochcast-train", "--threads", "12", "--ps-ranks", "1", "--trace-out",
                                         "/tmp/run.trace.json"}));
+}
+
+// What mpirun's -x passes to other hosts: the run's folder always (run sets it for mpirun), the
+// paths and the NCCL, libfabric, UCX and OpenMP settings only when they are set.
+TEST(RunLine, OnlyVariablesThatAreSetAreForwarded) {
+    EXPECT_EQ(cli::forwarded_variables({"HOME=/root", "PATH=/usr/bin", "OMP_NUM_THREADS=4", "NCCL_DEBUG=INFO",
+                                        "FI_PROVIDER=efa", "UCX_TLS=rc", "NCCL_ALGO=Ring", "NCCLX=1", "OMP_"}),
+              (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR", "PATH", "FI_PROVIDER", "NCCL_ALGO", "NCCL_DEBUG",
+                                        "OMP_NUM_THREADS", "UCX_TLS"}));
+    EXPECT_EQ(cli::forwarded_variables({"LD_LIBRARY_PATH=", "PATH=/bin", "LD_LIBRARY_PATHS=/x"}),
+              (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR", "PATH", "LD_LIBRARY_PATH"}));
+    EXPECT_EQ(cli::forwarded_variables({}), (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR"}));
+}
+
+// Slurm's refusals as srun words them (Slurm 22.05): a step the allocation cannot hold, an
+// allocation that is gone; a task that failed after it started is no refusal.
+TEST(RunLine, SlurmsRefusalIsFoundInSrunsOutputAndNamedAsBadInput) {
+    EXPECT_EQ(cli::slurm_refusal("# all-reduce sweep\nsrun: error: Unable to create step for job 7: More processors "
+                                 "requested than permitted\r\n"),
+              "Unable to create step for job 7: More processors requested than permitted");
+    EXPECT_EQ(cli::slurm_refusal("srun: error: Unable to confirm allocation for job 99: Invalid job id specified\n"
+                                 "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 99\n"),
+              "Unable to confirm allocation for job 99: Invalid job id specified");
+    EXPECT_EQ(cli::slurm_refusal("srun: error: ec-h2: task 1: Exited with exit code 2\n"), std::nullopt);
+    EXPECT_EQ(cli::slurm_refusal(""), std::nullopt);
+    EXPECT_NO_THROW(cli::throw_if_slurm_refused("srun: error: ec-h2: task 1: Killed\n", {}, "the step"));
+
+    const std::vector<std::string> argv = {
+        "/usr/bin/srun",        "--nodes=2",         "--ntasks=8",       "--ntasks-per-node=4",
+        "--kill-on-bad-exit=1", "--cpus-per-task=1", "--cpu-bind=cores", "/opt/epochcast-train"};
+    const auto message = [&](const std::string& output) {
+        try {
+            cli::throw_if_slurm_refused(output, argv, "the training's job step");
+        } catch (const InputError& error) {
+            return std::string(error.what());
+        }
+        return std::string("no InputError");
+    };
+    EXPECT_EQ(message("srun: error: Unable to create step for job 7: More processors requested than permitted\n"),
+              "Slurm refused the training's job step: Unable to create step for job 7: More processors requested "
+              "than permitted (srun --nodes=2 --ntasks=8 --ntasks-per-node=4 --cpus-per-task=1 asks for more than "
+              "the allocation holds: give fewer ranks with --np or fewer --threads, or allocate more)");
+    EXPECT_EQ(message("srun: error: Unable to confirm allocation for job 99: Invalid job id specified\n"),
+              "Slurm refused the training's job step: Unable to confirm allocation for job 99: Invalid job id "
+              "specified (run inside a Slurm allocation that is still there: salloc, or an sbatch script)");
+}
+
+// A child whose stderr is not merged into what is captured (a table, a document to parse) still
+// has its stderr in the tail that error messages quote: srun says there why Slurm refused a step.
+TEST(RunChild, StderrKeptApartFromTheCapturedOutputIsInTheTail) {
+    std::string captured;
+    const cli::ChildExit exit =
+        cli::run_child({"sh", "-c", "echo '{\"document\": 1}'; echo 'srun: error: refused' >&2; exit 1"}, nullptr,
+                       &captured, /*merge_stderr=*/false);
+    EXPECT_EQ(captured, "{\"document\": 1}\n");
+    EXPECT_TRUE(exit.exited && exit.code == 1) << exit.describe();
+    EXPECT_TRUE(contains(exit.output_tail, "srun: error: refused")) << exit.output_tail;
+    EXPECT_TRUE(contains(exit.output_tail, "{\"document\": 1}")) << exit.output_tail;
 }
 
 TEST(RunLine, CommandLineQuotesWhatTheShellWouldSplit) {
@@ -877,6 +936,74 @@ TEST_F(FakePrograms, UnreachableHostFailsFastNamingIt) {
     EXPECT_EQ(r.err, "epochcast: failed: host node-17.cluster is unreachable (" + path("rsh") +
                          " exited with status 255: ssh: connect to host node-17.cluster port 22: No route to host)\n");
     EXPECT_FALSE(std::filesystem::exists(path("args"))) << "mpirun must not start";
+    EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
+}
+
+// Issue 44: with LD_LIBRARY_PATH unset, the line across hosts passed `-x LD_LIBRARY_PATH` and
+// Open MPI's mpirun warned of it on every run; a variable is forwarded only when it is set.
+TEST_F(FakePrograms, AVariableThatIsNotSetIsNotForwardedToOtherHosts) {
+    write_mpirun_writing(prepared_trace());
+    std::ofstream(path("hosts")) << "localhost slots=1\nnode-b slots=1\n";  // node-b: the rsh stand-in, here
+    const std::string command = "run --hostfile '" + path("hosts") + "' --shared-dir '" + path("") +
+                                "' --host-catalog '" + path("host.json") + "' --no-network-test --mpirun '" +
+                                path("mpirun") + "'";
+    const char* saved = std::getenv("LD_LIBRARY_PATH");
+    const std::optional<std::string> library_path = saved ? std::optional<std::string>(saved) : std::nullopt;
+    ::unsetenv("LD_LIBRARY_PATH");
+    const testing::ProcessResult unset = run_epochcast(command);
+    const std::vector<std::string> unset_args = recorded_args();
+    ::setenv("LD_LIBRARY_PATH", "/opt/epochcast/lib", 1);
+    const testing::ProcessResult set = run_epochcast(command);
+    const std::vector<std::string> set_args = recorded_args();
+    if (library_path) {
+        ::setenv("LD_LIBRARY_PATH", library_path->c_str(), 1);
+    } else {
+        ::unsetenv("LD_LIBRARY_PATH");
+    }
+    ASSERT_EQ(unset.exit_code, 0) << unset.out << unset.err;
+    ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+    const auto passes = [](const std::vector<std::string>& args, const std::string& name) {
+        const std::vector<std::string> x = {"-x", name};
+        return std::search(args.begin(), args.end(), x.begin(), x.end()) != args.end();
+    };
+    EXPECT_TRUE(passes(unset_args, "PATH")) << cli::command_line(unset_args);
+    EXPECT_FALSE(passes(unset_args, "LD_LIBRARY_PATH")) << cli::command_line(unset_args);
+    EXPECT_TRUE(passes(set_args, "LD_LIBRARY_PATH")) << cli::command_line(set_args);
+}
+
+// Issue 44: a job step that Slurm refuses inside the allocation (more ranks per node than its
+// CPUs) is bad input named in one line, exit 2, with nothing left in the shared folder (srun's own
+// line passes through before it, as a launcher's stderr does); before, srun's reason went to the
+// terminal unread and `run` failed (exit 1) on "a rank failed".
+TEST_F(FakePrograms, AJobStepSlurmRefusesIsBadInputNamingWhy) {
+    // The hosts' check runs (one task per node, each answering), every other step is refused.
+    write_script("srun",
+                 "case \" $* \" in *\" sh -c \"*) echo 'EPOCHCAST-CHECK n1 ok'; echo 'EPOCHCAST-CHECK n2 ok'; "
+                 "exit 0;; esac\necho 'srun: error: Unable to create step for job 7: More processors requested than "
+                 "permitted' >&2\nexit 1\n");
+    std::filesystem::create_directories(path("shared"));
+    ::setenv("SLURM_JOB_ID", "7", 1);
+    ::setenv("SLURM_JOB_NODELIST", "n[1-2]", 1);
+    const std::string command =
+        "run --launcher srun --np 8 --srun '" + path("srun") + "' --shared-dir '" + path("shared") + "'";
+    const testing::ProcessResult sweep = run_epochcast(command);
+    const testing::ProcessResult training = run_epochcast(command + " --no-network-test --threads 2");
+    ::unsetenv("SLURM_JOB_ID");
+    ::unsetenv("SLURM_JOB_NODELIST");
+    EXPECT_EQ(sweep.exit_code, 2) << sweep.out << sweep.err;
+    // The nodes were checked through srun, this one among them if it were one: not "other hosts".
+    EXPECT_TRUE(contains(sweep.out, "epochcast run: checking the 2 nodes of Slurm job 7 through srun (")) << sweep.out;
+    EXPECT_EQ(sweep.err.substr(sweep.err.find("epochcast: ")),
+              "epochcast: error: Slurm refused the all-reduce sweep's job step: Unable to create step for job 7: "
+              "More processors requested than permitted (srun --nodes=2 --ntasks=8 --ntasks-per-node=4 "
+              "--cpus-per-task=1 asks for more than the allocation holds: give fewer ranks with --np or fewer "
+              "--threads, or allocate more)\n");
+    EXPECT_EQ(training.exit_code, 2) << training.out << training.err;
+    EXPECT_TRUE(contains(training.err,
+                         "epochcast: error: Slurm refused the training's job step: Unable to create "
+                         "step for job 7"))
+        << training.err;
+    EXPECT_TRUE(contains(training.err, "--ntasks-per-node=4 --cpus-per-task=2 asks")) << training.err;
     EXPECT_TRUE(std::filesystem::is_empty(path("shared")));
 }
 

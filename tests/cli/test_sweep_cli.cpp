@@ -316,6 +316,22 @@ TEST(SweepCli, TwoMpiRanksWriteTheSameRowsAsOneProcess) {
     EXPECT_NE(two.out.find("over 2 ranks"), std::string::npos) << two.out;
     EXPECT_EQ(read_text(folder / "one.csv"), read_text(folder / "two.csv"));
 }
+
+// Issue 44: Slurm's srun --mpi=pmix starts ranks with PMIx's PMIX_RANK and no count of Open MPI's
+// or PMI's; each took itself for the only process and swept every row. Open MPI's mpirun without
+// its OMPI_COMM_WORLD_SIZE starts them the same way.
+TEST(SweepCli, RanksOfAPmixLauncherWithoutOpenMpisVariablesShareTheRows) {
+    TempFile spec(kSpec);
+    Folder folder;
+    const ProcessResult one = run_epochcast("sweep " + spec.path() + " -o " + (folder / "one.csv"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const ProcessResult two =
+        run_command(mpirun_command(2) + " env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_RANK '" + EPOCHCAST_CLI_PATH +
+                    "' sweep " + spec.path() + " -o " + (folder / "two.csv"));
+    ASSERT_EQ(two.exit_code, 0) << two.err << two.out;
+    EXPECT_NE(two.out.find("over 2 ranks"), std::string::npos) << two.out;
+    EXPECT_EQ(read_text(folder / "one.csv"), read_text(folder / "two.csv"));
+}
 #endif
 
 }  // namespace

@@ -7,7 +7,7 @@
 # however it ends (the command's exit, Ctrl-C, SIGTERM, SIGHUP): no namespace, process, bridge,
 # veth or file is left.
 #
-#   tests/cluster/cluster.sh [-n N] [COMMAND [ARG...]]
+#   tests/cluster/cluster.sh [-n N] [--slurm] [COMMAND [ARG...]]
 #
 # runs COMMAND (default: an interactive shell on the first host) with, in its environment:
 #   EC_CLUSTER_DIR     the cluster's folder (keys, ssh_config, logs); removed at the end
@@ -18,25 +18,43 @@
 #                      and mounts), in this folder, as a child of the caller
 #   EC_CLUSTER_SSH_CONFIG  the ssh client configuration (key, no host-key prompts, BatchMode)
 #   OMPI_MCA_plm_rsh_agent "ssh -F $EC_CLUSTER_SSH_CONFIG": Open MPI's and `epochcast run`'s remote shell
+# and, with --slurm, a real Slurm on the hosts (tests/cluster/slurm.sh: munge, slurmctld on the
+# first host, a slurmd on each, partition "ec", every file in the cluster's folder):
+#   SLURM_CONF         the cluster's slurm.conf, which srun, salloc, sbatch, sinfo and scontrol read
 # and exits with COMMAND's status. Needs root (network namespaces, a bridge) and /usr/sbin/sshd
-# (openssh-server, which scripts/setup installs); without them it prints one line saying why and
-# exits 77, which ctest counts as skipped.
+# (openssh-server, which scripts/setup installs), and with --slurm Slurm's and munge's daemons
+# (slurm-wlm and munge, which scripts/setup installs) starting on the hosts; without them it
+# prints one line saying why and exits 77, which ctest counts as skipped.
 #
 # Hosts: ec-hI at 10.231.S.(10+I), the bridge at 10.231.S.1 in this machine's namespace, S the
 # first of 0..9 whose range no interface of this machine uses (so two clusters can coexist: two
 # suites at once, each with its clusters). Names: namespaces ecS-hI, bridge ecSbr, veth ecShI. The
 # choice of S and the making of the bridge hold a lock (flock on /run/lock) so that two clusters
-# starting at once never take one slot, and a cluster removes only what it made. Each sshd runs in a mount namespace of its
-# host (ip netns exec makes one) with a private /run, where /etc/hosts is the cluster's.
+# starting at once never take one slot, and a cluster removes only what it made. Each sshd runs in
+# a mount namespace of its host (ip netns exec makes one) with a private /run, where /etc/hosts is
+# the cluster's.
 set -uo pipefail
 
 readonly SKIP=77
 hosts=3
-if [ "${1:-}" = "-n" ]; then
-    hosts="${2:-}"
-    shift 2 || true
-fi
-if [ "${1:-}" = "--" ]; then shift; fi
+slurm=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -n)
+            hosts="${2:-}"
+            shift 2 || shift
+            ;;
+        --slurm)
+            slurm=yes
+            shift
+            ;;
+        --)
+            shift
+            break
+            ;;
+        *) break ;;
+    esac
+done
 if ! [[ "$hosts" =~ ^[1-9]$ ]]; then
     echo "cluster.sh: -n takes 1 to 9 hosts, got '$hosts'" >&2
     exit 2
@@ -51,6 +69,11 @@ skip() {
 for program in ip nsenter unshare ssh ssh-keygen; do
     command -v "$program" >/dev/null || skip "no $program on PATH"
 done
+if [ -n "$slurm" ]; then
+    # shellcheck source=tests/cluster/slurm.sh
+    source "$(dirname "$0")/slurm.sh"
+    slurm_check_programs
+fi
 
 # Clusters starting or ending at once take turns here (a lock on a folder every Debian has, so
 # that no lock file is left behind); the lock is held for moments, never while a command runs.
@@ -69,6 +92,8 @@ command_pid=""
 
 teardown() {
     trap '' INT TERM HUP
+    local began
+    began=$(date +%s.%N)
     # The command's process group, with whatever it left running.
     if [ -n "$command_pid" ] && kill -0 -- "-$command_pid" 2>/dev/null; then
         kill -TERM -- "-$command_pid" 2>/dev/null
@@ -78,17 +103,27 @@ teardown() {
         done
         kill -KILL -- "-$command_pid" 2>/dev/null
     fi
-    # Every process on a host (sshd, sessions, Open MPI's daemons, ranks, stopped ones too).
+    # Every process on a host (sshd, sessions, Open MPI's daemons, ranks, stopped ones too; with
+    # --slurm munged, slurmctld, slurmd, slurmstepd). A process leaves its namespace as it starts
+    # to exit, so each one killed is then waited for until it is gone (10 s at most).
+    local killed=""
     for ns in "${namespaces[@]}"; do
         for _ in 1 2 3 4 5 6 7 8 9 10; do
             pids=$(ip netns pids "$ns" 2>/dev/null)
             [ -z "$pids" ] && break
             # shellcheck disable=SC2086
             kill -KILL $pids 2>/dev/null
+            killed+=" $pids"
             sleep 0.1
         done
         ip netns del "$ns" 2>/dev/null  # its veth end goes, and with it the pair
         rm -rf "/etc/netns/$ns"
+    done
+    for _ in $(seq 1 100); do
+        local alive=""
+        for pid in $killed; do kill -0 "$pid" 2>/dev/null && alive=yes && break; done
+        [ -z "$alive" ] && break
+        sleep 0.1
     done
     if [ -n "$bridge" ]; then ip link del "$bridge" 2>/dev/null; fi
     # /run/netns, when a cluster of ours made it and no namespace is left in it (the last one out);
@@ -97,7 +132,10 @@ teardown() {
         if [ -e '$ours_run_netns' ] && [ -z \"\$(ls -A /run/netns 2>/dev/null)\" ]; then
             umount /run/netns 2>/dev/null; rmdir /run/netns 2>/dev/null; rm -f '$ours_run_netns'
         fi"
-    if [ -n "$dir" ]; then rm -rf "$dir"; fi
+    if [ -n "$dir" ]; then
+        rm -rf "$dir"
+        echo "cluster.sh: removed in $(echo "$(date +%s.%N) $began" | awk '{printf "%.1f", $1 - $2}') s"
+    fi
 }
 on_signal() {
     echo "cluster.sh: interrupted by SIG$1; tearing the cluster down" >&2
@@ -240,6 +278,7 @@ export EC_CLUSTER_DIR="$dir" EC_CLUSTER_WORK="$dir/work" EC_CLUSTER_HOSTS="${nam
 export EC_CLUSTER_ON="$dir/on" EC_CLUSTER_SSH_CONFIG="$dir/ssh_config"
 export OMPI_MCA_plm_rsh_agent="ssh -F $dir/ssh_config"
 echo "cluster.sh: ${#names[@]} hosts up (${names[*]}, $net.11-$((10 + hosts)), bridge $bridge); folder $dir"
+if [ -n "$slurm" ]; then slurm_up; fi
 
 if [ $# -eq 0 ]; then
     echo "cluster.sh: a shell on ${names[0]}; the cluster is removed when it exits"

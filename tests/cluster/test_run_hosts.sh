@@ -15,27 +15,8 @@ run_hosts() {  # run_hosts NAME HOST...: a run over those hosts, output in NAME.
         --network-test-max-mib 1 --trace-out "$PWD/$name.json" --save-host-catalog "$PWD/$name.host.json" \
         >"$name.out" 2>&1 || fail "run over $* exited $?:
 $(tail -n 30 "$name.out")"
-    expect_in "$name.out" "every host is ready"
-    expect_in "$name.out" "--host $(printf '%s:1,' "$@" | sed 's/,$//') --map-by ppr:1:node"
-    expect_in "$name.out" "nranks $#, nodes $#,"
-    for host in "$@"; do
-        grep -qE "^$host +1 " "$name.out" || fail "no measured peaks of node $host in $name.out"
-    done
-    python3 - "$name.json" "$@" <<'PY' || fail "$name.json does not record the run's layout"
-import json, sys
-path, hosts = sys.argv[1], sys.argv[2:]
-run = json.load(open(path))["runs"][0]
-assert run["nodes"] == len(hosts) and run["gpus_per_node"] == 1, (run["nodes"], run["gpus_per_node"])
-assert [n["host"] for n in run["layout"]] == hosts, run["layout"]
-assert [n["ranks"] for n in run["layout"]] == [[i] for i in range(len(hosts))], run["layout"]
-assert run["launch"]["hosts"] == hosts and run["launch"]["launcher"] == "mpirun", run["launch"]
-assert "--host " + ",".join(h + ":1" for h in hosts) in run["launch"]["command"], run["launch"]["command"]
-assert run["measured"]["throughput_images_per_s"] > 0
-PY
+    expect_run_across "$name.out" mpirun "--host $(printf '%s:1,' "$@" | sed 's/,$//') --map-by ppr:1:node" "$@"
 }
-
-# "throughput (img/s)  PREDICTED  MEASURED  ERROR" from run's comparison table.
-throughput_row() { grep -E '^throughput \(img/s\)' "$1" | awk '{print $3, $4, $5}'; }
 
 run_hosts two "${cluster_hosts[0]}" "${cluster_hosts[1]}"
 read -r predicted measured error < <(throughput_row two.out)

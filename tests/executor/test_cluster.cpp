@@ -160,5 +160,21 @@ TEST(Cluster, DescribeHostUnderMpirunListsTheNodeWithItsRanksAndTheDevicesFigure
     EXPECT_TRUE(contains(instance.source, "bus bandwidth of 2 ranks measured together")) << instance.source;
 }
 
+// Issue 44: under Slurm's srun --mpi=pmix the ranks get PMIx's variables (PMIX_RANK) and none of
+// Open MPI's; --describe-host took each for a process on its own, so every rank printed its own
+// catalog and `epochcast run --launcher srun` read two documents. Open MPI's mpirun without its
+// OMPI_COMM_WORLD_SIZE is the same start: one document, of both ranks.
+TEST(Cluster, DescribeHostUnderAPmixLauncherWithoutOpenMpisVariablesIsOneJob) {
+    const testing::ProcessResult run =
+        testing::run_command(testing::mpirun_command(2) + " env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_RANK '" +
+                             testing::test_program(EPOCHCAST_TRAIN_PATH) + "' --describe-host --threads 1");
+    ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+    const nlohmann::json document = nlohmann::json::parse(run.out, nullptr, false);
+    ASSERT_FALSE(document.is_discarded()) << "not one JSON document:\n" << run.out;
+    const nlohmann::json& nodes = document.at("nodes");
+    ASSERT_EQ(nodes.size(), 1u) << nodes;
+    EXPECT_EQ(nodes[0].at("ranks"), 2);
+}
+
 }  // namespace
 }  // namespace epochcast
