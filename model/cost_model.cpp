@@ -1492,6 +1492,18 @@ double epochs_iterations_s(const ResolvedScenario& s, const Prediction& p, doubl
     return cached_epochs_s(epochs, s.nodes, s.dataset_images / first_epoch_images_per_s, s.dataset_images / throughput);
 }
 
+/// The cost band of `p`'s time band: the money of its fast end with the fewest epochs and of its
+/// slow end with the most (each with its evaluation passes), never narrower than the point.
+Interval cost_band(const ResolvedScenario& s, const Prediction& p) {
+    const double low =
+        run_money(s, p.time_to_train_interval.low, s.epochs_low, evaluations(s.epochs_low, s.eval_every_epochs))
+            .total();
+    const double high =
+        run_money(s, p.time_to_train_interval.high, s.epochs_high, evaluations(s.epochs_high, s.eval_every_epochs))
+            .total();
+    return {std::min(p.cost_usd, low), std::max(p.cost_usd, high)};
+}
+
 }  // namespace
 
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
@@ -1531,12 +1543,7 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     };
     p.time_to_train_interval = {std::min(p.time_to_train_s, time_at(p.interval.high, s.epochs_low)),
                                 std::max(p.time_to_train_s, time_at(p.interval.low, s.epochs_high))};
-    p.cost_interval = {std::min(p.cost_usd, run_money(s, p.time_to_train_interval.low, s.epochs_low,
-                                                      evaluations(s.epochs_low, s.eval_every_epochs))
-                                                .total()),
-                       std::max(p.cost_usd, run_money(s, p.time_to_train_interval.high, s.epochs_high,
-                                                      evaluations(s.epochs_high, s.eval_every_epochs))
-                                                .total())};
+    p.cost_interval = cost_band(s, p);
     if (s.spot_modelled) apply_spot(s, p);
 }
 
@@ -1588,12 +1595,7 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
         spot_time_quantile_s(work_at(p.interval.low, s.epochs_high), rate_per_s, x.loss_per_interruption_s, 0.975);
     p.time_to_train_interval = {std::min(p.time_to_train_s, s.staging_s + s.startup_s + low_s),
                                 std::max(p.time_to_train_s, s.staging_s + s.startup_s + high_s)};
-    p.cost_interval = {std::min(p.cost_usd, run_money(s, p.time_to_train_interval.low, s.epochs_low,
-                                                      evaluations(s.epochs_low, s.eval_every_epochs))
-                                                .total()),
-                       std::max(p.cost_usd, run_money(s, p.time_to_train_interval.high, s.epochs_high,
-                                                      evaluations(s.epochs_high, s.eval_every_epochs))
-                                                .total())};
+    p.cost_interval = cost_band(s, p);
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
