@@ -111,6 +111,18 @@ const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const
     return best;
 }
 
+const ComputeCurve* chip_partner(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& a,
+                                 const Software& to, PrecisionFamily to_family) {
+    const std::string chip = chip_of(catalog, a);
+    for (const ComputeCurve& b : curves) {
+        if (family_of(b.precision) == to_family && software_of(b) == to && b.model == a.model &&
+            b.image_size == a.image_size && chip_of(catalog, b) == chip) {
+            return &b;
+        }
+    }
+    return nullptr;
+}
+
 namespace {
 
 /// Eq. C4 from the chips' log time-per-image ratios: their geometric mean, and the sample scatter
@@ -145,15 +157,10 @@ TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalo
         }
         const std::string chip = chip_of(catalog, a);
         if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;  // one ratio per chip
-        for (const ComputeCurve& b : curves) {
-            if (family_of(b.precision) != to_family || software_of(b) != to || b.model != a.model ||
-                b.image_size != a.image_size || chip_of(catalog, b) != chip) {
-                continue;
-            }
-            // Two curves of one chip compare as measured (a memory variant's share is eq. C7's).
-            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
+        // Two curves of one chip compare as measured (a memory variant's share is eq. C7's).
+        if (const ComputeCurve* b = chip_partner(curves, catalog, a, to, to_family)) {
+            logs.push_back(std::log(b->time_per_image_s / a.time_per_image_s));
             chips.push_back(chip);
-            break;
         }
     }
     // Across precision families the peaks' ratio differs from chip to chip: a wider floor.

@@ -87,6 +87,11 @@ const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const
 /// path of least sigma); 1 where there is none. `relative_sigma` is the
 /// scatter of the ratios' logarithms, never below kSoftwareTransferSigma (which it is with fewer
 /// than two chips).
+/// The first curve of software `to` at `to_family` on `a`'s chip, of `a`'s model and image size:
+/// the pair eqs. C4 and C4b compare (nullptr where that chip has none).
+const ComputeCurve* chip_partner(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& a,
+                                 const Software& to, PrecisionFamily to_family);
+
 struct TransferRatio {
     double ratio = 1.0;
     double relative_sigma = kSoftwareTransferSigma;

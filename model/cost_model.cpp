@@ -552,19 +552,14 @@ TransferRatio CostModel::sibling_transfer(const ComputeCurve& sibling, const Sof
         if (!a_gpu || software_of(a) != from || family_of(a.precision) != family_of(sibling.precision)) continue;
         const std::string chip = a_gpu->chip_or_name();
         if (chip == gpu.chip_or_name() || std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
-        for (const ComputeCurve& b : curves) {
-            const GpuSpec* b_gpu = curve_gpu(*catalog_, b);
-            if (!b_gpu || software_of(b) != software || family_of(b.precision) != family_of(precision) ||
-                b.model != a.model || b.image_size != a.image_size || b_gpu->chip_or_name() != chip) {
-                continue;
-            }
-            const Workload& measured = workload(a.model, a.image_size, 1000);
-            const double lines = line_time_s(to_line->line, *b_gpu, b.precision, measured) /
-                                 line_time_s(from_line->line, *a_gpu, a.precision, measured);
-            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s / lines));
-            chips.push_back(chip);
-            break;
-        }
+        const ComputeCurve* b = chip_partner(curves, *catalog_, a, software, family_of(precision));
+        const GpuSpec* b_gpu = b ? curve_gpu(*catalog_, *b) : nullptr;
+        if (!b_gpu) continue;
+        const Workload& measured = workload(a.model, a.image_size, 1000);
+        const double lines = line_time_s(to_line->line, *b_gpu, b->precision, measured) /
+                             line_time_s(from_line->line, *a_gpu, a.precision, measured);
+        logs.push_back(std::log(b->time_per_image_s / a.time_per_image_s / lines));
+        chips.push_back(chip);
     }
     TransferRatio t;
     t.chips = static_cast<int>(logs.size());
