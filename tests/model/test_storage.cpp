@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -21,7 +20,6 @@ const CostModel& model() {
     return built;
 }
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST(Storage, Formulas) {
