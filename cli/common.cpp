@@ -1,7 +1,5 @@
 #include "cli/common.hpp"
 
-#include <cctype>
-
 #include "model/convergence.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -12,91 +10,15 @@
 
 namespace epochcast::cli {
 
-namespace {
-
-/// The longest duration a flag takes: ten years. Past it nothing changes the answer, and the text
-/// would print "inf days".
-constexpr double kMaxDurationS = 3650.0 * 86400;
-
-}  // namespace
-
-double parse_duration_s(const std::string& text, const std::string& flag) {
-    auto bad = [&text, &flag] {
-        std::string message = flag;
-        message += " '";
-        message += escape_for_message(text);
-        message += "': give a duration such as 2h, 90min, 1h30m or 5400s";
-        return InputError(message);
-    };
-    // Units in the order they may follow each other, with their seconds.
-    struct Unit {
-        std::vector<std::string> names;
-        double seconds;
-    };
-    const std::vector<Unit> units = {{{"d", "day", "days"}, 86400},
-                                     {{"h", "hour", "hours"}, 3600},
-                                     {{"m", "min", "mins", "minutes"}, 60},
-                                     {{"s", "sec", "seconds"}, 1}};
-    double total = 0;
-    std::size_t pos = 0;
-    std::size_t next_unit = 0;  // units before this one are used up
-    bool any = false;
-    while (pos < text.size()) {
-        const std::size_t start = pos;
-        bool dot = false;
-        while (pos < text.size() &&
-               (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.' && !dot))) {
-            dot = dot || text[pos] == '.';
-            ++pos;
-        }
-        const std::string number = text.substr(start, pos - start);
-        if (number.empty() || number == ".") throw bad();
-        if (number.size() > 12) throw bad();  // past 10^12 of any unit is beyond kMaxDurationS
-        const double value = std::stod(number);
-        std::string unit;
-        while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) unit += text[pos++];
-        double scale = 0;
-        if (unit.empty()) {
-            if (any || pos != text.size()) throw bad();
-            scale = 3600;  // a bare number: hours
-        } else {
-            for (std::size_t u = next_unit; u < units.size() && scale == 0; ++u) {
-                for (const std::string& name : units[u].names) {
-                    if (unit == name) {
-                        scale = units[u].seconds;
-                        next_unit = u + 1;
-                    }
-                }
-            }
-            if (scale == 0) throw bad();
-        }
-        total += value * scale;
-        any = true;
-    }
-    if (!any || !(total > 0)) throw bad();
-    if (total > kMaxDurationS) {
-        std::string message = flag;
-        message += " '";
-        message += escape_for_message(text);
-        message += "' is beyond 10 years; give at most 3650d";
-        throw InputError(message);
-    }
-    return total;
-}
-
 void SpotFlags::apply(Scenario& scenario) const {
     if (rate_option != nullptr && rate_option->count() > 0) {
+        check_given_spot_rate(interruptions_per_node_hour);
         scenario.spot_interruptions_per_node_hour = interruptions_per_node_hour;
-        if (!(interruptions_per_node_hour >= 0)) {
-            throw InputError("--spot-interruptions-per-node-hour must be 0 or more (got " +
-                             shortest(interruptions_per_node_hour) + ")");
-        }
     }
     if (!checkpoint_every.empty())
         scenario.checkpoint_interval_s = parse_duration_s(checkpoint_every, "--checkpoint-every");
     if (!replacement_wait.empty()) {
-        scenario.spot_replacement_wait_s =
-            replacement_wait == "0" ? 0.0 : parse_duration_s(replacement_wait, "--spot-replacement-wait");
+        scenario.spot_replacement_wait_s = parse_duration_or_zero_s(replacement_wait, "--spot-replacement-wait");
     }
     check_spot_limits(scenario);
 }
@@ -280,7 +202,7 @@ void RunCostFlags::apply(Scenario& scenario) const {
     scenario.storage_tier_MBps_per_TiB = storage_tier_MBps_per_TiB;
     scenario.eval_every_epochs = eval_every_epochs;
     scenario.eval_images = eval_images;
-    if (!startup.empty()) scenario.startup_s = startup == "0" ? 0.0 : parse_duration_s(startup, "--startup");
+    if (!startup.empty()) scenario.startup_s = parse_duration_or_zero_s(startup, "--startup");
     check_run_cost_limits(scenario);
 }
 

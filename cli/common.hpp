@@ -10,6 +10,7 @@
 #include "model/catalog.hpp"
 #include "model/observation.hpp"
 #include "model/scenario.hpp"
+#include "model/text_io.hpp"
 #include "traces/trace.hpp"
 
 namespace epochcast::cli {
@@ -103,10 +104,7 @@ struct ScenarioFlags {
 /// and add_run_cost_flags' on `command`.
 void add_scenario_flags(CLI::App& command, ScenarioFlags& flags);
 
-/// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
-/// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
-/// once. Throws InputError naming `flag` and the text otherwise, and past ten years.
-double parse_duration_s(const std::string& text, const std::string& flag);
+// parse_duration_s (model/text_io.hpp) reads every duration a flag takes.
 
 /// --spot-interruptions-per-node-hour, --checkpoint-every and --spot-replacement-wait (docs/model.md,
 /// "Spot interruptions"): what a spot run's interruptions cost.

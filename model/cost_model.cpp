@@ -698,12 +698,16 @@ void check_run_cost_limits(const Scenario& scenario) {
     }
 }
 
-void check_spot_limits(const Scenario& scenario) {
-    const double rate = scenario.spot_interruptions_per_node_hour;
-    if (rate != -1 && !(rate >= 0 && rate <= kMaxSpotInterruptionsPerNodeHour)) {
+void check_given_spot_rate(double rate) {
+    if (!(rate >= 0 && rate <= kMaxSpotInterruptionsPerNodeHour)) {
         throw InputError("--spot-interruptions-per-node-hour must be 0 to " +
                          shortest(kMaxSpotInterruptionsPerNodeHour) + " (got " + shortest(rate) + ")");
     }
+}
+
+void check_spot_limits(const Scenario& scenario) {
+    const double rate = scenario.spot_interruptions_per_node_hour;
+    if (rate != -1) check_given_spot_rate(rate);
     if (!(scenario.checkpoint_interval_s >= 0 && scenario.checkpoint_interval_s <= kMaxCheckpointIntervalS)) {
         throw InputError("--checkpoint-every must be a positive duration of at most 3650d (got " +
                          shortest(scenario.checkpoint_interval_s) + " s)");
@@ -929,14 +933,8 @@ StoreBounds store_bounds(const StorageCatalog& data, const StoreSpec& spec, cons
     b.usd_per_GB_month = spec.usd_per_GB_month;
     if (spec.get_per_s_per_prefix > 0) b.aggregate_read_Bps = spec.get_per_s_per_prefix * spec.prefixes * image_bytes;
     if (spec.tiers.empty()) return b;
-    const double tib = scenario.storage_tib > 0 ? scenario.storage_tib : spec.default_tib;
-    const StorageTier& tier =
-        data.tier(spec, scenario.storage_tier_MBps_per_TiB > 0 ? scenario.storage_tier_MBps_per_TiB
-                                                               : spec.default_tier_MBps_per_TiB);
-    if (tib < spec.min_tib) {
-        throw InputError("--storage-tib " + shortest(tib) + " is below the smallest " +
-                         std::string(to_string(spec.store)) + " file system (" + shortest(spec.min_tib) + " TiB)");
-    }
+    const StorageTier& tier = data.tier(spec, scenario.storage_tier_MBps_per_TiB);
+    const double tib = data.capacity_tib(spec, scenario.storage_tib);
     if (tib * 1024 * kBytesPerGiB < held_bytes) {
         throw InputError("--storage-tib " + shortest(tib) + " cannot hold the dataset's " + format_gib(held_bytes) +
                          " GiB; give at least " + shortest(std::ceil(held_bytes / (1024 * kBytesPerGiB) * 10) / 10) +

@@ -383,6 +383,11 @@ void check_scenario_limits(const Scenario& scenario);
 /// InputError naming the flag. check_scenario_limits() calls it.
 void check_spot_limits(const Scenario& scenario);
 
+/// An interruption rate the user gives (--spot-interruptions-per-node-hour, a sweep spec's
+/// spot_interruptions_per_node_hour), which cannot be the catalog's -1: 0 to
+/// kMaxSpotInterruptionsPerNodeHour per node-hour. InputError naming the flag otherwise.
+void check_given_spot_rate(double rate);
+
 /// The limits of the run's costs around its iterations: --storage-tib finite and 0 (the store's
 /// default) to kMaxStorageTiB, --storage-tier finite and not negative, --eval-images 0..kMaxEvalImages,
 /// --eval-every 0..kMaxEvalEveryEpochs, a start-up of -1 (the calibration's) or 0 to ten years.

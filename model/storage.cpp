@@ -84,6 +84,7 @@ const StoreSpec& StorageCatalog::store(Store store) const {
 }
 
 const StorageTier& StorageCatalog::tier(const StoreSpec& spec, double MBps_per_TiB) const {
+    if (MBps_per_TiB == 0) MBps_per_TiB = spec.default_tier_MBps_per_TiB;
     std::string known;
     for (const StorageTier& t : spec.tiers) {
         if (t.MBps_per_TiB == MBps_per_TiB) return t;
@@ -91,6 +92,15 @@ const StorageTier& StorageCatalog::tier(const StoreSpec& spec, double MBps_per_T
     }
     throw InputError("--storage-tier " + shortest(MBps_per_TiB) + " is no throughput tier of " +
                      std::string(to_string(spec.store)) + " (MB/s per TiB: " + (known.empty() ? "none" : known) + ")");
+}
+
+double StorageCatalog::capacity_tib(const StoreSpec& spec, double tib) const {
+    if (tib == 0) tib = spec.default_tib;
+    if (tib < spec.min_tib) {
+        throw InputError("--storage-tib " + shortest(tib) + " is below the smallest " +
+                         std::string(to_string(spec.store)) + " file system (" + shortest(spec.min_tib) + " TiB)");
+    }
+    return tib;
 }
 
 StorageCatalog StorageCatalog::parse(std::string_view text, const std::string& origin) {

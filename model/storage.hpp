@@ -62,8 +62,12 @@ struct StorageCatalog {
     double val_image_bytes() const { return val_bytes / val_files; }
     /// The store's entry; InputError for Store::none or one the data does not describe.
     const StoreSpec& store(Store store) const;
-    /// The fsx-lustre tier of `MBps_per_TiB`; InputError naming the tiers there are otherwise.
+    /// The fsx-lustre tier of `MBps_per_TiB` (0: the store's default); InputError naming the tiers
+    /// there are otherwise.
     const StorageTier& tier(const StoreSpec& spec, double MBps_per_TiB) const;
+    /// The capacity provisioned for `tib` (0: the store's default), TiB; InputError under the
+    /// store's smallest file system.
+    double capacity_tib(const StoreSpec& spec, double tib) const;
 
     /// Parse an epochcast.storage/1 document; InputError naming `origin` and the key for a bad one.
     static StorageCatalog parse(std::string_view text, const std::string& origin);

@@ -56,4 +56,13 @@ std::string format_count(double count);
 /// value back in an error message.
 std::string shortest(double value);
 
+/// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
+/// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
+/// once. Throws InputError naming `flag` and the text otherwise, and past ten years. Every duration a
+/// flag (--deadline, --checkpoint-every) or a sweep spec (checkpoint_every) gives is read by it.
+double parse_duration_s(const std::string& text, const std::string& flag);
+
+/// A duration that may also be none, "0" (--spot-replacement-wait, --startup): 0, else parse_duration_s.
+double parse_duration_or_zero_s(const std::string& text, const std::string& flag);
+
 }  // namespace epochcast
