@@ -5,8 +5,10 @@
 #include <functional>
 #include <limits>
 
+#include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/resnet.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -57,9 +59,13 @@ std::int64_t integer(const json& value, std::int64_t minimum,
     return n;
 }
 
-double positive(const json& value) {
+double number(const json& value) {
     if (!value.is_number()) throw InputError("is not a number");
-    const double x = value.get<double>();
+    return value.get<double>();
+}
+
+double positive(const json& value) {
+    const double x = number(value);
     if (!(x > 0) || !std::isfinite(x)) throw InputError("must be positive");
     return x;
 }
@@ -69,14 +75,60 @@ std::string text(const json& value) {
     return value.get<std::string>();
 }
 
+/// A duration as predict's flags take it, a string: "30min", "1h30m".
+std::string duration_text(const json& value) {
+    if (!value.is_string()) throw InputError("is not a duration such as \"30min\" (a string)");
+    return value.get<std::string>();
+}
+
+/// What `check` returns, a check of predict's own run on the value of its flag; the message it
+/// throws, which names the flag, follows "is refused: " (parse_list puts the key and the value first).
+template <typename Check>
+auto as_predict_refuses(Check&& check) {
+    try {
+        return check();
+    } catch (const InputError& error) {
+        throw InputError(std::string("is refused: ") + error.what());
+    }
+}
+
 }  // namespace
 
+std::array<std::size_t, kSweepFields.size()> SweepSpec::lengths() const {
+    return {model.size(),
+            image_size.size(),
+            classes.size(),
+            dataset_images.size(),
+            epochs.size(),
+            pricing.size(),
+            spot_interruptions_per_node_hour.size(),
+            checkpoint_interval_s.size(),
+            spot_replacement_wait_s.size(),
+            framework.size(),
+            precision.size(),
+            stack.size(),
+            memory_format.size(),
+            loader.size(),
+            storage.size(),
+            storage_tib.size(),
+            storage_tier_MBps_per_TiB.size(),
+            instance.size(),
+            gpus_per_node.size(),
+            std::max<std::size_t>(strategy.size(), 1),
+            ps_instance.size(),
+            ps_ratio.size(),
+            ps_nodes.size(),
+            ps_colocated.size(),
+            efa_adapters.size(),
+            nodes.size(),
+            global_batch.empty() ? batch_per_gpu.size() : 1,
+            std::max<std::size_t>(global_batch.size(), 1)};
+}
+
 std::size_t SweepSpec::combinations() const {
-    return model.size() * image_size.size() * classes.size() * dataset_images.size() * epochs.size() * pricing.size() *
-           framework.size() * precision.size() * stack.size() * memory_format.size() * loader.size() * instance.size() *
-           gpus_per_node.size() * std::max<std::size_t>(strategy.size(), 1) * ps_instance.size() * ps_ratio.size() *
-           ps_nodes.size() * ps_colocated.size() * efa_adapters.size() * nodes.size() *
-           (global_batch.empty() ? batch_per_gpu.size() : global_batch.size());
+    std::size_t product = 1;
+    for (std::size_t n : lengths()) product *= n;
+    return product;
 }
 
 Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const {
@@ -101,11 +153,17 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     const std::size_t strategy_digit = digit(std::max<std::size_t>(strategy.size(), 1));
     s.gpus_per_node = gpus_per_node[digit(gpus_per_node.size())];
     s.instance = instance[digit(instance.size())];
+    const double tier = storage_tier_MBps_per_TiB[digit(storage_tier_MBps_per_TiB.size())];
+    const double tib = storage_tib[digit(storage_tib.size())];
+    s.storage = storage[digit(storage.size())];
     s.loader = loader[digit(loader.size())];
     s.memory_format = memory_format[digit(memory_format.size())];
     s.stack = stack[digit(stack.size())];
     s.precision = precision[digit(precision.size())];
     s.framework = framework[digit(framework.size())];
+    const double replacement_wait = spot_replacement_wait_s[digit(spot_replacement_wait_s.size())];
+    const double checkpoint = checkpoint_interval_s[digit(checkpoint_interval_s.size())];
+    const double rate = spot_interruptions_per_node_hour[digit(spot_interruptions_per_node_hour.size())];
     s.pricing = pricing[digit(pricing.size())];
     s.epochs = epochs[digit(epochs.size())];
     s.dataset_images = dataset_images[digit(dataset_images.size())];
@@ -119,6 +177,15 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     // resolve() to reject with its reason.
     if (s.gpus_per_node == 0) s.gpus_per_node = catalog.instance(s.instance).gpus;
     s.strategy = strategy.empty() ? Strategy::nccl : strategy[strategy_digit];
+    if (s.storage == Store::fsx_lustre) {
+        s.storage_tib = tib;
+        s.storage_tier_MBps_per_TiB = tier;
+    }
+    if (s.pricing == Pricing::spot) {
+        s.spot_interruptions_per_node_hour = rate;
+        s.checkpoint_interval_s = checkpoint;
+        s.spot_replacement_wait_s = replacement_wait;
+    }
     if (s.strategy == Strategy::ps) {
         s.ps_colocated = colocated;
         if (!colocated) {
@@ -174,6 +241,48 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         out.pricing =
             parse_list<Pricing>(spec, "pricing", origin, [](const json& v) { return parse_pricing(text(v)); });
     }
+    // The spot keys as predict reads --spot-interruptions-per-node-hour, --checkpoint-every and
+    // --spot-replacement-wait (cli/common.cpp, SpotFlags), and check_spot_limits on a probe.
+    auto spot_limits = [](double Scenario::*field, double value) {
+        Scenario probe;
+        probe.*field = value;
+        check_spot_limits(probe);
+        return value;
+    };
+    if (given("spot_interruptions_per_node_hour")) {
+        out.spot_interruptions_per_node_hour =
+            parse_list<double>(spec, "spot_interruptions_per_node_hour", origin, [&spot_limits](const json& v) {
+                const double rate = number(v);
+                return as_predict_refuses([&] {
+                    check_given_spot_rate(rate);
+                    return spot_limits(&Scenario::spot_interruptions_per_node_hour, rate);
+                });
+            });
+    }
+    if (given("checkpoint_every")) {
+        out.checkpoint_interval_s = parse_list<double>(spec, "checkpoint_every", origin, [&spot_limits](const json& v) {
+            const std::string duration = duration_text(v);
+            return as_predict_refuses([&] {
+                return spot_limits(&Scenario::checkpoint_interval_s, parse_duration_s(duration, "--checkpoint-every"));
+            });
+        });
+    }
+    if (given("spot_replacement_wait")) {
+        out.spot_replacement_wait_s =
+            parse_list<double>(spec, "spot_replacement_wait", origin, [&spot_limits](const json& v) {
+                const std::string duration = duration_text(v);
+                return as_predict_refuses([&] {
+                    return spot_limits(&Scenario::spot_replacement_wait_s,
+                                       parse_duration_or_zero_s(duration, "--spot-replacement-wait"));
+                });
+            });
+    }
+    for (std::string_view key : {"spot_interruptions_per_node_hour", "checkpoint_every", "spot_replacement_wait"}) {
+        if (given(key) && std::find(out.pricing.begin(), out.pricing.end(), Pricing::spot) == out.pricing.end()) {
+            throw InputError(std::string(origin) + ": \"" + std::string(key) +
+                             "\" applies to spot rows only: list \"spot\" in \"pricing\"");
+        }
+    }
     if (given("framework")) {
         out.framework =
             parse_list<Framework>(spec, "framework", origin, [](const json& v) { return parse_framework(text(v)); });
@@ -192,6 +301,40 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     }
     if (given("loader")) {
         out.loader = parse_list<Loader>(spec, "loader", origin, [](const json& v) { return parse_loader(text(v)); });
+    }
+    // The store as predict reads --storage, --storage-tib and --storage-tier (cli/common.cpp,
+    // RunCostFlags), with check_run_cost_limits on a probe and the fsx-lustre data's own checks of
+    // a size and a tier (StorageCatalog::capacity_tib, tier) that resolve() runs on a row.
+    if (given("storage")) {
+        out.storage =
+            parse_list<Store>(spec, "storage", origin, [](const json& v) { return parse_store(text(v), "storage"); });
+    }
+    const StorageCatalog& data = StorageCatalog::built_in();
+    if (given("storage_tib")) {
+        out.storage_tib = parse_list<double>(spec, "storage_tib", origin, [&data](const json& v) {
+            Scenario probe;
+            probe.storage_tib = number(v);
+            return as_predict_refuses([&] {
+                check_run_cost_limits(probe);
+                return data.capacity_tib(data.store(Store::fsx_lustre), probe.storage_tib);
+            });
+        });
+    }
+    if (given("storage_tier")) {
+        out.storage_tier_MBps_per_TiB = parse_list<double>(spec, "storage_tier", origin, [&data](const json& v) {
+            Scenario probe;
+            probe.storage_tier_MBps_per_TiB = number(v);
+            return as_predict_refuses([&] {
+                check_run_cost_limits(probe);
+                return data.tier(data.store(Store::fsx_lustre), probe.storage_tier_MBps_per_TiB).MBps_per_TiB;
+            });
+        });
+    }
+    for (std::string_view key : {"storage_tib", "storage_tier"}) {
+        if (given(key) && std::find(out.storage.begin(), out.storage.end(), Store::fsx_lustre) == out.storage.end()) {
+            throw InputError(std::string(origin) + ": \"" + std::string(key) +
+                             "\" applies to fsx-lustre rows only: list \"fsx-lustre\" in \"storage\"");
+        }
     }
     if (given("instance")) {
         out.instance = parse_list<std::string>(spec, "instance", origin, [&catalog](const json& v) {
@@ -244,17 +387,7 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
 
     // Guard the product against overflow before anyone sizes a loop by it.
     double product = 1;
-    for (std::size_t n : {out.model.size(),         out.image_size.size(),
-                          out.classes.size(),       out.dataset_images.size(),
-                          out.epochs.size(),        out.pricing.size(),
-                          out.framework.size(),     out.precision.size(),
-                          out.stack.size(),         out.memory_format.size(),
-                          out.loader.size(),        out.instance.size(),
-                          out.gpus_per_node.size(), std::max<std::size_t>(out.strategy.size(), 1),
-                          out.ps_instance.size(),   out.ps_ratio.size(),
-                          out.ps_nodes.size(),      out.ps_colocated.size(),
-                          out.efa_adapters.size(),  out.nodes.size(),
-                          out.batch_per_gpu.size(), std::max<std::size_t>(out.global_batch.size(), 1)}) {
+    for (std::size_t n : out.lengths()) {
         product *= static_cast<double>(n);
     }
     // A row of CSV is about 360 bytes: 10^9 rows are some 360 GB already, and more is a spec that

@@ -20,11 +20,37 @@ namespace epochcast {
 
 /// The spec's keys, in the order of the cross product (the last varies fastest).
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
-inline constexpr std::array<std::string_view, 22> kSweepFields = {
-    "model",         "image_size", "classes",       "dataset_images", "epochs",   "pricing",
-    "framework",     "precision",  "stack",         "memory_format",  "loader",   "instance",
-    "gpus_per_node", "strategy",   "ps_instance",   "ps_ratio",       "ps_nodes", "ps_colocated",
-    "efa_adapters",  "nodes",      "batch_per_gpu", "global_batch"};
+/// The store's and spot's keys take predict's flags' names (--storage-tib: storage_tib).
+inline constexpr std::array<std::string_view, 28> kSweepFields = {
+    "model",
+    "image_size",
+    "classes",
+    "dataset_images",
+    "epochs",
+    "pricing",
+    "spot_interruptions_per_node_hour",
+    "checkpoint_every",
+    "spot_replacement_wait",
+    "framework",
+    "precision",
+    "stack",
+    "memory_format",
+    "loader",
+    "storage",
+    "storage_tib",
+    "storage_tier",
+    "instance",
+    "gpus_per_node",
+    "strategy",
+    "ps_instance",
+    "ps_ratio",
+    "ps_nodes",
+    "ps_colocated",
+    "efa_adapters",
+    "nodes",
+    "batch_per_gpu",
+    "global_batch",
+};
 
 /// The most combinations a sweep spec may have: 10^9 rows, some 360 GB of CSV.
 inline constexpr double kMaxSweepRows = 1e9;
@@ -39,11 +65,21 @@ struct SweepSpec {
     std::vector<std::int64_t> dataset_images{kImageNetTrainImages};
     std::vector<double> epochs{90};
     std::vector<Pricing> pricing{Pricing::on_demand};
+    /// Spot rows only (the keys need "spot" among the pricings): interruptions per node-hour (-1: the
+    /// catalog's), seconds of work between checkpoints (0: Young's interval), the replacement wait.
+    std::vector<double> spot_interruptions_per_node_hour{-1};
+    std::vector<double> checkpoint_interval_s{0};
+    std::vector<double> spot_replacement_wait_s{kDefaultSpotReplacementWaitS};
     std::vector<Framework> framework{Framework::pytorch};
     std::vector<Precision> precision{Precision::amp};
     std::vector<SoftwareStack> stack{SoftwareStack::current};
     std::vector<MemoryFormat> memory_format{MemoryFormat::channels_last};
     std::vector<Loader> loader{Loader::framework_default};  ///< "default": each row's framework's loader
+    std::vector<Store> storage{Store::none};
+    /// fsx-lustre rows only (the keys need "fsx-lustre" among the stores): capacity in TiB and
+    /// throughput tier in MB/s per TiB; 0: the store's default.
+    std::vector<double> storage_tib{0};
+    std::vector<double> storage_tier_MBps_per_TiB{0};
     std::vector<std::string> instance{"p5.48xlarge"};
     std::vector<int> gpus_per_node{0};         ///< 0: all the instance has
     std::vector<Strategy> strategy;            ///< empty: by the instance (see above)
@@ -61,11 +97,16 @@ struct SweepSpec {
     double target_top1_percent = 0;
     std::string recipe;
 
+    /// Each key's list's length, in kSweepFields' order (1 for strategy left out, and for whichever
+    /// of batch_per_gpu and global_batch the spec does not give).
+    std::array<std::size_t, kSweepFields.size()> lengths() const;
+
     /// The number of combinations: the product of the lists' lengths.
     std::size_t combinations() const;
 
     /// Combination `index` (0 <= index < combinations()). Parameter-server keys apply only to
-    /// strategy ps: another strategy's scenario leaves them out. ps_nodes comes from ps_ratio as
+    /// strategy ps: another strategy's scenario leaves them out; so do the spot keys to spot rows
+    /// and storage_tib and storage_tier to fsx-lustre rows. ps_nodes comes from ps_ratio as
     /// ceil(ratio x nodes) when the ratio is given. The strategy, when the spec gives none, is
     /// chosen by `catalog`'s instance (an unknown instance cannot happen after parse).
     Scenario scenario_at(std::size_t index, const Catalog& catalog) const;
@@ -74,8 +115,10 @@ struct SweepSpec {
 /// Parse spec JSON; `origin` names it in errors. Throws InputError naming the origin, the key and
 /// the offending value: malformed JSON, not an object, an unknown key, an empty list, a value of
 /// the wrong type, a count that is zero or negative, an unknown instance/model/precision/strategy/
-/// framework/pricing, a CPU-only instance as a worker, both ps_ratio and ps_nodes given, or more
-/// than kMaxSweepRows combinations.
+/// framework/pricing/store, a CPU-only instance as a worker, both ps_ratio and ps_nodes given, a
+/// store's size or a spot figure that predict's flag refuses (by predict's own checks), a spot key
+/// without "spot" among the pricings or storage_tib/storage_tier without "fsx-lustre" among the
+/// stores, or more than kMaxSweepRows combinations.
 SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, const Catalog& catalog);
 
 /// Read and parse a spec file; a missing file is an InputError naming the path.

@@ -1,12 +1,15 @@
-// model/sweep: the spec's cross product, its order, the parameter-server keys, and errors that name
-// the key and the value.
+// model/sweep: the spec's cross product, its order, the parameter-server, store and spot keys, and
+// errors that name the key and the value.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
+#include "model/cost_model.hpp"
 #include "model/errors.hpp"
+#include "model/storage.hpp"
 #include "model/sweep.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 namespace {
@@ -149,6 +152,114 @@ TEST(SweepSpec, ACrossProductPastAThousandMillionRowsIsRefusedWithItsSize) {
                      "huge.json: the cross product has 1,000,000,000,000 combinations, more than 1,000,000,000 "
                      "(about 360 TB of CSV): narrow a list, or split the spec");
     }
+}
+
+// Issue 45: the store's keys, named as predict's flags, cross as the others do; storage_tib and
+// storage_tier size the fsx-lustre rows only (another store's row has no size, as a ring row has no
+// servers), so one spec compares a local copy with a sized file system.
+TEST(SweepSpec, StoreKeysCrossAndSizeTheFsxRowsOnly) {
+    const SweepSpec spec = parse(R"({"storage": ["local-nvme", "fsx-lustre"], "storage_tib": [1.2, 2.4],
+                                     "storage_tier": 250, "nodes": [1, 2]})");
+    ASSERT_EQ(spec.combinations(), 8u);  // stores x sizes x nodes: the store varies slower than the cluster
+    const Scenario local = spec.scenario_at(0, catalog());
+    EXPECT_EQ(local.storage, Store::local_nvme);
+    EXPECT_EQ(local.storage_tib, 0);
+    EXPECT_EQ(local.storage_tier_MBps_per_TiB, 0);
+    EXPECT_EQ(local.nodes, 1);
+    EXPECT_EQ(spec.scenario_at(1, catalog()).nodes, 2);
+    const Scenario small = spec.scenario_at(4, catalog());
+    EXPECT_EQ(small.storage, Store::fsx_lustre);
+    EXPECT_EQ(small.storage_tib, 1.2);
+    EXPECT_EQ(small.storage_tier_MBps_per_TiB, 250);
+    EXPECT_EQ(small.nodes, 1);
+    const Scenario large = spec.scenario_at(7, catalog());
+    EXPECT_EQ(large.storage_tib, 2.4);
+    EXPECT_EQ(large.nodes, 2);
+    // Left out: no store, as predict without --storage.
+    EXPECT_EQ(parse("{}").scenario_at(0, catalog()).storage, Store::none);
+}
+
+// The spot keys take predict's --spot-interruptions-per-node-hour, --checkpoint-every (a duration
+// such as "30min") and --spot-replacement-wait ("0": none), and apply to the spot rows only.
+TEST(SweepSpec, SpotKeysCrossAndApplyToTheSpotRowsOnly) {
+    const SweepSpec spec = parse(R"({"pricing": ["on-demand", "spot"], "checkpoint_every": ["10min", "1h30m"],
+                                     "spot_replacement_wait": "0", "spot_interruptions_per_node_hour": 0.5})");
+    ASSERT_EQ(spec.combinations(), 4u);
+    const Scenario defaults;
+    for (std::size_t i : {0u, 1u}) {
+        const Scenario on_demand = spec.scenario_at(i, catalog());
+        EXPECT_EQ(on_demand.pricing, Pricing::on_demand);
+        EXPECT_EQ(on_demand.checkpoint_interval_s, defaults.checkpoint_interval_s);
+        EXPECT_EQ(on_demand.spot_interruptions_per_node_hour, defaults.spot_interruptions_per_node_hour);
+        EXPECT_EQ(on_demand.spot_replacement_wait_s, defaults.spot_replacement_wait_s);
+    }
+    const Scenario every_10min = spec.scenario_at(2, catalog());
+    EXPECT_EQ(every_10min.pricing, Pricing::spot);
+    EXPECT_EQ(every_10min.checkpoint_interval_s, 600);
+    EXPECT_EQ(every_10min.spot_interruptions_per_node_hour, 0.5);
+    EXPECT_EQ(every_10min.spot_replacement_wait_s, 0);
+    EXPECT_EQ(spec.scenario_at(3, catalog()).checkpoint_interval_s, 5400);
+}
+
+/// The message predict's own check throws for a value, to find it inside the spec's error.
+template <typename Check>
+std::string predicts_message(Check&& check) {
+    try {
+        check();
+    } catch (const InputError& error) {
+        return error.what();
+    }
+    return "(predict accepts it)";
+}
+
+// Every bad value of the new keys is one line naming the key and the value, with the reason that
+// predict's own check of its flag gives (the same code, not a copy of its rules).
+TEST(SweepSpec, BadStoreAndSpotValuesAreRefusedWithPredictsReasons) {
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StoreSpec& fsx = data.store(Store::fsx_lustre);
+    Scenario negative_tib;
+    negative_tib.storage_tib = -1;
+    const struct {
+        const char* spec;
+        std::string expected;
+    } cases[] = {
+        {R"({"storage": ["fsx-lustre", "nfs"]})",
+         "spec.json: \"storage\" value \"nfs\" " + predicts_message([] { parse_store("nfs", "storage"); })},
+        {R"({"storage": "fsx-lustre", "storage_tib": 0.5})",
+         "spec.json: \"storage_tib\" value 0.5 is refused: " + predicts_message([&] { data.capacity_tib(fsx, 0.5); })},
+        {R"({"storage": "fsx-lustre", "storage_tib": -1})",
+         "spec.json: \"storage_tib\" value -1 is refused: " +
+             predicts_message([&] { check_run_cost_limits(negative_tib); })},
+        {R"({"storage": "fsx-lustre", "storage_tier": [125, 300]})",
+         "spec.json: \"storage_tier\" value 300 is refused: " + predicts_message([&] { data.tier(fsx, 300); })},
+        {R"({"storage": ["s3", "efs"], "storage_tib": 2.4})",
+         "spec.json: \"storage_tib\" applies to fsx-lustre rows only: list \"fsx-lustre\" in \"storage\""},
+        {R"({"pricing": "spot", "checkpoint_every": "soon"})",
+         "spec.json: \"checkpoint_every\" value \"soon\" is refused: " +
+             predicts_message([] { parse_duration_s("soon", "--checkpoint-every"); })},
+        {R"({"pricing": "spot", "checkpoint_every": 1800})",
+         "spec.json: \"checkpoint_every\" value 1800 is not a duration such as \"30min\" (a string)"},
+        {R"({"pricing": "spot", "spot_replacement_wait": "5parsecs"})",
+         "spec.json: \"spot_replacement_wait\" value \"5parsecs\" is refused: " +
+             predicts_message([] { parse_duration_or_zero_s("5parsecs", "--spot-replacement-wait"); })},
+        {R"({"pricing": "spot", "spot_interruptions_per_node_hour": -1})",
+         "spec.json: \"spot_interruptions_per_node_hour\" value -1 is refused: " +
+             predicts_message([] { check_given_spot_rate(-1); })},
+        {R"({"pricing": "spot", "spot_interruptions_per_node_hour": 61})",
+         "spec.json: \"spot_interruptions_per_node_hour\" value 61 is refused: " +
+             predicts_message([] { check_given_spot_rate(61); })},
+        {R"({"pricing": "on-demand", "spot_interruptions_per_node_hour": 0.1})",
+         "spec.json: \"spot_interruptions_per_node_hour\" applies to spot rows only: list \"spot\" in "
+         "\"pricing\""},
+    };
+    for (const auto& c : cases) {
+        const std::string error = error_of(c.spec);
+        EXPECT_EQ(error, c.expected) << c.spec;
+        EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+        EXPECT_EQ(error.find("(predict accepts it)"), std::string::npos) << c.spec;
+    }
+    // A tier or a size of 0 is the store's default, as predict's flags take it.
+    EXPECT_EQ(error_of(R"({"storage": "fsx-lustre", "storage_tib": 0, "storage_tier": 0})"), "(no error)");
 }
 
 }  // namespace
