@@ -80,19 +80,13 @@ struct CsvCells {
     void end() { row.back() = '\n'; }
 };
 
-/// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
-/// defaults where it does not.
-struct FsxSize {
-    double tib = 0;
-    double tier_MBps_per_TiB = 0;
-};
+}  // namespace
+
 FsxSize fsx_size(const Scenario& s) {
     const StoreSpec& spec = StorageCatalog::built_in().store(Store::fsx_lustre);
     return {s.storage_tib > 0 ? s.storage_tib : spec.default_tib,
             s.storage_tier_MBps_per_TiB > 0 ? s.storage_tier_MBps_per_TiB : spec.default_tier_MBps_per_TiB};
 }
-
-}  // namespace
 
 OutputFormat output_format(bool json, bool markdown) {
     if (json && markdown) throw InputError("--json and --markdown exclude each other");

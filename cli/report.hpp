@@ -56,6 +56,14 @@ bool cold_first_epoch(const Prediction& p);
 /// page cache is warm, "storage (first epoch; later epochs from each node's page cache: <later>)".
 std::string bottleneck_text(const Prediction& p);
 
+/// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
+/// defaults where it does not (predict's `storage` key, the sweep's `storage_tib` and `storage_tier`).
+struct FsxSize {
+    double tib = 0;
+    double tier_MBps_per_TiB = 0;
+};
+FsxSize fsx_size(const Scenario& scenario);
+
 /// The prediction's `epochs_source`: "--epochs", or the recipe and whether its published runs or
 /// eq. K2's extrapolation gave the epochs (docs/model.md, "Time to accuracy").
 std::string epochs_source_of(const Prediction& prediction);

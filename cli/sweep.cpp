@@ -434,9 +434,15 @@ bool SweepEvaluator::evaluate(std::size_t index, ScenarioResult& result, std::st
     const Scenario& s = result.scenario;
     try {
         const ResolvedScenario resolved = sweep_.model.resolve(s);
-        result.prediction = sweep_.simulate ? simulated(sweep_, s) : sweep_.model.predict(resolved);
+        // A row marked feasible holds finite, non-negative figures; the closed form's check also
+        // says why a spot run never finishes, as predict does.
+        if (sweep_.simulate) {
+            result.prediction = simulated(sweep_, s);
+            check_prediction(result.prediction);
+        } else {
+            result.prediction = sweep_.model.checked_predict(resolved);
+        }
         result.curve_origin = resolved.curve_origin;
-        check_prediction(result.prediction);  // a row marked feasible holds finite, non-negative figures
         return true;
     } catch (const InputError& error) {  // InfeasibleError included: the row says why
         reason = error.what();

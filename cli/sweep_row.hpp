@@ -38,6 +38,19 @@ inline constexpr SweepColumn kOutcomeColumns[] = {
     {"interconnect", ColumnType::text},  {"algorithm", ColumnType::text},
     {"epochs_source", ColumnType::text}, {"global_batch_beyond_published", ColumnType::flag}};
 
+/// The store and spot columns (issue 45), after every other column so that earlier columns keep
+/// their places: the store a row priced, its size and tier (fsx-lustre), what bounded the first
+/// epoch and how many epochs the store bounded (eqs. F7, F8), and a spot row's interruption rate,
+/// checkpoint interval and replacement wait.
+inline constexpr SweepColumn kStoreAndSpotColumns[] = {{"storage", ColumnType::text},
+                                                       {"storage_tib", ColumnType::number},
+                                                       {"storage_tier", ColumnType::number},
+                                                       {"first_epoch_bottleneck", ColumnType::text},
+                                                       {"store_bound_epochs", ColumnType::number},
+                                                       {"spot_interruptions_per_node_hour", ColumnType::number},
+                                                       {"checkpoint_interval_s", ColumnType::number},
+                                                       {"spot_replacement_wait_s", ColumnType::number}};
+
 /// The scenario's cells; gpus_per_node as resolved when known, batch_per_gpu none when 0 (a global
 /// batch that its GPUs do not divide).
 template <typename Cells>
@@ -69,13 +82,45 @@ void scenario_cells(const Scenario& s, int gpus_per_node, int batch_per_gpu, Cel
     s.efa_adapters >= 0 ? cells.count(s.efa_adapters) : cells.none();
 }
 
+/// kStoreAndSpotColumns' cells: the store with its size and tier where it is fsx-lustre (the store's
+/// defaults where the scenario gives none); what `p` (none for an infeasible row) says bounded the
+/// first epoch and for how many epochs the store did; on a spot row the rate, interval and wait that
+/// `p` priced (the rate the catalog gave, Young's interval), else the scenario's where it gives them.
+template <typename Cells>
+void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) {
+    cells.text(to_string(s.storage));
+    if (s.storage == Store::fsx_lustre) {
+        const FsxSize size = fsx_size(s);
+        cells.number(size.tib);
+        cells.number(size.tier_MBps_per_TiB);
+    } else {
+        cells.none();
+        cells.none();
+    }
+    p ? cells.text(to_string(p->first_epoch_bottleneck)) : cells.none();
+    p ? cells.number(p->store_bound_epochs) : cells.none();
+    if (s.pricing != Pricing::spot) {
+        for (int i = 0; i < 3; ++i) cells.none();
+    } else if (p && p->spot.modelled) {
+        cells.number(p->spot.interruptions_per_node_hour);
+        cells.number(p->spot.checkpoint_interval_s);
+        cells.number(p->spot.replacement_wait_s);
+    } else {
+        s.spot_interruptions_per_node_hour >= 0 ? cells.number(s.spot_interruptions_per_node_hour) : cells.none();
+        s.checkpoint_interval_s > 0 ? cells.number(s.checkpoint_interval_s) : cells.none();
+        cells.number(s.spot_replacement_wait_s);
+    }
+}
+
 }  // namespace detail
 
 /// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
 /// figures (kPredictionFigures, under their --json names), what ran, then the run's costs around its
-/// iterations (kRunCostFigures, issue 45: added last so that earlier columns keep their places).
+/// iterations (kRunCostFigures) and the store and spot columns (kStoreAndSpotColumns; both of issue
+/// 45, added last so that earlier columns keep their places).
 inline constexpr std::size_t kSweepColumnCount = std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) +
-                                                 std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures);
+                                                 std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures) +
+                                                 std::size(detail::kStoreAndSpotColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -84,6 +129,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const PredictionFigure& f : kPredictionFigures) columns[i++] = {f.name, ColumnType::number};
     for (const SweepColumn& c : detail::kOutcomeColumns) columns[i++] = c;
     for (const PredictionFigure& f : kRunCostFigures) columns[i++] = {f.name, ColumnType::number};
+    for (const SweepColumn& c : detail::kStoreAndSpotColumns) columns[i++] = c;
     return columns;
 }
 
@@ -108,10 +154,11 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
     for (const PredictionFigure& figure : kRunCostFigures) {
         p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
     }
+    detail::store_and_spot_cells(result.scenario, &p, cells);
 }
 
-/// A combination the model rejected: the scenario as given, `feasible` false, the reason, and
-/// none for every column of the prediction.
+/// A combination the model rejected: the scenario as given, `feasible` false, the reason, none
+/// for every column of the prediction, and the store and spot columns as the scenario gives them.
 template <typename Cells>
 void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& cells) {
     detail::scenario_cells(scenario, scenario.gpus_per_node, scenario.global_batch > 0 ? 0 : scenario.batch_per_gpu,
@@ -122,6 +169,7 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
          i < std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures); ++i) {
         cells.none();
     }
+    detail::store_and_spot_cells(scenario, nullptr, cells);
 }
 
 }  // namespace epochcast::cli

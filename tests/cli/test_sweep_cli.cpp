@@ -1,19 +1,25 @@
 // `epochcast sweep` as a user runs it: one row per combination with every Prediction field, the
-// reasons of infeasible rows, errors that name the key and value and leave no file, Ctrl-C leaving
-// a valid file with the rows so far, and the same rows from two MPI ranks.
+// reasons of infeasible rows, the store and spot columns (issue 45), errors that name the key and
+// value and leave no file, Ctrl-C leaving a valid file with the rows so far, and the same rows from
+// two MPI ranks.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "cli/plot.hpp"
+#include "model/catalog.hpp"
+#include "model/storage.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
 #include "tests/support/temp_folder.hpp"
@@ -210,6 +216,183 @@ TEST(SweepCli, SpecErrorsNameTheKeyAndValueAndLeaveNoFile) {
     EXPECT_EQ(no_folder.exit_code, 2);
     EXPECT_NE(no_folder.err.find("does not exist"), std::string::npos) << no_folder.err;
     EXPECT_TRUE(fs::is_empty(folder.path));
+}
+
+/// A CSV sweep's rows, each a map from the header's names to its fields.
+std::vector<std::map<std::string, std::string>> csv_rows(const std::string& text) {
+    const std::vector<std::string> lines = lines_of(text);
+    std::vector<std::map<std::string, std::string>> rows;
+    if (lines.empty()) return rows;
+    const std::vector<std::string> header = fields_of(lines[0]);
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        const std::vector<std::string> f = fields_of(lines[i]);
+        EXPECT_EQ(f.size(), header.size()) << lines[i];
+        std::map<std::string, std::string> row;
+        for (std::size_t k = 0; k < header.size() && k < f.size(); ++k) row[header[k]] = f[k];
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+/// What the built-in fsx-lustre file system of `tib` at `tier` MB/s per TiB delivers to `nodes`
+/// workers of `instance`, bytes/s (docs/model.md, eq. F2: the tier's disk throughput under its
+/// network throughput, per TiB, and one client at its instance's line rate).
+double fsx_deliverable_Bps(const std::string& instance, int nodes, double tib, double tier) {
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StorageTier& t = data.tier(data.store(Store::fsx_lustre), tier);
+    const double client_Bps = Catalog::built_in().instance(instance).network_gbps * 1e9 / 8;
+    return store_deliverable_Bps(tib * std::min(t.disk_read_MBps_per_TiB, t.network_MBps_per_TiB) * 1e6, client_Bps,
+                                 nodes);
+}
+
+/// A CSV number within the 7 significant digits the sweep writes.
+void expect_cell(const std::string& cell, double expected, const std::string& what) {
+    ASSERT_FALSE(cell.empty()) << what;
+    EXPECT_NEAR(std::stod(cell), expected, 1e-6 * std::abs(expected)) << what;
+}
+
+// Issue 45, point 5: a sweep over two stores. 8 x p3.2xlarge (one V100 and 61 GiB each) from a
+// 1.2 TiB FSx for Lustre file system stay bound by it: 150 MB/s for the cluster, each node's page
+// cache (half its RAM, eq. F7) holding a fifth of the images, so the row's throughput is the store's
+// warm rate (eqs. F2, F3, F7) and its first epoch the store's cold one; the same cluster reading its
+// own NVMe copy is bound by its CPU loader. The store's bill (eq. F5) is in the fsx row only, and the
+// last columns say which store each row priced.
+TEST(SweepCli, ASweepOverTwoStoresNamesTheOneThatBoundsAndPricesIt) {
+    TempFile spec(R"({"instance": "p3.2xlarge", "nodes": 8, "storage": ["local-nvme", "fsx-lustre"],
+                      "storage_tib": 1.2})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = csv_rows(r.out);
+    ASSERT_EQ(rows.size(), 2u);
+    const auto& local = rows[0];
+    const auto& fsx = rows[1];
+
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StoreSpec& lustre = data.store(Store::fsx_lustre);
+    const double image_bytes = data.train_image_bytes();
+    const double deliverable_Bps = fsx_deliverable_Bps("p3.2xlarge", 8, 1.2, 125);
+    EXPECT_DOUBLE_EQ(deliverable_Bps, 150e6);  // the aggregate: 8 clients at 10 Gb/s are more
+    const double cold = store_images_per_s_per_gpu(deliverable_Bps, image_bytes, 8);
+    const double cached = page_cache_hit_fraction(
+        lustre.page_cache_fraction_of_ram * Catalog::built_in().instance("p3.2xlarge").memory_gib * 1024 * 1024 * 1024,
+        data.train_bytes);
+    EXPECT_NEAR(cached, 0.22, 0.01);
+    const double warm = warm_store_images_per_s_per_gpu(cold, cached);
+
+    EXPECT_EQ(fsx.at("storage"), "fsx-lustre");
+    EXPECT_EQ(fsx.at("storage_tib"), "1.2");
+    EXPECT_EQ(fsx.at("storage_tier"), "125");  // the store's default tier
+    EXPECT_EQ(fsx.at("feasible"), "true");
+    EXPECT_EQ(fsx.at("bottleneck"), "storage");
+    EXPECT_EQ(fsx.at("first_epoch_bottleneck"), "storage");
+    EXPECT_EQ(fsx.at("store_bound_epochs"), "90");
+    expect_cell(fsx.at("throughput_images_per_s"), 8 * warm, "throughput: the store's warm rate");
+    expect_cell(fsx.at("first_epoch_images_per_s"), 8 * cold, "first epoch: the store's cold rate");
+    expect_cell(fsx.at("storage_read_GBps"), deliverable_Bps / 1e9, "storage_read_GBps");
+    const double hours = std::stod(fsx.at("time_to_train_s")) / 3600;
+    const double bill = storage_usd(1.2 * 1024, data.tier(lustre, 125).usd_per_GB_month, hours);
+    EXPECT_GT(bill, 0);
+    expect_cell(fsx.at("storage_usd"), bill, "storage_usd: 1.2 TiB for the run's hours (eq. F5)");
+
+    EXPECT_EQ(local.at("storage"), "local-nvme");
+    EXPECT_EQ(local.at("storage_tib"), "");
+    EXPECT_EQ(local.at("storage_tier"), "");
+    EXPECT_EQ(local.at("bottleneck"), "data");
+    EXPECT_EQ(local.at("first_epoch_bottleneck"), "data");
+    EXPECT_EQ(local.at("store_bound_epochs"), "0");
+    EXPECT_EQ(local.at("storage_usd"), "0");
+    EXPECT_EQ(local.at("storage_read_GBps"), "0");  // no read bound
+    EXPECT_EQ(local.at("first_epoch_images_per_s"), local.at("throughput_images_per_s"));
+    EXPECT_GT(std::stod(local.at("throughput_images_per_s")), 3 * std::stod(fsx.at("throughput_images_per_s")));
+    EXPECT_LT(std::stod(local.at("time_to_train_s")), std::stod(fsx.at("time_to_train_s")));
+    for (const auto& row : rows) EXPECT_EQ(row.at("spot_interruptions_per_node_hour"), "") << "on-demand rows";
+}
+
+// The larger cluster of the issue: 32 x p5.48xlarge, whose nodes' page caches (1 TiB each) hold the
+// images, so the store bounds the epochs while the caches fill (all 90 on 32 nodes, eq. F8): the
+// steady throughput is the loader's in both rows, and the columns that say so are the first
+// epoch's, its bottleneck and the epochs the store bounded.
+TEST(SweepCli, AStoreThatBoundsOnlyTheColdEpochsSaysSoInItsColumns) {
+    TempFile spec(R"({"instance": "p5.48xlarge", "nodes": 32, "storage": ["local-nvme", "fsx-lustre"],
+                      "storage_tib": 1.2})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = csv_rows(r.out);
+    ASSERT_EQ(rows.size(), 2u);
+    const auto& local = rows[0];
+    const auto& fsx = rows[1];
+    const double deliverable_Bps = fsx_deliverable_Bps("p5.48xlarge", 32, 1.2, 125);
+    const double cold =
+        store_images_per_s_per_gpu(deliverable_Bps, StorageCatalog::built_in().train_image_bytes(), 256);
+    EXPECT_EQ(fsx.at("bottleneck"), "data");
+    EXPECT_EQ(fsx.at("first_epoch_bottleneck"), "storage");
+    EXPECT_EQ(fsx.at("store_bound_epochs"), "90");
+    expect_cell(fsx.at("first_epoch_images_per_s"), 256 * cold, "first epoch: the store's rate");
+    EXPECT_EQ(fsx.at("throughput_images_per_s"), local.at("throughput_images_per_s"));
+    EXPECT_GT(std::stod(fsx.at("storage_usd")), 0);
+    EXPECT_GT(std::stod(fsx.at("time_to_train_s")), 4 * std::stod(local.at("time_to_train_s")));
+    EXPECT_EQ(local.at("first_epoch_bottleneck"), "data");
+    EXPECT_EQ(local.at("storage_usd"), "0");
+}
+
+// The store and spot columns come after every earlier column (which keep their places), and a
+// spot row says the rate, the checkpoint interval and the wait it priced; one that never finishes
+// is infeasible with predict's reason, its columns as the spec gave them.
+TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": 4, "pricing": "spot",
+                      "spot_interruptions_per_node_hour": [0.5, 60], "checkpoint_every": ["10min", "30min"]})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
+    const std::vector<std::string> last(header.end() - 9, header.end());
+    EXPECT_EQ(last, (std::vector<std::string>{"first_epoch_images_per_s", "storage", "storage_tib", "storage_tier",
+                                              "first_epoch_bottleneck", "store_bound_epochs",
+                                              "spot_interruptions_per_node_hour", "checkpoint_interval_s",
+                                              "spot_replacement_wait_s"}));
+    const auto rows = csv_rows(r.out);
+    ASSERT_EQ(rows.size(), 4u);
+    for (std::size_t i : {0u, 1u}) {
+        EXPECT_EQ(rows[i].at("feasible"), "true");
+        EXPECT_EQ(rows[i].at("spot_interruptions_per_node_hour"), "0.5");
+        EXPECT_EQ(rows[i].at("spot_replacement_wait_s"), "300");
+        EXPECT_EQ(rows[i].at("storage"), "none");
+    }
+    EXPECT_EQ(rows[0].at("checkpoint_interval_s"), "600");
+    EXPECT_EQ(rows[1].at("checkpoint_interval_s"), "1800");
+    EXPECT_NE(rows[0].at("time_to_train_s"), rows[1].at("time_to_train_s"));
+    for (std::size_t i : {2u, 3u}) {
+        EXPECT_EQ(rows[i].at("feasible"), "false");
+        EXPECT_NE(rows[i].at("reason").find("never finishes"), std::string::npos) << rows[i].at("reason");
+        EXPECT_EQ(rows[i].at("spot_interruptions_per_node_hour"), "60");
+    }
+    EXPECT_EQ(rows[3].at("checkpoint_interval_s"), "1800");
+}
+
+// A bad store or spot value in a spec stops the sweep before any row: exit 2, one line naming the
+// key and the value.
+TEST(SweepCli, BadStoreAndSpotValuesAreOneLineErrorsNamingTheKey) {
+    Folder folder;
+    const std::string out = folder / "out.csv";
+    struct Case {
+        const char* spec;
+        const char* expected;
+    };
+    for (const Case& c :
+         {Case{R"({"storage": ["local-nvme", "nfs"]})", "\"storage\" value \"nfs\""},
+          Case{R"({"storage": "fsx-lustre", "storage_tib": 0.6})", "\"storage_tib\" value 0.6"},
+          Case{R"({"storage": "fsx-lustre", "storage_tier": 200})", "\"storage_tier\" value 200"},
+          Case{R"({"storage": "s3", "storage_tier": 250})", "\"storage_tier\" applies to fsx-lustre"},
+          Case{R"({"pricing": "spot", "checkpoint_every": "soon"})", "\"checkpoint_every\" value \"soon\""},
+          Case{R"({"pricing": "spot", "spot_interruptions_per_node_hour": -1})",
+               "\"spot_interruptions_per_node_hour\" value -1"}}) {
+        TempFile spec(c.spec);
+        const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + out);
+        EXPECT_EQ(r.exit_code, 2) << c.spec;
+        EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+        EXPECT_TRUE(fs::is_empty(folder.path)) << "a file was left behind for " << c.spec;
+    }
 }
 
 /// Start `epochcast sweep` on the million-row spec, wait until its temporary file holds 8 KiB (more
