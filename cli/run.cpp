@@ -60,15 +60,16 @@ constexpr int kMaxRanks = 1 << 20;
 constexpr int kMaxRanksPerCore = 8;
 
 /// The folder for a run's files on this host: $TMPDIR, else /tmp. One that is not a folder is bad
-/// input, named (std::filesystem's own error is no sentence for a user).
-std::filesystem::path temporary_folder() {
+/// input, named (std::filesystem's own error is no sentence for a user); `or_else` follows "set
+/// TMPDIR to one" in the message where something else would do.
+std::filesystem::path temporary_folder(const std::string& or_else = "") {
     std::error_code error;
     const std::filesystem::path folder = std::filesystem::temp_directory_path(error);
     if (error) {
         const char* tmpdir = std::getenv("TMPDIR");
         throw InputError("the temporary folder " +
                          (tmpdir ? "TMPDIR='" + escape_for_message(tmpdir) + "'" : std::string("/tmp")) +
-                         " is not a folder (" + error.message() + "): set TMPDIR to one, or give --shared-dir");
+                         " is not a folder (" + error.message() + "): set TMPDIR to one" + or_else);
     }
     return folder;
 }
@@ -98,15 +99,18 @@ struct RunOptions {
 /// The largest --network-test-max-mib: epochcast-train --sweep-max-bytes's 4 GiB (MPI counts are ints).
 constexpr double kMaxNetworkTestMiB = 4096;
 
-/// The folder the ranks report into and rank 0 writes its trace into, made for this run under
-/// `base` and removed however the run ends (Ctrl-C too: run_run's InterruptGuard).
+/// A folder made for this run under `base`, "<base>/<name>-XXXXXX", and removed with what it holds
+/// however the run ends (Ctrl-C too: run_run's InterruptGuard): the run's folder, which the ranks
+/// report into and rank 0 writes its trace into, and mpirun's temporary folder. `what` and `hint`
+/// name it and say what to do when it cannot be made.
 class RunFolder {
 public:
-    explicit RunFolder(const std::filesystem::path& base) {
-        std::string pattern = (base / "epochcast-run-XXXXXX").string();
+    RunFolder(const std::filesystem::path& base, const std::string& name, const std::string& what,
+              const std::string& hint) {
+        std::string pattern = (base / (name + "-XXXXXX")).string();
         if (!::mkdtemp(pattern.data())) {
-            throw InputError("cannot create the run's folder under " + base.string() + " (" + std::strerror(errno) +
-                             "; give --shared-dir a folder you can write)");
+            throw InputError("cannot create " + what + " under " + base.string() + " (" + std::strerror(errno) + "; " +
+                             hint + ")");
         }
         path_ = pattern;
     }
@@ -624,11 +628,19 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     const bool shared = !placement.other_hosts.empty();
     const std::filesystem::path base = !o.shared_dir.empty() ? std::filesystem::absolute(o.shared_dir)
                                        : shared              ? std::filesystem::current_path()
-                                                             : temporary_folder();
+                                                             : temporary_folder(", or give --shared-dir");
     // Ctrl-C, SIGTERM and SIGHUP stop the job and end `run` through its destructors, which remove
-    // the run's folder (the guard outlives the folder).
+    // the run's folder and mpirun's temporary folder (the guard outlives the folders).
     const InterruptGuard interrupt_guard;
-    const RunFolder folder(base);
+    const RunFolder folder(base, "epochcast-run", "the run's folder", "give --shared-dir a folder you can write");
+    // mpirun's TMPDIR, for Open MPI's session folder (docs/cli.md, "run", "mpirun's temporary
+    // folder"). Never in a run's folder shared with other hosts: Open MPI keeps this host's shared
+    // memory there, which is not to be on a network filesystem.
+    std::optional<RunFolder> mpirun_temporary;
+    if (placement.launcher == Launcher::mpirun) {
+        mpirun_temporary.emplace(shared ? temporary_folder() : folder.path(), "epochcast-mpi",
+                                 "mpirun's temporary folder", "set TMPDIR to a folder you can write");
+    }
     if (shared) {
         HostRequirements needs{train_program, {folder.path().string()}};
         if (!checkpoint_dir.empty()) needs.folders.push_back(std::filesystem::path(checkpoint_dir).parent_path());
@@ -669,6 +681,7 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     request.trace_out = trace_path;
     ChildControl control;
     control.environment = {std::string(kProgressDirVariable) + "=" + folder.path().string()};
+    if (mpirun_temporary) control.environment.push_back("TMPDIR=" + mpirun_temporary->path().string());
     control.interrupted = &g_interrupted;
 
     std::optional<NetworkMeasurement> network;

@@ -1077,6 +1077,59 @@ TEST_F(FakePrograms, KillingRunEndsTheLauncher) {
     EXPECT_TRUE(testing::all_gone(children, std::chrono::seconds(60)));
 }
 
+// Issue 44: Open MPI keeps its session folder in mpirun's TMPDIR and leaves it there when mpirun is
+// killed. run gives mpirun a temporary folder of the run's own and removes it however the job
+// ends: here Ctrl-C, with a stand-in mpirun that makes a session folder in its TMPDIR and ignores
+// SIGTERM, so that run kills it with SIGKILL after the grace period. The folder is in the run's
+// folder, or in run's TMPDIR when the run's folder is shared with another host (node-b: the rsh
+// stand-in, here); nothing is left in either.
+TEST_F(FakePrograms, AKilledMpirunLeavesNothingInTheTemporaryFolder) {
+    write_script("mpirun", "trap '' TERM\nmkdir -p \"$TMPDIR/ompi.test-host.0/pid.$$/0\"\necho \"$TMPDIR\" > '" +
+                               path("tmpdir.part") + "'\nmv '" + path("tmpdir.part") + "' '" + path("tmpdir") +
+                               "'\nexec sleep 600\n");
+    std::ofstream(path("hosts")) << "localhost slots=1\nnode-b slots=1\n";
+    const std::string temporary = path("tmp");
+    const std::string shared = path("shared");
+    for (const bool other_host : {false, true}) {
+        SCOPED_TRACE(other_host ? "with another host" : "this host only");
+        std::filesystem::create_directories(temporary);
+        std::filesystem::create_directories(shared);
+        std::filesystem::remove(path("tmpdir"));
+        std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + temporary,
+                                         testing::test_program(EPOCHCAST_CLI_PATH)};
+        argv.insert(argv.end(), {"run", "--mpirun", path("mpirun")});
+        if (other_host) {
+            argv.insert(argv.end(), {"--hostfile", path("hosts"), "--shared-dir", shared, "--no-network-test"});
+        } else {
+            argv.insert(argv.end(), {"--np", "1"});
+        }
+        const pid_t run = testing::start_process(argv, path("out"), path("err"));
+        ASSERT_GT(run, 0);
+        const bool started =
+            testing::wait_until([&] { return std::filesystem::exists(path("tmpdir")); }, std::chrono::seconds(120));
+        ::kill(run, started ? SIGINT : SIGKILL);
+        int status = 0;
+        ASSERT_EQ(::waitpid(run, &status, 0), run);
+        const std::string err = testing::read_text(path("err"));
+        ASSERT_TRUE(started) << err;
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ": " << err;
+        EXPECT_TRUE(contains(err, "interrupted by Ctrl-C during the training")) << err;
+        // mpirun's TMPDIR was a folder of the run's ...
+        const std::string given = testing::read_text(path("tmpdir"));
+        const std::string within = other_host ? temporary + "/epochcast-mpi-" : temporary + "/epochcast-run-";
+        EXPECT_EQ(given.rfind(within, 0), 0U) << given;
+        EXPECT_TRUE(contains(given, "/epochcast-mpi-")) << given;
+        // ... and nothing is left of it, of the session folder in it or of the run's folder.
+        std::string left;
+        for (const std::string& folder : {temporary, shared}) {
+            for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+                left += entry.path().string() + "\n";
+            }
+        }
+        EXPECT_EQ(left, "");
+    }
+}
+
 // Bad values of run's own flags are bad input, refused before anything starts.
 TEST_F(FakePrograms, BadClusterFlagsAreBadInput) {
     write_mpirun_writing(prepared_trace());

@@ -41,6 +41,8 @@
 #include "executor/cuda/check.hpp"
 #endif
 
+extern char** environ;
+
 namespace epochcast {
 namespace {
 
@@ -520,6 +522,17 @@ TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) 
                                             checkpoint,
                                             "--checkpoint-every",
                                             "1"};
+    // Each killed run is a singleton MPI process, whose Open MPI session folder (ompi.HOST.UID/jf.N
+    // under $TMPDIR) a SIGKILL leaves behind (issue 44): its TMPDIR is in this test's folder.
+    const std::string session_base = path("tmp");
+    std::filesystem::create_directories(session_base);
+    std::vector<std::string> environment = {"TMPDIR=" + session_base};
+    for (char** variable = environ; *variable; ++variable) {
+        if (std::string(*variable).rfind("TMPDIR=", 0) != 0) environment.emplace_back(*variable);
+    }
+    std::vector<char*> envp;
+    for (std::string& entry : environment) envp.push_back(entry.data());
+    envp.push_back(nullptr);
     int temporaries_left = 0;
     for (int attempt = 0; attempt < 3; ++attempt) {
         std::vector<std::string> argv = {testing::test_program(EPOCHCAST_TRAIN_PATH)};
@@ -534,7 +547,7 @@ TEST_F(TrainingTest, AKilledRunKeepsAVerifiedCheckpointAndTheNextWriteCleansUp) 
             const int null = ::open("/dev/null", O_WRONLY);
             ::dup2(null, STDOUT_FILENO);
             ::dup2(null, STDERR_FILENO);
-            ::execv(args[0], args.data());
+            ::execve(args[0], args.data(), envp.data());
             ::_exit(127);
         }
         ASSERT_GT(pid, 0);

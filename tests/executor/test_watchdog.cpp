@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace epochcast {
 namespace {
@@ -112,7 +113,10 @@ std::string hostname() {
 }
 
 TEST(Watchdog, AStoppedRankIsReportedWithItsHostAndTheJobKilledWithinTheDeadlinePlusTenSeconds) {
-    Background run(epochcast_run(2, " --watchdog 3" + kSmallRun + " --lr 0.05 --steps 1000000"));
+    // run's TMPDIR, where its folder and mpirun's (with Open MPI's session folder) go.
+    const testing::TempFolder temporary;
+    Background run("TMPDIR='" + temporary.path.string() + "' " +
+                   epochcast_run(2, " --watchdog 3" + kSmallRun + " --lr 0.05 --steps 1000000"));
     // The progress folder `run` names on its second line, then rank 1's report after two steps.
     std::string folder;
     ASSERT_TRUE(eventually(60s,
@@ -151,6 +155,12 @@ TEST(Watchdog, AStoppedRankIsReportedWithItsHostAndTheJobKilledWithinTheDeadline
     EXPECT_TRUE(contains(run.err(), "the job was killed")) << run.err();
     EXPECT_FALSE(rank_left) << "a rank outlived the job";
     EXPECT_FALSE(std::filesystem::exists(folder)) << folder;
+    // Nothing left in the temporary folder: neither run's folders nor Open MPI's (issue 44).
+    std::string left;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(temporary.path)) {
+        left += entry.path().string() + "\n";
+    }
+    EXPECT_EQ(left, "");
 }
 
 // The issue's case: the trainer's exit 2 (bad input) became `run`'s exit 1.
