@@ -107,8 +107,9 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
     return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
 }
 
-double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack) {
-    return stack == SoftwareStack::legacy ? kUnfusedMemoryEfficiency : prior.memory_efficiency;
+double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack, Precision precision) {
+    return stack == SoftwareStack::legacy && precision == Precision::fp32 ? kUnfusedMemoryEfficiency
+                                                                          : prior.memory_efficiency;
 }
 
 FrameworkRoofline fit_framework_roofline(const std::vector<RooflinePoint>& points, double roofline_sigma) {
@@ -470,7 +471,7 @@ double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, SoftwareSt
     const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
     const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(precision);
     return roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
-                                     gpu.memory_GBps * 1e9, roofline_memory_efficiency(prior, stack));
+                                     gpu.memory_GBps * 1e9, roofline_memory_efficiency(prior, stack, precision));
 }
 
 void CostModel::build_framework_rooflines() {

@@ -255,15 +255,16 @@ double compute_time_s(double fixed_s, double time_per_image_s, int batch);
 /// of a training step (docs/model.md, eq. C2).
 double backward_time_s(double time_per_image_s, int batch);
 
-/// Eq. C3's memory efficiency on the legacy stack: the 2017-2018 releases ran the network unfused
-/// (batch norm, ReLU and the residual add each a kernel of its own, NCHW, no NVIDIA tuning), so
-/// they move the unfused traffic count itself at the memory's bandwidth: 1. The prior's
-/// memory_efficiency (above 1) is the current stacks' fusion; docs/model.md, eq. C3.
+/// Eq. C3's memory efficiency of the legacy stack's fp32: the 2017-2018 stock fp32 kernels ran the
+/// network unfused (batch norm, ReLU and the residual add each a kernel of its own, NCHW), so they
+/// move the unfused traffic count itself at the memory's bandwidth: 1. The prior's
+/// memory_efficiency (above 1) is the fused stacks'; docs/model.md, eq. C3.
 inline constexpr double kUnfusedMemoryEfficiency = 1.0;
 
-/// Eq. C3's memory efficiency under `stack`: the prior's on the current stack, kUnfusedMemoryEfficiency
-/// on the legacy one.
-double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack);
+/// Eq. C3's memory efficiency under `stack` at `precision`: kUnfusedMemoryEfficiency for the
+/// legacy stack's fp32, the prior's elsewhere (the legacy half-precision runs are of one chip, the
+/// V100, and show no bandwidth term of their own).
+double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack, Precision precision);
 
 /// Roofline prior for one image: FLOPs / (peak x efficiency) + bytes / (bandwidth x efficiency) (eq. C3).
 double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,

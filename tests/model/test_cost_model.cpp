@@ -357,15 +357,19 @@ TEST(FrameworkRooflineFit, ThreeCurvesOverAWideRangeFindTheFactorAndTheFloor) {
     EXPECT_DOUBLE_EQ(narrow.floor_s, 0.0);
 }
 
-// Eq. C3 by stack: the legacy stack (2017-2018 releases, the network unfused) moves the unfused
-// traffic count at the memory's bandwidth (kUnfusedMemoryEfficiency), the current stack at the
-// prior's fused efficiency. With the data-free prior no curve exists, so a scenario's per-image
+// Eq. C3 by stack: the legacy stack's fp32 (2017-2018 stock kernels, the network unfused) moves the
+// unfused traffic count at the memory's bandwidth (kUnfusedMemoryEfficiency), the current stack at
+// the prior's fused efficiency. With the data-free prior no curve exists, so a scenario's per-image
 // time is eq. C3 alone, recomputed here from the catalog's M60 and the workload.
 TEST(FrameworkRooflineFit, TheLegacyStackMovesTheUnfusedTrafficAtTheBandwidth) {
     const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
     const RooflinePrior& roofline = prior.calibration().roofline;
-    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::legacy), kUnfusedMemoryEfficiency);
-    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::current), roofline.memory_efficiency);
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::legacy, Precision::fp32),
+                     kUnfusedMemoryEfficiency);
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::legacy, Precision::amp),
+                     roofline.memory_efficiency);
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::current, Precision::fp32),
+                     roofline.memory_efficiency);
     EXPECT_GT(roofline.memory_efficiency, 1.0);  // the current stacks' fusion
 
     Scenario s;
