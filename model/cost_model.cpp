@@ -107,6 +107,11 @@ double roofline_time_per_image_s(double training_flops, double peak_flops_per_s,
     return training_flops / (peak_flops_per_s * compute_efficiency) + memory_bytes / (memory_Bps * memory_efficiency);
 }
 
+double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack, Precision precision) {
+    return stack == SoftwareStack::legacy && precision == Precision::fp32 ? kUnfusedMemoryEfficiency
+                                                                          : prior.memory_efficiency;
+}
+
 FrameworkRoofline fit_framework_roofline(const std::vector<RooflinePoint>& points, double roofline_sigma) {
     FrameworkRoofline line;
     line.curves = static_cast<int>(points.size());
@@ -456,7 +461,7 @@ CostModel::CostModel(const CostModel& base, Calibration calibration)
     build_framework_rooflines();
 }
 
-double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const {
+double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, SoftwareStack stack, const Workload& work) const {
     const RooflinePrior& prior = calibration_.roofline;
     const double peak = peak_flops_per_s(gpu, precision);
     // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
@@ -466,7 +471,7 @@ double CostModel::roofline_s(const GpuSpec& gpu, Precision precision, const Work
     const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
     const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(precision);
     return roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
-                                     gpu.memory_GBps * 1e9, prior.memory_efficiency);
+                                     gpu.memory_GBps * 1e9, roofline_memory_efficiency(prior, stack, precision));
 }
 
 void CostModel::build_framework_rooflines() {
@@ -479,7 +484,7 @@ void CostModel::build_framework_rooflines() {
         const Workload& work = workload(curve.model, curve.image_size, 1000);
         // Per reference-model image: the floor is a per-image cost that scales with the work.
         const double to_reference = reference_training_flops_ / work.training_flops_per_image;
-        const RooflinePoint point{roofline_s(*gpu, curve.precision, work) * to_reference,
+        const RooflinePoint point{roofline_s(*gpu, curve.precision, curve.stack, work) * to_reference,
                                   curve.time_per_image_s * to_reference};
         const Software software = software_of(curve);
         const PrecisionFamily family = family_of(curve.precision);
@@ -522,11 +527,12 @@ const CostModel::SoftwareLine* CostModel::framework_roofline(const Software& sof
     return nullptr;
 }
 
-double CostModel::line_time_s(const FrameworkRoofline& line, const GpuSpec& gpu, Precision precision,
+double CostModel::line_time_s(const SoftwareLine& software_line, const GpuSpec& gpu, Precision precision,
                               const Workload& work) const {
     // The line is fitted per image of the reference model; its floor scales with the work (eq. C5).
+    const FrameworkRoofline& line = software_line.line;
     const double from_reference = work.training_flops_per_image / reference_training_flops_;
-    return line.factor * roofline_s(gpu, precision, work) + line.floor_s * from_reference;
+    return line.factor * roofline_s(gpu, precision, software_line.software.stack, work) + line.floor_s * from_reference;
 }
 
 TransferRatio CostModel::sibling_transfer(const ComputeCurve& sibling, const Software& software, const GpuSpec& gpu,
@@ -556,15 +562,14 @@ TransferRatio CostModel::sibling_transfer(const ComputeCurve& sibling, const Sof
         const GpuSpec* b_gpu = b ? curve_gpu(*catalog_, *b) : nullptr;
         if (!b_gpu) continue;
         const Workload& measured = workload(a.model, a.image_size, 1000);
-        const double lines = line_time_s(to_line->line, *b_gpu, b->precision, measured) /
-                             line_time_s(from_line->line, *a_gpu, a.precision, measured);
+        const double lines = line_time_s(*to_line, *b_gpu, b->precision, measured) /
+                             line_time_s(*from_line, *a_gpu, a.precision, measured);
         logs.push_back(std::log(b->time_per_image_s / a.time_per_image_s / lines));
         chips.push_back(chip);
     }
     TransferRatio t;
     t.chips = static_cast<int>(logs.size());
-    t.ratio =
-        line_time_s(to_line->line, gpu, precision, work) / line_time_s(from_line->line, gpu, sibling.precision, work);
+    t.ratio = line_time_s(*to_line, gpu, precision, work) / line_time_s(*from_line, gpu, sibling.precision, work);
     t.relative_sigma = kFamilyTransferSigma;
     if (logs.size() >= 2) {
         double squares = 0;
@@ -1078,8 +1083,9 @@ CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve
     // Across precision families (eq. C4's sibling at TF32 for amp) the ratio measured elsewhere
     // carries the precision; the roofline carries the memory variant only, at the curve's precision.
     const Precision at = family_of(precision) == family_of(curve.precision) ? precision : curve.precision;
-    const double variant_ratio =
-        measured_gpu ? roofline_s(gpu, at, measured) / roofline_s(*measured_gpu, curve.precision, measured) : 1.0;
+    const double variant_ratio = measured_gpu ? roofline_s(gpu, at, curve.stack, measured) /
+                                                    roofline_s(*measured_gpu, curve.precision, curve.stack, measured)
+                                              : 1.0;
     c.time_per_image_s = curve_time_per_image_s * flops_ratio * variant_ratio;
     // A curve carried to another depth or image size is half as uncertain as a roofline prior.
     const double depth_sigma = flops_ratio != 1.0 ? 0.5 * calibration_.roofline.relative_sigma : 0.0;
@@ -1108,11 +1114,11 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
                              own.exact_precision ? CurveOrigin::measured : CurveOrigin::precision_family);
     }
     ComputeCurveChoice c;
-    const double roofline = roofline_s(gpu, scenario.precision, work);
+    const double roofline = roofline_s(gpu, scenario.precision, scenario.stack, work);
     const ComputeCurve* sibling = sibling_curve(curves, *catalog_, gpu, scenario.precision, software);
     const SoftwareLine* software_line = framework_roofline(software, scenario.precision);
     const FrameworkRoofline* line = software_line ? &software_line->line : nullptr;  // eq. C5
-    const double line_log = line ? std::log(line_time_s(*line, gpu, scenario.precision, work)) : 0.0;
+    const double line_log = line ? std::log(line_time_s(*software_line, gpu, scenario.precision, work)) : 0.0;
     if (sibling) {
         // Eq. C4 (C4b across families) on the sibling as carried to this GPU (eq. C7), pooled with
         // eq. C5 (eq. C6).

@@ -255,6 +255,17 @@ double compute_time_s(double fixed_s, double time_per_image_s, int batch);
 /// of a training step (docs/model.md, eq. C2).
 double backward_time_s(double time_per_image_s, int batch);
 
+/// Eq. C3's memory efficiency of the legacy stack's fp32: the 2017-2018 stock fp32 kernels ran the
+/// network unfused (batch norm, ReLU and the residual add each a kernel of its own, NCHW), so they
+/// move the unfused traffic count itself at the memory's bandwidth: 1. The prior's
+/// memory_efficiency (above 1) is the fused stacks'; docs/model.md, eq. C3.
+inline constexpr double kUnfusedMemoryEfficiency = 1.0;
+
+/// Eq. C3's memory efficiency under `stack` at `precision`: kUnfusedMemoryEfficiency for the
+/// legacy stack's fp32, the prior's elsewhere (the legacy half-precision runs are of one chip, the
+/// V100, and show no bandwidth term of their own).
+double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack, Precision precision);
+
 /// Roofline prior for one image: FLOPs / (peak x efficiency) + bytes / (bandwidth x efficiency) (eq. C3).
 double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,
                                  double memory_bytes, double memory_Bps, double memory_efficiency);
@@ -549,8 +560,9 @@ private:
                                                                        Framework framework, const WorkerNodes& workers,
                                                                        const InstanceSpec* server,
                                                                        Interconnect latency_fabric) const;
-    /// Eq. C3 for one image of `work` on `gpu` at `precision`, at the calibration's prior efficiencies.
-    double roofline_s(const GpuSpec& gpu, Precision precision, const Workload& work) const;
+    /// Eq. C3 for one image of `work` on `gpu` at `precision` under `stack`, at the calibration's
+    /// prior efficiencies (the memory term's by roofline_memory_efficiency).
+    double roofline_s(const GpuSpec& gpu, Precision precision, SoftwareStack stack, const Workload& work) const;
     /// Eq. C5's line of one software and precision family.
     struct SoftwareLine {
         Software software;
@@ -560,8 +572,7 @@ private:
     /// Eq. C5's line for the software and precision family, or nullptr where no curve of theirs exists.
     const SoftwareLine* framework_roofline(const Software& software, Precision precision) const;
     /// Eq. C5's line's time for one image of `work` on `gpu` at `precision`, in seconds.
-    double line_time_s(const FrameworkRoofline& line, const GpuSpec& gpu, Precision precision,
-                       const Workload& work) const;
+    double line_time_s(const SoftwareLine& line, const GpuSpec& gpu, Precision precision, const Workload& work) const;
     /// Eq. C0's step 3: the ratio that carries `sibling` (a curve of this chip, other software or
     /// another precision family) to `software` at `precision` on `gpu`: across precision families,
     /// the ratio of the two families' lines at this GPU (eq. C4b) where both lines exist, its sigma

@@ -357,6 +357,44 @@ TEST(FrameworkRooflineFit, ThreeCurvesOverAWideRangeFindTheFactorAndTheFloor) {
     EXPECT_DOUBLE_EQ(narrow.floor_s, 0.0);
 }
 
+// Eq. C3 by stack: the legacy stack's fp32 (2017-2018 stock kernels, the network unfused) moves the
+// unfused traffic count at the memory's bandwidth (kUnfusedMemoryEfficiency), the current stack at
+// the prior's fused efficiency. With the data-free prior no curve exists, so a scenario's per-image
+// time is eq. C3 alone, recomputed here from the catalog's M60 and the workload.
+TEST(FrameworkRooflineFit, TheLegacyStackMovesTheUnfusedTrafficAtTheBandwidth) {
+    const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
+    const RooflinePrior& roofline = prior.calibration().roofline;
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::legacy, Precision::fp32),
+                     kUnfusedMemoryEfficiency);
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::legacy, Precision::amp),
+                     roofline.memory_efficiency);
+    EXPECT_DOUBLE_EQ(roofline_memory_efficiency(roofline, SoftwareStack::current, Precision::fp32),
+                     roofline.memory_efficiency);
+    EXPECT_GT(roofline.memory_efficiency, 1.0);  // the current stacks' fusion
+
+    Scenario s;
+    s.instance = "g3.16xlarge";  // 4 x M60: 4.82 TFLOPS fp32, 160 GB/s
+    s.nodes = 1;
+    s.gpus_per_node = 1;
+    s.framework = Framework::mxnet;
+    s.precision = Precision::fp32;
+    s.memory_format = MemoryFormat::nchw;
+    s.batch_per_gpu = 32;
+    const GpuSpec& m60 = *Catalog::built_in().find_gpu("M60");
+    const Workload& work = prior.workload(s.model, s.image_size, s.classes);
+    const double compute_s =
+        work.training_flops_per_image / (m60.fp32_tflops * 1e12 * roofline.fp32_compute_efficiency);
+    const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(Precision::fp32);
+    s.stack = SoftwareStack::legacy;
+    const ResolvedScenario legacy = prior.resolve(s);
+    EXPECT_EQ(legacy.curve_origin, CurveOrigin::roofline);
+    EXPECT_NEAR(legacy.time_per_image_s, compute_s + traffic_bytes / (m60.memory_GBps * 1e9), 1e-12);
+    s.stack = SoftwareStack::current;
+    const ResolvedScenario current = prior.resolve(s);
+    EXPECT_NEAR(current.time_per_image_s,
+                compute_s + traffic_bytes / (m60.memory_GBps * 1e9 * roofline.memory_efficiency), 1e-12);
+}
+
 // Eq. C6: inverse-variance weights; two equal sigmas weigh one half each and pool to sigma / sqrt 2.
 TEST(FrameworkRooflineFit, PoolingWeighsByInverseVariance) {
     EXPECT_DOUBLE_EQ(pooled_weight(0.1, 0.1), 0.5);
