@@ -380,7 +380,7 @@ TEST(FrameworkRooflineFit, TheLegacyStackMovesTheUnfusedTrafficAtTheBandwidth) {
     s.precision = Precision::fp32;
     s.memory_format = MemoryFormat::nchw;
     s.batch_per_gpu = 32;
-    const GpuSpec& m60 = *Catalog::built_in().find_gpu("M60");
+    const GpuSpec& m60 = *prior.catalog().find_gpu("M60");
     const Workload& work = prior.workload(s.model, s.image_size, s.classes);
     const double compute_s =
         work.training_flops_per_image / (m60.fp32_tflops * 1e12 * roofline.fp32_compute_efficiency);
