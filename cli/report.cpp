@@ -83,9 +83,9 @@ struct CsvCells {
 }  // namespace
 
 FsxSize fsx_size(const Scenario& s) {
-    const StoreSpec& spec = StorageCatalog::built_in().store(Store::fsx_lustre);
-    return {s.storage_tib > 0 ? s.storage_tib : spec.default_tib,
-            s.storage_tier_MBps_per_TiB > 0 ? s.storage_tier_MBps_per_TiB : spec.default_tier_MBps_per_TiB};
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StoreSpec& spec = data.store(Store::fsx_lustre);
+    return {data.capacity_tib(spec, s.storage_tib), data.tier(spec, s.storage_tier_MBps_per_TiB).MBps_per_TiB};
 }
 
 OutputFormat output_format(bool json, bool markdown) {

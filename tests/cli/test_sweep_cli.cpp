@@ -251,6 +251,16 @@ void expect_cell(const std::string& cell, double expected, const std::string& wh
     EXPECT_NEAR(std::stod(cell), expected, 1e-6 * std::abs(expected)) << what;
 }
 
+/// The CSV rows of a sweep of `nodes` x `instance` over a local NVMe copy and a 1.2 TiB FSx for
+/// Lustre file system, in that order.
+std::vector<std::map<std::string, std::string>> local_and_fsx_rows(const std::string& instance, int nodes) {
+    TempFile spec(R"({"instance": ")" + instance + R"(", "nodes": )" + std::to_string(nodes) +
+                  R"(, "storage": ["local-nvme", "fsx-lustre"], "storage_tib": 1.2})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return csv_rows(r.out);
+}
+
 // Issue 45, point 5: a sweep over two stores. 8 x p3.2xlarge (one V100 and 61 GiB each) from a
 // 1.2 TiB FSx for Lustre file system stay bound by it: 150 MB/s for the cluster, each node's page
 // cache (half its RAM, eq. F7) holding a fifth of the images, so the row's throughput is the store's
@@ -258,11 +268,7 @@ void expect_cell(const std::string& cell, double expected, const std::string& wh
 // own NVMe copy is bound by its CPU loader. The store's bill (eq. F5) is in the fsx row only, and the
 // last columns say which store each row priced.
 TEST(SweepCli, ASweepOverTwoStoresNamesTheOneThatBoundsAndPricesIt) {
-    TempFile spec(R"({"instance": "p3.2xlarge", "nodes": 8, "storage": ["local-nvme", "fsx-lustre"],
-                      "storage_tib": 1.2})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto rows = csv_rows(r.out);
+    const auto rows = local_and_fsx_rows("p3.2xlarge", 8);
     ASSERT_EQ(rows.size(), 2u);
     const auto& local = rows[0];
     const auto& fsx = rows[1];
@@ -313,11 +319,7 @@ TEST(SweepCli, ASweepOverTwoStoresNamesTheOneThatBoundsAndPricesIt) {
 // steady throughput is the loader's in both rows, and the columns that say so are the first
 // epoch's, its bottleneck and the epochs the store bounded.
 TEST(SweepCli, AStoreThatBoundsOnlyTheColdEpochsSaysSoInItsColumns) {
-    TempFile spec(R"({"instance": "p5.48xlarge", "nodes": 32, "storage": ["local-nvme", "fsx-lustre"],
-                      "storage_tib": 1.2})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto rows = csv_rows(r.out);
+    const auto rows = local_and_fsx_rows("p5.48xlarge", 32);
     ASSERT_EQ(rows.size(), 2u);
     const auto& local = rows[0];
     const auto& fsx = rows[1];

@@ -4,12 +4,14 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/storage.hpp"
 #include "model/sweep.hpp"
 #include "model/text_io.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace epochcast {
 namespace {
@@ -204,12 +206,8 @@ TEST(SweepSpec, SpotKeysCrossAndApplyToTheSpotRowsOnly) {
 /// The message predict's own check throws for a value, to find it inside the spec's error.
 template <typename Check>
 std::string predicts_message(Check&& check) {
-    try {
-        check();
-    } catch (const InputError& error) {
-        return error.what();
-    }
-    return "(predict accepts it)";
+    const std::string message = testing::input_error_of(std::forward<Check>(check));
+    return message.empty() ? "(predict accepts it)" : message;
 }
 
 // Every bad value of the new keys is one line naming the key and the value, with the reason that
