@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -434,6 +435,24 @@ std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directo
             {rank, code.get<int>(), message.get<std::string>(), host.is_string() ? host.get<std::string>() : ""});
     }
     return failures;
+}
+
+std::vector<RankDeath> read_rank_deaths(const std::filesystem::path& directory) {
+    std::vector<RankDeath> deaths;
+    for (const auto& [rank, report] : rank_reports(directory, ".died.json")) {
+        const nlohmann::json& signal = report.contains("signal") ? report["signal"] : nlohmann::json();
+        const nlohmann::json& time = report.contains("time_s") ? report["time_s"] : nlohmann::json();
+        if (!signal.is_number_integer() || signal.get<long long>() < 1 || signal.get<long long>() > 64 ||
+            !time.is_number() || !std::isfinite(time.get<double>())) {
+            continue;
+        }
+        const nlohmann::json& host = report.contains("host") ? report["host"] : nlohmann::json();
+        deaths.push_back({rank, static_cast<int>(signal.get<long long>()),
+                          host.is_string() ? host.get<std::string>() : "", time.get<double>()});
+    }
+    std::stable_sort(deaths.begin(), deaths.end(),
+                     [](const RankDeath& a, const RankDeath& b) { return a.time_s < b.time_s; });
+    return deaths;
 }
 
 std::string ChildExit::describe() const {

@@ -173,6 +173,18 @@ struct RankFailure {
 };
 std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory);
 
+/// The ranks a signal killed while nobody had asked the job to stop, from their supervisors'
+/// reports in `directory` ("<dir>/rank-R.died.json" = {"rank", "host", "pid", "signal", "time_s"},
+/// executor/rank_supervisor.hpp), the first to die first (the launcher's teardown may kill others
+/// after it).
+struct RankDeath {
+    int rank = 0;
+    int signal = 0;
+    std::string host;   ///< the rank's host, "" when the report does not say
+    double time_s = 0;  ///< when it died, seconds since the epoch
+};
+std::vector<RankDeath> read_rank_deaths(const std::filesystem::path& directory);
+
 /// How a child ended.
 struct ChildExit {
     bool exited = false;      ///< ended by exit (else by a signal)

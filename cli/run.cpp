@@ -142,16 +142,21 @@ std::string watchdog_description(const std::optional<double>& seconds) {
            " s without a step (start-up: at least " + format_number(Watchdog::kStartupFloorS, 0) + " s)";
 }
 
+/// "rank 3 on host n2 was killed by signal 9 (Killed)"; without " on host ..." when `host` is "".
+std::string killed_rank(int rank, const std::string& host, int signal) {
+    return "rank " + std::to_string(rank) + (host.empty() ? "" : " on host " + host) + " was killed by signal " +
+           std::to_string(signal) + " (" + strsignal(signal) + ")";
+}
+
 /// The rank and host Open MPI's mpirun names in its last output when a rank died or a host was
 /// lost ("process rank 3 with PID 0 on node n2 exited on signal 9 (Killed)"; "Remote daemon:
 /// [[...],1] on node n3"), as a phrase; "" when it names none.
 std::string lost_rank_in_output(const std::string& output) {
     std::smatch match;
-    static const std::regex rank_died(R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+))");
+    static const std::regex rank_died(
+        R"(process rank (\d{1,9}) with PID \d+ on node (\S+) exited on signal (\d{1,2}))");
     if (std::regex_search(output, match, rank_died)) {
-        const int signal = std::stoi(match[3]);
-        return "rank " + std::string(match[1]) + " on host " + std::string(match[2]) + " was killed by signal " +
-               std::string(match[3]) + " (" + strsignal(signal) + ")";
+        return killed_rank(std::stoi(match[1]), match[2], std::stoi(match[3]));
     }
     static const std::regex daemon_lost(R"(Remote daemon\s*:\s*\S+ on node (\S+))");
     if (std::regex_search(output, match, daemon_lost))
@@ -161,7 +166,8 @@ std::string lost_rank_in_output(const std::string& output) {
 
 /// The error for a failed launcher: the trainer's own when its ranks said why (exit 2, bad input,
 /// when every rank that failed exited 2), else the launcher's status with the rank and host that
-/// died, where known, and its last output.
+/// died, where known, and its last output. A rank a signal killed (its supervisor's report) comes
+/// before the others' failures, which may be their lost connections to it.
 [[noreturn]] void throw_run_failure(const ChildExit& exit, const std::filesystem::path& folder, int ranks,
                                     const std::string& launcher) {
     if (!exit.stalled.empty()) throw RunError(exit.stalled + "; the job was killed");
@@ -180,6 +186,12 @@ std::string lost_rank_in_output(const std::string& output) {
     const bool bad_input = !failures.empty() && std::all_of(failures.begin(), failures.end(),
                                                             [](const RankFailure& f) { return f.code == 2; });
     if (bad_input) throw InputError(trainer(failures.front()));
+    const std::vector<RankDeath> deaths = read_rank_deaths(folder);
+    if (!deaths.empty()) {
+        const RankDeath& first = deaths.front();
+        throw RunError(launcher + " " + exit.describe() + " (" + killed_rank(first.rank, first.host, first.signal) +
+                       "); its last output:\n" + exit.output_tail);
+    }
     for (const RankFailure& failure : failures) {
         if (failure.code != 2) {
             throw RunError(trainer(failure) + " (" + launcher + " " + exit.describe() + "); its last output:\n" +

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -61,6 +62,15 @@ void report_failure(int rank, int code, const std::string& message) {
     if (directory.empty()) return;
     const nlohmann::json report = {{"rank", rank}, {"host", host_name()}, {"code", code}, {"message", message}};
     replace_file(directory, "rank-" + std::to_string(rank) + ".failed.json", dumped(report));
+}
+
+void report_death(int rank, long long pid, int signal) {
+    const std::string directory = progress_directory();
+    if (directory.empty()) return;
+    const double time_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const nlohmann::json report = {
+        {"rank", rank}, {"host", host_name()}, {"pid", pid}, {"signal", signal}, {"time_s", time_s}};
+    replace_file(directory, "rank-" + std::to_string(rank) + ".died.json", dumped(report));
 }
 
 }  // namespace epochcast

@@ -8,7 +8,10 @@
 // (S = 0) and after every step it completes (S = steps done by this invocation; X = its slowest
 // step so far, seconds). A rank that fails writes
 //   <dir>/rank-R.failed.json  {"rank": R, "host": "...", "code": 1 or 2, "message": "..."}
-// before it exits (host: the rank's, so that a failure on a cluster names the machine). Files, not a pipe: they need
+// before it exits (host: the rank's, so that a failure on a cluster names the machine). A rank that a signal
+// killed (nobody asked the job to stop) is reported by its supervisor (executor/rank_supervisor.hpp):
+//   <dir>/rank-R.died.json  {"rank": R, "host": "...", "pid": P, "signal": S, "time_s": T}
+// (T: when, in seconds since the epoch). Files, not a pipe: they need
 // nothing from mpirun (whose output is the ranks' merged text), survive a rank that stops mid-write, and are read by
 // polling every 200 ms. Without the variable (epochcast-train started by hand) nothing is written. Reports never fail
 // the training: a report that cannot be written is skipped.
@@ -41,5 +44,10 @@ private:
 /// Writes rank `rank`'s failure report (exit `code`, one-line `message`) when
 /// EPOCHCAST_PROGRESS_DIR is set; does nothing otherwise.
 void report_failure(int rank, int code, const std::string& message);
+
+/// Writes rank `rank`'s death report (its process `pid` died of `signal`, now) when
+/// EPOCHCAST_PROGRESS_DIR is set; does nothing otherwise. Written by the rank's supervisor
+/// (executor/rank_supervisor.hpp).
+void report_death(int rank, long long pid, int signal);
 
 }  // namespace epochcast

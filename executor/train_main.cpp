@@ -18,25 +18,17 @@
 #include "executor/distributed.hpp"
 #include "executor/host.hpp"
 #include "executor/progress.hpp"
+#include "executor/rank_supervisor.hpp"
 #include "executor/train_limits.hpp"
 #include "executor/trainer.hpp"
 #include "model/errors.hpp"
 
 namespace {
 
-/// This process's rank before MPI_Init: what the launcher (Open MPI, a PMI launcher, or a PMIx
-/// server such as Slurm's srun --mpi=pmix) says.
-int launcher_rank() {
-    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-        if (const char* value = std::getenv(name)) return std::atoi(value);
-    }
-    return 0;
-}
-
 /// Stops the job with `code`: every rank of a multi-rank job, or just this process. Under
 /// `epochcast run` the rank's failure report (executor/progress.hpp) carries code and message.
 int fail(int code, const std::string& prefix, const char* message) {
-    int rank = launcher_rank(), ranks = 1, initialised = 0;
+    int rank = epochcast::launcher_rank(), ranks = 1, initialised = 0;
     MPI_Initialized(&initialised);
     if (initialised) {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -63,19 +55,10 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
 }
 
-/// True when a launcher started this process as a rank of a job: Open MPI's mpirun, a PMI
-/// launcher such as MPICH's Hydra or srun --mpi=pmi2 (PMI_SIZE), or a PMIx server, among them
-/// Slurm's srun --mpi=pmix, which sets none of Open MPI's variables (PMIX_RANK).
-bool started_by_launcher() {
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-        if (std::getenv(name) != nullptr) return true;
-    }
-    return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+    epochcast::supervise_this_rank();  // a rank under `epochcast run`: named if a signal kills it
     epochcast::TrainOptions options;
     std::string precision = "fp32";
     bool describe_host = false;
@@ -175,7 +158,7 @@ int main(int argc, char** argv) {
             const epochcast::HostCapacity host = epochcast::this_host_capacity();
             epochcast::check_threads("--threads", options.threads, &host);
             keep_freed_memory();
-            if (!started_by_launcher()) {
+            if (!epochcast::started_by_launcher()) {
                 std::cout << epochcast::describe_host_catalog(options.threads).dump(1) << std::endl;
                 return 0;
             }

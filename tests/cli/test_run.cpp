@@ -1039,6 +1039,38 @@ TEST_F(FakePrograms, ARankThatDiesIsNamedWithItsHost) {
     EXPECT_TRUE(contains(r.err, "(rank 5 on host node-c was killed by signal 9 (Killed))")) << r.err;
 }
 
+// Issue 44: a rank killed on another host, while the survivor died first of its lost connection
+// (Open MPI's ob1 "writev failed: Connection reset by peer"), so that mpirun names only the
+// survivor's exit. The killed rank's supervisor reported it (rank-1.died.json), and so did rank 0's
+// after the teardown, later: run names the first to die, not the survivor or the teardown.
+TEST_F(FakePrograms, ARankKilledBySignalIsNamedFromItsSupervisorsReport) {
+    write_script("mpirun",
+                 "d=\"$EPOCHCAST_PROGRESS_DIR\"\n"
+                 "echo '{\"rank\": 1, \"host\": \"node-b\", \"pid\": 77, \"signal\": 9, \"time_s\": 1000.5}' "
+                 "> \"$d/rank-1.died.json\"\n"
+                 "echo '{\"rank\": 0, \"host\": \"node-a\", \"pid\": 76, \"signal\": 15, \"time_s\": 1001}' "
+                 "> \"$d/rank-0.died.json\"\n"
+                 "echo '{\"rank\": 2, \"host\": \"node-c\", \"code\": 1, \"message\": \"MPI error: lost a peer\"}' "
+                 "> \"$d/rank-2.failed.json\"\n"
+                 "echo 'mca_btl_tcp_frag_send: writev failed: Connection reset by peer (104)' >&2\n"
+                 "echo 'mpirun detected that one or more processes exited with non-zero status' >&2\n"
+                 "exit 1\n");
+    testing::ProcessResult r = run_epochcast("run --np 3 --no-network-test --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "mpirun exited with status 1 (rank 1 on host node-b was killed by signal 9 (Killed))"))
+        << r.err;
+    // Reports that are not a death (a signal out of range, no time) are left out.
+    write_script(
+        "mpirun",
+        "d=\"$EPOCHCAST_PROGRESS_DIR\"\n"
+        "echo '{\"rank\": 1, \"host\": \"node-b\", \"signal\": 1e9, \"time_s\": 1}' > \"$d/rank-1.died.json\"\n"
+        "echo '{\"rank\": 2, \"host\": \"node-c\", \"signal\": 9}' > \"$d/rank-2.died.json\"\n"
+        "exit 1\n");
+    r = run_epochcast("run --np 3 --no-network-test --mpirun '" + path("mpirun") + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "mpirun exited with status 1 (a rank failed or was killed)")) << r.err;
+}
+
 // Ctrl-C on `run` stops the job (the stand-in mpirun would sleep a minute) and removes the run's
 // folder: what is left behind on a shared filesystem is every user's clutter.
 TEST_F(FakePrograms, CtrlCStopsTheJobAndLeavesNoRunFolder) {

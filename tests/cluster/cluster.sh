@@ -146,7 +146,7 @@ trap 'on_signal INT 2' INT
 trap 'on_signal TERM 15' TERM
 trap 'on_signal HUP 1' HUP
 
-# Under the lock: the first free range (no address of this machine in it, no bridge or namespace
+# Under the lock: the first free range (no address of this machine in it, no bridge, namespace or veth
 # by its names), whether namespaces can be made at all (not where CAP_SYS_ADMIN or CAP_NET_ADMIN
 # is missing, as in a restricted container), and the range's bridge, which claims it. Prints the
 # slot, or one line saying why not (and exits 1).
@@ -154,8 +154,10 @@ claim_slot() {
     [ -d /run/netns ] || touch "$ours_run_netns"
     local s
     for s in 0 1 2 3 4 5 6 7 8 9; do
+        # A veth of the slot's (ecSh1...) outlives its namespace while the kernel keeps the
+        # namespace for a closed socket still resending (minutes, when a cluster was killed mid-run).
         if ! ip -o addr | grep -q " 10\.231\.$s\." && ! ip link show "ec${s}br" >/dev/null 2>&1 &&
-            ! ip netns list | grep -q "^ec${s}-"; then
+            ! ip netns list | grep -q "^ec${s}-" && ! ip -o link | grep -q "^[0-9]*: ec${s}h[0-9]"; then
             local error
             if ! error=$(ip netns add "ec${s}-probe" 2>&1); then
                 echo "cannot create a network namespace ($error)"

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "model/resnet.hpp"
 #include "tests/cli/cli_process.hpp"
 #include "tests/executor/image_files.hpp"
+#include "tests/support/processes.hpp"
 #ifdef EPOCHCAST_WITH_CUDA
 #include "executor/cuda/check.hpp"
 #endif
@@ -491,6 +493,53 @@ TEST_F(TrainingTest, ADamagedCheckpointIsRefusedOnResume) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << intact;
     const ProcessResult resumed = train(common + " --resume");
     EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+}
+
+// Issue 44: a rank killed by a signal (here SIGKILL, as the out-of-memory killer sends) is named
+// by its supervisor, whatever the launcher reports first (a survivor may die of its lost
+// connection before mpirun notices the killed rank). Under mpirun with EPOCHCAST_PROGRESS_DIR each
+// rank runs as the child of a supervising epochcast-train, which writes "rank-1.died.json" with
+// the rank, its host, its process and the signal; the other rank, stopped by mpirun's teardown
+// (a signal its supervisor passed on), is not reported as killed. Nothing is left running.
+TEST_F(TrainingTest, ARankKilledByASignalIsReportedByItsSupervisor) {
+    const std::filesystem::path reports = folder / "progress";
+    std::filesystem::create_directories(reports);
+    const std::string command = "EPOCHCAST_PROGRESS_DIR='" + reports.string() + "' exec " + testing::mpirun_command(2) +
+                                " '" + testing::test_program(EPOCHCAST_TRAIN_PATH) + "'" + kSmallRun +
+                                " --batch-per-gpu 2 --steps 1000000 --lr 0.05";
+    const pid_t mpirun = testing::start_process({"/bin/sh", "-c", command}, folder / "out", folder / "err");
+    ASSERT_GT(mpirun, 0);
+    nlohmann::json started;  // rank 1's progress report once it has done a step
+    const bool stepped = testing::wait_until(
+        [&] {
+            started = nlohmann::json::parse(testing::read_text(reports / "rank-1.json"), nullptr, false);
+            return started.is_object() && started.value("steps", 0) >= 1;
+        },
+        std::chrono::seconds(180));
+    const pid_t rank = stepped ? started["pid"].get<pid_t>() : 0;
+    std::vector<pid_t> processes = testing::descendants(mpirun);
+    if (rank > 0) {
+        // The rank's parent is its supervisor: the same program, itself started by the launcher.
+        const std::optional<testing::ProcessState> state = testing::process_state(rank);
+        EXPECT_EQ(testing::command_line_of(state ? state->parent : 0), testing::command_line_of(rank));
+        ::kill(rank, SIGKILL);
+    } else {
+        ::kill(mpirun, SIGKILL);
+    }
+    int status = 0;
+    ::waitpid(mpirun, &status, 0);
+    ASSERT_TRUE(stepped) << testing::read_text(folder / "err");
+    EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::read_text(folder / "err");
+    const nlohmann::json died = nlohmann::json::parse(testing::read_text(reports / "rank-1.died.json"), nullptr, false);
+    ASSERT_TRUE(died.is_object()) << testing::read_text(folder / "err");
+    EXPECT_EQ(died["rank"], 1);
+    EXPECT_EQ(died["signal"], SIGKILL);
+    EXPECT_EQ(died["pid"], rank);
+    EXPECT_EQ(died["host"], host_name());
+    EXPECT_TRUE(died["time_s"].is_number());
+    EXPECT_FALSE(std::filesystem::exists(reports / "rank-0.died.json"))
+        << testing::read_text(reports / "rank-0.died.json");
+    EXPECT_TRUE(testing::all_gone(processes, std::chrono::seconds(60)));
 }
 
 // SIGKILL while a checkpoint is being written (its temporary has appeared) leaves the previous,
