@@ -219,8 +219,9 @@ void add_run_cost_flags(CLI::App& cmd, RunCostFlags& flags, std::vector<CLI::Opt
                                        "With --storage fsx-lustre: the throughput tier, 125, 250, 500 or 1000 MB/s per "
                                        "TiB (default 125)")),
         cmd.add_option("--eval-every", flags.eval_every_epochs,
-                       "An evaluation pass over the validation images after every this many epochs (default 0: "
-                       "none; 1 as torchvision's reference script, 4 as MLPerf)"),
+                       "An evaluation pass over the validation images after every this many epochs, 0 for none "
+                       "(default: the recipe's with --target-top1, every 4 for mlperf-lars, else none; 1 as "
+                       "torchvision's reference script)"),
         cmd.add_option("--eval-images", flags.eval_images,
                        "Validation images per evaluation pass (default: ImageNet-1k's 50,000; 0: none)"),
         cmd.add_option("--startup", flags.startup,

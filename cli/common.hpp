@@ -59,7 +59,7 @@ struct RunCostFlags {
     std::string storage = "none";
     double storage_tib = 0;
     double storage_tier_MBps_per_TiB = 0;
-    int eval_every_epochs = Scenario{}.eval_every_epochs;
+    std::optional<int> eval_every_epochs;  ///< not given: the recipe's cadence, else none
     int eval_images = Scenario{}.eval_images;
     std::string startup;  ///< a duration; empty: the calibration's
 

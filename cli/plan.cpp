@@ -121,6 +121,7 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
         out << " (no price by the hour)";
     }
     out << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << bottleneck_text(p) << "\n";
+    if (p.spot.elastic) out << "  " << elastic_spot_text(p) << "\n";
     if (confidence != 0.5) {
         out << "  at " << percent_text(confidence) << " confidence: done within "
             << format_duration(plan.at_confidence.time_to_train_s);

@@ -119,6 +119,7 @@ private:
             out << " (" << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ")";
         }
         out << "; never interrupted: " << format_duration(x.uninterrupted_time_s) << "\n";
+        if (x.elastic) out << "  " << elastic_spot_text(p) << "\n";
         if (deadline_s_) {
             out << "  probability to finish by the deadline of " << format_duration(*deadline_s_) << ": "
                 << format_chance(finish_probability(p)) << "\n";

@@ -165,6 +165,17 @@ std::string epochs_source_of(const Prediction& p) {
     return epochs_source(Convergence::built_in(), p.epochs_recipe, p.epochs_basis);
 }
 
+/// The same spot run elastic (eq. X7): null where its cluster cannot shrink or it never finishes so.
+nlohmann::json elastic_spot_json(const Prediction& p) {
+    const SpotRun& x = p.spot;
+    if (!x.elastic) return nullptr;
+    return {{"throughput_ratio", x.elastic_throughput_ratio},
+            {"loss_per_interruption_s", x.elastic_loss_per_interruption_s},
+            {"expected_interruptions", x.elastic_expected_interruptions},
+            {"time_to_train_s", x.elastic_time_to_train_s},
+            {"cost_usd", p.priced ? nlohmann::json(x.elastic_cost_usd) : nlohmann::json(nullptr)}};
+}
+
 /// A spot run's interruptions (docs/cli.md, predict's `spot` key): null where no interruption rate is
 /// known.
 nlohmann::json spot_json(const Prediction& p) {
@@ -181,7 +192,23 @@ nlohmann::json spot_json(const Prediction& p) {
             {"loss_per_interruption_s", x.loss_per_interruption_s},
             {"expected_lost_work_s", x.expected_lost_work_s},
             {"expected_downtime_s", x.expected_downtime_s},
-            {"uninterrupted_time_s", x.uninterrupted_time_s}};
+            {"uninterrupted_time_s", x.uninterrupted_time_s},
+            {"elastic", elastic_spot_json(p)}};
+}
+
+std::string elastic_spot_text(const Prediction& p) {
+    const SpotRun& x = p.spot;
+    if (!x.elastic) return "";
+    auto change = [](double to, double from) {
+        const double percent = 100.0 * (to / from - 1.0);
+        return std::string(percent < 0 ? "-" : "+") + format_number(std::abs(percent), 2) + "%";
+    };
+    std::string text = "elastic (go on without a lost node until its replacement joins, seed 003): " +
+                       format_duration(x.elastic_time_to_train_s);
+    if (p.priced) text += ", " + format_dollars(x.elastic_cost_usd);
+    text += " (" + change(x.elastic_time_to_train_s, p.time_to_train_s) + " time";
+    if (p.priced && p.cost_usd > 0) text += ", " + change(x.elastic_cost_usd, p.cost_usd) + " cost";
+    return text + " against waiting; " + format_duration(x.elastic_loss_per_interruption_s) + " lost per interruption)";
 }
 
 bool cold_first_epoch(const Prediction& p) {
@@ -271,6 +298,8 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     // parts; the store's figures with a store only (absent otherwise, as `spot` is).
     j["evaluation_s"] = p.evaluation_s;
     j["evaluations"] = p.evaluations;
+    j["eval_every_epochs"] = p.eval_every_epochs;
+    j["eval_every_source"] = p.eval_every_epochs == 0 ? "none" : p.eval_every_from_recipe ? "recipe" : "--eval-every";
     j["cluster_usd"] = money(p.cluster_usd);
     j["storage_usd"] = p.storage_usd;
     j["data_transfer_usd"] = p.data_transfer_usd;
@@ -379,7 +408,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     row("start-up", [](const Scenario&, const Prediction& p) { return format_duration(p.startup_s); });
     row("evaluation", [](const Scenario&, const Prediction& p) {
         if (!(p.evaluations > 0)) return std::string("none");
-        return format_number(p.evaluations, 4) + " passes x " + format_duration(p.evaluation_s);
+        return format_number(p.evaluations, 4) + " passes x " + format_duration(p.evaluation_s) + ", every " +
+               (p.eval_every_epochs == 1 ? std::string("epoch") : std::to_string(p.eval_every_epochs) + " epochs") +
+               (p.eval_every_from_recipe ? " (the recipe's)" : "");
     });
     row("time to train", [](const Scenario&, const Prediction& p) { return format_duration(p.time_to_train_s); });
     row("  95% band", [](const Scenario&, const Prediction& p) {

@@ -51,6 +51,11 @@ inline constexpr SweepColumn kStoreAndSpotColumns[] = {{"storage", ColumnType::t
                                                        {"checkpoint_interval_s", ColumnType::number},
                                                        {"spot_replacement_wait_s", ColumnType::number}};
 
+/// The evaluation's cadence and size (issue 45 item 4), last: the epochs between passes the row
+/// priced (--eval-every's, else its recipe's, 0 for none) and the images of each pass.
+inline constexpr SweepColumn kEvaluationColumns[] = {{"eval_every_epochs", ColumnType::count},
+                                                     {"eval_images", ColumnType::count}};
+
 /// The scenario's cells; gpus_per_node as resolved when known, batch_per_gpu none when 0 (a global
 /// batch that its GPUs do not divide).
 template <typename Cells>
@@ -116,11 +121,12 @@ void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) 
 
 /// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
 /// figures (kPredictionFigures, under their --json names), what ran, then the run's costs around its
-/// iterations (kRunCostFigures) and the store and spot columns (kStoreAndSpotColumns; both of issue
-/// 45, added last so that earlier columns keep their places).
-inline constexpr std::size_t kSweepColumnCount = std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) +
-                                                 std::size(detail::kOutcomeColumns) + std::size(kRunCostFigures) +
-                                                 std::size(detail::kStoreAndSpotColumns);
+/// iterations (kRunCostFigures), the store and spot columns (kStoreAndSpotColumns) and the
+/// evaluation's (kEvaluationColumns; all of issue 45, added last so that earlier columns keep their
+/// places).
+inline constexpr std::size_t kSweepColumnCount =
+    std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) +
+    std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -130,6 +136,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const SweepColumn& c : detail::kOutcomeColumns) columns[i++] = c;
     for (const PredictionFigure& f : kRunCostFigures) columns[i++] = {f.name, ColumnType::number};
     for (const SweepColumn& c : detail::kStoreAndSpotColumns) columns[i++] = c;
+    for (const SweepColumn& c : detail::kEvaluationColumns) columns[i++] = c;
     return columns;
 }
 
@@ -155,6 +162,8 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
         p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
     }
     detail::store_and_spot_cells(result.scenario, &p, cells);
+    cells.count(p.eval_every_epochs);
+    cells.count(result.scenario.eval_images);
 }
 
 /// A combination the model rejected: the scenario as given, `feasible` false, the reason, none
@@ -170,6 +179,8 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
         cells.none();
     }
     detail::store_and_spot_cells(scenario, nullptr, cells);
+    scenario.eval_every_epochs ? cells.count(*scenario.eval_every_epochs) : cells.none();
+    cells.count(scenario.eval_images);
 }
 
 }  // namespace epochcast::cli

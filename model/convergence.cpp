@@ -9,6 +9,7 @@
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
 #include "model/prediction.hpp"
+#include "model/storage.hpp"
 #include "model/text_io.hpp"
 
 namespace epochcast {
@@ -73,6 +74,12 @@ Recipe parse_recipe(const json& entry, const std::string& where) {
     if (extrapolate == entry.end() || !extrapolate->is_boolean())
         throw InputError(here + ": 'extrapolate' must be true or false");
     r.extrapolate = extrapolate->get<bool>();
+    if (entry.contains("eval_every_epochs")) {
+        const double every = number_field(entry, "eval_every_epochs", here, 0, kMaxEvalEveryEpochs);
+        if (every != std::floor(every)) throw InputError(here + ": 'eval_every_epochs' must be a whole number");
+        r.eval_every_epochs = static_cast<int>(every);
+        r.eval_source = string_field(entry, "eval_source", here);
+    }
     const auto points = entry.find("points");
     if (points == entry.end() || !points->is_array() || points->size() < 2) {
         throw InputError(here + ": 'points' must be an array of at least two published results");

@@ -48,6 +48,10 @@ struct Recipe {
     /// Beyond the largest published batch the epochs follow eq. K2 up to kMaxExtrapolation times
     /// that batch (true), or the recipe is not extrapolated at all (false).
     bool extrapolate = false;
+    /// Its evaluation cadence, epochs between passes over the validation set, where its code
+    /// publishes one (the default of --eval-every with --target-top1: eq. E2); 0: none published.
+    int eval_every_epochs = 0;
+    std::string eval_source;          ///< where that cadence is published
     std::vector<RecipePoint> points;  ///< increasing global batch, at least two
     NoiseScaleLaw law;                ///< eq. K2 fitted to the points once, when `extrapolate`
 

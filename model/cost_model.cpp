@@ -697,7 +697,9 @@ void check_run_cost_limits(const Scenario& scenario) {
                          shortest(scenario.storage_tier_MBps_per_TiB) + ")");
     }
     check_count("--eval-images", scenario.eval_images, 0, kMaxEvalImages, "evaluation images");
-    check_count("--eval-every", scenario.eval_every_epochs, 0, kMaxEvalEveryEpochs, "epochs between evaluations");
+    if (scenario.eval_every_epochs) {
+        check_count("--eval-every", *scenario.eval_every_epochs, 0, kMaxEvalEveryEpochs, "epochs between evaluations");
+    }
     if (scenario.startup_s != -1 && !(scenario.startup_s >= 0 && scenario.startup_s <= kMaxCheckpointIntervalS)) {
         throw InputError("--startup must be a duration of 0 to 3650d (got " + shortest(scenario.startup_s) + " s)");
     }
@@ -881,6 +883,17 @@ NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_ad
     return {{ParameterKind::fabric_efficiency, index}, params.efficiency};
 }
 
+/// Eq. E2's K: --eval-every where given, else the cadence of the recipe the epochs come from
+/// (--target-top1) where it publishes one, else none.
+void set_evaluation_cadence(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario) {
+    r.eval_every_from_recipe = !scenario.eval_every_epochs && r.epochs_recipe >= 0 &&
+                               convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs > 0;
+    r.eval_every_epochs = scenario.eval_every_epochs ? *scenario.eval_every_epochs
+                          : r.eval_every_from_recipe
+                              ? convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs
+                              : 0;
+}
+
 void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch) {
     r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
     if (scenario.target_top1_percent != 0) {
@@ -981,7 +994,7 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
         store_images_per_s_per_gpu(r.storage_deliverable_Bps, r.image_bytes, r.nodes * r.gpus_per_node);
     // The page cache (eq. F7): what each node's RAM may hold of the images the run reads (the
     // validation set too where it evaluates) serves that share of its reads once warm.
-    const double read_bytes = train_bytes + (scenario.eval_every_epochs > 0 ? eval_bytes : 0.0);
+    const double read_bytes = train_bytes + (r.eval_every_epochs > 0 ? eval_bytes : 0.0);
     r.page_cache_hit_fraction =
         page_cache_hit_fraction(spec.page_cache_fraction_of_ram * worker.memory_gib * kBytesPerGiB, read_bytes);
     r.storage_images_per_s_per_gpu =
@@ -1278,7 +1291,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.checkpoint_s = checkpoint_bytes / (calibration_.checkpoint_write_GBps * 1e9);
     r.startup_s = scenario.startup_s >= 0 ? scenario.startup_s : calibration_.startup_s;  // eq. L1
     r.eval_images = scenario.eval_images;                                                 // eqs. E1, E2
-    r.eval_every_epochs = scenario.eval_every_epochs;
+    set_evaluation_cadence(r, *convergence_, scenario);
 
     // The data (eqs. F1-F6)
     set_storage(r, scenario, instance, checkpoint_bytes);
@@ -1412,6 +1425,8 @@ void apply_run_costs(const ResolvedScenario& s, Prediction& p) noexcept {
     p.evaluation_s = evaluation_pass_s(s.eval_images, gpus, s.batch_per_gpu,
                                        compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu), data_s);
     p.evaluations = evaluations(s.epochs, s.eval_every_epochs);
+    p.eval_every_epochs = s.eval_every_epochs;
+    p.eval_every_from_recipe = s.eval_every_from_recipe;
     p.staging_s = s.staging_s;
     if (s.storage != Store::none) {
         // Eq. F1 at the throughput the GPUs and the loader would reach with no store bound.
@@ -1595,6 +1610,33 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     p.time_to_train_interval = {std::min(p.time_to_train_s, s.staging_s + s.startup_s + low_s),
                                 std::max(p.time_to_train_s, s.staging_s + s.startup_s + high_s)};
     p.cost_interval = cost_band(s, p);
+    apply_elastic_spot(s, p);
+}
+
+void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
+    SpotRun& x = p.spot;
+    if (s.nodes < 2 || s.ps_nodes > 0) return;  // nothing to shrink to, or servers that must stay
+    // One node missing at a time: a node is lost again within the wait for its replacement less
+    // often than not (lambda W < 1), which also keeps the cost below the whole cluster's.
+    if (!(x.interruptions_per_node_hour / 3600.0 * x.replacement_wait_s < 1.0)) return;
+    ResolvedScenario smaller = s;
+    smaller.nodes = s.nodes - 1;
+    const double smaller_images_per_s =
+        static_cast<double>(smaller.nodes) * s.gpus_per_node * s.batch_per_gpu / iteration_times(smaller).iteration_s;
+    x.elastic_throughput_ratio = std::min(1.0, smaller_images_per_s / p.throughput_images_per_s);
+    x.elastic_loss_per_interruption_s = elastic_loss_per_interruption_s(
+        x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s, x.elastic_throughput_ratio);
+    const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
+    const double expected_s =
+        spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.elastic_loss_per_interruption_s);
+    if (!std::isfinite(expected_s)) return;
+    x.elastic = true;
+    x.elastic_expected_interruptions = rate_per_s * expected_s;
+    x.elastic_time_to_train_s = s.staging_s + s.startup_s + expected_s;
+    // Each lost node is not paid for while the run waits without it (the others are).
+    const double node_usd_per_s = s.cluster_usd_per_hour / 3600.0 / s.nodes;
+    x.elastic_cost_usd = run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
+                         x.elastic_expected_interruptions * x.replacement_wait_s * node_usd_per_s;
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {

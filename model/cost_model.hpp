@@ -124,6 +124,7 @@ struct ResolvedScenario {
     double startup_s = 0;                        ///< launch to first iteration, seconds (eq. L1)
     double eval_images = 0;                      ///< images per evaluation pass (eq. E1)
     int eval_every_epochs = 0;                   ///< an evaluation after every this many epochs; 0: never (eq. E2)
+    bool eval_every_from_recipe = false;         ///< eval_every_epochs is the recipe's cadence (not --eval-every)
     // The data (eqs. F1-F6): all zero, and the store's images/s infinite, for Store::none
     Store storage = Store::none;
     /// What the store feeds one GPU once each node's page cache is warm (eqs. F3, F7), images/s;
@@ -378,6 +379,9 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 /// makes the time to train, the cost and their bands the expected run's; infinite where it never
 /// finishes (SpotRun::finishes false). apply_schedule() calls it for a resolved spot_modelled scenario.
 void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept;
+/// Eq. X7 beside apply_spot's fixed cluster: the same spot run elastic (SpotRun::elastic...), where
+/// its cluster can shrink. Called by apply_spot.
+void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept;
 
 /// Refuse a scenario past the limits epochcast models (model/scenario.hpp, docs/model.md "Limits")
 /// or below their floor, before any product is formed: nodes 1..kMaxNodes, GPUs per node 0 (all)

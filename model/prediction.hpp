@@ -45,6 +45,15 @@ struct SpotRun {
     double expected_lost_work_s = 0;               ///< interruptions x tau/2: work done again
     double expected_downtime_s = 0;                ///< interruptions x (R + W)
     double uninterrupted_time_s = 0;               ///< the same run never interrupted: start-up + a
+    /// The same run elastic (eq. X7, seed 003): it goes on without a lost node until its replacement
+    /// joins. Only where the cluster can shrink (2 nodes or more, no dedicated parameter servers),
+    /// one node is missing at a time (lambda W < 1) and the run finishes both ways.
+    bool elastic = false;
+    double elastic_throughput_ratio = 0;         ///< eta: N - 1 nodes' throughput over N's
+    double elastic_loss_per_interruption_s = 0;  ///< d_e = 2 R + tau/2 + W (1 - eta)
+    double elastic_expected_interruptions = 0;   ///< N lambda E[T_e]
+    double elastic_time_to_train_s = 0;          ///< staging + start-up + E[T_e] = a / (1 - N lambda d_e)
+    double elastic_cost_usd = 0;                 ///< the cluster over that time, less the lost nodes' waits
 };
 
 struct Prediction {
@@ -108,10 +117,12 @@ struct Prediction {
     Interval cost_interval;           ///< US dollars
 
     // What the run costs around its iterations (issue 45, items 2-4; docs/model.md, eqs. E1, E2, F1-F6)
-    Store storage = Store::none;    ///< where the images are read from (none: not modelled)
-    double evaluation_s = 0;        ///< one evaluation pass of the validation images (eq. E1)
-    double evaluations = 0;         ///< passes in the run (eq. E2)
-    double staging_s = 0;           ///< copying the dataset from S3 to the store before training (eq. F4)
+    Store storage = Store::none;          ///< where the images are read from (none: not modelled)
+    double evaluation_s = 0;              ///< one evaluation pass of the validation images (eq. E1)
+    double evaluations = 0;               ///< passes in the run (eq. E2)
+    int eval_every_epochs = 0;            ///< eq. E2's K: epochs between passes; 0: none
+    bool eval_every_from_recipe = false;  ///< K is the recipe's cadence (--target-top1), not --eval-every
+    double staging_s = 0;                 ///< copying the dataset from S3 to the store before training (eq. F4)
     double demanded_read_GBps = 0;  ///< what the GPUs and loaders would read with no store bound, 10^9 B/s (eq. F1)
     double storage_read_GBps = 0;   ///< what the store delivers the cluster, 10^9 bytes/s (eq. F2); 0: no bound
     /// The first epoch, every node's page cache cold (eqs. F3, F7, F8): its throughput (the steady one

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/types.hpp"
@@ -84,9 +85,11 @@ struct Scenario {
     double storage_tib = 0;       ///< fsx-lustre: capacity provisioned, TiB; 0: the store's default (1.2)
     double storage_tier_MBps_per_TiB = 0;  ///< fsx-lustre: throughput tier; 0: the store's default (125)
     int eval_images = 50'000;              ///< validation images per evaluation pass (ImageNet-1k's val set); 0: none
-    /// An evaluation pass after every this many epochs; 0: never (the default: seed 000's measured
-    /// times to train hold no evaluation every epoch; docs/model.md, "Evaluation")
-    int eval_every_epochs = 0;
+    /// An evaluation pass after every this many epochs; 0: never. Not given: the recipe's cadence
+    /// where the epochs come from a recipe that publishes one (--target-top1; mlperf-lars every 4),
+    /// else never (seed 000's measured times to train hold no evaluation every epoch; docs/model.md,
+    /// "Evaluation")
+    std::optional<int> eval_every_epochs;
     double startup_s = -1;  ///< launch to first iteration, seconds; -1: the calibration's (eq. L1)
 };
 

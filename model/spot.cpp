@@ -42,6 +42,11 @@ double loss_per_interruption_s(double restart_s, double replacement_wait_s, doub
     return restart_s + replacement_wait_s + checkpoint_interval_s / 2.0;
 }
 
+double elastic_loss_per_interruption_s(double restart_s, double replacement_wait_s, double checkpoint_interval_s,
+                                       double smaller_throughput_ratio) {
+    return 2.0 * restart_s + checkpoint_interval_s / 2.0 + replacement_wait_s * (1.0 - smaller_throughput_ratio);
+}
+
 double checkpointed_work_s(double work_s, double checkpoint_write_s, double checkpoint_interval_s) {
     return work_s * (1.0 + checkpoint_write_s / checkpoint_interval_s);
 }

@@ -26,6 +26,12 @@ double interruptions_per_node_hour(double monthly_fraction);
 /// d = R + W + tau / 2.
 double loss_per_interruption_s(double restart_s, double replacement_wait_s, double checkpoint_interval_s);
 
+/// What one interruption costs an elastic run instead (eq. X7; seed 003's dynamic training), which
+/// goes on without the lost node rather than waiting for its replacement: a restart on the N - 1
+/// nodes left, the work since the last checkpoint, the wait at the smaller cluster's share `eta` of
+/// the throughput, and a second restart when the replacement joins. d_e = 2 R + tau / 2 + W (1 - eta).
+double elastic_loss_per_interruption_s(double restart_s, double replacement_wait_s, double checkpoint_interval_s,
+                                       double smaller_throughput_ratio);
 /// The run's work with a checkpoint written every `checkpoint_interval_s` of it (eq. X2):
 /// a = work x (1 + C / tau).
 double checkpointed_work_s(double work_s, double checkpoint_write_s, double checkpoint_interval_s);

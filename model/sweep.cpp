@@ -81,6 +81,15 @@ std::string duration_text(const json& value) {
     return value.get<std::string>();
 }
 
+/// `value`, once predict's `check` of a scenario with it as `field` (the defaults otherwise) passes.
+template <typename Field>
+Field checked_on_probe(Field Scenario::*field, Field value, void (*check)(const Scenario&)) {
+    Scenario probe;
+    probe.*field = value;
+    check(probe);
+    return value;
+}
+
 /// What `check` returns, a check of predict's own run on the value of its flag; the message it
 /// throws, which names the flag, follows "is refused: " (parse_list puts the key and the value first).
 template <typename Check>
@@ -112,6 +121,9 @@ std::array<std::size_t, kSweepFields.size()> SweepSpec::lengths() const {
             storage.size(),
             storage_tib.size(),
             storage_tier_MBps_per_TiB.size(),
+            eval_every_epochs.size(),
+            eval_images.size(),
+            startup_s.size(),
             instance.size(),
             gpus_per_node.size(),
             std::max<std::size_t>(strategy.size(), 1),
@@ -153,6 +165,9 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     const std::size_t strategy_digit = digit(std::max<std::size_t>(strategy.size(), 1));
     s.gpus_per_node = gpus_per_node[digit(gpus_per_node.size())];
     s.instance = instance[digit(instance.size())];
+    s.startup_s = startup_s[digit(startup_s.size())];
+    s.eval_images = eval_images[digit(eval_images.size())];
+    s.eval_every_epochs = eval_every_epochs[digit(eval_every_epochs.size())];
     const double tier = storage_tier_MBps_per_TiB[digit(storage_tier_MBps_per_TiB.size())];
     const double tib = storage_tib[digit(storage_tib.size())];
     s.storage = storage[digit(storage.size())];
@@ -244,10 +259,7 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     // The spot keys as predict reads --spot-interruptions-per-node-hour, --checkpoint-every and
     // --spot-replacement-wait (cli/common.cpp, SpotFlags), and check_spot_limits on a probe.
     auto spot_limits = [](double Scenario::*field, double value) {
-        Scenario probe;
-        probe.*field = value;
-        check_spot_limits(probe);
-        return value;
+        return checked_on_probe(field, value, check_spot_limits);
     };
     if (given("spot_interruptions_per_node_hour")) {
         out.spot_interruptions_per_node_hour =
@@ -336,6 +348,33 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
                              "\" applies to fsx-lustre rows only: list \"fsx-lustre\" in \"storage\"");
         }
     }
+    // Evaluation and start-up as predict reads --eval-every, --eval-images and --startup, with
+    // check_run_cost_limits on a probe.
+    constexpr std::int64_t kIntLowest = std::numeric_limits<int>::min(), kIntHighest = std::numeric_limits<int>::max();
+    auto run_cost_limits = [](auto Scenario::*field, auto value) {
+        return checked_on_probe(field, value, check_run_cost_limits);
+    };
+    if (given("eval_every")) {
+        out.eval_every_epochs =
+            parse_list<std::optional<int>>(spec, "eval_every", origin, [&run_cost_limits](const json& v) {
+                const int every = static_cast<int>(integer(v, kIntLowest, kIntHighest));
+                return as_predict_refuses(
+                    [&] { return run_cost_limits(&Scenario::eval_every_epochs, std::optional<int>(every)); });
+            });
+    }
+    if (given("eval_images")) {
+        out.eval_images = parse_list<int>(spec, "eval_images", origin, [&run_cost_limits](const json& v) {
+            const int images = static_cast<int>(integer(v, kIntLowest, kIntHighest));
+            return as_predict_refuses([&] { return run_cost_limits(&Scenario::eval_images, images); });
+        });
+    }
+    if (given("startup")) {
+        out.startup_s = parse_list<double>(spec, "startup", origin, [&run_cost_limits](const json& v) {
+            const std::string duration = duration_text(v);
+            return as_predict_refuses(
+                [&] { return run_cost_limits(&Scenario::startup_s, parse_duration_or_zero_s(duration, "--startup")); });
+        });
+    }
     if (given("instance")) {
         out.instance = parse_list<std::string>(spec, "instance", origin, [&catalog](const json& v) {
             const InstanceSpec& instance = catalog.instance(text(v));
@@ -390,12 +429,13 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     for (std::size_t n : out.lengths()) {
         product *= static_cast<double>(n);
     }
-    // A row of CSV is about 360 bytes: 10^9 rows are some 360 GB already, and more is a spec that
-    // lists more than anyone means to read.
+    // 10^9 rows are some 500 GB of CSV already, and more is a spec that lists more than anyone
+    // means to read.
     if (product > kMaxSweepRows) {
         throw InputError(std::string(origin) + ": the cross product has " + format_count(product) +
                          " combinations, more than " + format_count(kMaxSweepRows) + " (about " +
-                         format_count(product * 360 / 1e12) + " TB of CSV): narrow a list, or split the spec");
+                         format_count(product * kSweepCsvBytesPerRow / 1e12) +
+                         " TB of CSV): narrow a list, or split the spec");
     }
     return out;
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +21,9 @@ namespace epochcast {
 
 /// The spec's keys, in the order of the cross product (the last varies fastest).
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
-/// The store's and spot's keys take predict's flags' names (--storage-tib: storage_tib).
-inline constexpr std::array<std::string_view, 28> kSweepFields = {
+/// The store's, spot's, evaluation's and start-up's keys take predict's flags' names (--storage-tib:
+/// storage_tib, --eval-every: eval_every).
+inline constexpr std::array<std::string_view, 31> kSweepFields = {
     "model",
     "image_size",
     "classes",
@@ -39,6 +41,9 @@ inline constexpr std::array<std::string_view, 28> kSweepFields = {
     "storage",
     "storage_tib",
     "storage_tier",
+    "eval_every",
+    "eval_images",
+    "startup",
     "instance",
     "gpus_per_node",
     "strategy",
@@ -52,7 +57,11 @@ inline constexpr std::array<std::string_view, 28> kSweepFields = {
     "global_batch",
 };
 
-/// The most combinations a sweep spec may have: 10^9 rows, some 360 GB of CSV.
+/// A row of the sweep's CSV, bytes, about (its 80 columns: 461 to 541 bytes a row, 499 on average,
+/// over 72 rows of p3.16xlarge, p4d.24xlarge and p5.48xlarge on 1 to 32 nodes, on demand and spot,
+/// with and without fsx-lustre): what a spec's size is told in.
+inline constexpr double kSweepCsvBytesPerRow = 500;
+/// The most combinations a sweep spec may have: 10^9 rows, some 500 GB of CSV.
 inline constexpr double kMaxSweepRows = 1e9;
 
 /// Every key's list of values. A key the spec leaves out has the Scenario's default as its one
@@ -80,6 +89,11 @@ struct SweepSpec {
     /// throughput tier in MB/s per TiB; 0: the store's default.
     std::vector<double> storage_tib{0};
     std::vector<double> storage_tier_MBps_per_TiB{0};
+    /// As predict's --eval-every (nullopt: the recipe's cadence with a target, else none),
+    /// --eval-images and --startup (seconds; -1: the calibration's).
+    std::vector<std::optional<int>> eval_every_epochs{Scenario{}.eval_every_epochs};
+    std::vector<int> eval_images{Scenario{}.eval_images};
+    std::vector<double> startup_s{Scenario{}.startup_s};
     std::vector<std::string> instance{"p5.48xlarge"};
     std::vector<int> gpus_per_node{0};         ///< 0: all the instance has
     std::vector<Strategy> strategy;            ///< empty: by the instance (see above)

@@ -682,12 +682,24 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(p.gpus)
                              .arg(p.global_batch)
                              .arg(p.priced ? dollars(p.cluster_usd_per_hour) + "/h" : tr("no price by the hour")));
-    // Start-up, evaluation passes, the staging copy and the cost's parts (issue 45; docs/model.md,
-    // eqs. L1, E1, E2, F1-F8).
+    // Start-up, evaluation passes, the staging copy, spot's interruptions and the cost's parts
+    // (issue 45; docs/model.md, eqs. L1, E1, E2, F1-F8, X1-X4).
     QString around = tr("start-up %1").arg(format_seconds(p.startup_s));
-    around += p.evaluations > 0
-                  ? tr(", %1 evaluations x %2").arg(p.evaluations, 0, 'f', 0).arg(format_seconds(p.evaluation_s))
-                  : tr(", no evaluation");
+    around += p.evaluations > 0 ? tr(", %1 evaluations x %2 (every %3 epochs%4)")
+                                      .arg(p.evaluations, 0, 'f', 0)
+                                      .arg(format_seconds(p.evaluation_s))
+                                      .arg(p.eval_every_epochs)
+                                      .arg(p.eval_every_from_recipe ? tr(", the recipe's") : QString())
+                                : tr(", no evaluation");
+    if (p.spot.modelled) {
+        around += tr("; spot: %1 interruptions expected (%2 per node-hour), %3 of work lost and %4 down, "
+                     "checkpoint every %5")
+                      .arg(p.spot.expected_interruptions, 0, 'f', 1)
+                      .arg(p.spot.interruptions_per_node_hour, 0, 'g', 3)
+                      .arg(format_seconds(p.spot.expected_lost_work_s))
+                      .arg(format_seconds(p.spot.expected_downtime_s))
+                      .arg(format_seconds(p.spot.checkpoint_interval_s));
+    }
     if (p.storage != Store::none) {
         around += tr("; %1: staging %2, reads %3 of %4 GB/s; storage %5, data transfer %6")
                       .arg(q(to_string(p.storage)))

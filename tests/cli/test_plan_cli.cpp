@@ -355,6 +355,13 @@ TEST(PlanCli, SpotWinsWhenInterruptionsAreRareAndLosesWhenTheyEatTheDiscount) {
     ASSERT_TRUE(cheap["spot"].is_object());
     EXPECT_GT(cheap["spot"]["expected_interruptions"].get<double>(), 0);
     EXPECT_LT(cheap["spot"]["expected_interruptions"].get<double>(), 0.1);
+    // With it, the elastic alternative (eq. X7), in the JSON and in the text.
+    EXPECT_TRUE(cheap["spot"]["elastic"].is_object()) << cheap["spot"].dump();
+    const ProcessResult text = run_epochcast("plan --deadline 3h --instance p3.16xlarge --nodes 64 --spot");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("elastic (go on without a lost node until its replacement joins, seed 003): "),
+              std::string::npos)
+        << text.out;
 
     const ProcessResult often = run_epochcast(
         "plan --deadline 3h --instance p3.16xlarge --nodes 64 --spot --spot-interruptions-per-node-hour 0.12 --json");

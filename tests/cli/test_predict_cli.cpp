@@ -442,11 +442,19 @@ TEST(PredictCli, ATargetAccuracyMakesTheEpochsAnOutputWithTheirSource) {
     EXPECT_EQ(json["epochs_interval"]["low"], 35);
     EXPECT_EQ(json["global_batch_beyond_published"], false);
     EXPECT_EQ(json["scenario"]["recipe"], "mlperf-lars");
+    // The recipe's evaluation every 4 epochs is in the time (issue 45): 8 passes in 35 epochs.
+    EXPECT_EQ(json["eval_every_epochs"], 4);
+    EXPECT_EQ(json["eval_every_source"], "recipe");
+    EXPECT_EQ(json["evaluations"], 8);
     const double time = json["time_to_train_s"];
-    EXPECT_NEAR(time, json["startup_s"].get<double>() + 35 * json["epoch_s"].get<double>(), 1e-6 * time);
+    EXPECT_NEAR(
+        time,
+        json["startup_s"].get<double>() + 35 * json["epoch_s"].get<double>() + 8 * json["evaluation_s"].get<double>(),
+        1e-6 * time);
     const auto given = nlohmann::json::parse(run_in_process({"predict", "--nodes", "2", "--json"}));
     EXPECT_EQ(given["epochs"], 90);
     EXPECT_EQ(given["epochs_source"], "--epochs");
+    EXPECT_EQ(given["eval_every_source"], "none");
     // The plan issue 24 found, 196,608 images per iteration, is flagged in the JSON and the table.
     const std::vector<std::string> big = {"predict", "--instance",      "p4d.24xlarge", "--nodes",
                                           "48",      "--batch-per-gpu", "512"};
@@ -544,7 +552,8 @@ TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
     const testing::ProcessResult text = run_epochcast(run + " --deadline 40min");
     ASSERT_EQ(text.exit_code, 0) << text.err;
     for (const char* words : {"interruptions an hour over the cluster", "of work lost", "recommended: every",
-                              "expected time", "probability to finish by the deadline of 40.0 min"}) {
+                              "expected time", "probability to finish by the deadline of 40.0 min",
+                              "elastic (go on without a lost node until its replacement joins, seed 003): "}) {
         EXPECT_NE(text.out.find(words), std::string::npos) << words << "\n" << text.out;
     }
     const testing::ProcessResult json = run_epochcast(run + " --deadline 40min --json");
@@ -560,6 +569,13 @@ TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
     EXPECT_GT(j["time_to_train_s"].get<double>(), spot["uninterrupted_time_s"].get<double>());
     EXPECT_NEAR(j["cost_usd"].get<double>(),
                 j["time_to_train_s"].get<double>() / 3600 * j["cluster_usd_per_hour"].get<double>(), 1e-6);
+    // The same run elastic (eq. X7): faster and cheaper than waiting for each replacement here.
+    const nlohmann::json& elastic = spot["elastic"];
+    ASSERT_TRUE(elastic.is_object()) << spot.dump();
+    EXPECT_LT(elastic["time_to_train_s"].get<double>(), j["time_to_train_s"].get<double>());
+    EXPECT_LT(elastic["cost_usd"].get<double>(), j["cost_usd"].get<double>());
+    EXPECT_NEAR(elastic["expected_interruptions"].get<double>(),
+                rate_per_s * (elastic["time_to_train_s"].get<double>() - j["startup_s"].get<double>()), 1e-9);
     const double p = j["deadline"]["finish_probability"].get<double>();
     EXPECT_GT(p, 0);
     EXPECT_LE(p, 1);

@@ -346,11 +346,11 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     const ProcessResult r = run_epochcast("sweep " + spec.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
-    const std::vector<std::string> last(header.end() - 9, header.end());
+    const std::vector<std::string> last(header.end() - 11, header.end());
     EXPECT_EQ(last, (std::vector<std::string>{"first_epoch_images_per_s", "storage", "storage_tib", "storage_tier",
                                               "first_epoch_bottleneck", "store_bound_epochs",
                                               "spot_interruptions_per_node_hour", "checkpoint_interval_s",
-                                              "spot_replacement_wait_s"}));
+                                              "spot_replacement_wait_s", "eval_every_epochs", "eval_images"}));
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
     for (std::size_t i : {0u, 1u}) {
@@ -368,6 +368,32 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
         EXPECT_EQ(rows[i].at("spot_interruptions_per_node_hour"), "60");
     }
     EXPECT_EQ(rows[3].at("checkpoint_interval_s"), "1800");
+}
+
+// Issue 45: the evaluation's keys cross as predict's flags, and the last columns say the cadence
+// each row priced: the recipe's every 4 epochs with --target-top1 unless eval_every says otherwise.
+TEST(SweepCli, EvaluationKeysAndColumns) {
+    TempFile spec(R"({"instance": "p4d.24xlarge", "nodes": 2, "eval_every": [0, 1], "eval_images": 10000,
+                      "startup": ["0", "10min"]})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = csv_rows(r.out);
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[0].at("eval_every_epochs"), "0");
+    EXPECT_EQ(rows[0].at("evaluations"), "0");
+    EXPECT_EQ(rows[0].at("startup_s"), "0");
+    EXPECT_EQ(rows[1].at("startup_s"), "600");
+    EXPECT_EQ(rows[2].at("eval_every_epochs"), "1");
+    EXPECT_EQ(rows[2].at("evaluations"), "90");
+    EXPECT_EQ(rows[2].at("eval_images"), "10000");
+    TempFile target(R"({"instance": "p4d.24xlarge", "nodes": 2})");
+    const ProcessResult t = run_epochcast("sweep " + target.path() + " --target-top1 75.9");
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    const auto recipe = csv_rows(t.out);
+    ASSERT_EQ(recipe.size(), 1u);
+    EXPECT_EQ(recipe[0].at("eval_every_epochs"), "4");
+    EXPECT_EQ(recipe[0].at("evaluations"),
+              std::to_string(static_cast<int>(std::floor(std::stod(recipe[0].at("epochs_to_train")) / 4))));
 }
 
 // A bad store or spot value in a spec stops the sweep before any row: exit 2, one line naming the

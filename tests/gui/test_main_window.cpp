@@ -124,6 +124,33 @@ TEST_F(Window, ChoosingPrecisionFrameworkAndPricingFollowsTheModel) {
     EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, direct(s).cost_usd);
 }
 
+// Issue 45 item 5: the run's costs around its iterations are in the window as in predict's output:
+// on spot the expected interruptions, the work lost and the checkpoint interval; with a target
+// accuracy the recipe's evaluation passes (mlperf-lars: every 4 epochs).
+TEST_F(Window, AroundTheRunShowsSpotsInterruptionsAndTheRecipesEvaluations) {
+    start_on_seed000_cluster();
+    auto* around = child<QLabel>(window, "runCosts");
+    EXPECT_TRUE(around->text().contains("no evaluation")) << around->text().toStdString();
+    EXPECT_FALSE(around->text().contains("spot:")) << around->text().toStdString();
+    child<QComboBox>(window, "pricing")->setCurrentText("spot");
+    const Prediction spot = direct(window.scenario());
+    ASSERT_TRUE(spot.spot.modelled);
+    const QString expected =
+        QString("spot: %1 interruptions expected").arg(spot.spot.expected_interruptions, 0, 'f', 1);
+    EXPECT_TRUE(around->text().contains(expected)) << around->text().toStdString();
+
+    Scenario target = window.scenario();
+    target.pricing = Pricing::on_demand;
+    target.target_top1_percent = 75.9;
+    target.recipe = "mlperf-lars";
+    window.setScenario(target);
+    const Prediction p = direct(window.scenario());
+    ASSERT_GT(p.evaluations, 0);
+    EXPECT_TRUE(around->text().contains(QString("%1 evaluations x").arg(p.evaluations, 0, 'f', 0)))
+        << around->text().toStdString();
+    EXPECT_TRUE(around->text().contains("every 4 epochs, the recipe's")) << around->text().toStdString();
+}
+
 TEST_F(Window, AnOwnedSystemCostsNaAndEveryPricingModelIsOffered) {
     auto* pricing = child<QComboBox>(window, "pricing");
     for (Pricing p : kAllPricings) EXPECT_GE(pricing->findText(QString::fromStdString(std::string(to_string(p)))), 0);

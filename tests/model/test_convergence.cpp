@@ -170,11 +170,12 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
     auto error = [](const std::string& text) { return error_of([&] { Convergence::parse(text, "r.json"); }); };
     const std::string point = R"({"global_batch": 256, "epochs": 90, "top1_percent": 76, "source": "s"})";
     const std::string later = R"({"global_batch": 512, "epochs": 90, "top1_percent": 76, "source": "s"})";
-    auto file = [&](const std::string& points, const std::string& default_recipe = "a") {
+    auto file = [&](const std::string& points, const std::string& default_recipe = "a",
+                    const std::string& evaluation = "") {
         return R"({"schema": "epochcast.convergence/1", "default_recipe": ")" + default_recipe +
                R"(", "recipes": [{"name": "a", "description": "d", "model": "resnet50", "dataset_images": 1281167,
-               "image_size": 224, "extrapolate": false, "points": [)" +
-               points + "]}]}";
+               "image_size": 224, "extrapolate": false, )" +
+               evaluation + R"("points": [)" + points + "]}]}";
     };
     EXPECT_EQ(error(file(point + "," + later)), "");
     EXPECT_NE(error("{").find("r.json"), std::string::npos);
@@ -182,6 +183,16 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
     EXPECT_NE(error(file(later + "," + point)).find("global batches must increase"), std::string::npos);
     EXPECT_NE(error(file(point)).find("at least two"), std::string::npos);
     EXPECT_NE(error(file(point + "," + later, "b")).find("'default_recipe' names no recipe"), std::string::npos);
+    // An evaluation cadence (issue 45): a whole number of epochs above 0, with its source.
+    const std::string both = point + "," + later;
+    EXPECT_EQ(error(file(both, "a", R"("eval_every_epochs": 4, "eval_source": "s", )")), "");
+    EXPECT_NE(error(file(both, "a", R"("eval_every_epochs": 0, "eval_source": "s", )"))
+                  .find("'eval_every_epochs' must be above 0"),
+              std::string::npos);
+    EXPECT_NE(error(file(both, "a", R"("eval_every_epochs": 2.5, "eval_source": "s", )"))
+                  .find("'eval_every_epochs' must be a whole number"),
+              std::string::npos);
+    EXPECT_NE(error(file(both, "a", R"("eval_every_epochs": 4, )")).find("'eval_source'"), std::string::npos);
     std::string negative = later;
     negative.replace(negative.find("90"), 2, "-9");
     EXPECT_NE(error(file(point + "," + negative)).find("'epochs' must be above 0"), std::string::npos);
@@ -209,11 +220,14 @@ TEST(Convergence, ATargetMakesTheEpochsAnOutputOfTheGlobalBatch) {
     EXPECT_EQ(b.global_batch, 32768);
     EXPECT_GT(b.epochs, 1.5 * a.epochs);
     EXPECT_FALSE(b.global_batch_beyond_published);
-    // Time to train and cost follow the epochs.
-    EXPECT_NEAR(b.time_to_train_s, b.startup_s + b.epochs * b.epoch_s, 1e-6 * b.time_to_train_s);
+    // Time to train and cost follow the epochs, with the recipe's evaluations (mlperf-lars: every 4).
+    EXPECT_EQ(b.evaluations, std::floor(b.epochs / 4));
+    EXPECT_NEAR(b.time_to_train_s, b.startup_s + b.epochs * b.epoch_s + b.evaluations * b.evaluation_s,
+                1e-6 * b.time_to_train_s);
     Scenario fixed = large;
     fixed.target_top1_percent = 0;
     fixed.epochs = b.epochs;
+    fixed.eval_every_epochs = 4;
     EXPECT_DOUBLE_EQ(model().predict(fixed).cost_usd, b.cost_usd);
     EXPECT_EQ(model().predict(fixed).epochs_basis, EpochsBasis::given);
 }
@@ -230,7 +244,10 @@ TEST(Convergence, TheEpochsBandWidensTheTimeToTrainBand) {
     const PredictionBand band = prediction_band(r, p);
     EXPECT_DOUBLE_EQ(band.slow.epochs, p.epochs_interval.high);
     EXPECT_DOUBLE_EQ(band.fast.epochs, p.epochs_interval.low);
-    EXPECT_NEAR(band.slow.time_to_train_s, band.slow.startup_s + p.epochs_interval.high * band.slow.epoch_s, 1e-6);
+    EXPECT_NEAR(band.slow.time_to_train_s,
+                band.slow.startup_s + p.epochs_interval.high * band.slow.epoch_s +
+                    std::floor(p.epochs_interval.high / 4) * band.slow.evaluation_s,
+                1e-6);
     EXPECT_GT(band.slow.time_to_train_s, p.time_to_train_s * (p.epochs_interval.high / p.epochs));
 }
 

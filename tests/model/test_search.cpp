@@ -301,7 +301,9 @@ TEST(PlanSearch, AtAConfidenceTheAnswerIsTheCheapestWhoseSlowEndMeetsTheDeadline
                     const double sigma = std::log(p.throughput_images_per_s / p.interval.low) / 1.96;
                     const double throughput = p.throughput_images_per_s * std::exp(-z * sigma);
                     const double epochs = p.epochs + z / 1.96 * (p.epochs_interval.high - p.epochs);
-                    const double time_s = p.startup_s + epochs * (s.dataset_images / throughput + p.checkpoint_s);
+                    // The recipe's evaluation passes (every 4 epochs), in proportion to the epochs.
+                    const double time_s = p.startup_s + epochs * (s.dataset_images / throughput + p.checkpoint_s) +
+                                          p.evaluations * epochs / p.epochs * p.evaluation_s;
                     const double cost = time_s / 3600 * p.cluster_usd_per_hour;
                     if (time_s <= deadline_s) best_cost = std::min(best_cost, cost);
                 }

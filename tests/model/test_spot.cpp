@@ -129,6 +129,62 @@ TEST(Spot, PredictionOfASpotRun) {
     EXPECT_THROW(model.resolve(s), InputError);
 }
 
+// Eq. X7 (seed 003's dynamic training on spot): an elastic run goes on without a lost node until its
+// replacement joins. Each figure recomputed from the fixed run's and the model's own throughput on
+// one node fewer; elastic wins where a restart costs less than the wait at the smaller cluster's
+// throughput (R < W eta), and loses where replacements come at once (W = 0: two restarts for one).
+TEST(Spot, AnElasticRunGoesOnWithoutTheLostNode) {
+    EXPECT_DOUBLE_EQ(elastic_loss_per_interruption_s(90, 300, 600, 0.9), 2 * 90 + 600 / 2.0 + 300 * 0.1);
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 16;
+    s.pricing = Pricing::spot;
+    s.spot_interruptions_per_node_hour = 0.05;
+    const Prediction spot = model.checked_predict(model.resolve(s));
+    const SpotRun& x = spot.spot;
+    ASSERT_TRUE(x.elastic);
+    Scenario smaller = s;
+    smaller.nodes = 15;
+    smaller.pricing = Pricing::on_demand;
+    const double eta = model.predict(smaller).throughput_images_per_s / spot.throughput_images_per_s;
+    EXPECT_NEAR(x.elastic_throughput_ratio, eta, 1e-9);
+    EXPECT_GT(eta, 0.9);
+    EXPECT_LT(eta, 1.0);
+    const double d_e = 2 * x.restart_s + x.checkpoint_interval_s / 2 + x.replacement_wait_s * (1 - eta);
+    EXPECT_NEAR(x.elastic_loss_per_interruption_s, d_e, 1e-6);
+    const double rate_per_s = 16 * 0.05 / 3600;
+    const double expected_s = x.checkpointed_work_s / (1 - rate_per_s * d_e);
+    EXPECT_NEAR(x.elastic_time_to_train_s, spot.startup_s + expected_s, 1e-6);
+    EXPECT_NEAR(x.elastic_expected_interruptions, rate_per_s * expected_s, 1e-9);
+    EXPECT_NEAR(x.elastic_cost_usd,
+                x.elastic_time_to_train_s / 3600 * spot.cluster_usd_per_hour -
+                    x.elastic_expected_interruptions * x.replacement_wait_s * spot.cluster_usd_per_hour / 3600 / 16,
+                1e-6);
+    // R = 90 s < W eta = 300 s x 0.94: faster and cheaper than waiting for each replacement.
+    EXPECT_LT(x.elastic_time_to_train_s, spot.time_to_train_s);
+    EXPECT_LT(x.elastic_cost_usd, spot.cost_usd);
+
+    s.spot_replacement_wait_s = 0;  // replacements at once: the second restart is pure loss
+    const Prediction instant = model.checked_predict(model.resolve(s));
+    ASSERT_TRUE(instant.spot.elastic);
+    EXPECT_GT(instant.spot.elastic_time_to_train_s, instant.time_to_train_s);
+
+    s.nodes = 1;  // nothing to shrink to
+    EXPECT_FALSE(model.checked_predict(model.resolve(s)).spot.elastic);
+    Scenario servers;  // dedicated parameter servers stay
+    servers.instance = "p3.16xlarge";
+    servers.nodes = 4;
+    servers.strategy = Strategy::ps;
+    servers.ps_instance = "c5n.18xlarge";
+    servers.ps_nodes = 2;
+    servers.pricing = Pricing::spot;
+    servers.spot_interruptions_per_node_hour = 0.05;
+    const Prediction ps = model.checked_predict(model.resolve(servers));
+    ASSERT_TRUE(ps.spot.modelled);
+    EXPECT_FALSE(ps.spot.elastic);
+}
+
 TEST(Spot, CatalogBandsAreStrict) {
     const Catalog catalog = Catalog::built_in();
     const Price* p3 = catalog.instance("p3.16xlarge").price(Pricing::spot);

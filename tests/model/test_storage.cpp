@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/convergence.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/storage.hpp"
@@ -329,6 +330,48 @@ TEST(Storage, EvaluationAndStartUpAreInTheTimeToTrain) {
     EXPECT_NEAR(q.time_to_train_s, 600 + 90 * q.epoch_s + 22 * q.evaluation_s, 1e-9 * q.time_to_train_s);
     s.eval_every_epochs = 0;
     EXPECT_EQ(model().checked_predict(s).evaluations, 0);
+}
+
+// Issue 45 item 4: with the epochs from a recipe (--target-top1), eq. E2's K is the recipe's where
+// it publishes one (mlperf-lars: every 4 epochs, MLPerf's reference), unless --eval-every is given;
+// goyal2017 publishes none, and given epochs evaluate only when asked.
+TEST(Storage, TheRecipesEvaluationCadenceIsTheDefaultWithATarget) {
+    const Convergence& recipes = model().convergence();
+    const Recipe& mlperf = recipes.recipe("mlperf-lars", "resnet50");
+    EXPECT_EQ(mlperf.eval_every_epochs, 4);
+    EXPECT_NE(mlperf.eval_source.find("mlcommons/training"), std::string::npos) << mlperf.eval_source;
+    EXPECT_EQ(recipes.recipe("goyal2017", "resnet50").eval_every_epochs, 0);
+
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 4;
+    s.target_top1_percent = 75.9;
+    s.recipe = "mlperf-lars";
+    const Prediction p = model().checked_predict(s);
+    ASSERT_GT(p.epochs, 8);
+    EXPECT_EQ(p.eval_every_epochs, 4);
+    EXPECT_TRUE(p.eval_every_from_recipe);
+    EXPECT_EQ(p.evaluations, std::floor(p.epochs / 4));
+    EXPECT_NEAR(p.time_to_train_s, p.startup_s + p.epochs * p.epoch_s + p.evaluations * p.evaluation_s,
+                1e-9 * p.time_to_train_s);
+
+    s.eval_every_epochs = 0;  // asked for none
+    const Prediction none = model().checked_predict(s);
+    EXPECT_EQ(none.evaluations, 0);
+    EXPECT_FALSE(none.eval_every_from_recipe);
+    EXPECT_NEAR(none.time_to_train_s, p.time_to_train_s - p.evaluations * p.evaluation_s, 1e-9 * p.time_to_train_s);
+    s.eval_every_epochs = 1;  // asked for every epoch
+    const Prediction every = model().checked_predict(s);
+    EXPECT_EQ(every.eval_every_epochs, 1);
+    EXPECT_FALSE(every.eval_every_from_recipe);
+
+    s.eval_every_epochs.reset();
+    s.recipe = "goyal2017";
+    EXPECT_EQ(model().checked_predict(s).evaluations, 0);
+    Scenario given;  // --epochs
+    given.instance = "p4d.24xlarge";
+    EXPECT_EQ(model().checked_predict(given).evaluations, 0);
+    EXPECT_EQ(model().checked_predict(given).eval_every_epochs, 0);
 }
 
 TEST(Storage, BadInputsAreRefusedNamingTheFlag) {

@@ -2,6 +2,7 @@
 // errors that name the key and the value.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -152,7 +153,7 @@ TEST(SweepSpec, ACrossProductPastAThousandMillionRowsIsRefusedWithItsSize) {
     } catch (const InputError& error) {
         EXPECT_STREQ(error.what(),
                      "huge.json: the cross product has 1,000,000,000,000 combinations, more than 1,000,000,000 "
-                     "(about 360 TB of CSV): narrow a list, or split the spec");
+                     "(about 500 TB of CSV): narrow a list, or split the spec");
     }
 }
 
@@ -203,6 +204,25 @@ TEST(SweepSpec, SpotKeysCrossAndApplyToTheSpotRowsOnly) {
     EXPECT_EQ(spec.scenario_at(3, catalog()).checkpoint_interval_s, 5400);
 }
 
+// Issue 45: the evaluation and start-up keys cross as predict's --eval-every, --eval-images and
+// --startup; left out, each row has the Scenario's defaults (no eval_every: the recipe's cadence).
+TEST(SweepSpec, EvaluationAndStartUpKeysCross) {
+    const SweepSpec spec = parse(R"({"eval_every": [0, 4], "eval_images": 10000, "startup": ["0", "5min"]})");
+    ASSERT_EQ(spec.combinations(), 4u);
+    const Scenario none_now = spec.scenario_at(0, catalog());
+    EXPECT_EQ(none_now.eval_every_epochs, std::optional<int>(0));
+    EXPECT_EQ(none_now.eval_images, 10000);
+    EXPECT_EQ(none_now.startup_s, 0);
+    EXPECT_EQ(spec.scenario_at(1, catalog()).startup_s, 300);
+    const Scenario every_4 = spec.scenario_at(3, catalog());
+    EXPECT_EQ(every_4.eval_every_epochs, std::optional<int>(4));
+    EXPECT_EQ(every_4.startup_s, 300);
+    const Scenario defaults = parse("{}").scenario_at(0, catalog());
+    EXPECT_FALSE(defaults.eval_every_epochs.has_value());
+    EXPECT_EQ(defaults.eval_images, Scenario{}.eval_images);
+    EXPECT_EQ(defaults.startup_s, Scenario{}.startup_s);
+}
+
 /// The message predict's own check throws for a value, to find it inside the spec's error.
 template <typename Check>
 std::string predicts_message(Check&& check) {
@@ -246,6 +266,20 @@ TEST(SweepSpec, BadStoreAndSpotValuesAreRefusedWithPredictsReasons) {
         {R"({"pricing": "spot", "spot_interruptions_per_node_hour": 61})",
          "spec.json: \"spot_interruptions_per_node_hour\" value 61 is refused: " +
              predicts_message([] { check_given_spot_rate(61); })},
+        {R"({"eval_every": [4, -1]})", "spec.json: \"eval_every\" value -1 is refused: " + predicts_message([] {
+                                           Scenario s;
+                                           s.eval_every_epochs = -1;
+                                           check_run_cost_limits(s);
+                                       })},
+        {R"({"eval_images": 2000000000})",
+         "spec.json: \"eval_images\" value 2000000000 is refused: " + predicts_message([] {
+             Scenario s;
+             s.eval_images = 2'000'000'000;
+             check_run_cost_limits(s);
+         })},
+        {R"({"eval_every": 1.5})", "spec.json: \"eval_every\" value 1.5 is not a whole number"},
+        {R"({"startup": "-5min"})", "spec.json: \"startup\" value \"-5min\" is refused: " +
+                                        predicts_message([] { parse_duration_or_zero_s("-5min", "--startup"); })},
         {R"({"pricing": "on-demand", "spot_interruptions_per_node_hour": 0.1})",
          "spec.json: \"spot_interruptions_per_node_hour\" applies to spot rows only: list \"spot\" in "
          "\"pricing\""},

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
@@ -140,8 +141,10 @@ TEST(WhatIf, ThePredictionsTimeAndCostBandsAreItsBandEnds) {
     EXPECT_NEAR(p.time_to_train_interval.low, band.fast.time_to_train_s, 1e-9 * band.fast.time_to_train_s);
     EXPECT_NEAR(p.cost_interval.high, band.slow.cost_usd, 1e-9 * band.slow.cost_usd);
     EXPECT_NEAR(p.cost_interval.low, band.fast.cost_usd, 1e-9 * band.fast.cost_usd);
-    // Recomputed: startup + epochs x (images / throughput + checkpoint), at $/h.
-    const double slow_s = p.startup_s + p.epochs_interval.high * (s.dataset_images / p.interval.low + p.checkpoint_s);
+    // Recomputed: startup + epochs x (images / throughput + checkpoint) + the recipe's evaluation
+    // passes (every 4 epochs), at $/h.
+    const double slow_s = p.startup_s + p.epochs_interval.high * (s.dataset_images / p.interval.low + p.checkpoint_s) +
+                          std::floor(p.epochs_interval.high / 4) * p.evaluation_s;
     EXPECT_NEAR(p.time_to_train_interval.high, slow_s, 1e-9 * slow_s);
     EXPECT_NEAR(p.cost_interval.high, slow_s / 3600 * p.cluster_usd_per_hour, 1e-9 * p.cost_interval.high);
     EXPECT_LT(p.time_to_train_interval.low, p.time_to_train_s);
