@@ -424,15 +424,28 @@ void Watchdog::kill_ranks() const {
     kill_processes_by_shell(elsewhere, ours, shell_);
 }
 
+namespace {
+
+/// A report's member `key`; null where it has none.
+nlohmann::json member(const nlohmann::json& report, const char* key) {
+    const auto found = report.find(key);
+    return found == report.end() ? nlohmann::json() : *found;
+}
+
+/// A report's "host"; "" where it has none (or not a string).
+std::string host_of(const nlohmann::json& report) {
+    const nlohmann::json host = member(report, "host");
+    return host.is_string() ? host.get<std::string>() : "";
+}
+
+}  // namespace
+
 std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directory) {
     std::vector<RankFailure> failures;
     for (const auto& [rank, report] : rank_reports(directory, ".failed.json")) {
-        const nlohmann::json& code = report.contains("code") ? report["code"] : nlohmann::json();
-        const nlohmann::json& message = report.contains("message") ? report["message"] : nlohmann::json();
+        const nlohmann::json code = member(report, "code"), message = member(report, "message");
         if (!code.is_number_integer() || !message.is_string()) continue;
-        const nlohmann::json& host = report.contains("host") ? report["host"] : nlohmann::json();
-        failures.push_back(
-            {rank, code.get<int>(), message.get<std::string>(), host.is_string() ? host.get<std::string>() : ""});
+        failures.push_back({rank, code.get<int>(), message.get<std::string>(), host_of(report)});
     }
     return failures;
 }
@@ -440,15 +453,12 @@ std::vector<RankFailure> read_rank_failures(const std::filesystem::path& directo
 std::vector<RankDeath> read_rank_deaths(const std::filesystem::path& directory) {
     std::vector<RankDeath> deaths;
     for (const auto& [rank, report] : rank_reports(directory, ".died.json")) {
-        const nlohmann::json& signal = report.contains("signal") ? report["signal"] : nlohmann::json();
-        const nlohmann::json& time = report.contains("time_s") ? report["time_s"] : nlohmann::json();
+        const nlohmann::json signal = member(report, "signal"), time = member(report, "time_s");
         if (!signal.is_number_integer() || signal.get<long long>() < 1 || signal.get<long long>() > 64 ||
             !time.is_number() || !std::isfinite(time.get<double>())) {
             continue;
         }
-        const nlohmann::json& host = report.contains("host") ? report["host"] : nlohmann::json();
-        deaths.push_back({rank, static_cast<int>(signal.get<long long>()),
-                          host.is_string() ? host.get<std::string>() : "", time.get<double>()});
+        deaths.push_back({rank, static_cast<int>(signal.get<long long>()), host_of(report), time.get<double>()});
     }
     std::stable_sort(deaths.begin(), deaths.end(),
                      [](const RankDeath& a, const RankDeath& b) { return a.time_s < b.time_s; });

@@ -886,12 +886,10 @@ NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_ad
 /// Eq. E2's K: --eval-every where given, else the cadence of the recipe the epochs come from
 /// (--target-top1) where it publishes one, else none.
 void set_evaluation_cadence(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario) {
-    r.eval_every_from_recipe = !scenario.eval_every_epochs && r.epochs_recipe >= 0 &&
-                               convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs > 0;
-    r.eval_every_epochs = scenario.eval_every_epochs ? *scenario.eval_every_epochs
-                          : r.eval_every_from_recipe
-                              ? convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs
-                              : 0;
+    const int recipes =
+        r.epochs_recipe >= 0 ? convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs : 0;
+    r.eval_every_epochs = scenario.eval_every_epochs.value_or(recipes);
+    r.eval_every_from_recipe = !scenario.eval_every_epochs && recipes > 0;
 }
 
 void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch) {
@@ -1561,6 +1559,38 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     if (s.spot_modelled) apply_spot(s, p);
 }
 
+namespace {
+
+/// Eq. X7 beside apply_spot's fixed cluster: the same spot run elastic (SpotRun::elastic...), where
+/// its cluster can shrink.
+void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
+    SpotRun& x = p.spot;
+    if (s.nodes < 2 || s.ps_nodes > 0) return;  // nothing to shrink to, or servers that must stay
+    // One node missing at a time: a node is lost again within the wait for its replacement less
+    // often than not (lambda W < 1), which also keeps the cost below the whole cluster's.
+    if (!(x.interruptions_per_node_hour / 3600.0 * x.replacement_wait_s < 1.0)) return;
+    ResolvedScenario smaller = s;
+    smaller.nodes = s.nodes - 1;
+    const double smaller_images_per_s =
+        static_cast<double>(smaller.nodes) * s.gpus_per_node * s.batch_per_gpu / iteration_times(smaller).iteration_s;
+    x.elastic_throughput_ratio = std::min(1.0, smaller_images_per_s / p.throughput_images_per_s);
+    x.elastic_loss_per_interruption_s = elastic_loss_per_interruption_s(
+        x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s, x.elastic_throughput_ratio);
+    const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
+    const double expected_s =
+        spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.elastic_loss_per_interruption_s);
+    if (!std::isfinite(expected_s)) return;
+    x.elastic = true;
+    x.elastic_expected_interruptions = rate_per_s * expected_s;
+    x.elastic_time_to_train_s = s.staging_s + s.startup_s + expected_s;
+    // Each lost node is not paid for while the run waits without it (the others are).
+    const double node_usd_per_s = s.cluster_usd_per_hour / 3600.0 / s.nodes;
+    x.elastic_cost_usd = run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
+                         x.elastic_expected_interruptions * x.replacement_wait_s * node_usd_per_s;
+}
+
+}  // namespace
+
 void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     SpotRun& x = p.spot;
     x.modelled = true;
@@ -1611,32 +1641,6 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
                                 std::max(p.time_to_train_s, s.staging_s + s.startup_s + high_s)};
     p.cost_interval = cost_band(s, p);
     apply_elastic_spot(s, p);
-}
-
-void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
-    SpotRun& x = p.spot;
-    if (s.nodes < 2 || s.ps_nodes > 0) return;  // nothing to shrink to, or servers that must stay
-    // One node missing at a time: a node is lost again within the wait for its replacement less
-    // often than not (lambda W < 1), which also keeps the cost below the whole cluster's.
-    if (!(x.interruptions_per_node_hour / 3600.0 * x.replacement_wait_s < 1.0)) return;
-    ResolvedScenario smaller = s;
-    smaller.nodes = s.nodes - 1;
-    const double smaller_images_per_s =
-        static_cast<double>(smaller.nodes) * s.gpus_per_node * s.batch_per_gpu / iteration_times(smaller).iteration_s;
-    x.elastic_throughput_ratio = std::min(1.0, smaller_images_per_s / p.throughput_images_per_s);
-    x.elastic_loss_per_interruption_s = elastic_loss_per_interruption_s(
-        x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s, x.elastic_throughput_ratio);
-    const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
-    const double expected_s =
-        spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.elastic_loss_per_interruption_s);
-    if (!std::isfinite(expected_s)) return;
-    x.elastic = true;
-    x.elastic_expected_interruptions = rate_per_s * expected_s;
-    x.elastic_time_to_train_s = s.staging_s + s.startup_s + expected_s;
-    // Each lost node is not paid for while the run waits without it (the others are).
-    const double node_usd_per_s = s.cluster_usd_per_hour / 3600.0 / s.nodes;
-    x.elastic_cost_usd = run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
-                         x.elastic_expected_interruptions * x.replacement_wait_s * node_usd_per_s;
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {

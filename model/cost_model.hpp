@@ -375,13 +375,11 @@ Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communi
 /// (docs/model.md, "Time to train and cost"); shared by the closed form and the simulator.
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 
-/// A spot run's interruptions (docs/model.md, "Spot interruptions", eqs. X1-X6): fills p.spot and
-/// makes the time to train, the cost and their bands the expected run's; infinite where it never
-/// finishes (SpotRun::finishes false). apply_schedule() calls it for a resolved spot_modelled scenario.
+/// A spot run's interruptions (docs/model.md, "Spot interruptions", eqs. X1-X7): fills p.spot (with
+/// the same run elastic, eq. X7, where its cluster can shrink) and makes the time to train, the cost
+/// and their bands the expected run's; infinite where it never finishes (SpotRun::finishes false). apply_schedule()
+/// calls it for a resolved spot_modelled scenario.
 void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept;
-/// Eq. X7 beside apply_spot's fixed cluster: the same spot run elastic (SpotRun::elastic...), where
-/// its cluster can shrink. Called by apply_spot.
-void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept;
 
 /// Refuse a scenario past the limits epochcast models (model/scenario.hpp, docs/model.md "Limits")
 /// or below their floor, before any product is formed: nodes 1..kMaxNodes, GPUs per node 0 (all)
