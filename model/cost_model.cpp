@@ -1085,6 +1085,8 @@ CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve
         const double w = b0 * curve.time_per_image_s / at_b0;
         c.time_per_image.log_field_per_coordinate *= w;
         c.fixed = c.time_per_image;
+        c.one_batch_b0 = b0;
+        c.one_batch_b_half = b_half;
     }
     // Eq. C1 per image of another depth or image size scales by training FLOPs; eq. C7 carries the
     // curve to another memory variant of its chip (or another precision of its family) by the
@@ -1145,8 +1147,15 @@ CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const
         c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
         c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_software;
         // The fixed time is this software's (eq. C1b) where its curves measured one, else the sibling's.
+        // Eq. C1c: a sibling measured at one batch b0 carries its time there, which is what was
+        // measured, and this software's half-saturation batch splits it.
         if (saturation_levels_.contains({scenario.framework, scenario.stack}) && gpu.sms > 0) {
-            c.fixed_s = half_saturation_batch(scenario.framework, scenario.stack, gpu) * c.time_per_image_s;
+            const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+            if (carried.one_batch_b0 > 0) {
+                c.time_per_image_s *=
+                    (carried.one_batch_b_half + carried.one_batch_b0) / (b_half + carried.one_batch_b0);
+            }
+            c.fixed_s = b_half * c.time_per_image_s;
         }
         return c;
     }

@@ -548,6 +548,10 @@ private:
         CurveOrigin origin = CurveOrigin::roofline;
         FieldSensitivity time_per_image;  ///< which parameter the time per image comes from
         FieldSensitivity fixed;           ///< and the fixed time
+        /// Where the curve was measured at one batch b0 (eq. C1b): b0 and the half-saturation batch
+        /// that split its time there; 0 where its runs measured the fixed time.
+        double one_batch_b0 = 0;
+        double one_batch_b_half = 0;
     };
     ComputeCurveChoice compute_curve(const GpuSpec& gpu, const Scenario& scenario, const Workload& work) const;
     /// A measured curve taken as it stands for `gpu` and `precision` (steps 1 and 2 of eq. C0): scaled

@@ -336,6 +336,42 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
     EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);
 }
 
+// Eq. C1c: a sibling measured at one batch b0 lends what it measured, its time at b0 (times eq.
+// C4's ratio, 1 here: no GPU has both frameworks in amp), and this framework's half-saturation
+// batch splits it. PyTorch's curves at several batches give it 0.127 images per SM, MXNet's fp32
+// curve 0.25: carried with PyTorch's split and then given MXNet's fixed time, the time at b0 would
+// have grown by (b_mxnet + b0) / (b_pytorch + b0).
+TEST(Fit, ASiblingMeasuredAtOneBatchLendsItsTimeThere) {
+    const Catalog& catalog = Catalog::built_in();
+    const int v100_sms = catalog.gpu("V100-SXM2-16GB").sms, a100_sms = catalog.gpu("A100-SXM4-80GB").sms;
+    const int h100_sms = catalog.gpu("H100-SXM5-80GB").sms;
+    ASSERT_GT(v100_sms * a100_sms * h100_sms, 0);
+    Calibration c = Calibration::data_free_prior();
+    ComputeCurve h100 = amp_curve("H100-SXM5-80GB", Framework::pytorch, 0.3e-3);
+    h100.fixed_s = 0.005;
+    h100.measured_batch = 256;
+    ComputeCurve mxnet_fp32 = amp_curve("V100-SXM2-16GB", Framework::mxnet, 2.0e-3);
+    mxnet_fp32.precision = Precision::fp32;
+    mxnet_fp32.fixed_s = 0.04;
+    c.compute = {amp_curve("V100-SXM2-16GB", Framework::pytorch, 1.2e-3),
+                 amp_curve("A100-SXM4-80GB", Framework::pytorch, 0.6e-3), h100, mxnet_fp32};
+    const double pytorch_per_sm = std::sqrt(0.01 / (v100_sms * 1.2e-3) * 0.01 / (a100_sms * 0.6e-3));
+    const double mxnet_per_sm = 0.04 / (v100_sms * 2.0e-3);
+    ASSERT_GT(mxnet_per_sm - pytorch_per_sm, 0.1);
+    const double b0 = 256, at_b0 = 0.005 + b0 * 0.3e-3;
+    const double b_half = mxnet_per_sm * h100_sms;
+
+    const CostModel model(catalog, c);
+    const ResolvedScenario r = model.resolve(h100_mxnet());
+    EXPECT_EQ(r.curve_origin, CurveOrigin::other_software);
+    EXPECT_NEAR(r.time_per_image_s, at_b0 / (b_half + b0), 1e-12);
+    EXPECT_NEAR(r.fixed_s, b_half * r.time_per_image_s, 1e-12);
+    EXPECT_NEAR(r.fixed_s + b0 * r.time_per_image_s, at_b0, 1e-12);
+    // The sibling's own split, with PyTorch's half-saturation batch, is not what MXNet takes.
+    const double pytorch_split = at_b0 / (pytorch_per_sm * h100_sms + b0);
+    EXPECT_GT(std::abs(r.time_per_image_s / pytorch_split - 1), 0.05);
+}
+
 // Eq. C4b: TF32 on a chip measured in amp alone is its amp curve carried by the ratio of the two
 // families' lines at that chip, with the scatter of the chips measured in both around their lines'
 // ratio (root mean square about zero) as its sigma; pooled with the TF32 line (eq. C6). Here the
