@@ -200,15 +200,21 @@ std::vector<std::string> launcher_argv(const LaunchRequest& r) {
     return argv;
 }
 
+namespace {
+
+/// Whether `environment` ("NAME=value" entries) sets `name`.
+bool sets(const std::vector<std::string>& environment, const std::string& name) {
+    return std::any_of(environment.begin(), environment.end(),
+                       [&](const std::string& entry) { return entry.rfind(name + "=", 0) == 0; });
+}
+
+}  // namespace
+
 std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment) {
     std::vector<std::string> names = {std::string(kProgressDirVariable)};
     std::vector<std::string> settings;
-    const auto is_set = [&](const std::string& name) {
-        return std::any_of(environment.begin(), environment.end(),
-                           [&](const std::string& entry) { return entry.rfind(name + "=", 0) == 0; });
-    };
     for (const char* paths : {"PATH", "LD_LIBRARY_PATH"}) {
-        if (is_set(paths)) names.emplace_back(paths);
+        if (sets(environment, paths)) names.emplace_back(paths);
     }
     for (const std::string& entry : environment) {
         const std::string name = entry.substr(0, entry.find('='));
@@ -220,6 +226,11 @@ std::vector<std::string> forwarded_variables(const std::vector<std::string>& env
     settings.erase(std::unique(settings.begin(), settings.end()), settings.end());
     names.insert(names.end(), settings.begin(), settings.end());
     return names;
+}
+
+std::vector<std::string> launcher_environment(Launcher launcher, const std::vector<std::string>& environment) {
+    if (launcher != Launcher::srun || sets(environment, "SLURM_PMIX_FENCE")) return {};
+    return {"SLURM_PMIX_FENCE=ring"};
 }
 
 std::optional<std::string> slurm_refusal(std::string_view output) {

@@ -68,6 +68,15 @@ std::vector<std::string> launcher_argv(const LaunchRequest& request);
 /// them) sets it: Open MPI warns of a -x name that is not set.
 std::vector<std::string> forwarded_variables(const std::vector<std::string>& environment);
 
+/// The variables `run` adds to the launcher's environment ("NAME=value"), besides the run's
+/// folder. srun: SLURM_PMIX_FENCE=ring, unless `environment` sets SLURM_PMIX_FENCE (the user's
+/// choice stands). Slurm's PMIx plugin reads it from the job step's environment and then runs
+/// every PMIx fence as a ring across the step's nodes; by default a fence without data (Open MPI's
+/// barrier at the end of MPI_Init) is a tree, which Debian 12's Slurm 22.05 completes on each node
+/// without the others, so ranks leave MPI_Init while a peer is still in it and a peer's first
+/// message can crash it (docs/cli.md, "run", "MPI_Init under srun"). mpirun: none.
+std::vector<std::string> launcher_environment(Launcher launcher, const std::vector<std::string>& environment);
+
 /// What srun says when Slurm refuses to start a job step, so that no task started: the step asks
 /// for more than the allocation holds ("srun: error: Unable to create step for job 7: More
 /// processors requested than permitted"), or the allocation is gone or never was ("Unable to

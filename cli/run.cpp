@@ -684,15 +684,14 @@ void run_run(const RunOptions& o, const std::vector<std::string>& given_flags, s
     request.root = ::geteuid() == 0;
     request.train_flags = train_flags;
     request.layout = placement.layout;
-    if (shared) {
-        std::vector<std::string> environment;
-        for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
-        request.forwarded_variables = forwarded_variables(environment);
-    }
+    std::vector<std::string> environment;
+    for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
+    if (shared) request.forwarded_variables = forwarded_variables(environment);
     const std::string trace_path = (folder.path() / "trace.json").string();
     request.trace_out = trace_path;
     ChildControl control;
-    control.environment = {std::string(kProgressDirVariable) + "=" + folder.path().string()};
+    control.environment = launcher_environment(placement.launcher, environment);
+    control.environment.push_back(std::string(kProgressDirVariable) + "=" + folder.path().string());
     if (mpirun_temporary) control.environment.push_back("TMPDIR=" + mpirun_temporary->path().string());
     control.interrupted = &g_interrupted;
 

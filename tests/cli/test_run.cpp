@@ -229,6 +229,17 @@ TEST(RunLine, OnlyVariablesThatAreSetAreForwarded) {
     EXPECT_EQ(cli::forwarded_variables({}), (std::vector<std::string>{"EPOCHCAST_PROGRESS_DIR"}));
 }
 
+// srun's job steps run every PMIx fence as a ring (MPI_Init's barrier then holds every rank until
+// all have reached it), unless the user chose a fence; mpirun's environment gets nothing.
+TEST(RunLine, SrunStepsFenceAsARingUnlessTheUserChose) {
+    EXPECT_EQ(cli::launcher_environment(cli::Launcher::srun, {"PATH=/bin", "SLURM_JOB_ID=7"}),
+              (std::vector<std::string>{"SLURM_PMIX_FENCE=ring"}));
+    EXPECT_EQ(cli::launcher_environment(cli::Launcher::srun, {"SLURM_PMIX_FENCES=tree"}),
+              (std::vector<std::string>{"SLURM_PMIX_FENCE=ring"}));
+    EXPECT_TRUE(cli::launcher_environment(cli::Launcher::srun, {"SLURM_PMIX_FENCE=tree"}).empty());
+    EXPECT_TRUE(cli::launcher_environment(cli::Launcher::mpirun, {"PATH=/bin"}).empty());
+}
+
 // Slurm's refusals as srun words them (Slurm 22.05): a step the allocation cannot hold, an
 // allocation that is gone; a task that failed after it started is no refusal.
 TEST(RunLine, SlurmsRefusalIsFoundInSrunsOutputAndNamedAsBadInput) {

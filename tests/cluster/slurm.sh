@@ -7,6 +7,8 @@
 # each slurmd's spool folder, logs, munge's seed) is under the cluster's folder, and Slurm's TmpFS is
 # the host's private /run, so nothing is left when the folder is removed. No accounting, no cgroups
 # (proctrack/pgid, task/affinity, cgroup/v1 which loads without a cgroup file system), no systemd.
+# slurmd and every slurmstepd log at debug level to $dir/log/slurmd-debug_HOST.log, which names
+# each PMIx fence a node takes part in (test_run_srun.sh reads them).
 #
 # Uses cluster.sh's $dir, $names (the hosts), $dir/on, skip and fail; exports SLURM_CONF.
 
@@ -85,6 +87,8 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 EnforcePartLimits=ALL
 MessageTimeout=60
+SlurmdLogFile=$dir/log/slurmd-debug_%n.log
+SlurmdDebug=debug
 EOF
         for name in "${names[@]}"; do
             echo "NodeName=$name NodeAddr=$(slurm_address "$name") NodeHostname=$name $hardware State=UNKNOWN"

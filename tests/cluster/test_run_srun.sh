@@ -4,7 +4,8 @@
 # allocation of two nodes that leaves out the host it is typed on (every rank on another host),
 # then inside an sbatch job of all three (the batch script on the first node, a rank there too).
 # The hosts are checked through srun, the all-reduce sweep and the training cross between them,
-# each node is measured, and the trace records the srun line, the layout and each node. Then a
+# each node is measured, and the trace records the srun line, the layout and each node; every PMIx
+# fence of those steps, MPI_Init's barrier among them, runs as a ring through the nodes. Then a
 # job step Slurm refuses (4 ranks on nodes of 2 CPUs): one line naming it, exit 2, no process, job
 # or run folder left. Last, `epochcast sweep` under srun shares its rows between the tasks.
 # Figures are printed, never asserted: the machine is shared and busy.
@@ -14,6 +15,19 @@ source "$(dirname "$0")/lib.sh"
 
 run_flags=("${small_run[@]}" --steps 4 --network-test-max-mib 1)
 srun_line() { echo "srun --nodes=$1 --ntasks=$1 --ntasks-per-node=1 --kill-on-bad-exit=1 --cpus-per-task=1"; }
+
+# expect_ring_fences WHAT: every PMIx fence of the job steps so far ran as a ring through the
+# nodes, MPI_Init's barrier (a fence without data) among them, as each node's slurmstepd logs it
+# (SlurmdDebug=debug). Left to Slurm 22.05, that barrier is a tree that, with TreeWidth above the
+# step's node count, completes on each node alone (docs/cli.md, "MPI_Init under srun").
+expect_ring_fences() {
+    local logs=("$EC_CLUSTER_DIR"/log/slurmd-debug_*.log) trees barriers
+    trees=$(cat "${logs[@]}" | grep -c 'pmixp_coll_contrib_local: .*COLL_FENCE_TREE')
+    barriers=$(cat "${logs[@]}" | grep -c 'pmixp_coll_contrib_local: .*COLL_FENCE_RING seq=[0-9]*, size=0$')
+    [ "$trees" -eq 0 ] || fail "$1: $trees PMIx fences ran as a tree: $(cat "${logs[@]}" | grep -m 3 COLL_FENCE_TREE)"
+    [ "$barriers" -gt 0 ] || fail "$1: no PMIx fence without data ran as a ring (${#logs[@]} logs)"
+    echo "$1: every PMIx fence a ring, $barriers barriers"
+}
 
 # Nothing of the job is left: no job in Slurm's queue (up to 120 s for it to complete), no process.
 no_job_left() {
@@ -59,6 +73,7 @@ read -r predicted measured error < <(throughput_row sbatch.out)
 echo "sbatch, 3 nodes (${nodes[*]}, 1 rank each): measured $measured img/s, predicted $predicted img/s" \
     "by the built-in calibration ($error %)"
 no_job_left
+expect_ring_fences "run under salloc and sbatch"
 
 # A step the allocation cannot hold: 8 ranks, 4 on each node of 2 CPUs. Slurm refuses it, and
 # `run` names the refusal in one line, exit 2, before any rank starts.
@@ -78,9 +93,11 @@ left=$(find . -maxdepth 1 -name 'epochcast-run-*')
 # `epochcast sweep` under srun: the two tasks share the rows (PMIx's ranks), rank 0 writes them all.
 echo '{"instance": ["p3.16xlarge", "p4d.24xlarge"], "nodes": [1, 2, 4, 8, 16]}' >spec.json
 "$epochcast" sweep spec.json -o one.csv >sweep-one.out 2>&1 || fail "sweep exited $?: $(cat sweep-one.out)"
-on "$head_host" salloc -N 2 -n 2 srun "$epochcast" sweep spec.json -o two.csv >sweep-two.out 2>&1 ||
+on "$head_host" env SLURM_PMIX_FENCE=ring salloc -N 2 -n 2 srun "$epochcast" sweep spec.json -o two.csv \
+    >sweep-two.out 2>&1 ||
     fail "sweep under srun exited $?: $(tail -n 20 sweep-two.out)"
 expect_in sweep-two.out "over 2 ranks"
 cmp -s one.csv two.csv || fail "the rows under srun differ from one process's: $(diff one.csv two.csv | head -n 5)"
 echo "sweep under srun: $(grep -c . two.csv) lines over 2 ranks, as one process writes them"
 no_job_left
+expect_ring_fences "sweep under srun"
