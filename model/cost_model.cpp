@@ -1611,9 +1611,11 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.recommended_checkpoint_interval_s = std::isfinite(young_s) ? young_s : 0.0;
     // The iterations and the evaluation passes (eqs. E1, E2): both are lost and done again alike.
     x.work_s = epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) + p.evaluations * p.evaluation_s;
-    // Given, else Young's; an interval past the whole run (or no interruption at all) is one
-    // checkpoint, at the end.
-    x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : young_s, x.work_s);
+    // Given, else a checkpoint each epoch as the on-demand run writes them (eq. t_checkpoint), or
+    // Young's interval where that is shorter: the spot run never checkpoints less often than its
+    // on-demand twin unless told to. An interval past the whole run is one checkpoint, at the end.
+    const double default_s = std::min(young_s, x.work_s / s.epochs);
+    x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : default_s, x.work_s);
     x.restart_s = s.startup_s;
     x.replacement_wait_s = s.spot_replacement_wait_s;
     x.loss_per_interruption_s = loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s);

@@ -54,8 +54,12 @@ TEST(CatalogCli, TablesListInstancesWithPricesAndUnits) {
     EXPECT_TRUE(contains(p3_prices, " aws ")) << p3_prices;
     EXPECT_TRUE(contains(p3_prices, "us-east-1")) << p3_prices;
     EXPECT_TRUE(contains(p3_prices, "24.48")) << p3_prices;
-    EXPECT_TRUE(contains(p3_prices, "7.344")) << p3_prices;
-    EXPECT_TRUE(contains(p3_prices, "spot: an estimate, not a quote")) << p3_prices;
+    EXPECT_TRUE(contains(p3_prices, "4.1616")) << p3_prices;  // the Spot Advisor feed's 83% saving
+    EXPECT_FALSE(contains(p3_prices, "estimate")) << p3_prices;
+    // A spot price that is only an estimate says so.
+    const std::string g3_prices = line_starting(prices_table(out), "g3.16xlarge ");
+    EXPECT_TRUE(contains(g3_prices, "1.368")) << g3_prices;
+    EXPECT_TRUE(contains(g3_prices, "spot: an estimate, not a quote")) << g3_prices;
     // An owned system has no price: n/a, never $0.
     const std::string dgx = line_starting(prices_table(out), "dgx-a100 ");
     EXPECT_TRUE(contains(dgx, "owned")) << dgx;

@@ -564,8 +564,11 @@ TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
     const double rate_per_s = 3.2 / 3600;
     const double expected_s = j["time_to_train_s"].get<double>() - j["startup_s"].get<double>();
     EXPECT_NEAR(spot["expected_interruptions"].get<double>(), rate_per_s * expected_s, 1e-9);
+    // Young's interval recommended; a checkpoint each epoch (no evaluation here) where that is shorter.
+    const double young_s = std::sqrt(2 * spot["checkpoint_write_s"].get<double>() / rate_per_s);
+    EXPECT_NEAR(spot["recommended_checkpoint_interval_s"].get<double>(), young_s, 1e-6);
     EXPECT_NEAR(spot["checkpoint_interval_s"].get<double>(),
-                std::sqrt(2 * spot["checkpoint_write_s"].get<double>() / rate_per_s), 1e-6);
+                std::min(young_s, j["epoch_s"].get<double>() - j["checkpoint_s"].get<double>()), 1e-6);
     EXPECT_GT(j["time_to_train_s"].get<double>(), spot["uninterrupted_time_s"].get<double>());
     EXPECT_NEAR(j["cost_usd"].get<double>(),
                 j["time_to_train_s"].get<double>() / 3600 * j["cluster_usd_per_hour"].get<double>(), 1e-6);

@@ -101,8 +101,13 @@ TEST(Spot, PredictionOfASpotRun) {
     ASSERT_TRUE(spot.spot.modelled);
     const SpotRun& x = spot.spot;
     EXPECT_DOUBLE_EQ(x.cluster_interruptions_per_hour, 0.08);
-    EXPECT_NEAR(x.checkpoint_interval_s, std::sqrt(2 * x.checkpoint_write_s / (0.08 / 3600)), 1e-9);
     EXPECT_NEAR(x.work_s, on_demand.time_to_train_s - on_demand.startup_s - 90 * on_demand.checkpoint_s, 1e-6);
+    // A checkpoint each epoch, as the on-demand run writes them: Young's interval is longer here.
+    EXPECT_NEAR(x.recommended_checkpoint_interval_s, std::sqrt(2 * x.checkpoint_write_s / (0.08 / 3600)), 1e-9);
+    EXPECT_GT(x.recommended_checkpoint_interval_s, x.work_s / 90);
+    EXPECT_NEAR(x.checkpoint_interval_s, x.work_s / 90, 1e-9);
+    // Never interrupted, it is the on-demand run.
+    EXPECT_NEAR(x.uninterrupted_time_s, on_demand.time_to_train_s, 1e-6);
     const double a = x.work_s * (1 + x.checkpoint_write_s / x.checkpoint_interval_s);
     const double d = spot.startup_s + kDefaultSpotReplacementWaitS + x.checkpoint_interval_s / 2;
     EXPECT_NEAR(spot.time_to_train_s, spot.startup_s + a / (1 - 0.08 / 3600 * d), 1e-6);
@@ -112,6 +117,13 @@ TEST(Spot, PredictionOfASpotRun) {
     EXPECT_DOUBLE_EQ(x.uninterrupted_time_s, spot.startup_s + a);
     EXPECT_LT(spot.time_to_train_interval.low, spot.time_to_train_s);
     EXPECT_GT(spot.time_to_train_interval.high, spot.time_to_train_s);
+
+    // One node taken back twice an hour: Young's interval is shorter than an epoch, and is the one.
+    s.nodes = 1;
+    s.spot_interruptions_per_node_hour = 2;
+    const Prediction often = model.checked_predict(model.resolve(s));
+    EXPECT_NEAR(often.spot.checkpoint_interval_s, std::sqrt(2 * often.spot.checkpoint_write_s / (2.0 / 3600)), 1e-9);
+    EXPECT_LT(often.spot.checkpoint_interval_s, often.spot.work_s / 90);
 
     // 64 nodes interrupted 2 times a node-hour with 30-minute checkpoints: never finishes, refused.
     s.nodes = 64;
