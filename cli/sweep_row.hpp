@@ -56,6 +56,13 @@ inline constexpr SweepColumn kStoreAndSpotColumns[] = {{"storage", ColumnType::t
 inline constexpr SweepColumn kEvaluationColumns[] = {{"eval_every_epochs", ColumnType::count},
                                                      {"eval_images", ColumnType::count}};
 
+/// A spot row's elastic alternative (eq. X7, seed 003's dynamic training), last: the same run going
+/// on without a lost node until its replacement joins, its expected time to train and cost; empty
+/// where there is none (another pricing, one node, dedicated servers, no interruption rate, or a
+/// run that would never finish that way).
+inline constexpr SweepColumn kElasticColumns[] = {{"elastic_time_to_train_s", ColumnType::number},
+                                                  {"elastic_cost_usd", ColumnType::number}};
+
 /// The scenario's cells; gpus_per_node as resolved when known, batch_per_gpu none when 0 (a global
 /// batch that its GPUs do not divide).
 template <typename Cells>
@@ -122,11 +129,12 @@ void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) 
 /// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
 /// figures (kPredictionFigures, under their --json names), what ran, then the run's costs around its
 /// iterations (kRunCostFigures), the store and spot columns (kStoreAndSpotColumns) and the
-/// evaluation's (kEvaluationColumns; all of issue 45, added last so that earlier columns keep their
-/// places).
+/// evaluation's (kEvaluationColumns) and the elastic alternative's (kElasticColumns; all of issue
+/// 45, added last so that earlier columns keep their places).
 inline constexpr std::size_t kSweepColumnCount =
     std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) +
-    std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns);
+    std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns) +
+    std::size(detail::kElasticColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -137,6 +145,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const PredictionFigure& f : kRunCostFigures) columns[i++] = {f.name, ColumnType::number};
     for (const SweepColumn& c : detail::kStoreAndSpotColumns) columns[i++] = c;
     for (const SweepColumn& c : detail::kEvaluationColumns) columns[i++] = c;
+    for (const SweepColumn& c : detail::kElasticColumns) columns[i++] = c;
     return columns;
 }
 
@@ -164,6 +173,13 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
     detail::store_and_spot_cells(result.scenario, &p, cells);
     cells.count(p.eval_every_epochs);
     cells.count(result.scenario.eval_images);
+    if (p.spot.elastic) {
+        cells.number(p.spot.elastic_time_to_train_s);
+        p.priced ? cells.number(p.spot.elastic_cost_usd) : cells.none();
+    } else {
+        cells.none();
+        cells.none();
+    }
 }
 
 /// A combination the model rejected: the scenario as given, `feasible` false, the reason, none
@@ -181,6 +197,7 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
     detail::store_and_spot_cells(scenario, nullptr, cells);
     scenario.eval_every_epochs ? cells.count(*scenario.eval_every_epochs) : cells.none();
     cells.count(scenario.eval_images);
+    for (std::size_t i = 0; i < std::size(detail::kElasticColumns); ++i) cells.none();
 }
 
 }  // namespace epochcast::cli

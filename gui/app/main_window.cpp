@@ -683,7 +683,7 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                              .arg(p.global_batch)
                              .arg(p.priced ? dollars(p.cluster_usd_per_hour) + "/h" : tr("no price by the hour")));
     // Start-up, evaluation passes, the staging copy, spot's interruptions and the cost's parts
-    // (issue 45; docs/model.md, eqs. L1, E1, E2, F1-F8, X1-X4).
+    // (issue 45; docs/model.md, eqs. L1, E1, E2, F1-F8, X1-X4, X7).
     QString around = tr("start-up %1").arg(format_seconds(p.startup_s));
     around += p.evaluations > 0 ? tr(", %1 evaluations x %2 (every %3 epochs%4)")
                                       .arg(p.evaluations, 0, 'f', 0)
@@ -699,6 +699,12 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                       .arg(format_seconds(p.spot.expected_lost_work_s))
                       .arg(format_seconds(p.spot.expected_downtime_s))
                       .arg(format_seconds(p.spot.checkpoint_interval_s));
+        // The same run going on without a lost node until its replacement joins (eq. X7, seed 003).
+        if (p.spot.elastic) {
+            around += tr("; elastic (on without a lost node until its replacement joins): %1%2")
+                          .arg(format_seconds(p.spot.elastic_time_to_train_s))
+                          .arg(p.priced ? ", " + dollars(p.spot.elastic_cost_usd) : QString());
+        }
     }
     if (p.storage != Store::none) {
         around += tr("; %1: staging %2, reads %3 of %4 GB/s; storage %5, data transfer %6")

@@ -346,11 +346,12 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     const ProcessResult r = run_epochcast("sweep " + spec.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
-    const std::vector<std::string> last(header.end() - 11, header.end());
+    const std::vector<std::string> last(header.end() - 13, header.end());
     EXPECT_EQ(last, (std::vector<std::string>{"first_epoch_images_per_s", "storage", "storage_tib", "storage_tier",
                                               "first_epoch_bottleneck", "store_bound_epochs",
                                               "spot_interruptions_per_node_hour", "checkpoint_interval_s",
-                                              "spot_replacement_wait_s", "eval_every_epochs", "eval_images"}));
+                                              "spot_replacement_wait_s", "eval_every_epochs", "eval_images",
+                                              "elastic_time_to_train_s", "elastic_cost_usd"}));
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
     for (std::size_t i : {0u, 1u}) {
@@ -362,10 +363,22 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     EXPECT_EQ(rows[0].at("checkpoint_interval_s"), "600");
     EXPECT_EQ(rows[1].at("checkpoint_interval_s"), "1800");
     EXPECT_NE(rows[0].at("time_to_train_s"), rows[1].at("time_to_train_s"));
+    // Each feasible row's elastic alternative, as predict gives it for the same run.
+    const ProcessResult predicted = run_epochcast(
+        "predict --instance p3.16xlarge --nodes 4 --pricing spot --spot-interruptions-per-node-hour 0.5 "
+        "--checkpoint-every 10min --json");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+    const nlohmann::json elastic = nlohmann::json::parse(predicted.out)["spot"]["elastic"];
+    ASSERT_TRUE(elastic.is_object()) << predicted.out;
+    expect_cell(rows[0].at("elastic_time_to_train_s"), elastic["time_to_train_s"].get<double>(), "elastic time");
+    expect_cell(rows[0].at("elastic_cost_usd"), elastic["cost_usd"].get<double>(), "elastic cost");
+    EXPECT_LT(std::stod(rows[1].at("elastic_time_to_train_s")), std::stod(rows[1].at("time_to_train_s")));
     for (std::size_t i : {2u, 3u}) {
         EXPECT_EQ(rows[i].at("feasible"), "false");
         EXPECT_NE(rows[i].at("reason").find("never finishes"), std::string::npos) << rows[i].at("reason");
         EXPECT_EQ(rows[i].at("spot_interruptions_per_node_hour"), "60");
+        EXPECT_EQ(rows[i].at("elastic_time_to_train_s"), "");
+        EXPECT_EQ(rows[i].at("elastic_cost_usd"), "");
     }
     EXPECT_EQ(rows[3].at("checkpoint_interval_s"), "1800");
 }

@@ -138,6 +138,16 @@ TEST_F(Window, AroundTheRunShowsSpotsInterruptionsAndTheRecipesEvaluations) {
     const QString expected =
         QString("spot: %1 interruptions expected").arg(spot.spot.expected_interruptions, 0, 'f', 1);
     EXPECT_TRUE(around->text().contains(expected)) << around->text().toStdString();
+    // With its elastic alternative (eq. X7): the window's figures are the model's.
+    ASSERT_TRUE(spot.spot.elastic);
+    EXPECT_TRUE(around->text().contains("elastic (on without a lost node until its replacement joins): "))
+        << around->text().toStdString();
+    // Between 2 minutes and an hour, so the window writes it in minutes with one decimal.
+    ASSERT_GT(spot.spot.elastic_time_to_train_s, 120);
+    ASSERT_LT(spot.spot.elastic_time_to_train_s, 3600);
+    EXPECT_TRUE(around->text().contains(
+        QString("replacement joins): %1 min").arg(spot.spot.elastic_time_to_train_s / 60, 0, 'f', 1)))
+        << around->text().toStdString() << " " << spot.spot.elastic_time_to_train_s;
 
     Scenario target = window.scenario();
     target.pricing = Pricing::on_demand;
