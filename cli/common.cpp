@@ -28,9 +28,10 @@ void add_spot_flags(CLI::App& cmd, SpotFlags& flags) {
         "--spot-interruptions-per-node-hour", flags.interruptions_per_node_hour,
         "With --pricing spot: how often one node is taken back, per node-hour (default: the catalog's frequency band "
         "for the instance; docs/model.md, \"Spot interruptions\")"));
-    cmd.add_option("--checkpoint-every", flags.checkpoint_every,
-                   "With --pricing spot: work between checkpoints, e.g. 30min (default: Young's interval sqrt(2 C / "
-                   "interruption rate), which the output recommends)");
+    cmd.add_option(
+        "--checkpoint-every", flags.checkpoint_every,
+        "With --pricing spot: work between checkpoints, e.g. 30min (default: one epoch's, as on demand, or Young's "
+        "interval sqrt(2 C / interruption rate) where that is shorter; the output recommends Young's)");
     cmd.add_option("--spot-replacement-wait", flags.replacement_wait,
                    "With --pricing spot: the wait for a replacement node after an interruption, e.g. 10min (default "
                    "5min, an assumption)");

@@ -62,7 +62,8 @@ constexpr double kMaxBudgetUsd = 1e12;
 double parse_deadline_s(const std::string& text) { return parse_duration_s(text, "--deadline"); }
 
 /// "8 x p3.16xlarge = 64 x V100-SXM2-16GB", with how it is sold when `with_pricing` (a spot search,
-/// which weighs on-demand twins): ", spot (0.12 interruptions)" or ", on-demand".
+/// which weighs elastic and on-demand twins): ", spot (0.12 interruptions)", ", spot elastic (0.12
+/// interruptions)" or ", on-demand".
 std::string cluster_text(const Catalog& catalog, const Plan& plan, bool with_pricing = false) {
     const Scenario& s = plan.scenario;
     const Prediction& p = plan.prediction;
@@ -72,7 +73,8 @@ std::string cluster_text(const Catalog& catalog, const Plan& plan, bool with_pri
     text += " = " + std::to_string(p.gpus) + " x " + instance.gpu;
     if (!with_pricing) return text;
     if (s.pricing == Pricing::spot) {
-        text += p.spot.modelled ? ", spot (" + format_number(p.spot.expected_interruptions, 2) + " interruptions)"
+        text += p.spot.modelled ? std::string(p.spot.elastic_priced ? ", spot elastic (" : ", spot (") +
+                                      format_number(p.spot.expected_interruptions, 2) + " interruptions)"
                                 : ", spot (interruptions unknown)";
     } else if (s.pricing == Pricing::on_demand) {
         text += ", on-demand";

@@ -20,6 +20,7 @@ namespace {
 struct PredictOptions {
     ScenarioFlags flags;
     SpotFlags spot;
+    bool elastic_spot = false;
     std::string deadline;
     std::vector<std::string> catalogs;
     std::string calibration = "built-in";
@@ -101,13 +102,16 @@ private:
             return;
         }
         const SpotRun& x = p.spot;
-        out << "\nspot" << who << ": " << format_number(x.cluster_interruptions_per_hour, 3)
-            << " interruptions an hour over the cluster (" << format_number(x.interruptions_per_node_hour, 6)
-            << " per node-hour); expected " << format_number(x.expected_interruptions, 3) << " interruptions, "
+        out << "\nspot" << (x.elastic_priced ? ", elastic" : "") << who << ": "
+            << format_number(x.cluster_interruptions_per_hour, 3) << " interruptions an hour over the cluster ("
+            << format_number(x.interruptions_per_node_hour, 6) << " per node-hour); expected "
+            << format_number(x.expected_interruptions, 3) << " interruptions, "
             << format_duration(x.expected_lost_work_s) << " of work lost and " << format_duration(x.expected_downtime_s)
-            << " restarting and waiting for nodes (" << format_duration(x.loss_per_interruption_s)
-            << " each)\n  checkpoint every " << format_duration(x.checkpoint_interval_s) << " of work ("
-            << format_duration(x.checkpoint_write_s) << " to write)";
+            << (x.elastic_priced ? " restarting, twice each (without the lost node, then with its replacement) ("
+                                 : " restarting and waiting for nodes (")
+            << format_duration(x.loss_per_interruption_s) << " each)\n  checkpoint every "
+            << format_duration(x.checkpoint_interval_s) << " of work (" << format_duration(x.checkpoint_write_s)
+            << " to write)";
         if (x.recommended_checkpoint_interval_s > 0) {
             out << "; recommended: every " << format_duration(x.recommended_checkpoint_interval_s)
                 << " (Young's interval)";
@@ -230,7 +234,10 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     } else {
         scenarios.push_back(o.flags.to_scenario());
     }
-    for (Scenario& s : scenarios) o.spot.apply(s);
+    for (Scenario& s : scenarios) {
+        o.spot.apply(s);
+        s.spot_elastic = o.elastic_spot;
+    }
 
     std::vector<ScenarioResult> results;
     for (const Scenario& s : scenarios) {
@@ -252,6 +259,9 @@ void register_predict(CLI::App& app, std::ostream& out) {
         "(--pricing applies to all three, --stack to the seed's two).");
     add_scenario_flags(*cmd, options->flags);
     add_spot_flags(*cmd, options->spot);
+    cmd->add_flag("--elastic-spot", options->elastic_spot,
+                  "With --pricing spot: price the run elastic, going on without a lost node until its replacement "
+                  "joins (seed 003's dynamic training; docs/model.md, eq. X7); 2 nodes or more, no dedicated servers");
     cmd->add_option("--deadline", options->deadline,
                     "Say the probability that the run is done by then, e.g. 12h or 1d6h (with --pricing spot, from the "
                     "interruptions; docs/model.md, eq. X6)");

@@ -9,6 +9,7 @@
 #include "cli/sweep_row.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/spot.hpp"
 #include "model/storage.hpp"
 #include "model/text_io.hpp"
 #include "traces/trace.hpp"
@@ -181,19 +182,25 @@ nlohmann::json elastic_spot_json(const Prediction& p) {
 nlohmann::json spot_json(const Prediction& p) {
     if (!p.spot.modelled) return nullptr;
     const SpotRun& x = p.spot;
-    return {{"interruptions_per_node_hour", x.interruptions_per_node_hour},
-            {"cluster_interruptions_per_hour", x.cluster_interruptions_per_hour},
-            {"expected_interruptions", x.expected_interruptions},
-            {"checkpoint_interval_s", x.checkpoint_interval_s},
-            {"recommended_checkpoint_interval_s", x.recommended_checkpoint_interval_s},
-            {"checkpoint_write_s", x.checkpoint_write_s},
-            {"restart_s", x.restart_s},
-            {"replacement_wait_s", x.replacement_wait_s},
-            {"loss_per_interruption_s", x.loss_per_interruption_s},
-            {"expected_lost_work_s", x.expected_lost_work_s},
-            {"expected_downtime_s", x.expected_downtime_s},
-            {"uninterrupted_time_s", x.uninterrupted_time_s},
-            {"elastic", elastic_spot_json(p)}};
+    return {
+        {"interruptions_per_node_hour", x.interruptions_per_node_hour},
+        {"cluster_interruptions_per_hour", x.cluster_interruptions_per_hour},
+        {"expected_interruptions", x.expected_interruptions},
+        {"checkpoint_interval_s", x.checkpoint_interval_s},
+        {"recommended_checkpoint_interval_s", x.recommended_checkpoint_interval_s},
+        {"checkpoint_write_s", x.checkpoint_write_s},
+        {"restart_s", x.restart_s},
+        {"replacement_wait_s", x.replacement_wait_s},
+        {"loss_per_interruption_s", x.loss_per_interruption_s},
+        {"expected_lost_work_s", x.expected_lost_work_s},
+        {"expected_downtime_s", x.expected_downtime_s},
+        {"uninterrupted_time_s", x.uninterrupted_time_s},
+        {"waiting_time_to_train_s", std::isfinite(x.waiting_time_to_train_s) ? nlohmann::json(x.waiting_time_to_train_s)
+                                                                             : nlohmann::json(nullptr)},
+        {"waiting_cost_usd",
+         p.priced && std::isfinite(x.waiting_cost_usd) ? nlohmann::json(x.waiting_cost_usd) : nlohmann::json(nullptr)},
+        {"elastic_priced", x.elastic_priced},
+        {"elastic", elastic_spot_json(p)}};
 }
 
 std::string elastic_spot_text(const Prediction& p) {
@@ -203,11 +210,24 @@ std::string elastic_spot_text(const Prediction& p) {
         const double percent = 100.0 * (to / from - 1.0);
         return std::string(percent < 0 ? "-" : "+") + format_number(std::abs(percent), 2) + "%";
     };
+    if (x.elastic_priced) {  // the run is the elastic one: what waiting for each replacement would be
+        const std::string lost =
+            format_duration(loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s)) +
+            " lost per interruption)";
+        if (!std::isfinite(x.waiting_time_to_train_s)) {
+            return "waiting for each replacement instead: it would never finish (" + lost;
+        }
+        std::string text = "waiting for each replacement instead: " + format_duration(x.waiting_time_to_train_s);
+        if (p.priced) text += ", " + format_dollars(x.waiting_cost_usd);
+        text += " (" + change(x.waiting_time_to_train_s, x.elastic_time_to_train_s) + " time";
+        if (p.priced && x.elastic_cost_usd > 0) text += ", " + change(x.waiting_cost_usd, x.elastic_cost_usd) + " cost";
+        return text + " against elastic; " + lost;
+    }
     std::string text = "elastic (go on without a lost node until its replacement joins, seed 003): " +
                        format_duration(x.elastic_time_to_train_s);
     if (p.priced) text += ", " + format_dollars(x.elastic_cost_usd);
-    text += " (" + change(x.elastic_time_to_train_s, p.time_to_train_s) + " time";
-    if (p.priced && p.cost_usd > 0) text += ", " + change(x.elastic_cost_usd, p.cost_usd) + " cost";
+    text += " (" + change(x.elastic_time_to_train_s, x.waiting_time_to_train_s) + " time";
+    if (p.priced && x.waiting_cost_usd > 0) text += ", " + change(x.elastic_cost_usd, x.waiting_cost_usd) + " cost";
     return text + " against waiting; " + format_duration(x.elastic_loss_per_interruption_s) + " lost per interruption)";
 }
 

@@ -761,8 +761,22 @@ Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
         message += shortest(x.loss_per_interruption_s / 60.0);
         message +=
             " min (restart, replacement wait, half a checkpoint interval of lost work); give fewer nodes, a "
-            "shorter --checkpoint-every, or --pricing on-demand";
+            "shorter --checkpoint-every, ";
+        if (x.elastic) {  // going on without the lost node would finish
+            message += "--elastic-spot (it would take about " +
+                       std::to_string(std::lround(x.elastic_time_to_train_s / 60.0)) + " min), ";
+        }
+        message += "or --pricing on-demand";
         throw InfeasibleError(message);
+    }
+    if (scenario.spot_elastic && p.spot.modelled && !p.spot.elastic_priced) {
+        throw InfeasibleError(
+            "on spot this run cannot go on elastic: a node is lost again within the wait for its replacement "
+            "(" +
+            shortest(p.spot.interruptions_per_node_hour) + " interruptions per node-hour, a " +
+            shortest(p.spot.replacement_wait_s / 60.0) +
+            " min wait), or it would never finish so; leave out "
+            "--elastic-spot, or give a shorter --spot-replacement-wait");
     }
     check_prediction(p);
     return p;
@@ -1038,6 +1052,13 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
 /// The interruption rate of a spot cluster: the scenario's, else the catalog's band for its workers
 /// (and dedicated servers: the higher of the two); none known, no spot model (eqs. X0-X6).
 void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {
+    if (scenario.spot_elastic) {
+        if (scenario.pricing != Pricing::spot) throw InputError("--elastic-spot needs --pricing spot");
+        if (scenario.nodes < 2) {
+            throw InputError("--elastic-spot needs 2 nodes or more: a run on one node has none to go on without");
+        }
+        if (server) throw InputError("--elastic-spot needs no dedicated parameter servers: each one must stay");
+    }
     if (scenario.pricing != Pricing::spot) return;
     double rate = scenario.spot_interruptions_per_node_hour;
     if (rate < 0) {
@@ -1053,6 +1074,7 @@ void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec&
     r.spot_interruptions_per_node_hour = rate;
     r.checkpoint_interval_s = scenario.checkpoint_interval_s;
     r.spot_replacement_wait_s = scenario.spot_replacement_wait_s;
+    r.spot_elastic = scenario.spot_elastic;
 }
 
 FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double value) const {
@@ -1600,6 +1622,46 @@ void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
 
 }  // namespace
 
+namespace {
+
+/// Prices the spot run of `p.spot` whose interruptions each cost `loss_s` of wall time (eqs. X3,
+/// X6) and each leave `unpaid_node_s` of one node's time unpaid (the elastic run's wait, eq. X7;
+/// 0 when the run waits): its time to train and cost, and their bands from X6's 2.5% quantile at
+/// the fast end of the throughput with the fewest epochs and its 97.5% at the slow end with the
+/// most, each quantile a + k loss_s with its k interruptions. False where it never finishes.
+bool price_spot_run(const ResolvedScenario& s, Prediction& p, double loss_s, double unpaid_node_s) {
+    const SpotRun& x = p.spot;
+    const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
+    const double expected_s = spot_expected_time_s(x.checkpointed_work_s, rate_per_s, loss_s);
+    if (!std::isfinite(expected_s)) return false;
+    const double unpaid_usd = unpaid_node_s * s.cluster_usd_per_hour / 3600.0 / s.nodes;
+    const double before_s = s.staging_s + s.startup_s;
+    p.time_to_train_s = before_s + expected_s;
+    RunMoney money = run_money(s, p.time_to_train_s, s.epochs, p.evaluations);
+    money.cluster_usd -= rate_per_s * expected_s * unpaid_usd;
+    set_money(p, money);
+    auto work_at = [&](double throughput, double epochs) {
+        const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
+                                                   evaluations(epochs, s.eval_every_epochs) * p.evaluation_s
+                                             : x.work_s;
+        return checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
+    };
+    auto end_of_band = [&](double throughput, double epochs, double probability) {
+        const double a = work_at(throughput, epochs);
+        const double t = spot_time_quantile_s(a, rate_per_s, loss_s, probability);
+        RunMoney m = run_money(s, before_s + t, epochs, evaluations(epochs, s.eval_every_epochs));
+        m.cluster_usd -= std::max(0.0, (t - a) / loss_s) * unpaid_usd;
+        return std::pair{before_s + t, m.total()};
+    };
+    const auto [low_s, low_usd] = end_of_band(p.interval.high, s.epochs_low, 0.025);
+    const auto [high_s, high_usd] = end_of_band(p.interval.low, s.epochs_high, 0.975);
+    p.time_to_train_interval = {std::min(p.time_to_train_s, low_s), std::max(p.time_to_train_s, high_s)};
+    p.cost_interval = {std::min(p.cost_usd, low_usd), std::max(p.cost_usd, high_usd)};
+    return true;
+}
+
+}  // namespace
+
 void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     SpotRun& x = p.spot;
     x.modelled = true;
@@ -1621,37 +1683,34 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.loss_per_interruption_s = loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s);
     x.checkpointed_work_s = checkpointed_work_s(x.work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
     x.uninterrupted_time_s = s.staging_s + s.startup_s + x.checkpointed_work_s;
-    const double expected_s = spot_expected_time_s(x.checkpointed_work_s, rate_per_s, x.loss_per_interruption_s);
-    x.finishes = std::isfinite(expected_s);
+    const double never = std::numeric_limits<double>::infinity();
+    const bool waiting_finishes = price_spot_run(s, p, x.loss_per_interruption_s, 0.0);
+    x.waiting_time_to_train_s = waiting_finishes ? p.time_to_train_s : never;
+    x.waiting_cost_usd = waiting_finishes ? p.cost_usd : never;
+    if (waiting_finishes) {
+        x.expected_interruptions = rate_per_s * (p.time_to_train_s - s.staging_s - s.startup_s);
+        x.expected_lost_work_s = x.expected_interruptions * x.checkpoint_interval_s / 2.0;
+        x.expected_downtime_s = x.expected_interruptions * (x.restart_s + x.replacement_wait_s);
+    }
+    apply_elastic_spot(s, p);
+    // Priced elastic (Scenario::spot_elastic): eq. X7's run, which may finish where waiting would
+    // not. Each interruption costs d_e, restarts twice and leaves the lost node unpaid through the
+    // wait, while the others train on.
+    if (s.spot_elastic && x.elastic) {
+        x.elastic_priced = price_spot_run(s, p, x.elastic_loss_per_interruption_s, x.replacement_wait_s);
+        x.loss_per_interruption_s = x.elastic_loss_per_interruption_s;
+        x.expected_interruptions = x.elastic_expected_interruptions;
+        x.expected_lost_work_s = x.expected_interruptions * x.checkpoint_interval_s / 2.0;
+        x.expected_downtime_s = x.expected_interruptions * 2.0 * x.restart_s;
+    }
+    x.finishes = waiting_finishes || x.elastic_priced;
     if (!x.finishes) {
         // The run never finishes: checked_predict() refuses it, naming why; the figures say so too.
-        p.time_to_train_s = p.cost_usd = std::numeric_limits<double>::infinity();
-        p.time_to_train_interval = {p.time_to_train_s, p.time_to_train_s};
-        p.cost_interval = {p.cost_usd, p.cost_usd};
-        x.expected_interruptions = x.expected_lost_work_s = x.expected_downtime_s = p.time_to_train_s;
-        return;
+        p.time_to_train_s = p.cost_usd = never;
+        p.time_to_train_interval = {never, never};
+        p.cost_interval = {never, never};
+        x.expected_interruptions = x.expected_lost_work_s = x.expected_downtime_s = never;
     }
-    x.expected_interruptions = rate_per_s * expected_s;
-    x.expected_lost_work_s = x.expected_interruptions * x.checkpoint_interval_s / 2.0;
-    x.expected_downtime_s = x.expected_interruptions * (x.restart_s + x.replacement_wait_s);
-    p.time_to_train_s = s.staging_s + s.startup_s + expected_s;
-    set_money(p, run_money(s, p.time_to_train_s, s.epochs, p.evaluations));
-    // The band: eq. X6's 2.5% quantile at the fast end of the throughput and the fewest epochs, its
-    // 97.5% at the slow end and the most.
-    auto work_at = [&](double throughput, double epochs) {
-        const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
-                                                   evaluations(epochs, s.eval_every_epochs) * p.evaluation_s
-                                             : x.work_s;
-        return checkpointed_work_s(work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
-    };
-    const double low_s =
-        spot_time_quantile_s(work_at(p.interval.high, s.epochs_low), rate_per_s, x.loss_per_interruption_s, 0.025);
-    const double high_s =
-        spot_time_quantile_s(work_at(p.interval.low, s.epochs_high), rate_per_s, x.loss_per_interruption_s, 0.975);
-    p.time_to_train_interval = {std::min(p.time_to_train_s, s.staging_s + s.startup_s + low_s),
-                                std::max(p.time_to_train_s, s.staging_s + s.startup_s + high_s)};
-    p.cost_interval = cost_band(s, p);
-    apply_elastic_spot(s, p);
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {

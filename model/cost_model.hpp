@@ -153,8 +153,9 @@ struct ResolvedScenario {
     double checkpoint_GB = 0;                     ///< one checkpoint's size, GB (2^30 bytes)
     bool spot_modelled = false;                   ///< spot pricing with an interruption rate (eqs. X0-X6)
     double spot_interruptions_per_node_hour = 0;  ///< that rate, per node
-    double checkpoint_interval_s = 0;             ///< spot: seconds of work between checkpoints; 0: Young's
+    double checkpoint_interval_s = 0;             ///< spot: seconds of work between checkpoints; 0: the default
     double spot_replacement_wait_s = 0;           ///< spot: seconds to get a node back
+    bool spot_elastic = false;                    ///< spot: priced elastic (eq. X7), Scenario::spot_elastic
     double cluster_usd_per_hour = 0;              ///< workers + dedicated servers at the chosen pricing
     bool priced = true;                           ///< false: an instance of the cluster has no price (cluster_priced)
     double memory_per_gpu_bytes = 0;              ///< what one GPU needs for this batch, headroom included (eq. M1)

@@ -33,8 +33,8 @@ struct SpotRun {
     double interruptions_per_node_hour = 0;        ///< lambda, per node
     double cluster_interruptions_per_hour = 0;     ///< N lambda over the cluster's nodes (servers included)
     double checkpoint_write_s = 0;                 ///< C, one checkpoint
-    double checkpoint_interval_s = 0;              ///< tau, seconds of work between checkpoints (given or Young's,
-                                                   ///< at most the whole work)
+    double checkpoint_interval_s = 0;              ///< tau, seconds of work between checkpoints (given, else an
+                                                   ///< epoch's or Young's if shorter; at most the whole work)
     double recommended_checkpoint_interval_s = 0;  ///< Young's tau* = sqrt(2 C / (N lambda)) (eq. X4); 0: no rate
     double restart_s = 0;                          ///< R, launch to first iteration after an interruption
     double replacement_wait_s = 0;                 ///< W, the wait for a replacement node
@@ -45,15 +45,23 @@ struct SpotRun {
     double expected_lost_work_s = 0;               ///< interruptions x tau/2: work done again
     double expected_downtime_s = 0;                ///< interruptions x (R + W)
     double uninterrupted_time_s = 0;               ///< the same run never interrupted: start-up + a
+    double waiting_time_to_train_s = 0;            ///< the run that waits for each replacement (X3): staging +
+                                                   ///< start-up + E[T]
+    double waiting_cost_usd = 0;                   ///< and its cost
     /// The same run elastic (eq. X7, seed 003): it goes on without a lost node until its replacement
     /// joins. Only where the cluster can shrink (2 nodes or more, no dedicated parameter servers),
-    /// one node is missing at a time (lambda W < 1) and the run finishes both ways.
+    /// one node is missing at a time (lambda W < 1) and it finishes (the run that waits may not).
     bool elastic = false;
     double elastic_throughput_ratio = 0;         ///< eta: N - 1 nodes' throughput over N's
     double elastic_loss_per_interruption_s = 0;  ///< d_e = 2 R + tau/2 + W (1 - eta)
     double elastic_expected_interruptions = 0;   ///< N lambda E[T_e]
     double elastic_time_to_train_s = 0;          ///< staging + start-up + E[T_e] = a / (1 - N lambda d_e)
     double elastic_cost_usd = 0;                 ///< the cluster over that time, less the lost nodes' waits
+    /// The run is priced elastic (Scenario::spot_elastic): the prediction's time to train, cost and
+    /// their bands are eq. X7's, and so are expected_interruptions, loss_per_interruption_s (d_e),
+    /// expected_lost_work_s and expected_downtime_s (two restarts each; the others train through the
+    /// wait); false with `elastic` true: they are the run that waits (X3).
+    bool elastic_priced = false;
 };
 
 struct Prediction {

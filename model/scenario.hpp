@@ -76,8 +76,11 @@ struct Scenario {
     /// Spot only (docs/model.md, "Spot interruptions"): interruptions per node-hour; -1: the catalog's
     /// for the instance (its spot price's frequency band, eq. X0); 0: none.
     double spot_interruptions_per_node_hour = -1;
-    double checkpoint_interval_s = 0;  ///< spot: seconds of work between checkpoints; 0: Young's interval (eq. X4)
+    double checkpoint_interval_s = 0;  ///< spot: seconds of work between checkpoints; 0: an epoch's, or Young's (X4)
     double spot_replacement_wait_s = kDefaultSpotReplacementWaitS;  ///< spot: seconds to get a node back (eq. X1)
+    /// Spot: the run goes on without a lost node until its replacement joins (seed 003's dynamic
+    /// training), and is priced so (eq. X7); needs 2 nodes or more and no dedicated servers.
+    bool spot_elastic = false;
     double fusion_threshold_MiB = 0;  ///< gradient bucket, MiB; 0: the framework's (FrameworkProfile::bucket_MiB)
 
     // What the run costs around its iterations (issue 45, items 2-4; docs/model.md, eqs. F1-F6, E1, E2, L1)

@@ -208,6 +208,15 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
     }
     if (space.spot_with_on_demand && space.base.pricing == Pricing::spot) {
         const std::size_t spot = out.size();
+        // Each spot cluster that can shrink also elastic (eq. X7, seed 003's dynamic training): it
+        // goes on without a lost node until its replacement joins; where it cannot, it is left out.
+        for (std::size_t i = 0; i < spot; ++i) {
+            const Scenario& s = out[i];
+            if (s.nodes < 2 || (s.strategy == Strategy::ps && !s.ps_colocated)) continue;
+            Scenario elastic = s;
+            elastic.spot_elastic = true;
+            out.push_back(std::move(elastic));
+        }
         for (std::size_t i = 0; i < spot; ++i) {
             const Scenario& s = out[i];
             const bool worker_sold = catalog.instance(s.instance).price(Pricing::on_demand) != nullptr;
@@ -233,11 +242,12 @@ namespace {
 /// Plans that can hand over to each other: same instances, GPUs per node, strategy, server set-up
 /// and global batch (seed 003 keeps the global batch when the cluster changes).
 std::vector<std::vector<std::size_t>> elastic_groups(const std::vector<Plan>& plans) {
-    std::map<std::tuple<std::string, int, Strategy, std::string, bool, int, Pricing>, std::vector<std::size_t>> groups;
+    std::map<std::tuple<std::string, int, Strategy, std::string, bool, int, Pricing, bool>, std::vector<std::size_t>>
+        groups;
     for (std::size_t i = 0; i < plans.size(); ++i) {
         const Scenario& s = plans[i].scenario;
         groups[{s.instance, s.gpus_per_node, s.strategy, s.ps_instance, s.ps_colocated,
-                plans[i].prediction.global_batch, s.pricing}]
+                plans[i].prediction.global_batch, s.pricing, s.spot_elastic}]
             .push_back(i);
     }
     std::vector<std::vector<std::size_t>> out;

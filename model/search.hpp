@@ -47,9 +47,11 @@ struct SearchSpace {
     /// in [0.5, 1): 0.5 is the point prediction, 0.95 the time and cost a run stays within 19
     /// times in 20 (at_confidence).
     double confidence = 0.5;
-    /// With base.pricing spot: also every configuration on demand where its instances are sold so,
-    /// so that a plan whose interruptions eat the spot discount loses to its on-demand twin
-    /// (docs/model.md, "Spot interruptions"). The on-demand twins follow the spot ones.
+    /// With base.pricing spot: also every spot cluster that can shrink priced elastic
+    /// (Scenario::spot_elastic, eq. X7), and every configuration on demand where its instances are
+    /// sold so, so that a plan whose interruptions eat the spot discount loses to its on-demand twin
+    /// (docs/model.md, "Spot interruptions"). The elastic twins follow the spot ones, then the
+    /// on-demand twins.
     bool spot_with_on_demand = false;
 };
 

@@ -381,6 +381,7 @@ json scenario_json(const Scenario& s) {
         }
     }
     if (s.efa_adapters >= 0) fields["efa_adapters"] = s.efa_adapters;
+    if (s.spot_elastic) fields["spot_elastic"] = true;
     if (s.target_top1_percent > 0) {
         fields.erase("epochs");  // an output of the target, not an input
         fields["target_top1_percent"] = s.target_top1_percent;

@@ -582,9 +582,22 @@ TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
     const double p = j["deadline"]["finish_probability"].get<double>();
     EXPECT_GT(p, 0);
     EXPECT_LE(p, 1);
+    // --elastic-spot prices that elastic run, with the run that waits beside it.
+    const testing::ProcessResult priced = run_epochcast(run + " --elastic-spot --deadline 40min --json");
+    ASSERT_EQ(priced.exit_code, 0) << priced.err;
+    const nlohmann::json e = nlohmann::json::parse(priced.out);
+    EXPECT_TRUE(e["spot"]["elastic_priced"].get<bool>());
+    EXPECT_DOUBLE_EQ(e["time_to_train_s"].get<double>(), elastic["time_to_train_s"].get<double>());
+    EXPECT_DOUBLE_EQ(e["spot"]["waiting_time_to_train_s"].get<double>(), j["time_to_train_s"].get<double>());
+    EXPECT_GT(e["deadline"]["finish_probability"].get<double>(), p);  // each interruption costs less
+    const testing::ProcessResult priced_text = run_epochcast(run + " --elastic-spot");
+    ASSERT_EQ(priced_text.exit_code, 0) << priced_text.err;
+    EXPECT_NE(priced_text.out.find("spot, elastic: "), std::string::npos) << priced_text.out;
+    EXPECT_NE(priced_text.out.find("waiting for each replacement instead: "), std::string::npos) << priced_text.out;
 
     for (const char* bad : {" --spot-interruptions-per-node-hour -1", " --spot-interruptions-per-node-hour 1e9",
-                            " --checkpoint-every soon", " --deadline 0h", " --spot-replacement-wait 5parsecs"}) {
+                            " --checkpoint-every soon", " --deadline 0h", " --spot-replacement-wait 5parsecs",
+                            " --elastic-spot", " --nodes 2 --elastic-spot --pricing on-demand"}) {
         const testing::ProcessResult r =
             run_epochcast("predict --instance p3.16xlarge --pricing spot" + std::string(bad));
         EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;

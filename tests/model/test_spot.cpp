@@ -141,6 +141,16 @@ TEST(Spot, PredictionOfASpotRun) {
     EXPECT_THROW(model.resolve(s), InputError);
 }
 
+/// 16 x p4d.24xlarge on spot, each node taken back 0.05 times an hour: the elastic tests' cluster.
+Scenario p4d_spot_cluster() {
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 16;
+    s.pricing = Pricing::spot;
+    s.spot_interruptions_per_node_hour = 0.05;
+    return s;
+}
+
 // Eq. X7 (seed 003's dynamic training on spot): an elastic run goes on without a lost node until its
 // replacement joins. Each figure recomputed from the fixed run's and the model's own throughput on
 // one node fewer; elastic wins where a restart costs less than the wait at the smaller cluster's
@@ -148,11 +158,7 @@ TEST(Spot, PredictionOfASpotRun) {
 TEST(Spot, AnElasticRunGoesOnWithoutTheLostNode) {
     EXPECT_DOUBLE_EQ(elastic_loss_per_interruption_s(90, 300, 600, 0.9), 2 * 90 + 600 / 2.0 + 300 * 0.1);
     const CostModel model(Catalog::built_in(), Calibration::built_in());
-    Scenario s;
-    s.instance = "p4d.24xlarge";
-    s.nodes = 16;
-    s.pricing = Pricing::spot;
-    s.spot_interruptions_per_node_hour = 0.05;
+    Scenario s = p4d_spot_cluster();
     const Prediction spot = model.checked_predict(model.resolve(s));
     const SpotRun& x = spot.spot;
     ASSERT_TRUE(x.elastic);
@@ -195,6 +201,69 @@ TEST(Spot, AnElasticRunGoesOnWithoutTheLostNode) {
     const Prediction ps = model.checked_predict(model.resolve(servers));
     ASSERT_TRUE(ps.spot.modelled);
     EXPECT_FALSE(ps.spot.elastic);
+}
+
+// Scenario::spot_elastic prices the run as eq. X7's: its time and cost are the elastic figures, its
+// interruptions each cost d_e, the band is X6's quantiles with d_e (each quantile a + k d_e leaving k
+// waits unpaid), and the run that waits is kept beside it. Elastic finishes where waiting would not;
+// a cluster that cannot shrink, or another pricing, is refused.
+TEST(Spot, AnElasticRunIsPricedAsEqX7) {
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario s = p4d_spot_cluster();
+    const Prediction waiting = model.checked_predict(model.resolve(s));
+    s.spot_elastic = true;
+    const Prediction elastic = model.checked_predict(model.resolve(s));
+    const SpotRun& x = elastic.spot;
+    ASSERT_TRUE(x.elastic_priced);
+    EXPECT_FALSE(waiting.spot.elastic_priced);
+    EXPECT_DOUBLE_EQ(elastic.time_to_train_s, waiting.spot.elastic_time_to_train_s);
+    EXPECT_NEAR(elastic.cost_usd, waiting.spot.elastic_cost_usd, 1e-9);
+    EXPECT_DOUBLE_EQ(x.waiting_time_to_train_s, waiting.time_to_train_s);
+    EXPECT_DOUBLE_EQ(x.waiting_cost_usd, waiting.cost_usd);
+    EXPECT_DOUBLE_EQ(x.loss_per_interruption_s, x.elastic_loss_per_interruption_s);
+    EXPECT_DOUBLE_EQ(x.expected_interruptions, x.elastic_expected_interruptions);
+    EXPECT_NEAR(x.expected_downtime_s, x.expected_interruptions * 2 * x.restart_s, 1e-9);
+    const double rate_per_s = 16 * 0.05 / 3600;
+    const double node_usd_per_s = elastic.cluster_usd_per_hour / 3600 / 16;
+    // The band's slow end: X6's 97.5% quantile at the throughput band's slow end with the most epochs
+    // (no target: the given epochs), its money less k unpaid waits.
+    const double a_slow = (90 * 1281167 / elastic.interval.low) * (1 + x.checkpoint_write_s / x.checkpoint_interval_s);
+    const double t_slow = spot_time_quantile_s(a_slow, rate_per_s, x.elastic_loss_per_interruption_s, 0.975);
+    EXPECT_NEAR(elastic.time_to_train_interval.high, elastic.startup_s + t_slow, 1e-6);
+    const double k_slow = std::round((t_slow - a_slow) / x.elastic_loss_per_interruption_s);
+    EXPECT_NEAR(elastic.cost_interval.high,
+                (elastic.startup_s + t_slow) / 3600 * elastic.cluster_usd_per_hour -
+                    k_slow * x.replacement_wait_s * node_usd_per_s,
+                1e-6);
+    EXPECT_LT(elastic.time_to_train_interval.low, elastic.time_to_train_s);
+
+    // 64 nodes at 0.25 an hour each: waiting never finishes (16 x 6.5 min an hour), elastic does.
+    s.instance = "p3.16xlarge";
+    s.nodes = 64;
+    s.spot_interruptions_per_node_hour = 0.25;
+    const Prediction only = model.checked_predict(model.resolve(s));
+    EXPECT_TRUE(only.spot.elastic_priced);
+    EXPECT_TRUE(std::isfinite(only.time_to_train_s));
+    EXPECT_FALSE(std::isfinite(only.spot.waiting_time_to_train_s));
+    s.spot_elastic = false;
+    try {
+        model.checked_predict(model.resolve(s));
+        FAIL() << "a run that never finishes was predicted";
+    } catch (const InfeasibleError& e) {
+        EXPECT_NE(std::string(e.what()).find("--elastic-spot (it would take about"), std::string::npos) << e.what();
+    }
+
+    s.spot_elastic = true;
+    s.nodes = 1;
+    EXPECT_THROW(model.resolve(s), InputError);
+    s.nodes = 4;
+    s.pricing = Pricing::on_demand;
+    EXPECT_THROW(model.resolve(s), InputError);
+    s.pricing = Pricing::spot;
+    s.strategy = Strategy::ps;
+    s.ps_instance = "c5n.18xlarge";
+    s.ps_nodes = 2;
+    EXPECT_THROW(model.resolve(s), InputError);
 }
 
 TEST(Spot, CatalogBandsAreStrict) {
