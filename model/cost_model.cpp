@@ -769,7 +769,12 @@ Prediction CostModel::checked_predict(const ResolvedScenario& scenario) const {
         message += "or --pricing on-demand";
         throw InfeasibleError(message);
     }
-    if (scenario.spot_elastic && p.spot.modelled && !p.spot.elastic_priced) {
+    if (scenario.spot_elastic && !p.spot.modelled) {
+        throw InfeasibleError(
+            "--elastic-spot needs an interruption rate, and the catalog gives none for this instance: give "
+            "--spot-interruptions-per-node-hour");
+    }
+    if (scenario.spot_elastic && !p.spot.elastic_priced) {
         throw InfeasibleError(
             "on spot this run cannot go on elastic: a node is lost again within the wait for its replacement "
             "(" +
@@ -1059,6 +1064,7 @@ void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec&
         }
         if (server) throw InputError("--elastic-spot needs no dedicated parameter servers: each one must stay");
     }
+    r.spot_elastic = scenario.spot_elastic;
     if (scenario.pricing != Pricing::spot) return;
     double rate = scenario.spot_interruptions_per_node_hour;
     if (rate < 0) {
@@ -1074,7 +1080,6 @@ void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec&
     r.spot_interruptions_per_node_hour = rate;
     r.checkpoint_interval_s = scenario.checkpoint_interval_s;
     r.spot_replacement_wait_s = scenario.spot_replacement_wait_s;
-    r.spot_elastic = scenario.spot_elastic;
 }
 
 FieldSensitivity CostModel::sensitivity(ParameterKind kind, int index, double value) const {
@@ -1619,10 +1624,6 @@ void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.elastic_cost_usd = run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
                          x.elastic_expected_interruptions * x.replacement_wait_s * node_usd_per_s;
 }
-
-}  // namespace
-
-namespace {
 
 /// Prices the spot run of `p.spot` whose interruptions each cost `loss_s` of wall time (eqs. X3,
 /// X6) and each leave `unpaid_node_s` of one node's time unpaid (the elastic run's wait, eq. X7;

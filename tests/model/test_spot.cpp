@@ -254,6 +254,10 @@ TEST(Spot, AnElasticRunIsPricedAsEqX7) {
     }
 
     s.spot_elastic = true;
+    s.spot_interruptions_per_node_hour = -1;  // the catalog's band
+    s.instance = "a2-highgpu-8g";             // Google Cloud: none in the catalog
+    EXPECT_THROW(model.checked_predict(model.resolve(s)), InfeasibleError);
+    s.instance = "p3.16xlarge";
     s.nodes = 1;
     EXPECT_THROW(model.resolve(s), InputError);
     s.nodes = 4;
