@@ -191,6 +191,7 @@ nlohmann::json spot_json(const Prediction& p) {
         {"checkpoint_write_s", x.checkpoint_write_s},
         {"restart_s", x.restart_s},
         {"replacement_wait_s", x.replacement_wait_s},
+        {"replacement_staging_usd", x.replacement_staging_usd},
         {"loss_per_interruption_s", x.loss_per_interruption_s},
         {"expected_lost_work_s", x.expected_lost_work_s},
         {"expected_downtime_s", x.expected_downtime_s},

@@ -1621,8 +1621,9 @@ void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.elastic_time_to_train_s = s.staging_s + s.startup_s + expected_s;
     // Each lost node is not paid for while the run waits without it (the others are).
     const double node_usd_per_s = s.cluster_usd_per_hour / 3600.0 / s.nodes;
-    x.elastic_cost_usd = run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
-                         x.elastic_expected_interruptions * x.replacement_wait_s * node_usd_per_s;
+    x.elastic_cost_usd =
+        run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
+        x.elastic_expected_interruptions * (x.replacement_wait_s * node_usd_per_s - x.replacement_staging_usd);
 }
 
 /// Prices the spot run of `p.spot` whose interruptions each cost `loss_s` of wall time (eqs. X3,
@@ -1640,6 +1641,7 @@ bool price_spot_run(const ResolvedScenario& s, Prediction& p, double loss_s, dou
     p.time_to_train_s = before_s + expected_s;
     RunMoney money = run_money(s, p.time_to_train_s, s.epochs, p.evaluations);
     money.cluster_usd -= rate_per_s * expected_s * unpaid_usd;
+    money.transfer_usd += rate_per_s * expected_s * x.replacement_staging_usd;
     set_money(p, money);
     auto work_at = [&](double throughput, double epochs) {
         const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
@@ -1651,7 +1653,9 @@ bool price_spot_run(const ResolvedScenario& s, Prediction& p, double loss_s, dou
         const double a = work_at(throughput, epochs);
         const double t = spot_time_quantile_s(a, rate_per_s, loss_s, probability);
         RunMoney m = run_money(s, before_s + t, epochs, evaluations(epochs, s.eval_every_epochs));
-        m.cluster_usd -= std::max(0.0, (t - a) / loss_s) * unpaid_usd;
+        const double interruptions = std::max(0.0, (t - a) / loss_s);
+        m.cluster_usd -= interruptions * unpaid_usd;
+        m.transfer_usd += interruptions * x.replacement_staging_usd;
         return std::pair{before_s + t, m.total()};
     };
     const auto [low_s, low_usd] = end_of_band(p.interval.high, s.epochs_low, 0.025);
@@ -1680,7 +1684,10 @@ void apply_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     const double default_s = std::min(young_s, x.work_s / s.epochs);
     x.checkpoint_interval_s = std::min(s.checkpoint_interval_s > 0 ? s.checkpoint_interval_s : default_s, x.work_s);
     x.restart_s = s.startup_s;
-    x.replacement_wait_s = s.spot_replacement_wait_s;
+    // A replacement node that stages the dataset on its own drives (local-nvme) copies it before it
+    // joins, as each worker did before training: the wait grows by that copy, its requests are paid.
+    x.replacement_wait_s = s.spot_replacement_wait_s + (s.staging_on_workers ? s.staging_s : 0.0);
+    x.replacement_staging_usd = s.staging_on_workers ? s.staging_usd / s.nodes : 0.0;
     x.loss_per_interruption_s = loss_per_interruption_s(x.restart_s, x.replacement_wait_s, x.checkpoint_interval_s);
     x.checkpointed_work_s = checkpointed_work_s(x.work_s, x.checkpoint_write_s, x.checkpoint_interval_s);
     x.uninterrupted_time_s = s.staging_s + s.startup_s + x.checkpointed_work_s;

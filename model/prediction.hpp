@@ -37,7 +37,9 @@ struct SpotRun {
                                                    ///< epoch's or Young's if shorter; at most the whole work)
     double recommended_checkpoint_interval_s = 0;  ///< Young's tau* = sqrt(2 C / (N lambda)) (eq. X4); 0: no rate
     double restart_s = 0;                          ///< R, launch to first iteration after an interruption
-    double replacement_wait_s = 0;                 ///< W, the wait for a replacement node
+    double replacement_wait_s = 0;                 ///< W, the wait for a replacement node: the given wait,
+                                                   ///< plus its own staging copy where each worker stages
+    double replacement_staging_usd = 0;            ///< that copy's requests, paid at each interruption
     double loss_per_interruption_s = 0;            ///< d = R + W + tau/2 (eq. X1)
     double work_s = 0;                             ///< the run's iterations alone, no checkpoint, no start-up
     double checkpointed_work_s = 0;                ///< a = work x (1 + C/tau) (eq. X2)

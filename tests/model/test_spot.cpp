@@ -270,6 +270,34 @@ TEST(Spot, AnElasticRunIsPricedAsEqX7) {
     EXPECT_THROW(model.resolve(s), InputError);
 }
 
+// A replacement node that stages the dataset on its own drives (local-nvme) copies it before it
+// joins, as every worker did before training: the wait is the given one plus that copy, and each
+// interruption pays one more copy's requests. Seed 004's two hours of staging make the elastic run
+// (which trains on through the wait) the better one by far.
+TEST(Spot, AReplacementNodeStagesItsOwnCopy) {
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario s = p4d_spot_cluster();
+    s.nodes = 4;
+    const Prediction bare = model.checked_predict(model.resolve(s));
+    EXPECT_DOUBLE_EQ(bare.spot.replacement_wait_s, kDefaultSpotReplacementWaitS);
+    EXPECT_EQ(bare.spot.replacement_staging_usd, 0);
+    s.storage = Store::local_nvme;
+    const ResolvedScenario r = model.resolve(s);
+    const Prediction staged = model.checked_predict(r);
+    const SpotRun& x = staged.spot;
+    ASSERT_GT(staged.staging_s, 3600);
+    EXPECT_DOUBLE_EQ(x.replacement_wait_s, kDefaultSpotReplacementWaitS + staged.staging_s);
+    EXPECT_DOUBLE_EQ(x.replacement_staging_usd, r.staging_usd / 4);
+    EXPECT_DOUBLE_EQ(x.loss_per_interruption_s, x.restart_s + x.replacement_wait_s + x.checkpoint_interval_s / 2);
+    // The money: the cluster over the wall time, the first copies, and one more per interruption.
+    s.pricing = Pricing::on_demand;
+    const Prediction on_demand = model.checked_predict(model.resolve(s));
+    EXPECT_NEAR(staged.data_transfer_usd,
+                on_demand.data_transfer_usd + x.expected_interruptions * x.replacement_staging_usd, 1e-9);
+    ASSERT_TRUE(x.elastic);
+    EXPECT_LT(x.elastic_time_to_train_s, 0.9 * staged.time_to_train_s);
+}
+
 TEST(Spot, CatalogBandsAreStrict) {
     const Catalog catalog = Catalog::built_in();
     const Price* p3 = catalog.instance("p3.16xlarge").price(Pricing::spot);
