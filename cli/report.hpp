@@ -58,7 +58,8 @@ std::string bottleneck_text(const Prediction& p);
 
 /// A spot run's elastic alternative (eq. X7), for predict's and plan's text: "elastic (go on without
 /// a lost node until its replacement joins, seed 003): 3h 2min, $1,234.56 (-12% time, -10% cost
-/// against waiting)"; empty where the run has none.
+/// against waiting; ...)"; for a run priced elastic, the run that waits instead ("waiting for each
+/// replacement instead: ..."); empty where the run has none.
 std::string elastic_spot_text(const Prediction& p);
 
 /// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
