@@ -1597,6 +1597,18 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
 
 namespace {
 
+/// The money of a spot run that ends at `time_s` after `interruptions` (eqs. X3, X7): run_money's,
+/// less `unpaid_node_s` of one node's time for each (the elastic run's wait without the lost node;
+/// 0 for the run that waits), plus each replacement's own staging copy (SpotRun::
+/// replacement_staging_usd).
+RunMoney spot_run_money(const ResolvedScenario& s, const SpotRun& x, double time_s, double epochs, double passes,
+                        double interruptions, double unpaid_node_s) {
+    RunMoney m = run_money(s, time_s, epochs, passes);
+    m.cluster_usd -= interruptions * unpaid_node_s * s.cluster_usd_per_hour / 3600.0 / s.nodes;
+    m.transfer_usd += interruptions * x.replacement_staging_usd;
+    return m;
+}
+
 /// Eq. X7 beside apply_spot's fixed cluster: the same spot run elastic (SpotRun::elastic...), where
 /// its cluster can shrink.
 void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
@@ -1620,10 +1632,9 @@ void apply_elastic_spot(const ResolvedScenario& s, Prediction& p) noexcept {
     x.elastic_expected_interruptions = rate_per_s * expected_s;
     x.elastic_time_to_train_s = s.staging_s + s.startup_s + expected_s;
     // Each lost node is not paid for while the run waits without it (the others are).
-    const double node_usd_per_s = s.cluster_usd_per_hour / 3600.0 / s.nodes;
-    x.elastic_cost_usd =
-        run_money(s, x.elastic_time_to_train_s, s.epochs, p.evaluations).total() -
-        x.elastic_expected_interruptions * (x.replacement_wait_s * node_usd_per_s - x.replacement_staging_usd);
+    x.elastic_cost_usd = spot_run_money(s, x, x.elastic_time_to_train_s, s.epochs, p.evaluations,
+                                        x.elastic_expected_interruptions, x.replacement_wait_s)
+                             .total();
 }
 
 /// Prices the spot run of `p.spot` whose interruptions each cost `loss_s` of wall time (eqs. X3,
@@ -1636,13 +1647,10 @@ bool price_spot_run(const ResolvedScenario& s, Prediction& p, double loss_s, dou
     const double rate_per_s = x.cluster_interruptions_per_hour / 3600.0;
     const double expected_s = spot_expected_time_s(x.checkpointed_work_s, rate_per_s, loss_s);
     if (!std::isfinite(expected_s)) return false;
-    const double unpaid_usd = unpaid_node_s * s.cluster_usd_per_hour / 3600.0 / s.nodes;
     const double before_s = s.staging_s + s.startup_s;
     p.time_to_train_s = before_s + expected_s;
-    RunMoney money = run_money(s, p.time_to_train_s, s.epochs, p.evaluations);
-    money.cluster_usd -= rate_per_s * expected_s * unpaid_usd;
-    money.transfer_usd += rate_per_s * expected_s * x.replacement_staging_usd;
-    set_money(p, money);
+    set_money(p,
+              spot_run_money(s, x, p.time_to_train_s, s.epochs, p.evaluations, rate_per_s * expected_s, unpaid_node_s));
     auto work_at = [&](double throughput, double epochs) {
         const double work_s = throughput > 0 ? epochs_iterations_s(s, p, epochs, throughput) +
                                                    evaluations(epochs, s.eval_every_epochs) * p.evaluation_s
@@ -1652,11 +1660,11 @@ bool price_spot_run(const ResolvedScenario& s, Prediction& p, double loss_s, dou
     auto end_of_band = [&](double throughput, double epochs, double probability) {
         const double a = work_at(throughput, epochs);
         const double t = spot_time_quantile_s(a, rate_per_s, loss_s, probability);
-        RunMoney m = run_money(s, before_s + t, epochs, evaluations(epochs, s.eval_every_epochs));
         const double interruptions = std::max(0.0, (t - a) / loss_s);
-        m.cluster_usd -= interruptions * unpaid_usd;
-        m.transfer_usd += interruptions * x.replacement_staging_usd;
-        return std::pair{before_s + t, m.total()};
+        return std::pair{before_s + t,
+                         spot_run_money(s, x, before_s + t, epochs, evaluations(epochs, s.eval_every_epochs),
+                                        interruptions, unpaid_node_s)
+                             .total()};
     };
     const auto [low_s, low_usd] = end_of_band(p.interval.high, s.epochs_low, 0.025);
     const auto [high_s, high_usd] = end_of_band(p.interval.low, s.epochs_high, 0.975);
