@@ -161,7 +161,7 @@ HostInfo host_info(bool bf16) {
         kBatch, kChannels, kSide, bf16 && host.native_bf16 ? cpu::DataType::bf16 : cpu::DataType::fp32);
     host.convolution_kernel = choice.implementation;
     host.convolution_isa = cpu::implementation_isa(choice.implementation);
-    host.activation_layout = choice.layout == cpu::Layout::nhwc ? "NHWC" : "nChw16c";
+    host.activation_layout = cpu::layout_name(choice.layout);
     host.cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     std::istringstream kib(proc_value("/proc/meminfo", "MemTotal"));  // "24684092 kB"
     double mem_kib = 0;

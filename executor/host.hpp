@@ -23,7 +23,7 @@ struct HostInfo {
     /// ("avx512_core_amx" when AMX ran). `isa` is what oneDNN may use; this is what it does use.
     std::string convolution_kernel;
     std::string convolution_isa;
-    std::string activation_layout;  ///< the layout those convolutions chose: "nChw16c" or "NHWC"
+    std::string activation_layout;  ///< the layout those convolutions chose: "nChw16c", "nChw8c" or "NHWC"
     int cores = 0;                  ///< online logical CPUs
     double memory_gib = 0;          ///< MemTotal
 };

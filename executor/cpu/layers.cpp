@@ -135,15 +135,39 @@ ConvolutionChoice convolution_choice(int batch, int channels, int side, DataType
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w, x, {1, 1}, {1, 1}, {1, 1});
     const dnnl::convolution_forward::primitive_desc pd(desc, engine);
     const memory::desc chosen = pd.src_desc();
-    const bool channels_last = chosen == memory::desc(chosen.dims(), chosen.data_type(), tag::nhwc);
-    return {pd.impl_info_str(), channels_last ? Layout::nhwc : Layout::blocked};
+    const auto is = [&](tag layout) { return chosen == memory::desc(chosen.dims(), chosen.data_type(), layout); };
+    const bool channels_last = is(tag::nhwc);
+    return {pd.impl_info_str(), channels_last ? Layout::nhwc : Layout::blocked,
+            channels_last      ? "NHWC"
+            : is(tag::nChw16c) ? "nChw16c"
+            : is(tag::nChw8c)  ? "nChw8c"
+                               : "other"};
 }
 
 memory::data_type to_dnnl(DataType type) { return type == DataType::bf16 ? dt::bf16 : dt::f32; }
 
+int blocked_channels() {
+    switch (dnnl::get_effective_cpu_isa()) {
+        case dnnl::cpu_isa::avx512_mic:
+        case dnnl::cpu_isa::avx512_mic_4ops:
+        case dnnl::cpu_isa::avx512_core:
+        case dnnl::cpu_isa::avx512_core_vnni:
+        case dnnl::cpu_isa::avx512_core_bf16:
+        case dnnl::cpu_isa::avx512_core_amx:
+            return 16;
+        default:
+            return 8;
+    }
+}
+
+std::string layout_name(Layout layout) {
+    return layout == Layout::nhwc ? "NHWC" : blocked_channels() == 16 ? "nChw16c" : "nChw8c";
+}
+
 memory::desc activation_desc(int batch, const Shape& shape, DataType type, Layout layout) {
     const memory::dims dims{batch, shape.channels, shape.height, shape.width};
-    return memory::desc(dims, to_dnnl(type), layout == Layout::nhwc ? tag::nhwc : tag::nChw16c);
+    const tag blocked = blocked_channels() == 16 ? tag::nChw16c : tag::nChw8c;
+    return memory::desc(dims, to_dnnl(type), layout == Layout::nhwc ? tag::nhwc : blocked);
 }
 
 bool cpu_has_native_bf16() {
@@ -374,15 +398,28 @@ void Convolution::bind_backward(Context& context) {
         own_scratch_ = context.shared_memory(memory::desc({static_cast<memory::dim>(own_bytes)}, dt::u8, tag::a),
                                              Context::Shared::scratchpad);
     } else {
-        const auto weights_desc = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_desc,
-                                                                           memory::desc(w_dims, dt::f32, tag::any),
-                                                                           y_desc, strides, padding, padding);
-        const auto weights_pd = dnnl::convolution_backward_weights::primitive_desc(weights_desc, context.attributes(),
-                                                                                   context.engine(), forward_pd_);
+        const auto make = [&](const memory::desc& x_wanted, const memory::desc& dy_wanted) {
+            const auto desc = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_wanted,
+                                                                       memory::desc(w_dims, dt::f32, tag::any),
+                                                                       dy_wanted, strides, padding, padding);
+            return dnnl::convolution_backward_weights::primitive_desc(desc, context.attributes(), context.engine(),
+                                                                      forward_pd_);
+        };
+        // As the forward: the layouts left to oneDNN where they give it a better tier of kernel
+        // (AVX2's JIT weight gradient refuses a 3x3 window on a 1 x 1 map, ResNet's last stage at
+        // 32 px; gemm on plain layouts takes it), x and dy then copied into them.
+        const auto weights_pd =
+            better_tier(make(x_desc, y_desc), make(memory::desc(x_desc.dims(), x_desc.data_type(), tag::any),
+                                                   memory::desc(y_desc.dims(), y_desc.data_type(), tag::any)));
+        weight_gradient_implementation_ = weights_pd.impl_info_str();
+        const memory x_read =
+            in_layout(context, x_compute_, weights_pd.src_desc(), /*into_wanted=*/true, x_weights_relaid_);
+        const memory dy_read =
+            in_layout(context, dy_compute_, weights_pd.diff_dst_desc(), /*into_wanted=*/true, dy_weights_relaid_);
         backward_weights_ =
             context.bind(dnnl::convolution_backward_weights(weights_pd), weights_pd,
-                         {{DNNL_ARG_SRC, x_compute_},
-                          {DNNL_ARG_DIFF_DST, dy_compute_},
+                         {{DNNL_ARG_SRC, x_read},
+                          {DNNL_ARG_DIFF_DST, dy_read},
                           {DNNL_ARG_DIFF_WEIGHTS, weights_.gradient(context, weights_pd.diff_weights_desc())}});
     }
     if (!input_gradient_) return;
@@ -416,6 +453,8 @@ void Convolution::backward_parameters(Context& context) {
         }
         return;
     }
+    if (x_weights_relaid_) context.run(*x_weights_relaid_);
+    if (dy_weights_relaid_) context.run(*dy_weights_relaid_);
     context.run(backward_weights_);
     weights_.publish_gradient(context);
 }

@@ -33,10 +33,21 @@ namespace epochcast::cpu {
 
 /// Storage type of activations and of convolution / fully-connected compute.
 enum class DataType { fp32, bf16 };
-/// Memory layout of activations: channels last (NHWC) or oneDNN's blocked nChw16c.
+/// Memory layout of activations: channels last (NHWC) or oneDNN's blocked layout, whose block of
+/// channels is as wide as this CPU's vectors (blocked_channels(): nChw16c, or nChw8c below AVX-512).
 enum class Layout { nhwc, blocked };
 
 dnnl::memory::data_type to_dnnl(DataType type);
+/// Channels per block of Layout::blocked on this CPU: 16 where oneDNN's effective ISA has AVX-512
+/// (avx512_core and up: 16 fp32 lanes), 8 below it (AVX2, AVX and SSE4.1: 8 fp32 lanes, two
+/// registers). It is the block oneDNN 2.6.3 chooses itself (format `any`) for its convolutions
+/// there: its AVX2 kernels take nChw8c, and on nChw16c its AVX2 batch norm and pooling step aside
+/// for reference kernels (ResNet-50 at 0.63 img/s instead of several on a Zen 3, mostly in
+/// bnorm_ref). ONEDNN_MAX_CPU_ISA moves it with the effective ISA.
+int blocked_channels();
+/// The layout's name as the trainer and the host description print it: "NHWC", "nChw16c" or
+/// "nChw8c".
+std::string layout_name(Layout layout);
 /// N x C x H x W activation descriptor.
 dnnl::memory::desc activation_desc(int batch, const Shape& shape, DataType type, Layout layout);
 /// True when oneDNN runs bf16 natively on this CPU (AVX512-BF16 or AMX), not emulated.
@@ -74,10 +85,12 @@ inline constexpr const char* kKernelIsas[] = {"avx512_core_amx",
 struct ConvolutionChoice {
     std::string implementation;       ///< the forward primitive's impl_info_str()
     Layout layout = Layout::blocked;  ///< nhwc when oneDNN chose channels-last, else blocked
+    /// The source layout oneDNN chose, by name: "NHWC", "nChw16c", "nChw8c", or "other".
+    std::string chosen_layout;
 };
-/// oneDNN 2.6.3 chooses nChw16c for its AVX-512 bf16 and fp32 kernels and NHWC for its AMX ones
-/// (brgemm and jit AMX convolutions take channels-last only). A layout other than those two
-/// (nChw8c on AVX2) counts as blocked: the network then runs nChw16c, as it always did.
+/// oneDNN 2.6.3 chooses nChw16c for its AVX-512 bf16 and fp32 kernels, nChw8c for its AVX2 ones
+/// (both Layout::blocked, at blocked_channels()) and NHWC for its AMX ones (brgemm and jit AMX
+/// convolutions take channels-last only). Any other layout counts as blocked.
 ConvolutionChoice convolution_choice(int batch, int channels, int side, DataType type);
 
 /// A blocked oneDNN descriptor in kernels.hpp's terms; none for other kinds (any, wino, ...) or
@@ -261,6 +274,9 @@ public:
     bool own_weight_gradient() const { return !std::holds_alternative<std::monostate>(own_kernel_); }
     /// True when the primitives compute in other layouts than x's or y's (reorders around them).
     bool relaid() const { return x_relaid_.has_value() || y_relaid_.has_value(); }
+    /// oneDNN's implementation of the weight-gradient primitive (after bind_backward()), or "" where
+    /// our own kernel computes it.
+    std::string weight_gradient_implementation() const { return weight_gradient_implementation_; }
 
 private:
     Window window_;
@@ -274,6 +290,10 @@ private:
     /// the forward writes it, dx as backward-data writes it (the gradient sink's target, or a copy).
     dnnl::memory x_compute_, y_compute_, dy_compute_, dx_compute_;
     std::optional<Call> x_relaid_, y_relaid_, dy_relaid_, dx_relaid_;  ///< the reorders, where copies
+    /// x and dy copied into the layouts of oneDNN's weight-gradient primitive, where those differ
+    /// from the forward's (a better tier of kernel there, implementation_tier).
+    std::optional<Call> x_weights_relaid_, dy_weights_relaid_;
+    std::string weight_gradient_implementation_;
     Call forward_;
     Call backward_data_;
     Call backward_weights_;

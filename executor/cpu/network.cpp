@@ -345,7 +345,7 @@ private:
         const dnnl_version_t* version = dnnl_version();
         return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
                std::to_string(version->patch) + " " + cpu::cpu_isa_name() + ", convolutions " +
-               convolution_implementation + " on " + (layout_ == Layout::nhwc ? "NHWC" : "nChw16c") + ", " +
+               convolution_implementation + " on " + cpu::layout_name(layout_) + ", " +
                (type_ == DataType::bf16 ? "bf16 mixed precision" : "fp32");
     }
 
@@ -383,7 +383,7 @@ private:
 
 // oneDNN's own choice for the network's first 3x3 stride-1 convolution, decided on the CPU at run
 // time: nChw16c where its best kernels are AVX-512 ones (where our own kernels, which read
-// nChw16c, run beside them), NHWC where they are AMX ones (oneDNN 2.6.3's AMX convolutions take
+// nChw16c, run beside them), nChw8c where they are AVX2 ones, NHWC where they are AMX ones (oneDNN 2.6.3's AMX convolutions take
 // channels-last only, so nChw16c would leave an AMX host on its AVX-512 kernels). docs/performance.md
 // has the figures.
 cpu::Layout default_layout(const NetworkSpec& spec) {

@@ -68,8 +68,8 @@ ConvolutionOutputs CpuLayerBackend::convolution(const ConvolutionCase& c, const 
     conv.forward(context);
     conv.backward_parameters(context);
     conv.backward_inputs(context);
-    last_convolution_ = {conv.own_weight_gradient(), conv.weights()->own_copies(), conv.implementation(),
-                         conv.relaid()};
+    last_convolution_ = {conv.own_weight_gradient(), conv.weights()->own_copies(), conv.implementation(), conv.relaid(),
+                         conv.weight_gradient_implementation()};
     return {read_plain(context, ya.value), read_plain(context, xa.diff), dw, std::nullopt};
 }
 

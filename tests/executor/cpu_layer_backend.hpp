@@ -24,10 +24,11 @@ namespace epochcast::testing {
 
 /// Which of a layer's work our own kernels did.
 struct OwnKernels {
-    bool weight_gradient = false;    ///< the 1x1 or 3x3 weight gradient
-    std::size_t working_copies = 0;  ///< bf16 working copies refreshed by Bf16WorkingCopies
-    std::string implementation;      ///< oneDNN's forward implementation
-    bool relaid = false;             ///< the primitives computed in other layouts than the activations'
+    bool weight_gradient = false;                ///< the 1x1 or 3x3 weight gradient
+    std::size_t working_copies = 0;              ///< bf16 working copies refreshed by Bf16WorkingCopies
+    std::string implementation;                  ///< oneDNN's forward implementation
+    bool relaid = false;                         ///< the primitives computed in other layouts than the activations'
+    std::string weight_gradient_implementation;  ///< oneDNN's weight-gradient implementation, "" for ours
 };
 
 class CpuLayerBackend final : public LayerBackend {

@@ -94,6 +94,19 @@ TEST_P(CpuLayer, ConvolutionAvoidsAReferenceKernelByReordering) {
         << unit.implementation;
 }
 
+// A 3x3 window on a 1 x 1 map (ResNet's last stage at 32 px): AVX2's JIT weight gradient refuses
+// it on nChw8c, which left oneDNN's reference kernel (220 ms a call at 512 channels, batch 4, on a
+// Zen 3); the layer then reads x and dy in the layouts oneDNN picks itself. No pass of it runs a
+// reference kernel (its values are the conformance suite's Convolution3x3OnAOneByOneMap).
+TEST_P(CpuLayer, ConvolutionOnAOneByOneMapRunsNoReferenceKernel) {
+    const OwnKernels own = convolution_kernels({{3, 1, 1}, 32, 32, 1});
+    EXPECT_NE(implementation_isa(own.implementation), "reference") << own.implementation;
+    if (!own.weight_gradient) {
+        EXPECT_NE(implementation_isa(own.weight_gradient_implementation), "reference")
+            << own.weight_gradient_implementation;
+    }
+}
+
 TEST(CpuKernelNames, TierAndIsaOfOneDnnImplementations) {
     EXPECT_EQ(implementation_isa("jit_bf16:avx512_core_bf16"), "avx512_core_bf16");
     EXPECT_EQ(implementation_isa("jit_bf16_1x1:avx512_core_bf16"), "avx512_core_bf16");

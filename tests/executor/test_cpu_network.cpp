@@ -205,7 +205,8 @@ TEST(CpuNetwork, Bf16RunsWhereNative) {
 }
 
 // The layout the network runs is oneDNN's own choice on this CPU: NHWC where its convolutions are
-// AMX ones, nChw16c otherwise (what an AMX host checks here, an AVX-512 one the other half).
+// AMX ones, nChw16c where they are AVX-512 ones, nChw8c where they are AVX2 ones (each host checks
+// its own third).
 TEST(CpuNetwork, DefaultLayoutIsOneDnnsChoiceOnThisCpu) {
     for (const Precision precision : {Precision::fp32, Precision::bf16}) {
         if (precision == Precision::bf16 && !cpu::cpu_has_native_bf16()) continue;
@@ -215,10 +216,19 @@ TEST(CpuNetwork, DefaultLayoutIsOneDnnsChoiceOnThisCpu) {
         const cpu::ConvolutionChoice choice = cpu::convolution_choice(
             2, 64, 16, precision == Precision::bf16 ? cpu::DataType::bf16 : cpu::DataType::fp32);
         EXPECT_EQ(layout, choice.layout) << choice.implementation;
-        EXPECT_EQ(layout == cpu::Layout::nhwc, cpu::implementation_isa(choice.implementation) == "avx512_core_amx");
+        const std::string isa = cpu::implementation_isa(choice.implementation);
+        EXPECT_EQ(layout == cpu::Layout::nhwc, isa == "avx512_core_amx");
+        // The blocked layout's width is the one oneDNN chose: 16 channels for AVX-512, 8 for AVX2.
+        EXPECT_EQ(cpu::layout_name(layout), choice.chosen_layout) << choice.implementation;
+        const char* expected = isa == "avx512_core_amx"           ? "NHWC"
+                               : isa.rfind("avx512_core", 0) == 0 ? "nChw16c"
+                               : isa == "avx2"                    ? "nChw8c"
+                                                                  : nullptr;
+        if (expected) {
+            EXPECT_EQ(cpu::layout_name(layout), expected) << choice.implementation;
+        }
         const std::string described = make_cpu_network(spec)->implementation();
-        EXPECT_NE(described.find(layout == cpu::Layout::nhwc ? "on NHWC" : "on nChw16c"), std::string::npos)
-            << described;
+        EXPECT_NE(described.find("on " + cpu::layout_name(layout)), std::string::npos) << described;
     }
 }
 

@@ -46,7 +46,9 @@ TEST(Host, InfoSaysWhichKernelsTheConvolutionsRun) {
         if (host.isa != "avx512_core_amx" || !bf16 || !host.native_bf16) {
             EXPECT_NE(host.convolution_isa, "avx512_core_amx") << "AMX without AMX, or in fp32";
         }
-        EXPECT_EQ(host.activation_layout, host.convolution_isa == "avx512_core_amx" ? "NHWC" : "nChw16c");
+        EXPECT_EQ(host.activation_layout, host.convolution_isa == "avx512_core_amx"      ? "NHWC"
+                                          : host.convolution_isa.rfind("avx512", 0) == 0 ? "nChw16c"
+                                                                                         : "nChw8c");
         const nlohmann::json json = host_json(host);
         EXPECT_EQ(json.at("convolution_kernel"), host.convolution_kernel);
         EXPECT_EQ(json.at("convolution_isa"), host.convolution_isa);

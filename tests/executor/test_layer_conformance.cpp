@@ -81,6 +81,9 @@ TEST_P(LayerConformance, Convolution1x1Stride2) { check_convolution({{1, 2, 0}, 
 
 TEST_P(LayerConformance, Convolution7x7Stride2LikeConv1) { check_convolution({{7, 2, 3}, 3, 16, 16}, false); }
 
+// ResNet's last stage at 32 px: a 3x3 window on a 1 x 1 map, every tap but the centre padding.
+TEST_P(LayerConformance, Convolution3x3OnAOneByOneMap) { check_convolution({{3, 1, 1}, 32, 32, 1}, false); }
+
 TEST_P(LayerConformance, ConvolutionAddsToAGradientAlreadyWritten) { check_convolution({{3, 1, 1}, 16, 16, 8}, true); }
 
 // ---------------------------------------------------------------------------------------------
