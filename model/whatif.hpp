@@ -28,7 +28,8 @@ void check_max_nodes(int max_nodes);
 std::vector<int> powers_of_two_up_to(int limit);
 
 /// The scenario on `nodes` worker nodes, its dedicated parameter servers scaled to keep ps_ratio
-/// (rounded, at least one).
+/// (rounded, at least one). A spot run priced elastic is priced waiting on one node, which has no
+/// other node to go on without (Scenario::spot_elastic).
 Scenario with_nodes(const Scenario& scenario, int nodes);
 
 /// One point of a scaling curve.

@@ -305,6 +305,12 @@ void MainWindow::buildInputs(QWidget* panel) {
     pricing_ = new QComboBox;
     pricing_->setObjectName("pricing");
     for (Pricing pricing : kAllPricings) pricing_->addItem(q(to_string(pricing)));
+    spot_elastic_ = new QCheckBox(tr("elastic: on without a lost node until its replacement joins"));
+    spot_elastic_->setObjectName("spotElastic");
+    spot_elastic_->setToolTip(
+        tr("Price the spot run elastic (predict --elastic-spot; docs/model.md, eq. X7), as seed 003's dynamic "
+           "training: needs 2 nodes or more and no dedicated parameter servers"));
+    spot_elastic_->setEnabled(false);
     calibration_ = new QComboBox;
     calibration_->setObjectName("calibration");
     calibration_->addItems({"built-in", "data-free"});
@@ -317,6 +323,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     run_form->addRow(tr("Target top-1"), target_);
     run_form->addRow(tr("Recipe"), recipe_);
     run_form->addRow(tr("Pricing"), pricing_);
+    run_form->addRow(QString(), spot_elastic_);
     run_form->addRow(tr("Calibration"), calibration_row);
     layout->addWidget(run);
     connect(open_calibration, &QPushButton::clicked, this, &MainWindow::openCalibrationDialog);
@@ -497,6 +504,9 @@ void MainWindow::connectInputs() {
          {precision_, framework_, loader_, storage_, memory_format_, ps_instance_, pricing_, recipe_}) {
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     }
+    connect(pricing_, &QComboBox::currentIndexChanged, this,
+            [this] { spot_elastic_->setEnabled(pricing_->currentText() == q(to_string(Pricing::spot))); });
+    connect(spot_elastic_, &QCheckBox::toggled, this, changed);
     connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
         if (!updating_) useCalibration(calibration_->currentText());
     });
@@ -563,6 +573,7 @@ Scenario MainWindow::scenario() const {
         s.recipe = recipe_->currentText().toStdString();
     }
     s.pricing = parse_pricing(pricing_->currentText().toStdString());
+    s.spot_elastic = s.pricing == Pricing::spot && spot_elastic_->isChecked();
     return s;
 }
 
@@ -594,6 +605,8 @@ void MainWindow::setScenario(const Scenario& s) {
     recipe_->setEnabled(s.target_top1_percent > 0);
     if (!s.recipe.empty()) recipe_->setCurrentText(QString::fromStdString(s.recipe));
     pricing_->setCurrentText(q(to_string(s.pricing)));
+    spot_elastic_->setEnabled(s.pricing == Pricing::spot);
+    spot_elastic_->setChecked(s.spot_elastic);
     updating_ = was;
     recompute();
 }
@@ -699,8 +712,13 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
                       .arg(format_seconds(p.spot.expected_lost_work_s))
                       .arg(format_seconds(p.spot.expected_downtime_s))
                       .arg(format_seconds(p.spot.checkpoint_interval_s));
-        // The same run going on without a lost node until its replacement joins (eq. X7, seed 003).
-        if (p.spot.elastic) {
+        // The same run going on without a lost node until its replacement joins (eq. X7, seed 003),
+        // or, where the run is priced so, the run that waits for each replacement instead.
+        if (p.spot.elastic_priced) {
+            around += tr("; priced elastic, waiting for each replacement instead: %1%2")
+                          .arg(format_seconds(p.spot.waiting_time_to_train_s))
+                          .arg(p.priced ? ", " + dollars(p.spot.waiting_cost_usd) : QString());
+        } else if (p.spot.elastic) {
             around += tr("; elastic (on without a lost node until its replacement joins): %1%2")
                           .arg(format_seconds(p.spot.elastic_time_to_train_s))
                           .arg(p.priced ? ", " + dollars(p.spot.elastic_cost_usd) : QString());

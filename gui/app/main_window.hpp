@@ -160,6 +160,7 @@ private:
     QDoubleSpinBox* target_ = nullptr;  ///< target top-1 accuracy, percent; 0: train `epochs_`
     QComboBox* recipe_ = nullptr;       ///< the recipe that turns the target into epochs
     QComboBox* pricing_ = nullptr;
+    QCheckBox* spot_elastic_ = nullptr;  ///< spot priced elastic (--elastic-spot); enabled on spot only
     QComboBox* calibration_ = nullptr;
     QLabel* message_ = nullptr;
 

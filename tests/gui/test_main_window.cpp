@@ -161,6 +161,41 @@ TEST_F(Window, AroundTheRunShowsSpotsInterruptionsAndTheRecipesEvaluations) {
     EXPECT_TRUE(around->text().contains("every 4 epochs, the recipe's")) << around->text().toStdString();
 }
 
+// Issue 45: the spot run priced elastic (predict --elastic-spot) from a check box that only spot
+// enables; the window's figures are then the elastic run's, and the run that waits is beside them.
+TEST_F(Window, ASpotRunCanBePricedElastic) {
+    start_on_seed000_cluster();
+    auto* elastic = child<QCheckBox>(window, "spotElastic");
+    EXPECT_FALSE(elastic->isEnabled());
+    child<QComboBox>(window, "pricing")->setCurrentText("spot");
+    ASSERT_TRUE(elastic->isEnabled());
+    const Prediction waiting = direct(window.scenario());
+    ASSERT_TRUE(waiting.spot.elastic);
+    ASSERT_FALSE(waiting.spot.elastic_priced);
+    elastic->setChecked(true);
+    const Scenario s = window.scenario();
+    EXPECT_TRUE(s.spot_elastic);
+    const Prediction p = direct(s);
+    ASSERT_TRUE(p.spot.elastic_priced);
+    ASSERT_TRUE(window.prediction());
+    EXPECT_DOUBLE_EQ(window.prediction()->time_to_train_s, p.time_to_train_s);
+    EXPECT_DOUBLE_EQ(window.prediction()->cost_usd, p.cost_usd);
+    EXPECT_DOUBLE_EQ(p.time_to_train_s, waiting.spot.elastic_time_to_train_s);
+    EXPECT_DOUBLE_EQ(p.spot.waiting_time_to_train_s, waiting.time_to_train_s);
+    const QString around = child<QLabel>(window, "runCosts")->text();
+    EXPECT_TRUE(around.contains("priced elastic, waiting for each replacement instead: ")) << around.toStdString();
+    EXPECT_FALSE(around.contains("; elastic (")) << around.toStdString();
+    // Back on demand the box is disabled and the scenario is not elastic, checked or not.
+    child<QComboBox>(window, "pricing")->setCurrentText("on-demand");
+    EXPECT_FALSE(elastic->isEnabled());
+    EXPECT_FALSE(window.scenario().spot_elastic);
+    // A scenario set from outside (a pinned one, a plan's) carries its choice into the box.
+    Scenario again = s;
+    window.setScenario(again);
+    EXPECT_TRUE(elastic->isEnabled());
+    EXPECT_TRUE(elastic->isChecked());
+}
+
 TEST_F(Window, AnOwnedSystemCostsNaAndEveryPricingModelIsOffered) {
     auto* pricing = child<QComboBox>(window, "pricing");
     for (Pricing p : kAllPricings) EXPECT_GE(pricing->findText(QString::fromStdString(std::string(to_string(p)))), 0);

@@ -53,6 +53,25 @@ TEST(WhatIf, ScalingCurveIsTheModelAtEachSize) {
     EXPECT_LT(curve.back().scaling_efficiency, curve.front().scaling_efficiency);
 }
 
+// A spot run priced elastic scales down to one node priced waiting: one node has none to go on
+// without, and the curve (the GUI's scaling chart) still has its first point.
+TEST(WhatIf, AnElasticSpotRunOnOneNodeIsPricedWaiting) {
+    const CostModel model = built_in_model();
+    Scenario s;
+    s.instance = "p3.16xlarge";
+    s.nodes = 8;
+    s.pricing = Pricing::spot;
+    s.spot_elastic = true;
+    EXPECT_TRUE(with_nodes(s, 2).spot_elastic);
+    EXPECT_FALSE(with_nodes(s, 1).spot_elastic);
+    const std::vector<ScalingPoint> curve = scaling_curve(model, s, 4);
+    ASSERT_FALSE(curve.empty());
+    EXPECT_EQ(curve.front().nodes, 1);
+    Scenario one = s;
+    one.nodes = 1;
+    EXPECT_THROW(model.predict(one), InputError);  // asked for directly, it is the user's error
+}
+
 TEST(WhatIf, ScalingCurveOfABadScenarioThrows) {
     Scenario s;
     s.instance = "no-such-instance";
