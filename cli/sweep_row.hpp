@@ -63,6 +63,16 @@ inline constexpr SweepColumn kEvaluationColumns[] = {{"eval_every_epochs", Colum
 inline constexpr SweepColumn kElasticColumns[] = {{"elastic_time_to_train_s", ColumnType::number},
                                                   {"elastic_cost_usd", ColumnType::number}};
 
+/// Whether a spot row was priced elastic (the spec's `elastic_spot`; its time and cost then are the
+/// elastic run's, as are the two columns before), empty on other pricings; the last column.
+inline constexpr SweepColumn kElasticPricedColumns[] = {{"elastic_spot", ColumnType::flag}};
+
+/// The row's elastic_spot cell.
+template <typename Cells>
+void elastic_priced_cell(const Scenario& s, Cells& cells) {
+    s.pricing == Pricing::spot ? cells.flag(s.spot_elastic) : cells.none();
+}
+
 /// The scenario's cells; gpus_per_node as resolved when known, batch_per_gpu none when 0 (a global
 /// batch that its GPUs do not divide).
 template <typename Cells>
@@ -129,12 +139,13 @@ void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) 
 /// Every column of a sweep row in order: the scenario's, `feasible`, `reason`, the prediction's
 /// figures (kPredictionFigures, under their --json names), what ran, then the run's costs around its
 /// iterations (kRunCostFigures), the store and spot columns (kStoreAndSpotColumns) and the
-/// evaluation's (kEvaluationColumns) and the elastic alternative's (kElasticColumns; all of issue
-/// 45, added last so that earlier columns keep their places).
+/// evaluation's (kEvaluationColumns), the elastic alternative's (kElasticColumns) and whether the
+/// row was priced elastic (kElasticPricedColumns; all of issue 45, added last so that earlier columns
+/// keep their places).
 inline constexpr std::size_t kSweepColumnCount =
     std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) +
     std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns) +
-    std::size(detail::kElasticColumns);
+    std::size(detail::kElasticColumns) + std::size(detail::kElasticPricedColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -146,6 +157,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const SweepColumn& c : detail::kStoreAndSpotColumns) columns[i++] = c;
     for (const SweepColumn& c : detail::kEvaluationColumns) columns[i++] = c;
     for (const SweepColumn& c : detail::kElasticColumns) columns[i++] = c;
+    for (const SweepColumn& c : detail::kElasticPricedColumns) columns[i++] = c;
     return columns;
 }
 
@@ -180,6 +192,7 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
         cells.none();
         cells.none();
     }
+    detail::elastic_priced_cell(result.scenario, cells);
 }
 
 /// A combination the model rejected: the scenario as given, `feasible` false, the reason, none
@@ -198,6 +211,7 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
     scenario.eval_every_epochs ? cells.count(*scenario.eval_every_epochs) : cells.none();
     cells.count(scenario.eval_images);
     for (std::size_t i = 0; i < std::size(detail::kElasticColumns); ++i) cells.none();
+    detail::elastic_priced_cell(scenario, cells);
 }
 
 }  // namespace epochcast::cli

@@ -113,6 +113,7 @@ std::array<std::size_t, kSweepFields.size()> SweepSpec::lengths() const {
             spot_interruptions_per_node_hour.size(),
             checkpoint_interval_s.size(),
             spot_replacement_wait_s.size(),
+            elastic_spot.size(),
             framework.size(),
             precision.size(),
             stack.size(),
@@ -176,6 +177,7 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     s.stack = stack[digit(stack.size())];
     s.precision = precision[digit(precision.size())];
     s.framework = framework[digit(framework.size())];
+    const bool elastic = elastic_spot[digit(elastic_spot.size())];
     const double replacement_wait = spot_replacement_wait_s[digit(spot_replacement_wait_s.size())];
     const double checkpoint = checkpoint_interval_s[digit(checkpoint_interval_s.size())];
     const double rate = spot_interruptions_per_node_hour[digit(spot_interruptions_per_node_hour.size())];
@@ -200,6 +202,7 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
         s.spot_interruptions_per_node_hour = rate;
         s.checkpoint_interval_s = checkpoint;
         s.spot_replacement_wait_s = replacement_wait;
+        s.spot_elastic = elastic;
     }
     if (s.strategy == Strategy::ps) {
         s.ps_colocated = colocated;
@@ -289,7 +292,14 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
                 });
             });
     }
-    for (std::string_view key : {"spot_interruptions_per_node_hour", "checkpoint_every", "spot_replacement_wait"}) {
+    if (given("elastic_spot")) {
+        out.elastic_spot = parse_list<bool>(spec, "elastic_spot", origin, [](const json& v) {
+            if (!v.is_boolean()) throw InputError("is not true or false");
+            return v.get<bool>();
+        });
+    }
+    for (std::string_view key :
+         {"spot_interruptions_per_node_hour", "checkpoint_every", "spot_replacement_wait", "elastic_spot"}) {
         if (given(key) && std::find(out.pricing.begin(), out.pricing.end(), Pricing::spot) == out.pricing.end()) {
             throw InputError(std::string(origin) + ": \"" + std::string(key) +
                              "\" applies to spot rows only: list \"spot\" in \"pricing\"");

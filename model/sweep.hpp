@@ -23,7 +23,7 @@ namespace epochcast {
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
 /// The store's, spot's, evaluation's and start-up's keys take predict's flags' names (--storage-tib:
 /// storage_tib, --eval-every: eval_every).
-inline constexpr std::array<std::string_view, 31> kSweepFields = {
+inline constexpr std::array<std::string_view, 32> kSweepFields = {
     "model",
     "image_size",
     "classes",
@@ -33,6 +33,7 @@ inline constexpr std::array<std::string_view, 31> kSweepFields = {
     "spot_interruptions_per_node_hour",
     "checkpoint_every",
     "spot_replacement_wait",
+    "elastic_spot",
     "framework",
     "precision",
     "stack",
@@ -57,7 +58,7 @@ inline constexpr std::array<std::string_view, 31> kSweepFields = {
     "global_batch",
 };
 
-/// A row of the sweep's CSV, bytes, about (its 80 columns: 461 to 541 bytes a row, 499 on average,
+/// A row of the sweep's CSV, bytes, about (measured at 80 columns: 461 to 541 bytes a row, 499 on average,
 /// over 72 rows of p3.16xlarge, p4d.24xlarge and p5.48xlarge on 1 to 32 nodes, on demand and spot,
 /// with and without fsx-lustre): what a spec's size is told in.
 inline constexpr double kSweepCsvBytesPerRow = 500;
@@ -79,6 +80,8 @@ struct SweepSpec {
     std::vector<double> spot_interruptions_per_node_hour{-1};
     std::vector<double> checkpoint_interval_s{0};
     std::vector<double> spot_replacement_wait_s{kDefaultSpotReplacementWaitS};
+    /// Spot rows only: priced elastic (predict's --elastic-spot, Scenario::spot_elastic).
+    std::vector<bool> elastic_spot{false};
     std::vector<Framework> framework{Framework::pytorch};
     std::vector<Precision> precision{Precision::amp};
     std::vector<SoftwareStack> stack{SoftwareStack::current};

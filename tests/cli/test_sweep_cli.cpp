@@ -346,12 +346,12 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     const ProcessResult r = run_epochcast("sweep " + spec.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
-    const std::vector<std::string> last(header.end() - 13, header.end());
+    const std::vector<std::string> last(header.end() - 14, header.end());
     EXPECT_EQ(last, (std::vector<std::string>{"first_epoch_images_per_s", "storage", "storage_tib", "storage_tier",
                                               "first_epoch_bottleneck", "store_bound_epochs",
                                               "spot_interruptions_per_node_hour", "checkpoint_interval_s",
                                               "spot_replacement_wait_s", "eval_every_epochs", "eval_images",
-                                              "elastic_time_to_train_s", "elastic_cost_usd"}));
+                                              "elastic_time_to_train_s", "elastic_cost_usd", "elastic_spot"}));
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
     for (std::size_t i : {0u, 1u}) {
@@ -381,6 +381,50 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
         EXPECT_EQ(rows[i].at("elastic_cost_usd"), "");
     }
     EXPECT_EQ(rows[3].at("checkpoint_interval_s"), "1800");
+    for (const auto& row : rows) EXPECT_EQ(row.at("elastic_spot"), "false");
+}
+
+// Issue 45: `elastic_spot` prices spot rows elastic, as predict's --elastic-spot: the row's time and
+// cost are then the elastic run's (the waiting row's elastic columns), and a row that cannot shrink
+// (one node) is infeasible with predict's reason. On-demand rows leave the column empty.
+TEST(SweepCli, ElasticSpotKeyPricesSpotRowsElastic) {
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [1, 8], "pricing": ["on-demand", "spot"],
+                      "spot_interruptions_per_node_hour": 0.13, "elastic_spot": [false, true]})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = csv_rows(r.out);
+    // The cross product: pricing varies slowest of the three, then elastic_spot, then nodes. The
+    // on-demand rows (twice each, as with every spot key) leave the column empty.
+    ASSERT_EQ(rows.size(), 8u);
+    for (std::size_t i : {0u, 1u, 2u, 3u}) {
+        EXPECT_EQ(rows[i].at("pricing"), "on-demand");
+        EXPECT_EQ(rows[i].at("elastic_spot"), "");
+        EXPECT_EQ(rows[i].at("time_to_train_s"), rows[i % 2].at("time_to_train_s"));
+    }
+    const auto& waiting_one = rows[4];
+    const auto& waiting = rows[5];
+    const auto& elastic_one = rows[6];
+    const auto& elastic = rows[7];
+    EXPECT_EQ(waiting.at("elastic_spot"), "false");
+    EXPECT_EQ(elastic.at("elastic_spot"), "true");
+    EXPECT_EQ(waiting.at("nodes"), "8");
+    EXPECT_EQ(elastic.at("nodes"), "8");
+    EXPECT_EQ(waiting_one.at("feasible"), "true");
+    EXPECT_EQ(elastic_one.at("feasible"), "false");
+    EXPECT_NE(elastic_one.at("reason").find("--elastic-spot needs 2 nodes or more"), std::string::npos)
+        << elastic_one.at("reason");
+    EXPECT_EQ(elastic_one.at("elastic_spot"), "true");
+    EXPECT_EQ(elastic.at("time_to_train_s"), waiting.at("elastic_time_to_train_s"));
+    EXPECT_EQ(elastic.at("cost_usd"), waiting.at("elastic_cost_usd"));
+    EXPECT_LT(std::stod(elastic.at("cost_usd")), std::stod(waiting.at("cost_usd")));
+    // As predict --elastic-spot gives the same run.
+    const ProcessResult predicted = run_epochcast(
+        "predict --instance p3.16xlarge --nodes 8 --pricing spot --spot-interruptions-per-node-hour 0.13 "
+        "--elastic-spot --json");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+    const nlohmann::json j = nlohmann::json::parse(predicted.out);
+    expect_cell(elastic.at("time_to_train_s"), j["time_to_train_s"].get<double>(), "elastic time to train");
+    expect_cell(elastic.at("cost_usd"), j["cost_usd"].get<double>(), "elastic cost");
 }
 
 // Issue 45: the evaluation's keys cross as predict's flags, and the last columns say the cadence
@@ -425,7 +469,9 @@ TEST(SweepCli, BadStoreAndSpotValuesAreOneLineErrorsNamingTheKey) {
           Case{R"({"storage": "s3", "storage_tier": 250})", "\"storage_tier\" applies to fsx-lustre"},
           Case{R"({"pricing": "spot", "checkpoint_every": "soon"})", "\"checkpoint_every\" value \"soon\""},
           Case{R"({"pricing": "spot", "spot_interruptions_per_node_hour": -1})",
-               "\"spot_interruptions_per_node_hour\" value -1"}}) {
+               "\"spot_interruptions_per_node_hour\" value -1"},
+          Case{R"({"pricing": "spot", "elastic_spot": "yes"})", "\"elastic_spot\" value \"yes\""},
+          Case{R"({"elastic_spot": true})", "\"elastic_spot\" applies to spot rows only"}}) {
         TempFile spec(c.spec);
         const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + out);
         EXPECT_EQ(r.exit_code, 2) << c.spec;
