@@ -383,9 +383,9 @@ private:
 
 // oneDNN's own choice for the network's first 3x3 stride-1 convolution, decided on the CPU at run
 // time: nChw16c where its best kernels are AVX-512 ones (where our own kernels, which read
-// nChw16c, run beside them), nChw8c where they are AVX2 ones, NHWC where they are AMX ones (oneDNN 2.6.3's AMX convolutions take
-// channels-last only, so nChw16c would leave an AMX host on its AVX-512 kernels). docs/performance.md
-// has the figures.
+// nChw16c, run beside them), nChw8c where they are AVX2 ones, NHWC where they are AMX ones
+// (oneDNN 2.6.3's AMX convolutions take channels-last only, so nChw16c would leave an AMX host on
+// its AVX-512 kernels). docs/performance.md has the figures.
 cpu::Layout default_layout(const NetworkSpec& spec) {
     const DataType type = check_spec(spec);
     for (const Layer& layer : spec.architecture.layers) {

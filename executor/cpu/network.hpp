@@ -21,8 +21,8 @@ std::unique_ptr<Network> make_cpu_network(const NetworkSpec& spec, cpu::Layout l
 
 /// The activation layout make_cpu_network uses: the one oneDNN chooses on this CPU for the
 /// network's first 3x3 stride-1 convolution when left to it (cpu::convolution_choice): NHWC
-/// where its best kernel is AMX, blocked on AVX-512 without AMX (nChw16c) and below (nChw8c). Throws as make_cpu_network for a
-/// spec it cannot run.
+/// where its best kernel is AMX, blocked on AVX-512 without AMX (nChw16c) and below it (nChw8c).
+/// Throws as make_cpu_network for a spec it cannot run.
 cpu::Layout default_layout(const NetworkSpec& spec);
 
 }  // namespace epochcast
