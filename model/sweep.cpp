@@ -70,6 +70,11 @@ double positive(const json& value) {
     return x;
 }
 
+bool boolean(const json& value) {
+    if (!value.is_boolean()) throw InputError("is not true or false");
+    return value.get<bool>();
+}
+
 std::string text(const json& value) {
     if (!value.is_string()) throw InputError("is not a string");
     return value.get<std::string>();
@@ -293,10 +298,7 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
             });
     }
     if (given("elastic_spot")) {
-        out.elastic_spot = parse_list<bool>(spec, "elastic_spot", origin, [](const json& v) {
-            if (!v.is_boolean()) throw InputError("is not true or false");
-            return v.get<bool>();
-        });
+        out.elastic_spot = parse_list<bool>(spec, "elastic_spot", origin, boolean);
     }
     for (std::string_view key :
          {"spot_interruptions_per_node_hour", "checkpoint_every", "spot_replacement_wait", "elastic_spot"}) {
@@ -408,10 +410,7 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
     if (given("ps_ratio")) out.ps_ratio = parse_list<double>(spec, "ps_ratio", origin, positive);
     if (given("ps_nodes")) out.ps_nodes = parse_list<int>(spec, "ps_nodes", origin, whole(1));
     if (given("ps_colocated")) {
-        out.ps_colocated = parse_list<bool>(spec, "ps_colocated", origin, [](const json& v) {
-            if (!v.is_boolean()) throw InputError("is not true or false");
-            return v.get<bool>();
-        });
+        out.ps_colocated = parse_list<bool>(spec, "ps_colocated", origin, boolean);
     }
     if (given("efa_adapters")) out.efa_adapters = parse_list<int>(spec, "efa_adapters", origin, whole(0));
     if (given("nodes")) out.nodes = parse_list<int>(spec, "nodes", origin, whole(1));
