@@ -1059,8 +1059,9 @@ void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSp
 void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {
     if (scenario.spot_elastic) {
         if (scenario.pricing != Pricing::spot) throw InputError("--elastic-spot needs --pricing spot");
-        if (scenario.nodes < 2) {
-            throw InputError("--elastic-spot needs 2 nodes or more: a run on one node has none to go on without");
+        if (scenario.nodes < kElasticSpotMinNodes) {
+            throw InputError("--elastic-spot needs " + std::to_string(kElasticSpotMinNodes) +
+                             " nodes or more: a run on one node has none to go on without");
         }
         if (server) throw InputError("--elastic-spot needs no dedicated parameter servers: each one must stay");
     }

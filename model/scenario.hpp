@@ -30,6 +30,9 @@ inline constexpr double kMaxCheckpointIntervalS = 3650.0 * 86400;     ///< ten y
 /// (docs/model.md, eq. X1): an assumption, not a measurement. AWS gives two minutes' notice before it
 /// reclaims a spot instance; five minutes stands for the new request's fulfilment and boot.
 inline constexpr double kDefaultSpotReplacementWaitS = 300;
+/// The fewest worker nodes a spot run priced elastic may have (Scenario::spot_elastic, eq. X7): one
+/// node has none to go on without.
+inline constexpr int kElasticSpotMinNodes = 2;
 
 /// A count computed in floating point (servers = ratio x worker nodes) as a Scenario's int: past
 /// kMaxNodes (or not a number) kMaxNodes + 1, which resolve() refuses by its limit, never an overflow.

@@ -212,7 +212,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
         // goes on without a lost node until its replacement joins; where it cannot, it is left out.
         for (std::size_t i = 0; i < spot; ++i) {
             const Scenario& s = out[i];
-            if (s.nodes < 2 || (s.strategy == Strategy::ps && !s.ps_colocated)) continue;
+            if (s.nodes < kElasticSpotMinNodes || (s.strategy == Strategy::ps && !s.ps_colocated)) continue;
             Scenario elastic = s;
             elastic.spot_elastic = true;
             out.push_back(std::move(elastic));

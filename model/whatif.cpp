@@ -34,7 +34,7 @@ Scenario with_nodes(const Scenario& scenario, int nodes) {
     const double ratio = ps_ratio(scenario);
     s.nodes = nodes;
     if (ratio > 0) s.ps_nodes = ps_nodes_for(ratio, nodes);
-    if (nodes < 2) s.spot_elastic = false;
+    if (nodes < kElasticSpotMinNodes) s.spot_elastic = false;
     return s;
 }
 

@@ -604,8 +604,7 @@ void MainWindow::setScenario(const Scenario& s) {
     epochs_->setEnabled(s.target_top1_percent == 0);
     recipe_->setEnabled(s.target_top1_percent > 0);
     if (!s.recipe.empty()) recipe_->setCurrentText(QString::fromStdString(s.recipe));
-    pricing_->setCurrentText(q(to_string(s.pricing)));
-    spot_elastic_->setEnabled(s.pricing == Pricing::spot);
+    pricing_->setCurrentText(q(to_string(s.pricing)));  // enables spot_elastic_ on spot (connectInputs)
     spot_elastic_->setChecked(s.spot_elastic);
     updating_ = was;
     recompute();
