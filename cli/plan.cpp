@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -290,12 +291,34 @@ std::string epochs_text(const SearchSpace& space, const CostModel& model) {
            format_number(space.base.target_top1_percent, 3) + "% top-1";
 }
 
+/// The instances of the search's spot plans that no interruption rate is known for (the catalog gives
+/// no frequency band and none was given: GCP's and Azure's): their plans are priced as if never
+/// interrupted, which the report says so that such a plan is not taken for a safe one. In catalog order.
+std::vector<std::string> unrated_spot_instances(const Catalog& catalog, const PlanSearch& search) {
+    std::set<std::string> unrated;
+    for (const Plan& plan : search.plans) {
+        if (plan.scenario.pricing == Pricing::spot && !plan.prediction.spot.modelled) {
+            unrated.insert(plan.scenario.instance);
+        }
+    }
+    std::vector<std::string> names;
+    for (const InstanceSpec& instance : catalog.instances()) {
+        if (unrated.count(instance.name)) names.push_back(instance.name);
+    }
+    return names;
+}
+
 /// What plan found, written as text or JSON.
 class PlanReport : public Report {
 public:
     PlanReport(const PlanOptions& o, const Catalog& catalog, const PlanSearch& search, const Constraints& constraints,
                std::string epochs)
-        : o_(o), catalog_(catalog), search_(search), c_(constraints), epochs_(std::move(epochs)) {}
+        : o_(o),
+          catalog_(catalog),
+          search_(search),
+          c_(constraints),
+          epochs_(std::move(epochs)),
+          unrated_(unrated_spot_instances(catalog, search)) {}
 
     void print_json(std::ostream& out) const override {
         auto plan_json = [&](std::optional<std::size_t> i) {
@@ -313,6 +336,7 @@ public:
                             {"pricing", to_string(pricing_of(o_))},
                             {"cloud", o_.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.cloud)},
                             {"not_sold", search_.unsold},
+                            {"spot_rate_unknown", unrated_},
                             {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
                             {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
                             {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
@@ -362,6 +386,15 @@ public:
                         ? names
                         : std::to_string(search_.unsold.size()) + " GPU instances (--json names them)")
                 << ".\n";
+        }
+        if (!unrated_.empty()) {
+            std::string names;
+            for (const std::string& name : unrated_) names += (names.empty() ? "" : ", ") + name;
+            const bool one = unrated_.size() == 1;
+            out << "No interruption rate is known for " << names << " (the catalog has no frequency band for "
+                << (one ? "it" : "them") << "): " << (one ? "its" : "their")
+                << " spot plans (\"interruptions unknown\") are priced as if never interrupted; "
+                   "--spot-interruptions-per-node-hour gives every spot plan one rate.\n";
         }
         out << '\n';
         if (c_.deadline_s) {
@@ -434,6 +467,7 @@ private:
     const PlanSearch& search_;
     const Constraints& c_;
     std::string epochs_;
+    std::vector<std::string> unrated_;  ///< unrated_spot_instances
 };
 
 /// Draw every feasible plan, the front and the answers into --plot.

@@ -26,9 +26,11 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -354,9 +356,21 @@ std::vector<NodePeaks> node_peaks(const json& document, const std::string& origi
     if (!document.is_object() || !document.contains("nodes")) return nodes;
     try {
         for (const json& entry : document.at("nodes")) {
-            nodes.push_back({entry.at("host").get<std::string>(), entry.at("ranks").get<int>(),
-                             entry.at("fp32_tflops").get<double>(), entry.at("bf16_tflops").get<double>(),
-                             entry.at("memory_GBps").get<double>()});
+            // A count of ranks is a whole number from 1 (get<int> would truncate 2.5 and wrap 1e10);
+            // each peak a figure from 0.
+            const json& ranks = entry.at("ranks");
+            const std::optional<std::int64_t> count = json_whole_number(ranks);
+            if (!count || *count < 1 || *count > std::numeric_limits<int>::max()) {
+                throw RunError(origin + ": a node's \"ranks\" is not a whole number from 1 (got " + ranks.dump() +
+                               ")");
+            }
+            NodePeaks node{entry.at("host").get<std::string>(), static_cast<int>(*count),
+                           entry.at("fp32_tflops").get<double>(),
+                           entry.at("bf16_tflops").get<double>(), entry.at("memory_GBps").get<double>()};
+            if (!(node.fp32_tflops >= 0 && node.bf16_tflops >= 0 && node.memory_GBps >= 0)) {
+                throw RunError(origin + ": a node's peaks are negative (" + node.host + ")");
+            }
+            nodes.push_back(std::move(node));
         }
     } catch (const json::exception&) {
         throw RunError(origin +

@@ -41,14 +41,13 @@ std::uint64_t stored_checksum(const std::string& bytes) {
 /// A whole number of the header (a step or a count), refused unless it is one: a value such as 7.1e26
 /// or 1e19 is not converted (the conversion of a float out of range is undefined).
 std::int64_t header_integer(const nlohmann::json& value, const std::filesystem::path& file, const char* key) {
-    if (!value.is_number_integer() ||
-        (value.is_number_unsigned() &&
-         value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))) {
+    const std::optional<std::int64_t> n = json_whole_number(value);
+    if (!n) {
         throw InputError("checkpoint '" + file.string() + "' has a malformed " + key + " (" +
                          value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
                          "; a whole number expected)");
     }
-    return value.get<std::int64_t>();
+    return *n;
 }
 
 /// A tensor's element count from the header: an integer from 0 to what the file could hold.

@@ -51,9 +51,9 @@ public:
     int integer(const char* key, int min, int max) const {
         const json& value = at(key);
         if (!value.is_number_integer()) fail(key, "must be a whole number");
-        const auto x = value.get<long long>();
-        if (x < min || x > max) fail(key, "is out of range");
-        return static_cast<int>(x);
+        const std::optional<std::int64_t> x = json_whole_number(value);
+        if (!x || *x < min || *x > max) fail(key, "is out of range");
+        return static_cast<int>(*x);
     }
     bool object_contains(const char* key) const { return object_.contains(key); }
     Fields child(const char* key) const { return Fields(at(key), origin_, path_ + "." + key); }

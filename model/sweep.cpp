@@ -50,13 +50,10 @@ std::vector<T> parse_list(const json& spec, std::string_view key, std::string_vi
 std::int64_t integer(const json& value, std::int64_t minimum,
                      std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
     if (!value.is_number_integer()) throw InputError("is not a whole number");
-    if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(maximum)) {
-        throw InputError("must be at most " + std::to_string(maximum));
-    }
-    const std::int64_t n = value.get<std::int64_t>();
-    if (n < minimum) throw InputError("must be at least " + std::to_string(minimum));
-    if (n > maximum) throw InputError("must be at most " + std::to_string(maximum));
-    return n;
+    const std::optional<std::int64_t> n = json_whole_number(value);
+    if (!n || *n > maximum) throw InputError("must be at most " + std::to_string(maximum));
+    if (*n < minimum) throw InputError("must be at least " + std::to_string(minimum));
+    return *n;
 }
 
 double number(const json& value) {

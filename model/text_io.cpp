@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <system_error>
 #include <vector>
@@ -64,6 +65,15 @@ std::string parse_error_detail(std::string_view what, std::size_t byte) {
 }
 
 }  // namespace
+
+std::optional<std::int64_t> json_whole_number(const nlohmann::json& value) {
+    if (!value.is_number_integer()) return std::nullopt;
+    if (value.is_number_unsigned() &&
+        value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        return std::nullopt;
+    }
+    return value.get<std::int64_t>();
+}
 
 nlohmann::json parse_json(std::string_view text, std::string_view origin) {
     try {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +40,12 @@ void write_text_file_atomically(const std::filesystem::path& path, std::string_v
 /// wrong>" on a syntax error (one line, without nlohmann's "[json.exception...]" tag), and one
 /// naming the origin for a number beyond a double's range.
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
+
+/// A JSON value as a whole number: std::nullopt unless it is an integer that an int64 holds. A
+/// float (2.5, or 1e19 written with an exponent) or an unsigned integer past 2^63 - 1 is none:
+/// nlohmann's get<> would truncate the one and wrap the other. Every whole-number key of the
+/// project's files (sweep specs, calibrations, traces, checkpoints) is read through it.
+std::optional<std::int64_t> json_whole_number(const nlohmann::json& value);
 
 /// `text` made safe to echo inside a one-line error message: control characters become \n, \r,
 /// \t or \xNN and bytes that are not UTF-8 become \xNN; everything else is kept as is.

@@ -65,13 +65,10 @@ public:
             fail(key, "is missing");
         }
         if (!value->is_number_integer()) fail(key, "must be a whole number, got " + value->dump());
-        if (value->is_number_unsigned() && value->get<unsigned long long>() > static_cast<unsigned long long>(max)) {
-            fail(key, "must be at most " + std::to_string(max) + ", got " + value->dump());
-        }
-        const long long x = value->get<long long>();
-        if (x < min) fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(x));
-        if (x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + std::to_string(x));
-        return x;
+        const std::optional<std::int64_t> x = json_whole_number(*value);
+        if (!x || *x > max) fail(key, "must be at most " + std::to_string(max) + ", got " + value->dump());
+        if (*x < min) fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(*x));
+        return *x;
     }
     /// A number, >= 0 or (with `positive`) > 0; std::nullopt when absent and not `required`.
     std::optional<double> number(std::string_view key, bool required, bool positive = true) const {

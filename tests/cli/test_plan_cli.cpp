@@ -405,6 +405,40 @@ TEST(PlanCli, SpotWinsWhenInterruptionsAreRareAndLosesWhenTheyEatTheDiscount) {
     EXPECT_NE(bad.err.find("--checkpoint-every"), std::string::npos) << bad.err;
 }
 
+// GCP and Azure publish no interruption rate for their spot VMs, so their spot plans are priced as
+// if never interrupted: plan names those instances in one line (and the JSON's spot_rate_unknown),
+// and a given rate weighs them, leaving none unnamed. AWS's, with their Spot Instance Advisor band,
+// are never named.
+TEST(PlanCli, SpotPlansWithoutAnInterruptionRateAreNamed) {
+    const std::string space =
+        "plan --deadline 4h --spot --instance Standard_ND96amsr_A100_v4 --instance a2-highgpu-8g "
+        "--instance p4d.24xlarge --nodes 1,2 --batch-per-gpu 128 --epochs 35";
+    const ProcessResult text = run_epochcast(space);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("No interruption rate is known for Standard_ND96amsr_A100_v4, a2-highgpu-8g (the catalog "
+                            "has no frequency band for them): their spot plans (\"interruptions unknown\") are "
+                            "priced as if never interrupted; --spot-interruptions-per-node-hour gives every spot "
+                            "plan one rate.\n"),
+              std::string::npos)
+        << text.out;
+    const nlohmann::json unknown = nlohmann::json::parse(run_epochcast(space + " --json").out);
+    EXPECT_EQ(unknown["spot_rate_unknown"], nlohmann::json::array({"Standard_ND96amsr_A100_v4", "a2-highgpu-8g"}));
+    for (const nlohmann::json& f : unknown["front"]) {
+        const std::string& name = f["scenario"]["instance"].get_ref<const std::string&>();
+        if (f["scenario"]["pricing"] == "spot") {
+            EXPECT_EQ(f["spot"].is_null(), name != "p4d.24xlarge") << f.dump();
+        }
+    }
+
+    const ProcessResult rated = run_epochcast(space + " --spot-interruptions-per-node-hour 0.01");
+    ASSERT_EQ(rated.exit_code, 0) << rated.err;
+    EXPECT_EQ(rated.out.find("No interruption rate"), std::string::npos) << rated.out;
+    EXPECT_EQ(rated.out.find("interruptions unknown"), std::string::npos) << rated.out;
+    EXPECT_EQ(nlohmann::json::parse(run_epochcast(space + " --spot-interruptions-per-node-hour 0.01 --json").out)
+                  ["spot_rate_unknown"],
+              nlohmann::json::array());
+}
+
 // Issue 45, point 5: plan ranks with the store. From a 1.2 TiB FSx for Lustre file system (150 MB/s,
 // some 1,300 images/s while the page caches fill) every p4d plan waits on the store and the staging
 // copy, and the cheapest plan within 4 hours changes from a p4d to a p5; its time and cost are

@@ -11,13 +11,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 
 #include "cli/plot.hpp"
+#include "cli/table.hpp"
 #include "model/catalog.hpp"
 #include "model/storage.hpp"
 #include "tests/cli/cli_process.hpp"
@@ -603,18 +606,6 @@ TEST(SweepCli, RanksOfAPmixLauncherWithoutOpenMpisVariablesShareTheRows) {
     EXPECT_EQ(read_text(folder / "one.csv"), read_text(folder / "two.csv"));
 }
 #endif
-
-}  // namespace
-}  // namespace epochcast::testing
-
-#include <cmath>
-#include <cstdio>
-#include <random>
-
-#include "cli/table.hpp"
-
-namespace epochcast::testing {
-namespace {
 
 std::string significant(double value) {
     std::string out;
