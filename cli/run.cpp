@@ -26,8 +26,8 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -361,12 +361,11 @@ std::vector<NodePeaks> node_peaks(const json& document, const std::string& origi
             const json& ranks = entry.at("ranks");
             const std::optional<std::int64_t> count = json_whole_number(ranks);
             if (!count || *count < 1 || *count > std::numeric_limits<int>::max()) {
-                throw RunError(origin + ": a node's \"ranks\" is not a whole number from 1 (got " + ranks.dump() +
-                               ")");
+                throw RunError(origin + ": a node's \"ranks\" is not a whole number from 1 (got " + ranks.dump() + ")");
             }
             NodePeaks node{entry.at("host").get<std::string>(), static_cast<int>(*count),
-                           entry.at("fp32_tflops").get<double>(),
-                           entry.at("bf16_tflops").get<double>(), entry.at("memory_GBps").get<double>()};
+                           entry.at("fp32_tflops").get<double>(), entry.at("bf16_tflops").get<double>(),
+                           entry.at("memory_GBps").get<double>()};
             if (!(node.fp32_tflops >= 0 && node.bf16_tflops >= 0 && node.memory_GBps >= 0)) {
                 throw RunError(origin + ": a node's peaks are negative (" + node.host + ")");
             }

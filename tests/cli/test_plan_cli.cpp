@@ -434,8 +434,8 @@ TEST(PlanCli, SpotPlansWithoutAnInterruptionRateAreNamed) {
     ASSERT_EQ(rated.exit_code, 0) << rated.err;
     EXPECT_EQ(rated.out.find("No interruption rate"), std::string::npos) << rated.out;
     EXPECT_EQ(rated.out.find("interruptions unknown"), std::string::npos) << rated.out;
-    EXPECT_EQ(nlohmann::json::parse(run_epochcast(space + " --spot-interruptions-per-node-hour 0.01 --json").out)
-                  ["spot_rate_unknown"],
+    EXPECT_EQ(nlohmann::json::parse(
+                  run_epochcast(space + " --spot-interruptions-per-node-hour 0.01 --json").out)["spot_rate_unknown"],
               nlohmann::json::array());
 }
 

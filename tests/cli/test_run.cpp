@@ -470,6 +470,33 @@ TEST_F(FakePrograms, UsersTraceIsKeptAndHostCatalogCanBeGivenAndSaved) {
     EXPECT_DOUBLE_EQ(Catalog::load(saved).gpu("local-cpu").bf16_tflops, 0.575);
 }
 
+// The host description's "nodes" (each node's ranks and measured peaks, read after the training)
+// is the trainer's output: a count of ranks that is not a whole number from 1, or a negative peak,
+// fails the run naming the field, where get<int> would have truncated 2.5 and wrapped 1e10.
+TEST_F(FakePrograms, AHostDescriptionWithBadNodePeaksIsRefusedNamingThem) {
+    write_mpirun_writing(prepared_trace());
+    struct Case {
+        nlohmann::json ranks;
+        double peak;
+        std::string says;
+    };
+    for (const Case& c :
+         {Case{2.5, 1.0, "a node's \"ranks\" is not a whole number from 1 (got 2.5)"},
+          Case{0, 1.0, "a node's \"ranks\" is not a whole number from 1 (got 0)"},
+          Case{10000000000LL, 1.0, "(got 10000000000)"}, Case{1, -1.0, "a node's peaks are negative (node-a)"}}) {
+        nlohmann::json described = host_catalog();
+        described["nodes"] = {{{"host", "node-a"},
+                               {"ranks", c.ranks},
+                               {"fp32_tflops", c.peak},
+                               {"bf16_tflops", 1.0},
+                               {"memory_GBps", 10.0}}};
+        std::ofstream(path("host.json")) << described.dump();
+        const testing::ProcessResult r = run_epochcast("run --np 1 --mpirun '" + path("mpirun") + "' --threads 2");
+        EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+        EXPECT_TRUE(contains(r.err, c.says)) << r.err;
+    }
+}
+
 // With one thread per rank the host holds a rank per core, and they describe it together under
 // the same mpirun (that is how their all-reduce gets measured); with a thread per core, the trainer
 // alone.
