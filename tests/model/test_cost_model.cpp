@@ -2,7 +2,9 @@
 // validation of bad scenarios.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "model/collectives.hpp"
 #include "model/cost_model.hpp"
@@ -95,6 +97,47 @@ TEST(Prediction, DataWaitIsTheInputPipelinesUnhiddenPart) {
     EXPECT_EQ(data_wait_s(p), 0.0);  // the step (0.40 s) hides it
     p.data_s = 0.55;
     EXPECT_NEAR(data_wait_s(p), 0.15, 1e-12);
+}
+
+// Eq. I1's smooth maximum, (a^32 + b^32)^(1/32), recomputed with pow(): the larger of the two but
+// for 2^(1/32) - 1 = 2.2% at balance, the larger alone where the other is under a third of it, the
+// step alone without a pipeline, and an infinite step infinite (no inf / inf).
+TEST(Prediction, PipelinedIsTheSmoothMaximumOfStepAndData) {
+    for (const double step : {1e-6, 0.01, 0.3, 1.0, 250.0}) {
+        for (const double ratio : {0.01, 0.3, 0.5, 0.8, 0.95, 1.0, 1.05, 1.25, 2.0, 4.0, 100.0}) {
+            const double data = step * ratio;
+            const double larger = std::max(step, data);
+            const double expected =
+                larger * std::pow(std::pow(step / larger, 32.0) + std::pow(data / larger, 32.0), 1.0 / 32.0);
+            EXPECT_NEAR(pipelined_s(step, data), expected, 1e-14 * expected) << step << " " << data;
+            EXPECT_EQ(pipelined_s(step, data), pipelined_s(data, step));
+        }
+    }
+    EXPECT_NEAR(pipelined_s(0.2, 0.2), 0.2 * std::pow(2.0, 1.0 / 32.0), 1e-16);
+    EXPECT_EQ(pipelined_s(0.3, 0.09), 0.3);  // 0.3^32 = 2e-17: below a double's resolution at 1
+    EXPECT_EQ(pipelined_s(0.3, 0.0), 0.3);
+    EXPECT_EQ(pipelined_s(std::numeric_limits<double>::infinity(), 0.5), std::numeric_limits<double>::infinity());
+}
+
+// resolve() keeps each compute curve it chose for the next scenario of the same GPU, workload and
+// software; the same scenario resolves alike the second time, and a model made from it with another
+// calibration chooses afresh (its curves are its own).
+TEST(CostModel, ARememberedCurveIsTheCalibrationsOwn) {
+    Scenario s;  // one p5.48xlarge, PyTorch amp: a pooled curve (eqs. C4-C6)
+    const CostModel first(Catalog::built_in(), Calibration::built_in());
+    const ResolvedScenario a = first.resolve(s);
+    const ResolvedScenario b = first.resolve(s);
+    EXPECT_EQ(a.time_per_image_s, b.time_per_image_s);
+    EXPECT_EQ(a.fixed_s, b.fixed_s);
+    EXPECT_EQ(a.transfer_sigma, b.transfer_sigma);
+    EXPECT_EQ(first.predict(a).throughput_images_per_s, first.predict(s).throughput_images_per_s);
+
+    Calibration slower = Calibration::built_in();
+    for (ComputeCurve& curve : slower.compute) curve.time_per_image_s *= 2.0;
+    const CostModel second(first, slower);
+    const ResolvedScenario c = second.resolve(s);
+    EXPECT_GT(c.time_per_image_s, 1.5 * a.time_per_image_s);
+    EXPECT_EQ(first.resolve(s).time_per_image_s, a.time_per_image_s);
 }
 
 TEST(CostModel, BreakdownAddsUpAndCostFollowsTime) {
