@@ -43,8 +43,8 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin);
 
 /// A JSON value as a whole number: std::nullopt unless it is an integer that an int64 holds. A
 /// float (2.5, or 1e19 written with an exponent) or an unsigned integer past 2^63 - 1 is none:
-/// nlohmann's get<> would truncate the one and wrap the other. Every whole-number key of the
-/// project's files (sweep specs, calibrations, traces, checkpoints) is read through it.
+/// nlohmann's get<> would truncate the one and wrap the other. The whole numbers of sweep specs,
+/// calibrations, traces, checkpoints and the trainer's host description are read through it.
 std::optional<std::int64_t> json_whole_number(const nlohmann::json& value);
 
 /// `text` made safe to echo inside a one-line error message: control characters become \n, \r,
