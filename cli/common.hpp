@@ -94,7 +94,7 @@ struct ScenarioFlags {
     bool any_given() const;
     /// The Scenario the flags describe; throws InputError naming a bad value: a given
     /// --gpus-per-node, --ps-nodes or --global-batch below 1, a given --efa-adapters below 0, and whatever
-    /// check_scenario_limits() (model/cost_model.hpp) refuses.
+    /// check_scenario_limits() (model/limits.hpp) refuses.
     Scenario to_scenario() const;
 };
 

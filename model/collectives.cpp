@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "model/cluster.hpp"
+#include "model/workload.hpp"
 
 namespace epochcast {
 
@@ -66,6 +70,232 @@ double allreduce_bus_factor(int ranks) {
     if (ranks <= 1) return 0.0;
     const double n = ranks;
     return 2.0 * (n - 1.0) / n;
+}
+
+Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters) {
+    if (instance.interconnect == Interconnect::efa && efa_adapters == 0) return Interconnect::tcp;
+    return instance.interconnect;
+}
+
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
+    const Interconnect fabric = fabric_in_use(instance, efa_adapters);
+    const FabricParams& params = network.fabric(fabric);
+    double line_GBps = instance.network_gbps / kBitsPerByte;
+    if (fabric == Interconnect::efa && efa_adapters > 0)
+        line_GBps *= static_cast<double>(efa_adapters) / instance.efa_adapters;
+    const double GBps = line_GBps * params.efficiency;
+    return (params.cap_GBps > 0 ? std::min(GBps, params.cap_GBps) : GBps) * 1e9;
+}
+
+double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network) {
+    if (device == DeviceKind::cpu) return instance.intra_node_GBps * 1e9;
+    return instance.intra_node_GBps * network.link(instance.intra_link()).efficiency * 1e9;
+}
+
+void set_network(ResolvedScenario& r, const InstanceSpec& instance, DeviceKind device, int efa_adapters,
+                 const NetworkParams& network) {
+    r.interconnect = fabric_in_use(instance, efa_adapters);
+    r.intra_link = instance.intra_link();
+    r.intra_bandwidth_Bps = intra_node_Bps(instance, device, network);
+    r.intra_latency_s = network.link(r.intra_link).latency_s;
+    r.inter_bandwidth_Bps = node_network_Bps(instance, efa_adapters, network);
+    r.inter_latency_s = network.fabric(r.interconnect).latency_s;
+    r.inter_simple_latency_s = network.fabric(r.interconnect).simple_latency_s;
+    r.nvls_bandwidth_Bps = device != DeviceKind::cpu && instance.has_nvls()
+                               ? instance.intra_node_GBps * network.nvls_efficiency * 1e9
+                               : 0.0;
+}
+
+FabricLatency cross_node_latency(Interconnect worker_fabric, const InstanceSpec* server, const NetworkParams& network) {
+    FabricLatency latency{worker_fabric, network.fabric(worker_fabric).latency_s};
+    if (!server) return latency;
+    const Interconnect server_fabric = fabric_in_use(*server, -1);
+    if (network.fabric(server_fabric).latency_s > latency.latency_s) {
+        latency = {server_fabric, network.fabric(server_fabric).latency_s};
+    }
+    return latency;
+}
+
+NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network) {
+    const Interconnect fabric = fabric_in_use(instance, efa_adapters);
+    const int index = static_cast<int>(fabric);
+    const FabricParams& params = network.fabric(fabric);
+    if (params.cap_GBps > 0 && node_network_Bps(instance, efa_adapters, network) >= params.cap_GBps * 1e9) {
+        return {{ParameterKind::fabric_cap, index}, params.cap_GBps};
+    }
+    return {{ParameterKind::fabric_efficiency, index}, params.efficiency};
+}
+
+void set_communication(ResolvedScenario& r, const Cluster& cluster, const Scenario& scenario, const Workload& work,
+                       const Calibration& calibration) {
+    const NetworkParams& net = calibration.network;
+    set_network(r, *cluster.workers.instance, cluster.workers.gpu->kind, cluster.workers.efa_adapters, net);
+    r.gradient_bytes = gradient_bytes(work, scenario.precision);
+    const double bucket_MiB = scenario.fusion_threshold_MiB > 0 ? scenario.fusion_threshold_MiB
+                                                                : calibration.framework(scenario.framework).bucket_MiB;
+    r.bucket_bytes = bucket_MiB * 1024.0 * 1024.0;
+    if (cluster.server) r.server_bandwidth_Bps = node_network_Bps(*cluster.server, -1, net);
+    r.inter_latency_s = cross_node_latency(r.interconnect, cluster.server, net).latency_s;
+}
+
+double tree_node_Bps(const ResolvedScenario& s) {
+    // The chain inside the node moves the buffer twice through each GPU; with NVLink SHARP
+    // (NCCL's NVLSTree) the switch reduces, as fast as one NVLS all-reduce (eq. V1).
+    const int k = s.gpus_per_node;
+    return s.nvls_bandwidth_Bps > 0 && k > 1 ? s.nvls_bandwidth_Bps * k / (k - 1.0) : s.intra_bandwidth_Bps;
+}
+
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
+    const int k = s.gpus_per_node;
+    const int m = s.nodes;
+    const double f = protocol.bandwidth_factor;
+    const double intra_Bps = f * s.intra_bandwidth_Bps;
+    const double inter_Bps = f * s.inter_bandwidth_Bps;
+    // The slowest link of a ring or tree through every GPU: the NIC across nodes, NVLink/PCIe
+    // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
+    const double bandwidth = m == 1 ? intra_Bps : k > 1 ? std::min(intra_Bps, inter_Bps) : inter_Bps;
+    switch (algorithm) {
+        case Algorithm::ring:
+            return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, bandwidth);
+        case Algorithm::tree:
+            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps,
+                                         f * tree_node_Bps(s));
+        case Algorithm::nvls:
+            return nvls_allreduce_s(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
+        case Algorithm::hierarchical:
+            // Inside a node: reduce-scatter, then all-gather over NVLink/PCIe (half a ring each way).
+            return 2.0 * ring_reduce_scatter_s(bytes, k, s.intra_latency_s, s.intra_bandwidth_Bps) +
+                   ring_allreduce_s(bytes, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+        case Algorithm::none:
+        case Algorithm::push_pull:
+            break;
+    }
+    return 0.0;
+}
+
+Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    const Protocol single{s.inter_latency_s, 1.0};
+    const bool two =
+        s.inter_simple_latency_s > 0 && s.nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
+    if (!two) return single;
+    const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
+    const Protocol simple{s.inter_simple_latency_s, 1.0};
+    return allreduce_time_s(s, algorithm, bytes, low_latency) < allreduce_time_s(s, algorithm, bytes, simple)
+               ? low_latency
+               : simple;
+}
+
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    return allreduce_time_s(s, algorithm, bytes, nccl_protocol(s, algorithm, bytes));
+}
+
+Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
+    if (s.nodes * s.gpus_per_node <= 1) return Algorithm::none;
+    Algorithm best = Algorithm::ring;
+    double best_s = allreduce_time_s(s, Algorithm::ring, bytes);
+    auto consider = [&](Algorithm algorithm) {
+        const double t = allreduce_time_s(s, algorithm, bytes);
+        if (t < best_s) {
+            best = algorithm;
+            best_s = t;
+        }
+    };
+    if (s.nodes > 1) consider(Algorithm::tree);
+    if (s.nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
+    return best;
+}
+
+Algorithm algorithm_for(const ResolvedScenario& s, double bytes) {
+    switch (s.strategy) {
+        case Strategy::nccl:
+            return nccl_algorithm(s, bytes);
+        case Strategy::ring:
+            return Algorithm::ring;
+        case Strategy::tree:
+            return Algorithm::tree;
+        case Strategy::hierarchical:
+            return s.nodes > 1 ? Algorithm::hierarchical : Algorithm::ring;
+        case Strategy::ps:
+            return Algorithm::push_pull;
+    }
+    return Algorithm::none;
+}
+
+Communication communication(const ResolvedScenario& s) {
+    const double g = s.gradient_bytes;
+    const int k = s.gpus_per_node;
+    const int m = s.nodes;
+    Communication c;
+    if (s.strategy == Strategy::ps) {
+        // Keys are pipelined: one push/pull round per iteration, after the reduce inside the node.
+        c.algorithm = Algorithm::push_pull;
+        c.buckets = 1;
+        const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+        c.seconds = intra + (s.ps_colocated ? ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps)
+                                            : ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s, s.inter_bandwidth_Bps,
+                                                             s.server_bandwidth_Bps));
+        return c;
+    }
+    if (m * k <= 1) return c;
+    // Eq. B1: the gradients leave in equal buckets of at most the fusion buffer, one all-reduce each.
+    c.buckets = std::max(1, static_cast<int>(std::ceil(g / s.bucket_bytes)));
+    const double bucket = g / c.buckets;
+    c.algorithm = algorithm_for(s, bucket);
+    c.seconds = c.buckets * allreduce_time_s(s, c.algorithm, bucket);
+    return c;
+}
+
+double communication_time_s(const ResolvedScenario& s) { return communication(s).seconds; }
+
+namespace {
+
+/// The network part of a resolved scenario for `ranks` GPUs of `instance` (whole nodes first) and
+/// the all-reduce `strategy`.
+ResolvedScenario network_only(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                              const NetworkParams& network, Strategy strategy) {
+    ResolvedScenario s;
+    s.strategy = strategy;
+    s.gpus_per_node = std::max(1, std::min(ranks, instance.gpus));
+    s.nodes = (ranks + s.gpus_per_node - 1) / s.gpus_per_node;
+    set_network(s, instance, device, efa_adapters, network);
+    if (!(s.intra_bandwidth_Bps > 0)) s.intra_bandwidth_Bps = std::numeric_limits<double>::infinity();
+    return s;
+}
+
+}  // namespace
+
+AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                      double bytes, const NetworkParams& network, Strategy strategy) {
+    // A test runs an all-reduce: parameter servers have none, so `ps` means NCCL's choice.
+    const ResolvedScenario s = network_only(instance, device, ranks, efa_adapters, network,
+                                            strategy == Strategy::ps ? Strategy::nccl : strategy);
+    AllReducePrediction p;
+    if (s.nodes * s.gpus_per_node <= 1) return p;
+    p.algorithm = algorithm_for(s, bytes);
+    p.seconds = allreduce_time_s(s, p.algorithm, bytes);
+    p.bus_bandwidth_GBps = bytes / p.seconds * allreduce_bus_factor(ranks) / 1e9;
+    return p;
+}
+
+double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                    const NetworkParams& network, Strategy strategy) {
+    return predict_allreduce(instance, device, ranks, efa_adapters, kLargeMessageBytes, network, strategy)
+        .bus_bandwidth_GBps;
+}
+
+AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObservation& measured,
+                                      const NetworkParams& network) {
+    const InstanceSpec& instance = catalog.instance(measured.instance);
+    return predict_allreduce(instance, catalog.device_kind(instance), measured.ranks, measured.efa_adapters,
+                             measured.message_bytes > 0 ? measured.message_bytes : kLargeMessageBytes, network,
+                             measured.algorithm);
+}
+
+double node_allreduce_s(const ResolvedScenario& s) {
+    ResolvedScenario node = s;
+    node.nodes = 1;
+    const Algorithm algorithm = s.strategy == Strategy::nccl ? nccl_algorithm(node, s.gradient_bytes) : Algorithm::ring;
+    return algorithm == Algorithm::none ? 0.0 : allreduce_time_s(node, algorithm, s.gradient_bytes);
 }
 
 }  // namespace epochcast

@@ -1,10 +1,25 @@
-// Cost of the gradient collectives, one small function per formula (alpha-beta model).
-// Derivations in docs/model.md, section "Communication". Every function takes bytes, counts,
-// a per-message latency alpha in seconds and a bandwidth in bytes per second, and returns
-// seconds. Bandwidths are what one participant can send (and, full duplex, receive at once).
+// Communication: how one iteration's gradients cross the cluster, and what it costs. Derivations
+// in docs/model.md, section "Communication".
+//
+// First the formulas, one small function each (alpha-beta model): each takes bytes, counts, a
+// per-message latency alpha in seconds and a bandwidth in bytes per second, and returns seconds.
+// Bandwidths are what one participant can send (and, full duplex, receive at once).
+//
+// Then the decisions on a resolved cluster: the bandwidths and latencies of its links (eqs.
+// N1-N3), the algorithm its strategy runs (NCCL's choice, eq. A1), the protocol, the buckets, and
+// the time of one iteration's synchronisation (eq. B1) or of one nccl-tests all-reduce.
 #pragma once
 
+#include "model/calibration.hpp"
+#include "model/catalog.hpp"
+#include "model/observation.hpp"
+#include "model/parameters.hpp"
+#include "model/resolved_scenario.hpp"
+
 namespace epochcast {
+
+struct Cluster;
+struct Workload;
 
 /// Ring all-reduce of `bytes` over `ranks` participants: 2(n-1) steps, each moving bytes/n
 /// over every link at once (Patarasuk and Yuan 2009; NCCL's ring).
@@ -71,5 +86,122 @@ double ps_colocated_s(double bytes, int hosts, double latency_s, double bandwidt
 /// nccl-tests' bus bandwidth factor for all-reduce, 2(n-1)/n: bus bandwidth = algorithm bandwidth
 /// x this, which makes figures comparable across rank counts (nccl-tests doc/PERFORMANCE.md).
 double allreduce_bus_factor(int ranks);
+
+// On a resolved cluster: the decisions.
+
+/// The fabric a node's gradients cross with `efa_adapters` of its EFA adapters in use (-1: all):
+/// its interconnect, except EFA with none in use, which falls back to NCCL's TCP sockets.
+Interconnect fabric_in_use(const InstanceSpec& instance, int efa_adapters);
+
+/// Bandwidth one node gets across the network with `efa_adapters` of its adapters in use (-1:
+/// all), in bytes/s: the line rate (its share of the adapters for EFA) times the fabric's
+/// efficiency, under the fabric's per-node ceiling where it has one (docs/model.md, eq. N1).
+double node_network_Bps(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
+
+/// GPU-to-GPU bandwidth inside a node for a ring, in bytes/s: intra_node_GBps times the link
+/// class's efficiency (eq. N2). A host's CPU ranks (`local-cpu`) give their measured bus bandwidth.
+double intra_node_Bps(const InstanceSpec& instance, DeviceKind device, const NetworkParams& network);
+
+/// The network fields of `r` (links, fabric, latencies, bandwidths, NVLS) for `efa_adapters` of
+/// `instance`'s adapters in use (eqs. N1-N3): what resolve() and the nccl-tests predictions share.
+void set_network(ResolvedScenario& r, const InstanceSpec& instance, DeviceKind device, int efa_adapters,
+                 const NetworkParams& network);
+
+/// The latency a message across nodes pays, in seconds, and the fabric it is that of: the
+/// workers' fabric's, or, with dedicated servers (`server`, nullptr: none), the slower of the
+/// workers' and the servers' (docs/model.md, "Parameter servers").
+struct FabricLatency {
+    Interconnect fabric = Interconnect::tcp;
+    double latency_s = 0;
+};
+FabricLatency cross_node_latency(Interconnect worker_fabric, const InstanceSpec* server, const NetworkParams& network);
+
+/// The calibration parameter a node's network bandwidth (eq. N1) is proportional to, and its value:
+/// the fabric's per-node cap where the node reaches it, else the fabric's efficiency.
+struct NetworkParameter {
+    ParameterId id;
+    double value = 0;
+};
+NetworkParameter node_network_parameter(const InstanceSpec& instance, int efa_adapters, const NetworkParams& network);
+
+/// All of a resolved scenario's communication fields for its cluster (CostModel::resolve's step):
+/// set_network's for the workers, the gradient's bytes and its buckets (the scenario's fusion
+/// threshold, else the framework's bucket), the servers' bandwidth and the latency across nodes
+/// (cross_node_latency's).
+void set_communication(ResolvedScenario& r, const Cluster& cluster, const Scenario& scenario, const Workload& work,
+                       const Calibration& calibration);
+
+/// The algorithm the scenario's strategy runs for one all-reduce of `bytes`: NCCL's choice (eq.
+/// A1) for nccl, the forced one for ring and tree, Horovod's three phases for hierarchical (a ring
+/// in one node), push_pull for parameter servers.
+Algorithm algorithm_for(const ResolvedScenario& s, double bytes);
+
+/// The rate at which NCCL's tree moves the buffer through a node's GPUs (eq. T2): its chain over
+/// intra_bandwidth_Bps, or NVLink SHARP's (NVLSTree) where the node has it, in bytes/s.
+double tree_node_Bps(const ResolvedScenario& s);
+
+/// NCCL's protocol for one collective across nodes (eq. N3): the low-latency one (the fabric's
+/// latency, kLowLatencyBandwidthFactor of every bandwidth) or Simple (its own latency, the full
+/// bandwidth), whichever is cheaper for the bytes.
+struct Protocol {
+    double inter_latency_s = 0;   ///< per inter-node hop
+    double bandwidth_factor = 1;  ///< of every bandwidth the algorithm uses
+};
+Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes);
+
+/// One all-reduce of `bytes` on the resolved cluster by `algorithm` (ring, tree, nvls or
+/// hierarchical), in seconds (eqs. R1-R3, T2, V1, with N3's protocol across nodes). Zero for one GPU.
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes);
+
+/// The same with the protocol given.
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol);
+
+/// The algorithm NCCL picks by default for one all-reduce of `bytes` on the resolved cluster: the
+/// cheapest of ring, tree (several nodes) and NVLS (one node with NVLink SHARP), as NCCL's own
+/// tuning model chooses (eq. A1). Algorithm::none for one GPU.
+Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes);
+
+/// nccl-tests' all_reduce_perf on `ranks` GPUs of `instance` (whole nodes, the last one partly
+/// filled), as the model sees it: for one message of `bytes`, the algorithm (NCCL's default, eq.
+/// A1, for strategy nccl; the one forced by NCCL_ALGO for ring and tree), its time and its bus
+/// bandwidth (as nccl-tests reports them).
+struct AllReducePrediction {
+    Algorithm algorithm = Algorithm::none;
+    double seconds = 0;
+    double bus_bandwidth_GBps = 0;  ///< bytes / seconds x 2(n-1)/n, in 10^9 bytes/s
+};
+AllReducePrediction predict_allreduce(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                      double bytes, const NetworkParams& network, Strategy strategy = Strategy::nccl);
+
+/// A message large enough that every latency of eqs. R3, T2 and V1 is below a part in 10^4 of
+/// its bytes' time (a terabyte): what stands for nccl-tests' plateau.
+inline constexpr double kLargeMessageBytes = 1e12;
+
+/// The bus bandwidth that predict_allreduce approaches as the message grows (latencies vanish
+/// beside the bytes), in 10^9 bytes/s: what a large-message nccl-tests row measures.
+double allreduce_bus_bandwidth_GBps(const InstanceSpec& instance, DeviceKind device, int ranks, int efa_adapters,
+                                    const NetworkParams& network, Strategy strategy = Strategy::nccl);
+
+/// predict_allreduce for a measured all-reduce: its instance (from `catalog`), ranks, EFA
+/// adapters and NCCL_ALGO, at its message size, or at kLargeMessageBytes for a plateau figure.
+AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObservation& measured,
+                                      const NetworkParams& network);
+
+/// How one iteration's gradients are synchronised: the algorithm, the buckets and the time.
+struct Communication {
+    Algorithm algorithm = Algorithm::none;
+    int buckets = 0;     ///< all-reduces per iteration: ceil(gradient bytes / bucket bytes)
+    double seconds = 0;  ///< the whole synchronisation (eq. B1)
+};
+Communication communication(const ResolvedScenario& s);
+
+/// Whole gradient synchronisation of one iteration for the scenario's strategy (eqs. B1, P1, P2):
+/// communication(s).seconds.
+double communication_time_s(const ResolvedScenario& s);
+
+/// One node alone: the same GPUs all-reducing the whole gradient inside the node only (MXNet's
+/// 'device' kvstore in seed 000), by NCCL's choice where the strategy leaves it to NCCL, else by
+/// a ring, in seconds; 0 for one GPU. The one-node baseline of the node scaling efficiency.
+double node_allreduce_s(const ResolvedScenario& s);
 
 }  // namespace epochcast

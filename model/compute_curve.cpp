@@ -2,239 +2,285 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <string_view>
+#include <utility>
 
 namespace epochcast {
-namespace {
 
-/// The chip a curve was measured on: its GPU's chip, or its GPU's name where the catalog has no
-/// such GPU (a curve of another catalog).
-std::string_view chip_of(const Catalog& catalog, const ComputeCurve& curve) {
-    const GpuSpec* gpu = curve_gpu(catalog, curve);
-    return gpu ? gpu->chip_or_name() : curve.gpu;
-}
-
-/// Whether `curve` was measured on `gpu`'s chip at a precision that holds at `precision`.
-bool on_chip_at(const Catalog& catalog, const ComputeCurve& curve, const GpuSpec& gpu, Precision precision) {
-    if (chip_of(catalog, curve) != gpu.chip_or_name()) return false;
-    return curve.precision == precision || same_family_rate(gpu, curve.precision, precision);
-}
-
-}  // namespace
-
-bool layout_matters(SoftwareStack stack, Precision precision) {
-    return stack == SoftwareStack::current && precision != Precision::fp32;
-}
-
-Software software_of(Framework framework, SoftwareStack stack, MemoryFormat format, Precision precision) {
-    return {framework, stack, layout_matters(stack, precision) ? format : MemoryFormat::channels_last};
-}
-
-Software software_of(const ComputeCurve& curve) {
-    return software_of(curve.framework, curve.stack, curve.memory_format, curve.precision);
-}
-
-std::string describe(const Software& software) {
-    // Appended piece by piece: GCC 12 reports a false -Wrestrict for a chain of operator+.
-    std::string text(to_string(software.framework));
-    if (software.stack != SoftwareStack::current) {
-        text += ' ';
-        text += to_string(software.stack);
+ComputeCurveChoice ComputeCurves::choose(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                         const ParameterCovariance& covariance) const {
+    const auto key =
+        std::make_tuple(&gpu, &work, scenario.precision, scenario.framework, scenario.stack, scenario.memory_format);
+    {
+        std::lock_guard<std::mutex> lock(remembered_->mutex);
+        if (const auto found = remembered_->choices.find(key); found != remembered_->choices.end())
+            return found->second;
     }
-    if (software.memory_format != MemoryFormat::channels_last) {
-        text += ' ';
-        text += to_string(software.memory_format);
+    const ComputeCurveChoice choice = fallbacks(gpu, scenario, work, covariance);
+    std::lock_guard<std::mutex> lock(remembered_->mutex);
+    remembered_->choices.emplace(key, choice);
+    return choice;
+}
+
+ComputeCurveChoice ComputeCurves::fallbacks(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                            const ParameterCovariance& covariance) const {
+    // Eq. C0, the fallbacks in order:
+    //  1. measured          this chip, software and precision (another memory variant: eq. C7)
+    //  2. precision family  this chip and software, another precision of equal tensor peak (3%)
+    //  3. other software    this chip, another framework, stack or layout by eq. C4's ratio (or
+    //                       another precision family by eq. C4b's), pooled with 4 where both
+    //                       exist (eq. C6)
+    //  4. other GPUs        this software's curves on other chips along their rooflines (eq. C5)
+    //  5. roofline          eq. C3 alone
+    const Software software =
+        software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
+    const std::vector<ComputeCurve>& curves = calibration_->compute;
+    if (const OwnCurve own = own_curve(curves, *catalog_, gpu, scenario.precision, software); own.curve) {
+        return carried_curve(*own.curve, gpu, scenario.precision, work,
+                             own.exact_precision ? CurveOrigin::measured : CurveOrigin::precision_family, covariance);
     }
-    return text;
-}
-
-const GpuSpec* curve_gpu(const Catalog& catalog, const ComputeCurve& curve) { return catalog.find_gpu(curve.gpu); }
-
-double peak_flops_per_s(const GpuSpec& gpu, Precision precision) {
-    switch (precision) {
-        case Precision::fp32:
-            return gpu.fp32_tflops * 1e12;
-        case Precision::tf32:
-            return gpu.tf32_tflops * 1e12;
-        case Precision::amp:
-            return gpu.fp16_tflops * 1e12;
-        case Precision::bf16:
-            return gpu.bf16_tflops * 1e12;
-    }
-    return gpu.fp32_tflops * 1e12;
-}
-
-bool same_family_rate(const GpuSpec& gpu, Precision measured, Precision wanted) {
-    if (family_of(measured) != family_of(wanted)) return false;
-    const double a = peak_flops_per_s(gpu, measured), b = peak_flops_per_s(gpu, wanted);
-    return a > 0 && b > 0 && std::abs(a - b) <= 0.01 * std::max(a, b);
-}
-
-OwnCurve own_curve(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const GpuSpec& gpu,
-                   Precision precision, const Software& software) {
-    // This very GPU first, then a memory variant of its chip; the exact precision before its family.
-    const ComputeCurve* family = nullptr;
-    const ComputeCurve* variant = nullptr;
-    for (const ComputeCurve& curve : curves) {
-        if (software_of(curve) != software || !on_chip_at(catalog, curve, gpu, precision)) continue;
-        if (curve.precision != precision) {
-            if (!family) family = &curve;
-            continue;
+    ComputeCurveChoice c;
+    const double roofline = roofline_s(gpu, scenario.precision, scenario.stack, work);
+    const ComputeCurve* sibling = sibling_curve(curves, *catalog_, gpu, scenario.precision, software);
+    const SoftwareLine* software_line = framework_roofline(software, scenario.precision);
+    const FrameworkRoofline* line = software_line ? &software_line->line : nullptr;  // eq. C5
+    const double line_log = line ? std::log(line_time_s(*software_line, gpu, scenario.precision, work)) : 0.0;
+    if (sibling) {
+        // Eq. C4 (C4b across families) on the sibling as carried to this GPU (eq. C7), pooled with
+        // eq. C5 (eq. C6).
+        const ComputeCurveChoice carried =
+            carried_curve(*sibling, gpu, scenario.precision, work, CurveOrigin::other_software, covariance);
+        const TransferRatio transfer = sibling_transfer(*sibling, software, gpu, scenario.precision, work);
+        const double sibling_log = std::log(carried.time_per_image_s * transfer.ratio);
+        const double sibling_sigma = std::hypot(transfer.relative_sigma, carried.transfer_sigma);
+        const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;  // eq. C6
+        c = carried;
+        c.time_per_image.log_field_per_coordinate *= weight;
+        c.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
+        c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
+        c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_software;
+        // The fixed time is this software's (eq. C1b) where its curves measured one, else the sibling's.
+        // Eq. C1c: a sibling measured at one batch b0 carries its time there, which is what was
+        // measured, and this software's half-saturation batch splits it.
+        if (saturation_levels_.contains({scenario.framework, scenario.stack}) && gpu.sms > 0) {
+            const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+            if (carried.one_batch_b0 > 0) {
+                c.time_per_image_s *=
+                    (carried.one_batch_b_half + carried.one_batch_b0) / (b_half + carried.one_batch_b0);
+            }
+            c.fixed_s = b_half * c.time_per_image_s;
         }
-        if (curve.gpu == gpu.name) return {&curve, true};
-        if (!variant) variant = &curve;
+        return c;
     }
-    if (variant) return {variant, true};
-    return {family, family == nullptr};
-}
-
-const ComputeCurve* sibling_curve(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const GpuSpec& gpu,
-                                  Precision precision, const Software& software) {
-    const ComputeCurve* best = nullptr;
-    int best_rank = 6;
-    for (const ComputeCurve& curve : curves) {
-        if (chip_of(catalog, curve) != gpu.chip_or_name()) continue;
-        const bool same_family = on_chip_at(catalog, curve, gpu, precision);
-        const Software other = software_of(curve);
-        if (other == software && same_family) continue;  // the own curve: step 1 or 2
-        const bool same_framework = other.framework == software.framework;
-        const bool same_stack = other.stack == software.stack;
-        const bool same_layout = other.memory_format == software.memory_format;
-        int rank = same_framework && same_stack ? 0 : same_stack && same_layout ? 1 : same_framework ? 2 : 3;
-        // Another precision family: this software's first, after every other software at this one.
-        if (!same_family) rank = other == software ? 4 : 5;
-        if (rank < best_rank) {
-            best = &curve;
-            best_rank = rank;
+    if (line) {
+        c.time_per_image_s = std::exp(line_log);
+        // The roofline row stands for what no curve of this GPU measured, scaled to the line's
+        // sigma, so that a planned run (model/plan.cpp) can narrow it.
+        const double roofline_sigma = calibration_->roofline.relative_sigma;
+        if (roofline_sigma > 0) {
+            c.time_per_image = {covariance.roofline_row(), line->relative_sigma / roofline_sigma};
+        } else {
+            c.transfer_sigma = line->relative_sigma;
         }
+        c.origin = CurveOrigin::other_gpus;
+    } else {
+        c.time_per_image_s = roofline;
+        c.time_per_image = {covariance.roofline_row(), 1.0};
+        c.origin = CurveOrigin::roofline;
     }
-    return best;
+    // Without a curve of this chip, the fixed time is the batch that half fills this GPU at the
+    // per-image time (eq. C1b), else the framework's overhead; its uncertainty is the overhead's.
+    const FrameworkProfile& profile = calibration_->framework(scenario.framework);
+    const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+    c.fixed_s = b_half > 0 ? b_half * c.time_per_image_s : profile.fixed_overhead_s;
+    c.fixed = covariance.sensitivity(ParameterKind::fixed_overhead, static_cast<int>(scenario.framework),
+                                     profile.fixed_overhead_s);
+    return c;
 }
 
-const ComputeCurve* chip_partner(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& a,
-                                 const Software& to, PrecisionFamily to_family) {
-    const std::string_view chip = chip_of(catalog, a);
-    for (const ComputeCurve& b : curves) {
-        if (family_of(b.precision) == to_family && software_of(b) == to && b.model == a.model &&
-            b.image_size == a.image_size && chip_of(catalog, b) == chip) {
-            return &b;
-        }
+ComputeCurveChoice ComputeCurves::carried_curve(const ComputeCurve& curve, const GpuSpec& gpu, Precision precision,
+                                                const Workload& work, CurveOrigin origin,
+                                                const ParameterCovariance& covariance) const {
+    ComputeCurveChoice c;
+    c.origin = origin;
+    const int index = static_cast<int>(&curve - calibration_->compute.data());
+    c.time_per_image = covariance.sensitivity(ParameterKind::curve_time_per_image, index, curve.time_per_image_s);
+    c.fixed = covariance.sensitivity(ParameterKind::curve_fixed, index, curve.fixed_s);
+    c.fixed_s = curve.fixed_s;
+    double curve_time_per_image_s = curve.time_per_image_s;
+    const GpuSpec* measured_gpu = curve_gpu(*catalog_, curve);
+    const double b_half = measured_gpu ? half_saturation_batch(curve.framework, curve.stack, *measured_gpu) : 0.0;
+    if (curve.measured_batch > 0 && b_half > 0) {
+        // Eq. C1b: runs at one batch b0 fix only fixed + b0 t_img. The fixed time is the batch that
+        // half fills the GPU (its software's images per SM times the SMs) at the per-image time, and
+        // the curve keeps its time at b0: t_img = time(b0) / (b_half + b0), fixed = b_half t_img.
+        const double b0 = curve.measured_batch;
+        const double at_b0 = curve.fixed_s + b0 * curve.time_per_image_s;
+        curve_time_per_image_s = at_b0 / (b_half + b0);
+        c.fixed_s = b_half * curve_time_per_image_s;
+        // Both fields now follow the curve's time at b0, of which the per-image part is the share
+        // w that its time per image moves (its fixed time, which runs at one batch cannot tell
+        // apart, is left out of the band: its part 1 - w is small at the batches measured).
+        const double w = b0 * curve.time_per_image_s / at_b0;
+        c.time_per_image.log_field_per_coordinate *= w;
+        c.fixed = c.time_per_image;
+        c.one_batch_b0 = b0;
+        c.one_batch_b_half = b_half;
     }
-    return nullptr;
+    // Eq. C1 per image of another depth or image size scales by training FLOPs; eq. C7 carries the
+    // curve to another memory variant of its chip (or another precision of its family) by the
+    // ratio of the two rooflines, which differ in the memory term alone.
+    const Workload& measured = workload(curve.model, curve.image_size, 1000);
+    const double flops_ratio = work.training_flops_per_image / measured.training_flops_per_image;
+    // Across precision families (eq. C4's sibling at TF32 for amp) the ratio measured elsewhere
+    // carries the precision; the roofline carries the memory variant only, at the curve's precision.
+    const Precision at = family_of(precision) == family_of(curve.precision) ? precision : curve.precision;
+    const double variant_ratio = measured_gpu ? roofline_s(gpu, at, curve.stack, measured) /
+                                                    roofline_s(*measured_gpu, curve.precision, curve.stack, measured)
+                                              : 1.0;
+    c.time_per_image_s = curve_time_per_image_s * flops_ratio * variant_ratio;
+    // A curve carried to another depth or image size is half as uncertain as a roofline prior.
+    const double depth_sigma = flops_ratio != 1.0 ? 0.5 * calibration_->roofline.relative_sigma : 0.0;
+    const double variant_sigma = kMemoryVariantSigmaPerLogRatio * std::abs(std::log(variant_ratio));
+    const double family_sigma = origin == CurveOrigin::precision_family ? kPrecisionFamilySigma : 0.0;
+    c.transfer_sigma =
+        std::sqrt(depth_sigma * depth_sigma + variant_sigma * variant_sigma + family_sigma * family_sigma);
+    return c;
 }
 
-namespace {
-
-/// Eq. C4 from the chips' log time-per-image ratios: their geometric mean, and the sample scatter
-/// of the logs as the sigma, never below `floor` (which it is with fewer than two chips).
-TransferRatio ratio_of_logs(const std::vector<double>& logs, double floor) {
+TransferRatio ComputeCurves::sibling_transfer(const ComputeCurve& sibling, const Software& software, const GpuSpec& gpu,
+                                              Precision precision, const Workload& work) const {
+    const std::vector<ComputeCurve>& curves = calibration_->compute;
+    const Software from = software_of(sibling);
+    const SoftwareLine* from_line = framework_roofline(from, sibling.precision);
+    const SoftwareLine* to_line = framework_roofline(software, precision);
+    if (family_of(sibling.precision) == family_of(precision) || !from_line || !to_line) {
+        return transfer_ratio(curves, *catalog_, sibling, software, precision);  // eq. C4
+    }
+    // Eq. C4b: t(g, to) = t(g, from) L_to(g) / L_from(g). What sets a chip apart from its line (a
+    // board held below its clocks by its power limit, a memory system the roofline misjudges) it
+    // shows in either family; the ratio of the lines carries what differs between the families
+    // (this chip's tensor peaks and bandwidth as each family's software uses them). Its sigma is
+    // the root mean square, over the chips measured in both, of their ratio's log around their
+    // lines' ratio, never below kLineTransferMinSigma; with fewer than two such chips, eq. C4's
+    // family floor.
+    std::vector<double> logs;
+    std::vector<std::string> chips;
+    for (const ComputeCurve& a : curves) {
+        const GpuSpec* a_gpu = curve_gpu(*catalog_, a);
+        if (!a_gpu || software_of(a) != from || family_of(a.precision) != family_of(sibling.precision)) continue;
+        const std::string chip = a_gpu->chip_or_name();
+        if (chip == gpu.chip_or_name() || std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
+        const ComputeCurve* b = chip_partner(curves, *catalog_, a, software, family_of(precision));
+        const GpuSpec* b_gpu = b ? curve_gpu(*catalog_, *b) : nullptr;
+        if (!b_gpu) continue;
+        const Workload& measured = workload(a.model, a.image_size, 1000);
+        const double lines = line_time_s(*to_line, *b_gpu, b->precision, measured) /
+                             line_time_s(*from_line, *a_gpu, a.precision, measured);
+        logs.push_back(std::log(b->time_per_image_s / a.time_per_image_s / lines));
+        chips.push_back(chip);
+    }
     TransferRatio t;
     t.chips = static_cast<int>(logs.size());
-    t.relative_sigma = floor;
-    if (logs.empty()) return t;
-    double mean = 0;
-    for (const double l : logs) mean += l / static_cast<double>(logs.size());
-    t.ratio = std::exp(mean);
+    t.ratio = line_time_s(*to_line, gpu, precision, work) / line_time_s(*from_line, gpu, sibling.precision, work);
+    t.relative_sigma = kFamilyTransferSigma;
     if (logs.size() >= 2) {
         double squares = 0;
-        for (const double l : logs) squares += (l - mean) * (l - mean);
-        t.relative_sigma = std::max(floor, std::sqrt(squares / static_cast<double>(logs.size() - 1)));
+        for (const double l : logs) squares += l * l;
+        t.relative_sigma = std::max(kLineTransferMinSigma, std::sqrt(squares / static_cast<double>(logs.size())));
     }
     return t;
 }
 
-/// Eq. C4 on direct evidence only: chips where both were measured.
-TransferRatio direct_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
-                           const Software& to, Precision to_precision) {
-    const Software from_software = software_of(from);
-    const PrecisionFamily to_family = family_of(to_precision);
-    std::vector<double> logs;
-    std::vector<std::string_view> chips;
-    for (const ComputeCurve& a : curves) {
-        if (family_of(a.precision) != family_of(from.precision) || software_of(a) != from_software ||
-            a.model != from.model || a.image_size != from.image_size) {
-            continue;
-        }
-        const std::string_view chip = chip_of(catalog, a);
-        if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;  // one ratio per chip
-        // Two curves of one chip compare as measured (a memory variant's share is eq. C7's).
-        if (const ComputeCurve* b = chip_partner(curves, catalog, a, to, to_family)) {
-            logs.push_back(std::log(b->time_per_image_s / a.time_per_image_s));
-            chips.push_back(chip);
-        }
+const ComputeCurves::SoftwareLine* ComputeCurves::framework_roofline(const Software& software,
+                                                                     Precision precision) const {
+    for (const SoftwareLine& entry : framework_rooflines_) {
+        if (entry.software == software && entry.family == family_of(precision)) return &entry;
     }
-    // Across precision families the peaks' ratio differs from chip to chip: a wider floor.
-    return ratio_of_logs(logs, to_family == family_of(from.precision) ? kSoftwareTransferSigma : kFamilyTransferSigma);
+    return nullptr;
 }
 
-/// The ratio of one dimension of the software (framework, stack or layout) changing from `from`'s
-/// value to `to`'s, on the chips where two curves of one precision family differ in that
-/// dimension alone: the geometric mean of their time-per-image ratios (one per chip).
-TransferRatio dimension_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, PrecisionFamily family,
-                              const Software& from, const Software& to, int dimension) {
-    auto value = [dimension](const Software& s) {
-        return dimension == 0   ? static_cast<int>(s.framework)
-               : dimension == 1 ? static_cast<int>(s.stack)
-                                : static_cast<int>(s.memory_format);
-    };
-    // A framework's ratio is read at one stack and layout; a stack's within one framework; a layout's
-    // at one stack, from any framework (the layout is cuDNN's, the same under each).
-    auto others_equal = [dimension](const Software& a, const Software& b) {
-        const bool stack = a.stack == b.stack, framework = a.framework == b.framework;
-        const bool layout = a.memory_format == b.memory_format;
-        return dimension == 0 ? stack && layout : dimension == 1 ? framework : stack;
-    };
-    std::vector<double> logs;
-    std::vector<std::string_view> chips;
-    for (const ComputeCurve& a : curves) {
-        const Software sa = software_of(a);
-        if (family_of(a.precision) != family || value(sa) != value(from)) continue;
-        // The pair's shared dimensions are those of `from` (stack for every dimension but the stack's).
-        if (dimension != 1 && sa.stack != from.stack) continue;
-        const std::string_view chip = chip_of(catalog, a);
-        if (std::find(chips.begin(), chips.end(), chip) != chips.end()) continue;
-        for (const ComputeCurve& b : curves) {
-            const Software sb = software_of(b);
-            if (family_of(b.precision) != family || value(sb) != value(to) || !others_equal(sa, sb) ||
-                b.model != a.model || b.image_size != a.image_size || chip_of(catalog, b) != chip) {
-                continue;
-            }
-            logs.push_back(std::log(b.time_per_image_s / a.time_per_image_s));
-            chips.push_back(chip);
-            break;
-        }
-    }
-    return ratio_of_logs(logs, kSoftwareTransferSigma);
+double ComputeCurves::line_time_s(const SoftwareLine& software_line, const GpuSpec& gpu, Precision precision,
+                                  const Workload& work) const {
+    // The line is fitted per image of the reference model; its floor scales with the work (eq. C5).
+    const FrameworkRoofline& line = software_line.line;
+    const double from_reference = work.training_flops_per_image / reference_training_flops_;
+    return line.factor * roofline_s(gpu, precision, software_line.software.stack, work) + line.floor_s * from_reference;
 }
 
-}  // namespace
+double ComputeCurves::half_saturation_batch(Framework framework, SoftwareStack stack, const GpuSpec& gpu) const {
+    const auto found = saturation_levels_.find({framework, stack});
+    const double per_sm = found != saturation_levels_.end() ? found->second : saturation_level_all_;
+    return per_sm > 0 && gpu.sms > 0 ? per_sm * gpu.sms : 0.0;
+}
 
-TransferRatio transfer_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
-                             const Software& to, Precision to_precision) {
-    const TransferRatio direct = direct_ratio(curves, catalog, from, to, to_precision);
-    if (direct.chips > 0 || family_of(from.precision) != family_of(to_precision)) return direct;
-    // No chip has both: the software changes one dimension at a time (framework, stack, layout),
-    // each by the ratio of curves that differ in it alone; the ratios multiply and their log
-    // sigmas add in quadrature. A dimension no pair shows counts 1 at the floor sigma.
-    const Software from_software = software_of(from);
-    TransferRatio composed;
-    composed.ratio = 1.0;
-    double variance = 0;
-    int chips = std::numeric_limits<int>::max();
-    for (int dimension = 0; dimension < 3; ++dimension) {
-        if (dimension == 0 && from_software.framework == to.framework) continue;
-        if (dimension == 1 && from_software.stack == to.stack) continue;
-        if (dimension == 2 && from_software.memory_format == to.memory_format) continue;
-        const TransferRatio r =
-            dimension_ratio(curves, catalog, family_of(from.precision), from_software, to, dimension);
-        composed.ratio *= r.ratio;
-        variance += r.relative_sigma * r.relative_sigma;
-        chips = std::min(chips, r.chips);
+double ComputeCurves::roofline_s(const GpuSpec& gpu, Precision precision, SoftwareStack stack,
+                                 const Workload& work) const {
+    const RooflinePrior& prior = calibration_->roofline;
+    const double peak = peak_flops_per_s(gpu, precision);
+    // Devices whose reduced-precision peak is not well above fp32 (K80 and M60 have no tensor
+    // cores) run it at the fp32 efficiency; dedicated units (tensor cores, a CPU's AMX or
+    // AVX-512 BF16) at the tensor efficiency.
+    const bool tensor = precision != Precision::fp32 && peak > 1.5 * gpu.fp32_tflops * 1e12;  // tf32 too
+    const double efficiency = tensor ? prior.tensor_compute_efficiency : prior.fp32_compute_efficiency;
+    const double traffic_bytes = work.memory_traffic_elements_per_image * activation_element_bytes(precision);
+    return roofline_time_per_image_s(work.training_flops_per_image, peak, efficiency, traffic_bytes,
+                                     gpu.memory_GBps * 1e9, roofline_memory_efficiency(prior, stack, precision));
+}
+
+ComputeCurves::ComputeCurves(std::shared_ptr<const Catalog> catalog, std::shared_ptr<const Calibration> calibration,
+                             std::shared_ptr<Workloads> workloads)
+    : catalog_(std::move(catalog)),
+      calibration_(std::move(calibration)),
+      workloads_(std::move(workloads)),
+      remembered_(std::make_shared<Remembered>()) {
+    reference_training_flops_ = workload(kReferenceModel, kReferenceImageSize, 1000).training_flops_per_image;
+    std::vector<std::pair<SoftwareLine, std::vector<RooflinePoint>>> points;
+    for (const ComputeCurve& curve : calibration_->compute) {
+        const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
+        if (!gpu || gpu->kind == DeviceKind::cpu || !(peak_flops_per_s(*gpu, curve.precision) > 0)) continue;
+        const Workload& work = workload(curve.model, curve.image_size, 1000);
+        // Per reference-model image: the floor is a per-image cost that scales with the work.
+        const double to_reference = reference_training_flops_ / work.training_flops_per_image;
+        const RooflinePoint point{roofline_s(*gpu, curve.precision, curve.stack, work) * to_reference,
+                                  curve.time_per_image_s * to_reference};
+        const Software software = software_of(curve);
+        const PrecisionFamily family = family_of(curve.precision);
+        auto found = std::find_if(points.begin(), points.end(), [&](const auto& entry) {
+            return entry.first.software == software && entry.first.family == family;
+        });
+        if (found == points.end()) {
+            points.push_back({SoftwareLine{software, family, {}}, {}});
+            found = points.end() - 1;
+        }
+        found->second.push_back(point);
     }
-    composed.relative_sigma = std::sqrt(variance);
-    composed.chips = chips == std::numeric_limits<int>::max() ? 0 : chips;
-    return composed;
+    for (auto& [key, list] : points) {
+        key.line = fit_framework_roofline(list, calibration_->roofline.relative_sigma);
+        framework_rooflines_.push_back(key);
+    }
+    // Eq. C1b: the half-saturation batch per SM, fixed / (SMs x time per image), that runs at several
+    // batches measured, per framework and stack and over all.
+    std::map<std::pair<Framework, SoftwareStack>, std::pair<double, int>> sums;
+    std::pair<double, int> all{0.0, 0};
+    for (const ComputeCurve& curve : calibration_->compute) {
+        const GpuSpec* gpu = catalog_->find_gpu(curve.gpu);
+        if (curve.measured_batch > 0 || !gpu || gpu->sms <= 0 || !(curve.fixed_s > 0)) continue;
+        const double per_sm = std::log(curve.fixed_s / (gpu->sms * curve.time_per_image_s));
+        auto& [sum, count] = sums[{curve.framework, curve.stack}];
+        sum += per_sm;
+        ++count;
+        all.first += per_sm;
+        ++all.second;
+    }
+    for (const auto& [key, entry] : sums) saturation_levels_[key] = std::exp(entry.first / entry.second);
+    saturation_level_all_ = all.second > 0 ? std::exp(all.first / all.second) : 0.0;
+}
+
+void set_compute_curve(ResolvedScenario& r, const ComputeCurveChoice& curve) {
+    r.time_per_image_s = curve.time_per_image_s;
+    r.fixed_s = curve.fixed_s;
+    r.transfer_sigma = curve.transfer_sigma;
+    r.curve_origin = curve.origin;
 }
 
 }  // namespace epochcast

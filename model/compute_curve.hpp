@@ -1,15 +1,26 @@
-// Which measured compute curve a scenario's GPU, precision and software take, and how far it is
-// carried (docs/model.md, "The compute curve", eq. C0). The order of the fallbacks and what each
-// adds to the uncertainty live here, in one place; CostModel::compute_curve walks them and the fit
+// The compute curve: how long one GPU takes for an iteration of a batch (docs/model.md, "The
+// compute curve", eqs. C0-C7). Which measured curve a scenario's GPU, precision and software
+// take, and how far it is carried: the order of eq. C0's fallbacks and what each adds to the
+// uncertainty live here, in one place. ComputeCurves::choose is where a reader starts (its steps
+// in model/compute_curve.cpp, in eq. C0's order); the searches over the calibration's curves it
+// asks (own_curve, sibling_curve, transfer_ratio) are in model/curve_evidence.cpp, and the fit
 // (model/fit.cpp) asks the same questions when it decides whether a run needs a curve of its own.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/resolved_scenario.hpp"
+#include "model/scenario.hpp"
 #include "model/types.hpp"
+#include "model/uncertainty.hpp"
+#include "model/workload.hpp"
 
 namespace epochcast {
 
@@ -99,5 +110,149 @@ struct TransferRatio {
 };
 TransferRatio transfer_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
                              const Software& to, Precision to_precision);
+
+/// One sentence for a user on where a curve that was not measured came from and why its band is
+/// wider ("no measured compute curve for H100-SXM5-80GB / bf16 / pytorch: its amp curve stands in
+/// ..."); empty for a measured one. The CLI's notes and the window's message say it alike.
+std::string curve_origin_note(const std::string& gpu, const Scenario& scenario, CurveOrigin origin);
+
+/// Eq. C3's memory efficiency of the legacy stack's fp32: the 2017-2018 stock fp32 kernels ran the
+/// network unfused (batch norm, ReLU and the residual add each a kernel of its own, NCHW), so they
+/// move the unfused traffic count itself at the memory's bandwidth: 1. The prior's
+/// memory_efficiency (above 1) is the fused stacks'; docs/model.md, eq. C3.
+inline constexpr double kUnfusedMemoryEfficiency = 1.0;
+
+/// Eq. C3's memory efficiency under `stack` at `precision`: kUnfusedMemoryEfficiency for the
+/// legacy stack's fp32, the prior's elsewhere (the legacy half-precision runs are of one chip, the
+/// V100, and show no bandwidth term of their own).
+double roofline_memory_efficiency(const RooflinePrior& prior, SoftwareStack stack, Precision precision);
+
+/// Roofline prior for one image: FLOPs / (peak x efficiency) + bytes / (bandwidth x efficiency) (eq. C3).
+double roofline_time_per_image_s(double training_flops, double peak_flops_per_s, double compute_efficiency,
+                                 double memory_bytes, double memory_Bps, double memory_efficiency);
+
+/// One measured curve against its GPU's roofline (eq. C3 at the prior's efficiencies), both in
+/// seconds per image, for eq. C5.
+struct RooflinePoint {
+    double roofline_s = 0;
+    double measured_s = 0;
+};
+
+/// Eq. C5: a framework's measured curves over the GPUs it ran on, against each GPU's roofline:
+/// t_img = factor x roofline + floor. `floor_s` is the per-image time no faster GPU removes (0
+/// unless three or more curves span a 1.5x range of roofline times); `relative_sigma` the scatter
+/// of the curves' logarithms around the line with the roofline prior's sigma (`roofline_sigma`)
+/// counted as one more residual, over the degrees of freedom plus one, never below
+/// kRooflineFitMinSigma: the roofline prior's own sigma when the points leave no freedom.
+struct FrameworkRoofline {
+    double factor = 0;
+    double floor_s = 0;
+    double relative_sigma = 0;
+    int curves = 0;
+};
+inline constexpr double kRooflineFitMinSigma = 0.05;
+FrameworkRoofline fit_framework_roofline(const std::vector<RooflinePoint>& points, double roofline_sigma);
+
+/// Eq. C6: two independent estimates of ln t_img with relative sigmas `sigma_a` and `sigma_b`,
+/// pooled by inverse variance: the first one's weight, and the pooled estimate's sigma.
+double pooled_weight(double sigma_a, double sigma_b);
+double pooled_sigma(double sigma_a, double sigma_b);
+
+/// Eq. C5 fits its line per image of this model (other depths and sizes scale by their FLOPs).
+inline constexpr const char* kReferenceModel = "resnet50";
+inline constexpr int kReferenceImageSize = 224;
+
+/// A scenario's compute curve (eq. C1's terms) and where it came from (eq. C0).
+struct ComputeCurveChoice {
+    double time_per_image_s = 0;
+    double fixed_s = 0;
+    double transfer_sigma = 0;  ///< ResolvedScenario::transfer_sigma
+    CurveOrigin origin = CurveOrigin::roofline;
+    FieldSensitivity time_per_image;  ///< which parameter the time per image comes from
+    FieldSensitivity fixed;           ///< and the fixed time
+    /// Where the curve was measured at one batch b0 (eq. C1b): b0 and the half-saturation batch
+    /// that split its time there; 0 where its runs measured the fixed time.
+    double one_batch_b0 = 0;
+    double one_batch_b_half = 0;
+};
+
+/// The compute-curve fields of a resolved scenario from its choice: the time per image, the fixed
+/// time, the carried curve's own sigma and the origin.
+void set_compute_curve(ResolvedScenario& r, const ComputeCurveChoice& curve);
+
+/// Eq. C0 over one calibration's curves: its lines (eq. C5) and saturation levels (eq. C1b) fitted
+/// once, and each answer kept for the next scenario of the same GPU, workload and software. Cheap
+/// to copy: copies share the catalog, the calibration, the workloads and the answers.
+class ComputeCurves {
+public:
+    ComputeCurves(std::shared_ptr<const Catalog> catalog, std::shared_ptr<const Calibration> calibration,
+                  std::shared_ptr<Workloads> workloads);
+
+    /// The compute curve of `scenario`'s software and precision on `gpu` for `work` (eq. C0), its
+    /// sensitivities as rows of `covariance` (the calibration's own). A sweep or a plan asks again
+    /// for every node count and batch: the answer is remembered (eqs. C4-C6 compare each pair of
+    /// curves, most of resolve()'s time otherwise).
+    ComputeCurveChoice choose(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                              const ParameterCovariance& covariance) const;
+
+    /// Eq. C3 for one image of `work` on `gpu` at `precision` under `stack`, at the calibration's
+    /// prior efficiencies (the memory term's by roofline_memory_efficiency).
+    double roofline_s(const GpuSpec& gpu, Precision precision, SoftwareStack stack, const Workload& work) const;
+
+private:
+    /// Eq. C5's line of one software and precision family.
+    struct SoftwareLine {
+        Software software;
+        PrecisionFamily family = PrecisionFamily::half;
+        FrameworkRoofline line;
+    };
+    /// The answers, by the catalog's GpuSpec and the workload cache's Workload (both stay where
+    /// they are while the model lives) and the software.
+    struct Remembered {
+        std::mutex mutex;
+        std::map<std::tuple<const GpuSpec*, const Workload*, Precision, Framework, SoftwareStack, MemoryFormat>,
+                 ComputeCurveChoice>
+            choices;
+    };
+
+    /// Eq. C0's fallbacks, in their order (choose() without its memory).
+    ComputeCurveChoice fallbacks(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                 const ParameterCovariance& covariance) const;
+    /// A measured curve taken as it stands for `gpu` and `precision` (steps 1 and 2 of eq. C0): scaled
+    /// by FLOPs to the scenario's architecture, by eq. C7's roofline ratio to this memory variant.
+    ComputeCurveChoice carried_curve(const ComputeCurve& curve, const GpuSpec& gpu, Precision precision,
+                                     const Workload& work, CurveOrigin origin,
+                                     const ParameterCovariance& covariance) const;
+    /// Eq. C0's step 3: the ratio that carries `sibling` (a curve of this chip, other software or
+    /// another precision family) to `software` at `precision` on `gpu`: across precision families,
+    /// the ratio of the two families' lines at this GPU (eq. C4b) where both lines exist, its sigma
+    /// the chips' measured ratios around their lines' ratios; else eq. C4's ratio of other chips.
+    TransferRatio sibling_transfer(const ComputeCurve& sibling, const Software& software, const GpuSpec& gpu,
+                                   Precision precision, const Workload& work) const;
+    /// Eq. C5's line for the software and precision family, or nullptr where no curve of theirs exists.
+    const SoftwareLine* framework_roofline(const Software& software, Precision precision) const;
+    /// Eq. C5's line's time for one image of `work` on `gpu` at `precision`, in seconds.
+    double line_time_s(const SoftwareLine& line, const GpuSpec& gpu, Precision precision, const Workload& work) const;
+    /// Eq. C1b's half-saturation batch of `gpu` under a framework and stack (the fixed time over the
+    /// time per image): their level (else every framework's) x the GPU's SMs; 0 where no curve
+    /// measured a level or the GPU's SMs are unknown.
+    double half_saturation_batch(Framework framework, SoftwareStack stack, const GpuSpec& gpu) const;
+    const Workload& workload(const std::string& model, int image_size, int classes) const {
+        return workloads_->get(model, image_size, classes);
+    }
+
+    std::shared_ptr<const Catalog> catalog_;
+    std::shared_ptr<const Calibration> calibration_;
+    std::shared_ptr<Workloads> workloads_;
+    std::shared_ptr<Remembered> remembered_;
+    /// Training FLOPs of one image of the reference model, in which eq. C5's lines are fitted.
+    double reference_training_flops_ = 0;
+    /// Eq. C5 per software and precision family that has curves.
+    std::vector<SoftwareLine> framework_rooflines_;
+    /// Eq. C1b: per framework and stack, the geometric mean over their curves measured at several
+    /// batches of the half-saturation batch per SM, fixed_s / (SMs x time_per_image_s); and over all.
+    std::map<std::pair<Framework, SoftwareStack>, double> saturation_levels_;
+    double saturation_level_all_ = 0;  ///< over every framework and stack; 0 where no curve measured one
+};
 
 }  // namespace epochcast

@@ -9,6 +9,8 @@
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
 #include "model/prediction.hpp"
+#include "model/resolved_scenario.hpp"
+#include "model/scenario.hpp"
 #include "model/storage.hpp"
 #include "model/text_io.hpp"
 
@@ -298,6 +300,30 @@ std::string epochs_source(const Convergence& convergence, int recipe, EpochsBasi
         return "--epochs";
     }
     return convergence.recipes[static_cast<std::size_t>(recipe)].name + " (" + std::string(to_string(basis)) + ")";
+}
+
+void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch) {
+    r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
+    if (scenario.target_top1_percent != 0) {
+        const std::string& name = scenario.recipe.empty() ? convergence.default_recipe : scenario.recipe;
+        r.epochs_recipe = convergence.recipe_index(name, scenario.model);
+        const EpochsToTarget needed = epochs_to_target(convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)],
+                                                       global_batch, scenario.target_top1_percent, scenario.model,
+                                                       scenario.dataset_images, scenario.image_size);
+        r.epochs = needed.epochs;
+        r.epochs_low = needed.epochs_low;
+        r.epochs_high = needed.epochs_high;
+        r.epochs_basis = needed.basis;
+    }
+    const double largest_published = convergence.largest_published_batch(scenario.model);
+    r.global_batch_beyond_published = largest_published > 0 && global_batch > largest_published;
+}
+
+void set_evaluation_cadence(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario) {
+    const int recipes =
+        r.epochs_recipe >= 0 ? convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)].eval_every_epochs : 0;
+    r.eval_every_epochs = scenario.eval_every_epochs.value_or(recipes);
+    r.eval_every_from_recipe = !scenario.eval_every_epochs && recipes > 0;
 }
 
 }  // namespace epochcast

@@ -124,4 +124,16 @@ EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, doubl
 /// or "<recipe> (extrapolated)".
 std::string epochs_source(const Convergence& convergence, int recipe, EpochsBasis basis);
 
+struct ResolvedScenario;
+struct Scenario;
+
+/// The epochs to train and their band, basis and recipe: the scenario's epochs, or, for a target
+/// accuracy, its recipe's at the global batch (eqs. K1-K3); the fields of `r` from `epochs` to
+/// global_batch_beyond_published. Throws InputError for an unknown recipe or a target it does not reach.
+void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch);
+
+/// Eq. E2's K of `r`: --eval-every where given, else the cadence of the recipe the epochs come
+/// from (--target-top1; set_epochs() chose it) where it publishes one, else none.
+void set_evaluation_cadence(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario);
+
 }  // namespace epochcast

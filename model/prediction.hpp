@@ -162,7 +162,7 @@ struct PredictionFigure {
 };
 
 /// Every numeric figure of a Prediction, in the sweep CSV's column order. Each is finite and not
-/// negative in a prediction that check_prediction() (model/cost_model.hpp) accepts.
+/// negative in a prediction that check_prediction() (model/limits.hpp) accepts.
 inline constexpr PredictionFigure kPredictionFigures[] = {
     {"gpus", [](const Prediction& p) { return double(p.gpus); }},
     {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},

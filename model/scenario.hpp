@@ -15,7 +15,7 @@ inline constexpr std::int64_t kImageNetTrainImages = 1'281'167;
 // The largest scenario epochcast models (docs/model.md, "Limits"). Generous beside any cluster that
 // can be rented, and small enough that every product the model forms fits its type: GPUs (nodes x
 // GPUs per node <= 1.0e8) and the global batch (<= kMaxGlobalBatch) in an int, memory, images and
-// seconds in a double far from its range. check_scenario_limits() (model/cost_model.hpp) applies them.
+// seconds in a double far from its range. check_scenario_limits() (model/limits.hpp) applies them.
 inline constexpr int kMaxNodes = 100'000;                             ///< worker (and server) instances
 inline constexpr int kMaxGpusPerNode = 1'024;                         ///< GPUs (or CPU ranks) per instance
 inline constexpr int kMaxBatchPerGpu = 1'000'000;                     ///< images per GPU per iteration

@@ -18,7 +18,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view kSchema = "epochcast.storage/1";
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 /// A number of `object` at `key`: finite and not negative (0 when absent and `optional`).
@@ -204,6 +203,108 @@ double evaluation_pass_s(double images, int gpus, int batch, double training_com
 double evaluations(double epochs, int every_epochs) {
     if (every_epochs <= 0) return 0;
     return std::floor(epochs / every_epochs);
+}
+
+namespace {
+
+/// What the store bills and delivers, from its entry in model/storage.json.
+struct StoreBounds {
+    double aggregate_read_Bps = 0;  ///< 0: no bound
+    double aggregate_write_Bps = 0;
+    double capacity_GB = 0;  ///< billed by the month (fsx-lustre: provisioned; else the data held)
+    double usd_per_GB_month = 0;
+};
+
+/// fsx-lustre's tier and capacity (eq. F2's aggregate: the tier's baseline disk throughput, under
+/// its network throughput, per TiB provisioned); the others' figures as the data gives them.
+StoreBounds store_bounds(const StorageCatalog& data, const StoreSpec& spec, const Scenario& scenario, double held_bytes,
+                         double image_bytes) {
+    StoreBounds b;
+    b.aggregate_read_Bps = spec.aggregate_read_Bps;
+    b.aggregate_write_Bps = spec.aggregate_write_Bps;
+    b.capacity_GB = held_bytes / kBytesPerGiB;
+    b.usd_per_GB_month = spec.usd_per_GB_month;
+    if (spec.get_per_s_per_prefix > 0) b.aggregate_read_Bps = spec.get_per_s_per_prefix * spec.prefixes * image_bytes;
+    if (spec.tiers.empty()) return b;
+    const StorageTier& tier = data.tier(spec, scenario.storage_tier_MBps_per_TiB);
+    const double tib = data.capacity_tib(spec, scenario.storage_tib);
+    if (tib * 1024 * kBytesPerGiB < held_bytes) {
+        throw InputError("--storage-tib " + shortest(tib) + " cannot hold the dataset's " + format_gib(held_bytes) +
+                         " GiB; give at least " + shortest(std::ceil(held_bytes / (1024 * kBytesPerGiB) * 10) / 10) +
+                         " TiB");
+    }
+    b.aggregate_read_Bps = tib * std::min(tier.disk_read_MBps_per_TiB, tier.network_MBps_per_TiB) * 1e6;
+    b.aggregate_write_Bps = tib * tier.MBps_per_TiB * 1e6;
+    b.capacity_GB = tib * 1024;
+    b.usd_per_GB_month = tier.usd_per_GB_month;
+    return b;
+}
+
+}  // namespace
+
+void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, double checkpoint_bytes) {
+    r.storage = scenario.storage;
+    r.storage_images_per_s_per_gpu = r.storage_first_epoch_images_per_s_per_gpu = r.storage_deliverable_Bps = kInfinity;
+    r.page_cache_hit_fraction = 0;
+    if (scenario.storage == Store::none) return;
+    const StorageCatalog& data = StorageCatalog::built_in();
+    const StoreSpec& spec = data.store(scenario.storage);
+    r.image_bytes = data.train_image_bytes();
+    const double train_bytes = r.dataset_images * r.image_bytes;
+    // The dataset held and staged is the training set and its validation set (seed 004 copies both);
+    // the validation set is read once per evaluation pass (none unless the run evaluates).
+    const double eval_bytes = r.eval_images * data.val_image_bytes();
+    const StoreBounds bounds = store_bounds(data, spec, scenario, train_bytes + eval_bytes, r.image_bytes);
+    const double network_Bps = worker.network_gbps * 1e9 / kBitsPerByte;
+    const double per_client_Bps = spec.per_client_is_instance_network ? network_Bps : spec.per_client_Bps;
+
+    // Reads (eqs. F2, F3)
+    r.storage_deliverable_Bps = store_deliverable_Bps(bounds.aggregate_read_Bps, per_client_Bps, r.nodes);
+    r.storage_first_epoch_images_per_s_per_gpu =
+        store_images_per_s_per_gpu(r.storage_deliverable_Bps, r.image_bytes, r.nodes * r.gpus_per_node);
+    // The page cache (eq. F7): what each node's RAM may hold of the images the run reads (the
+    // validation set too where it evaluates) serves that share of its reads once warm.
+    const double read_bytes = train_bytes + (r.eval_every_epochs > 0 ? eval_bytes : 0.0);
+    r.page_cache_hit_fraction =
+        page_cache_hit_fraction(spec.page_cache_fraction_of_ram * worker.memory_gib * kBytesPerGiB, read_bytes);
+    r.storage_images_per_s_per_gpu =
+        warm_store_images_per_s_per_gpu(r.storage_first_epoch_images_per_s_per_gpu, r.page_cache_hit_fraction);
+
+    // The checkpoint (rank 0 writes it): one client's bound under the store's write bound; a local
+    // copy keeps the calibration's write rate.
+    r.checkpoint_GB = checkpoint_bytes / kBytesPerGiB;
+    if (scenario.storage != Store::local_nvme) {
+        const double write_Bps = store_deliverable_Bps(bounds.aggregate_write_Bps, per_client_Bps, 1);
+        if (std::isfinite(write_Bps)) r.checkpoint_s = checkpoint_bytes / write_Bps;
+    }
+
+    // Money (eqs. F5, F6)
+    r.storage_capacity_GB = spec.usd_per_GB_month > 0 || !spec.tiers.empty() ? bounds.capacity_GB : 0.0;
+    r.storage_usd_per_GB_month = bounds.usd_per_GB_month;
+    r.storage_read_GB_per_epoch = train_bytes / kBytesPerGiB;
+    r.storage_read_GB_per_eval = eval_bytes / kBytesPerGiB;
+    if (!spec.staged) {
+        r.storage_gets_per_epoch = r.dataset_images;  // one GET per image streamed
+        r.storage_gets_per_eval = r.eval_images;
+    }
+    r.storage_usd_per_GB_read = spec.usd_per_GB_read;
+    r.storage_usd_per_GB_written = spec.usd_per_GB_written;
+    r.storage_usd_per_1000_get = spec.usd_per_1000_get;
+    r.storage_usd_per_1000_put = spec.usd_per_1000_put;
+
+    // Staging (eq. F4): every worker its own copy at once, or one copy by one client, through that
+    // client's network under the store's write bound.
+    if (spec.staged) {
+        const double files = r.dataset_images + r.eval_images;
+        const double bandwidth_Bps =
+            store_deliverable_Bps(spec.staged_on_workers ? 0.0 : bounds.aggregate_write_Bps, network_Bps, 1);
+        r.staging_s = staging_time_s(files, train_bytes + eval_bytes, data.staging_per_file_s,
+                                     data.staging_concurrent_files, bandwidth_Bps);
+        r.staging_on_workers = spec.staged_on_workers;
+        const double copies = spec.staged_on_workers ? r.nodes : 1.0;
+        r.staging_usd = transfer_usd(0, 0, copies * (train_bytes + eval_bytes) / kBytesPerGiB, spec.usd_per_GB_written,
+                                     copies * files, data.store(Store::s3).usd_per_1000_get, 0, 0);
+    }
 }
 
 }  // namespace epochcast

@@ -9,6 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/catalog.hpp"
+#include "model/resolved_scenario.hpp"
+#include "model/scenario.hpp"
 #include "model/types.hpp"
 
 namespace epochcast {
@@ -132,5 +135,14 @@ double evaluation_pass_s(double images, int gpus, int batch, double training_com
 /// Eq. E2: the evaluations of a run of `epochs` evaluated every `every_epochs` (0: never):
 /// floor(epochs / every_epochs).
 double evaluations(double epochs, int every_epochs);
+
+/// The data of a resolved scenario (eqs. F1-F7; CostModel::resolve's step): the store's deliverable
+/// rate to the cluster's `r.nodes` and its GPUs, cold and once the page caches are warm, the staging
+/// copy, the capacity and the traffic it bills, and the checkpoint's write to it (`checkpoint_bytes`,
+/// which may lengthen r.checkpoint_s). Reads r's nodes, GPUs, dataset and evaluation images and
+/// cadence. Nothing for Store::none. Throws InputError for a tier the store does not have, or a
+/// capacity below the store's least or that cannot hold the dataset (the flags' consistency and
+/// limits were checked before, model/limits.hpp).
+void set_storage(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec& worker, double checkpoint_bytes);
 
 }  // namespace epochcast

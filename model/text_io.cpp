@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "model/errors.hpp"
+#include "model/types.hpp"
 
 namespace epochcast {
 
@@ -186,6 +187,13 @@ std::string escape_for_message(std::string_view text) {
         text.remove_prefix(length > 1 ? length : 1);
     }
     return out;
+}
+
+std::string format_gib(double bytes) {
+    std::ostringstream out;
+    out.precision(3);
+    out << bytes / kBytesPerGiB;
+    return out.str();
 }
 
 std::string format_count(double count) {

@@ -60,6 +60,9 @@ std::string group_thousands(std::string_view number);
 /// "inf", "-inf" or "nan" for what is not finite.
 std::string format_count(double count);
 
+/// A byte count in GiB (2^30 bytes) to three significant digits, for messages: "220", "0.5".
+std::string format_gib(double bytes);
+
 /// A number as printf's "%g" writes it (6 significant digits, no trailing zeros): for echoing a
 /// value back in an error message.
 std::string shortest(double value);

@@ -7,6 +7,11 @@
 
 namespace epochcast {
 
+/// Bytes in a GiB (2^30): memory, store capacities and checkpoints are counted in GiB.
+inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+/// Bits in a byte: network line rates are in bits per second.
+inline constexpr double kBitsPerByte = 8.0;
+
 /// Arithmetic of the training step.
 enum class Precision {
     fp32,  ///< single precision everywhere, strict (no TF32: NVIDIA_TF32_OVERRIDE=0, torch's allow_tf32 off)

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <string>
 
+#include "model/catalog.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast {
 
@@ -144,6 +146,34 @@ int largest_batch_that_fits(const Workload& workload, Precision precision, doubl
         std::floor(((capacity_bytes - kCudaContextBytes) / (1.0 + kAllocatorSlackFraction) - fixed) / per_image);
     if (!(batch > 0)) return 0;
     return batch >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(batch);
+}
+
+MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
+                                       int batch_per_gpu, const GpuSpec& gpu) {
+    const MemoryEstimate memory = training_memory(work, precision, batch_per_gpu);
+    const double capacity = gpu.memory_gib * kBytesPerGiB;
+    if (memory.total_bytes() > capacity) {
+        const int fits = largest_batch_that_fits(work, precision, capacity);
+        throw InfeasibleError("batch " + std::to_string(batch_per_gpu) + " per GPU of " + model + " at " +
+                              std::string(to_string(precision)) + " needs " + format_gib(memory.total_bytes()) +
+                              " GiB with the CUDA context and the allocator's slack, more than the " +
+                              format_gib(capacity) + " GiB of a " + gpu.name +
+                              (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
+                                        : " (not even a batch of 1 fits)"));
+    }
+    return memory;
+}
+
+double checkpoint_bytes(const Workload& workload) { return workload.parameters * kCheckpointBytesPerParameter; }
+
+const Workload& Workloads::get(const std::string& model, int image_size, int classes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto key = std::make_tuple(model, image_size, classes);
+    auto found = workloads_.find(key);
+    if (found == workloads_.end()) {
+        found = workloads_.emplace(key, make_workload(build_resnet(model, image_size, classes))).first;
+    }
+    return found->second;
 }
 
 }  // namespace epochcast

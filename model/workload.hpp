@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/resnet.hpp"
@@ -100,5 +103,30 @@ MemoryEstimate training_memory(const Workload& workload, Precision precision, in
 /// The largest batch whose training_memory fits `capacity_bytes` (memory grows linearly with the
 /// batch, so it is a division): 0 when not even one image fits, at most INT_MAX.
 int largest_batch_that_fits(const Workload& workload, Precision precision, double capacity_bytes);
+
+struct GpuSpec;
+
+/// One GPU's training memory for the batch (eq. M1). Throws InfeasibleError when it exceeds the
+/// GPU's memory, naming the model, the GiB both ways and the largest batch that fits.
+MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
+                                       int batch_per_gpu, const GpuSpec& gpu);
+
+/// A checkpoint holds the fp32 weights and the fp32 momentum: 8 bytes per parameter.
+inline constexpr double kCheckpointBytesPerParameter = 8.0;
+/// One checkpoint of the workload's model, in bytes.
+double checkpoint_bytes(const Workload& workload);
+
+/// The workloads a model asks for, each built once per (model, image size, classes) and kept where
+/// it is while the cache lives (the compute-curve room keeps its answers by their addresses). Safe
+/// to share between threads and between the CostModels of one catalog.
+class Workloads {
+public:
+    /// The architecture's figures; InputError for an unknown model or a size it cannot take.
+    const Workload& get(const std::string& model, int image_size, int classes);
+
+private:
+    std::mutex mutex_;
+    std::map<std::tuple<std::string, int, int>, Workload> workloads_;
+};
 
 }  // namespace epochcast

@@ -270,5 +270,22 @@ TEST(Convergence, AGlobalBatchAboveTheDatasetIsRefusedAndOneBeyondEveryRecipeIsF
     EXPECT_FALSE(model().predict(s).global_batch_beyond_published);
 }
 
+TEST(ResolveSteps, GivenEpochsHaveNoBandAndNoRecipe) {
+    Scenario s;
+    s.epochs = 42;
+    ResolvedScenario r;
+    set_epochs(r, model().convergence(), s, 256);
+    EXPECT_DOUBLE_EQ(r.epochs, 42);
+    EXPECT_DOUBLE_EQ(r.epochs_low, 42);
+    EXPECT_DOUBLE_EQ(r.epochs_high, 42);
+    EXPECT_EQ(r.epochs_basis, EpochsBasis::given);
+    EXPECT_EQ(r.epochs_recipe, -1);
+    const double largest = model().convergence().largest_published_batch(s.model);
+    ASSERT_GT(largest, 256);
+    EXPECT_FALSE(r.global_batch_beyond_published);
+    set_epochs(r, model().convergence(), s, 2 * largest);
+    EXPECT_TRUE(r.global_batch_beyond_published);
+}
+
 }  // namespace
 }  // namespace epochcast

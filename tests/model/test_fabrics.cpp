@@ -38,32 +38,6 @@ std::string input_error(const std::string& json, const Catalog& known) {
 
 // --- the formulas, against their derivations -------------------------------------------------
 
-TEST(Collectives, NcclRingPaysTheNetworkLatencyOnceAPerNodeHop) {
-    // 4 nodes of 8: 62 steps, 6 of them across the network (R3).
-    const double t = nccl_ring_allreduce_s(1e9, 4, 8, 1e-6, 1e-5, 100e9);
-    EXPECT_NEAR(t, 56 * 1e-6 + 6 * 1e-5 + 62.0 / 32 * 1e9 / 100e9, 1e-12);
-    // One node: R1's ring.
-    EXPECT_NEAR(nccl_ring_allreduce_s(1e9, 1, 8, 1e-6, 1e-5, 100e9), ring_allreduce_s(1e9, 8, 1e-6, 100e9), 1e-15);
-    EXPECT_EQ(nccl_ring_allreduce_s(1e9, 1, 1, 1e-6, 1e-5, 100e9), 0.0);
-}
-
-TEST(Collectives, TreeMovesTheBufferOnceOnTwoNodesAndTwiceFromThreeOn) {
-    EXPECT_EQ(tree_network_bytes_factor(1), 0.0);
-    EXPECT_EQ(tree_network_bytes_factor(2), 1.0);
-    EXPECT_EQ(tree_network_bytes_factor(3), 2.0);
-    EXPECT_EQ(tree_network_bytes_factor(316), 2.0);
-    // 16 nodes of 8, network-bound: latency 2(7 a_i + 4 a_n), bytes 2 S / (0.92 B) (T2).
-    const double t = nccl_tree_allreduce_s(1e9, 16, 8, 1e-6, 1e-5, 100e9, 1e15);
-    EXPECT_NEAR(t, 2 * (7 * 1e-6 + 4 * 1e-5) + 2 * 1e9 / (kTreeBandwidthFactor * 100e9), 1e-12);
-    // Node-bound: the chain moves the buffer twice through each GPU.
-    EXPECT_NEAR(nccl_tree_allreduce_s(1e9, 2, 8, 0, 0, 1e15, 50e9), 2 * 1e9 / 50e9, 1e-12);
-}
-
-TEST(Collectives, NvlsPaysTwoLatenciesAndTheRingsBytes) {
-    EXPECT_NEAR(nvls_allreduce_s(1e9, 8, 1e-6, 450e9), 2e-6 + 1.75 * 1e9 / 450e9, 1e-15);
-    EXPECT_EQ(nvls_allreduce_s(1e9, 1, 1e-6, 450e9), 0.0);
-}
-
 // --- fabrics: InfiniBand against TCP at the same line rate -----------------------------------
 
 /// dgx-a100 (8 x 200 Gb/s InfiniBand), and the same node on TCP at the same 1,600 Gb/s, as a

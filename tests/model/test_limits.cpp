@@ -111,6 +111,85 @@ TEST(Limits, EveryCountOfTheScenarioHasAFloorAndACeilingNamingItsFlag) {
     EXPECT_EQ(refusal(at_limit), "");
 }
 
+// The flags that only go together are refused by check_scenario_flags, before any look-up: an
+// instance the catalog does not have is not what the message names. Each case is the scenario's
+// flags alone; the same scenario with the flags set right resolves.
+TEST(Limits, FlagsThatGoTogetherAreRefusedBeforeAnyLookUp) {
+    struct Case {
+        void (*set)(Scenario&);
+        const char* message;
+    };
+    const Case cases[] = {
+        {[](Scenario& s) { s.ps_nodes = 2; },
+         "--ps-nodes, --ps-instance and --ps-colocated go with --strategy ps (strategy is nccl)"},
+        {[](Scenario& s) { s.ps_colocated = true; }, "go with --strategy ps"},
+        {[](Scenario& s) { s.strategy = Strategy::ps; }, "--strategy ps needs parameter servers"},
+        {[](Scenario& s) {
+             s.strategy = Strategy::ps;
+             s.ps_colocated = true;
+             s.ps_nodes = 2;
+         },
+         "--ps-colocated puts one server on each worker: leave out --ps-nodes"},
+        {[](Scenario& s) {
+             s.strategy = Strategy::ps;
+             s.ps_nodes = 2;
+         },
+         "--strategy ps with --ps-nodes needs --ps-instance"},
+        {[](Scenario& s) { s.storage_tib = 2.4; },
+         "--storage-tib and --storage-tier go with --storage fsx-lustre (got --storage none)"},
+        {[](Scenario& s) {
+             s.storage = Store::s3;
+             s.storage_tier_MBps_per_TiB = 250;
+         },
+         "(got --storage s3)"},
+        {[](Scenario& s) { s.spot_elastic = true; }, "--elastic-spot needs --pricing spot"},
+        {[](Scenario& s) {
+             s.spot_elastic = true;
+             s.pricing = Pricing::spot;
+             s.nodes = 1;
+         },
+         "--elastic-spot needs 2 nodes or more"},
+        {[](Scenario& s) {
+             s.spot_elastic = true;
+             s.pricing = Pricing::spot;
+             s.nodes = 4;
+             s.strategy = Strategy::ps;
+             s.ps_nodes = 2;
+             s.ps_instance = "m4.16xlarge";
+         },
+         "--elastic-spot needs no dedicated parameter servers"},
+    };
+    for (const Case& c : cases) {
+        Scenario s;
+        c.set(s);
+        s.instance = "no-such-instance";
+        try {
+            check_scenario_limits(s);
+            ADD_FAILURE() << "accepted: " << c.message;
+        } catch (const InputError& error) {
+            EXPECT_TRUE(contains(error.what(), c.message)) << error.what();
+        }
+        EXPECT_TRUE(contains(refusal(s), c.message)) << refusal(s);
+    }
+    // Set right, they resolve.
+    Scenario ps;
+    ps.instance = "p3.16xlarge";
+    ps.nodes = 4;
+    ps.strategy = Strategy::ps;
+    ps.ps_colocated = true;
+    ps.framework = Framework::mxnet;
+    EXPECT_EQ(refusal(ps), "");
+    Scenario store;
+    store.storage = Store::fsx_lustre;
+    store.storage_tib = 2.4;
+    EXPECT_EQ(refusal(store), "");
+    Scenario elastic;
+    elastic.nodes = 4;
+    elastic.pricing = Pricing::spot;
+    elastic.spot_elastic = true;
+    EXPECT_EQ(refusal(elastic), "");
+}
+
 TEST(Limits, AHugeImageIsRefusedAndTheLargestOneDoesNotFitRatherThanGoNegative) {
     Scenario s;
     s.instance = "p3.16xlarge";  // 16 GiB V100s

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
+#include "model/catalog.hpp"
 #include "model/errors.hpp"
 #include "model/resnet.hpp"
 #include "model/workload.hpp"
@@ -205,6 +207,30 @@ TEST(Workload, LargestBatchThatFitsKeepsTheHeadroom) {
     EXPECT_GE(16 * kGiB - at_limit.tensors_bytes(), 781 * kMiB + 0.02 * at_limit.tensors_bytes());
     EXPECT_EQ(largest_batch_that_fits(workload, Precision::amp, 0.5 * kGiB), 0);
     EXPECT_EQ(largest_batch_that_fits(workload, Precision::amp, 1e300), INT_MAX);
+}
+
+TEST(ResolveSteps, MemoryCheckPassesTheLargestBatchThatFitsAndRefusesOneMore) {
+    const Workload work = make_workload(build_resnet("resnet50", 224, 1000));
+    GpuSpec gpu;
+    gpu.name = "small";
+    gpu.memory_gib = 6;
+    const double capacity = 6.0 * 1024 * 1024 * 1024;
+    int fits = 1;
+    while (training_memory(work, Precision::amp, fits + 1).total_bytes() <= capacity) ++fits;
+    const MemoryEstimate memory = checked_training_memory(work, "resnet50", Precision::amp, fits, gpu);
+    EXPECT_DOUBLE_EQ(memory.total_bytes(), training_memory(work, Precision::amp, fits).total_bytes());
+    EXPECT_LE(memory.total_bytes(), capacity);
+    try {
+        checked_training_memory(work, "resnet50", Precision::amp, fits + 1, gpu);
+        FAIL() << "batch " << fits + 1 << " fits in 6 GiB";
+    } catch (const InfeasibleError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("the largest batch that fits is " + std::to_string(fits) + ")"), std::string::npos)
+            << message;
+        EXPECT_NE(message.find("6 GiB of a small"), std::string::npos) << message;
+    }
+    gpu.memory_gib = 0.5;  // less than the CUDA context alone
+    EXPECT_THROW(checked_training_memory(work, "resnet50", Precision::amp, 1, gpu), InfeasibleError);
 }
 
 }  // namespace

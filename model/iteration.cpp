@@ -1,0 +1,176 @@
+#include "model/iteration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "model/collectives.hpp"
+#include "model/errors.hpp"
+
+namespace epochcast {
+
+std::string_view to_string(Bottleneck bottleneck) {
+    switch (bottleneck) {
+        case Bottleneck::compute:
+            return "compute";
+        case Bottleneck::communication:
+            return "communication";
+        case Bottleneck::data:
+            return "data";
+        case Bottleneck::storage:
+            return "storage";
+    }
+    return "?";
+}
+
+double compute_time_s(double fixed_s, double time_per_image_s, int batch) { return fixed_s + batch * time_per_image_s; }
+
+double backward_time_s(double time_per_image_s, int batch) { return 2.0 / 3.0 * batch * time_per_image_s; }
+
+double straggler_factor(int workers) {
+    if (workers <= 1) return 0.0;
+    return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+}
+
+double compute_jitter(const std::vector<double>& step_seconds) {
+    if (step_seconds.size() < kMinJitterSamples) {
+        throw InputError("a compute jitter needs at least " + std::to_string(kMinJitterSamples) +
+                         " per-step samples, got " + std::to_string(step_seconds.size()));
+    }
+    double sum = 0;
+    double squared_steps = 0;
+    for (std::size_t i = 0; i < step_seconds.size(); ++i) {
+        if (!(step_seconds[i] > 0))
+            throw InputError("per-step sample " + std::to_string(i) + " is not a positive time");
+        sum += step_seconds[i];
+        if (i > 0) squared_steps += std::pow(step_seconds[i] - step_seconds[i - 1], 2);
+    }
+    const double n = static_cast<double>(step_seconds.size());
+    // E[(x_i+1 - x_i)^2] = 2 sigma^2 for independent draws; a drift adds only its squared slope.
+    return std::sqrt(squared_steps / (2.0 * (n - 1.0))) / (sum / n);
+}
+
+double straggler_wait_s(double compute_s, double jitter, int workers) {
+    return jitter * compute_s * straggler_factor(workers);
+}
+
+double exposed_communication_s(double communication_s, double backward_s, double overlap) {
+    return std::max(0.0, communication_s - overlap * backward_s);
+}
+
+double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
+
+double pipelined_s(double step_s, double data_s) {
+    if (!(data_s > 0)) return step_s;
+    // (a^p + b^p)^(1/p) = larger x (1 + r^p)^(1/p), r = smaller / larger in [0, 1], so that no
+    // power overflows. p = 2^5: r^p is five squarings and the root five square roots, not three
+    // pow() calls, which took half of predict()'s time (eq. U1's gradient evaluates eq. I1 once for
+    // each parameter it moves).
+    const double larger = std::max(step_s, data_s);
+    double power = std::min(step_s, data_s) / larger;
+    for (int i = 0; i < kPipelineSmoothnessLog2; ++i) power *= power;
+    double root = 1.0 + power;
+    for (int i = 0; i < kPipelineSmoothnessLog2; ++i) root = std::sqrt(root);
+    return larger * root;
+}
+
+double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
+                           int gpus_per_node) {
+    switch (loader) {
+        case Loader::cpu:
+        case Loader::dali_cpu:
+            return calibration.decode_rate(loader, framework) * vcpus / gpus_per_node;
+        case Loader::dali:
+            return calibration.decode_rate(loader, framework);
+        case Loader::synthetic:
+        case Loader::framework_default:
+            break;
+    }
+    return std::numeric_limits<double>::infinity();  // nothing to decode
+}
+
+void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile, DeviceKind device) {
+    const bool cpu_ranks = device == DeviceKind::cpu;
+    r.sync_jitter = profile.sync_jitter;
+    r.straggler_factor = straggler_factor(r.nodes * r.gpus_per_node);
+    r.overlap = cpu_ranks ? 0.0 : r.strategy == Strategy::ps ? profile.ps_overlap : profile.allreduce_overlap;
+    r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
+}
+
+void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus) {
+    r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack)
+                                                            : scenario.loader;
+    r.decode_images_per_s_per_gpu =
+        decode_rate_per_gpu(calibration, r.loader, scenario.framework, vcpus, r.gpus_per_node);
+}
+
+IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {
+    IterationTimes t;
+    t.compute_s = compute_time_s(s.fixed_s, s.time_per_image_s, s.batch_per_gpu);
+    t.data_s = data_time_s(s.batch_per_gpu, input_images_per_s_per_gpu(s));
+    t.communication_s = communication_s;
+    t.exposed_communication_s =
+        exposed_communication_s(communication_s, backward_time_s(s.time_per_image_s, s.batch_per_gpu), s.overlap);
+    // eq. S1 with sqrt(2 ln N) computed once, in resolve()
+    t.sync_s = s.sync_jitter * t.compute_s * s.straggler_factor;
+    t.iteration_s = pipelined_s(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s);
+    return t;
+}
+
+IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
+
+Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept {
+    if (data_s >= compute_s + sync_s + exposed_communication_s) return Bottleneck::data;
+    // Time in the collective, its own or waiting there for the slowest worker, beyond the compute.
+    if (exposed_communication_s + sync_s > compute_s) return Bottleneck::communication;
+    return Bottleneck::compute;
+}
+
+double input_images_per_s_per_gpu(const ResolvedScenario& s) {
+    return std::fmin(s.decode_images_per_s_per_gpu, s.storage_images_per_s_per_gpu);
+}
+
+Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) noexcept {
+    if (bottleneck == Bottleneck::data && s.storage_images_per_s_per_gpu < s.decode_images_per_s_per_gpu)
+        return Bottleneck::storage;
+    return bottleneck;
+}
+
+void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept {
+    p.nodes = s.nodes;
+    p.gpus = s.nodes * s.gpus_per_node;
+    p.global_batch = p.gpus * s.batch_per_gpu;
+
+    const Communication comm = communication(s);
+    const IterationTimes times = iteration_times_with(s, comm.seconds);
+    p.interconnect = s.interconnect;
+    p.algorithm = comm.algorithm;
+    p.buckets = comm.buckets;
+    p.compute_s = times.compute_s;
+    p.data_s = times.data_s;
+    p.communication_s = times.communication_s;
+    p.exposed_communication_s = times.exposed_communication_s;
+    p.sync_s = times.sync_s;
+    p.iteration_s = times.iteration_s;
+    p.bottleneck = named_bottleneck(s, bottleneck_of(p.compute_s, p.sync_s, p.exposed_communication_s, p.data_s));
+    p.loader = s.loader;
+
+    if (p.communication_s > 0) {
+        p.algorithm_bandwidth_GBps = s.gradient_bytes / p.communication_s / 1e9;
+        p.bus_bandwidth_GBps = p.algorithm_bandwidth_GBps * allreduce_bus_factor(p.gpus);
+    }
+
+    p.throughput_images_per_s = p.global_batch / p.iteration_s;
+    p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
+    p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / p.compute_s);
+    // One node alone (node_allreduce_s), its iteration pipelined with the same input.
+    const double node_step_s =
+        p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +
+        exposed_communication_s(node_allreduce_s(s), backward_time_s(s.time_per_image_s, s.batch_per_gpu),
+                                s.node_overlap);
+    const double node_throughput = s.gpus_per_node * s.batch_per_gpu / pipelined_s(node_step_s, p.data_s);
+    p.node_scaling_efficiency = p.throughput_images_per_s / (s.nodes * node_throughput);
+}
+
+}  // namespace epochcast

@@ -1,0 +1,107 @@
+// One iteration of data-parallel training on the resolved cluster: one GPU's compute (eq. C1),
+// the backward pass that hides communication (eqs. C2, O1), the wait for the slowest worker (eqs.
+// S1, S2), the input pipeline (eq. D1) and the two run together (eq. I1), then what bounds the
+// iteration and the throughput and scaling it gives. One small function per formula; derivations in
+// docs/model.md.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "model/calibration.hpp"
+#include "model/prediction.hpp"
+#include "model/resolved_scenario.hpp"
+#include "model/scenario.hpp"
+
+namespace epochcast {
+
+/// Per-iteration compute of one GPU: fixed + batch x per-image time (docs/model.md, eq. C1).
+double compute_time_s(double fixed_s, double time_per_image_s, int batch);
+
+/// Backward share of the batch-proportional compute: backward is 2 of the 3 forward-equivalents
+/// of a training step (docs/model.md, eq. C2).
+double backward_time_s(double time_per_image_s, int batch);
+
+/// Expected wait for the slowest of `workers` whose compute time has relative std `jitter`:
+/// E[max of n normals] ~ mu + sigma sqrt(2 ln n) (eq. S1). Zero for one worker.
+double straggler_wait_s(double compute_s, double jitter, int workers);
+
+/// sqrt(2 ln n), the expected maximum of n standard normals in standard deviations (eq. S1); 0 for one.
+double straggler_factor(int workers);
+
+/// Fewest per-step samples compute_jitter accepts.
+inline constexpr std::size_t kMinJitterSamples = 8;
+/// The relative standard deviation of one worker's compute time from its per-step samples, by
+/// successive differences, so that a slow drift shared by every worker (a host that speeds up and
+/// slows down) does not count (eq. S2). Throws InputError for fewer than kMinJitterSamples samples
+/// or a sample that is not positive.
+double compute_jitter(const std::vector<double>& step_seconds);
+
+/// Communication the backward pass cannot hide: max(0, comm - overlap x backward) (eq. O1).
+double exposed_communication_s(double communication_s, double backward_s, double overlap);
+
+/// Input pipeline time for one GPU's batch (eq. D1).
+double data_time_s(int batch, double decode_images_per_s);
+
+/// The exponent of eq. I1's smooth maximum of the training step and the input pipeline, 2^5: a
+/// power of two, so that pipelined_s raises and roots it by squarings and square roots.
+inline constexpr int kPipelineSmoothnessLog2 = 5;
+inline constexpr double kPipelineSmoothness = 1 << kPipelineSmoothnessLog2;
+/// Eq. I1: one iteration when the input pipeline prepares the next batch while the GPU trains on
+/// this one: (step^p + data^p)^(1/p) with p = kPipelineSmoothness, the larger of the two but for a
+/// stall near balance (at most 2^(1/p) - 1 = 2.2% where they are equal: the queue between them
+/// runs dry now and then), and differentiable, so that a fit reaches a run at the boundary from
+/// both sides. `step_s` alone where there is no pipeline time.
+double pipelined_s(double step_s, double data_s);
+
+/// The rate at which `loader` feeds one of `gpus_per_node` GPUs on a node of `vcpus` (eq. D1): a CPU
+/// loader's rate per vCPU (the framework's own pipeline's, or DALI's on the CPU) times the node's
+/// vCPUs over its GPUs, DALI's on-GPU rate per GPU, infinite for synthetic data (nothing to
+/// decode), in images/s.
+double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
+                           int gpus_per_node);
+
+/// The framework's share of a resolved scenario (eqs. S1, O1): its jitter, the straggler factor of
+/// the cluster's GPUs and the overlap of the backward pass with the strategy's communication (and
+/// with an all-reduce inside one node, for the one-node baseline). CPU ranks (`device` cpu) move
+/// their gradients with the cores that compute: nothing overlaps (docs/model.md, "CPU ranks").
+void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile, DeviceKind device);
+
+/// The input pipeline of a resolved scenario (eq. D1): the loader (the framework's where the
+/// scenario names none) and its decode rate per GPU on a node of `vcpus`.
+void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus);
+
+/// One iteration's phases (eqs. C1-O1, S1, D1).
+struct IterationTimes {
+    double compute_s = 0;
+    double data_s = 0;
+    double communication_s = 0;
+    double exposed_communication_s = 0;
+    double sync_s = 0;
+    double iteration_s = 0;  ///< max(compute + sync + exposed communication, data)
+};
+IterationTimes iteration_times(const ResolvedScenario& s);
+
+/// The same given the synchronisation's time, `communication_s` (communication_time_s(s)): what
+/// eq. U1's gradient re-evaluates with the all-reduce kept where no network field moves.
+IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s);
+
+/// The rate at which the input pipeline feeds one GPU (eqs. D1, F3): the lower of the loader's
+/// decoding and what the store delivers, in images/s.
+double input_images_per_s_per_gpu(const ResolvedScenario& s);
+
+/// The bottleneck named for a resolved scenario: bottleneck_of's, with data named storage where
+/// the store, not the decoding, bounds the input pipeline (eq. F3).
+Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) noexcept;
+
+/// What bounds an iteration: the input pipeline when it is the longest phase, else communication
+/// when the time spent in the collective (its exposed part plus the wait there for the slowest
+/// worker) exceeds compute, else compute.
+Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept;
+
+/// The prediction's iteration (CostModel::predict's first step): the cluster's shape, the
+/// communication (its algorithm, buckets and bandwidths), the phases of one iteration, what bounds
+/// it, the throughput, and the scaling efficiencies against one GPU and against one node alone.
+void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept;
+
+}  // namespace epochcast

@@ -1,0 +1,67 @@
+// The uncertainty of a prediction (docs/model.md, "Uncertainty", eq. U1): the calibration
+// parameters' covariance, which parameter each sensitive field of a resolved scenario follows and
+// how strongly, the throughput's gradient through those fields, and the band it gives. What a fit
+// narrows (model/fit.hpp) and a planned run would narrow (model/plan.hpp) is this covariance.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "model/calibration.hpp"
+#include "model/parameters.hpp"
+#include "model/prediction.hpp"
+#include "model/resolved_scenario.hpp"
+
+namespace epochcast {
+
+struct Cluster;
+
+/// The covariance of a calibration's parameters, in their coordinates (model/parameters.hpp): the
+/// group sigmas of the calibration, with its fitted block where it has one, and one last row for
+/// the roofline prior (eq. C3), which has no ParameterId.
+class ParameterCovariance {
+public:
+    /// Throws InputError when the calibration's covariance names a parameter it does not have.
+    explicit ParameterCovariance(const Calibration& calibration);
+
+    /// The rows but the last: every parameter of the calibration. The last row, index
+    /// parameters().size() (roofline_row()), is the roofline prior's.
+    const std::vector<ParameterId>& parameters() const { return parameters_; }
+    /// The covariance of the rows, (parameters().size() + 1) squared, row-major.
+    const std::vector<double>& matrix() const { return covariance_; }
+    int roofline_row() const { return static_cast<int>(parameters_.size()); }
+    /// The row of a parameter, -1 where the calibration has none.
+    int row(ParameterKind kind, int index) const;
+    /// The row of a parameter of `value` and d ln(value) / d(its coordinate).
+    FieldSensitivity sensitivity(ParameterKind kind, int index, double value) const;
+
+private:
+    std::vector<ParameterId> parameters_;
+    std::vector<double> covariance_;
+    /// parameters_ inverted: the row of {kind, index} at [kind][index], -1 where there is none
+    /// (row() is asked for every field of every scenario resolved).
+    std::vector<std::vector<int>> rows_;
+};
+
+/// Which parameter each field of `r` comes from and how strongly (eq. U1): the compute curve's
+/// (`time_per_image` and `fixed`, as the curve's choice gives them), the framework's jitter and
+/// overlap, the links' and fabrics' bandwidths and latencies (the latency of the slower fabric of
+/// the cluster's workers and servers), the decode rate. CostModel::resolve's step, after every
+/// field it names is set.
+std::array<FieldSensitivity, kSensitiveFields> field_sensitivities(
+    const ResolvedScenario& r, FieldSensitivity time_per_image, FieldSensitivity fixed, Framework framework,
+    const Cluster& cluster, const Calibration& calibration, const ParameterCovariance& covariance);
+
+/// d ln(throughput) / d(parameter coordinate) through each sensitive field (0 where the field
+/// depends on no parameter); the rows are s.sensitivity[f].parameter.
+std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) noexcept;
+
+/// Relative 1-sigma of the predicted throughput (eq. U1), from the parameters' covariance, a
+/// borrowed curve's own sigma and the calibration's model sigma; infinite where the variance is.
+double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
+                                 double model_sigma) noexcept;
+
+/// The 95% band of a throughput of relative 1-sigma `sigma`, lognormal: throughput x exp(-/+ 1.96 sigma).
+Interval throughput_interval(double throughput, double sigma) noexcept;
+
+}  // namespace epochcast

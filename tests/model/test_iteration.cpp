@@ -1,0 +1,73 @@
+// One iteration's formulas (model/iteration.hpp), each against its derivation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "model/errors.hpp"
+#include "model/iteration.hpp"
+
+namespace epochcast {
+namespace {
+
+TEST(Prediction, DataWaitIsTheInputPipelinesUnhiddenPart) {
+    Prediction p;
+    p.compute_s = 0.30;
+    p.sync_s = 0.02;
+    p.exposed_communication_s = 0.08;
+    p.data_s = 0.25;
+    EXPECT_EQ(data_wait_s(p), 0.0);  // the step (0.40 s) hides it
+    p.data_s = 0.55;
+    EXPECT_NEAR(data_wait_s(p), 0.15, 1e-12);
+}
+
+// Eq. I1's smooth maximum, (a^32 + b^32)^(1/32), recomputed with pow(): the larger of the two but
+// for 2^(1/32) - 1 = 2.2% at balance, the larger alone where the other is under a third of it, the
+// step alone without a pipeline, and an infinite step infinite (no inf / inf).
+TEST(Prediction, PipelinedIsTheSmoothMaximumOfStepAndData) {
+    for (const double step : {1e-6, 0.01, 0.3, 1.0, 250.0}) {
+        for (const double ratio : {0.01, 0.3, 0.5, 0.8, 0.95, 1.0, 1.05, 1.25, 2.0, 4.0, 100.0}) {
+            const double data = step * ratio;
+            const double larger = std::max(step, data);
+            const double expected =
+                larger * std::pow(std::pow(step / larger, 32.0) + std::pow(data / larger, 32.0), 1.0 / 32.0);
+            EXPECT_NEAR(pipelined_s(step, data), expected, 1e-14 * expected) << step << " " << data;
+            EXPECT_EQ(pipelined_s(step, data), pipelined_s(data, step));
+        }
+    }
+    EXPECT_NEAR(pipelined_s(0.2, 0.2), 0.2 * std::pow(2.0, 1.0 / 32.0), 1e-16);
+    EXPECT_EQ(pipelined_s(0.3, 0.09), 0.3);  // 0.3^32 = 2e-17: below a double's resolution at 1
+    EXPECT_EQ(pipelined_s(0.3, 0.0), 0.3);
+    EXPECT_EQ(pipelined_s(std::numeric_limits<double>::infinity(), 0.5), std::numeric_limits<double>::infinity());
+}
+
+TEST(CostModelTerms, StragglerWaitGrowsWithWorkers) {
+    EXPECT_EQ(straggler_wait_s(1.0, 0.1, 1), 0.0);
+    EXPECT_NEAR(straggler_wait_s(1.0, 0.1, 64), 0.1 * std::sqrt(2 * std::log(64.0)), 1e-12);
+    EXPECT_LT(straggler_wait_s(1.0, 0.1, 8), straggler_wait_s(1.0, 0.1, 256));
+    EXPECT_EQ(exposed_communication_s(0.05, 0.2, 0.5), 0.0);
+    EXPECT_NEAR(exposed_communication_s(0.05, 0.2, 0.1), 0.03, 1e-12);
+}
+
+// Eq. S2: the relative standard deviation of per-step compute times from successive differences.
+TEST(CostModelTerms, ComputeJitterIsTheRelativeSpreadOfStepsAndIgnoresASlowDrift) {
+    // Alternating 1.0 and 1.2 s: every difference is 0.2 s, so the estimate is 0.2 / sqrt(2) over
+    // the mean 1.1 s.
+    std::vector<double> alternating;
+    for (int i = 0; i < 10; ++i) alternating.push_back(i % 2 == 0 ? 1.0 : 1.2);
+    EXPECT_NEAR(compute_jitter(alternating), 0.2 / std::sqrt(2.0) / 1.1, 1e-12);
+    // A host slowing steadily from 1.0 to 1.19 s: the plain relative standard deviation is 5.3%,
+    // the jitter 0.65%, what one step adds.
+    std::vector<double> drift;
+    for (int i = 0; i < 20; ++i) drift.push_back(1.0 + 0.01 * i);
+    EXPECT_NEAR(compute_jitter(drift), 0.01 / std::sqrt(2.0) / 1.095, 1e-12);
+    EXPECT_THROW(compute_jitter(std::vector<double>(kMinJitterSamples - 1, 1.0)), InputError);
+    std::vector<double> with_zero(kMinJitterSamples, 1.0);
+    with_zero[3] = 0.0;
+    EXPECT_THROW(compute_jitter(with_zero), InputError);
+}
+
+}  // namespace
+}  // namespace epochcast
