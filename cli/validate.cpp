@@ -20,6 +20,7 @@
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/fit.hpp"
+#include "model/holdout.hpp"
 
 namespace epochcast::cli {
 namespace {

@@ -122,6 +122,21 @@ struct CatalogNameHash {
 };
 using CatalogNameIndex = std::unordered_map<std::string, std::size_t, CatalogNameHash, std::equal_to<>>;
 
+/// The index of `pricing` in InstanceSpec::prices.
+inline std::size_t price_slot(Pricing pricing) { return static_cast<std::size_t>(pricing); }
+
+/// The names of `specs` (GPUs or instances), comma-separated, or "none": what an error names as
+/// known.
+template <typename Spec>
+std::string known_names(const std::vector<Spec>& specs) {
+    std::string names;
+    for (const Spec& spec : specs) {
+        if (!names.empty()) names += ", ";
+        names += spec.name;
+    }
+    return names.empty() ? "none" : names;
+}
+
 /// Every GPU and instance known, built in plus user files. Entries are found by name through a
 /// hash index, so that reading, merging and searching n entries takes time linear in n (a file
 /// of 100,000 entries took over a minute when every lookup scanned the entries).

@@ -14,6 +14,7 @@
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
 #include "model/fit.hpp"
+#include "model/holdout.hpp"
 #include "model/parameters.hpp"
 
 namespace epochcast {
