@@ -264,13 +264,10 @@ TEST(Outputs, JobsIsBoundedAndAThreadThatCannotStartIsAnError) {
     }
     // 1,024 threads of 8 MiB stacks in 2 GiB of address space: the threads that cannot start are an
     // error naming --jobs, not an abort, and the ones that did are joined. (A sanitizer's shadow
-    // memory does not fit under such a limit: there this part is left out.)
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // memory does not fit under such a limit: in a sanitizer build, whose `epochcast` is
+    // instrumented though this test's own code is not (tests/CMakeLists.txt), this part is left out.)
+#ifdef EPOCHCAST_SANITIZED_BUILD
     GTEST_SKIP() << "ulimit -v and a sanitizer's shadow memory do not mix";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-    GTEST_SKIP() << "ulimit -v and a sanitizer's shadow memory do not mix";
-#endif
 #endif
     const ProcessResult r = run_command("( ulimit -v 2000000; " + kCli + " sweep " + spec.path() + " --jobs 1024 )");
     EXPECT_EQ(r.exit_code, 2) << r.err;
