@@ -313,6 +313,7 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"cost_per_epoch_usd", money(p.cost_per_epoch_usd)},
         {"scaling_efficiency", p.scaling_efficiency},
         {"node_scaling_efficiency", p.node_scaling_efficiency},
+        {"input_efficiency", p.input_efficiency},
         {"memory_per_gpu_GiB", p.memory_per_gpu_GiB},
         {"memory_headroom_GiB", p.memory_headroom_GiB},
         {"gpus", p.gpus},
@@ -386,6 +387,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         [](const Scenario&, const Prediction& p) { return fixed(100 * p.scaling_efficiency, 1) + " %"; });
     row("scaling efficiency vs 1 node",
         [](const Scenario&, const Prediction& p) { return fixed(100 * p.node_scaling_efficiency, 1) + " %"; });
+    row("input pipeline feeds", [](const Scenario&, const Prediction& p) {
+        return fixed(100 * p.input_efficiency, 1) + " % of a GPU's compute rate";
+    });
     row("iteration (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.iteration_s, 1); });
     row("  compute (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.compute_s, 1); });
     row("  straggler wait (ms)", [](const Scenario&, const Prediction& p) { return fixed(1e3 * p.sync_s, 1); });

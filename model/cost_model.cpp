@@ -60,7 +60,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     Prediction p;
     apply_iteration(s, p);
-    p.interval = throughput_interval(p.throughput_images_per_s, throughput_relative_sigma(s));
+    p.interval = throughput_band(s, p, covariance_, calibration().uncertainty.model_sigma);
     apply_schedule(s, p);
     return p;
 }

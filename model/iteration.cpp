@@ -137,6 +137,12 @@ Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) no
     return bottleneck;
 }
 
+double one_gpu_images_per_s(int batch, double compute_s, double data_s) {
+    return batch / pipelined_s(compute_s, data_s);
+}
+
+double input_efficiency(double compute_s, double data_s) { return compute_s / pipelined_s(compute_s, data_s); }
+
 void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept {
     p.nodes = s.nodes;
     p.gpus = s.nodes * s.gpus_per_node;
@@ -163,7 +169,8 @@ void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept {
 
     p.throughput_images_per_s = p.global_batch / p.iteration_s;
     p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
-    p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / p.compute_s);
+    p.scaling_efficiency = p.per_gpu_images_per_s / one_gpu_images_per_s(s.batch_per_gpu, p.compute_s, p.data_s);
+    p.input_efficiency = input_efficiency(p.compute_s, p.data_s);
     // One node alone (node_allreduce_s), its iteration pipelined with the same input.
     const double node_step_s =
         p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +

@@ -99,9 +99,19 @@ Bottleneck named_bottleneck(const ResolvedScenario& s, Bottleneck bottleneck) no
 /// worker) exceeds compute, else compute.
 Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept;
 
+/// One GPU alone at `batch` images under the same per-GPU input pipeline, in images/s: eq. I1 of its
+/// compute and its input's time, with no worker to wait for and nothing to communicate. The
+/// baseline of the scaling efficiency, which then measures communication and waiting only.
+double one_gpu_images_per_s(int batch, double compute_s, double data_s);
+
+/// The share of one GPU's compute rate its input pipeline sustains: compute_s over eq. I1 of the
+/// compute and the input's time (1 with no input time, 2^(-1/32) = 0.978 at balance).
+double input_efficiency(double compute_s, double data_s);
+
 /// The prediction's iteration (CostModel::predict's first step): the cluster's shape, the
 /// communication (its algorithm, buckets and bandwidths), the phases of one iteration, what bounds
-/// it, the throughput, and the scaling efficiencies against one GPU and against one node alone.
+/// it, the throughput, the scaling efficiencies against one GPU and against one node alone (each
+/// under the same per-GPU input pipeline), and the input's own bound (input_efficiency).
 void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept;
 
 }  // namespace epochcast

@@ -94,9 +94,14 @@ struct Prediction {
     double throughput_images_per_s = 0;  ///< global images per second
     Interval interval;                   ///< throughput band from the calibration's uncertainty, in images/s
     double per_gpu_images_per_s = 0;     ///< throughput / gpus
-    double scaling_efficiency = 0;       ///< throughput / (gpus x one GPU alone at the same batch)
+    /// throughput / (gpus x one GPU alone at the same batch under the same per-GPU input pipeline):
+    /// what communication and the wait for the slowest worker cost, 1 on one GPU, never above 1
+    double scaling_efficiency = 0;
     double node_scaling_efficiency = 0;  ///< throughput / (nodes x one node alone), the seeds' convention
                                          ///< (seed 000: 92% MXNet, 90% TensorFlow; seed 001: 90% at 256 GPUs)
+    /// The share of one GPU's compute rate its input pipeline sustains (eq. I1 of the compute and the
+    /// input alone): 1 where nothing is decoded, 0.978 at balance; the input bound on its own
+    double input_efficiency = 0;
 
     // Training run
     double epochs = 0;                              ///< epochs trained: given, or what the recipe needs for the target
@@ -192,6 +197,7 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"cost_per_epoch_usd", [](const Prediction& p) { return p.cost_per_epoch_usd; }},
     {"scaling_efficiency", [](const Prediction& p) { return p.scaling_efficiency; }},
     {"node_scaling_efficiency", [](const Prediction& p) { return p.node_scaling_efficiency; }},
+    {"input_efficiency", [](const Prediction& p) { return p.input_efficiency; }},
     {"memory_per_gpu_GiB", [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
     {"memory_headroom_GiB", [](const Prediction& p) { return p.memory_headroom_GiB; }},
     {"epochs_to_train", [](const Prediction& p) { return p.epochs; }},

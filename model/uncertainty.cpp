@@ -199,4 +199,19 @@ Interval throughput_interval(double throughput, double sigma) noexcept {
     return {throughput * std::exp(-kInterval95Sigmas * sigma), throughput * std::exp(kInterval95Sigmas * sigma)};
 }
 
+Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
+                         double model_sigma) noexcept {
+    const double throughput = p.throughput_images_per_s;
+    Interval band = throughput_interval(throughput, throughput_relative_sigma(s, covariance, model_sigma));
+    const double unbound_throughput = p.global_batch / (p.compute_s + p.sync_s + p.exposed_communication_s);
+    if (!(band.high > unbound_throughput)) return band;
+    ResolvedScenario unbound = s;
+    unbound.decode_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    unbound.storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    const double unbound_high =
+        throughput_interval(unbound_throughput, throughput_relative_sigma(unbound, covariance, model_sigma)).high;
+    band.high = std::max(throughput, std::min(band.high, unbound_high));
+    return band;
+}
+
 }  // namespace epochcast

@@ -64,4 +64,13 @@ double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovar
 /// The 95% band of a throughput of relative 1-sigma `sigma`, lognormal: throughput x exp(-/+ 1.96 sigma).
 Interval throughput_interval(double throughput, double sigma) noexcept;
 
+/// The band of the throughput `p` predicts for `s` (eq. U1; p's iteration is set), its fast end no
+/// faster than the fast end of the same cluster with no input bound (no decoding, no store): the
+/// input pipeline can only slow an iteration (eq. I1), so for every value of the parameters the
+/// bound run is no faster than the unbound one, and neither is its 97.5% quantile. The unbound
+/// run's iteration is p's step (compute, straggler wait, exposed communication); its band is
+/// evaluated only where the bound band's fast end passes that run's point.
+Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
+                         double model_sigma) noexcept;
+
 }  // namespace epochcast

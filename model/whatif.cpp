@@ -104,8 +104,9 @@ Prediction at_throughput(const ResolvedScenario& scenario, const Prediction& pre
     const double ratio = throughput_images_per_s / prediction.throughput_images_per_s;
     p.throughput_images_per_s = throughput_images_per_s;
     p.per_gpu_images_per_s *= ratio;
-    p.scaling_efficiency *= ratio;
-    p.node_scaling_efficiency *= ratio;
+    // The efficiencies move with the throughput, never past 1: nothing scales better than its baseline.
+    p.scaling_efficiency = std::min(1.0, p.scaling_efficiency * ratio);
+    p.node_scaling_efficiency = std::min(1.0, p.node_scaling_efficiency * ratio);
     apply_schedule(scenario, p);
     return p;
 }

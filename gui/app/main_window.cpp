@@ -680,9 +680,14 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
     } else {
         cost_->setText(tr("n/a (no price by the hour)"));
     }
-    efficiency_->setText(banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
+    // Communication and waiting against one GPU under the same input; the input's own bound beside it.
+    QString efficiency = banded(QString::number(100 * p.scaling_efficiency, 'f', 1) + " %",
                                 QString::number(100 * b.slow.scaling_efficiency, 'f', 1),
-                                QString::number(100 * b.fast.scaling_efficiency, 'f', 1)));
+                                QString::number(100 * b.fast.scaling_efficiency, 'f', 1));
+    if (p.input_efficiency < 0.9995) {
+        efficiency += tr("; the input pipeline feeds %1 % of a GPU's rate").arg(100 * p.input_efficiency, 0, 'f', 1);
+    }
+    efficiency_->setText(efficiency);
     collective_->setText(QString("%1 x %2 over %3: %4 ms, %5 ms exposed")
                              .arg(q(to_string(p.algorithm)))
                              .arg(p.buckets)

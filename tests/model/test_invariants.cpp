@@ -267,6 +267,65 @@ Violations bands_hold_their_point(const CostModel& model, const Predictor& predi
     return v;
 }
 
+// 7. Scaling efficiency measures communication and waiting only: exactly 1 on one GPU whatever feeds
+//    it (its input bound is input_efficiency's), never above 1, band ends included.
+Violations efficiency_is_communication_only(const CostModel& model, const Predictor& predict) {
+    Violations v;
+    for (const InstanceSpec* instance : gpu_instances(model.catalog())) {
+        for (Framework f : kFrameworks) {
+            for (Loader l : kLoaders) {
+                for (int nodes : {1, 8}) {
+                    for (int gpus : {1, 0}) {
+                        Scenario s = scenario(instance->name, f, Precision::amp, l, nodes, 64);
+                        s.gpus_per_node = gpus;
+                        const auto point = predict(s);
+                        if (!point) continue;
+                        const PredictionBand band = prediction_band(model.resolve(s), *point);
+                        const double e = point->scaling_efficiency;
+                        const bool one_gpu = point->gpus == 1;
+                        if ((one_gpu && std::abs(e - 1.0) > 1e-12) || e > 1.0 + 1e-12 ||
+                            band.fast.scaling_efficiency > 1.0 + 1e-12 || band.slow.scaling_efficiency > 1.0 + 1e-12 ||
+                            band.fast.node_scaling_efficiency > 1.0 + 1e-12 || !(point->input_efficiency <= 1.0)) {
+                            v.push_back(describe_scenario(s) + ": scaling efficiency " + std::to_string(e) + " (band " +
+                                        std::to_string(band.slow.scaling_efficiency) + " - " +
+                                        std::to_string(band.fast.scaling_efficiency) + ") on " +
+                                        std::to_string(point->gpus) + " GPUs, input efficiency " +
+                                        std::to_string(point->input_efficiency));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return v;
+}
+
+// 8. A bound never widens the band: the fast end of a run with an input pipeline is no faster than
+//    the fast end of the same run on synthetic data, which decodes nothing.
+Violations input_bound_never_widens_the_band(const Catalog& catalog, const Predictor& predict) {
+    Violations v;
+    for (const InstanceSpec* instance : gpu_instances(catalog)) {
+        for (Framework f : kFrameworks) {
+            for (Precision p : {Precision::amp, Precision::bf16, Precision::fp32}) {
+                for (int nodes : {1, 8}) {
+                    const auto unbound = predict(scenario(instance->name, f, p, Loader::synthetic, nodes, 64));
+                    if (!unbound) continue;
+                    for (Loader l : {Loader::framework_default, Loader::cpu, Loader::dali_cpu, Loader::dali}) {
+                        const Scenario s = scenario(instance->name, f, p, l, nodes, 64);
+                        const auto bound = predict(s);
+                        if (bound && bound->interval.high > unbound->interval.high * (1 + 1e-9)) {
+                            v.push_back(describe_scenario(s) + ": band's fast end " +
+                                        std::to_string(bound->interval.high) + " img/s, past synthetic data's " +
+                                        std::to_string(unbound->interval.high));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return v;
+}
+
 std::string first(const Violations& v) {
     std::string text = std::to_string(v.size()) + " violations";
     for (std::size_t i = 0; i < v.size() && i < 5; ++i) text += "\n  " + v[i];
@@ -302,6 +361,16 @@ TEST(Invariants, ThroughputNeverFallsAsNodesAreAddedUnlessTheNetworkIsNamed) {
 
 TEST(Invariants, TimeAndCostBandsHoldTheirPoint) {
     const Violations v = bands_hold_their_point(built_in(), predictor_of(built_in()));
+    EXPECT_TRUE(v.empty()) << first(v);
+}
+
+TEST(Invariants, ScalingEfficiencyIsOneOnOneGpuAndNeverAboveOne) {
+    const Violations v = efficiency_is_communication_only(built_in(), predictor_of(built_in()));
+    EXPECT_TRUE(v.empty()) << first(v);
+}
+
+TEST(Invariants, AnInputBoundNeverWidensTheBandPastSyntheticData) {
+    const Violations v = input_bound_never_widens_the_band(built_in().catalog(), predictor_of(built_in()));
     EXPECT_TRUE(v.empty()) << first(v);
 }
 
@@ -388,6 +457,26 @@ TEST(Invariants, APlantedBandThatMissesItsPointIsCaught) {
         return p;
     };
     EXPECT_FALSE(bands_hold_their_point(built_in(), planted).empty());
+}
+
+TEST(Invariants, APlantedEfficiencyThatCountsTheInputIsCaught) {
+    // Model bug: the efficiency against one GPU with no input bound (b / t_compute), as it was.
+    const Predictor planted = [](const Scenario& s) -> std::optional<Prediction> {
+        auto p = predictor_of(built_in())(s);
+        if (p) p->scaling_efficiency = p->per_gpu_images_per_s / (batch_per_gpu(*p) / p->compute_s);
+        return p;
+    };
+    EXPECT_FALSE(efficiency_is_communication_only(built_in(), planted).empty());
+}
+
+TEST(Invariants, APlantedBandThatAnInputBoundWidensIsCaught) {
+    // Model bug: a decoding loader's uncertainty stretching the fast end past the GPUs' own.
+    const Predictor planted = [](const Scenario& s) -> std::optional<Prediction> {
+        auto p = predictor_of(built_in())(s);
+        if (p && s.loader != Loader::synthetic) p->interval.high *= 3;
+        return p;
+    };
+    EXPECT_FALSE(input_bound_never_widens_the_band(built_in().catalog(), planted).empty());
 }
 
 }  // namespace
