@@ -23,8 +23,17 @@ struct PlanCliOptions {
     std::string calibration = "built-in";
 };
 
-/// A relative 1-sigma as the half-width of the 95% band, in percent.
-std::string band_percent(double sigma) { return "+/- " + format_number(100.0 * std::expm1(1.96 * sigma), 1) + " %"; }
+/// A relative 1-sigma as the 95% band's two ends (lognormal, as predict's), in percent.
+std::string band_percent(double sigma) {
+    return "-" + format_number(-100.0 * std::expm1(-kInterval95Sigmas * sigma), 1) + " % / +" +
+           format_number(100.0 * std::expm1(kInterval95Sigmas * sigma), 1) + " %";
+}
+
+/// A band's ends relative to its point, in percent.
+std::string relative_ends(const Interval& band, double point) {
+    return "-" + format_number(100.0 * (1.0 - band.low / point), 1) + " % / +" +
+           format_number(100.0 * (band.high / point - 1.0), 1) + " %";
+}
 
 void run_plan(const PlanCliOptions& o, std::ostream& out) {
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
@@ -37,7 +46,8 @@ void run_plan(const PlanCliOptions& o, std::ostream& out) {
         << " batch " << batch_per_gpu(predicted) << " per GPU"
         << (target.global_batch > 0 ? " (global " + format_count(target.global_batch) + ")" : std::string()) << " "
         << to_string(target.precision) << ": " << format_count(predicted.throughput_images_per_s) << " img/s, 95% band "
-        << band_percent(plan.target_sigma_before) << " now.\n\n";
+        << format_count(predicted.interval.low) << " - " << format_count(predicted.interval.high) << " ("
+        << relative_ends(predicted.interval, predicted.throughput_images_per_s) << ") now, as predict says.\n\n";
     if (plan.runs.empty()) {
         out << "No calibration run on up to " << o.plan.max_nodes << " node(s) would narrow that band by more than "
             << format_number(100.0 * o.plan.stop_fraction, 0) << "% of its variance: the calibration already pins "

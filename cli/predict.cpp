@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
@@ -151,6 +152,28 @@ private:
                     << ") by the noise-scale law (docs/model.md, eq. K2), hence their wider band.\n";
                 break;
             }
+        }
+        for (const ScenarioResult& r : results_) {
+            if (r.prediction.bottleneck != Bottleneck::data || r.prediction.loader != Loader::dali) continue;
+            // DALI's decoders bound it (eq. D2): what the GPUs would do with nothing to decode.
+            Scenario unbound = r.scenario;
+            unbound.loader = Loader::synthetic;
+            const GpuSpec& gpu = model_.catalog().gpu(model_.catalog().instance(r.scenario.instance).gpu);
+            out << "\nnote: DALI's decoding on the GPU bounds "
+                << (results_.size() > 1 ? "a configuration" : "this run") << ": it feeds each " << gpu.name << " "
+                << format_count(r.prediction.per_gpu_images_per_s) << " images/s, "
+                << (gpu.jpeg_decoder_cores > 0
+                        ? "from its " + std::to_string(gpu.jpeg_decoder_cores) +
+                              " hardware JPEG decoder cores and nvJPEG's CUDA path"
+                        : std::string("from nvJPEG's CUDA path alone (no hardware JPEG decoder)"))
+                << " (docs/model.md, eqs. D1, D2)";
+            try {
+                out << "; with nothing to decode (--loader synthetic) the GPUs would train at "
+                    << format_count(model_.checked_predict(unbound).throughput_images_per_s) << " images/s";
+            } catch (const InputError&) {
+            }
+            out << ".\n";
+            break;
         }
         for (const ScenarioResult& r : results_) {
             if (r.prediction.bottleneck != Bottleneck::data || r.prediction.loader == Loader::dali) continue;

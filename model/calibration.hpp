@@ -130,7 +130,7 @@ struct Calibration {
     std::vector<ComputeCurve> compute;
     NetworkParams network;
     double dali_cpu_images_per_s_per_vcpu = 0;  ///< DALI's decode + augmentation on the CPU, per vCPU
-    double dali_images_per_s_per_gpu = 0;       ///< DALI's decode + augmentation on the GPU, per GPU
+    double dali_images_per_s_per_gpu = 0;       ///< DALI's decode + augmentation on an A100; other GPUs by eq. D2
     double startup_s = 0;                       ///< launch to first iteration (seed 001: 1.5 minutes)
     double checkpoint_write_GBps = 0;           ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
     double decode_relative_sigma = 0;           ///< 1-sigma relative uncertainty of the decode rates

@@ -28,6 +28,11 @@ struct GpuSpec {
     /// "sms", optional: streaming multiprocessors, the GPU's parallel units: a batch fills them only
     /// past a few images each (docs/model.md, eq. C1b); 0 where not given (a host's CPU ranks).
     int sms = 0;
+    /// "jpeg_decoder_cores", optional: the cores of the GPU's hardware JPEG decoder (NVJPG), which
+    /// DALI's GPU decoding shares with nvJPEG's CUDA path (docs/model.md, eq. D2): A100 and A30 one
+    /// engine of 5 cores, H100, H200 and B200 7 engines, L4 4; 0 where there is none (before Ampere,
+    /// GA102's A10G) or none is published (L40S).
+    int jpeg_decoder_cores = 0;
     /// "chip", optional: GPUs that name the same chip are the same silicon at the same clocks (the
     /// same peaks); only their memory differs in size and bandwidth (V100-SXM2-16GB and -32GB;
     /// A100-SXM4-40GB and -80GB; H100-SXM5-80GB and H200). A compute curve measured on one holds for

@@ -181,6 +181,8 @@ GpuSpec parse_gpu(const json& entry, const Where& where, const GpuSpec* base) {
     gpu.memory_gib = number(entry, "memory_gib", Bound::positive, where, required, gpu.memory_gib);
     gpu.memory_GBps = number(entry, "memory_GBps", Bound::positive, where, required, gpu.memory_GBps);
     gpu.sms = count(entry, "sms", Bound::non_negative, where, false, gpu.sms);
+    gpu.jpeg_decoder_cores =
+        count(entry, "jpeg_decoder_cores", Bound::non_negative, where, false, gpu.jpeg_decoder_cores);
     gpu.chip = optional_string(entry, "chip", where, gpu.chip);
     gpu.source =
         required ? required_string(entry, "source", where) : optional_string(entry, "source", where, gpu.source);
@@ -517,6 +519,7 @@ std::string Catalog::to_json_text(int indent) const {
                         {"memory_gib", gpu.memory_gib},
                         {"memory_GBps", gpu.memory_GBps}});
         if (gpu.sms > 0) gpus.back()["sms"] = gpu.sms;
+        if (gpu.jpeg_decoder_cores > 0) gpus.back()["jpeg_decoder_cores"] = gpu.jpeg_decoder_cores;
         if (!gpu.chip.empty()) gpus.back()["chip"] = gpu.chip;
         gpus.back()["source"] = gpu.source;
         if (gpu.kind != DeviceKind::gpu) gpus.back()["kind"] = std::string(to_string(gpu.kind));

@@ -75,14 +75,31 @@ double pipelined_s(double step_s, double data_s) {
     return larger * root;
 }
 
+namespace {
+
+/// Eq. D2's capacity, in images/s: with a share h of the images on the hardware and 1 - h on the
+/// CUDA path, whichever fills first limits the decoder.
+double dali_capacity_images_per_s(int jpeg_decoder_cores) {
+    const double split = std::min(jpeg_decoder_cores * kHardwareJpegImagesPerSPerCore / kDaliHardwareShare,
+                                  kHybridJpegImagesPerS / (1 - kDaliHardwareShare));
+    return std::max(kHybridJpegImagesPerS, split);
+}
+
+}  // namespace
+
+double dali_decode_factor(int jpeg_decoder_cores) {
+    return dali_capacity_images_per_s(std::max(jpeg_decoder_cores, 0)) /
+           dali_capacity_images_per_s(kReferenceJpegDecoderCores);
+}
+
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
-                           int gpus_per_node) {
+                           int gpus_per_node, int jpeg_decoder_cores) {
     switch (loader) {
         case Loader::cpu:
         case Loader::dali_cpu:
             return calibration.decode_rate(loader, framework) * vcpus / gpus_per_node;
         case Loader::dali:
-            return calibration.decode_rate(loader, framework);
+            return calibration.decode_rate(loader, framework) * dali_decode_factor(jpeg_decoder_cores);
         case Loader::synthetic:
         case Loader::framework_default:
             break;
@@ -98,11 +115,12 @@ void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile,
     r.node_overlap = cpu_ranks ? 0.0 : profile.allreduce_overlap;
 }
 
-void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus) {
+void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus,
+                        int jpeg_decoder_cores) {
     r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack)
                                                             : scenario.loader;
     r.decode_images_per_s_per_gpu =
-        decode_rate_per_gpu(calibration, r.loader, scenario.framework, vcpus, r.gpus_per_node);
+        decode_rate_per_gpu(calibration, r.loader, scenario.framework, vcpus, r.gpus_per_node, jpeg_decoder_cores);
 }
 
 IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {

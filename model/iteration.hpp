@@ -54,12 +54,29 @@ inline constexpr double kPipelineSmoothness = 1 << kPipelineSmoothnessLog2;
 /// both sides. `step_s` alone where there is no pipeline time.
 double pipelined_s(double step_s, double data_s);
 
+/// Eq. D2's figures: DALI's GPU decoding splits the images between the hardware JPEG decoder and
+/// nvJPEG's CUDA (hybrid) path, a share kDaliHardwareShare to the hardware (DALI's documented
+/// default `hw_decoder_load`, 0.65); on an A100, NVIDIA measured about 5,000 images/s with every
+/// image on its 5 hardware cores and 6,000 with every image on the CUDA path
+/// (traces/published/external_decode_rates.json).
+inline constexpr double kDaliHardwareShare = 0.65;
+inline constexpr double kHardwareJpegImagesPerSPerCore = 1000;
+inline constexpr double kHybridJpegImagesPerS = 6000;
+inline constexpr int kReferenceJpegDecoderCores = 5;  ///< the A100's, where the calibrated rate is measured
+
+/// Eq. D2: what DALI's GPU decoding sustains on a GPU with `jpeg_decoder_cores` hardware JPEG
+/// decoder cores, relative to an A100 (5 cores): the better of the default split, limited by
+/// whichever path fills first, and the CUDA path alone (where the hardware is slower or absent).
+/// 1 for an A100; 1.4 for 7 cores (H100, H200, B200); 0.78 for none (V100, T4); never above the
+/// CUDA path's own limit at the default split, 2.23; non-decreasing in the cores.
+double dali_decode_factor(int jpeg_decoder_cores);
+
 /// The rate at which `loader` feeds one of `gpus_per_node` GPUs on a node of `vcpus` (eq. D1): a CPU
 /// loader's rate per vCPU (the framework's own pipeline's, or DALI's on the CPU) times the node's
-/// vCPUs over its GPUs, DALI's on-GPU rate per GPU, infinite for synthetic data (nothing to
-/// decode), in images/s.
+/// vCPUs over its GPUs, DALI's on-GPU rate per GPU (the calibrated A100 rate times eq. D2's factor
+/// for a GPU of `jpeg_decoder_cores`), infinite for synthetic data (nothing to decode), in images/s.
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
-                           int gpus_per_node);
+                           int gpus_per_node, int jpeg_decoder_cores);
 
 /// The framework's share of a resolved scenario (eqs. S1, O1): its jitter, the straggler factor of
 /// the cluster's GPUs and the overlap of the backward pass with the strategy's communication (and
@@ -67,9 +84,11 @@ double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framew
 /// their gradients with the cores that compute: nothing overlaps (docs/model.md, "CPU ranks").
 void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile, DeviceKind device);
 
-/// The input pipeline of a resolved scenario (eq. D1): the loader (the framework's where the
-/// scenario names none) and its decode rate per GPU on a node of `vcpus`.
-void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus);
+/// The input pipeline of a resolved scenario (eqs. D1, D2): the loader (the framework's where the
+/// scenario names none) and its decode rate per GPU on a node of `vcpus` for GPUs of
+/// `jpeg_decoder_cores`.
+void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus,
+                        int jpeg_decoder_cores);
 
 /// One iteration's phases (eqs. C1-O1, S1, D1).
 struct IterationTimes {

@@ -7,6 +7,7 @@
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
+#include "model/uncertainty.hpp"
 #include "model/whatif.hpp"
 
 namespace epochcast {
@@ -22,12 +23,17 @@ struct Candidate {
     double cost_usd = 0;
 };
 
-Eigen::VectorXd dense_gradient(const CostModel& model, const ResolvedScenario& resolved, Eigen::Index rows) {
-    Eigen::VectorXd g = Eigen::VectorXd::Zero(rows);
+/// The gradient over the calibration's `rows` coordinates and, where `coordinates` has one more,
+/// the borrowed curve's own factor (eq. U1's transfer term): a run on the target's GPU, precision
+/// and software measures that curve, so it narrows that factor as it narrows a parameter.
+Eigen::VectorXd dense_gradient(const CostModel& model, const ResolvedScenario& resolved, Eigen::Index rows,
+                               Eigen::Index coordinates) {
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(coordinates);
     const auto sparse = model.throughput_gradient(resolved);
     for (std::size_t f = 0; f < kSensitiveFields; ++f) {
         if (resolved.sensitivity[f].parameter >= 0) g[resolved.sensitivity[f].parameter] += sparse[f];
     }
+    if (coordinates > rows && resolved.transfer_sigma > 0) g[rows] = throughput_per_log_time_per_image(resolved);
     return g;
 }
 
@@ -83,12 +89,18 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
 
     const auto rows = static_cast<Eigen::Index>(model.parameters().size() + 1);
     const Eigen::Map<const Eigen::MatrixXd> covariance(model.covariance().data(), rows, rows);
-    // Information before any run: the inverse of what the calibration knows now.
-    Eigen::MatrixXd information = covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
+    const ResolvedScenario resolved_target = model.resolve(target);
+    // Information before any run: the inverse of what the calibration knows now, and where the
+    // target's curve is borrowed (eqs. C4-C6), its own factor's prior, so that the variance before
+    // any run is predict's (eq. U1) and a run that measures the curve narrows it.
+    const double transfer_sigma = resolved_target.transfer_sigma;
+    const Eigen::Index coordinates = rows + (transfer_sigma > 0 ? 1 : 0);
+    Eigen::MatrixXd information = Eigen::MatrixXd::Zero(coordinates, coordinates);
+    information.topLeftCorner(rows, rows) = covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
+    if (coordinates > rows) information(rows, rows) = 1.0 / (transfer_sigma * transfer_sigma);
     const double model_variance = std::pow(model.calibration().uncertainty.model_sigma, 2);
 
-    const ResolvedScenario resolved_target = model.resolve(target);
-    const Eigen::VectorXd target_gradient = dense_gradient(model, resolved_target, rows);
+    const Eigen::VectorXd target_gradient = dense_gradient(model, resolved_target, rows, coordinates);
     auto target_variance = [&](const Eigen::MatrixXd& info) {
         return target_gradient.dot(info.ldlt().solve(target_gradient)) + model_variance;
     };
@@ -105,7 +117,7 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
         }
         Candidate c;
         c.scenario = s;
-        c.gradient = dense_gradient(model, r, rows);
+        c.gradient = dense_gradient(model, r, rows, coordinates);
         c.duration_s =
             p.startup_s + (kWarmupIterations + static_cast<double>(options.benchmark_iterations)) * p.iteration_s;
         c.cost_usd = c.duration_s / 3600.0 * p.cluster_usd_per_hour;

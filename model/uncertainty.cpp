@@ -162,6 +162,13 @@ std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario&
     return gradient;
 }
 
+double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept {
+    const double communication_s = communication_time_s(s);
+    ResolvedScenario moved = s;
+    return -log_iteration_per_log_field(moved, SensitiveField::time_per_image,
+                                        iteration_times_with(s, communication_s).iteration_s, communication_s);
+}
+
 double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
                                  double model_sigma) noexcept {
     // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
@@ -172,12 +179,7 @@ double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovar
     if (s.transfer_sigma > 0) {
         // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
-        const double communication_s = communication_time_s(s);
-        ResolvedScenario moved = s;
-        const double transfer =
-            log_iteration_per_log_field(moved, SensitiveField::time_per_image,
-                                        iteration_times_with(s, communication_s).iteration_s, communication_s) *
-            s.transfer_sigma;
+        const double transfer = throughput_per_log_time_per_image(s) * s.transfer_sigma;
         variance += transfer * transfer;
     }
     for (std::size_t a = 0; a < kSensitiveFields; ++a) {

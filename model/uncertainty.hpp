@@ -56,6 +56,10 @@ std::array<FieldSensitivity, kSensitiveFields> field_sensitivities(
 /// depends on no parameter); the rows are s.sensitivity[f].parameter.
 std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) noexcept;
 
+/// d ln(throughput) / d ln(time per image) of `s`: how a borrowed curve's own uncertainty
+/// (s.transfer_sigma, in ln time per image) reaches the throughput (eq. U1).
+double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept;
+
 /// Relative 1-sigma of the predicted throughput (eq. U1), from the parameters' covariance, a
 /// borrowed curve's own sigma and the calibration's model sigma; infinite where the variance is.
 double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,

@@ -24,13 +24,13 @@ Prediction simulated_prediction(const CostModel& model, const Scenario& scenario
     p.throughput_images_per_s = p.global_batch / p.iteration_s;
     p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
     // Baselines as predict computes them: one GPU alone under the same input pipeline, one node alone
-    // (no stragglers to simulate there). The replay does not model the input pipeline yet, so a
-    // data-bound replay can run ahead of that one GPU: the efficiency stops at 1 all the same.
+    // (no stragglers to simulate there). A replay without jitter can run a little ahead of the closed
+    // form's straggler wait: an efficiency stops at 1 all the same.
     p.scaling_efficiency =
         std::min(1.0, p.per_gpu_images_per_s /
                           one_gpu_images_per_s(resolved.batch_per_gpu, analytic.compute_s, analytic.data_s));
     const double node_throughput_images_per_s = analytic.throughput_images_per_s / analytic.node_scaling_efficiency;
-    p.node_scaling_efficiency = p.throughput_images_per_s / node_throughput_images_per_s;
+    p.node_scaling_efficiency = std::min(1.0, p.throughput_images_per_s / node_throughput_images_per_s);
     // The calibration's relative uncertainty (eq. U1) around the simulated throughput.
     const double scale = p.throughput_images_per_s / analytic.throughput_images_per_s;
     p.interval.low = analytic.interval.low * scale;

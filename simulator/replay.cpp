@@ -296,15 +296,15 @@ void Simulation::gpu_actor(int gpu) {
     ReadyGroup& group = group_of(gpu);
     const int node = gpu / k_;
     const ReplayPlan& plan = in_.plan;
-    double last_start = -std::numeric_limits<double>::infinity();
+    // Iteration -1 ran for lead_step_s and ended at 0 (where the first iteration's time is measured
+    // from), so that the first batch arrives as in the steady state.
+    double last_start = -in_.lead_step_s;
     for (int it = 0; it < in_.iterations; ++it) {
         if (it > 0) group.done->acquire();
         // The input pipeline delivers one batch per data_s at most (eq. D1), with eq. I1's stall near
         // balance: the next batch is ready pipelined_s(step, data_s) after the last one started.
-        if (it > 0) {
-            const double ready = last_start + pipelined_s(sg4::Engine::get_clock() - last_start, in_.data_s);
-            if (sg4::Engine::get_clock() < ready) sg4::this_actor::sleep_until(ready);
-        }
+        const double ready = last_start + pipelined_s(sg4::Engine::get_clock() - last_start, in_.data_s);
+        if (sg4::Engine::get_clock() < ready) sg4::this_actor::sleep_until(ready);
         const double start = sg4::Engine::get_clock();
         last_start = start;
         gpu_prefix_[static_cast<std::size_t>(gpu)] = 0;

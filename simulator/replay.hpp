@@ -26,6 +26,10 @@ struct RunInput {
     double cycle_time_s = kHorovodCycleTimeS;
     double fusion_threshold_bytes = kDefaultFusionThresholdBytes;
     double data_s = 0;  ///< input pipeline time per batch (eq. D1)
+    /// The step before the first iteration, as if the run were already under way: the first batch
+    /// is ready when eq. I1 would have it after such a step (0: the loader starts with the GPUs,
+    /// and the first iteration waits a whole data_s).
+    double lead_step_s = 0;
     std::string timeline_path;
     /// Called when GPU 0 finishes the compute of iteration `iteration` (0-based); may be empty.
     std::function<void(int iteration)> on_iteration;

@@ -451,6 +451,9 @@ PreparedRun prepare(const CostModel& model, const Scenario& scenario, const Simu
     input.cycle_time_s = options.cycle_time_s.value_or(framework_cycle_time_s(scenario.framework));
     input.fusion_threshold_bytes = resolved.bucket_bytes;
     input.data_s = data_time_s(resolved.batch_per_gpu, input_images_per_s_per_gpu(resolved));
+    // The closed form's step (eq. I1, without the straggler wait) leads the replay in.
+    const IterationTimes closed_form = iteration_times(resolved);
+    input.lead_step_s = closed_form.compute_s + closed_form.exposed_communication_s;
     input.timeline_path = options.timeline_path;
     return prepared;
 }

@@ -253,6 +253,37 @@ TEST(Catalog, ParsesOptionalKeysWithDefaults) {
     EXPECT_DOUBLE_EQ(instance.intra_node_GBps, 0);
     EXPECT_DOUBLE_EQ(instance.usd_per_hour(Pricing::spot), 0);
     EXPECT_DOUBLE_EQ(catalog.gpu("X1").bf16_tflops, 0);
+    EXPECT_EQ(catalog.gpu("X1").jpeg_decoder_cores, 0);  // none: DALI's CUDA path alone (eq. D2)
+}
+
+TEST(Catalog, HardwareJpegDecodersAreTheDatasheetsAndOverridesKeepThem) {
+    const Catalog catalog = Catalog::built_in();
+    EXPECT_EQ(catalog.gpu("A100-SXM4-80GB").jpeg_decoder_cores, 5);
+    EXPECT_EQ(catalog.gpu("H100-SXM5-80GB").jpeg_decoder_cores, 7);
+    EXPECT_EQ(catalog.gpu("H200-SXM-141GB").jpeg_decoder_cores, 7);
+    EXPECT_EQ(catalog.gpu("B200").jpeg_decoder_cores, 7);
+    EXPECT_EQ(catalog.gpu("L4").jpeg_decoder_cores, 4);
+    EXPECT_EQ(catalog.gpu("V100-SXM2-16GB").jpeg_decoder_cores, 0);
+    EXPECT_EQ(catalog.gpu("T4").jpeg_decoder_cores, 0);
+    // A user's entry for a known GPU overrides key by key: the decoders stay unless it names them.
+    Catalog merged = Catalog::built_in();
+    merged.merge(Catalog::parse(R"({"schema": "epochcast.catalog/1", "gpus": [{"name": "B200", "memory_GBps": 7700},
+        {"name": "H100-SXM5-80GB", "jpeg_decoder_cores": 0}], "instances": []})",
+                                "user.json", merged));
+    EXPECT_EQ(merged.gpu("B200").jpeg_decoder_cores, 7);
+    EXPECT_EQ(merged.gpu("H100-SXM5-80GB").jpeg_decoder_cores, 0);
+    const Catalog again = Catalog::parse(catalog.to_json_text(), "round trip");
+    for (std::size_t i = 0; i < catalog.gpus().size(); ++i) {
+        EXPECT_EQ(again.gpus()[i].jpeg_decoder_cores, catalog.gpus()[i].jpeg_decoder_cores) << catalog.gpus()[i].name;
+    }
+    for (const char* bad : {"-1", "2.5", "\"seven\""}) {
+        const std::string text =
+            std::string(R"({"schema": "epochcast.catalog/1", "gpus": [{"name": "Y1", "fp32_tflops": 1,
+            "fp16_tflops": 1, "memory_gib": 1, "memory_GBps": 1, "source": "t", "jpeg_decoder_cores": )") +
+            bad + "}], \"instances\": []}";
+        const std::string message = input_error([&] { Catalog::parse(text, "user.json"); });
+        EXPECT_TRUE(contains(message, "\"jpeg_decoder_cores\"")) << message;
+    }
 }
 
 TEST(Catalog, UnknownExtraKeysAreIgnored) {

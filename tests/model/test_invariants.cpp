@@ -326,6 +326,34 @@ Violations input_bound_never_widens_the_band(const Catalog& catalog, const Predi
     return v;
 }
 
+// 9. DALI's GPU decoding follows the GPU's hardware JPEG decoders (eq. D2): a GPU with more decoder
+//    cores is fed faster, one GPU for another, on the same host resources. One rate for every GPU
+//    (the model before eq. D2) fails it.
+Violations dali_follows_the_jpeg_decoders(const Catalog& catalog, const Predictor& predict) {
+    struct Fed {
+        const GpuSpec* gpu;
+        double images_per_s;
+    };
+    std::vector<Fed> fed;
+    for (const InstanceSpec* instance : gpu_instances(catalog)) {
+        const auto p = predict(scenario(instance->name, Framework::pytorch, Precision::fp32, Loader::dali, 1, 32));
+        if (p && p->data_s > 0) fed.push_back({&catalog.gpu_of(*instance), 32 / p->data_s});
+    }
+    Violations v;
+    for (const Fed& a : fed) {
+        for (const Fed& b : fed) {
+            if (a.gpu->jpeg_decoder_cores > b.gpu->jpeg_decoder_cores && !(a.images_per_s > b.images_per_s)) {
+                v.push_back(a.gpu->name + " (" + std::to_string(a.gpu->jpeg_decoder_cores) +
+                            " JPEG decoder cores) fed " + std::to_string(a.images_per_s) + " img/s, not above " +
+                            b.gpu->name + " (" + std::to_string(b.gpu->jpeg_decoder_cores) + ") at " +
+                            std::to_string(b.images_per_s));
+            }
+        }
+    }
+    if (fed.empty()) v.push_back("no GPU instance predicted with DALI");
+    return v;
+}
+
 std::string first(const Violations& v) {
     std::string text = std::to_string(v.size()) + " violations";
     for (std::size_t i = 0; i < v.size() && i < 5; ++i) text += "\n  " + v[i];
@@ -371,6 +399,11 @@ TEST(Invariants, ScalingEfficiencyIsOneOnOneGpuAndNeverAboveOne) {
 
 TEST(Invariants, AnInputBoundNeverWidensTheBandPastSyntheticData) {
     const Violations v = input_bound_never_widens_the_band(built_in().catalog(), predictor_of(built_in()));
+    EXPECT_TRUE(v.empty()) << first(v);
+}
+
+TEST(Invariants, DaliIsFedFasterOnAGpuWithMoreJpegDecoders) {
+    const Violations v = dali_follows_the_jpeg_decoders(built_in().catalog(), predictor_of(built_in()));
     EXPECT_TRUE(v.empty()) << first(v);
 }
 
@@ -477,6 +510,16 @@ TEST(Invariants, APlantedBandThatAnInputBoundWidensIsCaught) {
         return p;
     };
     EXPECT_FALSE(input_bound_never_widens_the_band(built_in().catalog(), planted).empty());
+}
+
+TEST(Invariants, APlantedDaliRateThatIgnoresTheDecodersIsCaught) {
+    // Model bug: one DALI rate for every GPU, as before eq. D2 (6,000 img/s per GPU).
+    const Predictor planted = [](const Scenario& s) -> std::optional<Prediction> {
+        auto p = predictor_of(built_in())(s);
+        if (p && s.loader == Loader::dali) p->data_s = s.batch_per_gpu / 6000.0;
+        return p;
+    };
+    EXPECT_FALSE(dali_follows_the_jpeg_decoders(built_in().catalog(), planted).empty());
 }
 
 }  // namespace

@@ -43,6 +43,32 @@ TEST(Prediction, PipelinedIsTheSmoothMaximumOfStepAndData) {
     EXPECT_EQ(pipelined_s(std::numeric_limits<double>::infinity(), 0.5), std::numeric_limits<double>::infinity());
 }
 
+// Eq. D2 recomputed from NVIDIA's A100 figures: 65% of the images to the hardware decoder (1,000
+// img/s per core), 35% to the CUDA path (6,000 img/s alone); whichever fills first limits the
+// decoder, and the CUDA path alone where that is faster. An A100 (5 cores) is the reference.
+TEST(Prediction, DaliDecodingFollowsTheHardwareJpegDecoders) {
+    const double a100 = std::min(5 * 1000 / 0.65, 6000 / 0.35);  // 7,692 img/s: the hardware fills first
+    EXPECT_NEAR(a100, 7692.3, 0.1);
+    EXPECT_DOUBLE_EQ(dali_decode_factor(5), 1.0);
+    EXPECT_NEAR(dali_decode_factor(7), (7 * 1000 / 0.65) / a100, 1e-12);  // H100, H200, B200: 1.4
+    EXPECT_NEAR(dali_decode_factor(7), 1.4, 1e-12);
+    EXPECT_NEAR(dali_decode_factor(4), (4 * 1000 / 0.65) / a100, 1e-12);  // L4: 6,154 > the CUDA path's 6,000
+    EXPECT_NEAR(dali_decode_factor(0), 6000 / a100, 1e-12);               // V100, T4: the CUDA path alone
+    EXPECT_DOUBLE_EQ(dali_decode_factor(1), dali_decode_factor(0));       // one core: the CUDA path is faster
+    EXPECT_NEAR(dali_decode_factor(1000), (6000 / 0.35) / a100, 1e-12);   // the CUDA path's share fills: 2.23
+    EXPECT_DOUBLE_EQ(dali_decode_factor(-3), dali_decode_factor(0));
+    for (int cores = 0; cores < 20; ++cores) EXPECT_LE(dali_decode_factor(cores), dali_decode_factor(cores + 1));
+
+    Calibration c;
+    c.dali_images_per_s_per_gpu = 6000;
+    EXPECT_NEAR(decode_rate_per_gpu(c, Loader::dali, Framework::pytorch, 192, 8, 7), 8400, 1e-9);
+    EXPECT_NEAR(decode_rate_per_gpu(c, Loader::dali, Framework::pytorch, 96, 8, 5), 6000, 1e-9);
+    c.dali_cpu_images_per_s_per_vcpu = 275;  // DALI on the CPU: the node's vCPUs, whatever the GPU's decoders
+    EXPECT_NEAR(decode_rate_per_gpu(c, Loader::dali_cpu, Framework::pytorch, 96, 8, 7), 275 * 96 / 8.0, 1e-9);
+    EXPECT_EQ(decode_rate_per_gpu(c, Loader::synthetic, Framework::pytorch, 96, 8, 7),
+              std::numeric_limits<double>::infinity());
+}
+
 TEST(CostModelTerms, StragglerWaitGrowsWithWorkers) {
     EXPECT_EQ(straggler_wait_s(1.0, 0.1, 1), 0.0);
     EXPECT_NEAR(straggler_wait_s(1.0, 0.1, 64), 0.1 * std::sqrt(2 * std::log(64.0)), 1e-12);

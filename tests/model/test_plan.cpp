@@ -37,6 +37,37 @@ TEST(Plan, AnUncalibratedGpuGetsRunsThatEachNarrowTheBand) {
     EXPECT_LT(plan.total_cost_usd, 5.0);
 }
 
+// Issue 57: one uncertainty per configuration. Before any run the plan's band is predict's (eq. U1,
+// a borrowed curve's own sigma included), and where that curve is borrowed a run on the target's
+// GPU measures it: 16 p5.48xlarge in bf16 (no measured H100 bf16 PyTorch curve) got no run and a
+// band a third of predict's.
+TEST(Plan, TheBandBeforeAnyRunIsPredictsAndARunNarrowsABorrowedCurve) {
+    const CostModel model(Catalog::built_in(), Calibration::built_in());
+    Scenario target;
+    target.instance = "p5.48xlarge";
+    target.nodes = 16;
+    target.precision = Precision::bf16;
+    target.loader = Loader::dali;
+    const ResolvedScenario resolved = model.resolve(target);
+    ASSERT_GT(resolved.transfer_sigma, 0) << "the case needs a borrowed curve";
+    const CalibrationPlan plan = plan_calibration(model, target);
+    // predict's band, from its slow end (the fast end may be capped by eq. U1's bound rule)
+    const Prediction p = model.checked_predict(target);
+    const double predicted = std::log(p.throughput_images_per_s / p.interval.low) / kInterval95Sigmas;
+    EXPECT_NEAR(plan.target_sigma_before, predicted, 1e-6 * predicted);
+    ASSERT_FALSE(plan.runs.empty());
+    EXPECT_LT(plan.runs.front().target_sigma_after, 0.6 * plan.target_sigma_before);
+    for (const PlannedRun& run : plan.runs) EXPECT_EQ(run.scenario.instance, "p5.48xlarge");
+
+    // A target on a measured curve: still predict's band before any run.
+    Scenario measured;
+    measured.instance = "p3.16xlarge";
+    measured.nodes = 8;
+    const Prediction m = model.checked_predict(measured);
+    EXPECT_NEAR(plan_calibration(model, measured).target_sigma_before,
+                std::log(m.throughput_images_per_s / m.interval.low) / kInterval95Sigmas, 1e-6);
+}
+
 // Issue 23: with the global batch fixed, the target's per-GPU batch is small and the fixed
 // per-iteration cost matters; runs at two batch sizes are what tell it from the per-image cost.
 TEST(Plan, ASmallPerGpuBatchGetsRunsAtTwoBatchSizes) {
