@@ -42,8 +42,10 @@ constexpr double kOverlapSigma = 1.5;
 constexpr double kEfficiencySigma = 1.0;
 constexpr double kCapSigma = 0.5;
 constexpr double kLatencySigma = 1.0;
-/// Decode rate per vCPU: seed 002 gives a lower bound only.
-constexpr double kDecodeSigma = 0.5;
+/// Decode rates: the prior calibration's own `input_pipeline.relative_sigma` (0.3 in log, docs/model.md,
+/// eq. D1), so that the fit holds them to the width a prediction from that prior shows; this only
+/// where a file gives 0 there.
+constexpr double kDecodeSigma = 0.3;
 
 /// The frameworks whose jitters share the level (the GPU frameworks of the seeds).
 constexpr Framework kJitterLevelFrameworks[] = {Framework::mxnet, Framework::tensorflow, Framework::pytorch};
@@ -361,6 +363,9 @@ private:
         FitCoordinate c;
         c.name = parameter_name(calibration_, id);
         c.prior_sigma = fit_prior_sigma(id.kind);
+        if (id.kind == ParameterKind::cpu_decode_rate || id.kind == ParameterKind::decode_rate) {
+            if (const double own = prior_.calibration().decode_relative_sigma; own > 0) c.prior_sigma = own;
+        }
         c.prior_mean = to_coordinate(m.coordinate, parameter_value(calibration_, id));
         if (released(c.name)) {
             // The runs contradicted the fitted prior here: the prior's value is where the fit

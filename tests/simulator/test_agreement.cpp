@@ -4,6 +4,7 @@
 // with no jitter there are no stragglers to wait for.
 #include <gtest/gtest.h>
 
+#include "model/collectives.hpp"
 #include "model/cost_model.hpp"
 #include "model/iteration.hpp"
 #include "simulator/simulation.hpp"
@@ -68,10 +69,21 @@ TEST(Agreement, Hierarchical64V100) {
 }
 
 TEST(Agreement, Hierarchical256V100) {
-    const Agreement a = compare(seed_cluster(Strategy::hierarchical, Framework::tensorflow, 32));
-    // 256 workers: the sampled slowest of 256 draws scatters about the closed form's sqrt(2 ln N)
-    // (eq. S1) by a little more than at 64; 2.0% with the built-in calibration of 2026-11-24.
-    EXPECT_LT(a.error(), 0.025) << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s";
+    const Scenario s = seed_cluster(Strategy::hierarchical, Framework::tensorflow, 32);
+    const Agreement a = compare(s);
+    // The simulation reduces the gradients released after Horovod's window opens in a bucket of
+    // their own, paying the collective's latencies once more than the closed form's one bucket
+    // (docs/model.md, "Simulation"): at 32 nodes 2(M-1) = 62 TCP latencies, 2% of the iteration at
+    // 105 us, 5% at the 294 us of the built-in calibration of 2026-11-29. That known difference
+    // added, the two agree within 2%.
+    const ResolvedScenario r = model().resolve(s);
+    const double one_more_bucket_s = allreduce_time_s(r, a.prediction.algorithm, 1.0);
+    EXPECT_GT(a.result.buckets_per_iteration, a.prediction.buckets);
+    const double expected_s =
+        a.predicted_s + (a.result.buckets_per_iteration - a.prediction.buckets) * one_more_bucket_s;
+    EXPECT_NEAR(a.simulated_s, expected_s, 0.02 * expected_s)
+        << "simulated " << a.simulated_s << " s, predicted " << a.predicted_s << " s and " << one_more_bucket_s
+        << " s of latencies a bucket";
 }
 
 TEST(Agreement, Ring16V100) {
