@@ -26,6 +26,7 @@ void read_calibration(std::string_view text) {
     }
     fuzz::require_finite_non_negative(c.dali_cpu_images_per_s_per_vcpu, "dali_cpu_images_per_s_per_vcpu");
     fuzz::require_finite_non_negative(c.dali_images_per_s_per_gpu, "dali_images_per_s_per_gpu");
+    fuzz::require_finite_non_negative(c.startup_s_per_doubling, "startup_s_per_doubling");
     fuzz::require_finite_non_negative(c.uncertainty.model_sigma, "model_sigma");
     for (double value : c.uncertainty.covariance) {
         if (!std::isfinite(value)) fuzz::fail("a parsed covariance is not finite", "covariance");

@@ -361,6 +361,10 @@ Calibration Calibration::parse(std::string_view json_text, std::string_view orig
     c.decode_relative_sigma = pipeline.number("relative_sigma", 0.0, 10.0);
     const Fields schedule = root.child("schedule");
     c.startup_s = schedule.number("startup_s", 0.0, 1e6);
+    // Files written before start-up grew with the cluster take the prior's growth.
+    c.startup_s_per_doubling = prior && !schedule.object_contains("startup_s_per_doubling")
+                                   ? prior->startup_s_per_doubling
+                                   : schedule.number("startup_s_per_doubling", 0.0, 1e6);
     c.checkpoint_write_GBps = schedule.number("checkpoint_write_GBps", 1e-6, 1e6);
     if (document.contains("uncertainty")) c.uncertainty = read_uncertainty(document.at("uncertainty"), origin);
     return c;
@@ -427,7 +431,9 @@ std::string Calibration::to_json() const {
     root["input_pipeline"] = {{"dali_cpu_images_per_s_per_vcpu", dali_cpu_images_per_s_per_vcpu},
                               {"dali_images_per_s_per_gpu", dali_images_per_s_per_gpu},
                               {"relative_sigma", decode_relative_sigma}};
-    root["schedule"] = {{"startup_s", startup_s}, {"checkpoint_write_GBps", checkpoint_write_GBps}};
+    root["schedule"] = {{"startup_s", startup_s},
+                        {"startup_s_per_doubling", startup_s_per_doubling},
+                        {"checkpoint_write_GBps", checkpoint_write_GBps}};
     if (!uncertainty.parameters.empty() || uncertainty.model_sigma > 0)
         root["uncertainty"] = uncertainty_json(uncertainty);
     return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -131,7 +131,8 @@ struct Calibration {
     NetworkParams network;
     double dali_cpu_images_per_s_per_vcpu = 0;  ///< DALI's decode + augmentation on the CPU, per vCPU
     double dali_images_per_s_per_gpu = 0;       ///< DALI's decode + augmentation on an A100; other GPUs by eq. D2
-    double startup_s = 0;                       ///< launch to first iteration (seed 001: 1.5 minutes)
+    double startup_s = 0;                       ///< launch to first iteration up to 256 GPUs (seed 001: 1.5 minutes)
+    double startup_s_per_doubling = 0;          ///< and its growth per doubling past 256 (eq. L1; MLPerf's logs)
     double checkpoint_write_GBps = 0;           ///< storage write rate for the per-epoch checkpoint, in 10^9 bytes/s
     double decode_relative_sigma = 0;           ///< 1-sigma relative uncertainty of the decode rates
     Uncertainty uncertainty;                    ///< empty for a calibration that was not fitted

@@ -15,12 +15,18 @@
 
 namespace epochcast {
 
+double startup_time_s(const Calibration& calibration, int gpus) {
+    const double doublings = gpus > kStartupFlatGpus ? std::log2(static_cast<double>(gpus) / kStartupFlatGpus) : 0.0;
+    return calibration.startup_s + calibration.startup_s_per_doubling * doublings;
+}
+
 void set_run_schedule(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration,
                       double checkpoint_bytes) {
     r.dataset_images = static_cast<double>(scenario.dataset_images);
     r.checkpoint_s = checkpoint_bytes / (calibration.checkpoint_write_GBps * 1e9);
-    r.startup_s = scenario.startup_s >= 0 ? scenario.startup_s : calibration.startup_s;  // eq. L1
-    r.eval_images = scenario.eval_images;                                                // eqs. E1, E2
+    r.startup_s = scenario.startup_s >= 0 ? scenario.startup_s
+                                          : startup_time_s(calibration, r.nodes * r.gpus_per_node);  // eq. L1
+    r.eval_images = scenario.eval_images;                                                            // eqs. E1, E2
 }
 
 double cluster_price_usd_per_hour(const Scenario& scenario, const InstanceSpec& worker, const InstanceSpec* server) {

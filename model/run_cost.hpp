@@ -16,10 +16,19 @@ namespace epochcast {
 
 struct Cluster;
 
-/// The run's schedule inputs of a resolved scenario (CostModel::resolve's step): the dataset's
-/// images per epoch, one checkpoint's write of `checkpoint_bytes` at the calibration's rate, the
-/// start-up (the scenario's, else the calibration's: eq. L1) and the evaluation pass's images
-/// (eqs. E1, E2).
+/// The GPUs up to which start-up is flat (eq. L1): seed 001 measured "a consistent 1.5 minutes
+/// regardless of cluster size" from 8 to 256 V100s.
+inline constexpr int kStartupFlatGpus = 256;
+
+/// Eq. L1: launch to first iteration of a cluster of `gpus`: the calibration's start-up, and past
+/// kStartupFlatGpus its growth per doubling of the GPUs (MLPerf Training's logged initialisation),
+/// in seconds.
+double startup_time_s(const Calibration& calibration, int gpus);
+
+/// The run's schedule inputs of a resolved scenario (CostModel::resolve's step, after the cluster):
+/// the dataset's images per epoch, one checkpoint's write of `checkpoint_bytes` at the
+/// calibration's rate, the start-up (the scenario's, else eq. L1's for its GPUs) and the evaluation
+/// pass's images (eqs. E1, E2).
 void set_run_schedule(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration,
                       double checkpoint_bytes);
 

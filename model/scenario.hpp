@@ -96,7 +96,7 @@ struct Scenario {
     /// else never (seed 000's measured times to train hold no evaluation every epoch; docs/model.md,
     /// "Evaluation")
     std::optional<int> eval_every_epochs;
-    double startup_s = -1;  ///< launch to first iteration, seconds; -1: the calibration's (eq. L1)
+    double startup_s = -1;  ///< launch to first iteration, seconds; -1: eq. L1's for the cluster
 };
 
 }  // namespace epochcast
