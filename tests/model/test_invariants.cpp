@@ -354,6 +354,27 @@ Violations dali_follows_the_jpeg_decoders(const Catalog& catalog, const Predicto
     return v;
 }
 
+// 10. Start-up never shortens as the cluster grows (eq. L1): more nodes to provision and more
+//     ranks to bring into the communicators.
+Violations startup_never_shortens_with_size(const Catalog& catalog, const Predictor& predict) {
+    Violations v;
+    for (const InstanceSpec* instance : gpu_instances(catalog)) {
+        double previous = 0;
+        for (int nodes : {1, 8, 32, 64, 256, 1024}) {
+            const auto p =
+                predict(scenario(instance->name, Framework::pytorch, Precision::fp32, Loader::synthetic, nodes, 64));
+            if (!p) continue;
+            if (p->startup_s < previous) {
+                v.push_back(instance->name + " x " + std::to_string(nodes) + ": start-up " +
+                            std::to_string(p->startup_s) + " s, below " + std::to_string(previous) +
+                            " s on fewer nodes");
+            }
+            previous = p->startup_s;
+        }
+    }
+    return v;
+}
+
 std::string first(const Violations& v) {
     std::string text = std::to_string(v.size()) + " violations";
     for (std::size_t i = 0; i < v.size() && i < 5; ++i) text += "\n  " + v[i];
@@ -404,6 +425,11 @@ TEST(Invariants, AnInputBoundNeverWidensTheBandPastSyntheticData) {
 
 TEST(Invariants, DaliIsFedFasterOnAGpuWithMoreJpegDecoders) {
     const Violations v = dali_follows_the_jpeg_decoders(built_in().catalog(), predictor_of(built_in()));
+    EXPECT_TRUE(v.empty()) << first(v);
+}
+
+TEST(Invariants, StartUpNeverShortensAsTheClusterGrows) {
+    const Violations v = startup_never_shortens_with_size(built_in().catalog(), predictor_of(built_in()));
     EXPECT_TRUE(v.empty()) << first(v);
 }
 
@@ -520,6 +546,16 @@ TEST(Invariants, APlantedDaliRateThatIgnoresTheDecodersIsCaught) {
         return p;
     };
     EXPECT_FALSE(dali_follows_the_jpeg_decoders(built_in().catalog(), planted).empty());
+}
+
+TEST(Invariants, APlantedStartUpThatShrinksWithTheClusterIsCaught) {
+    // Model bug: a start-up divided among the nodes.
+    const Predictor planted = [](const Scenario& s) -> std::optional<Prediction> {
+        auto p = predictor_of(built_in())(s);
+        if (p) p->startup_s /= s.nodes;
+        return p;
+    };
+    EXPECT_FALSE(startup_never_shortens_with_size(built_in().catalog(), planted).empty());
 }
 
 }  // namespace
