@@ -352,6 +352,9 @@ public:
         nlohmann::json front = nlohmann::json::array();
         for (std::size_t i : search_.front) front.push_back(plan_json(i));
         j["front"] = front;
+        j["unpriced"] = {{"instances", search_.unpriced_instances},
+                         {"plans", search_.unpriced.size()},
+                         {"fastest", plan_json(search_.fastest_unpriced)}};
         print_json_document(j, out);
     }
 
@@ -395,6 +398,17 @@ public:
                 << (one ? "it" : "them") << "): " << (one ? "its" : "their")
                 << " spot plans (\"interruptions unknown\") are priced as if never interrupted; "
                    "--spot-interruptions-per-node-hour gives every spot plan one rate.\n";
+        }
+        if (search_.fastest_unpriced) {
+            std::string names;
+            for (const std::string& name : search_.unpriced_instances) names += (names.empty() ? "" : ", ") + name;
+            const Plan& fastest_unpriced = search_.plans[*search_.fastest_unpriced];
+            const bool one = search_.unpriced_instances.size() == 1;
+            out << "No price by the hour for " << names << " (under " << to_string(pricing_of(o_))
+                << "): " << (one ? "its " : "their ") << format_count(static_cast<double>(search_.unpriced.size()))
+                << " plans are left out of the ranking, their cost unknown (a --catalog file can price "
+                << (one ? "it" : "them") << "); the fastest, " << cluster_text(catalog_, fastest_unpriced)
+                << ", trains in " << format_duration(fastest_unpriced.at_confidence.time_to_train_s) << ".\n";
         }
         out << '\n';
         if (c_.deadline_s) {

@@ -304,10 +304,29 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
                                   // figure, ...
         }
     }
+    // Plans on an instance with no price by the hour (a machine you own, or one the catalog has no
+    // price for) have no cost to rank: beside priced plans they are set apart, the fastest named;
+    // where no plan has a price, every plan is ranked by its time (its cost n/a).
+    const bool any_priced =
+        std::any_of(result.plans.begin(), result.plans.end(), [](const Plan& plan) { return plan.prediction.priced; });
+    std::vector<std::size_t> ranked;  // indices into plans of the points below
     std::vector<TimeCost> points;
-    points.reserve(result.plans.size());
-    for (const Plan& plan : result.plans) points.push_back(plan.at_confidence);
-    result.front = pareto_front(points);
+    for (std::size_t i = 0; i < result.plans.size(); ++i) {
+        const Plan& plan = result.plans[i];
+        if (any_priced && !plan.prediction.priced) {
+            result.unpriced.push_back(i);
+            if (std::find(result.unpriced_instances.begin(), result.unpriced_instances.end(), plan.scenario.instance) ==
+                result.unpriced_instances.end())
+                result.unpriced_instances.push_back(plan.scenario.instance);
+            if (!result.fastest_unpriced || plan.at_confidence.time_to_train_s <
+                                                result.plans[*result.fastest_unpriced].at_confidence.time_to_train_s)
+                result.fastest_unpriced = i;
+            continue;
+        }
+        ranked.push_back(i);
+        points.push_back(plan.at_confidence);
+    }
+    for (std::size_t k : pareto_front(points)) result.front.push_back(ranked[k]);
     // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
     // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
     for (std::size_t i : result.front) {
@@ -343,6 +362,7 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             for (std::size_t a : group) {
                 for (std::size_t b : group) {
                     if (a == b) continue;
+                    if (any_priced && !result.plans[a].prediction.priced) continue;  // set apart, unranked
                     if (deadline_s)
                         improve(result.elastic_within_deadline, result.cheapest_within_deadline, a, b, *deadline_s,
                                 true);

@@ -105,6 +105,11 @@ struct PlanSearch {
     std::size_t unpublished = 0;      ///< of those, left out for a global batch beyond published recipes
     std::vector<std::string> unsold;  ///< GPU instances left out: not sold under the pricing (unsold_instances)
     std::vector<std::size_t> front;   ///< indices into plans: the Pareto front, fastest first
+    /// Indices into plans of the plans with no price by the hour, set apart from the front and the
+    /// answers where some plan has a price (empty where none has: then every plan is ranked by time).
+    std::vector<std::size_t> unpriced;
+    std::vector<std::string> unpriced_instances;          ///< their instances, in enumeration order
+    std::optional<std::size_t> fastest_unpriced;          ///< the fastest of them (at the search's confidence)
     std::optional<std::size_t> cheapest_within_deadline;  ///< index into plans, when a deadline is given and met
     std::optional<std::size_t> fastest_within_budget;     ///< index into plans, when a budget is given and met
     std::optional<ElasticPlan> elastic_within_deadline;   ///< cheapest two-phase schedule meeting the deadline, when

@@ -147,7 +147,8 @@ class Plan(Record):
     """What ``epochcast plan --json`` answers (docs/cli.md, "plan"): the picks
     ``cheapest_within_deadline`` and ``fastest_within_budget`` (each a Prediction with
     ``at_confidence``, or None), ``front``, the Pareto front of time against cost from the fastest
-    to the cheapest, and what was searched. ``unmet`` is the line the command prints when no
+    to the cheapest, ``unpriced`` (the instances without a price set apart, their plans' count and
+    the fastest of them), and what was searched. ``unmet`` is the line the command prints when no
     configuration meets the deadline or the budget (its exit code 3), else None."""
 
     __slots__ = ("unmet",)

@@ -282,6 +282,45 @@ TEST(PlanCli, AnOwnedSystemIsLeftOutUnlessNamedAndThenCostsNa) {
     EXPECT_TRUE(j["cheapest_within_deadline"]["cluster_usd_per_hour"].is_null()) << json.out;
 }
 
+// Issue 58 item 1: naming an instance the catalog has no price for beside one it prices must not
+// crown it: its plans (cost n/a) are set apart, named on one line with their fastest, and the
+// answer and the front are the priced instance's.
+TEST(PlanCli, AnUnpricedInstanceBesideAPricedOneIsSetApartNotCrowned) {
+    const std::string flags =
+        "plan --deadline 4h --precision bf16 --loader dali --instance p5.48xlarge --instance Standard_ND96isr_H200_v5";
+    const ProcessResult json = run_epochcast(flags + " --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["cheapest_within_deadline"]["scenario"]["instance"], "p5.48xlarge") << json.out;
+    EXPECT_GT(j["cheapest_within_deadline"]["cost_usd"].get<double>(), 0);
+    ASSERT_FALSE(j["front"].empty());
+    for (const auto& plan : j["front"]) {
+        EXPECT_EQ(plan["scenario"]["instance"], "p5.48xlarge") << plan.dump();
+        EXPECT_TRUE(plan["cost_usd"].is_number()) << plan.dump();
+    }
+    EXPECT_EQ(j["unpriced"]["instances"], nlohmann::json::array({"Standard_ND96isr_H200_v5"}));
+    EXPECT_GT(j["unpriced"]["plans"].get<int>(), 0);
+    EXPECT_EQ(j["unpriced"]["fastest"]["scenario"]["instance"], "Standard_ND96isr_H200_v5");
+    EXPECT_TRUE(j["unpriced"]["fastest"]["cost_usd"].is_null());
+    // Every feasible plan is one instance's or the other's: the priced one's are those it has alone.
+    const ProcessResult alone =
+        run_epochcast("plan --deadline 4h --precision bf16 --loader dali --instance p5.48xlarge --json");
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    EXPECT_EQ(j["feasible"].get<std::size_t>(), j["unpriced"]["plans"].get<std::size_t>() +
+                                                    nlohmann::json::parse(alone.out)["feasible"].get<std::size_t>());
+
+    const ProcessResult text = run_epochcast(flags);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("No price by the hour for Standard_ND96isr_H200_v5 (under on-demand): its "),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("left out of the ranking"), std::string::npos) << text.out;
+    const std::size_t answer = text.out.find("Cheapest within the deadline");
+    ASSERT_NE(answer, std::string::npos);
+    EXPECT_NE(text.out.find("x p5.48xlarge", answer), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("n/a", answer), std::string::npos) << text.out;
+}
+
 TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
     struct Case {
         const char* arguments;
