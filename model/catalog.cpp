@@ -3,7 +3,10 @@
 #include "model/catalog.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -124,9 +127,53 @@ IntraLink InstanceSpec::intra_link() const {
     return intra_node_link.rfind("nvlink", 0) == 0 ? IntraLink::nvlink : IntraLink::pcie;
 }
 
+namespace {
+
+std::string lowercase(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+/// Levenshtein's distance between a and b (insertions, deletions and substitutions), one row at a time.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> close_names(const std::vector<std::string>& names, std::string_view name) {
+    constexpr std::size_t kLongest = 200;  // a name past this is no typo of a catalog name
+    const std::string typed = lowercase(name.substr(0, std::min(name.size(), kLongest)));
+    if (typed.empty()) return {};
+    std::vector<std::pair<std::size_t, std::string>> scored;  // (distance, name); prefixes score 0
+    for (const std::string& candidate : names) {
+        const std::string known = lowercase(candidate);
+        // a prefix of a few characters ("p5") is every family's: no hint
+        const bool prefix = typed.size() >= 4 && (known.rfind(typed, 0) == 0 || typed.rfind(known, 0) == 0);
+        const std::size_t distance = prefix ? 0 : edit_distance(typed, known);
+        if (prefix || distance <= std::max<std::size_t>(1, typed.size() / 5)) scored.emplace_back(distance, candidate);
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < scored.size() && i < 3; ++i) out.push_back(scored[i].second);
+    return out;
+}
+
 const GpuSpec& Catalog::gpu(std::string_view name) const {
     if (const GpuSpec* spec = find_gpu(name)) return *spec;
-    throw InputError("unknown GPU '" + escape_for_message(name) + "' (known: " + known_names(gpus_) + ")");
+    throw InputError("unknown GPU '" + escape_for_message(name) + "' " + unknown_name_hint(gpus_, name));
 }
 
 const GpuSpec* Catalog::find_gpu(std::string_view name) const { return find_by_name(gpus_, gpu_index_, name); }
@@ -142,7 +189,7 @@ void Catalog::reindex() {
 
 const InstanceSpec& Catalog::instance(std::string_view name) const {
     if (const InstanceSpec* spec = find_instance(name)) return *spec;
-    throw InputError("unknown instance '" + escape_for_message(name) + "' (known: " + known_names(instances_) + ")");
+    throw InputError("unknown instance '" + escape_for_message(name) + "' " + unknown_name_hint(instances_, name));
 }
 
 const GpuSpec& Catalog::gpu_of(const InstanceSpec& instance) const {

@@ -142,6 +142,27 @@ std::string known_names(const std::vector<Spec>& specs) {
     return names.empty() ? "none" : names;
 }
 
+/// Up to three of `names` close to `name`, nearest first, compared without case: a name it begins
+/// (of 4 characters or more) or that begins it, or one within an edit distance of a fifth of its
+/// length (at least 1). What "did you mean" offers.
+std::vector<std::string> close_names(const std::vector<std::string>& names, std::string_view name);
+
+/// What an error says of an unknown `name` among `specs`: "(did you mean X?)" where some names are
+/// close to it, else "(known: every name)".
+template <typename Spec>
+std::string unknown_name_hint(const std::vector<Spec>& specs, std::string_view name) {
+    std::vector<std::string> names;
+    names.reserve(specs.size());
+    for (const Spec& spec : specs) names.push_back(spec.name);
+    const std::vector<std::string> close = close_names(names, name);
+    if (close.empty()) return "(known: " + known_names(specs) + ")";
+    std::string text = "(did you mean ";
+    for (std::size_t i = 0; i < close.size(); ++i) {
+        text += (i == 0 ? "" : i + 1 == close.size() ? " or " : ", ") + close[i];
+    }
+    return text + "? `epochcast catalog` lists all " + std::to_string(specs.size()) + ")";
+}
+
 /// Every GPU and instance known, built in plus user files. Entries are found by name through a
 /// hash index, so that reading, merging and searching n entries takes time linear in n (a file
 /// of 100,000 entries took over a minute when every lookup scanned the entries).

@@ -516,13 +516,32 @@ TEST(CatalogErrors, ErrorInAFileNamesThePath) {
 
 TEST(CatalogErrors, LookupListsTheKnownNames) {
     const Catalog catalog = Catalog::built_in();
-    std::string message = input_error([&] { catalog.instance("p9.large"); });
-    EXPECT_TRUE(contains(message, "unknown instance 'p9.large'")) << message;
+    std::string message = input_error([&] { catalog.instance("zz9.enormous"); });
+    EXPECT_TRUE(contains(message, "unknown instance 'zz9.enormous' (known: ")) << message;
     EXPECT_TRUE(contains(message, "p2.xlarge")) << message;
     EXPECT_TRUE(contains(message, "p3.16xlarge")) << message;
     message = input_error([&] { catalog.gpu("X9000"); });
     EXPECT_TRUE(contains(message, "unknown GPU 'X9000'")) << message;
     EXPECT_TRUE(contains(message, "V100-SXM2-16GB")) << message;
+}
+
+// Issue 58 item 6: a near miss gets "did you mean", not the whole catalog.
+TEST(CatalogErrors, ANearMissIsAskedDidYouMean) {
+    const Catalog catalog = Catalog::built_in();
+    const std::size_t instances = catalog.instances().size();
+    std::string message = input_error([&] { catalog.instance("p6-b200"); });
+    EXPECT_EQ(message, "unknown instance 'p6-b200' (did you mean p6-b200.48xlarge? `epochcast catalog` lists all " +
+                           std::to_string(instances) + ")");
+    message = input_error([&] { catalog.instance("P5.48XLARGE "); });  // case and a stray space
+    EXPECT_TRUE(contains(message, "did you mean p5.48xlarge")) << message;
+    message = input_error([&] { catalog.instance("p4d.24xlarg"); });
+    EXPECT_TRUE(contains(message, "did you mean p4d.24xlarge")) << message;
+    EXPECT_FALSE(contains(message, "p2.xlarge")) << message;
+    message = input_error([&] { catalog.gpu("H100-SXM5"); });
+    EXPECT_TRUE(contains(message, "did you mean H100-SXM5-80GB")) << message;
+    message = input_error([&] { catalog.instance("p5"); });  // two characters: every family's prefix
+    EXPECT_TRUE(contains(message, "(known: ")) << message;
+    EXPECT_TRUE(close_names({"a100", "b200"}, std::string(100000, 'x')).empty());
 }
 
 // The local host as `epochcast-train --describe-host` describes it: a CPU with no fp16 arithmetic,
