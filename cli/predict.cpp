@@ -167,9 +167,10 @@ private:
                               " hardware JPEG decoder cores and nvJPEG's CUDA path"
                         : std::string("from nvJPEG's CUDA path alone (no hardware JPEG decoder)"))
                 << " (docs/model.md, eqs. D1, D2)";
-            try {
+            try {  // predicted before anything is written, so that a refusal leaves no half sentence
+                const double unbound_images_per_s = model_.checked_predict(unbound).throughput_images_per_s;
                 out << "; with nothing to decode (--loader synthetic) the GPUs would train at "
-                    << format_count(model_.checked_predict(unbound).throughput_images_per_s) << " images/s";
+                    << format_count(unbound_images_per_s) << " images/s";
             } catch (const InputError&) {
             }
             out << ".\n";
@@ -184,9 +185,10 @@ private:
                 << ": " << to_string(r.prediction.loader) << " decoding feeds each GPU "
                 << format_count(r.scenario.batch_per_gpu > 0 ? r.prediction.per_gpu_images_per_s : 0.0)
                 << " images/s (docs/model.md, eq. D1)";
-            try {
+            try {  // predicted before anything is written, so that a refusal leaves no half sentence
+                const double dali_images_per_s = model_.checked_predict(dali).throughput_images_per_s;
                 out << "; with --loader dali (decoding on the GPU) it would train at "
-                    << format_count(model_.checked_predict(dali).throughput_images_per_s) << " images/s";
+                    << format_count(dali_images_per_s) << " images/s";
             } catch (const InputError&) {
             }
             out << ".\n";
@@ -214,9 +216,10 @@ private:
                     << format_number(100 * p.page_cache_hit_fraction, 1) << "% of the images it reads, at "
                     << format_count(p.throughput_images_per_s) << " (eqs. F7, F8)";
             }
-            try {
+            try {  // predicted before anything is written, so that a refusal leaves no half sentence
+                const double local_images_per_s = model_.checked_predict(local).throughput_images_per_s;
                 out << "; with the images staged to each node's NVMe (--storage local-nvme) it would train at "
-                    << format_count(model_.checked_predict(local).throughput_images_per_s) << " images/s";
+                    << format_count(local_images_per_s) << " images/s";
             } catch (const InputError&) {
             }
             out << ".\n";
