@@ -131,6 +131,19 @@ private:
         }
     }
 
+    /// "; LEAD would train at N images/s": the model's throughput for `alternative`, what a note
+    /// offers instead; nothing where the model refuses it (predicted before anything is written, so
+    /// that a refusal leaves no half sentence).
+    void print_alternative(std::ostream& out, const Scenario& alternative, const char* lead) const {
+        double images_per_s = 0;
+        try {
+            images_per_s = model_.checked_predict(alternative).throughput_images_per_s;
+        } catch (const InputError&) {
+            return;
+        }
+        out << "; " << lead << " would train at " << format_count(images_per_s) << " images/s";
+    }
+
     /// What the table cannot say: each note once, for the first configuration it applies to.
     void print_notes(std::ostream& out) const {
         for (const ScenarioResult& r : results_) {
@@ -167,12 +180,7 @@ private:
                               " hardware JPEG decoder cores and nvJPEG's CUDA path"
                         : std::string("from nvJPEG's CUDA path alone (no hardware JPEG decoder)"))
                 << " (docs/model.md, eqs. D1, D2)";
-            try {  // predicted before anything is written, so that a refusal leaves no half sentence
-                const double unbound_images_per_s = model_.checked_predict(unbound).throughput_images_per_s;
-                out << "; with nothing to decode (--loader synthetic) the GPUs would train at "
-                    << format_count(unbound_images_per_s) << " images/s";
-            } catch (const InputError&) {
-            }
+            print_alternative(out, unbound, "with nothing to decode (--loader synthetic) the GPUs");
             out << ".\n";
             break;
         }
@@ -185,12 +193,7 @@ private:
                 << ": " << to_string(r.prediction.loader) << " decoding feeds each GPU "
                 << format_count(r.scenario.batch_per_gpu > 0 ? r.prediction.per_gpu_images_per_s : 0.0)
                 << " images/s (docs/model.md, eq. D1)";
-            try {  // predicted before anything is written, so that a refusal leaves no half sentence
-                const double dali_images_per_s = model_.checked_predict(dali).throughput_images_per_s;
-                out << "; with --loader dali (decoding on the GPU) it would train at "
-                    << format_count(dali_images_per_s) << " images/s";
-            } catch (const InputError&) {
-            }
+            print_alternative(out, dali, "with --loader dali (decoding on the GPU) it");
             out << ".\n";
             break;
         }
@@ -216,12 +219,7 @@ private:
                     << format_number(100 * p.page_cache_hit_fraction, 1) << "% of the images it reads, at "
                     << format_count(p.throughput_images_per_s) << " (eqs. F7, F8)";
             }
-            try {  // predicted before anything is written, so that a refusal leaves no half sentence
-                const double local_images_per_s = model_.checked_predict(local).throughput_images_per_s;
-                out << "; with the images staged to each node's NVMe (--storage local-nvme) it would train at "
-                    << format_count(local_images_per_s) << " images/s";
-            } catch (const InputError&) {
-            }
+            print_alternative(out, local, "with the images staged to each node's NVMe (--storage local-nvme) it");
             out << ".\n";
             break;
         }
