@@ -19,6 +19,7 @@
 #include "cli/plot.hpp"
 #include "cli/report.hpp"
 #include "cli/table.hpp"
+#include "model/billing.hpp"
 #include "model/errors.hpp"
 #include "model/search.hpp"
 #include "model/text_io.hpp"
@@ -30,6 +31,7 @@ struct PlanOptions {
     std::string deadline;
     double budget_usd = 0;
     std::string pricing = "on-demand";
+    std::string rank_by = "bill";  ///< --rank-by: bill or share (eq. H1)
     bool spot = false;  ///< --spot, the older spelling of --pricing spot
     SpotFlags spot_flags;
     RunCostFlags run_costs;
@@ -109,18 +111,25 @@ std::string epochs_cell(const Prediction& p) {
 std::string percent_text(double confidence) { return format_number(100 * confidence, 3) + "%"; }
 
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan,
-                double confidence, bool with_pricing) {
+                double confidence, bool with_pricing, Charge charge) {
     const Prediction& p = plan.prediction;
     out << heading << ":\n  " << cluster_text(catalog, plan, with_pricing) << ", " << strategy_text(plan) << ", batch "
         << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
         << epochs_cell(p) << " epochs"
         << (p.epochs_basis == EpochsBasis::given ? std::string() : ", " + epochs_source_of(p)) << "\n  time to train "
         << format_duration(p.time_to_train_s) << " (" << format_duration(p.time_to_train_interval.low) << " - "
-        << format_duration(p.time_to_train_interval.high) << "), cost " << format_cost(p.cost_usd, p.priced);
-    if (p.priced) {
-        out << " (" << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ") at "
-            << format_dollars(p.cluster_usd_per_hour) << "/h";
+        << format_duration(p.time_to_train_interval.high) << "), ";
+    if (p.priced && billed_whole(p.pricing)) {
+        // Sold whole (eq. H1): the bill first, then the run's share of it.
+        out << "bill " << format_dollars(p.bill_usd) << " for " << billing_text(p.pricing, p.billed_hours_per_node)
+            << (p.nodes > 1 ? " of " + std::to_string(p.nodes) + " instances" : std::string()) << " at "
+            << format_dollars(p.cluster_usd_per_hour) << "/h; the run's share " << format_dollars(p.cost_usd) << " ("
+            << format_dollars(p.cost_interval.low) << " - " << format_dollars(p.cost_interval.high) << ")";
+    } else if (p.priced) {
+        out << "cost " << format_dollars(p.cost_usd) << " (" << format_dollars(p.cost_interval.low) << " - "
+            << format_dollars(p.cost_interval.high) << ") at " << format_dollars(p.cluster_usd_per_hour) << "/h";
     } else {
+        out << "cost n/a";
         out << " (no price by the hour)";
     }
     out << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << bottleneck_text(p) << "\n";
@@ -128,7 +137,10 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
     if (confidence != 0.5) {
         out << "  at " << percent_text(confidence) << " confidence: done within "
             << format_duration(plan.at_confidence.time_to_train_s);
-        if (p.priced) out << ", for at most " << format_dollars(plan.at_confidence.cost_usd);
+        if (p.priced) {
+            out << ", for at most " << format_dollars(plan.at_confidence.cost_usd)
+                << (billed_whole(p.pricing) && charge == Charge::run_share ? " of the run's share" : "");
+        }
         out << "\n";
     }
 }
@@ -224,6 +236,13 @@ Pricing pricing_of(const PlanOptions& o) {
     return o.spot ? Pricing::spot : pricing;
 }
 
+/// --rank-by: what plans are ranked and held to the budget by (eq. H1).
+Charge charge_of(const PlanOptions& o) {
+    if (o.rank_by == "bill") return Charge::bill;
+    if (o.rank_by == "share") return Charge::run_share;
+    throw InputError("--rank-by must be bill or share (got '" + o.rank_by + "')");
+}
+
 /// The space the flags describe, with `o.target` applied to its base; InputError naming the flag
 /// for a value that cannot be searched.
 SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
@@ -238,6 +257,7 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
     space.base.pricing = pricing_of(o);
     space.spot_with_on_demand = space.base.pricing == Pricing::spot;
+    space.charge = charge_of(o);
     o.spot_flags.apply(space.base);
     o.run_costs.apply(space.base);
     space.instances = o.instances;
@@ -334,6 +354,7 @@ public:
                             {"unpublished_batch", search_.unpublished},
                             {"confidence", o_.confidence},
                             {"pricing", to_string(pricing_of(o_))},
+                            {"ranked_by", charge_of(o_) == Charge::bill ? "bill" : "share"},
                             {"cloud", o_.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.cloud)},
                             {"not_sold", search_.unsold},
                             {"spot_rate_unknown", unrated_},
@@ -373,6 +394,16 @@ public:
                    "them)";
         }
         out << ".\n";
+        if (billed_whole(pricing_of(o_))) {
+            out << (charge_of(o_) == Charge::bill ? "Ranked by the bill: "
+                                                  : "Ranked by the run's share (--rank-by share): a block or a "
+                                                    "commitment already held; the bill is ")
+                << (pricing_of(o_) == Pricing::capacity_block
+                        ? "each instance's whole Capacity Block, sold by the day up to 14 days and by the week up to "
+                          "182"
+                        : "each instance's whole term, billed whether it runs or not")
+                << (charge_of(o_) == Charge::bill ? " (--rank-by share ranks by the run's share of it).\n" : ".\n");
+        }
         if (o_.confidence != 0.5) {
             out << "Deadline and budget met at " << percent_text(o_.confidence)
                 << " confidence: the time and cost each run stays within (docs/model.md, \"Plan search\").\n";
@@ -429,10 +460,16 @@ public:
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
         const bool quantile = o_.confidence != 0.5;
-        std::vector<std::string> header{"time to train", "cost"};
+        const bool whole = billed_whole(pricing_of(o_));
+        std::vector<std::string> header{"time to train", !whole                          ? "cost"
+                                                         : charge_of(o_) == Charge::bill ? "bill"
+                                                                                         : "run's share"};
         if (quantile) {
             header.push_back("time at " + percent_text(o_.confidence));
-            header.push_back("cost at " + percent_text(o_.confidence));
+            header.push_back(std::string(!whole                          ? "cost"
+                                         : charge_of(o_) == Charge::bill ? "bill"
+                                                                         : "run's share") +
+                             " at " + percent_text(o_.confidence));
         }
         for (const char* column : {"cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"})
             header.emplace_back(column);
@@ -440,7 +477,9 @@ public:
         for (std::size_t i : search_.front) {
             const Plan& plan = search_.plans[i];
             const Prediction& p = plan.prediction;
-            std::vector<std::string> row{format_duration(p.time_to_train_s), format_cost(p.cost_usd, p.priced)};
+            std::vector<std::string> row{
+                format_duration(p.time_to_train_s),
+                format_cost(charge_of(o_) == Charge::bill ? p.bill_usd : p.cost_usd, p.priced)};
             if (quantile) {
                 row.push_back(format_duration(plan.at_confidence.time_to_train_s));
                 row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
@@ -465,7 +504,8 @@ private:
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {
         if (plan) {
-            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence, pricing_of(o_) == Pricing::spot);
+            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence, pricing_of(o_) == Pricing::spot,
+                       charge_of(o_));
         } else {
             out << heading << ": none; " << (search_.front.empty() ? "no plan is feasible" : closest) << "\n";
         }
@@ -546,6 +586,10 @@ void register_plan(CLI::App& app, std::ostream& out) {
     cmd->add_option("--pricing", o->pricing,
                     "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
                     "(instances not sold that way are left out)");
+    cmd->add_option("--rank-by", o->rank_by,
+                    "What plans are ranked and held to --budget by: bill (what is paid: a Capacity Block's whole "
+                    "days, a reservation's whole term) or share (the run's hours of a block or commitment already "
+                    "held); the same under on-demand and spot");
     cmd->add_flag("--spot", o->spot,
                   "The same as --pricing spot: each spot plan's expected interruptions weighed against its "
                   "on-demand twin");

@@ -8,6 +8,7 @@
 
 #include "cli/sweep_row.hpp"
 #include "cli/table.hpp"
+#include "model/billing.hpp"
 #include "model/errors.hpp"
 #include "model/spot.hpp"
 #include "model/storage.hpp"
@@ -311,6 +312,11 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"cost_interval", p.priced ? nlohmann::json({{"low", p.cost_interval.low}, {"high", p.cost_interval.high}})
                                    : nlohmann::json(nullptr)},
         {"cost_per_epoch_usd", money(p.cost_per_epoch_usd)},
+        {"bill_usd", money(p.bill_usd)},
+        {"bill_interval", p.priced ? nlohmann::json({{"low", p.bill_interval.low}, {"high", p.bill_interval.high}})
+                                   : nlohmann::json(nullptr)},
+        {"billed_hours_per_node", p.billed_hours_per_node},
+        {"billing", billed_whole(p.pricing) ? billing_text(p.pricing, p.billed_hours_per_node) : "by the second"},
         {"scaling_efficiency", p.scaling_efficiency},
         {"node_scaling_efficiency", p.node_scaling_efficiency},
         {"input_efficiency", p.input_efficiency},
@@ -451,7 +457,9 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
     });
     row("cost per epoch",
         [](const Scenario&, const Prediction& p) { return format_cost(p.cost_per_epoch_usd, p.priced); });
-    row("cost to train", [](const Scenario&, const Prediction& p) { return format_cost(p.cost_usd, p.priced); });
+    row("cost to train", [](const Scenario&, const Prediction& p) {
+        return format_cost(p.cost_usd, p.priced) + (billed_whole(p.pricing) ? " (the run's share)" : "");
+    });
     if (any_store) {
         row("  instances", [](const Scenario&, const Prediction& p) { return format_cost(p.cluster_usd, p.priced); });
         row("  storage", [](const Scenario&, const Prediction& p) { return format_dollars(p.storage_usd); });
@@ -462,6 +470,19 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return p.priced ? format_dollars(p.cost_interval.low) + " - " + format_dollars(p.cost_interval.high)
                         : std::string("n/a");
     });
+    // What is paid where the instances are sold whole (eq. H1): the cost above is the run's share.
+    if (std::any_of(results.begin(), results.end(),
+                    [](const ScenarioResult& r) { return billed_whole(r.prediction.pricing); })) {
+        row("bill, as sold", [](const Scenario&, const Prediction& p) {
+            if (!billed_whole(p.pricing)) return format_cost(p.bill_usd, p.priced) + ", by the second";
+            return format_cost(p.bill_usd, p.priced) + ", " + billing_text(p.pricing, p.billed_hours_per_node) +
+                   (p.nodes > 1 ? " of " + std::to_string(p.nodes) + " instances" : std::string(""));
+        });
+        row("  95% band", [](const Scenario&, const Prediction& p) {
+            return p.priced ? format_dollars(p.bill_interval.low) + " - " + format_dollars(p.bill_interval.high)
+                            : std::string("n/a");
+        });
+    }
     table.print(out);
 }
 

@@ -131,6 +131,14 @@ struct Prediction {
     Interval time_to_train_interval;  ///< seconds
     Interval cost_interval;           ///< US dollars
 
+    // The bill (eq. H1, model/billing.hpp): what is paid where the instances are sold whole (a
+    // Capacity Block's days, a reservation's term), beside cost_usd, the run's share at the same
+    // rate; equal to it where billing is by the second (on demand, spot).
+    Pricing pricing = Pricing::on_demand;  ///< how the instances are sold
+    double billed_hours_per_node = 0;      ///< each instance's hours billed (the run's own by the second)
+    double bill_usd = 0;                   ///< the instances' billed hours plus the store and its traffic
+    Interval bill_interval;                ///< the bill at the time band's ends, US dollars
+
     // What the run costs around its iterations (issue 45, items 2-4; docs/model.md, eqs. E1, E2, F1-F6)
     Store storage = Store::none;          ///< where the images are read from (none: not modelled)
     double evaluation_s = 0;              ///< one evaluation pass of the validation images (eq. E1)
@@ -217,6 +225,10 @@ inline constexpr PredictionFigure kRunCostFigures[] = {
     {"storage_usd", [](const Prediction& p) { return p.storage_usd; }},
     {"data_transfer_usd", [](const Prediction& p) { return p.data_transfer_usd; }},
     {"first_epoch_images_per_s", [](const Prediction& p) { return p.first_epoch_images_per_s; }},
+    {"billed_hours_per_node", [](const Prediction& p) { return p.billed_hours_per_node; }},
+    {"bill_usd", [](const Prediction& p) { return p.bill_usd; }},
+    {"bill_low_usd", [](const Prediction& p) { return p.bill_interval.low; }},
+    {"bill_high_usd", [](const Prediction& p) { return p.bill_interval.high; }},
 };
 
 /// A figure in US dollars (cluster_usd_per_hour, cost_usd, cost_per_epoch_usd): none, not 0, for a
@@ -224,7 +236,7 @@ inline constexpr PredictionFigure kRunCostFigures[] = {
 inline bool is_money_figure(const PredictionFigure& figure) {
     const std::string_view name = figure.name;
     return name == "cluster_usd_per_hour" || name == "cost_usd" || name == "cost_per_epoch_usd" ||
-           name == "cluster_usd";
+           name == "cluster_usd" || name == "bill_usd" || name == "bill_low_usd" || name == "bill_high_usd";
 }
 
 /// The per-GPU batch that ran: the global batch over the GPUs (a fixed global batch sets it from

@@ -135,6 +135,7 @@ struct ResolvedScenario {
     double checkpoint_interval_s = 0;             ///< spot: seconds of work between checkpoints; 0: the default
     double spot_replacement_wait_s = 0;           ///< spot: seconds to get a node back
     bool spot_elastic = false;                    ///< spot: priced elastic (eq. X7), Scenario::spot_elastic
+    Pricing pricing = Pricing::on_demand;         ///< how the instances are sold (eq. H1 bills it)
     double cluster_usd_per_hour = 0;              ///< workers + dedicated servers at the chosen pricing
     bool priced = true;                           ///< false: an instance of the cluster has no price (cluster_priced)
     double memory_per_gpu_bytes = 0;              ///< what one GPU needs for this batch, headroom included (eq. M1)

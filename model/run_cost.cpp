@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "model/billing.hpp"
 #include "model/cluster.hpp"
 #include "model/errors.hpp"
 #include "model/iteration.hpp"
@@ -67,6 +68,7 @@ void set_spot(ResolvedScenario& r, const Scenario& scenario, const InstanceSpec&
 
 void set_price(ResolvedScenario& r, const Scenario& scenario, const Cluster& cluster) {
     const InstanceSpec& worker = *cluster.workers.instance;
+    r.pricing = scenario.pricing;
     r.cluster_usd_per_hour = cluster_price_usd_per_hour(scenario, worker, cluster.server);
     r.priced = cluster_priced(worker, cluster.server);
     set_spot(r, scenario, worker, cluster.server);
@@ -213,6 +215,26 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
                                 std::max(p.time_to_train_s, time_at(p.interval.low, s.epochs_high))};
     p.cost_interval = cost_band(s, p);
     if (s.spot_modelled) apply_spot(s, p);
+    apply_bill(s, p);
+}
+
+void apply_bill(const ResolvedScenario& s, Prediction& p) noexcept {
+    p.pricing = s.pricing;
+    // The instances' hours at a run's wall time: all of it but a staging copy made before they start.
+    auto instance_hours = [&s](double time_s) {
+        return (s.staging_on_workers ? time_s : time_s - s.staging_s) / 3600.0;
+    };
+    const double hours = instance_hours(p.time_to_train_s);
+    p.billed_hours_per_node = std::isfinite(hours) ? billed_hours_per_node(s.pricing, hours) : hours;
+    // The store and its traffic are paid by use, the instances as sold: what the share holds beside them.
+    auto bill_at = [&](double time_s, double share_usd) {
+        const double hours_then = instance_hours(time_s);
+        return bill_usd(s.pricing, s.cluster_usd_per_hour, hours_then, share_usd,
+                        share_usd - s.cluster_usd_per_hour * hours_then);
+    };
+    p.bill_usd = bill_usd(s.pricing, s.cluster_usd_per_hour, hours, p.cost_usd, p.storage_usd + p.data_transfer_usd);
+    p.bill_interval = {bill_at(p.time_to_train_interval.low, p.cost_interval.low),
+                       bill_at(p.time_to_train_interval.high, p.cost_interval.high)};
 }
 
 namespace {

@@ -58,6 +58,11 @@ void apply_run_costs(const ResolvedScenario& s, Prediction& p) noexcept;
 /// (docs/model.md, "Time to train and cost"); shared by the closed form and the simulator.
 void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept;
 
+/// The bill (eq. H1, model/billing.hpp) of a prediction whose time, share and their bands are set:
+/// each instance's billed hours, and what is paid for them, the store and its traffic; apply_schedule()
+/// calls it last.
+void apply_bill(const ResolvedScenario& s, Prediction& p) noexcept;
+
 /// A spot run's interruptions (docs/model.md, "Spot interruptions", eqs. X1-X7): fills p.spot (with
 /// the same run elastic, eq. X7, where its cluster can shrink) and makes the time to train, the cost
 /// and their bands the expected run's; infinite where it never finishes (SpotRun::finishes false). apply_schedule()

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "model/billing.hpp"
 #include "model/errors.hpp"
 #include "model/spot.hpp"
 #include "model/storage.hpp"
@@ -31,8 +32,10 @@ double normal_quantile(double probability) {
     return 0.5 * (low + high);
 }
 
-TimeCost at_confidence(const Prediction& p, double confidence) {
-    if (confidence == 0.5 || !(p.throughput_images_per_s > 0)) return {p.time_to_train_s, p.cost_usd};
+TimeCost at_confidence(const Prediction& p, double confidence, Charge charge) {
+    if (confidence == 0.5 || !(p.throughput_images_per_s > 0)) {
+        return {p.time_to_train_s, charge == Charge::bill ? p.bill_usd : p.cost_usd};
+    }
     const double z = normal_quantile(confidence);
     // The band is 1.96 sigma either side (eq. U1) in the logarithm of the throughput.
     const double sigma =
@@ -64,8 +67,13 @@ TimeCost at_confidence(const Prediction& p, double confidence) {
     }
     // The instances and the store are paid by the second (eq. F5), the traffic by the volume (eq. F6).
     const double storage_usd = p.time_to_train_s > 0 ? p.storage_usd * time_s / p.time_to_train_s : 0.0;
-    return {time_s, p.cluster_usd + (time_s - p.time_to_train_s) / 3600.0 * p.cluster_usd_per_hour + storage_usd +
-                        p.data_transfer_usd};
+    const double share_usd = p.cluster_usd + (time_s - p.time_to_train_s) / 3600.0 * p.cluster_usd_per_hour +
+                             storage_usd + p.data_transfer_usd;
+    if (charge == Charge::run_share || !(p.cluster_usd_per_hour > 0)) return {time_s, share_usd};
+    // What is paid for that time (eq. H1): the instances' hours then, the cluster's share over its rate.
+    const double instance_hours = p.cluster_usd / p.cluster_usd_per_hour + (time_s - p.time_to_train_s) / 3600.0;
+    return {time_s,
+            bill_usd(p.pricing, p.cluster_usd_per_hour, instance_hours, share_usd, storage_usd + p.data_transfer_usd)};
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<TimeCost>& points) {
@@ -298,7 +306,7 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
                 ++result.unpublished;
                 continue;
             }
-            result.plans.push_back({std::move(s), p, at_confidence(p, space.confidence)});
+            result.plans.push_back({std::move(s), p, at_confidence(p, space.confidence, space.charge)});
         } catch (const InputError&) {
             ++result.infeasible;  // does not fit, no such precision on this GPU, more EFA than it has, no finite
                                   // figure, ...
@@ -344,7 +352,8 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             }
         }
     }
-    if (elastic) {
+    // Two phases are billed by the second; a block or a term is bought whole for the run as one.
+    if (elastic && !billed_whole(space.base.pricing)) {
         // A split improves on the best so far (elastic, else fixed) on the axis the limit is not on.
         auto improve = [&](std::optional<ElasticPlan>& best, std::optional<std::size_t> fixed, std::size_t a,
                            std::size_t b, double limit, bool deadline) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/billing.hpp"
 #include "model/cost_model.hpp"
 
 namespace epochcast {
@@ -53,18 +54,23 @@ struct SearchSpace {
     /// (docs/model.md, "Spot interruptions"). The elastic twins follow the spot ones, then the
     /// on-demand twins.
     bool spot_with_on_demand = false;
+    /// What plans are ranked, met against the budget and put on the front by: the bill (a Capacity
+    /// Block's whole days, a reservation's term; eq. H1), or the run's share of it (a block or a
+    /// commitment already held). The same under on-demand and spot, billed by the second.
+    Charge charge = Charge::bill;
 };
 
 /// The standard normal distribution's quantile: z with Phi(z) = probability, for probability in
 /// (0, 1). Throws InputError outside it.
 double normal_quantile(double probability);
 
-/// A prediction's time to train and cost at the `confidence` quantile of its uncertainty (docs/model.md,
+/// A prediction's time to train and cost (what is paid, eq. H1, under Charge::bill; the run's share
+/// under Charge::run_share) at the `confidence` quantile of its uncertainty (docs/model.md,
 /// "Plan search"): the throughput z sigmas below its point, the epochs z / 1.96 of the way to the
 /// high end of their 95% band (z = normal_quantile(confidence)), the cost at the cluster's price.
 /// On spot, the wall time is eq. X6's `confidence` quantile for the work at that throughput and
 /// those epochs (its interruptions counted). At 0.5, the point prediction.
-TimeCost at_confidence(const Prediction& prediction, double confidence);
+TimeCost at_confidence(const Prediction& prediction, double confidence, Charge charge = Charge::bill);
 
 /// The GPU instances (in the space's cloud) that have prices but none under the space's pricing,
 /// which the search leaves out (p5e.48xlarge, sold only as capacity blocks, from an on-demand
@@ -119,7 +125,8 @@ struct PlanSearch {
 };
 
 /// Search the space. A deadline in seconds and a budget in US dollars are each optional (the front
-/// is found either way); `elastic` also considers two-phase schedules. The front and both answers
+/// is found either way); `elastic` also considers two-phase schedules (billed by the second: none
+/// under a pricing sold whole, a Capacity Block or a reservation). The front and both answers
 /// are at the space's confidence (Plan::at_confidence). Throws InputError for a deadline or budget
 /// that is not positive, a confidence outside [0.5, 1), elastic schedules at a confidence other
 /// than 0.5, a name in the space the catalog does not know, or what enumerate_space refuses.

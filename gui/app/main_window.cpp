@@ -37,6 +37,7 @@
 #include <filesystem>
 
 #include "gui/app/timeline_view.hpp"
+#include "model/billing.hpp"
 #include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/observation.hpp"
@@ -676,7 +677,13 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
     }
     epochs_out_->setText(epochs);
     if (p.priced) {
-        cost_->setText(banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd)));
+        QString cost = banded(dollars(p.cost_usd), dollars(b.fast.cost_usd), dollars(b.slow.cost_usd));
+        // Sold whole (eq. H1): what is paid beside the run's share.
+        if (billed_whole(p.pricing)) {
+            cost += " " + tr("(the run's share); bill %1 for %2")
+                              .arg(dollars(p.bill_usd), q(billing_text(p.pricing, p.billed_hours_per_node)));
+        }
+        cost_->setText(cost);
     } else {
         cost_->setText(tr("n/a (no price by the hour)"));
     }

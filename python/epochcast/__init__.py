@@ -118,8 +118,10 @@ def _figure(value):
 class Prediction(Record):
     """What the model says about one scenario: the keys of ``epochcast predict --json``
     (docs/cli.md, "predict"): ``throughput_images_per_s``, ``epoch_s``, ``time_to_train_s``,
-    ``cost_usd`` (None for a machine without a price by the hour), their bands (``interval``,
-    ``time_to_train_interval``, ``cost_interval``), the breakdown of an iteration, and ``scenario``,
+    ``cost_usd`` (None for a machine without a price by the hour), ``bill_usd`` (what is paid: a
+    Capacity Block's whole days or a reservation's term, where ``cost_usd`` is the run's share;
+    the same by the second), their bands (``interval``, ``time_to_train_interval``,
+    ``cost_interval``, ``bill_interval``), the breakdown of an iteration, and ``scenario``,
     the scenario echoed with what was resolved (GPUs per node, the per-GPU batch)."""
 
     __slots__ = ()
@@ -148,7 +150,8 @@ class Plan(Record):
     ``cheapest_within_deadline`` and ``fastest_within_budget`` (each a Prediction with
     ``at_confidence``, or None), ``front``, the Pareto front of time against cost from the fastest
     to the cheapest, ``unpriced`` (the instances without a price set apart, their plans' count and
-    the fastest of them), and what was searched. ``unmet`` is the line the command prints when no
+    the fastest of them), what the plans were ranked by (``ranked_by``: ``"bill"``, or
+    ``"share"`` with ``rank_by="share"``), and what was searched. ``unmet`` is the line the command prints when no
     configuration meets the deadline or the budget (its exit code 3), else None."""
 
     __slots__ = ("unmet",)

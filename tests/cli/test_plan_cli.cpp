@@ -517,5 +517,48 @@ TEST(PlanCli, PlansAreRankedWithTheStoreAndItsBill) {
     EXPECT_NE(text.out.find("bottleneck storage (first epoch"), std::string::npos) << text.out;
 }
 
+// Issue 58, item 2: `plan --deadline 2h --pricing capacity-block` answered "1 x p5.48xlarge ...
+// $15.16", the run's minutes at the block's rate. The answer now bills the day AWS sells (24 h at
+// the catalog's rate per instance) and gives the run's share beside it; --rank-by share ranks by
+// the share, and a word that is neither is refused.
+TEST(PlanCli, ACapacityBlockIsBilledByTheDayAndTheShareIsShownBeside) {
+    const ProcessResult json = run_epochcast("plan --deadline 2h --pricing capacity-block --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["ranked_by"], "bill");
+    const nlohmann::json& answer = j["cheapest_within_deadline"];
+    const int nodes = answer["scenario"]["nodes"].get<int>();
+    const double rate = answer["cluster_usd_per_hour"].get<double>();
+    EXPECT_EQ(answer["billing"], "a 1-day Capacity Block");
+    EXPECT_DOUBLE_EQ(answer["billed_hours_per_node"].get<double>(), 24.0);
+    EXPECT_NEAR(answer["bill_usd"].get<double>(), 24.0 * rate, 1e-6) << nodes;
+    EXPECT_NEAR(answer["at_confidence"]["cost_usd"].get<double>(), answer["bill_usd"].get<double>(), 1e-6);
+    EXPECT_LT(answer["cost_usd"].get<double>(), answer["bill_usd"].get<double>() / 10);
+    // The front is ranked by the bill: cheaper bills come with slower plans.
+    double previous_bill = INFINITY;
+    for (const auto& plan : j["front"]) {
+        EXPECT_LT(plan["bill_usd"].get<double>(), previous_bill);
+        previous_bill = plan["bill_usd"].get<double>();
+    }
+
+    const ProcessResult text = run_epochcast("plan --deadline 2h --pricing capacity-block");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("Ranked by the bill"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("for a 1-day Capacity Block at "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("the run's share $"), std::string::npos) << text.out;
+
+    const ProcessResult share = run_epochcast("plan --deadline 2h --pricing capacity-block --rank-by share --json");
+    ASSERT_EQ(share.exit_code, 0) << share.err;
+    const nlohmann::json s = nlohmann::json::parse(share.out);
+    EXPECT_EQ(s["ranked_by"], "share");
+    EXPECT_NEAR(s["cheapest_within_deadline"]["at_confidence"]["cost_usd"].get<double>(),
+                s["cheapest_within_deadline"]["cost_usd"].get<double>(), 1e-6);
+
+    const ProcessResult bad = run_epochcast("plan --deadline 2h --rank-by cheapest");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--rank-by must be bill or share"), std::string::npos) << bad.err;
+    EXPECT_TRUE(bad.out.empty());
+}
+
 }  // namespace
 }  // namespace epochcast::testing

@@ -610,5 +610,18 @@ TEST(PredictCli, SpotShowsInterruptionsAndTheChanceToFinishByTheDeadline) {
     EXPECT_NE(never.err.find("never finishes"), std::string::npos) << never.err;
 }
 
+// Issue 58, item 2: predict's table shows what a Capacity Block bills beside the run's share, and
+// says nothing of a bill where the run is billed by the second.
+TEST(PredictCli, ACapacityBlockPrintsItsBillBesideTheRunsShare) {
+    const testing::ProcessResult block = run_epochcast("predict --instance p5.48xlarge --pricing capacity-block");
+    ASSERT_EQ(block.exit_code, 0) << block.err;
+    EXPECT_NE(block.out.find("(the run's share)"), std::string::npos) << block.out;
+    EXPECT_NE(block.out.find("bill, as sold"), std::string::npos) << block.out;
+    EXPECT_NE(block.out.find("$943.92, a 1-day Capacity Block"), std::string::npos) << block.out;  // 24 x $39.33
+    const testing::ProcessResult on_demand = run_epochcast("predict --instance p5.48xlarge");
+    ASSERT_EQ(on_demand.exit_code, 0) << on_demand.err;
+    EXPECT_EQ(on_demand.out.find("bill"), std::string::npos) << on_demand.out;
+}
+
 }  // namespace
 }  // namespace epochcast
