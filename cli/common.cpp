@@ -90,7 +90,9 @@ void add_target_flags(CLI::App& cmd, TargetFlags& flags, CLI::Option* epochs) {
     without_default(flags.target);  // 0: no target, the epochs are --epochs
     flags.recipe_option = cmd.add_option("--recipe", flags.recipe,
                                          "Training recipe for --target-top1: " + Convergence::built_in().names() +
-                                             " (default " + Convergence::built_in().default_recipe + ")");
+                                             " (default " + Convergence::built_in().default_recipe +
+                                             " where it is published for the model, else the first that is; "
+                                             "mlperf-lars only when named)");
     if (epochs != nullptr) flags.target->excludes(epochs);
 }
 

@@ -201,7 +201,7 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
 
 /// The recipe a --target-top1 trains with: --recipe, else the model's default.
 const std::string& recipe_name(const SearchSpace& space, const CostModel& model) {
-    return space.base.recipe.empty() ? model.convergence().default_recipe : space.base.recipe;
+    return space.base.recipe.empty() ? model.convergence().default_recipe_for(space.base.model) : space.base.recipe;
 }
 
 /// The constraints asked for: a deadline, a budget or both (InputError otherwise).
@@ -280,17 +280,31 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
         }
     }
     model.workload(o.model, o.image_size, space.base.classes);  // an unknown model or size fails here, named
-    o.target.apply(space.base);
+    // --recipe alone names the recipe whose published accuracy the plans train to (below).
+    const bool recipe_alone = o.target.recipe_option->count() > 0 && o.target.target->count() == 0;
+    if (recipe_alone) {
+        if (o.epochs_option->count()) {
+            throw InputError(
+                "--recipe goes with --target-top1, or alone without --epochs (the epochs its "
+                "published runs need)");
+        }
+        model.convergence().require_known(o.target.recipe);
+        space.base.recipe = o.target.recipe;
+    } else {
+        o.target.apply(space.base);
+    }
     if (space.base.target_top1_percent <= 0 && !o.epochs_option->count()) {
         // Neither --epochs nor --target-top1: the epochs that converge, at each plan's global batch,
-        // to what the default recipe's published runs reached, where it applies to this model.
+        // to what the recipe's (--recipe, else the default's) published runs reached, where it applies
+        // to this model.
         try {
-            const Recipe& recipe = model.convergence().recipe(model.convergence().default_recipe, o.model);
+            const Recipe& recipe = model.convergence().recipe(recipe_name(space, model), o.model);
             check_recipe_applies(recipe, o.model, o.dataset_images, o.image_size);
             double target = 100;
             for (const RecipePoint& point : recipe.points) target = std::min(target, point.top1_percent);
             space.base.target_top1_percent = target;
         } catch (const InputError&) {
+            if (recipe_alone) throw;  // the recipe named does not apply: say so
             // No published recipe for this model and data: the epochs stay --epochs' default.
         }
     }

@@ -82,9 +82,12 @@ Recipe parse_recipe(const json& entry, const std::string& where) {
         r.eval_every_epochs = static_cast<int>(every);
         r.eval_source = string_field(entry, "eval_source", here);
     }
+    // One published result is a recipe at that batch; eq. K2 needs two to carry it further.
+    const std::size_t least = r.extrapolate ? 2 : 1;
     const auto points = entry.find("points");
-    if (points == entry.end() || !points->is_array() || points->size() < 2) {
-        throw InputError(here + ": 'points' must be an array of at least two published results");
+    if (points == entry.end() || !points->is_array() || points->size() < least) {
+        throw InputError(here + ": 'points' must be an array of at least " + (least == 2 ? "two" : "one") +
+                         " published result" + (least == 2 ? "s (an extrapolated recipe)" : ""));
     }
     for (std::size_t i = 0; i < points->size(); ++i) {
         r.points.push_back(parse_point((*points)[i], here + " point " + std::to_string(i)));
@@ -151,7 +154,24 @@ int Convergence::recipe_index(std::string_view name, std::string_view model) con
         if (recipes[i].model == model) return static_cast<int>(i);
         models += (models.empty() ? "" : ", ") + recipes[i].model;
     }
-    throw InputError("recipe " + std::string(name) + " is published for " + models + ", not " + std::string(model));
+    std::string others;
+    for (const Recipe& r : recipes) {
+        if (r.model == model) others += (others.empty() ? "" : " or ") + r.name;
+    }
+    throw InputError("recipe " + std::string(name) + " is published for " + models + ", not " + std::string(model) +
+                     (others.empty() ? "; no recipe is published for " + std::string(model) + ": give --epochs"
+                                     : "; for " + std::string(model) + ": --recipe " + others));
+}
+
+const std::string& Convergence::default_recipe_for(std::string_view model) const {
+    if (std::any_of(recipes.begin(), recipes.end(),
+                    [&](const Recipe& r) { return r.name == default_recipe && r.model == model; })) {
+        return default_recipe;
+    }
+    for (const Recipe& r : recipes) {
+        if (r.model == model) return r.name;
+    }
+    return default_recipe;
 }
 
 bool Convergence::knows(std::string_view name) const {
@@ -258,7 +278,7 @@ EpochsToTarget epochs_to_target(const Recipe& recipe, double global_batch, doubl
             throw InputError("recipe " + recipe.name + " is published up to a global batch of " +
                              format_count(recipe.largest_batch()) +
                              (recipe.extrapolate ? " and carried to " + format_count(limit) : std::string()) + "; " +
-                             format_count(global_batch) + " is beyond it");
+                             format_count(global_batch) + " is beyond it (give --epochs to train it anyway)");
         }
         // Eq. K2 from the largest published point: the law's rise added to that point's range.
         const NoiseScaleLaw& law = recipe.law;
@@ -305,7 +325,8 @@ std::string epochs_source(const Convergence& convergence, int recipe, EpochsBasi
 void set_epochs(ResolvedScenario& r, const Convergence& convergence, const Scenario& scenario, double global_batch) {
     r.epochs = r.epochs_low = r.epochs_high = scenario.epochs;
     if (scenario.target_top1_percent != 0) {
-        const std::string& name = scenario.recipe.empty() ? convergence.default_recipe : scenario.recipe;
+        const std::string& name =
+            scenario.recipe.empty() ? convergence.default_recipe_for(scenario.model) : scenario.recipe;
         r.epochs_recipe = convergence.recipe_index(name, scenario.model);
         const EpochsToTarget needed = epochs_to_target(convergence.recipes[static_cast<std::size_t>(r.epochs_recipe)],
                                                        global_batch, scenario.target_top1_percent, scenario.model,

@@ -66,10 +66,16 @@ inline constexpr double kMaxExtrapolation = 2.0;
 /// name may be published for several models (goyal2017: ResNet-50 and ResNet-101).
 struct Convergence {
     std::vector<Recipe> recipes;
-    std::string default_recipe;  ///< what --target-top1 uses without --recipe
+    std::string default_recipe;  ///< what --target-top1 uses without --recipe, where published for the model
+
+    /// The recipe --target-top1 uses for `model` without --recipe: default_recipe where it is published
+    /// for the model, else the first recipe of the file that is (torchvision's for ResNet-18, -34
+    /// and -152), else default_recipe (whose error then names what there is).
+    const std::string& default_recipe_for(std::string_view model) const;
 
     /// The index in `recipes` of recipe `name` for `model`. Throws InputError naming the known
-    /// recipes for an unknown name, and the models it is published for when `model` is not one.
+    /// recipes for an unknown name, and the models it is published for when `model` is not one,
+    /// with the recipes that are published for `model` (or --epochs where none is).
     int recipe_index(std::string_view name, std::string_view model) const;
     const Recipe& recipe(std::string_view name, std::string_view model) const {
         return recipes[static_cast<std::size_t>(recipe_index(name, model))];

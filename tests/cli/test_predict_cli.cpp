@@ -217,7 +217,11 @@ TEST(PredictCliErrors, EachBadInputIsOneLineAndExitCode2) {
     expect_bad_input("predict --target-top1 75.9 --epochs 40", "--epochs excludes --target-top1");
     expect_bad_input("predict --target-top1 75 --recipe lamb", "unknown recipe 'lamb'");
     expect_bad_input("predict --recipe goyal2017", "--recipe goes with --target-top1");
-    expect_bad_input("predict --target-top1 77", "recipe mlperf-lars reaches 75.9% top-1");
+    expect_bad_input("predict --target-top1 77", "recipe goyal2017 reaches 76.32% top-1 at a global batch of 2,048");
+    expect_bad_input("predict --target-top1 76 --recipe mlperf-lars", "recipe mlperf-lars reaches 75.9% top-1");
+    expect_bad_input("predict --model resnet152 --target-top1 75",
+                     "recipe torchvision is published up to a global "
+                     "batch of 256; 2,048 is beyond it (give --epochs");
     // The data, evaluation and start-up (issue 45)
     expect_bad_input("predict --storage nfs", "--storage: unknown value 'nfs'");
     expect_bad_input("predict --storage fsx-lustre --storage-tib -1", "--storage-tib must be a positive number");
@@ -435,9 +439,9 @@ TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
 }
 
 TEST(PredictCli, ATargetAccuracyMakesTheEpochsAnOutputWithTheirSource) {
-    const auto json =
-        nlohmann::json::parse(run_in_process({"predict", "--instance", "p4d.24xlarge", "--nodes", "1",
-                                              "--batch-per-gpu", "256", "--target-top1", "75.9", "--json"}));
+    const auto json = nlohmann::json::parse(
+        run_in_process({"predict", "--instance", "p4d.24xlarge", "--nodes", "1", "--batch-per-gpu", "256",
+                        "--target-top1", "75.9", "--recipe", "mlperf-lars", "--json"}));
     EXPECT_EQ(json["epochs"], 35);
     EXPECT_EQ(json["epochs_source"], "mlperf-lars (published)");
     EXPECT_EQ(json["epochs_interval"]["low"], 35);

@@ -172,7 +172,8 @@ TEST(SweepCli, AGlobalBatchRowHoldsTheGlobalBatchOverItsGpusAndSaysWhatRan) {
 TEST(SweepCli, ATargetAccuracyGivesEachRowTheEpochsItsGlobalBatchNeeds) {
     TempFile spec(R"({"instance": "p4d.24xlarge", "nodes": [1, 16, 40, 100], "batch_per_gpu": 256})");
     Folder folder;
-    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --target-top1 75.9 -o " + (folder / "out.json"));
+    const ProcessResult r =
+        run_epochcast("sweep " + spec.path() + " --target-top1 75.9 --recipe mlperf-lars -o " + (folder / "out.json"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(read_text(folder / "out.json"));
     ASSERT_EQ(j["rows"].size(), 4u);
@@ -447,7 +448,7 @@ TEST(SweepCli, EvaluationKeysAndColumns) {
     EXPECT_EQ(rows[2].at("evaluations"), "90");
     EXPECT_EQ(rows[2].at("eval_images"), "10000");
     TempFile target(R"({"instance": "p4d.24xlarge", "nodes": 2})");
-    const ProcessResult t = run_epochcast("sweep " + target.path() + " --target-top1 75.9");
+    const ProcessResult t = run_epochcast("sweep " + target.path() + " --target-top1 75.9 --recipe mlperf-lars");
     ASSERT_EQ(t.exit_code, 0) << t.err;
     const auto recipe = csv_rows(t.out);
     ASSERT_EQ(recipe.size(), 1u);

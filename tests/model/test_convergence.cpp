@@ -61,7 +61,43 @@ TEST(Convergence, MlperfLarsPublishedPointsArePinned) {
         EXPECT_DOUBLE_EQ(e.top1_percent, p.top1);
         EXPECT_EQ(e.basis, EpochsBasis::published);
     }
-    EXPECT_EQ(Convergence::built_in().default_recipe, "mlperf-lars");
+}
+
+// Issue 58, item 4: one default for every framework, what their own reference scripts train (90
+// epochs by the linear scaling rule), MLPerf's LARS only when named; a depth goyal2017 is not
+// published for takes torchvision's reference, and a recipe named for a model it is not published
+// for names what is.
+TEST(Convergence, TheDefaultIsTheReferenceScriptsNinetyEpochsAndMlperfOnlyWhenNamed) {
+    const Convergence& c = Convergence::built_in();
+    EXPECT_EQ(c.default_recipe, "goyal2017");
+    EXPECT_EQ(c.default_recipe_for("resnet50"), "goyal2017");
+    EXPECT_EQ(c.default_recipe_for("resnet101"), "goyal2017");
+    for (const char* depth : {"resnet18", "resnet34", "resnet152"})
+        EXPECT_EQ(c.default_recipe_for(depth), "torchvision");
+    const EpochsToTarget torchvision =
+        epochs_to_target(c.recipe("torchvision", "resnet152"), 256, 78, "resnet152", kImageNetTrainImages, 224);
+    EXPECT_DOUBLE_EQ(torchvision.epochs, 90);
+    EXPECT_DOUBLE_EQ(torchvision.top1_percent, 78.312);  // torchvision's ResNet152_Weights.IMAGENET1K_V1
+    EXPECT_EQ(c.recipe("torchvision", "resnet152").eval_every_epochs, 1);
+    EXPECT_NE(error_of([&] {
+                  c.recipe("mlperf-lars", "resnet101");
+              }).find("for resnet101: --recipe goyal2017 or torchvision"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] {
+                  epochs_to_target(c.recipe("torchvision", "resnet152"), 512, 78, "resnet152", kImageNetTrainImages,
+                                   224);
+              }).find("give --epochs to train it anyway"),
+              std::string::npos);
+
+    // predict and plan alike: PyTorch on one p5.48xlarge at batch 256 (global 2,048) trains 90 epochs
+    // to the default recipe's target, where MLPerf's LARS, named, trains 35.
+    Scenario s;
+    s.instance = "p5.48xlarge";
+    s.batch_per_gpu = 256;
+    s.target_top1_percent = 75.9;
+    EXPECT_DOUBLE_EQ(model().predict(s).epochs, 90);
+    s.recipe = "mlperf-lars";
+    EXPECT_DOUBLE_EQ(model().predict(s).epochs, 35);
 }
 
 TEST(Convergence, Goyal2017PublishedPointsArePinned) {
@@ -148,13 +184,13 @@ TEST(Convergence, TheNoiseScaleLawIsExactOnALine) {
 }
 
 TEST(Convergence, ARecipeAppliesOnlyToWhatItWasPublishedFor) {
-    EXPECT_NE(error_of([] {
-                  Convergence::built_in().recipe("goyal2017", "resnet152");
-              }).find("recipe goyal2017 is published for resnet50, resnet101, not resnet152"),
+    EXPECT_NE(error_of([] { Convergence::built_in().recipe("goyal2017", "resnet152"); })
+                  .find("recipe goyal2017 is published for resnet50, resnet101, not resnet152; for resnet152: --recipe "
+                        "torchvision"),
               std::string::npos);
     EXPECT_NE(error_of([] {
                   Convergence::built_in().recipe("lamb", "resnet50");
-              }).find("unknown recipe 'lamb' (known: goyal2017, mlperf-lars)"),
+              }).find("unknown recipe 'lamb' (known: goyal2017, mlperf-lars, torchvision)"),
               std::string::npos);
     EXPECT_NE(
         error_of([] { epochs_to_target(lars(), 1024, 75.9, "resnet50", 50000, 224); }).find("on 1,281,167 images"),
@@ -181,7 +217,10 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
     EXPECT_NE(error("{").find("r.json"), std::string::npos);
     EXPECT_NE(error(R"({"schema": "other"})").find("epochcast.convergence/1"), std::string::npos);
     EXPECT_NE(error(file(later + "," + point)).find("global batches must increase"), std::string::npos);
-    EXPECT_NE(error(file(point)).find("at least two"), std::string::npos);
+    EXPECT_EQ(error(file(point)), "");  // one published batch: a recipe at that batch alone
+    std::string extrapolated = file(point);
+    extrapolated.replace(extrapolated.find("\"extrapolate\": false"), 20, "\"extrapolate\": true");
+    EXPECT_NE(error(extrapolated).find("at least two published results (an extrapolated recipe)"), std::string::npos);
     EXPECT_NE(error(file(point + "," + later, "b")).find("'default_recipe' names no recipe"), std::string::npos);
     // An evaluation cadence (issue 45): a whole number of epochs above 0, with its source.
     const std::string both = point + "," + later;
@@ -202,13 +241,14 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
 }
 
 TEST(Convergence, ATargetMakesTheEpochsAnOutputOfTheGlobalBatch) {
-    // Issue 24: 8 A100 at batch 256 (global 2,048) need 30-95 epochs by the default recipe;
+    // Issue 24: 8 A100 at batch 256 (global 2,048) need 30-95 epochs by MLPerf's recipe;
     // 128 A100 at batch 256 (global 32,768) need clearly more.
     Scenario small;
     small.instance = "p4d.24xlarge";
     small.nodes = 1;
     small.batch_per_gpu = 256;
     small.target_top1_percent = 75.9;
+    small.recipe = "mlperf-lars";
     const Prediction a = model().predict(small);
     EXPECT_EQ(a.global_batch, 2048);
     EXPECT_GE(a.epochs, 30);
@@ -238,6 +278,7 @@ TEST(Convergence, TheEpochsBandWidensTheTimeToTrainBand) {
     s.nodes = 20;  // global 40,960: between 40,448 (66-70) and 57,344 (77)
     s.batch_per_gpu = 256;
     s.target_top1_percent = 75.9;
+    s.recipe = "mlperf-lars";
     const ResolvedScenario r = model().resolve(s);
     const Prediction p = model().predict(r);
     ASSERT_LT(p.epochs_interval.low, p.epochs_interval.high);
@@ -265,9 +306,12 @@ TEST(Convergence, AGlobalBatchAboveTheDatasetIsRefusedAndOneBeyondEveryRecipeIsF
     EXPECT_TRUE(model().predict(s).global_batch_beyond_published);
     s.nodes = 4;
     EXPECT_FALSE(model().predict(s).global_batch_beyond_published);
-    s.model = "resnet18";  // no recipe published for it: nothing to be beyond
-    s.nodes = 48;
+    s.model = "resnet18";  // torchvision's reference is published at a global batch of 256 alone
+    s.nodes = 1;
+    s.batch_per_gpu = 32;
     EXPECT_FALSE(model().predict(s).global_batch_beyond_published);
+    s.batch_per_gpu = 64;
+    EXPECT_TRUE(model().predict(s).global_batch_beyond_published);
 }
 
 TEST(ResolveSteps, GivenEpochsHaveNoBandAndNoRecipe) {

@@ -200,6 +200,7 @@ TEST(PlanSearch, ATargetAccuracyGivesACheaperPlanThanNinetyEpochsAndMatchesABrut
     const double budget_usd = 100;
     const PlanSearch ninety = search_plans(model(), space, deadline_s, budget_usd);
     space.base.target_top1_percent = 75.9;
+    space.base.recipe = "mlperf-lars";
     const PlanSearch target = search_plans(model(), space, deadline_s, budget_usd);
     const BruteForce brute = brute_force(space.base, deadline_s, budget_usd, epochs_for, {"p4d.24xlarge"}, space.nodes);
 
@@ -267,6 +268,7 @@ TEST(PlanSearch, AtAConfidenceTheAnswerIsTheCheapestWhoseSlowEndMeetsTheDeadline
     space.instances = {"p4d.24xlarge", "p5.48xlarge", "g6e.48xlarge"};
     space.strategies = {Strategy::nccl};
     space.base.target_top1_percent = 75.9;
+    space.base.recipe = "mlperf-lars";
     space.published_batches_only = true;
     space.confidence = 0.95;
     const double deadline_s = 2 * 3600;

@@ -155,6 +155,7 @@ TEST(WhatIf, ThePredictionsTimeAndCostBandsAreItsBandEnds) {
     s.instance = "p4d.24xlarge";
     s.nodes = 16;
     s.target_top1_percent = 75.9;  // 32,768 images per iteration: an epochs band of its own
+    s.recipe = "mlperf-lars";
     const ResolvedScenario r = model.resolve(s);
     const Prediction p = model.predict(r);
     ASSERT_LT(p.epochs_interval.low, p.epochs_interval.high);
