@@ -134,6 +134,9 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
     }
     out << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << bottleneck_text(p) << "\n";
     if (p.spot.elastic) out << "  " << elastic_spot_text(p) << "\n";
+    if (const std::string inputs = spot_inputs_text(catalog, plan.scenario, today()); !inputs.empty()) {
+        out << "  spot inputs: " << inputs << "\n";
+    }
     if (confidence != 0.5) {
         out << "  at " << percent_text(confidence) << " confidence: done within "
             << format_duration(plan.at_confidence.time_to_train_s);
@@ -434,6 +437,9 @@ public:
                         ? names
                         : std::to_string(search_.unsold.size()) + " GPU instances (--json names them)")
                 << ".\n";
+        }
+        if (pricing_of(o_) == Pricing::spot) {
+            out << "Spot capacity: " << kSpotAvailabilityNote << ".\n";
         }
         if (!unrated_.empty()) {
             std::string names;

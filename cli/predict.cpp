@@ -91,6 +91,15 @@ private:
         return j;
     }
 
+    /// What the spot figures rest on (the price's kind, date and share of on-demand, the rate's source)
+    /// and that capacity is not modelled.
+    void print_spot_inputs(const ScenarioResult& r, std::ostream& out) const {
+        if (const std::string inputs = spot_inputs_text(model_.catalog(), r.scenario, today()); !inputs.empty()) {
+            out << "  spot inputs: " << inputs << "\n";
+        }
+        out << "  spot capacity: " << kSpotAvailabilityNote << "\n";
+    }
+
     /// A spot run's interruptions, under the table (docs/model.md, "Spot interruptions").
     void print_spot(const ScenarioResult& r, std::ostream& out) const {
         if (r.scenario.pricing != Pricing::spot) return;
@@ -100,6 +109,7 @@ private:
             out << "\nspot" << who << ": no interruption rate is known for " << r.scenario.instance
                 << " (the catalog gives no frequency band): priced at the spot rate without interruptions; give "
                    "--spot-interruptions-per-node-hour.\n";
+            print_spot_inputs(r, out);
             return;
         }
         const SpotRun& x = p.spot;
@@ -125,6 +135,7 @@ private:
         }
         out << "; never interrupted: " << format_duration(x.uninterrupted_time_s) << "\n";
         if (x.elastic) out << "  " << elastic_spot_text(p) << "\n";
+        print_spot_inputs(r, out);
         if (deadline_s_) {
             out << "  probability to finish by the deadline of " << format_duration(*deadline_s_) << ": "
                 << format_chance(finish_probability(p)) << "\n";

@@ -209,6 +209,45 @@ nlohmann::json spot_json(const Prediction& p) {
         {"elastic", elastic_spot_json(p)}};
 }
 
+std::chrono::sys_days today() { return std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()); }
+
+std::string spot_inputs_text(const Catalog& catalog, const Scenario& scenario, std::chrono::sys_days today) {
+    if (scenario.pricing != Pricing::spot) return {};
+    const InstanceSpec& instance = catalog.instance(scenario.instance);
+    const Price* spot = instance.price(Pricing::spot);
+    if (spot == nullptr) return {};
+    std::string text = format_dollars(spot->usd_per_hour) + "/h " + (spot->estimate ? "an estimate" : "a quote");
+    if (const auto age = price_age_days(spot->read, today)) {
+        text += " read " + spot->read + " (" + std::to_string(*age) + " days ago" +
+                (*age > kStalePriceDays ? ": stale, past " + std::to_string(kStalePriceDays) + " days" : "") + ")";
+    } else {
+        text += ", undated";
+    }
+    if (const Price* on_demand = instance.price(Pricing::on_demand)) {
+        const double share = spot->usd_per_hour / on_demand->usd_per_hour;
+        text += ", " + std::to_string(std::lround(100 * share)) + "% of on-demand";
+        if (share < kLowestPlausibleSpotShare) {
+            text +=
+                " (implausibly low: current GPUs' spot prices run at 30-60% of on-demand; check the cloud's "
+                "price now)";
+        }
+    }
+    text += "; interruptions: ";
+    if (scenario.spot_interruptions_per_node_hour >= 0) {
+        text += "given, " + format_number(scenario.spot_interruptions_per_node_hour, 4) + " per node-hour";
+    } else if (spot->interruptions) {
+        const SpotInterruptions& band = *spot->interruptions;
+        text +=
+            "band " + band.band + (band.estimate ? " assumed " : " from the Spot Instance Advisor, read ") + band.read;
+        if (const auto age = price_age_days(band.read, today); age && *age > kStalePriceDays) {
+            text += " (" + std::to_string(*age) + " days ago: stale)";
+        }
+    } else {
+        text += "unknown, priced as never interrupted";
+    }
+    return text;
+}
+
 std::string elastic_spot_text(const Prediction& p) {
     const SpotRun& x = p.spot;
     if (!x.elastic) return "";

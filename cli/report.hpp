@@ -2,6 +2,8 @@
 // a human table with one column per scenario.
 #pragma once
 
+#include <chrono>
+
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -61,6 +63,23 @@ std::string bottleneck_text(const Prediction& p);
 /// against waiting; ...)"; for a run priced elastic, the run that waits instead ("waiting for each
 /// replacement instead: ..."); empty where the run has none.
 std::string elastic_spot_text(const Prediction& p);
+
+/// What a spot prediction rests on, for predict's and plan's text (issue 58, item 5): the worker's
+/// spot price, its kind (a quote or an estimate), the date it was read and its age on `today`
+/// (stale past kStalePriceDays), its share of on-demand (implausibly low below
+/// kLowestPlausibleSpotShare), and where the interruption rate comes from (given, the Spot Instance
+/// Advisor's band read on a date, a band assumed, or none: priced as never interrupted):
+/// "$21.01/h a quote read 2026-01-21 (312 days ago: stale), 18% of on-demand (implausibly low: ...);
+/// interruptions: band >20% assumed 2026-11-26". Empty for another pricing.
+std::string spot_inputs_text(const Catalog& catalog, const Scenario& scenario, std::chrono::sys_days today);
+
+/// Today's date by the system clock, for the ages of prices.
+std::chrono::sys_days today();
+
+/// The line every spot answer carries: capacity is not modelled.
+inline constexpr const char* kSpotAvailabilityNote =
+    "whether that many spot instances can be had at once, and kept, is not modelled: each spot plan assumes "
+    "they can";
 
 /// An FSx for Lustre file system's capacity and tier as the scenario gives them, the store's
 /// defaults where it does not (predict's `storage` key, the sweep's `storage_tib` and `storage_tier`).

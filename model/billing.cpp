@@ -1,5 +1,6 @@
 #include "model/billing.hpp"
 
+#include <charconv>
 #include <cmath>
 
 namespace epochcast {
@@ -66,6 +67,22 @@ std::string billing_text(Pricing pricing, double billed_hours) {
     const double terms = std::round(billed_hours / (kHoursPerTermYear * years));
     const std::string term = std::to_string(years) + "-year term";
     return terms <= 1 ? "a " + term : count_text(terms) + " " + term + "s";
+}
+
+std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days today) {
+    if (read.size() != 10 || read[4] != '-' || read[7] != '-') return std::nullopt;
+    auto number = [&](std::size_t at, std::size_t length) -> std::optional<int> {
+        int value = 0;
+        const auto [end, error] = std::from_chars(read.data() + at, read.data() + at + length, value);
+        if (error != std::errc() || end != read.data() + at + length) return std::nullopt;
+        return value;
+    };
+    const auto year = number(0, 4), month = number(5, 2), day = number(8, 2);
+    if (!year || !month || !day) return std::nullopt;
+    const std::chrono::year_month_day date{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(*month)},
+                                           std::chrono::day{static_cast<unsigned>(*day)}};
+    if (!date.ok()) return std::nullopt;
+    return static_cast<int>((today - std::chrono::sys_days{date}).count());
 }
 
 }  // namespace epochcast

@@ -6,7 +6,10 @@
 // is what the user pays for it, and what plan ranks by unless asked for the share.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "model/types.hpp"
 
@@ -47,5 +50,16 @@ std::string billing_text(Pricing pricing, double billed_hours);
 
 /// Whether `pricing` bills more than the run's own hours (a block or a term).
 bool billed_whole(Pricing pricing);
+
+/// A price older than this many days is stale (issue 58): the clouds move GPU prices within a
+/// quarter (AWS cut P4 and P5 on-demand prices by up to 45% in June 2025).
+inline constexpr int kStalePriceDays = 90;
+/// A spot price below this share of its on-demand price is flagged as implausibly low: the catalog's
+/// quoted spot prices of current GPU instances (A100 to B200, AWS and Google Cloud) sit at 0.30 to
+/// 0.60 of on-demand; AWS advertises "up to 90%" off, which only old, idle families approach.
+inline constexpr double kLowestPlausibleSpotShare = 0.2;
+
+/// Whole days from `read` (YYYY-MM-DD) to `today`; nullopt where `read` is not such a date.
+std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days today);
 
 }  // namespace epochcast

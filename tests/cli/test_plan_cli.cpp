@@ -576,5 +576,22 @@ TEST(PlanCli, ACapacityBlockIsBilledByTheDayAndTheShareIsShownBeside) {
     EXPECT_TRUE(bad.out.empty());
 }
 
+// Issue 58, item 5: `plan --spot` picked Azure's ND96amsr A100 at $3.60/h (11% of on-demand) with
+// no word of doubt. Each spot answer now names its price's kind, age and share of on-demand, flags
+// the implausible share and the unknown interruption rate, and the search says capacity is not
+// modelled.
+TEST(PlanCli, ASpotAnswerFlagsAnImplausiblePriceAndSaysCapacityIsNotModelled) {
+    const ProcessResult r =
+        run_epochcast("plan --deadline 3h --spot --instance Standard_ND96amsr_A100_v4 --instance p4d.24xlarge");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Spot capacity: whether that many spot instances can be had at once"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("spot inputs: $3.60/h a quote read 2026-11-23 ("), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("11% of on-demand (implausibly low"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("interruptions: unknown, priced as never interrupted"), std::string::npos) << r.out;
+    const ProcessResult on_demand = run_epochcast("plan --deadline 3h --instance p4d.24xlarge");
+    EXPECT_EQ(on_demand.out.find("spot"), std::string::npos) << on_demand.out;
+}
+
 }  // namespace
 }  // namespace epochcast::testing

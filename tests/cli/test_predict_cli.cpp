@@ -627,5 +627,27 @@ TEST(PredictCli, ACapacityBlockPrintsItsBillBesideTheRunsShare) {
     EXPECT_EQ(on_demand.out.find("bill"), std::string::npos) << on_demand.out;
 }
 
+// Issue 58, item 5: a spot answer names what it rests on. p6-b200's spot price is a January quote
+// at 18% of on-demand and its interruption band an assumption; the text says so, and that
+// capacity is not modelled.
+TEST(PredictCli, ASpotAnswerNamesTheKindAgeAndShareOfItsInputs) {
+    const testing::ProcessResult r = run_epochcast("predict --instance p6-b200.48xlarge --pricing spot");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* words :
+         {"spot inputs: $21.01/h a quote read 2026-01-21 (",
+          " days ago: stale, past 90 days), 18% of on-demand "
+          "(implausibly low",
+          "interruptions: band >20% assumed 2026-11-26", "spot capacity: whether that many spot instances"}) {
+        EXPECT_NE(r.out.find(words), std::string::npos) << words << "\n" << r.out;
+    }
+    const testing::ProcessResult given =
+        run_epochcast("predict --instance p4d.24xlarge --pricing spot --spot-interruptions-per-node-hour 0.01");
+    ASSERT_EQ(given.exit_code, 0) << given.err;
+    EXPECT_NE(given.out.find("of on-demand; interruptions: given, 0.01 per node-hour"), std::string::npos) << given.out;
+    EXPECT_EQ(given.out.find("implausibly low"), std::string::npos) << given.out;  // 37% of on-demand
+    const testing::ProcessResult on_demand = run_epochcast("predict --instance p4d.24xlarge");
+    EXPECT_EQ(on_demand.out.find("spot"), std::string::npos) << on_demand.out;
+}
+
 }  // namespace
 }  // namespace epochcast

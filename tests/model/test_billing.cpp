@@ -117,5 +117,16 @@ TEST(Billing, APlanRanksByTheBillUnlessAskedForTheShare) {
     EXPECT_GT(shared.prediction.bill_usd, budget);  // what that answer would really cost
 }
 
+TEST(Billing, APricesAgeIsTheDaysSinceItWasRead) {
+    using namespace std::chrono;
+    const sys_days today{year{2026} / November / 29};
+    EXPECT_EQ(price_age_days("2026-11-29", today), 0);
+    EXPECT_EQ(price_age_days("2026-01-21", today), 312);
+    EXPECT_EQ(price_age_days("2024-02-29", today), 1004);  // a leap day
+    for (const char* bad : {"", "2026-1-21", "2026-02-30", "2026/01/21", "20x6-01-21", "2026-13-01"}) {
+        EXPECT_FALSE(price_age_days(bad, today)) << bad;
+    }
+}
+
 }  // namespace
 }  // namespace epochcast
