@@ -98,9 +98,24 @@ std::string cluster_label(const Scenario& s, const Prediction& p) {
     return std::to_string(s.nodes) + " x " + s.instance + " (" + std::to_string(p.gpus) + " GPUs)";
 }
 
+/// What sets a marked point apart from a plain on-demand run of real data (issue 58, item 8):
+/// ", spot" (", spot elastic"), ", capacity-block", ", reserved-1y", ", synthetic data (nothing
+/// decoded)", ", no price (cost n/a)"; empty for none.
+std::string nature_of(const Scenario& s, const Prediction& p) {
+    std::string text;
+    if (s.pricing == Pricing::spot) {
+        text += p.spot.elastic_priced ? ", spot elastic" : ", spot";
+    } else if (s.pricing != Pricing::on_demand) {
+        text += ", " + std::string(to_string(s.pricing));
+    }
+    if (p.loader == Loader::synthetic) text += ", synthetic data (nothing decoded)";
+    if (!p.priced) text += ", no price (cost n/a)";
+    return text;
+}
+
 std::string label_of(const Scenario& s, const Prediction& p) {
     std::string setup = setup_label(s);
-    return cluster_label(s, p) + " " + setup.substr(s.instance.size() + 1);
+    return cluster_label(s, p) + " " + setup.substr(s.instance.size() + 1) + nature_of(s, p);
 }
 
 /// Everything but the cluster size: the configurations a scaling curve joins.
@@ -140,10 +155,18 @@ charts::ScalingChartData scaling_data(const PlotRequest& r) {
             names[key] = setup_label(p.scenario, true);
         }
     }
+    // One colour meaning in every chart: each curve takes its GPU model's, as the scatter does.
+    const PlotGroups groups = plot_groups(r.points, r.front, r.catalog);
+    std::map<std::string, std::string> group_of;  // key -> GPU model (or instance) group
+    for (std::size_t i = 0; i < r.points.size(); ++i) {
+        group_of.emplace(curve_key(r.points[i].scenario, r.points[i].prediction), groups.names[groups.of_point[i]]);
+    }
     charts::ScalingChartData data;
     data.title = "Scaling: throughput against GPUs";
+    data.group_order = groups.names;
     for (const std::string& key : keys) {
         charts::ScalingSeries series{names[key], {}, false};
+        series.group = group_of[key];
         for (const auto& [gpus, throughput] : curves[key]) series.points.push_back({double(gpus), throughput});
         series.points_only = series.points.size() == 1;
         data.series.push_back(std::move(series));

@@ -530,12 +530,31 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
     QObject::connect(chart.get(), &QChart::plotAreaChanged, chart.get(),
                      [plain_y](const QRectF& plot) { plain_y->place(plot); });
 
+    // Each series' colour: its group's, as the time-against-cost chart gives it, where groups are
+    // given (then the second and third curve of a group are dash-dotted and dotted), else the next
+    // of the palette.
+    std::vector<QColor> colours;
+    std::vector<Qt::PenStyle> styles;
+    std::map<std::string, int> seen;
+    for (std::size_t i = 0; i < data.series.size(); ++i) {
+        const ScalingSeries& s = data.series[i];
+        const auto at = std::find(data.group_order.begin(), data.group_order.end(), s.group);
+        if (data.group_order.empty() || at == data.group_order.end()) {
+            colours.push_back(kSeriesColours[i % std::size(kSeriesColours)]);
+            styles.push_back(Qt::SolidLine);
+            continue;
+        }
+        const auto group = static_cast<std::size_t>(at - data.group_order.begin());
+        colours.push_back(kFamilyColours[group % std::size(kFamilyColours)]);
+        const Qt::PenStyle kinds[] = {Qt::SolidLine, Qt::DashDotLine, Qt::DotLine};
+        styles.push_back(kinds[seen[s.group]++ % std::size(kinds)]);
+    }
     // The ideal lines first, so that the curves are drawn over them; one legend entry says what
     // the dashes are, in grey: each is in the colour of its curve.
     std::size_t colour = 0;
     bool ideal_named = false;
     for (const ScalingSeries& s : data.series) {
-        const QColor c = kSeriesColours[colour++ % std::size(kSeriesColours)];
+        const QColor c = colours[colour++];
         if (!(s.ideal_images_per_s_per_gpu > 0) || s.points.empty()) continue;
         auto* line = new QLineSeries;
         line->setName("ideal (linear in GPUs)");
@@ -554,7 +573,8 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
     if (data.series.size() > 2) chart->legend()->setAlignment(Qt::AlignRight);
     colour = 0;
     for (const ScalingSeries& s : data.series) {
-        const QColor c = kSeriesColours[colour++ % std::size(kSeriesColours)];
+        const Qt::PenStyle style = styles[colour];
+        const QColor c = colours[colour++];
         if (s.points_only) {
             auto* scatter = new QScatterSeries;
             scatter->setName(qt(s.name));
@@ -581,7 +601,7 @@ std::unique_ptr<QChart> scaling_chart(const ScalingChartData& data) {
             }
             auto* line = new QLineSeries;
             line->setName(qt(s.name));
-            line->setPen(QPen(c, 3));
+            line->setPen(QPen(QBrush(c), 3, style));
             line->setPointsVisible(true);
             for (const ScalingPoint& p : s.points) line->append(p.gpus, p.throughput_images_per_s);
             attach(*chart, line, x, y);

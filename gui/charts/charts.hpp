@@ -37,11 +37,17 @@ struct ScalingSeries {
     /// Images/s of one GPU alone: this series' ideal is a dashed line in its colour, gpus x this,
     /// from its first point's GPUs to its last. 0 draws none.
     double ideal_images_per_s_per_gpu = 0;
+    /// With ScalingChartData::group_order: the group (a GPU model) whose colour the curve takes, as
+    /// the time-against-cost chart colours its markers; curves of one group differ by their dashes.
+    std::string group = {};
 };
 
 struct ScalingChartData {
     std::string title;                  ///< chart title; empty for none
     std::vector<ScalingSeries> series;  ///< predicted curves, measured points, ...
+    /// When not empty (`plan/sweep --plot`): the groups in CostTimeChartData::group_order's order,
+    /// so that a colour means the same GPU model in both charts; empty: a colour per series.
+    std::vector<std::string> group_order;
 };
 
 /// Throughput (images/s) against GPUs, each series a line or markers, with its ideal linear line.
@@ -60,7 +66,7 @@ struct CostTimePoint {
     std::string label;           ///< shown beside front points when labelled, e.g. "8 x p3.16xlarge"
     /// The legend entry of its marker, e.g. the instance type: each group has a colour and shape of
     /// its own. Points without one are drawn alike as "configurations".
-    std::string group;
+    std::string group = {};
     /// Background only (with CostTimeChartData::group_order): drawn small and light grey, under
     /// CostTimeChartData::context_name, whatever its group.
     bool context = false;

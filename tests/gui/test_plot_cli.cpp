@@ -120,5 +120,20 @@ TEST(PlotCli, TwoPlotsOfTheSameFileDoNotShareATemporaryFile) {
     expect_three_charts(png.path());
 }
 
+// Issue 58, item 8: a marked point says what sets it apart. In a sweep over loaders and pricings
+// the fastest point is a synthetic-data row and the cheapest a spot row; their labels say so.
+TEST(PlotCli, AMarkedPointNamesItsSpotOrSyntheticNature) {
+    TempFile spec(R"({"instance": "p4d.24xlarge", "nodes": [1, 4], "loader": ["cpu", "synthetic"],
+                      "pricing": ["on-demand", "spot"]})");
+    TempFile svg("", ".svg");
+    const TempFolder folder;
+    const ProcessResult r =
+        run_epochcast("sweep " + spec.path() + " -o " + (folder / "rows.csv") + " --plot " + svg.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = read_text(svg.path());
+    EXPECT_NE(text.find("synthetic data (nothing decoded)"), std::string::npos) << "the fastest: synthetic";
+    EXPECT_NE(text.find(", spot"), std::string::npos) << "the cheapest: spot";
+}
+
 }  // namespace
 }  // namespace epochcast::testing
