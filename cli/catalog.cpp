@@ -1,6 +1,7 @@
 // `epochcast catalog [--catalog FILE]... [--cloud NAME] [--json]`: the GPUs and instances known, built
 // in plus user files, as tables with units (hardware, then prices by how each instance is sold) or as
-// "epochcast.catalog/1" JSON.
+// "epochcast.catalog/1" JSON. `epochcast catalog import-prices FILE... -o OUT.json`: the clouds' own
+// price files read into a catalog overlay (model/price_import.hpp).
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,8 +10,13 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "cli/table.hpp"
+#include "model/billing.hpp"
+#include "model/errors.hpp"
+#include "model/price_import.hpp"
+#include "model/text_io.hpp"
 
 namespace epochcast::cli {
 namespace {
@@ -96,6 +102,57 @@ void CatalogReport::print_tables(const Catalog& catalog, std::ostream& out) {
 
 }  // namespace
 
+struct ImportOptions {
+    std::vector<std::string> files;          ///< the clouds' price files
+    std::string output;                      ///< -o: the catalog overlay written
+    std::string region;                      ///< --region: every instance read for this region
+    std::string read;                        ///< --read: the date the files were downloaded
+    std::vector<std::string> catalog_files;  ///< --catalog: the instances to price
+};
+
+/// `catalog import-prices`: each file read for the catalog's instances, the prices written as one
+/// overlay (later files win), and a table of each price beside the catalog's.
+void run_import_prices(const ImportOptions& o, std::ostream& out) {
+    std::vector<std::string> inputs = o.files;
+    inputs.insert(inputs.end(), o.catalog_files.begin(), o.catalog_files.end());
+    check_outputs({{"-o", o.output}}, inputs);
+    const std::string read = o.read.empty() ? format_date(today()) : o.read;
+    if (!price_age_days(read, today())) {
+        throw InputError("--read must be a date YYYY-MM-DD (got '" + escape_for_message(read) + "')");
+    }
+    const Catalog catalog = load_catalog(o.catalog_files);
+    std::optional<std::string> region;
+    if (!o.region.empty()) region = o.region;
+    std::vector<ImportedPrice> prices;
+    std::vector<std::string> lines;
+    for (const std::string& file : o.files) {
+        const PriceImport found = import_price_file(read_text_file(file, "price"), file, catalog, region, read);
+        lines.push_back(file + ": " + std::string(to_string(found.format)) + ", " +
+                        format_count(static_cast<double>(found.entries)) + " entries, " +
+                        std::to_string(found.prices.size()) + " prices for the catalog's instances");
+        prices.insert(prices.end(), found.prices.begin(), found.prices.end());
+    }
+    if (prices.empty()) {
+        throw InputError("no price in " + std::string(o.files.size() == 1 ? "the file" : "the files") +
+                         " is for an instance of the catalog in " +
+                         (region ? "region " + *region : std::string("its region")) +
+                         " (Linux, shared tenancy, US dollars by the hour); nothing written");
+    }
+    write_text_file_atomically(o.output, price_overlay_json(prices), "catalog");
+    for (const std::string& line : lines) out << line << '\n';
+    Table table({"instance", "pricing", "$/h now", "read", "$/h imported", "read", "kind"});
+    for (const ImportedPrice& p : prices) {
+        const Price* known = catalog.instance(p.instance).price(p.pricing);
+        table.add_row({p.instance, std::string(to_string(p.pricing)),
+                       known ? format_dollars(known->usd_per_hour) : std::string("-"),
+                       known && !known->read.empty() ? known->read : std::string("-"),
+                       format_dollars(p.price.usd_per_hour), p.price.read,
+                       p.price.estimate ? "estimate (sum of parts)" : "quote"});
+    }
+    table.print(out);
+    out << "wrote " << o.output << ": give it to predict, plan, sweep or catalog with --catalog " << o.output << '\n';
+}
+
 void register_catalog(CLI::App& app, std::ostream& out) {
     auto options = std::make_shared<CatalogOptions>();
     CLI::App* command = app.add_subcommand("catalog", "List the GPUs and instances known, with prices and sources");
@@ -104,7 +161,24 @@ void register_catalog(CLI::App& app, std::ostream& out) {
                         "Only the instances of this cloud (aws, gcp, azure, owned: the catalog's \"cloud\") and "
                         "their GPUs");
     add_json_flag(*command, options->json, "the merged catalog as epochcast.catalog/1 JSON");
-    command->callback([options, &out] {
+    auto import = std::make_shared<ImportOptions>();
+    CLI::App* importer = command->add_subcommand(
+        "import-prices",
+        "Read the clouds' own price files (an AWS Price List offer file for AmazonEC2, Azure Retail Prices API "
+        "responses, Google Cloud Billing Catalog SKU lists) for the catalog's instances and write their on-demand, "
+        "spot and commitment prices, each with its read date and source, as a catalog file for --catalog");
+    importer->add_option("files", import->files, "Price files (JSON), read in order: a later price wins")->required();
+    importer->add_option("-o,--output", import->output, "Catalog file to write (epochcast.catalog/1)")->required();
+    importer->add_option("--region", import->region,
+                         "Read every instance's prices for this region (us-east-1, eastus, us-central1) and say "
+                         "so in the file (default: each instance's catalog region)");
+    importer->add_option("--read", import->read,
+                         "The date the files were downloaded, YYYY-MM-DD (default today; an AWS offer file gives "
+                         "its own publication date)");
+    add_catalog_option(*importer, import->catalog_files);
+    importer->callback([import, &out] { run_import_prices(*import, out); });
+    command->callback([options, command, &out] {
+        if (command->got_subcommand("import-prices")) return;
         Catalog catalog = load_catalog(options->catalog_files);
         if (!options->cloud.empty()) {
             catalog.check_cloud(options->cloud, "--cloud");

@@ -137,6 +137,9 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
     if (const std::string inputs = spot_inputs_text(catalog, plan.scenario, today()); !inputs.empty()) {
         out << "  spot inputs: " << inputs << "\n";
     }
+    if (const std::string stale = stale_price_text(catalog, plan.scenario, today()); !stale.empty()) {
+        out << "  price: " << stale << "\n";
+    }
     if (confidence != 0.5) {
         out << "  at " << percent_text(confidence) << " confidence: done within "
             << format_duration(plan.at_confidence.time_to_train_s);

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "cli/app.hpp"
@@ -157,6 +158,12 @@ private:
 
     /// What the table cannot say: each note once, for the first configuration it applies to.
     void print_notes(std::ostream& out) const {
+        // A price read long ago (issue 58, item 7), once per instance and pricing.
+        std::set<std::string> stale;
+        for (const ScenarioResult& r : results_) {
+            const std::string text = stale_price_text(model_.catalog(), r.scenario, today());
+            if (!text.empty() && stale.insert(text).second) out << "\nnote: " << text << ".\n";
+        }
         for (const ScenarioResult& r : results_) {
             const Prediction& p = r.prediction;
             if (p.global_batch_beyond_published) {

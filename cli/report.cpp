@@ -211,6 +211,32 @@ nlohmann::json spot_json(const Prediction& p) {
 
 std::chrono::sys_days today() { return std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()); }
 
+std::string format_date(std::chrono::sys_days day) {
+    const std::chrono::year_month_day date{day};
+    char text[16];
+    std::snprintf(text, sizeof text, "%04d-%02u-%02u", static_cast<int>(date.year()),
+                  static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()));
+    return text;
+}
+
+std::string stale_price_text(const Catalog& catalog, const Scenario& scenario, std::chrono::sys_days today) {
+    if (scenario.pricing == Pricing::spot) return {};
+    std::string text;
+    for (const std::string& name : {scenario.instance, scenario.ps_instance}) {
+        if (name.empty() || (name == scenario.ps_instance && scenario.ps_nodes == 0)) continue;
+        const Price* price = catalog.instance(name).price(scenario.pricing);
+        if (price == nullptr) continue;
+        const auto age = price_age_days(price->read, today);
+        if (!age || *age <= kStalePriceDays) continue;
+        text += std::string(text.empty() ? "the " : "; the ") + std::string(to_string(scenario.pricing)) +
+                " price of " + name + " (" + format_dollars(price->usd_per_hour) + "/h) was read " + price->read +
+                ", " + std::to_string(*age) + " days ago";
+    }
+    if (text.empty()) return text;
+    return text + ": stale past " + std::to_string(kStalePriceDays) +
+           " days; `epochcast catalog import-prices` reads the cloud's current price file into a --catalog file";
+}
+
 std::string spot_inputs_text(const Catalog& catalog, const Scenario& scenario, std::chrono::sys_days today) {
     if (scenario.pricing != Pricing::spot) return {};
     const InstanceSpec& instance = catalog.instance(scenario.instance);

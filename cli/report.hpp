@@ -76,6 +76,14 @@ std::string spot_inputs_text(const Catalog& catalog, const Scenario& scenario, s
 /// Today's date by the system clock, for the ages of prices.
 std::chrono::sys_days today();
 
+/// Where the cluster's price under the scenario's pricing (not spot: spot_inputs_text says its own)
+/// was read more than kStalePriceDays before `today`: "the on-demand price of p4d.24xlarge ($21.96/h)
+/// was read 2026-01-21, 312 days ago: ..."; empty where it is fresh, undated or absent.
+std::string stale_price_text(const Catalog& catalog, const Scenario& scenario, std::chrono::sys_days today);
+
+/// A date as YYYY-MM-DD.
+std::string format_date(std::chrono::sys_days day);
+
 /// The line every spot answer carries: capacity is not modelled.
 inline constexpr const char* kSpotAvailabilityNote =
     "whether that many spot instances can be had at once, and kept, is not modelled: each spot plan assumes "
