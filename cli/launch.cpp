@@ -26,6 +26,7 @@
 #include "cli/preflight.hpp"
 #include "executor/progress.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 extern char** environ;
 
@@ -76,7 +77,7 @@ std::map<int, nlohmann::json> rank_reports(const std::filesystem::path& director
     for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
         const int rank = rank_of(it->path().filename().string(), "rank-", suffix);
         if (rank < 0) continue;
-        const nlohmann::json report = nlohmann::json::parse(read_whole_file(it->path()), nullptr, false);
+        const nlohmann::json report = parse_json_or_discarded(read_whole_file(it->path()));
         if (report.is_object()) reports[rank] = report;
     }
     return reports;

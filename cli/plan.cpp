@@ -30,6 +30,7 @@ namespace {
 struct PlanOptions {
     std::string deadline;
     double budget_usd = 0;
+    CLI::Option* budget_option = nullptr;  ///< given: a budget, which must be positive (0 is not "none")
     std::string pricing = "on-demand";
     std::string rank_by = "bill";  ///< --rank-by: bill or share (eq. H1)
     bool spot = false;  ///< --spot, the older spelling of --pricing spot
@@ -54,6 +55,7 @@ struct PlanOptions {
     std::vector<int> nodes;
     std::vector<int> batches;
     int global_batch = 0;
+    CLI::Option* global_batch_option = nullptr;  ///< given: at least 1 (0 is not "none")
     std::vector<std::string> catalogs;
     std::string calibration = "built-in";
     TargetFlags target;
@@ -219,7 +221,7 @@ struct Constraints {
 Constraints read_constraints(const PlanOptions& o) {
     Constraints c;
     if (!o.deadline.empty()) c.deadline_s = parse_deadline_s(o.deadline);
-    if (o.budget_usd != 0) {
+    if (o.budget_option != nullptr && o.budget_option->count() > 0) {
         if (!(o.budget_usd > 0))
             throw InputError("--budget must be positive US dollars (got " + format_number(o.budget_usd) + ")");
         if (o.budget_usd > kMaxBudgetUsd) {
@@ -271,7 +273,8 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.cloud = o.cloud;
     if (!o.nodes.empty()) space.nodes = o.nodes;
     if (!o.batches.empty()) space.batch_per_gpu = o.batches;
-    if (o.global_batch < 0)
+    if (o.global_batch < 0 ||
+        (o.global_batch_option != nullptr && o.global_batch_option->count() > 0 && o.global_batch == 0))
         throw InputError("--global-batch must be at least 1 (got " + std::to_string(o.global_batch) + ")");
     if (o.global_batch > 0 && !o.batches.empty()) throw InputError("give --batch-per-gpu or --global-batch, not both");
     space.base.global_batch = o.global_batch;
@@ -605,7 +608,8 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "output) when no configuration meets the deadline or the budget: stderr says which, and how close the "
         "fastest or the cheapest comes.");
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
-    without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
+    o->budget_option =
+        without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
     cmd->add_option("--pricing", o->pricing,
                     "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
                     "(instances not sold that way are left out)");
@@ -648,9 +652,10 @@ void register_plan(CLI::App& app, std::ostream& out) {
         ->delimiter(',');
     cmd->add_option("--batch-per-gpu", o->batches, "Batches per GPU to consider (default 32,64,128,256,512)")
         ->delimiter(',');
-    without_default(cmd->add_option("--global-batch", o->global_batch,
-                                    "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; "
-                                    "sizes it does not divide are left out)"));
+    o->global_batch_option = without_default(
+        cmd->add_option("--global-batch", o->global_batch,
+                        "Keep this global batch on every cluster (the per-GPU batch is it over the GPUs; "
+                        "sizes it does not divide are left out)"));
     add_catalog_option(*cmd, o->catalogs);
     add_calibration_option(*cmd, o->calibration);
     cmd->add_option("--plot", o->plot,

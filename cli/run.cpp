@@ -403,8 +403,7 @@ HostDescription describe_hosts(const RunOptions& o, const LaunchRequest& run, in
                        (exit.output_tail.empty() ? "" : ":\n" + exit.output_tail));
     }
     const std::string origin = "epochcast-train --describe-host";
-    HostDescription description{Catalog::parse(text, origin, known),
-                                node_peaks(nlohmann::json::parse(text, nullptr, false), origin)};
+    HostDescription description{Catalog::parse(text, origin, known), node_peaks(parse_json_or_discarded(text), origin)};
     if (!o.save_host_catalog.empty()) {
         write_text_file_atomically(o.save_host_catalog, description.catalog.to_json_text() + "\n", "host catalog");
     }

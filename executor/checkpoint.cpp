@@ -138,6 +138,12 @@ void write_checkpoint(const std::filesystem::path& directory, const Checkpoint& 
 
 Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     const std::filesystem::path file = directory / kCheckpointFile;
+    // Regular files only: a FIFO would block the open, /dev/zero never end (issue 59, item 5).
+    std::error_code error;
+    if (std::filesystem::exists(file, error) && !std::filesystem::is_regular_file(file, error)) {
+        throw InputError("no checkpoint to resume from: '" + file.string() +
+                         "' is not a regular file (a folder, a FIFO or a device)");
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) {
         throw InputError("no checkpoint to resume from: cannot read '" + file.string() + "'");
@@ -146,9 +152,12 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
     const std::size_t end_of_header = payload.find('\n');
     nlohmann::json header;
     try {
-        header = nlohmann::json::parse(payload.substr(0, end_of_header));
-    } catch (const nlohmann::json::exception&) {
-        throw InputError("'" + file.string() + "' is not an epochcast checkpoint, or its header is damaged");
+        // The one JSON reader: a header nested past its depth, with a NUL or a key given twice is refused
+        // (a re-signed header a million levels deep overflowed the parser's stack: issue 59).
+        header = parse_json(std::string_view(payload).substr(0, end_of_header), "its header");
+    } catch (const InputError& error) {
+        throw InputError("'" + file.string() + "' is not an epochcast checkpoint, or its header is damaged (" +
+                         error.what() + ")");
     }
     const std::string schema = header.is_object() && header.contains("schema") && header["schema"].is_string()
                                    ? header["schema"].get<std::string>()

@@ -26,6 +26,10 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
     std::error_code error;
     if (!std::filesystem::exists(path, error)) throw InputError(prefix + std::strerror(ENOENT));
     if (std::filesystem::is_directory(path, error)) throw InputError(prefix + std::strerror(EISDIR));
+    // A FIFO would block the open until a writer came, a device never ends: regular files only.
+    if (!std::filesystem::is_regular_file(path, error)) {
+        throw InputError(prefix + "not a regular file (a FIFO, a device or a socket), which epochcast does not read");
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         const int code = errno;
@@ -76,14 +80,95 @@ std::optional<std::int64_t> json_whole_number(const nlohmann::json& value) {
     return value.get<std::int64_t>();
 }
 
+namespace {
+
+/// The deepest nesting of `text`'s arrays and objects outside strings, stopping once past `limit`;
+/// and the byte where it went past, else npos.
+std::size_t too_deep_at(std::string_view text, std::size_t limit) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    bool escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) return i;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return std::string_view::npos;
+}
+
+/// Refuses a key an object gives twice: one set of keys per open object, innermost last.
+struct DuplicateKeys {
+    std::vector<std::vector<std::string>> open;
+    std::string duplicate;  ///< the first key given twice, or empty
+    bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using event_t = nlohmann::json::parse_event_t;
+        if (event == event_t::object_start) {
+            open.emplace_back();
+        } else if (event == event_t::object_end && !open.empty()) {
+            open.pop_back();
+        } else if (event == event_t::key && !open.empty() && duplicate.empty()) {
+            const std::string key = parsed.get<std::string>();
+            std::vector<std::string>& keys = open.back();
+            if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+                duplicate = key;
+            } else {
+                keys.push_back(key);
+            }
+        }
+        return true;
+    }
+};
+
+}  // namespace
+
 nlohmann::json parse_json(std::string_view text, std::string_view origin) {
+    if (const std::size_t at = too_deep_at(text, kMaxJsonDepth); at != std::string_view::npos) {
+        throw InputError(std::string(origin) + ": JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                         " levels deep (at byte " + std::to_string(at) + "): no epochcast file nests that deep");
+    }
+    if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+        throw InputError(std::string(origin) + ": a NUL byte at byte " + std::to_string(nul) +
+                         " (a JSON file holds text; what follows it would be dropped)");
+    }
     try {
-        return nlohmann::json::parse(text.begin(), text.end());
+        DuplicateKeys keys;
+        nlohmann::json parsed = nlohmann::json::parse(
+            text.begin(), text.end(), [&keys](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+                return keys(depth, event, value);
+            });
+        if (!keys.duplicate.empty()) {
+            throw InputError(std::string(origin) + ": the key \"" + escape_for_message(keys.duplicate) +
+                             "\" is given twice in one object (which one holds?)");
+        }
+        return parsed;
     } catch (const nlohmann::json::parse_error& error) {
         throw InputError(std::string(origin) + ": malformed JSON at " + parse_error_detail(error.what(), error.byte));
     } catch (const nlohmann::json::out_of_range&) {
         // Only a number beyond a double's range (1e400) gets here while parsing.
         throw InputError(std::string(origin) + ": a number is beyond the range of a double (about 1.8e308)");
+    }
+}
+
+nlohmann::json parse_json_or_discarded(std::string_view text) {
+    try {
+        return parse_json(text, "");
+    } catch (const InputError&) {
+        return nlohmann::json(nlohmann::json::value_t::discarded);
     }
 }
 

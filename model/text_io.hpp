@@ -18,7 +18,8 @@ namespace epochcast {
 inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
 
 /// The whole file. Throws InputError "cannot read <what> file '<path>': <reason>" when it is
-/// missing, a directory, unreadable or larger than kMaxInputFileBytes (a device such as /dev/zero).
+/// missing, a directory, not a regular file (a FIFO, which would block, or a device such as
+/// /dev/zero, checked before it is opened), unreadable or larger than kMaxInputFileBytes.
 std::string read_text_file(const std::filesystem::path& path, std::string_view what);
 
 /// A file made new for writing beside `target`: "<target>.<tag>.<pid>", or with ".1", ".2", ...
@@ -36,10 +37,23 @@ NewFile create_file_beside(const std::filesystem::path& target, std::string_view
 /// written. Throws InputError "cannot write <what> file '<path>'".
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what);
 
-/// Parse JSON. Throws InputError "<origin>: malformed JSON at line L, column C (byte N): <what is
-/// wrong>" on a syntax error (one line, without nlohmann's "[json.exception...]" tag), and one
-/// naming the origin for a number beyond a double's range.
+/// The deepest nesting of arrays and objects a JSON input may have: every file epochcast reads
+/// nests fewer than 10 levels; the parser recurses once a level, and a million levels overflow the
+/// stack (issue 59: a crafted checkpoint header crashed the trainer).
+inline constexpr std::size_t kMaxJsonDepth = 256;
+
+/// Parse JSON: the one reader of every JSON input. Throws InputError "<origin>: malformed JSON at
+/// line L, column C (byte N): <what is wrong>" on a syntax error (one line, without nlohmann's
+/// "[json.exception...]" tag); and one naming the origin for a number beyond a double's range, for
+/// nesting deeper than kMaxJsonDepth (checked before parsing), for a NUL byte (which nlohmann's
+/// parser takes for the end of the input, dropping what follows), and for a key an object gives
+/// twice (the last would win silently: a catalog entry's price given twice), naming the key.
 nlohmann::json parse_json(std::string_view text, std::string_view origin);
+
+/// parse_json without the errors: a discarded value (is_discarded()) where it would throw. For the
+/// inputs a program reads from another process (progress reports, a simulation's reply), where a
+/// bad one is skipped.
+nlohmann::json parse_json_or_discarded(std::string_view text);
 
 /// A JSON value as a whole number: std::nullopt unless it is an integer that an int64 holds. A
 /// float (2.5, or 1e19 written with an exponent) or an unsigned integer past 2^63 - 1 is none:

@@ -181,7 +181,7 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
                            ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
                            : "the simulation process ended without a result");
     }
-    const json reply = json::parse(text, nullptr, false);
+    const json reply = parse_json_or_discarded(text);
     if (reply.is_object() && reply.contains("error")) {
         const std::string message = reply.value("message", std::string("no message"));
         if (reply.at("error") == "input") throw InputError(message);

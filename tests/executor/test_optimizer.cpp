@@ -1,5 +1,6 @@
 // Seed 000's optimizer and schedule, the shared arena layout, shards and checkpoints.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -352,6 +353,31 @@ std::string checksummed_checkpoint(const std::string& header, const std::vector<
     const std::uint64_t checksum = fnv1a64(bytes);
     for (int i = 0; i < 8; ++i) bytes += static_cast<char>((checksum >> (8 * i)) & 0xFF);
     return bytes;
+}
+
+// Issue 59, item 1: a header a million levels deep, its checksum re-computed as anyone who can write
+// the folder can, crashed `epochcast-train --resume` (SIGSEGV, the parser's recursion); a key given
+// twice in a re-signed header (`next_step`) took the last. Both are refused, naming the file.
+TEST_F(CheckpointTest, AHeaderNestedAMillionDeepOrGivingAKeyTwiceIsRefusedNotACrash) {
+    std::filesystem::create_directories(directory);
+    write_file_bytes(directory / kCheckpointFile, checksummed_checkpoint(std::string(1000000, '['), {}));
+    expect_refused(directory, "nested more than 256 levels deep");
+    write_file_bytes(directory / kCheckpointFile,
+                     checksummed_checkpoint("{\"next_step\":1,\"next_step\":9,\"parameters\":0,\"run\":{},"
+                                            "\"schema\":\"epochcast.checkpoint/2\",\"state\":[]}",
+                                            {}));
+    expect_refused(directory, "the key \"next_step\" is given twice");
+}
+
+// Issue 59, item 5: a checkpoint that is a FIFO blocked --resume until a writer came; a folder gave
+// the standard library's own text.
+TEST_F(CheckpointTest, ACheckpointThatIsAFifoOrAFolderIsRefusedWithoutWaiting) {
+    std::filesystem::create_directories(directory);
+    ASSERT_EQ(::mkfifo((directory / kCheckpointFile).c_str(), 0600), 0);
+    expect_refused(directory, "is not a regular file");
+    std::filesystem::remove(directory / kCheckpointFile);
+    std::filesystem::create_directories(directory / kCheckpointFile);
+    expect_refused(directory, "is not a regular file");
 }
 
 // What fuzz_checkpoint found in schema /1's reader (fuzz/README.md), under schema /2: a count that

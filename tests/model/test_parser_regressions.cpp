@@ -3,6 +3,10 @@
 // are the cases the issue measured and the ones the fuzz targets (fuzz/) found.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -162,6 +166,52 @@ TEST(EscapeForMessage, KeepsUtf8AndEscapesControlsAndBadBytes) {
     EXPECT_EQ(escape_for_message("\xff\xc3"), "\\xff\\xc3");           // not UTF-8; a cut sequence
     EXPECT_EQ(escape_for_message("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
     EXPECT_EQ(escape_for_message("\xc0\xaf"), "\\xc0\\xaf");           // nor an overlong '/'
+}
+
+// Issue 59, items 1, 10 and 11: the one JSON reader bounds the nesting before it parses (a
+// checkpoint header a million levels deep overflowed the parser's stack), refuses a key given twice
+// in one object (a catalog's price given twice took the last, $1,000,000/h), and a NUL byte (the
+// parser took it for the end, dropping an elastic schedule's node losses after it).
+TEST(JsonReader, DeepNestingDuplicateKeysAndNulAreRefusedByName) {
+    const std::string deep(1000000, '[');
+    expect_one_line_naming(input_error_of([&] { parse_json(deep, "deep.json"); }), "deep.json",
+                           "nested more than 256 levels deep");
+    std::string within;
+    for (std::size_t i = 0; i < kMaxJsonDepth; ++i) within += '[';
+    for (std::size_t i = 0; i < kMaxJsonDepth; ++i) within += ']';
+    EXPECT_NO_THROW(parse_json(within, "ok.json"));
+    // Brackets inside strings are text, not nesting.
+    EXPECT_NO_THROW(parse_json("{\"a\": \"" + deep.substr(0, 5000) + "\\\"[\"}", "strings.json"));
+
+    expect_one_line_naming(input_error_of([] { parse_json(R"({"a": 1, "b": {"c": 2, "c": 3}})", "dup.json"); }),
+                           "dup.json", "the key \"c\" is given twice");
+    EXPECT_NO_THROW(parse_json(R"({"c": 1, "b": {"c": 2}, "d": [{"c": 3}, {"c": 4}]})", "same-name.json"));
+    const std::string catalog = R"({"schema": "epochcast.catalog/1", "instances": [{"name": "p3.16xlarge",
+        "price_usd_per_hour": 1, "price_usd_per_hour": 1000000}]})";
+    expect_one_line_naming(input_error_of([&] { Catalog::parse(catalog, "prices.json", Catalog::built_in()); }),
+                           "prices.json", "price_usd_per_hour");
+
+    const std::string nul = std::string(R"({"a": 1})") + '\0' + R"(, "node_losses": [1])";
+    expect_one_line_naming(input_error_of([&] { parse_json(nul, "nul.json"); }), "nul.json", "a NUL byte at byte 8");
+    EXPECT_TRUE(parse_json_or_discarded(nul).is_discarded());
+    EXPECT_TRUE(parse_json_or_discarded(deep).is_discarded());
+    EXPECT_EQ(parse_json_or_discarded(R"({"a": 1})")["a"], 1);
+}
+
+// Issue 59, item 5: a FIFO blocked every file input until a writer came, and a device was read as
+// far as the size cap. Only regular files are read, refused before they are opened.
+TEST(JsonReader, AFifoADeviceAndAFolderAreRefusedBeforeTheyAreOpened) {
+    const std::filesystem::path folder =
+        std::filesystem::temp_directory_path() / ("epochcast-fifo-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder);
+    const std::filesystem::path fifo = folder / "spec.json";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    expect_one_line_naming(input_error_of([&] { read_text_file(fifo, "spec"); }), fifo.string(),
+                           "not a regular file (a FIFO, a device or a socket)");
+    expect_one_line_naming(input_error_of([] { read_text_file("/dev/zero", "catalog"); }), "/dev/zero",
+                           "not a regular file");
+    expect_one_line_naming(input_error_of([&] { read_text_file(folder, "trace"); }), folder.string(), "directory");
+    std::filesystem::remove_all(folder);
 }
 
 }  // namespace
