@@ -250,7 +250,9 @@ TEST(PlanCli, PricingAndCloudNarrowTheSearch) {
     const nlohmann::json blocks_out_json = nlohmann::json::parse(blocks.out);  // kept alive for the loop
     for (const auto& plan : blocks_out_json["front"]) {
         const std::string instance = plan["scenario"]["instance"];
-        EXPECT_TRUE(instance == "p5.48xlarge" || instance == "p5e.48xlarge") << instance;
+        EXPECT_TRUE(instance == "p5.48xlarge" || instance == "p5e.48xlarge" || instance == "p5en.48xlarge" ||
+                    instance == "p6-b200.48xlarge")
+            << instance;
     }
     // --cloud gcp with 1-year commitments: Google's A2 machines, at their committed-use price.
     const ProcessResult gcp =
@@ -348,7 +350,11 @@ TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
           Case{"plan --deadline 1e308", "--deadline '1e308'"}, Case{"plan --deadline 1h1h", "--deadline '1h1h'"},
           Case{"plan --deadline 0x10h", "--deadline '0x10h'"}, Case{"plan --deadline 30m1h", "--deadline '30m1h'"},
           Case{"plan --deadline 3651d", "beyond 10 years"}, Case{"plan --budget 1e308", "--budget must be at most"},
-          Case{"plan --budget inf", "--budget"}}) {
+          Case{"plan --budget inf", "--budget"},
+          // Issue 59, item 8: a budget of 0 (or -0) is not "no budget", a global batch of 0 not "none".
+          Case{"plan --deadline 1h --budget 0", "--budget must be positive US dollars (got 0)"},
+          Case{"plan --deadline 1h --budget -0", "--budget must be positive"},
+          Case{"plan --deadline 1h --global-batch 0", "--global-batch must be at least 1 (got 0)"}}) {
         const ProcessResult r = run_epochcast(c.arguments);
         EXPECT_EQ(r.exit_code, 2) << c.arguments;
         EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.arguments << ": " << r.err;

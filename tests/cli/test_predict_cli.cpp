@@ -289,7 +289,8 @@ TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks)
     expect_bad_input("predict --instance p5e.48xlarge",
                      "the catalog has no on-demand price for 'p5e.48xlarge' (it is sold as: capacity-block)");
     expect_bad_input("predict --instance p5en.48xlarge --pricing reserved-3y",
-                     "the catalog has no reserved-3y price for 'p5en.48xlarge' (it is sold as: on-demand, spot)");
+                     "the catalog has no reserved-3y price for 'p5en.48xlarge' (it is sold as: on-demand, spot, "
+                     "capacity-block)");
     const auto blocks = run_epochcast("predict --instance p5e.48xlarge --pricing capacity-block --nodes 2 --json");
     ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
     const nlohmann::json j = nlohmann::json::parse(blocks.out);

@@ -269,7 +269,8 @@ std::vector<std::map<std::string, std::string>> local_and_fsx_rows(const std::st
 // 1.2 TiB FSx for Lustre file system stay bound by it: 150 MB/s for the cluster, each node's page
 // cache (half its RAM, eq. F7) holding a fifth of the images, so the row's throughput is the store's
 // warm rate (eqs. F2, F3, F7) and its first epoch the store's cold one; the same cluster reading its
-// own NVMe copy is bound by its CPU loader. The store's bill (eq. F5) is in the fsx row only, and the
+// own NVMe copy is bound by its all-reduce over the 2.5 Gb/s each node sustains (the "up to 10 Gb/s"
+// is a burst: issue 58, item 3). The store's bill (eq. F5) is in the fsx row only, and the
 // last columns say which store each row priced.
 TEST(SweepCli, ASweepOverTwoStoresNamesTheOneThatBoundsAndPricesIt) {
     const auto rows = local_and_fsx_rows("p3.2xlarge", 8);
@@ -307,13 +308,13 @@ TEST(SweepCli, ASweepOverTwoStoresNamesTheOneThatBoundsAndPricesIt) {
     EXPECT_EQ(local.at("storage"), "local-nvme");
     EXPECT_EQ(local.at("storage_tib"), "");
     EXPECT_EQ(local.at("storage_tier"), "");
-    EXPECT_EQ(local.at("bottleneck"), "data");
-    EXPECT_EQ(local.at("first_epoch_bottleneck"), "data");
+    EXPECT_EQ(local.at("bottleneck"), "communication");
+    EXPECT_EQ(local.at("first_epoch_bottleneck"), "communication");
     EXPECT_EQ(local.at("store_bound_epochs"), "0");
     EXPECT_EQ(local.at("storage_usd"), "0");
     EXPECT_EQ(local.at("storage_read_GBps"), "0");  // no read bound
     EXPECT_EQ(local.at("first_epoch_images_per_s"), local.at("throughput_images_per_s"));
-    EXPECT_GT(std::stod(local.at("throughput_images_per_s")), 3 * std::stod(fsx.at("throughput_images_per_s")));
+    EXPECT_GT(std::stod(local.at("throughput_images_per_s")), 2.5 * std::stod(fsx.at("throughput_images_per_s")));
     EXPECT_LT(std::stod(local.at("time_to_train_s")), std::stod(fsx.at("time_to_train_s")));
     for (const auto& row : rows) EXPECT_EQ(row.at("spot_interruptions_per_node_hour"), "") << "on-demand rows";
 }

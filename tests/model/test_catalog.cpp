@@ -134,7 +134,11 @@ TEST(Catalog, EveryBuiltInPriceHasItsSourceDateAndPricingAndEveryInstanceItsClou
     EXPECT_GT(prices, 60u);
     // p5e is sold only as capacity blocks (its $63.30 on demand was p5en's price, an estimate).
     EXPECT_EQ(catalog.instance("p5e.48xlarge").pricings_text(), "capacity-block");
-    EXPECT_EQ(catalog.instance("p5en.48xlarge").pricings_text(), "on-demand, spot");
+    // Issue 58, item 6: p5en and p6-b200 are also sold as Capacity Blocks (AWS's February 2026 rates).
+    EXPECT_EQ(catalog.instance("p5en.48xlarge").pricings_text(), "on-demand, spot, capacity-block");
+    EXPECT_EQ(catalog.instance("p6-b200.48xlarge").pricings_text(), "on-demand, spot, capacity-block");
+    // An instance sold "up to" a network rate carries its sustained baseline (issue 58, item 3).
+    EXPECT_DOUBLE_EQ(catalog.instance("g6e.xlarge").network_gbps, 2.5);
     EXPECT_EQ(catalog.instance("dgx-a100").pricings_text(), "none");
     EXPECT_EQ(catalog.instance("a2-highgpu-1g").pricings_text(), "on-demand, spot, reserved-1y, reserved-3y");
 }
