@@ -92,11 +92,15 @@ public:
         measured_jitter_.reserve(runs_.size());
         // A jitter past what a calibration holds (a loaded host that stopped a rank for seconds)
         // counts as the largest it holds: the fit must give a calibration that reads back.
+        // Every step equal (a jitter of 0) says only that the jitter is below the timer's resolution: its
+        // logarithm is no residual, so such a run gives none (issue 59: eight equal steps made the fit NaN).
         for (const Observation& run : runs_) {
-            measured_jitter_.push_back(
-                run.step_compute_s.size() >= kMinJitterSamples
-                    ? std::optional<double>(std::min(compute_jitter(run.step_compute_s), kMaxSyncJitter))
-                    : std::nullopt);
+            std::optional<double> measured;
+            if (run.step_compute_s.size() >= kMinJitterSamples) {
+                const double jitter = compute_jitter(run.step_compute_s);
+                if (jitter > 0) measured = std::min(jitter, kMaxSyncJitter);
+            }
+            measured_jitter_.push_back(measured);
         }
         add_missing_curves();
         add_jitter_level();

@@ -161,6 +161,22 @@ TEST(LocalCpu, AJitterPastWhatACalibrationHoldsFitsAtThatBoundAndReadsBack) {
     expect_jitter_at_most_the_bound(prior, run);
 }
 
+// Issue 59, item 6: eight or more equal step times (a jitter of 0, below the timer's resolution)
+// made the fit's jitter residual log(c / 0) and the calibration NaN ("compute[23].relative_sigma
+// must be a number"); seven calibrated. Equal steps give no jitter measurement: the fit reads back
+// and keeps the prior's jitter.
+TEST(LocalCpu, EqualStepTimesGiveNoJitterMeasurementAndTheFitReadsBack) {
+    const CostModel prior(catalog_with_host(), Calibration::data_free_prior());
+    Observation run = local_run(1);
+    run.throughput_images_per_s = 14.0;
+    for (int i = 0; i < 30; ++i) run.step_compute_s.push_back(16 / 14.0);
+    ASSERT_EQ(compute_jitter(run.step_compute_s), 0.0);
+    const CalibrationFit fit = fit_calibration(prior, {run}, {});
+    EXPECT_NO_THROW(calibration_file_text(fit));
+    EXPECT_DOUBLE_EQ(fit.calibration.framework(Framework::epochcast).sync_jitter,
+                     prior.calibration().framework(Framework::epochcast).sync_jitter);
+}
+
 // The jitter measured at the bound, and two ranks far slower than the model without it: the
 // throughput residual pulls the fitted jitter past the bound (14.3 in a stress run, where
 // calibrate refused the run's own trace). The fit holds it at the bound.
