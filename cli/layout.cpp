@@ -147,6 +147,9 @@ std::vector<HostSlots> parse_host_list(std::string_view list) {
             host = entry.substr(0, colon);
             slots = *n;
         }
+        if (!entry.empty() && entry.back() == ':') {
+            throw InputError(where + ": the slots after ':' are missing (HOST:SLOTS, or HOST alone for 1)");
+        }
         if (!is_host_name(host)) throw InputError(where + ": not HOST or HOST:SLOTS");
         add_slots(hosts, host, static_cast<int>(slots), "--host");
     }
@@ -284,7 +287,17 @@ RankLayout place_ranks_on_allocation(const SlurmAllocation& allocation, int rank
     return {allocation.nodes, ranks / nodes};
 }
 
-bool is_this_host(std::string_view host, std::string_view this_host) {
+bool is_this_host(std::string_view host_as_given, std::string_view this_host_as_given) {
+    // Host names are case-insensitive (LOCALHOST is localhost): compared in lower case.
+    auto lower = [](std::string_view name) {
+        std::string text(name);
+        std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+        return text;
+    };
+    const std::string host_text = lower(host_as_given);
+    const std::string this_text = lower(this_host_as_given);
+    const std::string_view host = host_text;
+    const std::string_view this_host = this_text;
     if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host.rfind("localhost.", 0) == 0) return true;
     if (host == this_host) return true;
     // An address is this host only as a loopback address; names also match by their first part.

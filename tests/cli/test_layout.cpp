@@ -61,6 +61,10 @@ TEST(HostList, SlotsAfterTheLastColonOrOne) {
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("localhost:+2"); }), "from 1 to 4096"));
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("n1,,n2"); }), "not HOST or HOST:SLOTS"));
     EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list(""); }), "names no host"));
+    // Issue 59, item 13: "localhost:" (slots missing) reached ssh as a host named "localhost:".
+    EXPECT_TRUE(contains(input_error_of([] { cli::parse_host_list("localhost:"); }),
+                         "--host 'localhost:': the slots after ':' are missing"));
+    EXPECT_EQ(cli::parse_host_list("::1:1"), (std::vector<HostSlots>{{"::1", 1}}));
 }
 
 TEST(SlurmHostlist, RangesKeepTheirPaddingAndOrder) {
@@ -141,6 +145,10 @@ TEST(ThisHost, LoopbackAndOwnNamesFullOrShort) {
     EXPECT_FALSE(cli::is_this_host("node2", "node1"));
     EXPECT_FALSE(cli::is_this_host("10.0.0.1", "10"));
     EXPECT_FALSE(cli::is_this_host("", "node1"));
+    // Issue 59, item 13: LOCALHOST and ::1 went to ssh (exit 1, "unreachable"); names are case-insensitive.
+    EXPECT_TRUE(cli::is_this_host("LOCALHOST", "node1"));
+    EXPECT_TRUE(cli::is_this_host("Node1.Cluster", "node1"));
+    EXPECT_TRUE(cli::is_this_host("::1", "node1"));
 }
 
 TEST(Stragglers, ANodeBelowFourFifthsOfTheMedianIsNamedWithItsFigure) {
