@@ -117,7 +117,7 @@ void run_import_prices(const ImportOptions& o, std::ostream& out) {
     inputs.insert(inputs.end(), o.catalog_files.begin(), o.catalog_files.end());
     check_outputs({{"-o", o.output}}, inputs);
     const std::string read = o.read.empty() ? format_date(today()) : o.read;
-    if (!price_age_days(read, today())) {
+    if (!parse_date(read)) {
         throw InputError("--read must be a date YYYY-MM-DD (got '" + escape_for_message(read) + "')");
     }
     const Catalog catalog = load_catalog(o.catalog_files);

@@ -131,8 +131,7 @@ void print_plan(std::ostream& out, const Catalog& catalog, const std::string& he
         out << "cost " << format_dollars(p.cost_usd) << " (" << format_dollars(p.cost_interval.low) << " - "
             << format_dollars(p.cost_interval.high) << ") at " << format_dollars(p.cluster_usd_per_hour) << "/h";
     } else {
-        out << "cost n/a";
-        out << " (no price by the hour)";
+        out << "cost n/a (no price by the hour)";
     }
     out << ", " << format_count(p.throughput_images_per_s) << " images/s, bottleneck " << bottleneck_text(p) << "\n";
     if (p.spot.elastic) out << "  " << elastic_spot_text(p) << "\n";
@@ -486,16 +485,15 @@ public:
         }
         out << "\nPareto front of time against cost (no plan is both faster and cheaper than one of these):\n";
         const bool quantile = o_.confidence != 0.5;
-        const bool whole = billed_whole(pricing_of(o_));
-        std::vector<std::string> header{"time to train", !whole                          ? "cost"
-                                                         : charge_of(o_) == Charge::bill ? "bill"
-                                                                                         : "run's share"};
+        // The money column is what the plans are ranked by: the bill or the run's share where a block or a
+        // term is sold whole, else the cost (the two are one).
+        const std::string money = !billed_whole(pricing_of(o_))   ? "cost"
+                                  : charge_of(o_) == Charge::bill ? "bill"
+                                                                  : "run's share";
+        std::vector<std::string> header{"time to train", money};
         if (quantile) {
             header.push_back("time at " + percent_text(o_.confidence));
-            header.push_back(std::string(!whole                          ? "cost"
-                                         : charge_of(o_) == Charge::bill ? "bill"
-                                                                         : "run's share") +
-                             " at " + percent_text(o_.confidence));
+            header.push_back(money + " at " + percent_text(o_.confidence));
         }
         for (const char* column : {"cluster", "synchronisation", "batch/GPU", "epochs", "images/s", "$/h"})
             header.emplace_back(column);

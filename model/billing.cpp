@@ -69,12 +69,12 @@ std::string billing_text(Pricing pricing, double billed_hours) {
     return terms <= 1 ? "a " + term : count_text(terms) + " " + term + "s";
 }
 
-std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days today) {
-    if (read.size() != 10 || read[4] != '-' || read[7] != '-') return std::nullopt;
+std::optional<std::chrono::sys_days> parse_date(std::string_view text) {
+    if (text.size() != 10 || text[4] != '-' || text[7] != '-') return std::nullopt;
     auto number = [&](std::size_t at, std::size_t length) -> std::optional<int> {
         int value = 0;
-        const auto [end, error] = std::from_chars(read.data() + at, read.data() + at + length, value);
-        if (error != std::errc() || end != read.data() + at + length) return std::nullopt;
+        const auto [end, error] = std::from_chars(text.data() + at, text.data() + at + length, value);
+        if (error != std::errc() || end != text.data() + at + length) return std::nullopt;
         return value;
     };
     const auto year = number(0, 4), month = number(5, 2), day = number(8, 2);
@@ -82,7 +82,13 @@ std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days t
     const std::chrono::year_month_day date{std::chrono::year{*year}, std::chrono::month{static_cast<unsigned>(*month)},
                                            std::chrono::day{static_cast<unsigned>(*day)}};
     if (!date.ok()) return std::nullopt;
-    return static_cast<int>((today - std::chrono::sys_days{date}).count());
+    return std::chrono::sys_days{date};
+}
+
+std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days today) {
+    const auto day = parse_date(read);
+    if (!day) return std::nullopt;
+    return static_cast<int>((today - *day).count());
 }
 
 }  // namespace epochcast

@@ -59,6 +59,9 @@ inline constexpr int kStalePriceDays = 90;
 /// 0.60 of on-demand; AWS advertises "up to 90%" off, which only old, idle families approach.
 inline constexpr double kLowestPlausibleSpotShare = 0.2;
 
+/// The day a YYYY-MM-DD text names; nullopt where it names none (2026-02-30, 2026-1-21).
+std::optional<std::chrono::sys_days> parse_date(std::string_view text);
+
 /// Whole days from `read` (YYYY-MM-DD) to `today`; nullopt where `read` is not such a date.
 std::optional<int> price_age_days(std::string_view read, std::chrono::sys_days today);
 

@@ -113,7 +113,7 @@ PriceImport import_aws(const json& root, std::string_view origin, const Catalog&
     out.entries = products.is_object() ? products.size() : 0;
     // The list's own date: what it says the prices were on.
     const std::string published = text_of(root, "publicationDate").substr(0, 10);
-    const std::string date = price_age_days(published, std::chrono::sys_days{}) ? published : read;
+    const std::string date = parse_date(published) ? published : read;
     const std::string version = text_of(root, "version");
     Found found(catalog);
     const auto wanted = instances_of(catalog, "aws", region);
