@@ -33,7 +33,7 @@ struct PlanOptions {
     CLI::Option* budget_option = nullptr;  ///< given: a budget, which must be positive (0 is not "none")
     std::string pricing = "on-demand";
     std::string rank_by = "bill";  ///< --rank-by: bill or share (eq. H1)
-    bool spot = false;  ///< --spot, the older spelling of --pricing spot
+    bool spot = false;             ///< --spot, the older spelling of --pricing spot
     SpotFlags spot_flags;
     RunCostFlags run_costs;
     std::string cloud;
