@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -16,6 +17,7 @@
 #include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 #include "model/types.hpp"
 
 #if EPOCHCAST_WITH_SIMULATOR
@@ -37,7 +39,7 @@ struct SimulateOptions {
     bool json = false;
 
     double iterations = 10;  ///< as typed; sim::checked_iterations makes it a count
-    std::uint64_t seed = 1;
+    std::string seed = "1";  ///< as typed; parse_whole_number reads it
     std::optional<double> jitter;
     std::vector<std::string> slow_nodes;
     std::optional<double> overlap;
@@ -216,7 +218,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out, std::ostream& progress_
 
     sim::SimulationOptions options;
     options.iterations = sim::checked_iterations(o.iterations);
-    options.seed = o.seed;
+    options.seed = parse_whole_number(o.seed, "--seed", 0, std::numeric_limits<std::uint64_t>::max());
     options.jitter = o.jitter;
     for (const std::string& text : o.slow_nodes) options.slow_nodes.push_back(sim::parse_slow_node(text));
     options.overlap = o.overlap;
@@ -295,7 +297,7 @@ void register_simulate(CLI::App& app, std::ostream& out, std::ostream& progress)
     add_json_flag(*cmd, options->json, "one JSON object");
 
     cmd->add_option("--iterations", options->iterations, "Iterations to simulate, 1 to 1,000,000")->type_name("INT");
-    cmd->add_option("--seed", options->seed, "Seed of the jitter draws");
+    cmd->add_option("--seed", options->seed, "Seed of the jitter draws, 0 to 2^64 - 1 (default 1)");
     cmd->add_option("--timeline", options->timeline, "Write a Chrome trace-event timeline (opens in Perfetto)");
     cmd->add_option("--jitter", options->jitter,
                     "Relative std of each GPU's compute time per iteration, 0 to 1 (default: the calibration's "

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ namespace epochcast {
 /// Compute threads, and decode threads, per rank and online core of the rank's host: more run no
 /// faster, and 100,000 of them crashed libgomp (SIGSEGV) or ran the host out of processes.
 inline constexpr int kMaxThreadsPerCore = 4;
+
+/// The most steps --steps and --stop-after take: 10^12, some 30 years at a millisecond a step.
+/// 2^64 was read as 2^63 - 1 and started training.
+inline constexpr std::uint64_t kMaxSteps = 1'000'000'000'000;
 
 /// What the host a rank runs on offers.
 struct HostCapacity {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "executor/train_limits.hpp"
 #include "executor/trainer.hpp"
 #include "model/errors.hpp"
+#include "model/text_io.hpp"
 
 namespace {
 
@@ -77,7 +79,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--threads", options.threads, "compute threads per rank, at most 4 per core of the host")
         ->capture_default_str();
-    app.add_option("--steps", options.steps, "steps to run in all");
+    std::string steps, stop_after, seed;
+    CLI::Option* steps_option = app.add_option("--steps", steps, "steps to run in all, 1 to 10^12");
     app.add_option("--epochs", options.epochs, "epochs to run in all (when --steps is not given)");
     app.add_option("--data", options.data, "synthetic, or an image folder with one subfolder per class")
         ->capture_default_str();
@@ -90,12 +93,13 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint-dir", options.checkpoint_dir, "folder for the checkpoint");
     app.add_option("--checkpoint-every", options.checkpoint_every, "steps between checkpoints (and one at the end)");
     app.add_flag("--resume", options.resume, "continue from the checkpoint in --checkpoint-dir");
-    app.add_option("--stop-after", options.stop_after,
-                   "stop after this many steps (checkpointed); the schedule still plans for the whole run");
+    CLI::Option* stop_after_option = app.add_option(
+        "--stop-after", stop_after,
+        "stop after this many steps, 1 or more (checkpointed); the schedule still plans for the whole run");
     app.add_option("--trace-out", options.trace_out, "write the measured run as an epochcast.trace/1 file");
     app.add_option("--ps-ranks", options.ps_ranks, "parameter servers (the last ranks); 0 for all-reduce")
         ->capture_default_str();
-    app.add_option("--seed", options.seed, "seed of weights and data")->capture_default_str();
+    CLI::Option* seed_option = app.add_option("--seed", seed, "seed of weights and data, 0 to 2^64 - 1 (default 1)");
     app.add_option(
            "--data-threads", options.data_threads,
            "decode threads per rank, at most 4 per core of the host (unused with --backend cuda --data synthetic: the "
@@ -138,6 +142,23 @@ int main(int argc, char** argv) {
         if (lr->count() > 0 && !(options.lr > 0 && std::isfinite(options.lr))) {
             throw epochcast::InputError(
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
+        }
+        // The weights are fp32: a rate below its smallest normal number updates nothing.
+        if (lr->count() > 0 && !(static_cast<float>(options.lr) >= std::numeric_limits<float>::min())) {
+            throw epochcast::InputError(
+                "--lr " + epochcast::shortest(options.lr) +
+                " is below fp32's smallest normal number (1.2e-38): the weights would not move");
+        }
+        if (steps_option->count() > 0) {
+            options.steps =
+                static_cast<std::int64_t>(epochcast::parse_whole_number(steps, "--steps", 1, epochcast::kMaxSteps));
+        }
+        if (stop_after_option->count() > 0) {
+            options.stop_after = static_cast<std::int64_t>(
+                epochcast::parse_whole_number(stop_after, "--stop-after", 1, epochcast::kMaxSteps));
+        }
+        if (seed_option->count() > 0) {
+            options.seed = epochcast::parse_whole_number(seed, "--seed", 0, std::numeric_limits<std::uint64_t>::max());
         }
         if (allreduce_sweep) {
             sweep.backend = options.backend;

@@ -308,6 +308,33 @@ std::string shortest(double value) {
     return buffer;
 }
 
+std::uint64_t parse_whole_number(const std::string& text, const std::string& flag, std::uint64_t low,
+                                 std::uint64_t high) {
+    const auto bad = [&] {
+        std::string message = flag;
+        message += " must be a whole number from ";
+        message += group_thousands(std::to_string(low));
+        message += " to ";
+        message += group_thousands(std::to_string(high));
+        message += ", got '";
+        message += escape_for_message(text.substr(0, 40));
+        message += text.size() > 40 ? "...'" : "'";
+        return InputError(message);
+    };
+    if (text.empty() || text.size() > 20 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        throw bad();
+    }
+    std::uint64_t value = 0;
+    for (const char c : text) {
+        const auto digit = static_cast<std::uint64_t>(c - '0');
+        if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) throw bad();
+        value = value * 10 + digit;
+    }
+    if (value < low || value > high) throw bad();
+    return value;
+}
+
 namespace {
 
 /// The longest duration a flag or a sweep spec takes: ten years. Past it nothing changes the

@@ -81,6 +81,12 @@ std::string format_gib(double bytes);
 /// value back in an error message.
 std::string shortest(double value);
 
+/// A whole number `low` to `high` as a flag gives it: decimal digits alone (no sign, point,
+/// exponent or spaces). Throws InputError naming `flag`, the range and the text otherwise: CLI11
+/// read "1e26" and 2^64 into an unsigned flag as 2^64 - 1 and wrapped "-5".
+std::uint64_t parse_whole_number(const std::string& text, const std::string& flag, std::uint64_t low,
+                                 std::uint64_t high);
+
 /// "2h", "90min", "1h30m", "1d12h", "5400s" or a bare number of hours, in seconds: decimal numbers
 /// (digits, at most one '.'), each followed by a unit, the units in falling order and each at most
 /// once. Throws InputError naming `flag` and the text otherwise, and past ten years. Every duration a

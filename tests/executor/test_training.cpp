@@ -405,6 +405,32 @@ TEST_F(TrainingTest, FlagsBeyondWhatTheHostRunsAreExitCodeTwoNamingTheFlag) {
     }
 }
 
+// Issue 59, item 12: numbers CLI11 read past their range (--seed 2^64 and 1e26 as 2^64 - 1, -5
+// wrapped, --steps 2^64 as 2^63 - 1, which started training), an explicit --stop-after 0 taken as
+// "to the end", and --lr 1e-300, zero in the fp32 weights. Each is bad input naming the flag.
+TEST_F(TrainingTest, NumbersPastTheirRangeAreExitCodeTwoNamingTheFlag) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {" --steps 1 --seed 18446744073709551616",
+         "--seed must be a whole number from 0 to 18,446,744,073,709,551,615"},
+        {" --steps 1 --seed 1e26", "--seed must be a whole number from 0 to"},
+        {" --steps 1 --seed -5", "--seed must be a whole number from 0 to"},
+        {" --steps 18446744073709551616", "--steps must be a whole number from 1 to 1,000,000,000,000"},
+        {" --steps 1e3", "--steps must be a whole number from 1 to"},
+        {" --steps 0", "--steps must be a whole number from 1 to"},
+        {" --steps 2 --stop-after 0", "--stop-after must be a whole number from 1 to"},
+        {" --steps 2 --stop-after -1", "--stop-after must be a whole number from 1 to"},
+        {" --steps 1 --lr 1e-300", "--lr 1e-300 is below fp32's smallest normal number"}};
+    for (const auto& [flags, message] : cases) {
+        const ProcessResult run =
+            train(" --model resnet18 --image-size 32 --classes 4 --threads 1 --synthetic-images 64 --batch-per-gpu 2" +
+                  flags);
+        EXPECT_EQ(run.exit_code, 2) << flags << ": " << run.err;
+        EXPECT_NE(run.err.find(message), std::string::npos) << flags << ": " << run.err;
+        EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << flags << ": " << run.err;
+        EXPECT_EQ(run.out, "") << flags;
+    }
+}
+
 // --instance is a name the trace carries (`epochcast run` checks it against the catalog): empty,
 // spaced, non-printable or longer than 100 characters is bad input. Under `epochcast run` the
 // rank's failure report names its host, code and message.

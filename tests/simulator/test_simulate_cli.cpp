@@ -159,6 +159,22 @@ TEST(SimulateCli, IterationsAreAWholeNumberWithinTheBound) {
     EXPECT_EQ(nlohmann::json::parse(r.out)["iteration_distribution"]["samples_s"].size(), 10u);
 }
 
+// Issue 59, item 12: --seed 18446744073709551616 and 1e26 became 2^64 - 1 and -5 wrapped; a seed is
+// a whole number from 0 to 2^64 - 1, digits alone, and the largest is still one.
+TEST(SimulateCli, ASeedIsAWholeNumberThatFitsSixtyFourBits) {
+    for (const char* value : {"18446744073709551616", "1e26", "-5", "1.5", "0x10", "99999999999999999999999"}) {
+        const auto r = run_epochcast(std::string("simulate --nodes 2 --iterations 1 --seed ") + value);
+        EXPECT_EQ(r.exit_code, 2) << value << ": " << r.err;
+        EXPECT_NE(r.err.find("--seed must be a whole number from 0 to 18,446,744,073,709,551,615"), std::string::npos)
+            << value << ": " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << value << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << value;
+    }
+    const auto r = run_epochcast("simulate --nodes 2 --iterations 1 --seed 18446744073709551615 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["simulation"]["seed"].get<std::uint64_t>(), 18446744073709551615ULL);
+}
+
 // Issue 42, item 8: a signal to simulate's PID left the simulation's process running (once it
 // wrote --timeline after the command had ended). SIGTERM stops it and ends the command with one
 // line naming the signal; SIGKILL, which simulate cannot catch, ends it too (it dies with its
