@@ -26,6 +26,8 @@ ComputeCurveChoice ComputeCurves::fallbacks(const GpuSpec& gpu, const Scenario& 
     // Eq. C0, the fallbacks in order:
     //  1. measured          this chip, software and precision (another memory variant: eq. C7)
     //  2. precision family  this chip and software, another precision of equal tensor peak (3%)
+    //  2b. other layout     this chip and software in the other layout where that one was measured
+    //                       here, by eq. C8's ratio, its fixed time kept (other_layout)
     //  3. other software    this chip, another framework, stack or layout by eq. C4's ratio (or
     //                       another precision family by eq. C4b's), pooled with 4 where both
     //                       exist (eq. C6)
@@ -38,6 +40,52 @@ ComputeCurveChoice ComputeCurves::fallbacks(const GpuSpec& gpu, const Scenario& 
         return carried_curve(*own.curve, gpu, scenario.precision, work,
                              own.exact_precision ? CurveOrigin::measured : CurveOrigin::precision_family, covariance);
     }
+    if (auto layout = other_layout(gpu, scenario, work, covariance)) return *layout;
+    return borrowed(gpu, scenario, work, covariance);
+}
+
+std::optional<ComputeCurveChoice> ComputeCurves::other_layout(const GpuSpec& gpu, const Scenario& scenario,
+                                                              const Workload& work,
+                                                              const ParameterCovariance& covariance) const {
+    if (!layout_matters(scenario.stack, scenario.precision)) return std::nullopt;
+    const bool nchw = scenario.memory_format == MemoryFormat::nchw;
+    Scenario other = scenario;
+    other.memory_format = nchw ? MemoryFormat::channels_last : MemoryFormat::nchw;
+    const Software other_software = software_of(other.framework, other.stack, other.memory_format, other.precision);
+    // Only a layout measured on this chip lends the other its curve: where neither was, each layout
+    // borrows its own way (step 3), from the curves of its own layout, which are not always the
+    // fewer (Lambda's tables are NCHW on every chip, DeepLearningExamples' channels_last on two).
+    if (!own_curve(calibration_->compute, *catalog_, gpu, other.precision, other_software).curve) return std::nullopt;
+    ComputeCurveChoice c = choose(gpu, other, work, covariance);
+    const TransferRatio layout =
+        layout_ratio(calibration_->compute, *catalog_, family_of(scenario.precision), scenario.stack);
+    c.time_per_image_s *= nchw ? layout.ratio : 1.0 / layout.ratio;
+    c.transfer_sigma = std::hypot(c.transfer_sigma, layout.relative_sigma);
+    c.origin = CurveOrigin::other_software;
+    // Pooled with this layout's own curves on other chips along their rooflines (eqs. C5, C6), as
+    // step 3 pools: the per-image time alone, so the fixed time stays the other layout's.
+    const Software software =
+        software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
+    if (const SoftwareLine* line = framework_roofline(software, scenario.precision)) {
+        const double line_log = std::log(line_time_s(*line, gpu, scenario.precision, work));
+        const double weight = pooled_weight(c.transfer_sigma, line->line.relative_sigma);
+        c.time_per_image.log_field_per_coordinate *= weight;
+        c.time_per_image_s = std::exp(weight * std::log(c.time_per_image_s) + (1.0 - weight) * line_log);
+        c.transfer_sigma = pooled_sigma(c.transfer_sigma, line->line.relative_sigma);
+        c.origin = CurveOrigin::pooled;
+    }
+    // A curve measured at one batch (eq. C1b) keeps its time there in its own layout; in this
+    // layout the time per image moves and the fixed time stays.
+    c.one_batch_b0 = 0;
+    c.one_batch_b_half = 0;
+    return c;
+}
+
+ComputeCurveChoice ComputeCurves::borrowed(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                           const ParameterCovariance& covariance) const {
+    const Software software =
+        software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
+    const std::vector<ComputeCurve>& curves = calibration_->compute;
     ComputeCurveChoice c;
     const double roofline = roofline_s(gpu, scenario.precision, scenario.stack, work);
     const ComputeCurve* sibling = sibling_curve(curves, *catalog_, gpu, scenario.precision, software);
@@ -58,11 +106,16 @@ ComputeCurveChoice ComputeCurves::fallbacks(const GpuSpec& gpu, const Scenario& 
         c.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
         c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
         c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_software;
-        // The fixed time is this software's (eq. C1b) where its curves measured one, else the sibling's.
+        // The fixed time is the sibling's where it is this framework and stack at another precision
+        // family (the same launches: PyTorch's fp32 on an A100 keeps its TF32 curve's), else this
+        // software's (eq. C1b: its level, else every framework's, as steps 4 and 5 take it). A
+        // framework's launches are its own: TensorFlow on an H100 took PyTorch's NCHW fixed time
+        // there and on an A100 MXNet's, and came out slower on the H100.
         // Eq. C1c: a sibling measured at one batch b0 carries its time there, which is what was
         // measured, and this software's half-saturation batch splits it.
-        if (saturation_levels_.contains({scenario.framework, scenario.stack}) && gpu.sms > 0) {
-            const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+        const bool same_launches = sibling->framework == scenario.framework && sibling->stack == scenario.stack;
+        if (const double b_half = half_saturation_batch(scenario.framework, scenario.stack, gpu);
+            b_half > 0 && !same_launches) {
             if (carried.one_batch_b0 > 0) {
                 c.time_per_image_s *=
                     (carried.one_batch_b_half + carried.one_batch_b0) / (b_half + carried.one_batch_b0);

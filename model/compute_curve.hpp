@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -110,6 +111,13 @@ struct TransferRatio {
 };
 TransferRatio transfer_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, const ComputeCurve& from,
                              const Software& to, Precision to_precision);
+
+/// Eq. C8: how much longer an image takes in NCHW than in channels_last at `family` under `stack`,
+/// on the chips where one framework's curves were measured in both layouts (any framework: the
+/// layout is cuDNN's): the geometric mean of their time-per-image ratios, 1 where no chip has
+/// both; `relative_sigma` their scatter, never below kSoftwareTransferSigma.
+TransferRatio layout_ratio(const std::vector<ComputeCurve>& curves, const Catalog& catalog, PrecisionFamily family,
+                           SoftwareStack stack);
 
 /// One sentence for a user on where a curve that was not measured came from and why its band is
 /// wider ("no measured compute curve for H100-SXM5-80GB / bf16 / pytorch: its amp curve stands in
@@ -218,6 +226,15 @@ private:
     /// Eq. C0's fallbacks, in their order (choose() without its memory).
     ComputeCurveChoice fallbacks(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
                                  const ParameterCovariance& covariance) const;
+    /// Eq. C8 (step 2b): the curve of `scenario`'s layout from the other layout's curve measured on
+    /// this chip, by layout_ratio and pooled with this layout's line (eq. C6), its fixed time kept:
+    /// the layout changes the kernels' work per image, not the launches. Nothing where eq. C8 does
+    /// not apply (a layout that does not matter, or no curve of the other layout on the chip).
+    std::optional<ComputeCurveChoice> other_layout(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                                   const ParameterCovariance& covariance) const;
+    /// Steps 3 to 5 of eq. C0.
+    ComputeCurveChoice borrowed(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
+                                const ParameterCovariance& covariance) const;
     /// A measured curve taken as it stands for `gpu` and `precision` (steps 1 and 2 of eq. C0): scaled
     /// by FLOPs to the scenario's architecture, by eq. C7's roofline ratio to this memory variant.
     ComputeCurveChoice carried_curve(const ComputeCurve& curve, const GpuSpec& gpu, Precision precision,

@@ -18,6 +18,7 @@
 #include "model/compute_curve.hpp"
 #include "model/errors.hpp"
 #include "model/fit.hpp"
+#include "model/holdout.hpp"
 #include "model/parameters.hpp"
 #include "model/text_io.hpp"
 
@@ -269,8 +270,10 @@ private:
             const ComputeCurve* existing = own_curve(calibration_.compute, catalog, gpu, s.precision, software).curve;
             const bool own_gpu =
                 std::find(options_.own_gpus.begin(), options_.own_gpus.end(), gpu.name) != options_.own_gpus.end();
+            const std::string campaign_on_gpu = campaign_of(run) + " on " + gpu.name;
             if (existing && (!own_gpu || existing->gpu == gpu.name)) {
-                curve_batches_[static_cast<int>(existing - calibration_.compute.data())].insert(resolved.batch_per_gpu);
+                curve_batches_[static_cast<int>(existing - calibration_.compute.data())][campaign_on_gpu].insert(
+                    resolved.batch_per_gpu);
                 continue;
             }
             ComputeCurve curve;
@@ -319,18 +322,37 @@ private:
             }
             curve.time_per_image_s = std::exp(coordinates_[static_cast<std::size_t>(levels[key])].prior_mean);
             new_curve_levels_[static_cast<int>(calibration_.compute.size())] = levels[key];
-            curve_batches_[static_cast<int>(calibration_.compute.size())].insert(resolved.batch_per_gpu);
+            curve_batches_[static_cast<int>(calibration_.compute.size())][campaign_on_gpu].insert(
+                resolved.batch_per_gpu);
             calibration_.compute.push_back(curve);
         }
         // A curve's runs at one batch leave its fixed time to eq. C1b, during the fit as after it;
-        // runs at a second batch (its prior's recorded one among them) measure it.
-        for (const auto& [index, sizes] : curve_batches_) {
+        // runs of one campaign on one GPU at a second batch (its prior's recorded one among them)
+        // measure it. Batches of two campaigns, or of two memory variants, alone do not: their
+        // software versions or their memories differ (DeepLearningExamples' 2020 container at 256
+        // beside Lambda's 2022 one at 640 put 31.5 ms of one code's speed-up into the A100's TF32
+        // fixed time), so their curve fits its time at one batch, the one most of its runs were
+        // measured at (docs/model.md, eq. C1b).
+        for (const auto& [index, campaigns] : curve_batches_) {
             ComputeCurve& curve = calibration_.compute[static_cast<std::size_t>(index)];
-            std::set<int> all = sizes;
-            if (curve.measured_batch > 0) all.insert(curve.measured_batch);
             const bool prior_curve = static_cast<std::size_t>(index) < prior_.calibration().compute.size();
             // A prior curve without a recorded batch was measured at several already.
-            curve.measured_batch = all.size() == 1 && (!prior_curve || curve.measured_batch > 0) ? *all.begin() : 0;
+            bool several = prior_curve && curve.measured_batch == 0;
+            std::map<int, int> runs_at;  // batch -> campaigns and GPUs that measured it
+            for (const auto& [campaign, sizes] : campaigns) {
+                std::set<int> all = sizes;
+                if (curve.measured_batch > 0) all.insert(curve.measured_batch);
+                several = several || all.size() > 1;
+                for (int b : sizes) ++runs_at[b];
+            }
+            if (several) {
+                curve.measured_batch = 0;
+            } else if (curve.measured_batch == 0 || !prior_curve) {
+                curve.measured_batch =
+                    std::max_element(runs_at.begin(), runs_at.end(), [](const auto& a, const auto& b) {
+                        return a.second < b.second;
+                    })->first;
+            }
         }
     }
 
@@ -413,8 +435,10 @@ private:
     FitOptions options_;
     std::vector<std::optional<double>> measured_jitter_;  ///< eq. S2 of each run with enough per-step samples
     Calibration calibration_;
-    std::map<int, int> new_curve_levels_;         // curve index -> level coordinate of its time per image
-    std::map<int, std::set<int>> curve_batches_;  // curve index -> per-GPU batches of its runs
+    std::map<int, int> new_curve_levels_;  // curve index -> level coordinate of its time per image
+    /// curve index -> "campaign on GPU" (holdout.hpp's campaign_of, the memory variant) -> per-GPU
+    /// batches of its runs there
+    std::map<int, std::map<std::string, std::set<int>>> curve_batches_;
     int jitter_level_ = -1;
     std::vector<FitCoordinate> coordinates_;
     std::vector<FitMapping> mappings_;

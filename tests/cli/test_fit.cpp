@@ -352,7 +352,13 @@ TEST(Fit, ABorrowedCurveCarriesTheFrameworkRatioSeenOnOtherGpus) {
     EXPECT_EQ(r.curve_origin, CurveOrigin::other_software);
     EXPECT_NEAR(r.time_per_image_s, 0.3e-3, 1e-12);  // no GPU with both: the ratio is 1
     EXPECT_NEAR(r.transfer_sigma, kSoftwareTransferSigma, 1e-12);
-    EXPECT_DOUBLE_EQ(r.fixed_s, 0.01);
+    // MXNet's launches are its own: with no MXNet curve at several batches its fixed time is eq.
+    // C1b's at every framework's level (PyTorch's three curves' here), not PyTorch's 10 ms.
+    const Catalog& catalog = Catalog::built_in();
+    const double level =
+        std::cbrt(0.01 / (catalog.gpu("V100-SXM2-16GB").sms * 1.2e-3) * 0.01 /
+                  (catalog.gpu("A100-SXM4-80GB").sms * 0.6e-3) * 0.01 / (catalog.gpu("H100-SXM5-80GB").sms * 0.3e-3));
+    EXPECT_NEAR(r.fixed_s, level * catalog.gpu("H100-SXM5-80GB").sms * r.time_per_image_s, 1e-12);
 }
 
 // Eq. C1c: a sibling measured at one batch b0 lends what it measured, its time at b0 (times eq.
@@ -534,6 +540,55 @@ TEST(Fit, TwoRunGroupsAreSystemsOfOneCampaign) {
     EXPECT_NE(held_out_group(a, HoldOut::two_runs), held_out_group(b, HoldOut::two_runs));
     EXPECT_EQ(held_out_group(b, HoldOut::two_runs), system_of(b.scenario) + " (MLPerf code)");
     EXPECT_EQ(held_out_group(a, HoldOut::run), a.origin);
+}
+
+// Eq. C1b: the fixed time is measured by one campaign's runs at two batches on one GPU. Two
+// campaigns at two batches (two software versions) or two memory variants are not a batch curve:
+// their difference is the software's or the memory's, and read as a fixed time it moved the A100's
+// TF32 curve to 31.5 ms an iteration (a layout penalty at batch 32 four times that at 256).
+TEST(Fit, AFixedTimeIsMeasuredWithinOneCampaignOnOneGpu) {
+    const CostModel prior(Catalog::built_in(), Calibration::data_free_prior());
+    auto run = [](const std::string& campaign, const std::string& instance, int batch, double images_per_s) {
+        Observation o;
+        o.origin = "planted.json#" + std::to_string(batch);
+        o.campaign = campaign;
+        o.scenario.instance = instance;
+        o.scenario.nodes = 1;
+        o.scenario.gpus_per_node = 1;
+        o.scenario.framework = Framework::pytorch;
+        o.scenario.precision = Precision::tf32;
+        o.scenario.memory_format = MemoryFormat::nchw;
+        o.scenario.loader = Loader::synthetic;
+        o.scenario.batch_per_gpu = batch;
+        o.throughput_images_per_s = images_per_s;
+        return o;
+    };
+    auto a100_tf32 = [&](const std::vector<Observation>& runs) {
+        const CalibrationFit fit = fit_calibration(prior, runs, {}, {});
+        for (const ComputeCurve& c : fit.calibration.compute) {
+            if (c.gpu.starts_with("A100-SXM4") && c.precision == Precision::tf32 && c.framework == Framework::pytorch)
+                return c;
+        }
+        ADD_FAILURE() << "no A100 TF32 curve fitted";
+        return ComputeCurve{};
+    };
+    // Two campaigns (DeepLearningExamples' 2020 container at 256, Lambda's 2022 one at 640): one batch.
+    const ComputeCurve two =
+        a100_tf32({run("DLE 2020", "dgx-a100", 256, 945), run("Lambda 2022", "dgx-a100", 640, 1066)});
+    EXPECT_GT(two.measured_batch, 0);
+    // Two memory variants (the 40 GB p4d at 256, the 80 GB p4de at 640) in one campaign: one batch.
+    const ComputeCurve variants =
+        a100_tf32({run("one table", "p4d.24xlarge", 256, 945), run("one table", "p4de.24xlarge", 640, 1066)});
+    EXPECT_GT(variants.measured_batch, 0);
+    // One campaign on one GPU at two batches measures the fixed time: t(256) and t(640) on a line.
+    const ComputeCurve one =
+        a100_tf32({run("one table", "dgx-a100", 256, 945), run("one table", "dgx-a100", 640, 1066)});
+    EXPECT_EQ(one.measured_batch, 0);
+    const double slope = (640 / 1066.0 - 256 / 945.0) / (640 - 256);
+    // The line's own intercept is 51 ms, the prior's fixed time 5 ms known to a factor e: the fit
+    // takes most of the line's.
+    EXPECT_NEAR(one.time_per_image_s / slope, 1.0, 0.1);
+    EXPECT_GT(one.fixed_s, 0.6 * (256 / 945.0 - 256 * slope));
 }
 
 // --- the p5 grid, message by message (eq. N3) --------------------------------------------------

@@ -139,8 +139,10 @@ TEST(WhatIf, BandEndsAreThePredictionAtTheIntervalsThroughput) {
     EXPECT_GT(band.slow.cost_usd, p.cost_usd);
     EXPECT_LT(band.fast.cost_usd, p.cost_usd);
     // The efficiencies scale with the throughput, never past 1: the default is data-bound on one node,
-    // at 100% against one GPU under the same input, so its fast end stays there.
-    EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-9);
+    // at 100% against one GPU under the same input, so its fast end stays there. Within a millionth:
+    // the step's straggler wait (3 ms of 74 beside 109 ms of input) still shows through eq. I1's
+    // smooth maximum, by 1e-8.
+    EXPECT_NEAR(p.scaling_efficiency, 1.0, 1e-6);
     EXPECT_EQ(band.fast.scaling_efficiency, 1.0);
     EXPECT_NEAR(band.slow.scaling_efficiency / p.scaling_efficiency, p.interval.low / p.throughput_images_per_s, 1e-12);
     // At its own throughput the prediction is unchanged.
