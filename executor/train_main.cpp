@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
                 "--lr must be a positive finite number (omit it for the default 0.1 x batch / 256)");
         }
         // The weights are fp32: a rate below its smallest normal number updates nothing.
-        if (lr->count() > 0 && !(static_cast<float>(options.lr) >= std::numeric_limits<float>::min())) {
+        if (lr->count() > 0 && !(options.lr >= static_cast<double>(std::numeric_limits<float>::min()))) {
             throw epochcast::InputError(
                 "--lr " + epochcast::shortest(options.lr) +
                 " is below fp32's smallest normal number (1.2e-38): the weights would not move");
