@@ -67,18 +67,23 @@ std::optional<ComputeCurveChoice> ComputeCurves::other_layout(const GpuSpec& gpu
     const Software software =
         software_of(scenario.framework, scenario.stack, scenario.memory_format, scenario.precision);
     if (const SoftwareLine* line = framework_roofline(software, scenario.precision)) {
-        const double line_log = std::log(line_time_s(*line, gpu, scenario.precision, work));
-        const double weight = pooled_weight(c.transfer_sigma, line->line.relative_sigma);
-        c.time_per_image.log_field_per_coordinate *= weight;
-        c.time_per_image_s = std::exp(weight * std::log(c.time_per_image_s) + (1.0 - weight) * line_log);
-        c.transfer_sigma = pooled_sigma(c.transfer_sigma, line->line.relative_sigma);
-        c.origin = CurveOrigin::pooled;
+        pool_with_line(c, std::log(c.time_per_image_s), c.transfer_sigma, line->line,
+                       std::log(line_time_s(*line, gpu, scenario.precision, work)));
     }
     // A curve measured at one batch (eq. C1b) keeps its time there in its own layout; in this
     // layout the time per image moves and the fixed time stays.
     c.one_batch_b0 = 0;
     c.one_batch_b_half = 0;
     return c;
+}
+
+void ComputeCurves::pool_with_line(ComputeCurveChoice& c, double own_log, double own_sigma,
+                                   const FrameworkRoofline& line, double line_log) {
+    const double weight = pooled_weight(own_sigma, line.relative_sigma);
+    c.time_per_image.log_field_per_coordinate *= weight;
+    c.time_per_image_s = std::exp(weight * own_log + (1.0 - weight) * line_log);
+    c.transfer_sigma = pooled_sigma(own_sigma, line.relative_sigma);
+    c.origin = CurveOrigin::pooled;
 }
 
 ComputeCurveChoice ComputeCurves::borrowed(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
@@ -100,12 +105,11 @@ ComputeCurveChoice ComputeCurves::borrowed(const GpuSpec& gpu, const Scenario& s
         const TransferRatio transfer = sibling_transfer(*sibling, software, gpu, scenario.precision, work);
         const double sibling_log = std::log(carried.time_per_image_s * transfer.ratio);
         const double sibling_sigma = std::hypot(transfer.relative_sigma, carried.transfer_sigma);
-        const double weight = line ? pooled_weight(sibling_sigma, line->relative_sigma) : 1.0;  // eq. C6
         c = carried;
-        c.time_per_image.log_field_per_coordinate *= weight;
-        c.time_per_image_s = std::exp(weight * sibling_log + (1.0 - weight) * line_log);
-        c.transfer_sigma = line ? pooled_sigma(sibling_sigma, line->relative_sigma) : sibling_sigma;
-        c.origin = line ? CurveOrigin::pooled : CurveOrigin::other_software;
+        c.time_per_image_s = std::exp(sibling_log);
+        c.transfer_sigma = sibling_sigma;
+        c.origin = CurveOrigin::other_software;
+        if (line) pool_with_line(c, sibling_log, sibling_sigma, *line, line_log);
         // The fixed time is the sibling's where it is this framework and stack at another precision
         // family (the same launches: PyTorch's fp32 on an A100 keeps its TF32 curve's), else this
         // software's (eq. C1b: its level, else every framework's, as steps 4 and 5 take it). A

@@ -232,6 +232,11 @@ private:
     /// not apply (a layout that does not matter, or no curve of the other layout on the chip).
     std::optional<ComputeCurveChoice> other_layout(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
                                                    const ParameterCovariance& covariance) const;
+    /// Eq. C6 on `c`: its per-image time, ln `own_log` at `own_sigma`, pooled with eq. C5's `line`
+    /// at this GPU (ln `line_log`); its sensitivity scaled by its weight, its sigma the pooled one.
+    /// Steps 2b and 3 pool alike.
+    static void pool_with_line(ComputeCurveChoice& c, double own_log, double own_sigma, const FrameworkRoofline& line,
+                               double line_log);
     /// Steps 3 to 5 of eq. C0.
     ComputeCurveChoice borrowed(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
                                 const ParameterCovariance& covariance) const;
