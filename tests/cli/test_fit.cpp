@@ -46,9 +46,12 @@ TEST(Fit, LeaveOneOutErrorOverTheSeedThroughputsIsAtMostFivePercent) {
     EXPECT_GT(mape, 0.005);  // held out means held out: not the in-sample zero
 }
 
-// Within 10% from the data-free prior; from the corpus's calibration, whose network and jitter
-// priors are already narrowed by other systems, the 256-GPU run comes out 10.1% high: 12% holds.
-TEST(Fit, SeedOneOneNodeRunsPredictItsThirtyTwoAndTwoHundredFiftySixGpuRunsWithinTwelvePercent) {
+// Issue 57, item 8: from the data-free prior +6.0% at 32 GPUs and +7.1% at 256; from the built-in
+// calibration +6.5% and +8.1% (it was +7.8% and +11.8% at 73d6b7f). The two-run check of
+// docs/validation.md, whose prior is fitted to every other system first, is not this test: there
+// TensorFlow's sync jitter comes from seed 000 (0.041 against the prior's 0.127), and the 256-GPU
+// run is +14.4%.
+TEST(Fit, SeedOneOneNodeRunsPredictItsThirtyTwoAndTwoHundredFiftySixGpuRunsWithinTenPercent) {
     const Evidence calibration_runs = evidence({kSeed001 + "#0", kSeed001 + "#1"});
     const Evidence all = evidence({kSeed001});
     for (const Calibration& start : {Calibration::built_in(), Calibration::data_free_prior()}) {
@@ -60,7 +63,7 @@ TEST(Fit, SeedOneOneNodeRunsPredictItsThirtyTwoAndTwoHundredFiftySixGpuRunsWithi
         EXPECT_NEAR(model.predict(all.runs[1].scenario).throughput_images_per_s, 5874, 0.02 * 5874);
         for (std::size_t i : {2u, 3u}) {
             const double predicted = model.predict(all.runs[i].scenario).throughput_images_per_s;
-            EXPECT_LT(std::abs(error(predicted, all.runs[i].throughput_images_per_s)), 0.12) << all.runs[i].origin;
+            EXPECT_LT(std::abs(error(predicted, all.runs[i].throughput_images_per_s)), 0.10) << all.runs[i].origin;
         }
     }
 }
