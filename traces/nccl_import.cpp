@@ -62,8 +62,10 @@ double column(const std::string& token, std::string_view name, bool positive, st
 
 std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks) {
     std::vector<NcclSample> samples;
+    std::vector<int> sample_lines;  // the line of each sample
     long long nranks = 0;
-    const std::regex nranks_pattern(R"(nranks\s+(\d+))");
+    int nranks_line = 0;  // where nranks was first given
+    const std::regex nranks_pattern(R"(nranks\s+(-?\d+))");
     std::istringstream lines{std::string(log)};
     std::string line;
     int line_number = 0;
@@ -72,11 +74,23 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         std::smatch match;
         if (std::regex_search(line, match, nranks_pattern)) {
             const std::string digits = match[1];
-            nranks = digits.size() > 9 ? kMaxRanks + 1 : std::stoll(digits);
-            if (nranks > kMaxRanks) {
+            const long long given = digits.size() > 9 ? kMaxRanks + 1 : std::stoll(digits);
+            if (given > kMaxRanks) {
                 throw InputError(at_line(origin, line_number) + ": nranks " + digits + " is more than " +
                                  std::to_string(kMaxRanks));
             }
+            if (given < 2) {
+                throw InputError(at_line(origin, line_number) + ": nranks " + digits +
+                                 ": an all-reduce test measures a network between 2 ranks or more");
+            }
+            // NCCL's INFO lines name nranks once per rank, each the same; another count is another test.
+            if (nranks_line != 0 && given != nranks) {
+                throw InputError(at_line(origin, line_number) + ": nranks " + digits + " where line " +
+                                 std::to_string(nranks_line) + " said " + std::to_string(nranks) +
+                                 ": one all_reduce_perf test per log");
+            }
+            if (nranks_line == 0) nranks_line = line_number;
+            nranks = given;
         }
         // Strip an MPI output prefix like "[1,0]<stdout>:".
         if (const auto at = line.find(">:"); at != std::string::npos && line.find("<std") != std::string::npos) {
@@ -104,7 +118,17 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         }
         // A 0-byte all-reduce (nccl-tests -b 0) moves nothing: it has no bandwidth to fit.
         if (sample.bytes == 0) continue;
+        // nccl-tests prints each size once: a size again is a second table (another test, or the
+        // same one pasted twice), whose rows would count as independent points of the fit.
+        if (const auto again = std::find_if(samples.begin(), samples.end(),
+                                            [&](const NcclSample& earlier) { return earlier.bytes == sample.bytes; });
+            again != samples.end()) {
+            throw InputError(at_line(origin, line_number) + ": the message size " + tokens[0] +
+                             " is given again (line " + std::to_string(sample_lines[again - samples.begin()]) +
+                             "): one all_reduce_perf table per log");
+        }
         samples.push_back(sample);
+        sample_lines.push_back(line_number);
     }
     if (samples.empty()) {
         throw InputError(std::string(origin) + ": no all_reduce_perf result rows found (expected nccl-tests output)");
@@ -137,6 +161,12 @@ NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ra
         t(i) = samples[i].time_s;
     }
     const Eigen::Vector2d x = a.colPivHouseholderQr().solve(t);
+    // A link's time grows with the bytes it moves: a table whose times stay level or fall as the
+    // messages grow measured no bandwidth (the largest busbw column would be taken for one).
+    if (!(x(1) > 0)) {
+        throw InputError(
+            "the alpha-beta fit gives no finite, positive bus bandwidth: the times do not grow with the message size");
+    }
     NetworkMeasurement m;
     m.ranks = ranks;
     double sum = 0;

@@ -45,13 +45,15 @@ struct NetworkMeasurement {
 /// Parse the table rows of an all_reduce_perf log (MPI prefixes such as "[1,0]<stdout>:" and the
 /// optional "root" column are handled). The rank count comes from a "nranks N" line when present,
 /// else from the ratio of bus to algorithm bandwidth. Throws InputError naming `origin` when no
-/// row is found or a row is malformed.
+/// row is found, a row is malformed, a message size comes twice (a second table), or "nranks" is
+/// below 2 or says two counts.
 std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks);
 
 /// Ordinary least-squares fit of t = alpha + S x 2(n-1)/n / B over the samples: absolute errors
 /// let the large, bandwidth-bound messages set B. B never exceeds the largest bus bandwidth of the
 /// table: where the fit's is above it, B is that largest figure and alpha the mean of the rows'
-/// t - S x 2(n-1)/n / B. Throws InputError with fewer than 2 samples.
+/// t - S x 2(n-1)/n / B. Throws InputError with fewer than 2 samples, or where the fitted time does
+/// not grow with the message size (no bandwidth was measured).
 NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks);
 
 }  // namespace epochcast

@@ -90,6 +90,35 @@ TEST(NcclLogParser, ZeroByteRowsAreSkipped) {
     EXPECT_DOUBLE_EQ(samples[1].bytes, 16777216);
 }
 
+// Issue 59, item 9: logs that fitted a network where none was measured.
+TEST(NcclLogParser, ARowGivenAgainIsASecondTableNotMorePoints) {
+    // Three copies of one row gave "sizes 3" and alpha 0, where the row alone is refused.
+    const std::string row = "    16777216       4194304     float     sum      -1   1000.0   16.78   29.36      0\n";
+    expect_one_line(parse_error("#  nranks 8\n" + row + row + row),
+                    "perf.log: line 3: the message size 16777216 is given again (line 2)");
+    expect_one_line(parse_error(log_with("1000.0", "16.78", "29.36") + log_with("1000.0", "16.78", "29.36")),
+                    "perf.log: line 7: the message size 1048576 is given again (line 3)");
+}
+
+TEST(NcclLogParser, TimesThatDoNotGrowWithTheSizeMeasureNoBandwidth) {
+    // The larger message took less time: the largest busbw was taken for a plateau.
+    expect_one_line(parse_error(log_with("50.0", "335.54", "587.2")),
+                    "no finite, positive bus bandwidth: the times do not grow with the message size");
+}
+
+TEST(NcclLogParser, NranksBelowTwoOrTwoCountsAreErrors) {
+    const std::string table = log_with("1000.0", "16.78", "29.36").substr(11);  // without "#  nranks 8"
+    expect_one_line(parse_error("# nranks 0\n" + table), "perf.log: line 1: nranks 0: an all-reduce test measures");
+    expect_one_line(parse_error("# nranks -4\n" + table), "perf.log: line 1: nranks -4: an all-reduce test");
+    expect_one_line(parse_error("# nranks 8\n# nranks 16\n" + table),
+                    "perf.log: line 2: nranks 16 where line 1 said 8: one all_reduce_perf test per log");
+    // NCCL's INFO lines repeat one count, once per rank: one test.
+    int ranks = 0;
+    EXPECT_NO_THROW(
+        parse_nccl_all_reduce("rank 0 nranks 8 cudaDev 0\nrank 1 nranks 8 cudaDev 1\n" + table, "perf.log", &ranks));
+    EXPECT_EQ(ranks, 8);
+}
+
 TEST(NcclLogParser, ATableWithoutBandwidthIsAnErrorNotAZeroInTheTrace) {
     // Every busbw 0 fitted a bus bandwidth of 0, which a trace refuses.
     const std::string log =
