@@ -147,7 +147,7 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
     return samples;
 }
 
-NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks) {
+NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks, bool times_must_grow) {
     if (samples.size() < 2) throw InputError("the alpha-beta fit needs at least 2 message sizes");
     const double factor = allreduce_bus_factor(ranks);
     // Ordinary least squares of t = alpha + (S factor) x beta, beta = 1/B. Absolute errors let the
@@ -163,7 +163,7 @@ NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ra
     const Eigen::Vector2d x = a.colPivHouseholderQr().solve(t);
     // A link's time grows with the bytes it moves: a table whose times stay level or fall as the
     // messages grow measured no bandwidth (the largest busbw column would be taken for one).
-    if (!(x(1) > 0)) {
+    if (times_must_grow && !(x(1) > 0)) {
         throw InputError(
             "the alpha-beta fit gives no finite, positive bus bandwidth: the times do not grow with the message size");
     }

@@ -52,8 +52,10 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
 /// Ordinary least-squares fit of t = alpha + S x 2(n-1)/n / B over the samples: absolute errors
 /// let the large, bandwidth-bound messages set B. B never exceeds the largest bus bandwidth of the
 /// table: where the fit's is above it, B is that largest figure and alpha the mean of the rows'
-/// t - S x 2(n-1)/n / B. Throws InputError with fewer than 2 samples, or where the fitted time does
-/// not grow with the message size (no bandwidth was measured).
-NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks);
+/// t - S x 2(n-1)/n / B. Throws InputError with fewer than 2 samples, or, with `times_must_grow`,
+/// where the fitted time does not grow with the message size (no bandwidth was measured); without
+/// it, B is then the table's largest bus bandwidth (`epochcast run`'s own sweep on one host, whose
+/// small messages are latency alone).
+NetworkMeasurement fit_alpha_beta(const std::vector<NcclSample>& samples, int ranks, bool times_must_grow = true);
 
 }  // namespace epochcast
