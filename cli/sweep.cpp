@@ -5,6 +5,8 @@
 // the rows so far and a note that the sweep was interrupted. Rows streamed to stdout are checked as
 // they go: a failed write stops the sweep (exit 2), a reader that stops early (`| head`) ends it
 // quietly. Started under mpirun, the ranks share the rows and rank 0 writes.
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -59,17 +61,68 @@ Format format_of(const std::string& output) {
     throw InputError("-o '" + output + "': the name must end in .csv or .json");
 }
 
+/// Whether `name` is `stem` followed by ".partial.<pid>" or ".partial.<pid>.<n>" (create_file_beside's names).
+bool is_partial_of(const std::string& name, const std::string& stem) {
+    const std::string prefix = stem + ".partial.";
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+    bool digit_before = false;
+    for (std::size_t i = prefix.size(); i < name.size(); ++i) {
+        const char c = name[i];
+        if (c >= '0' && c <= '9') {
+            digit_before = true;
+        } else if (c == '.' && digit_before) {
+            digit_before = false;
+        } else {
+            return false;
+        }
+    }
+    return digit_before;
+}
+
+/// Removes the temporary files that sweeps writing `path` left when they were killed (SIGKILL, a
+/// node that went down): the regular files of this user beside it named `path`.partial.<pid>[.<n>]
+/// that no process holds locked. A sweep holds its own locked while it writes (RowWriter), and the
+/// kernel lets go of the lock when the process ends however it ends; a link planted at such a name
+/// is not followed, nor removed.
+void remove_abandoned_partials(const std::filesystem::path& path) {
+    const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    const std::string stem = path.filename().string();
+    std::error_code error;
+    std::filesystem::directory_iterator entries(folder, error);
+    if (error) return;  // the write that follows names the problem
+    for (const std::filesystem::directory_entry& entry : entries) {
+        const std::string name = entry.path().filename().string();
+        if (!is_partial_of(name, stem)) continue;
+        struct stat before {};
+        if (::lstat(entry.path().c_str(), &before) != 0 || !S_ISREG(before.st_mode) || before.st_uid != ::geteuid())
+            continue;
+        const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat opened {};
+        if (::fstat(fd, &opened) == 0 && opened.st_ino == before.st_ino && opened.st_dev == before.st_dev &&
+            ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            std::error_code ignored;
+            std::filesystem::remove(entry.path(), ignored);
+        }
+        ::close(fd);
+    }
+}
+
 /// The rows' destination: `out` (stdout) or a temporary file beside `path` (x.csv.partial.<pid>),
 /// renamed on finish(). Destroyed unfinished, it removes the temporary file: nothing half-written
-/// is left behind. A failed write throws InputError at once (ReaderGone when stdout's reader left).
+/// is left behind; those of killed sweeps to the same path it removes first. A failed write throws InputError at once
+/// (ReaderGone when stdout's reader left).
 class RowWriter {
 public:
     RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
         : path_(path), format_(format), total_(total), out_(out) {
         if (!path_.empty()) {
+            remove_abandoned_partials(path_);
             // A new file (O_EXCL | O_NOFOLLOW): a link planted at the name is never written through.
+            // Locked while this process lives, so that a later sweep tells it from an abandoned one.
             const NewFile partial = create_file_beside(path_, "partial");
             partial_ = partial.path;
+            if (partial.fd >= 0) ::flock(partial.fd, LOCK_EX | LOCK_NB);
             file_ = partial.fd >= 0 ? ::fdopen(partial.fd, "wb") : nullptr;
             if (!file_) {
                 if (partial.fd >= 0) ::close(partial.fd);

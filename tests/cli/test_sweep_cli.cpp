@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -535,6 +537,37 @@ TEST(SweepCli, CtrlCLeavesAValidCsvWithTheRowsSoFar) {
     EXPECT_LT(rows, 1'000'000u);
     for (std::size_t i = 1; i + 1 < lines.size(); ++i) ASSERT_EQ(fields_of(lines[i]).size(), columns) << "line " << i;
     EXPECT_EQ(lines.back(), "# interrupted: " + std::to_string(rows) + " of 1000000 rows written");
+}
+
+// Issue 59, item 16: a sweep killed with SIGKILL left OUT.partial.PID (176 MB of a million rows)
+// that no later sweep removed. The next sweep to OUT removes it; a partial file a live process
+// holds locked (a sweep still writing), a link at such a name and other names stay.
+TEST(SweepCli, TheNextSweepRemovesTheTemporaryFileOfAKilledOne) {
+    Folder folder;
+    const std::string out = folder / "big.csv";
+    const ProcessResult killed = interrupt_sweep(out, 0.2, SIGKILL);
+    ASSERT_EQ(killed.exit_code, -1);  // killed: no exit of its own
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(folder.path)) left.push_back(entry.path().filename().string());
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(left[0].rfind("big.csv.partial.", 0), 0u) << left[0];
+
+    const std::string live = out + ".partial.1";  // another sweep, still writing: locked
+    const int held = ::open(live.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_EX), 0);
+    fs::create_symlink("/dev/null", out + ".partial.2");
+    { std::ofstream(out + ".partial.notes") << "mine\n"; }
+
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [1, 2]})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " -o " + out);
+    ::close(held);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(lines_of(read_text(out)).size(), 3u);  // the header and two rows
+    EXPECT_FALSE(fs::exists(folder / left[0])) << "the killed sweep's temporary file is still there";
+    EXPECT_TRUE(fs::exists(live));
+    EXPECT_TRUE(fs::is_symlink(out + ".partial.2"));
+    EXPECT_TRUE(fs::exists(out + ".partial.notes"));
 }
 
 TEST(SweepCli, SigtermAndSighupAreHandledAsCtrlC) {
