@@ -67,6 +67,7 @@ void run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     residuals.print(out);
     out << "\nscatter of the runs around the fit (model sigma): " << format_number(100.0 * fit.model_sigma, 1)
         << " %\nwrote " << o.output << '\n';
+    check_written_after(out, o.output);
 }
 
 }  // namespace

@@ -81,6 +81,7 @@ void run_import(const ImportOptions& o, std::ostream& out) {
                    format_number(model_GBps, 2)});
     table.print(out);
     out << "wrote " << o.output << '\n';
+    check_written_after(out, o.output);
 }
 
 }  // namespace

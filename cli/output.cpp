@@ -117,6 +117,14 @@ void check_written(std::ostream& out) {
     throw_write_error(error);
 }
 
+void check_written_after(std::ostream& out, const std::string& file) {
+    try {
+        check_written(out);
+    } catch (const InputError& error) {
+        throw InputError(std::string(error.what()) + " (" + escape_for_terminal(file) + " was written whole)");
+    }
+}
+
 void guard_standard_streams() {
     reopen_if_closed(STDIN_FILENO, O_RDONLY);
     reopen_if_closed(STDOUT_FILENO, O_RDONLY);

@@ -60,6 +60,11 @@ std::string trace_file(const std::string& argument);
 /// when its reader stopped (EPIPE).
 void check_written(std::ostream& out);
 
+/// check_written, for a command that has written `file` whole before its summary on `out`: the
+/// error says so ("cannot write to standard output: ... (FILE was written whole)"), so that exit 2
+/// does not read as "nothing written".
+void check_written_after(std::ostream& out, const std::string& file);
+
 /// Make the process safe to write to a broken or closed stdout: SIGPIPE becomes EPIPE on the
 /// write (a no-op handler, which exec resets for children), and a closed stdin, stdout or stderr
 /// is reopened on /dev/null (stdout read-only, so its writes still fail with EBADF) so that no

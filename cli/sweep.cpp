@@ -423,6 +423,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
                       world->size() > 1 ? (" over " + std::to_string(world->size()) + " ranks").c_str() : "");
         out << line;
         if (!o.plot.empty()) out << "plots: " << o.plot << '\n';
+        check_written_after(out, o.output);
     }
 }
 

@@ -68,6 +68,29 @@ TEST(Outputs, AFullStdoutIsAnErrorNotTruncatedRows) {
     }
 }
 
+// Issue 59, item 16: `calibrate -o F > /dev/full` exited 2 as if nothing was written, with F
+// written whole. The file stays (it is whole and valid) and the error says so.
+TEST(Outputs, AFullStdoutAfterTheFileIsWrittenSaysTheFileIsWhole) {
+    const std::string seed001 = EPOCHCAST_SOURCE_DIR "/traces/published/seed001_horovod_256_gpus.json";
+    const std::string nccl_log = EPOCHCAST_SOURCE_DIR "/tests/traces/data/seed004_all_reduce_perf.log";
+    TempFile spec(kSpec);
+    Folder folder;
+    struct Case {
+        std::string command, file;
+    };
+    for (const Case& c : {Case{"calibrate '" + seed001 + "#0' '" + seed001 + "#1' -o ", folder / "cal.json"},
+                          Case{"import-nccl '" + nccl_log + "' --instance p4d.24xlarge -o ", folder / "net.json"},
+                          Case{"sweep " + spec.path() + " -o ", folder / "rows.csv"}}) {
+        const ProcessResult r = run_command("( " + kCli + " " + c.command + "'" + c.file + "' > /dev/full )");
+        EXPECT_EQ(r.exit_code, 2) << c.command << r.err;
+        EXPECT_EQ(r.err, "epochcast: error: cannot write to standard output: No space left on device (" + c.file +
+                             " was written whole)\n")
+            << c.command;
+        EXPECT_GT(lines_in(read_text(c.file)), 3u) << c.file;
+    }
+    EXPECT_EQ(folder.names(), (std::vector<std::string>{"cal.json", "net.json", "rows.csv"}));
+}
+
 TEST(Outputs, AClosedStdoutIsAnErrorNotACrash) {
     TempFile spec(kSpec);
     Folder folder;
