@@ -260,15 +260,18 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
 /// A rough wall time of the simulation on the development machine (docs/performance.md): each
 /// compute step and transfer costs about 1 us plus 6 ns per GPU (SimGrid's sharing solver touches
 /// the flows in flight, so the cost per step grows with the GPUs), plus 1 us per server for
-/// the per-pair parameter-server form, whose messages SimGrid scans in lists. Only to refuse runs
-/// of hours up front: it is within a factor of about 2 of the measured cases.
+/// the per-pair parameter-server form, whose messages SimGrid scans in lists, or 0.22 us times the
+/// servers to the power 0.77 for the coarse form (8 nodes of 8 GPUs: 15, 20, 32 and 77 us a transfer
+/// at 250, 500, 1,000 and 2,000 servers, on an Intel Xeon, 2026-12-02; 2 nodes at 2,000: 126 us).
+/// Only to refuse runs of hours up front: it is within a factor of about 2 of the measured cases.
 double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
     const double gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
     const double steps =
         gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
     double per_step_s = 1e-6 + 6e-9 * gpus;
-    if (s.strategy == Strategy::ps && granularity == Granularity::step) {
-        per_step_s += 1e-6 * (s.ps_colocated ? s.nodes : s.ps_nodes);
+    if (s.strategy == Strategy::ps) {
+        const double servers = s.ps_colocated ? s.nodes : s.ps_nodes;
+        per_step_s += granularity == Granularity::step ? 1e-6 * servers : 0.22e-6 * std::pow(servers, 0.77);
     }
     return iterations * steps * per_step_s;
 }
@@ -284,7 +287,8 @@ void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity g
     if (one_s <= kMaxEstimatedWallS) {
         advice = "use at most " + format_count(std::floor(kMaxEstimatedWallS / one_s)) + " --iterations here";
     } else {
-        advice = "even one iteration would take about " + wall_time_text(one_s) + ": use fewer --nodes";
+        advice = "even one iteration would take about " + wall_time_text(one_s) + ": use fewer --nodes" +
+                 (s.strategy == Strategy::ps && !s.ps_colocated ? " or --ps-nodes" : "");
     }
     if (granularity == Granularity::step && coarse_allowed) advice += ", --granularity coarse";
     throw InputError("simulate would run for about " + wall_time_text(total_s) + ", over its limit of " +

@@ -132,6 +132,10 @@ TEST(SimulateCli, RefusesRunsItCannotFinish) {
         {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "use at most"},
         {"--nodes 2048 --batch-per-gpu 32 --iterations 1000", "--iterations here"},
         {"--nodes 64 --strategy ps --ps-colocated --granularity step --iterations 1000", "--granularity coarse"},
+        // Issue 59, item 3: the coarse form's cost grows with the servers (8 nodes and 2,000 took
+        // 99 s here); 100,000 servers were accepted and ran on.
+        {"--nodes 8 --strategy ps --ps-nodes 100000 --ps-instance c5.18xlarge", "use fewer --nodes or --ps-nodes"},
+        {"--nodes 8 --strategy ps --ps-nodes 10000 --ps-instance c5.18xlarge --iterations 100", "use at most"},
     };
     for (const auto& c : cases) {
         const auto start = std::chrono::steady_clock::now();
