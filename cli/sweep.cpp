@@ -316,13 +316,24 @@ constexpr const char* kNoSimulator =
     "rebuild";
 #endif
 
+/// Whether an interruption stopped a simulation in flight (its row not written).
+std::atomic<bool> g_simulation_stopped{false};
+
 /// The prediction from `sweep.iterations` simulated iterations of `s` (prepare_sweep refuses
 /// --simulate where SimGrid is not built).
 Prediction simulated(const PreparedSweep& sweep, const Scenario& s) {
 #ifdef EPOCHCAST_WITH_SIMULATOR
     sim::SimulationOptions options;
     options.iterations = sweep.iterations;
-    return sim::simulated_prediction(sweep.model, s, sim::simulate(sweep.model, s, options));
+    // Ctrl-C, SIGTERM or SIGHUP stops the simulation in flight (its child killed within about
+    // 50 ms), not after it: one row can take minutes.
+    options.cancel = &g_interrupt_requested;
+    try {
+        return sim::simulated_prediction(sweep.model, s, sim::simulate(sweep.model, s, options));
+    } catch (const sim::SimulationCancelled&) {
+        g_simulation_stopped = true;
+        throw;
+    }
 #else
     (void)sweep;
     (void)s;
@@ -400,7 +411,8 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         if (interrupted) {
             throw RunError("interrupted by " + interruption_name(g_interrupted) + ": " +
                            std::to_string(writer.written()) + " of " + std::to_string(total) + " rows written" +
-                           (o.output.empty() ? "" : " to '" + o.output + "'"));
+                           (o.output.empty() ? "" : " to '" + o.output + "'") +
+                           (g_simulation_stopped ? "; the simulation in flight was stopped" : ""));
         }
     }
 

@@ -87,8 +87,9 @@ private:
 /// thread in index order, with at most four chunks per thread waiting for it. `interrupted()` is
 /// asked on the calling thread before each chunk and every 50 ms while it waits; when it says true
 /// the work stops and this returns true (false when every chunk went to `sink`). The threads are
-/// joined on every path: an exception from `sink` or from a worker (rethrown here) stops them
-/// first, and a thread that cannot be started is an InputError naming --jobs.
+/// joined on every path: an exception from `sink` or from a worker (rethrown here, unless
+/// `interrupted()` says true by then: the interruption's own doing) stops them first, and a thread that cannot be
+/// started is an InputError naming --jobs.
 template <typename Make, typename Sink, typename Interrupted>
 bool evaluate_range(IndexRange range, int jobs, std::size_t chunk_rows, Make&& make, Sink&& sink,
                     Interrupted&& interrupted) {
@@ -165,7 +166,10 @@ bool evaluate_range(IndexRange range, int jobs, std::size_t chunk_rows, Make&& m
         Chunk chunk;
         {
             std::lock_guard lock(mutex);
-            if (worker_failure) std::rethrow_exception(worker_failure);
+            if (worker_failure) {
+                if (interrupted()) return true;  // a chunk the interruption cancelled (a simulation)
+                std::rethrow_exception(worker_failure);
+            }
             chunk = std::move(done.at(c));
             done.erase(c);
             ++consumed;

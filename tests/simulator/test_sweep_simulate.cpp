@@ -1,8 +1,15 @@
 // `epochcast sweep --simulate`: every row from a SimGrid run (close to the closed form, not equal
 // to it), and two MPI ranks sharing a simulated sweep write what one process writes.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/cli/cli_process.hpp"
 #include "tests/support/temp_file.hpp"
@@ -35,6 +42,54 @@ TEST(SweepSimulate, RowsComeFromTheSimulation) {
         ++compared;
     }
     EXPECT_EQ(compared, 3);
+}
+
+// Issue 59, item 2: `sweep --simulate` checked SIGTERM, SIGINT and SIGHUP only between rows, and a
+// row can take minutes (under `timeout 60` one ran on for 12). The signal now stops the simulation
+// in flight (8 nodes pushing to 1,000 parameter servers: about 20 s here), and says so.
+TEST(SweepSimulate, ASignalStopsTheSimulationInFlight) {
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": 8, "strategy": "ps", "ps_instance": "c5.18xlarge",
+                      "ps_nodes": [1000, 1001]})");
+    const std::string output = spec.path() + ".csv";
+    const std::string err_path = spec.path() + ".stderr";
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(err, 2);
+        ::execl(EPOCHCAST_CLI_PATH, EPOCHCAST_CLI_PATH, "sweep", spec.path().c_str(), "--simulate", "-o",
+                output.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // The signal goes once the first simulation's process runs (a child of one of the sweep's
+    // threads): the sweep is then past its start-up and inside a row, however loaded the machine.
+    const std::string partial = output + ".partial." + std::to_string(child);
+    auto simulating = [child] {
+        std::error_code ignored;
+        const std::filesystem::path tasks = "/proc/" + std::to_string(child) + "/task";
+        for (const auto& task : std::filesystem::directory_iterator(tasks, ignored)) {
+            if (!read_text((task.path() / "children").string()).empty()) return true;
+        }
+        return false;
+    };
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < give_up && !simulating()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const bool started = simulating();
+    ::kill(child, SIGTERM);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(started) << "no simulation started";
+    const std::string err = read_text(err_path);
+    std::filesystem::remove(err_path);
+    ASSERT_TRUE(WIFEXITED(status)) << err;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << err;
+    EXPECT_NE(err.find("interrupted by SIGTERM: 0 of 2 rows written"), std::string::npos) << err;
+    EXPECT_NE(err.find("; the simulation in flight was stopped"), std::string::npos) << err;
+    const std::string rows = read_text(output);
+    std::filesystem::remove(output);
+    EXPECT_NE(rows.find("# interrupted: 0 of 2 rows written"), std::string::npos) << rows;
+    EXPECT_FALSE(std::filesystem::exists(partial));
 }
 
 #ifdef EPOCHCAST_MPIEXEC
