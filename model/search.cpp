@@ -159,6 +159,30 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
         for (const std::string& name : servers) catalog.instance(name);  // throws for an unknown name
     }
 
+    // Counted before any is built (each holds about 2 KB once predicted): ten --nodes values up to
+    // 100,000 and twenty batches grew to 20 GB before "out of memory".
+    double count = 0;
+    const double per_choice =
+        static_cast<double>(space.nodes.size()) *
+        static_cast<double>(space.base.global_batch > 0 ? std::size_t{1} : space.batch_per_gpu.size());
+    for (const InstanceSpec* instance : workers) {
+        const double gpu_counts = space.gpus_per_node.empty() ? std::ceil(std::log2(std::max(1, instance->gpus))) + 1
+                                                              : static_cast<double>(space.gpus_per_node.size());
+        for (Strategy strategy : space.strategies) {
+            const double choices =
+                strategy == Strategy::ps
+                    ? static_cast<double>(servers.size() * space.ps_ratios.size()) + (space.ps_colocated ? 1 : 0)
+                    : 1;
+            count += gpu_counts * choices * per_choice;
+        }
+    }
+    if (space.spot_with_on_demand && space.base.pricing == Pricing::spot) count *= 3;  // elastic and on-demand twins
+    if (count > static_cast<double>(kMaxPlanConfigurations)) {
+        throw InputError("the search would hold " + format_count(count) + " configurations, over its limit of " +
+                         format_count(static_cast<double>(kMaxPlanConfigurations)) +
+                         ": name fewer instances (--instance, --cloud), --nodes or --batch-per-gpu values");
+    }
+
     std::vector<Scenario> out;
     for (const InstanceSpec* instance : workers) {
         std::vector<int> per_node = space.gpus_per_node;

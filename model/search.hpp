@@ -77,11 +77,15 @@ TimeCost at_confidence(const Prediction& prediction, double confidence, Charge c
 /// search); empty when the space names its instances.
 std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalog& catalog);
 
+/// The most configurations a search holds (about 2 KB each once predicted: 2 GB).
+inline constexpr std::size_t kMaxPlanConfigurations = 1'000'000;
+
 /// Every Scenario of the space, in a fixed order: instance, GPUs per node, strategy (with, for ps,
 /// each server instance and ratio, then co-located), node count, batch. Hierarchical and tree
 /// all-reduce are left out with one GPU per node (they are the ring there, hierarchical exactly;
 /// tree is kept across nodes). GPU counts above the instance's are left out. Throws InputError for
-/// a cloud no instance names (listing the clouds), or a named worker of another cloud or with
+/// a space of more than kMaxPlanConfigurations (counted before any is built), a cloud no instance
+/// names (listing the clouds), or a named worker of another cloud or with
 /// prices but none under the space's pricing (naming the pricings it has).
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog);
 

@@ -9,6 +9,7 @@
 #include "cli/report.hpp"
 #include "model/text_io.hpp"
 #include "tests/cli/cli_process.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace epochcast::testing {
 namespace {
@@ -334,6 +335,35 @@ TEST(PlanCli, AnUnpricedInstanceBesideAPricedOneIsSetApartNotCrowned) {
     ASSERT_NE(answer, std::string::npos);
     EXPECT_NE(text.out.find("x p5.48xlarge", answer), std::string::npos) << text.out;
     EXPECT_EQ(text.out.find("n/a", answer), std::string::npos) << text.out;
+}
+
+// Issue 59, item 4: the search built every configuration in memory (ten --nodes values up to
+// 100,000 and twenty batches reached 20 GB; a 200,000-instance catalog ran out of a 4 GB limit).
+// The space is counted before anything is built, and one over the bound is bad input.
+TEST(PlanCli, ASearchTooLargeToHoldIsRefusedBeforeItIsBuilt) {
+    std::string instances;
+    for (int i = 0; i < 20'000; ++i) {
+        instances += (i == 0 ? "" : ",") + std::string(R"({"name": "i)") + std::to_string(i) +
+                     R"(.big", "gpu": "G", "gpus": 8, "vcpus": 64, "memory_gib": 512, "network_gbps": 100,
+                        "price_usd_per_hour": 10, "source": "t"})";
+    }
+    TempFile catalog(R"({"schema": "epochcast.catalog/1", "gpus": [{"name": "G", "fp32_tflops": 10,
+        "fp16_tflops": 20, "memory_gib": 16, "memory_GBps": 500, "source": "t"}], "instances": [)" +
+                         instances + "]}",
+                     ".json");
+    const ProcessResult r = run_epochcast("plan --deadline 2h --catalog " + catalog.path());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("epochcast: error: the search would hold ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(" configurations, over its limit of 1,000,000: name fewer instances (--instance, --cloud), "
+                         "--nodes or --batch-per-gpu values\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    // One of the same instances, named: within the bound, searched.
+    const ProcessResult named = run_epochcast("plan --deadline 30h --catalog " + catalog.path() + " --instance i7.big");
+    EXPECT_EQ(named.exit_code, 0) << named.err;
+    EXPECT_NE(named.out.find("Searched "), std::string::npos) << named.out;
 }
 
 TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
