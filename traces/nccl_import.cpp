@@ -8,6 +8,7 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <unordered_map>
 
 #include "model/collectives.hpp"
 #include "model/errors.hpp"
@@ -62,7 +63,7 @@ double column(const std::string& token, std::string_view name, bool positive, st
 
 std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_view origin, int* ranks) {
     std::vector<NcclSample> samples;
-    std::vector<int> sample_lines;  // the line of each sample
+    std::unordered_map<double, int> line_of_size;  // each sample's message size and line
     long long nranks = 0;
     int nranks_line = 0;  // where nranks was first given
     const std::regex nranks_pattern(R"(nranks\s+(-?\d+))");
@@ -120,15 +121,12 @@ std::vector<NcclSample> parse_nccl_all_reduce(std::string_view log, std::string_
         if (sample.bytes == 0) continue;
         // nccl-tests prints each size once: a size again is a second table (another test, or the
         // same one pasted twice), whose rows would count as independent points of the fit.
-        if (const auto again = std::find_if(samples.begin(), samples.end(),
-                                            [&](const NcclSample& earlier) { return earlier.bytes == sample.bytes; });
-            again != samples.end()) {
+        if (const auto [earlier, first] = line_of_size.emplace(sample.bytes, line_number); !first) {
             throw InputError(at_line(origin, line_number) + ": the message size " + tokens[0] +
-                             " is given again (line " + std::to_string(sample_lines[again - samples.begin()]) +
+                             " is given again (line " + std::to_string(earlier->second) +
                              "): one all_reduce_perf table per log");
         }
         samples.push_back(sample);
-        sample_lines.push_back(line_number);
     }
     if (samples.empty()) {
         throw InputError(std::string(origin) + ": no all_reduce_perf result rows found (expected nccl-tests output)");
