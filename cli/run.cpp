@@ -560,9 +560,14 @@ void check_instance(const RunOptions& o, const Catalog& catalog, const Placement
     }
 }
 
+/// The longest --watchdog: a year without a step is a stalled job.
+constexpr double kMaxWatchdogS = 365.0 * 24 * 3600;
+
 void check_options(const RunOptions& o, const std::vector<std::string>& train_flags) {
-    if (o.watchdog_s && !(std::isfinite(*o.watchdog_s) && *o.watchdog_s >= 0)) {
-        throw InputError("run: --watchdog must be a number of seconds, 0 or more (0 turns it off)");
+    // 1e300 printed 301 digits and 1e-300 "0 s", which killed the job at its second step.
+    if (o.watchdog_s && !(*o.watchdog_s == 0 || (*o.watchdog_s >= 1 && *o.watchdog_s <= kMaxWatchdogS))) {
+        throw InputError("run: --watchdog must be 0 (off) or from 1 to " + format_count(kMaxWatchdogS) +
+                         " seconds (a year)");
     }
     if (!(std::isfinite(o.network_test_max_mib) && o.network_test_max_mib >= 1.0 / 1024 &&
           o.network_test_max_mib <= kMaxNetworkTestMiB)) {

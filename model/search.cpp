@@ -135,6 +135,8 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
     } else {
         for (const std::string& name : space.instances) {
             const InstanceSpec& instance = catalog.instance(name);
+            // An instance named twice is searched once ("Searched N configurations" doubled).
+            if (std::find(workers.begin(), workers.end(), &instance) != workers.end()) continue;
             if (instance.gpus == 0) throw InputError("instance '" + name + "' has no GPUs: it cannot be a worker");
             if (!in_cloud(space, instance)) {
                 throw InputError("instance '" + name + "' is in cloud '" +

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -330,7 +331,12 @@ std::string group_thousands(std::string_view number) {
 
 std::string shortest(double value) {
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%g", value);
+    // %g's six digits unless the number needs more to be read back as itself: "--budget must be at
+    // most $1,000,000,000,000.00 (got 1e+12)" was said of 1.0000001e12.
+    for (int digits = 6; digits <= 17; ++digits) {
+        std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+        if (!std::isfinite(value) || std::strtod(buffer, nullptr) == value) break;
+    }
     return buffer;
 }
 

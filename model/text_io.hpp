@@ -77,8 +77,9 @@ std::string format_count(double count);
 /// A byte count in GiB (2^30 bytes) to three significant digits, for messages: "220", "0.5".
 std::string format_gib(double bytes);
 
-/// A number as printf's "%g" writes it (6 significant digits, no trailing zeros): for echoing a
-/// value back in an error message.
+/// A number as printf's "%g" writes it (6 significant digits, no trailing zeros), or with as many
+/// more digits as it takes to read back as the same double (1.0000001e+12): for echoing a value
+/// back in an error message.
 std::string shortest(double value);
 
 /// A whole number `low` to `high` as a flag gives it: decimal digits alone (no sign, point,

@@ -366,6 +366,20 @@ TEST(PlanCli, ASearchTooLargeToHoldIsRefusedBeforeItIsBuilt) {
     EXPECT_NE(named.out.find("Searched "), std::string::npos) << named.out;
 }
 
+// Issue 59, item 15: "--budget must be at most $1,000,000,000,000.00 (got 1e+12)" was said of
+// 1.0000001e12, and a duplicate --instance doubled "Searched N configurations".
+TEST(PlanCli, ABudgetIsEchoedAsGivenAndAnInstanceNamedTwiceIsSearchedOnce) {
+    const ProcessResult budget = run_epochcast("plan --budget 1.0000001e12");
+    EXPECT_EQ(budget.exit_code, 2);
+    EXPECT_EQ(budget.err, "epochcast: error: --budget must be at most $1,000,000,000,000.00 (got 1.0000001e+12)\n");
+    const ProcessResult once = run_epochcast("plan --deadline 2h --instance p5.48xlarge");
+    const ProcessResult twice = run_epochcast("plan --deadline 2h --instance p5.48xlarge --instance p5.48xlarge");
+    ASSERT_EQ(once.exit_code, 0) << once.err;
+    ASSERT_EQ(twice.exit_code, 0) << twice.err;
+    EXPECT_EQ(once.out, twice.out);
+    EXPECT_NE(once.out.find("Searched 3,300 configurations"), std::string::npos) << once.out;
+}
+
 TEST(PlanCli, BadInputsAreExitCodeTwoNamingTheProblem) {
     struct Case {
         const char* arguments;
