@@ -375,7 +375,10 @@ constexpr double kMaxDurationS = 3650.0 * 86400;
 
 }  // namespace
 
-double parse_duration_s(const std::string& text, const std::string& flag) {
+namespace {
+
+/// The seconds `text` spells (parse_duration_s's grammar), 0 included.
+double duration_total_s(const std::string& text, const std::string& flag) {
     auto bad = [&text, &flag] {
         std::string message = flag;
         message += " '";
@@ -428,7 +431,7 @@ double parse_duration_s(const std::string& text, const std::string& flag) {
         total += value * scale;
         any = true;
     }
-    if (!any || !(total > 0)) throw bad();
+    if (!any) throw bad();
     if (total > kMaxDurationS) {
         std::string message = flag;
         message += " '";
@@ -439,8 +442,20 @@ double parse_duration_s(const std::string& text, const std::string& flag) {
     return total;
 }
 
+}  // namespace
+
+double parse_duration_s(const std::string& text, const std::string& flag) {
+    const double total = duration_total_s(text, flag);
+    if (!(total > 0)) {
+        throw InputError(flag + " '" + escape_for_message(text) +
+                         "': give a duration above zero, such as 2h, 90min, 1h30m or 5400s");
+    }
+    return total;
+}
+
 double parse_duration_or_zero_s(const std::string& text, const std::string& flag) {
-    return text == "0" ? 0.0 : parse_duration_s(text, flag);
+    // "0s" and "0.0s" as well as "0": Python's timedelta(0) is written "0.0s".
+    return text == "0" ? 0.0 : duration_total_s(text, flag);
 }
 
 }  // namespace epochcast

@@ -94,7 +94,8 @@ std::uint64_t parse_whole_number(const std::string& text, const std::string& fla
 /// flag (--deadline, --checkpoint-every) or a sweep spec (checkpoint_every) gives is read by it.
 double parse_duration_s(const std::string& text, const std::string& flag);
 
-/// A duration that may also be none, "0" (--spot-replacement-wait, --startup): 0, else parse_duration_s.
+/// A duration that may also be none (--spot-replacement-wait, --startup): "0", or a duration of
+/// zero in parse_duration_s's grammar ("0s", "0.0s", "0min"), is 0; else parse_duration_s.
 double parse_duration_or_zero_s(const std::string& text, const std::string& flag);
 
 }  // namespace epochcast

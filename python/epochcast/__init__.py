@@ -47,6 +47,8 @@ for _error in (InputError, InfeasibleError, RunError):
 
 # Flags the module sets itself: the answer is always JSON, outputs come back as values.
 _SET_BY_THE_MODULE = {"json", "markdown", "output"}
+# The flags that take a JSON document, which a dict is written to a file for.
+_DOCUMENT_FLAGS = {"catalog", "calibration", "prior"}
 
 
 # ---- answers ----------------------------------------------------------------------------------
@@ -260,6 +262,10 @@ def _text(value, files, name):
     if isinstance(value, Calibration):
         return files.write("calibration.json", value.text)
     if isinstance(value, Mapping):  # a document: a catalog, a calibration
+        if name not in _DOCUMENT_FLAGS:
+            # nodes={} was written to a file whose temporary path the error then named.
+            raise InputError(f"{name.replace('-', '_')}= takes no dict (a dict is a document: "
+                             + ", ".join(f"{flag}=" for flag in sorted(_DOCUMENT_FLAGS)) + ")")
         return files.write(f"{name}.json", json.dumps(value))
     if isinstance(value, os.PathLike):
         return os.fspath(value)
@@ -282,6 +288,9 @@ def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=
             )
         if value is None:
             continue
+        if isinstance(value, (list, tuple)) and not value:
+            # An empty list left the flag out: plan(nodes=[]) searched the default node counts.
+            raise InputError(f"{key}=[] gives no value; leave {key} out (or None) for the default")
         for item in value if isinstance(value, (list, tuple)) else [value]:
             if option["flag"] and item is True:
                 arguments.append(f"--{name}")

@@ -119,6 +119,16 @@ def test_a_keyword_that_is_no_flag_is_a_type_error_naming_those_there_are():
         epochcast.calibrate(K80_TRACE, output="c.json")
 
 
+def test_an_empty_list_or_a_dict_where_no_document_goes_is_an_input_error():
+    # Issue 59, item 14: plan(nodes=[]) searched the default node counts; nodes={} named a
+    # temporary file's path in its error.
+    with pytest.raises(epochcast.InputError, match=r"^nodes=\[\] gives no value; leave nodes out"):
+        epochcast.plan(deadline="2h", nodes=[])
+    with pytest.raises(epochcast.InputError, match=r"^nodes= takes no dict \(a dict is a document: calibration=, "
+                                                    r"catalog=, prior=\)$"):
+        epochcast.predict(nodes={})
+
+
 def test_nothing_is_printed(capfd):
     for call in [lambda: epochcast.predict(nodes=0), lambda: epochcast.plan(deadline="soon")]:
         with pytest.raises(epochcast.InputError):

@@ -40,6 +40,15 @@ def test_a_duration_may_be_a_timedelta():
     assert epochcast.predict(instance="p5.48xlarge", nodes=16, pricing="spot", deadline=deadline).to_dict() == expected
 
 
+def test_a_zero_timedelta_is_no_start_up_and_no_wait():
+    # Issue 59, item 14: timedelta(0) was written "0.0s" and refused, where the command line takes "0".
+    expected = cli_json("predict --instance p5.48xlarge --nodes 2 --pricing spot --startup 0 --spot-replacement-wait 0")
+    zero = datetime.timedelta(0)
+    got = epochcast.predict(instance="p5.48xlarge", nodes=2, pricing="spot", startup=zero, spot_replacement_wait=zero)
+    assert got.to_dict() == expected
+    assert got.startup_s == 0
+
+
 def test_with_no_scenario_keyword_it_is_the_first_of_the_commands_three():
     # `epochcast predict` with no scenario flag compares today's default with seed 000's two set-ups.
     assert epochcast.predict().to_dict() == cli_json("predict")[0]
