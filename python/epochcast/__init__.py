@@ -48,7 +48,7 @@ for _error in (InputError, InfeasibleError, RunError):
 # Flags the module sets itself: the answer is always JSON, outputs come back as values.
 _SET_BY_THE_MODULE = {"json", "markdown", "output"}
 # The flags that take a JSON document, which a dict is written to a file for.
-_DOCUMENT_FLAGS = {"catalog", "calibration", "prior"}
+_DOCUMENT_FLAGS = {"catalog", "calibration", "prior", "elastic"}
 
 
 # ---- answers ----------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def test_an_empty_list_or_a_dict_where_no_document_goes_is_an_input_error():
     with pytest.raises(epochcast.InputError, match=r"^nodes=\[\] gives no value; leave nodes out"):
         epochcast.plan(deadline="2h", nodes=[])
     with pytest.raises(epochcast.InputError, match=r"^nodes= takes no dict \(a dict is a document: calibration=, "
-                                                    r"catalog=, prior=\)$"):
+                                                    r"catalog=, elastic=, prior=\)$"):
         epochcast.predict(nodes={})
 
 
