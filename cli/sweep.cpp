@@ -61,24 +61,6 @@ Format format_of(const std::string& output) {
     throw InputError("-o '" + output + "': the name must end in .csv or .json");
 }
 
-/// Whether `name` is `stem` followed by ".partial.<pid>" or ".partial.<pid>.<n>" (create_file_beside's names).
-bool is_partial_of(const std::string& name, const std::string& stem) {
-    const std::string prefix = stem + ".partial.";
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
-    bool digit_before = false;
-    for (std::size_t i = prefix.size(); i < name.size(); ++i) {
-        const char c = name[i];
-        if (c >= '0' && c <= '9') {
-            digit_before = true;
-        } else if (c == '.' && digit_before) {
-            digit_before = false;
-        } else {
-            return false;
-        }
-    }
-    return digit_before;
-}
-
 /// Removes the temporary files that sweeps writing `path` left when they were killed (SIGKILL, a
 /// node that went down): the regular files of this user beside it named `path`.partial.<pid>[.<n>]
 /// that no process holds locked. A sweep holds its own locked while it writes (RowWriter), and the
@@ -92,7 +74,7 @@ void remove_abandoned_partials(const std::filesystem::path& path) {
     if (error) return;  // the write that follows names the problem
     for (const std::filesystem::directory_entry& entry : entries) {
         const std::string name = entry.path().filename().string();
-        if (!is_partial_of(name, stem)) continue;
+        if (!is_name_beside(name, stem, "partial")) continue;
         struct stat before {};
         if (::lstat(entry.path().c_str(), &before) != 0 || !S_ISREG(before.st_mode) || before.st_uid != ::geteuid())
             continue;
@@ -110,8 +92,8 @@ void remove_abandoned_partials(const std::filesystem::path& path) {
 
 /// The rows' destination: `out` (stdout) or a temporary file beside `path` (x.csv.partial.<pid>),
 /// renamed on finish(). Destroyed unfinished, it removes the temporary file: nothing half-written
-/// is left behind; those of killed sweeps to the same path it removes first. A failed write throws InputError at once
-/// (ReaderGone when stdout's reader left).
+/// is left behind; those of killed sweeps to the same path it removes first. A failed write
+/// throws InputError at once (ReaderGone when stdout's reader left).
 class RowWriter {
 public:
     RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
@@ -398,7 +380,8 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
         writer.write(all, total);
         writer.finish(false);
     } else {
-        InterruptGuard guard;  // before the temporary file exists, so that no signal leaves it behind
+        InterruptGuard guard;          // before the temporary file exists, so that no signal leaves it behind
+        g_simulation_stopped = false;  // this sweep's, not an earlier one's in the same process
         RowWriter writer(o.output, format, total, out);
         Progress progress(total);
         const bool interrupted = evaluate_text(sweep, format, {0, total}, keep_plot, true, [&](Chunk& chunk) {

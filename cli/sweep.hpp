@@ -88,8 +88,8 @@ private:
 /// asked on the calling thread before each chunk and every 50 ms while it waits; when it says true
 /// the work stops and this returns true (false when every chunk went to `sink`). The threads are
 /// joined on every path: an exception from `sink` or from a worker (rethrown here, unless
-/// `interrupted()` says true by then: the interruption's own doing) stops them first, and a thread that cannot be
-/// started is an InputError naming --jobs.
+/// `interrupted()` says true by then: the interruption's own doing) stops them first, and a thread
+/// that cannot be started is an InputError naming --jobs.
 template <typename Make, typename Sink, typename Interrupted>
 bool evaluate_range(IndexRange range, int jobs, std::size_t chunk_rows, Make&& make, Sink&& sink,
                     Interrupted&& interrupted) {

@@ -125,6 +125,21 @@ std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalo
     return names;
 }
 
+namespace {
+
+/// The GPUs per node the space tries on `instance`: the space's, else the powers of two below its
+/// GPUs and all of them (those above the instance's are left out where the configurations are made).
+std::vector<int> gpus_per_node_choices(const SearchSpace& space, const InstanceSpec& instance) {
+    std::vector<int> per_node = space.gpus_per_node;
+    if (per_node.empty()) {
+        for (int k = 1; k < instance.gpus; k *= 2) per_node.push_back(k);
+        per_node.push_back(instance.gpus);
+    }
+    return per_node;
+}
+
+}  // namespace
+
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog) {
     if (!space.cloud.empty()) catalog.check_cloud(space.cloud, "cloud");
     std::vector<const InstanceSpec*> workers;
@@ -168,8 +183,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
         static_cast<double>(space.nodes.size()) *
         static_cast<double>(space.base.global_batch > 0 ? std::size_t{1} : space.batch_per_gpu.size());
     for (const InstanceSpec* instance : workers) {
-        const double gpu_counts = space.gpus_per_node.empty() ? std::ceil(std::log2(std::max(1, instance->gpus))) + 1
-                                                              : static_cast<double>(space.gpus_per_node.size());
+        const double gpu_counts = static_cast<double>(gpus_per_node_choices(space, *instance).size());
         for (Strategy strategy : space.strategies) {
             const double choices =
                 strategy == Strategy::ps
@@ -187,12 +201,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
 
     std::vector<Scenario> out;
     for (const InstanceSpec* instance : workers) {
-        std::vector<int> per_node = space.gpus_per_node;
-        if (per_node.empty()) {
-            for (int k = 1; k < instance->gpus; k *= 2) per_node.push_back(k);
-            per_node.push_back(instance->gpus);
-        }
-        for (int k : per_node) {
+        for (int k : gpus_per_node_choices(space, *instance)) {
             if (k < 1 || k > instance->gpus) continue;
             for (Strategy strategy : space.strategies) {
                 if (strategy == Strategy::hierarchical && k == 1) continue;

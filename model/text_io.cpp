@@ -211,6 +211,22 @@ NewFile create_file_beside(const std::filesystem::path& target, std::string_view
     return {};
 }
 
+bool is_name_beside(std::string_view name, std::string_view target_name, std::string_view tag) {
+    const std::string prefix = std::string(target_name) + "." + std::string(tag) + ".";
+    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return false;
+    bool digit_before = false;  // the pid, then each attempt, is digits after a dot
+    for (const char c : name.substr(prefix.size())) {
+        if (c >= '0' && c <= '9') {
+            digit_before = true;
+        } else if (c == '.' && digit_before) {
+            digit_before = false;
+        } else {
+            return false;
+        }
+    }
+    return digit_before;
+}
+
 void write_text_file_atomically(const std::filesystem::path& path, std::string_view text, std::string_view what) {
     const std::string failure =
         "cannot write " + std::string(what) + " file '" + escape_for_message(path.string()) + "'";

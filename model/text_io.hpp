@@ -32,6 +32,10 @@ struct NewFile {
 };
 NewFile create_file_beside(const std::filesystem::path& target, std::string_view tag);
 
+/// Whether `name` (a file name, no folder) is one create_file_beside(target, tag) makes for a
+/// target named `target_name`: "<target_name>.<tag>.<pid>" or "<target_name>.<tag>.<pid>.<n>".
+bool is_name_beside(std::string_view name, std::string_view target_name, std::string_view tag);
+
 /// Write `text` to `path` atomically: a new temporary file beside it (create_file_beside, tag
 /// "tmp"), then a rename, so that a failure leaves no half-written file and no other file is
 /// written. Throws InputError "cannot write <what> file '<path>'".
