@@ -164,6 +164,10 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
     scen.push_back(cmd.add_option("--memory-format", flags.memory_format,
                                   "channels_last (NHWC, as NVIDIA's tuned code and MLPerf run) or nchw (PyTorch's "
                                   "default memory format); matters for tensor-core precisions"));
+    scen.push_back(cmd.add_flag(
+        "--compile", s.compiled,
+        "PyTorch under torch.compile (TorchInductor's default mode) rather than eager: the eager curve carried by "
+        "one measured pair, its band wider at small batches (docs/model.md, eq. C9)"));
     // --stack, like --pricing, is no scenario flag for predict's default: it applies to its set-ups.
     cmd.add_option("--stack", flags.stack,
                    "Software stack: current (NGC-tuned and current releases; the default) or legacy (2017-2018 "

@@ -51,6 +51,7 @@ struct PlanOptions {
     std::string framework = "pytorch";
     std::string loader = "default";
     std::string memory_format = "channels_last";
+    bool compiled = false;
     std::vector<std::string> instances;
     std::vector<int> nodes;
     std::vector<int> batches;
@@ -262,6 +263,7 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.framework = parse_framework(o.framework, "--framework");
     space.base.loader = parse_loader(o.loader, "--loader");
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
+    space.base.compiled = o.compiled;
     space.base.pricing = pricing_of(o);
     space.spot_with_on_demand = space.base.pricing == Pricing::spot;
     space.charge = charge_of(o);
@@ -406,8 +408,9 @@ public:
             << " (" << epochs_ << " of " << format_count(static_cast<double>(o_.dataset_images)) << " images, "
             << o_.precision << ", " << o_.framework
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
-            << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format) << ", "
-            << to_string(pricing_of(o_)) << " prices" << (pricing_of(o_) == Pricing::spot ? " beside on-demand" : "")
+            << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format)
+            << (o_.compiled ? ", torch.compile" : "") << ", " << to_string(pricing_of(o_)) << " prices"
+            << (pricing_of(o_) == Pricing::spot ? " beside on-demand" : "")
             << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
             << "): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
         if (search_.unpublished > 0) {
@@ -643,6 +646,7 @@ void register_plan(CLI::App& app, std::ostream& out) {
                     "How images reach the GPUs, on every cluster: default (the framework's), cpu, dali-cpu, dali or "
                     "synthetic (as predict's)");
     cmd->add_option("--memory-format", o->memory_format, "channels_last or nchw (as predict's)");
+    cmd->add_flag("--compile", o->compiled, "PyTorch under torch.compile rather than eager (as predict's)");
     cmd->add_option("--instance", o->instances,
                     "Worker instance types to consider (default: every GPU instance sold under --pricing, in "
                     "--cloud); repeatable");

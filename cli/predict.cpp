@@ -242,6 +242,12 @@ private:
             break;
         }
         for (const ScenarioResult& r : results_) {
+            if (r.scenario.compiled) {
+                out << "\nnote: " << compiled_note() << "\n";
+                break;
+            }
+        }
+        for (const ScenarioResult& r : results_) {
             if (r.curve_origin != CurveOrigin::measured) {
                 out << "\nnote: "
                     << curve_origin_note(model_.catalog().instance(r.scenario.instance).gpu, r.scenario, r.curve_origin)

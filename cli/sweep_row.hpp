@@ -67,6 +67,10 @@ inline constexpr SweepColumn kElasticColumns[] = {{"elastic_time_to_train_s", Co
 /// elastic run's, as are the two columns before), empty on other pricings; the last column.
 inline constexpr SweepColumn kElasticPricedColumns[] = {{"elastic_spot", ColumnType::flag}};
 
+/// Whether the row is PyTorch under torch.compile (the spec's `compiled`, eq. C9); added after the
+/// elastic columns, so that earlier columns keep their places.
+inline constexpr SweepColumn kCompiledColumns[] = {{"compiled", ColumnType::flag}};
+
 /// The row's elastic_spot cell.
 template <typename Cells>
 void elastic_priced_cell(const Scenario& s, Cells& cells) {
@@ -141,11 +145,12 @@ void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) 
 /// iterations (kRunCostFigures), the store and spot columns (kStoreAndSpotColumns) and the
 /// evaluation's (kEvaluationColumns), the elastic alternative's (kElasticColumns) and whether the
 /// row was priced elastic (kElasticPricedColumns; all of issue 45, added last so that earlier columns
-/// keep their places).
+/// keep their places), then whether it ran under torch.compile (kCompiledColumns).
 inline constexpr std::size_t kSweepColumnCount =
     std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) +
     std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns) +
-    std::size(detail::kElasticColumns) + std::size(detail::kElasticPricedColumns);
+    std::size(detail::kElasticColumns) + std::size(detail::kElasticPricedColumns) +
+    std::size(detail::kCompiledColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
@@ -158,6 +163,7 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     for (const SweepColumn& c : detail::kEvaluationColumns) columns[i++] = c;
     for (const SweepColumn& c : detail::kElasticColumns) columns[i++] = c;
     for (const SweepColumn& c : detail::kElasticPricedColumns) columns[i++] = c;
+    for (const SweepColumn& c : detail::kCompiledColumns) columns[i++] = c;
     return columns;
 }
 
@@ -193,6 +199,7 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
         cells.none();
     }
     detail::elastic_priced_cell(result.scenario, cells);
+    cells.flag(result.scenario.compiled);
 }
 
 /// A combination the model rejected: the scenario as given, `feasible` false, the reason, none
@@ -212,6 +219,7 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
     cells.count(scenario.eval_images);
     for (std::size_t i = 0; i < std::size(detail::kElasticColumns); ++i) cells.none();
     detail::elastic_priced_cell(scenario, cells);
+    cells.flag(scenario.compiled);
 }
 
 }  // namespace epochcast::cli

@@ -71,6 +71,7 @@ std::string describe(const Scenario& s) {
     text += ", " + std::string(to_string(s.framework)) + "/" + std::string(to_string(s.strategy));
     if (s.efa_adapters >= 0) text += ", " + std::to_string(s.efa_adapters) + " EFA";
     text += ", " + s.model + " b" + std::to_string(s.batch_per_gpu) + " " + std::string(to_string(s.precision));
+    if (s.compiled) text += ", compiled";
     return text;
 }
 

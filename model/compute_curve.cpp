@@ -2,12 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 namespace epochcast {
 
 ComputeCurveChoice ComputeCurves::choose(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
                                          const ParameterCovariance& covariance) const {
+    if (scenario.compiled) {
+        // torch.compile carries the eager curve (eq. C9); the eager one is what is chosen and
+        // remembered, and what the fallbacks' own look-ups (the other layout's) ask for.
+        Scenario eager = scenario;
+        eager.compiled = false;
+        ComputeCurveChoice choice = choose(gpu, eager, work, covariance);
+        compile(choice);
+        return choice;
+    }
     const auto key =
         std::make_tuple(&gpu, &work, scenario.precision, scenario.framework, scenario.stack, scenario.memory_format);
     {
@@ -19,6 +29,65 @@ ComputeCurveChoice ComputeCurves::choose(const GpuSpec& gpu, const Scenario& sce
     std::lock_guard<std::mutex> lock(remembered_->mutex);
     remembered_->choices.emplace(key, choice);
     return choice;
+}
+
+namespace {
+
+/// Eq. C9's pair: phi, the fixed time's share of the eager step at the pair's batch (eq. C1 through
+/// the two eager batches), and the compiled step's share of the eager one there.
+struct CompiledPair {
+    double fixed_share = 0;
+    double step_share = 1;
+};
+
+CompiledPair compiled_pair() {
+    const double b = kCompiledPairBatch;
+    const double eager_s = b / kCompiledPairEagerImagesPerS;
+    const double large_s = kCompiledPairLargeBatch / kCompiledPairEagerLargeBatchImagesPerS;
+    const double time_per_image_s = (large_s - eager_s) / (kCompiledPairLargeBatch - b);
+    return {(eager_s - b * time_per_image_s) / eager_s, kCompiledPairEagerImagesPerS / kCompiledPairImagesPerS};
+}
+
+}  // namespace
+
+CompiledExecution compiled_execution_at(double k) {
+    // k phi + f (1 - phi) = step_share; d ln f / d ln ratio = -step_share / (f (1 - phi)).
+    const CompiledPair pair = compiled_pair();
+    CompiledExecution c;
+    c.fixed_factor = k;
+    c.time_per_image_factor = (pair.step_share - k * pair.fixed_share) / (1.0 - pair.fixed_share);
+    c.ratio = {0.0, -kCompiledRatioSigma * pair.step_share / (c.time_per_image_factor * (1.0 - pair.fixed_share))};
+    return c;
+}
+
+CompiledExecution compiled_execution() {
+    // k anywhere in [0, 1]: at its middle, with a uniform law's sigma; d f / d k = -phi / (1 - phi).
+    constexpr double kSplit = 0.5;
+    const double split_sigma = 1.0 / std::sqrt(12.0);
+    const CompiledPair pair = compiled_pair();
+    CompiledExecution c = compiled_execution_at(kSplit);
+    c.split = {split_sigma / kSplit,
+               -split_sigma * pair.fixed_share / (1.0 - pair.fixed_share) / c.time_per_image_factor};
+    return c;
+}
+
+std::string compiled_note() {
+    char ratio[16];
+    std::snprintf(ratio, sizeof ratio, "%.2f", kCompiledPairImagesPerS / kCompiledPairEagerImagesPerS);
+    return "torch.compile is carried from the eager curve by one measured pair (PyTorch 2.11 on one H200, AMP, "
+           "batch " +
+           std::to_string(kCompiledPairBatch) + ": " + ratio +
+           " times eager; docs/model.md, eq. C9); how its gain splits between the fixed and the per-image time is "
+           "not known, so the band is wider at small batches, where the fixed time is most of a step.";
+}
+
+void ComputeCurves::compile(ComputeCurveChoice& c) {
+    static const CompiledExecution compiled = compiled_execution();
+    c.fixed_s *= compiled.fixed_factor;
+    c.time_per_image_s *= compiled.time_per_image_factor;
+    c.compiled = true;
+    c.compiled_split = compiled.split;
+    c.compiled_ratio = compiled.ratio;
 }
 
 ComputeCurveChoice ComputeCurves::fallbacks(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
@@ -338,6 +407,9 @@ void set_compute_curve(ResolvedScenario& r, const ComputeCurveChoice& curve) {
     r.fixed_s = curve.fixed_s;
     r.transfer_sigma = curve.transfer_sigma;
     r.curve_origin = curve.origin;
+    r.compiled = curve.compiled;
+    r.compiled_split = curve.compiled_split;
+    r.compiled_ratio = curve.compiled_ratio;
 }
 
 }  // namespace epochcast

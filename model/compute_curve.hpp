@@ -170,6 +170,41 @@ double pooled_sigma(double sigma_a, double sigma_b);
 inline constexpr const char* kReferenceModel = "resnet50";
 inline constexpr int kReferenceImageSize = 224;
 
+/// Eq. C9: PyTorch under torch.compile (TorchInductor's default mode) against eager, from the one
+/// pair measured in one call of one version (docs/performance.md, "Training on a GPU": PyTorch 2.11,
+/// AMP, channels_last, synthetic data, one H200): eager 5,880.0 img/s at batch 256 and 6,396.6 at
+/// 1,056, compiled 6,667.7 at 256. The eager pair fixes the fixed time's share of the eager step at
+/// 256 (eq. C1); the compiled run fixes how much shorter that step is.
+inline constexpr double kCompiledPairEagerImagesPerS = 5880.0;
+inline constexpr double kCompiledPairEagerLargeBatchImagesPerS = 6396.6;
+inline constexpr int kCompiledPairLargeBatch = 1056;
+inline constexpr double kCompiledPairImagesPerS = 6667.7;
+inline constexpr int kCompiledPairBatch = 256;
+/// The measured ratio's own 1-sigma, in its log: one call of one version, and Inductor's kernels
+/// change between releases (a judgment, not a scatter: there is one pair).
+inline constexpr double kCompiledRatioSigma = 0.05;
+
+/// Eq. C9's factors on an eager curve: compiled t_fixed = k t_fixed, compiled t_img = f t_img. How
+/// the measured gain splits between the fixed time (fewer kernels to launch) and the per-image time
+/// (element-wise work fused into fewer passes over memory) one pair cannot tell: k, the share of
+/// the fixed time left, lies anywhere in [0, 1], taken at 1/2 with a uniform law's sigma, and f is
+/// what keeps the measured step at the pair's batch. Each LogShift is per 1-sigma of one of the two
+/// unknowns (k, the measured ratio).
+struct CompiledExecution {
+    double fixed_factor = 1;
+    double time_per_image_factor = 1;
+    LogShift ratio;  ///< per 1-sigma of the measured ratio (kCompiledRatioSigma)
+    LogShift split;  ///< per 1-sigma of the split k (zero at either end of its range)
+};
+/// Eq. C9 at k = 1/2, the split's sigma with it.
+CompiledExecution compiled_execution();
+/// Eq. C9 at the split `k` (0 to 1): the ends of its range, which bound the band (throughput_band).
+CompiledExecution compiled_execution_at(double k);
+
+/// One sentence for a user on what a torch.compile prediction rests on (eq. C9); the CLI's notes
+/// and the window's message say it alike.
+std::string compiled_note();
+
 /// A scenario's compute curve (eq. C1's terms) and where it came from (eq. C0).
 struct ComputeCurveChoice {
     double time_per_image_s = 0;
@@ -182,6 +217,10 @@ struct ComputeCurveChoice {
     /// that split its time there; 0 where its runs measured the fixed time.
     double one_batch_b0 = 0;
     double one_batch_b_half = 0;
+    /// Under torch.compile (eq. C9; Scenario::compiled): its two uncertainties; zero when eager.
+    bool compiled = false;
+    LogShift compiled_split;
+    LogShift compiled_ratio;
 };
 
 /// The compute-curve fields of a resolved scenario from its choice: the time per image, the fixed
@@ -200,6 +239,7 @@ public:
     /// sensitivities as rows of `covariance` (the calibration's own). A sweep or a plan asks again
     /// for every node count and batch: the answer is remembered (eqs. C4-C6 compare each pair of
     /// curves, most of resolve()'s time otherwise).
+    /// Under torch.compile (Scenario::compiled) the eager curve chosen is carried by eq. C9.
     ComputeCurveChoice choose(const GpuSpec& gpu, const Scenario& scenario, const Workload& work,
                               const ParameterCovariance& covariance) const;
 
@@ -208,6 +248,9 @@ public:
     double roofline_s(const GpuSpec& gpu, Precision precision, SoftwareStack stack, const Workload& work) const;
 
 private:
+    /// Eq. C9 on an eager curve (compiled_execution's factors and uncertainties).
+    static void compile(ComputeCurveChoice& c);
+
     /// Eq. C5's line of one software and precision family.
     struct SoftwareLine {
         Software software;

@@ -352,6 +352,15 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
                                const std::vector<NetworkObservation>& networks,
                                const std::vector<Comparison>& comparisons, const FitOptions& options) {
     if (runs.empty() && networks.empty()) throw InputError("calibrate: no measured run or network to fit");
+    for (const Observation& run : runs) {
+        // Every curve is an eager one, which eq. C9 carries to torch.compile; a compiled run would
+        // be fitted as eager and move that curve by the compiler's gain.
+        if (run.scenario.compiled) {
+            throw InputError(run.origin + ": a torch.compile run (\"compiled\": true) is not fitted: the model's "
+                             "curves are eager PyTorch's, carried to compiled by eq. C9 (docs/model.md); `epochcast "
+                             "validate` predicts it");
+        }
+    }
     CalibrationFit fit = fit_once(prior, runs, networks, comparisons, options);
     // Only a fitted prior (a posterior, with a covariance) can be contradicted: the data-free
     // prior's weak priors already let the runs move what they touch.

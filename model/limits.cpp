@@ -100,6 +100,13 @@ void check_parameter_server_flags(const Scenario& scenario) {
 
 void check_scenario_flags(const Scenario& scenario) {
     check_parameter_server_flags(scenario);
+    if (scenario.compiled && scenario.framework != Framework::pytorch) {
+        throw InputError("--compile is PyTorch's torch.compile: it needs --framework pytorch (framework is " +
+                         std::string(to_string(scenario.framework)) + ")");
+    }
+    if (scenario.compiled && scenario.stack != SoftwareStack::current) {
+        throw InputError("--compile is PyTorch 2's torch.compile: the legacy stack (2017-2018) had none");
+    }
     if (scenario.storage != Store::fsx_lustre &&
         (scenario.storage_tib != 0 || scenario.storage_tier_MBps_per_TiB != 0)) {
         throw InputError("--storage-tib and --storage-tier go with --storage fsx-lustre (got --storage " +

@@ -98,7 +98,9 @@ CalibrationPlan plan_calibration(const CostModel& model, const Scenario& target,
     Eigen::MatrixXd information = Eigen::MatrixXd::Zero(coordinates, coordinates);
     information.topLeftCorner(rows, rows) = covariance.ldlt().solve(Eigen::MatrixXd::Identity(rows, rows));
     if (coordinates > rows) information(rows, rows) = 1.0 / (transfer_sigma * transfer_sigma);
-    const double model_variance = std::pow(model.calibration().uncertainty.model_sigma, 2);
+    // torch.compile's own uncertainty (eq. C9) stays: calibration runs are fitted as eager ones.
+    const double model_variance =
+        std::pow(model.calibration().uncertainty.model_sigma, 2) + compiled_variance(resolved_target);
 
     const Eigen::VectorXd target_gradient = dense_gradient(model, resolved_target, rows, coordinates);
     auto target_variance = [&](const Eigen::MatrixXd& info) {

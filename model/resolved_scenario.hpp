@@ -38,6 +38,13 @@ struct FieldSensitivity {
     double log_field_per_coordinate = 0;
 };
 
+/// How far one uncertainty moves the compute curve's two fields: d ln(fixed_s) and
+/// d ln(time_per_image_s) per 1-sigma of it (torch.compile's, eq. C9).
+struct LogShift {
+    double log_fixed = 0;
+    double log_time_per_image = 0;
+};
+
 /// Where a resolved scenario's compute curve came from (docs/model.md, "The compute curve", eq. C0),
 /// in the order they are tried.
 enum class CurveOrigin {
@@ -66,6 +73,11 @@ struct ResolvedScenario {
     double fixed_s = 0;           ///< seconds per iteration
     double transfer_sigma = 0;    ///< extra relative 1-sigma of a curve carried to another architecture
     CurveOrigin curve_origin = CurveOrigin::roofline;  ///< measured, carried (eqs. C0-C7) or the roofline
+    /// Under torch.compile (eq. C9): how its two unknowns, the split of its gain between the fixed
+    /// and the per-image time and the measured ratio, move the curve; zero when eager.
+    bool compiled = false;
+    LogShift compiled_split;
+    LogShift compiled_ratio;
 
     // Framework profile
     double sync_jitter = 0;       ///< relative std of a worker's compute time

@@ -68,6 +68,9 @@ struct Scenario {
     /// legacy stack ran NCHW whatever this says.
     MemoryFormat memory_format = MemoryFormat::channels_last;
     Loader loader = Loader::framework_default;  ///< how images reach the GPU; default: the framework's
+    /// PyTorch under torch.compile (TorchInductor's default mode) rather than eager: the compute
+    /// curve, which every PyTorch run measured eager, is carried by eq. C9 (docs/model.md).
+    bool compiled = false;
 
     std::string ps_instance;    ///< parameter-server instance type (strategy ps, not co-located)
     int ps_nodes = 0;           ///< parameter-server instances (strategy ps, not co-located); 0: none

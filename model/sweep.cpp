@@ -120,6 +120,7 @@ std::array<std::size_t, kSweepFields.size()> SweepSpec::lengths() const {
             precision.size(),
             stack.size(),
             memory_format.size(),
+            compiled.size(),
             loader.size(),
             storage.size(),
             storage_tib.size(),
@@ -175,6 +176,7 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
     const double tib = storage_tib[digit(storage_tib.size())];
     s.storage = storage[digit(storage.size())];
     s.loader = loader[digit(loader.size())];
+    s.compiled = compiled[digit(compiled.size())];
     s.memory_format = memory_format[digit(memory_format.size())];
     s.stack = stack[digit(stack.size())];
     s.precision = precision[digit(precision.size())];
@@ -320,6 +322,7 @@ SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, 
         out.memory_format = parse_list<MemoryFormat>(spec, "memory_format", origin,
                                                      [](const json& v) { return parse_memory_format(text(v)); });
     }
+    if (given("compiled")) out.compiled = parse_list<bool>(spec, "compiled", origin, boolean);
     if (given("loader")) {
         out.loader = parse_list<Loader>(spec, "loader", origin, [](const json& v) { return parse_loader(text(v)); });
     }

@@ -23,7 +23,7 @@ namespace epochcast {
 /// "global_batch" takes batch_per_gpu's place in the product (a spec gives one or the other).
 /// The store's, spot's, evaluation's and start-up's keys take predict's flags' names (--storage-tib:
 /// storage_tib, --eval-every: eval_every).
-inline constexpr std::array<std::string_view, 32> kSweepFields = {
+inline constexpr std::array<std::string_view, 33> kSweepFields = {
     "model",
     "image_size",
     "classes",
@@ -38,6 +38,7 @@ inline constexpr std::array<std::string_view, 32> kSweepFields = {
     "precision",
     "stack",
     "memory_format",
+    "compiled",
     "loader",
     "storage",
     "storage_tib",
@@ -86,6 +87,7 @@ struct SweepSpec {
     std::vector<Precision> precision{Precision::amp};
     std::vector<SoftwareStack> stack{SoftwareStack::current};
     std::vector<MemoryFormat> memory_format{MemoryFormat::channels_last};
+    std::vector<bool> compiled{false};  ///< PyTorch under torch.compile (Scenario::compiled)
     std::vector<Loader> loader{Loader::framework_default};  ///< "default": each row's framework's loader
     std::vector<Store> storage{Store::none};
     /// fsx-lustre rows only (the keys need "fsx-lustre" among the stores): capacity in TiB and

@@ -8,6 +8,7 @@
 
 #include "model/cluster.hpp"
 #include "model/collectives.hpp"
+#include "model/compute_curve.hpp"
 #include "model/errors.hpp"
 #include "model/iteration.hpp"
 
@@ -169,13 +170,34 @@ double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept {
                                         iteration_times_with(s, communication_s).iteration_s, communication_s);
 }
 
+double compiled_variance(const ResolvedScenario& s) noexcept {
+    const LogShift& split = s.compiled_split;
+    const LogShift& ratio = s.compiled_ratio;
+    if (split.log_fixed == 0 && split.log_time_per_image == 0 && ratio.log_fixed == 0 &&
+        ratio.log_time_per_image == 0) {
+        return 0.0;
+    }
+    const double communication_s = communication_time_s(s);
+    const double base = iteration_times_with(s, communication_s).iteration_s;
+    ResolvedScenario moved = s;
+    const double per_log_fixed = -log_iteration_per_log_field(moved, SensitiveField::fixed, base, communication_s);
+    const double per_log_image =
+        -log_iteration_per_log_field(moved, SensitiveField::time_per_image, base, communication_s);
+    double variance = 0;
+    for (const LogShift& shift : {split, ratio}) {
+        const double d = per_log_fixed * shift.log_fixed + per_log_image * shift.log_time_per_image;
+        variance += d * d;
+    }
+    return variance;
+}
+
 double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
                                  double model_sigma) noexcept {
     // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
     const std::array<double, kSensitiveFields> gradient = throughput_gradient(s);
     const std::size_t n = covariance.parameters().size() + 1;
     const std::vector<double>& matrix = covariance.matrix();
-    double variance = model_sigma * model_sigma;
+    double variance = model_sigma * model_sigma + compiled_variance(s);
     if (s.transfer_sigma > 0) {
         // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
@@ -201,8 +223,12 @@ Interval throughput_interval(double throughput, double sigma) noexcept {
     return {throughput * std::exp(-kInterval95Sigmas * sigma), throughput * std::exp(kInterval95Sigmas * sigma)};
 }
 
-Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
-                         double model_sigma) noexcept {
+namespace {
+
+/// The band of an eager curve's throughput `p` for `s`: its fast end no faster than the same
+/// cluster's with no input bound (throughput_band's first rule).
+Interval band_no_faster_than_unbound(const ResolvedScenario& s, const Prediction& p,
+                                     const ParameterCovariance& covariance, double model_sigma) noexcept {
     const double throughput = p.throughput_images_per_s;
     Interval band = throughput_interval(throughput, throughput_relative_sigma(s, covariance, model_sigma));
     const double unbound_throughput = p.global_batch / (p.compute_s + p.sync_s + p.exposed_communication_s);
@@ -213,6 +239,52 @@ Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const P
     const double unbound_high =
         throughput_interval(unbound_throughput, throughput_relative_sigma(unbound, covariance, model_sigma)).high;
     band.high = std::max(throughput, std::min(band.high, unbound_high));
+    return band;
+}
+
+/// The band of `s` with its compute curve at eq. C9's split end `end` (k = 0 or 1) of the eager
+/// curve, its fixed and per-image times `eager_fixed_s` and `eager_time_per_image_s`: the
+/// measured ratio's sigma kept, the split's left out (at an end it is no longer unknown).
+Interval band_at_split_end(const ResolvedScenario& s, const Prediction& p, const CompiledExecution& end,
+                           double eager_fixed_s, double eager_time_per_image_s, const ParameterCovariance& covariance,
+                           double model_sigma) noexcept {
+    ResolvedScenario at = s;
+    at.compiled = false;
+    at.compiled_split = {};
+    at.compiled_ratio = end.ratio;
+    at.fixed_s = end.fixed_factor * eager_fixed_s;
+    at.time_per_image_s = end.time_per_image_factor * eager_time_per_image_s;
+    const IterationTimes t = iteration_times_with(at, communication_time_s(at));
+    Prediction q = p;
+    q.throughput_images_per_s = p.global_batch / t.iteration_s;
+    q.compute_s = t.compute_s;
+    q.sync_s = t.sync_s;
+    q.exposed_communication_s = t.exposed_communication_s;
+    return band_no_faster_than_unbound(at, q, covariance, model_sigma);
+}
+
+}  // namespace
+
+Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
+                         double model_sigma) noexcept {
+    Interval band = band_no_faster_than_unbound(s, p, covariance, model_sigma);
+    if (!s.compiled) return band;
+    // Eq. C9's split k is a range, [0, 1], not a bell: for every value of the parameters the
+    // compiled step lies between the one that keeps the whole fixed time (k = 1, faster than eager
+    // at every batch) and the one that keeps none (k = 0). So the band's slow end is no slower than
+    // k = 1's and its fast end no faster than k = 0's, each with the measured ratio's sigma.
+    static const CompiledExecution middle = compiled_execution();
+    static const CompiledExecution kept = compiled_execution_at(1.0);
+    static const CompiledExecution none = compiled_execution_at(0.0);
+    const double eager_fixed_s = s.fixed_s / middle.fixed_factor;
+    const double eager_time_per_image_s = s.time_per_image_s / middle.time_per_image_factor;
+    const double throughput = p.throughput_images_per_s;
+    const Interval slow_end =
+        band_at_split_end(s, p, kept, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
+    const Interval fast_end =
+        band_at_split_end(s, p, none, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
+    band.low = std::min(throughput, std::max(band.low, slow_end.low));
+    band.high = std::max(throughput, std::min(band.high, fast_end.high));
     return band;
 }
 

@@ -60,8 +60,13 @@ std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario&
 /// (s.transfer_sigma, in ln time per image) reaches the throughput (eq. U1).
 double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept;
 
+/// The variance of ln(throughput) that torch.compile's two unknowns add (eq. C9, s.compiled_split
+/// and s.compiled_ratio); 0 for an eager run. No calibration run narrows it: runs are fitted eager.
+double compiled_variance(const ResolvedScenario& s) noexcept;
+
 /// Relative 1-sigma of the predicted throughput (eq. U1), from the parameters' covariance, a
-/// borrowed curve's own sigma and the calibration's model sigma; infinite where the variance is.
+/// borrowed curve's own sigma, torch.compile's (eq. C9) and the calibration's model sigma;
+/// infinite where the variance is.
 double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
                                  double model_sigma) noexcept;
 
@@ -73,7 +78,9 @@ Interval throughput_interval(double throughput, double sigma) noexcept;
 /// input pipeline can only slow an iteration (eq. I1), so for every value of the parameters the
 /// bound run is no faster than the unbound one, and neither is its 97.5% quantile. The unbound
 /// run's iteration is p's step (compute, straggler wait, exposed communication); its band is
-/// evaluated only where the bound band's fast end passes that run's point.
+/// evaluated only where the bound band's fast end passes that run's point. Under torch.compile
+/// (eq. C9) the band lies within the ends of its split's range: its slow end no slower than the
+/// run that keeps the whole fixed time, its fast end no faster than the one that keeps none.
 Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
                          double model_sigma) noexcept;
 

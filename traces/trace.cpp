@@ -172,6 +172,10 @@ Scenario read_scenario(const ObjectReader& r, const Catalog& catalog) {
         s.loader = Loader::synthetic;  // a benchmark on synthetic data decodes nothing
     }
     if (r.find("pricing")) s.pricing = parse("pricing", parse_pricing);
+    if (const json* compiled = r.find("compiled")) {
+        if (!compiled->is_boolean()) r.fail("compiled", "must be true or false");
+        s.compiled = compiled->get<bool>();
+    }
     if (s.strategy == Strategy::ps) {
         if (const json* colocated = r.find("ps_colocated")) {
             if (!colocated->is_boolean()) r.fail("ps_colocated", "must be true or false");
@@ -369,6 +373,7 @@ json scenario_json(const Scenario& s) {
     if (s.stack != SoftwareStack::current) fields["stack"] = to_string(s.stack);
     if (s.memory_format != MemoryFormat::channels_last) fields["memory_format"] = to_string(s.memory_format);
     if (s.loader != Loader::framework_default) fields["loader"] = to_string(s.loader);
+    if (s.compiled) fields["compiled"] = true;
     if (s.strategy == Strategy::ps) {
         if (s.ps_colocated) {
             fields["ps_colocated"] = true;

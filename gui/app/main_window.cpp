@@ -245,6 +245,11 @@ void MainWindow::buildInputs(QWidget* panel) {
     memory_format_->setToolTip(
         tr("The convolutions' layout: channels_last as NVIDIA's tuned code runs, or nchw, "
            "PyTorch's default memory format"));
+    compiled_ = new QCheckBox(tr("torch.compile (rather than eager)"));
+    compiled_->setObjectName("compiled");
+    compiled_->setToolTip(
+        tr("PyTorch under torch.compile (TorchInductor's default mode): the eager curve carried by one "
+           "measured pair, its band wider at small batches (docs/model.md, eq. C9)"));
     strategy_ = new QComboBox;
     strategy_->setObjectName("strategy");
     add_items(strategy_, {to_string(Strategy::nccl), to_string(Strategy::ring), to_string(Strategy::hierarchical),
@@ -271,6 +276,7 @@ void MainWindow::buildInputs(QWidget* panel) {
     form->addRow(tr("Data loader"), loader_);
     form->addRow(tr("Storage"), storage_);
     form->addRow(tr("Memory format"), memory_format_);
+    form->addRow(QString(), compiled_);
     form->addRow(tr("Strategy"), strategy_);
     form->addRow(tr("Server instance"), ps_instance_);
     form->addRow(tr("Servers per node"), ps_ratio_);
@@ -508,6 +514,9 @@ void MainWindow::connectInputs() {
     connect(pricing_, &QComboBox::currentIndexChanged, this,
             [this] { spot_elastic_->setEnabled(pricing_->currentText() == q(to_string(Pricing::spot))); });
     connect(spot_elastic_, &QCheckBox::toggled, this, changed);
+    connect(framework_, &QComboBox::currentIndexChanged, this,
+            [this] { compiled_->setEnabled(framework_->currentText() == q(to_string(Framework::pytorch))); });
+    connect(compiled_, &QCheckBox::toggled, this, changed);
     connect(calibration_, &QComboBox::currentIndexChanged, this, [this] {
         if (!updating_) useCalibration(calibration_->currentText());
     });
@@ -559,6 +568,7 @@ Scenario MainWindow::scenario() const {
     s.loader = parse_loader(loader_->currentText().toStdString());
     s.storage = parse_store(storage_->currentText().toStdString());
     s.memory_format = parse_memory_format(memory_format_->currentText().toStdString());
+    s.compiled = s.framework == Framework::pytorch && compiled_->isChecked();
     s.strategy = parse_strategy(strategy_->currentText().toStdString());
     if (s.strategy == Strategy::ps) {
         s.ps_colocated = ps_colocated_->isChecked();
@@ -594,6 +604,7 @@ void MainWindow::setScenario(const Scenario& s) {
     loader_->setCurrentText(q(to_string(s.loader)));
     storage_->setCurrentText(q(to_string(s.storage)));
     memory_format_->setCurrentText(q(to_string(s.memory_format)));
+    compiled_->setChecked(s.compiled);
     strategy_->setCurrentText(q(to_string(s.strategy)));
     ps_colocated_->setChecked(s.ps_colocated);
     if (!s.ps_instance.empty()) ps_instance_->setCurrentText(QString::fromStdString(s.ps_instance));
@@ -634,7 +645,8 @@ void MainWindow::recompute() {
                              .arg(gpu.memory_gib));
         memory_->setStyleSheet("color: gray;");
         batch_->setStyleSheet("");
-        const std::string note = curve_origin_note(gpu.name, s, resolved.curve_origin);
+        std::string note = curve_origin_note(gpu.name, s, resolved.curve_origin);
+        if (s.compiled) note += (note.empty() ? "" : " ") + compiled_note();
         setMessage(note.empty() ? QString() : QString::fromStdString(note), false);
         showOutputs(resolved);
     } catch (const InfeasibleError& error) {

@@ -151,6 +151,7 @@ private:
     QComboBox* loader_ = nullptr;
     QComboBox* storage_ = nullptr;  ///< where the images are read from (none: not modelled)
     QComboBox* memory_format_ = nullptr;
+    QCheckBox* compiled_ = nullptr;  ///< PyTorch under torch.compile (--compile); enabled for pytorch only
     QComboBox* strategy_ = nullptr;
     QComboBox* ps_instance_ = nullptr;
     QDoubleSpinBox* ps_ratio_ = nullptr;

@@ -189,5 +189,35 @@ TEST(PlanCalibrationCli, ProposesCheapRunsThatNarrowTheBand) {
     EXPECT_NE(unknown.err.find("p9.huge"), std::string::npos);
 }
 
+// A run marked "compiled" (torch.compile, eq. C9) is predicted by validate and refused by calibrate,
+// which fits eager curves: one line naming the run, exit 2, nothing written.
+TEST(CalibrateCli, ACompiledRunIsValidatedButNotFitted) {
+    const testing::TempFile trace(R"({"schema": "epochcast.trace/1", "runs": [{"source": "PyTorch 2.11 on one H200",
+        "instance": "dgx-h200", "nodes": 1, "gpus_per_node": 1, "framework": "pytorch", "strategy": "nccl",
+        "precision": "amp", "batch_per_gpu": 256, "loader": "synthetic", "compiled": true,
+        "measured": {"throughput_images_per_s": 6667.7}}]})");
+    const auto validated = run_epochcast("validate '" + trace.path() + "' --json");
+    ASSERT_EQ(validated.exit_code, 0) << validated.err;
+    const auto json = nlohmann::json::parse(validated.out);
+    ASSERT_EQ(json["runs"].size(), 1u);
+    EXPECT_GT(json["runs"][0]["predicted_throughput_images_per_s"].get<double>(), 0.0);
+
+    const auto output = scratch("compiled.json");
+    const auto refused = run_epochcast("calibrate '" + trace.path() + "' -o '" + output.string() + "'");
+    EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+    EXPECT_NE(refused.err.find("a torch.compile run (\"compiled\": true) is not fitted"), std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find(trace.path()), std::string::npos) << refused.err;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    EXPECT_FALSE(std::filesystem::exists(output));
+
+    const testing::TempFile not_boolean(R"({"schema": "epochcast.trace/1", "runs": [{"source": "x",
+        "instance": "dgx-h200", "nodes": 1, "framework": "pytorch", "strategy": "nccl", "precision": "amp",
+        "batch_per_gpu": 256, "compiled": "yes", "measured": {"throughput_images_per_s": 6667.7}}]})");
+    const auto bad = run_epochcast("validate '" + not_boolean.path() + "'");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("compiled"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace epochcast

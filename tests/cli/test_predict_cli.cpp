@@ -650,5 +650,37 @@ TEST(PredictCli, ASpotAnswerNamesTheKindAgeAndShareOfItsInputs) {
     EXPECT_EQ(on_demand.out.find("spot"), std::string::npos) << on_demand.out;
 }
 
+// --compile (eq. C9): one GPU at batch 32, synthetic data, is faster compiled than eager, with a
+// wider band, the scenario echoed with "compiled", and a note saying what it rests on; another
+// framework is refused with one line and exit code 2.
+TEST(PredictCli, CompileCarriesTheEagerCurveAndSaysWhatItRestsOn) {
+    const std::string flags = "predict --instance p5.48xlarge --gpus-per-node 1 --batch-per-gpu 32 --loader synthetic";
+    const auto eager = nlohmann::json::parse(run_epochcast(flags + " --json").out);
+    const testing::ProcessResult compiled = run_epochcast(flags + " --compile --json");
+    ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+    const auto c = nlohmann::json::parse(compiled.out);
+    EXPECT_EQ(c["scenario"]["compiled"], true);
+    EXPECT_FALSE(eager["scenario"].contains("compiled"));
+    const double gain = c["throughput_images_per_s"].get<double>() / eager["throughput_images_per_s"].get<double>();
+    EXPECT_GT(gain, 1.2);
+    EXPECT_LT(gain, 2.0);
+    const auto width = [](const nlohmann::json& p) {
+        return p["interval"]["high"].get<double>() / p["interval"]["low"].get<double>();
+    };
+    EXPECT_GT(width(c), 1.2 * width(eager));
+    const testing::ProcessResult text = run_epochcast(flags + " --compile");
+    EXPECT_NE(text.out.find("note: torch.compile is carried from the eager curve by one measured pair"),
+              std::string::npos)
+        << text.out;
+
+    const testing::ProcessResult mxnet = run_epochcast("predict --compile --framework mxnet");
+    EXPECT_EQ(mxnet.exit_code, 2);
+    EXPECT_NE(mxnet.err.find("--compile is PyTorch's torch.compile: it needs --framework pytorch (framework is mxnet)"),
+              std::string::npos)
+        << mxnet.err;
+    EXPECT_EQ(std::count(mxnet.err.begin(), mxnet.err.end(), '\n'), 1) << mxnet.err;
+    EXPECT_TRUE(mxnet.out.empty()) << mxnet.out;
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -353,12 +353,13 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     const ProcessResult r = run_epochcast("sweep " + spec.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
-    const std::vector<std::string> last(header.end() - 14, header.end());
+    const std::vector<std::string> last(header.end() - 15, header.end());
     EXPECT_EQ(last, (std::vector<std::string>{"bill_high_usd", "storage", "storage_tib", "storage_tier",
                                               "first_epoch_bottleneck", "store_bound_epochs",
                                               "spot_interruptions_per_node_hour", "checkpoint_interval_s",
                                               "spot_replacement_wait_s", "eval_every_epochs", "eval_images",
-                                              "elastic_time_to_train_s", "elastic_cost_usd", "elastic_spot"}));
+                                              "elastic_time_to_train_s", "elastic_cost_usd", "elastic_spot",
+                                              "compiled"}));
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
     for (std::size_t i : {0u, 1u}) {
@@ -672,6 +673,25 @@ TEST(AppendSignificant, WritesWhatPrintfPercentPoint7gWrites) {
         }
     }
     EXPECT_LT(differ, 100);
+}
+
+// The spec's "compiled" crosses like any key: the compiled row of one GPU at batch 32 is predict
+// --compile's, faster than the eager row, and says so in its last column.
+TEST(SweepCli, CompiledRowsArePredictsCompileAndSaySo) {
+    TempFile spec(R"({"instance": "p5.48xlarge", "gpus_per_node": 1, "batch_per_gpu": 32, "loader": "synthetic",
+                      "compiled": [false, true]})");
+    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = csv_rows(r.out);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].at("compiled"), "false");
+    EXPECT_EQ(rows[1].at("compiled"), "true");
+    const ProcessResult predicted = run_epochcast(
+        "predict --instance p5.48xlarge --gpus-per-node 1 --batch-per-gpu 32 --loader synthetic --compile --json");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+    expect_cell(rows[1].at("throughput_images_per_s"),
+                nlohmann::json::parse(predicted.out)["throughput_images_per_s"].get<double>(), "compiled throughput");
+    EXPECT_GT(std::stod(rows[1].at("throughput_images_per_s")), std::stod(rows[0].at("throughput_images_per_s")));
 }
 
 }  // namespace

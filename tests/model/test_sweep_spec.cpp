@@ -294,5 +294,16 @@ TEST(SweepSpec, BadStoreAndSpotValuesAreRefusedWithPredictsReasons) {
     EXPECT_EQ(error_of(R"({"storage": "fsx-lustre", "storage_tib": 0, "storage_tier": 0})"), "(no error)");
 }
 
+// "compiled" crosses like any key (Scenario::compiled, eq. C9); true on a framework other than
+// PyTorch is a row the model refuses, not a spec error (as --compile's check is predict's).
+TEST(SweepSpec, CompiledCrossesAndIsABooleanList) {
+    const SweepSpec spec = parse(R"({"compiled": [false, true], "framework": ["pytorch", "mxnet"]})");
+    ASSERT_EQ(spec.combinations(), 4u);
+    int compiled = 0;
+    for (std::size_t i = 0; i < spec.combinations(); ++i) compiled += spec.scenario_at(i, catalog()).compiled;
+    EXPECT_EQ(compiled, 2);
+    EXPECT_NE(error_of(R"({"compiled": ["yes"]})").find("compiled"), std::string::npos) << error_of(R"({"compiled": ["yes"]})");
+}
+
 }  // namespace
 }  // namespace epochcast

@@ -26,6 +26,7 @@ SCENARIOS = [
     "--instance p5.48xlarge --nodes 2 --pricing spot --spot-interruptions-per-node-hour 0.1 --checkpoint-every 30min",
     "--instance a2-highgpu-8g --pricing reserved-3y --classes 10 --dataset-images 50000",
     "--instance p3.16xlarge --calibration data-free --memory-format nchw",
+    "--instance p5.48xlarge --gpus-per-node 1 --batch-per-gpu 32 --compile",
 ]
 
 
