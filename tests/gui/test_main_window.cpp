@@ -196,6 +196,27 @@ TEST_F(Window, ASpotRunCanBePricedElastic) {
     EXPECT_TRUE(elastic->isChecked());
 }
 
+// The torch.compile box (eq. C9): checked, the window predicts what the model does for the compiled
+// scenario and says what it rests on; for MXNet it is disabled and the scenario is eager.
+TEST_F(Window, TorchCompileIsABoxForPyTorchOnly) {
+    auto* compiled = child<QCheckBox>(window, "compiled");
+    ASSERT_TRUE(compiled->isEnabled());
+    EXPECT_FALSE(window.scenario().compiled);
+    compiled->setChecked(true);
+    const Scenario s = window.scenario();
+    ASSERT_TRUE(s.compiled);
+    ASSERT_TRUE(window.prediction());
+    EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, direct(s).throughput_images_per_s);
+    Scenario eager = s;
+    eager.compiled = false;
+    EXPECT_GT(window.prediction()->throughput_images_per_s, direct(eager).throughput_images_per_s);
+    EXPECT_TRUE(window.message().contains("torch.compile is carried from the eager curve"))
+        << window.message().toStdString();
+    child<QComboBox>(window, "framework")->setCurrentText("mxnet");
+    EXPECT_FALSE(compiled->isEnabled());
+    EXPECT_FALSE(window.scenario().compiled);
+}
+
 TEST_F(Window, AnOwnedSystemCostsNaAndEveryPricingModelIsOffered) {
     auto* pricing = child<QComboBox>(window, "pricing");
     for (Pricing p : kAllPricings) EXPECT_GE(pricing->findText(QString::fromStdString(std::string(to_string(p)))), 0);
