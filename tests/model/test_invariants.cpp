@@ -422,6 +422,36 @@ Violations layout_effect_never_grows_as_the_batch_shrinks(const Catalog& catalog
     return v;
 }
 
+// 12. torch.compile never slows a step (eq. C9: at most the whole fixed time kept, and each image
+//     shorter), and its band's slow end is no slower than eager's, on every GPU at every batch.
+//     A lognormal band around the split's middle alone put the slow end below eager's at batch 16.
+Violations compile_never_slows_a_step(const Catalog& catalog, const Predictor& predict) {
+    Violations v;
+    for (const GpuSpec& gpu : catalog.gpus()) {
+        for (Precision p : {Precision::amp, Precision::bf16}) {
+            for (int batch : {16, 64, 256, 512}) {
+                auto eager = one_gpu(catalog, gpu.name, Framework::pytorch, p, batch);
+                if (!eager) continue;
+                Scenario compiled = *eager;
+                compiled.compiled = true;
+                const auto a = predict(*eager), b = predict(compiled);
+                if (!a || !b) continue;
+                const std::string where =
+                    gpu.name + " " + std::string(to_string(p)) + " batch " + std::to_string(batch) + ": ";
+                if (b->throughput_images_per_s < a->throughput_images_per_s) {
+                    v.push_back(where + "compiled " + std::to_string(b->throughput_images_per_s) + " img/s, eager " +
+                                std::to_string(a->throughput_images_per_s));
+                }
+                if (b->interval.low < a->interval.low * (1 - 1e-9)) {
+                    v.push_back(where + "compiled band from " + std::to_string(b->interval.low) + ", eager's from " +
+                                std::to_string(a->interval.low));
+                }
+            }
+        }
+    }
+    return v;
+}
+
 std::string first(const Violations& v) {
     std::string text = std::to_string(v.size()) + " violations";
     for (std::size_t i = 0; i < v.size() && i < 5; ++i) text += "\n  " + v[i];
@@ -482,6 +512,11 @@ TEST(Invariants, StartUpNeverShortensAsTheClusterGrows) {
 
 TEST(Invariants, TheLayoutsEffectNeverGrowsAsTheBatchShrinks) {
     const Violations v = layout_effect_never_grows_as_the_batch_shrinks(built_in().catalog(), predictor_of(built_in()));
+    EXPECT_TRUE(v.empty()) << first(v);
+}
+
+TEST(Invariants, CompileNeverSlowsAStep) {
+    const Violations v = compile_never_slows_a_step(built_in().catalog(), predictor_of(built_in()));
     EXPECT_TRUE(v.empty()) << first(v);
 }
 
@@ -623,6 +658,17 @@ TEST(Invariants, APlantedFixedTimeOfOneLayoutIsCaught) {
         return p;
     };
     EXPECT_FALSE(layout_effect_never_grows_as_the_batch_shrinks(built_in().catalog(), planted).empty());
+}
+
+TEST(Invariants, APlantedCompiledBandBelowEagersIsCaught) {
+    // Model bug: the compiled band's slow end stretched as a lognormal around the split's middle
+    // alone would (eq. C9 before its ends bounded the band).
+    const Predictor planted = [](const Scenario& s) -> std::optional<Prediction> {
+        auto p = predictor_of(built_in())(s);
+        if (p && s.compiled && s.batch_per_gpu <= 16) p->interval.low *= 0.8;
+        return p;
+    };
+    EXPECT_FALSE(compile_never_slows_a_step(built_in().catalog(), planted).empty());
 }
 
 }  // namespace
