@@ -74,6 +74,9 @@ bool all_equal(const std::vector<int>& counts) {
 }  // namespace
 
 std::vector<HostSlots> parse_hostfile(std::string_view text, std::string_view origin) {
+    // A byte-order mark, as Windows editors write one at a file's start, is no part of a host name.
+    constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+    if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(kByteOrderMark.size());
     std::vector<HostSlots> hosts;
     std::istringstream lines{std::string(text)};
     std::string line;

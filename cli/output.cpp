@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <new>
 
 #include "model/errors.hpp"
@@ -142,11 +143,13 @@ void guard_standard_streams() {
 }
 
 std::string escape_for_terminal(std::string_view text, bool keep_newlines) {
-    if (!keep_newlines) return escape_for_message(text);
+    // The message's parts that echo a user's text were cut where they were made; the whole is not.
+    constexpr std::size_t kWhole = std::numeric_limits<std::size_t>::max();
+    if (!keep_newlines) return escape_for_message(text, kWhole);
     std::string out;
     for (std::size_t start = 0;;) {
         const std::size_t end = text.find('\n', start);
-        out += escape_for_message(text.substr(start, end == std::string_view::npos ? end : end - start));
+        out += escape_for_message(text.substr(start, end == std::string_view::npos ? end : end - start), kWhole);
         if (end == std::string_view::npos) return out;
         out += '\n';
         start = end + 1;

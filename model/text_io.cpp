@@ -290,8 +290,36 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
-std::string escape_for_message(std::string_view text) {
+namespace {
+
+/// The code point of a well-formed UTF-8 sequence of `length` bytes at the front of `text`.
+char32_t utf8_code_point(std::string_view text, std::size_t length) {
+    const auto byte = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[i])); };
+    if (length == 2) return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+    if (length == 3) return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+    return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+}
+
+/// Characters that change how a line reads without showing themselves: C1 controls, the line and
+/// paragraph separators, zero-width and direction marks, the bidirectional embeddings, overrides
+/// and isolates (a right-to-left override makes "exe.txt" of "txt.exe"), and the byte-order mark.
+bool is_invisible_format(char32_t c) {
+    return (c >= 0x80 && c <= 0x9F) || (c >= 0x200B && c <= 0x200F) || (c >= 0x2028 && c <= 0x202E) ||
+           (c >= 0x2060 && c <= 0x2069) || c == 0xFEFF;
+}
+
+}  // namespace
+
+std::string escape_for_message(std::string_view text, std::size_t max_bytes) {
     static constexpr char kHex[] = "0123456789abcdef";
+    const std::size_t given = text.size();
+    const bool cut = given > max_bytes;
+    if (cut) {
+        // Cut before a character, not inside one.
+        std::size_t end = max_bytes;
+        while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+        text = text.substr(0, end);
+    }
     std::string out;
     out.reserve(text.size());
     while (!text.empty()) {
@@ -300,7 +328,14 @@ std::string escape_for_message(std::string_view text) {
         if (length == 1 && c >= 0x20 && c != 0x7F) {
             out += text.front();
         } else if (length > 1) {
-            out.append(text.substr(0, length));
+            const char32_t point = utf8_code_point(text, length);
+            if (is_invisible_format(point)) {
+                char escaped[16];
+                std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(point));
+                out += escaped;
+            } else {
+                out.append(text.substr(0, length));
+            }
         } else if (c == '\n') {
             out += "\\n";
         } else if (c == '\r') {
@@ -314,6 +349,7 @@ std::string escape_for_message(std::string_view text) {
         }
         text.remove_prefix(length > 1 ? length : 1);
     }
+    if (cut) out += "... (" + format_count(static_cast<double>(given)) + " bytes in all)";
     return out;
 }
 

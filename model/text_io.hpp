@@ -65,9 +65,17 @@ nlohmann::json parse_json_or_discarded(std::string_view text);
 /// calibrations, traces, checkpoints and the trainer's host description are read through it.
 std::optional<std::int64_t> json_whole_number(const nlohmann::json& value);
 
+/// The most bytes of a user's text that a message echoes (escape_for_message): a host name or a
+/// catalog name of 100,000 characters is cut there, its length said.
+inline constexpr std::size_t kMessageTextMaxBytes = 256;
+
 /// `text` made safe to echo inside a one-line error message: control characters become \n, \r,
-/// \t or \xNN and bytes that are not UTF-8 become \xNN; everything else is kept as is.
-std::string escape_for_message(std::string_view text);
+/// \t or \xNN, bytes that are not UTF-8 become \xNN, and characters that change how a line reads
+/// without showing themselves (C1 controls, zero-width and direction marks, bidirectional
+/// overrides and isolates, the byte-order mark) \uXXXX; past `max_bytes` (a user's text inside a
+/// message: kMessageTextMaxBytes) it is cut, with "... (N bytes in all)". Everything else is kept
+/// as is. A whole message, made of such parts, is escaped with no limit (escape_for_terminal).
+std::string escape_for_message(std::string_view text, std::size_t max_bytes = kMessageTextMaxBytes);
 
 /// `number` (a plain decimal: an optional '-', digits, optionally '.' and more digits) with its
 /// integer part in groups of three: "-1234567.25" -> "-1,234,567.25".

@@ -51,6 +51,16 @@ TEST(Hostfile, BadLinesAreNamedWithTheirLine) {
     EXPECT_EQ(input_error_of([] { cli::parse_hostfile("# nothing\n\n", "h"); }), "h: the hostfile names no host");
 }
 
+// Issue 59, item 15: a hostfile saved with a byte-order mark (as Windows editors write one) is
+// read as without it; a host name of 100,000 characters is named cut, not echoed whole.
+TEST(Hostfile, AByteOrderMarkIsNoPartOfTheFirstHostAndALongNameIsCut) {
+    EXPECT_EQ(cli::parse_hostfile("\xEF\xBB\xBFnode1 slots=2\n", "hosts"), (std::vector<HostSlots>{{"node1", 2}}));
+    const std::string message =
+        input_error_of([] { cli::parse_hostfile(std::string(100'000, 'a') + "$ slots=1\n", "hosts"); });
+    EXPECT_TRUE(contains(message, "... (100,001 bytes in all)' is not a host name")) << message.substr(0, 400);
+    EXPECT_LT(message.size(), 400u);
+}
+
 TEST(HostList, SlotsAfterTheLastColonOrOne) {
     const std::vector<HostSlots> expected = {{"n1", 4}, {"n2", 1}, {"fe80::1", 2}};
     EXPECT_EQ(cli::parse_host_list("n1:4,n2,fe80::1:2"), expected);

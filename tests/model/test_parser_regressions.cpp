@@ -168,6 +168,28 @@ TEST(EscapeForMessage, KeepsUtf8AndEscapesControlsAndBadBytes) {
     EXPECT_EQ(escape_for_message("\xc0\xaf"), "\\xc0\\xaf");           // nor an overlong '/'
 }
 
+// Issue 59, item 15: text that reads otherwise than it is, or runs for pages, is not echoed as is.
+// A right-to-left override (U+202E) made "p5\u202e.48xlarge" print reversed, a byte-order mark and
+// a zero-width space hide in a name, a C1 control (U+0085) breaks a line; a 100,000-character name
+// filled the terminal. Each becomes \uXXXX, and past 256 bytes the text is cut, its length said.
+TEST(EscapeForMessage, InvisibleFormatCharactersAreShownAndLongTextIsCut) {
+    EXPECT_EQ(escape_for_message("p5\xe2\x80\xae.48xlarge"), "p5\\u202e.48xlarge");
+    EXPECT_EQ(escape_for_message("\xef\xbb\xbfnode1"), "\\ufeffnode1");
+    EXPECT_EQ(escape_for_message("a\xe2\x80\x8b"
+                                 "b"),
+              "a\\u200bb");
+    EXPECT_EQ(escape_for_message("a\xc2\x85"
+                                 "b"),
+              "a\\u0085b");
+    EXPECT_EQ(escape_for_message("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");  // an isolate and its end
+    EXPECT_EQ(escape_for_message("\xd7\x90"), "\xd7\x90");                          // a Hebrew letter is text: kept
+    const std::string long_name(100'000, 'a');
+    EXPECT_EQ(escape_for_message(long_name), std::string(kMessageTextMaxBytes, 'a') + "... (100,000 bytes in all)");
+    // Cut before a character, never inside one: 255 ASCII bytes, then a two-byte e-acute across the cut.
+    const std::string across = std::string(255, 'a') + "\xc3\xa9" + "tail";
+    EXPECT_EQ(escape_for_message(across), std::string(255, 'a') + "... (261 bytes in all)");
+}
+
 // Issue 59, items 1, 10 and 11: the one JSON reader bounds the nesting before it parses (a
 // checkpoint header a million levels deep overflowed the parser's stack), refuses a key given twice
 // in one object (a catalog's price given twice took the last, $1,000,000/h), and a NUL byte (the
