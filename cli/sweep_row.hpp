@@ -149,8 +149,7 @@ void store_and_spot_cells(const Scenario& s, const Prediction* p, Cells& cells) 
 inline constexpr std::size_t kSweepColumnCount =
     std::size(detail::kScenarioColumns) + std::size(kPredictionFigures) + std::size(detail::kOutcomeColumns) +
     std::size(kRunCostFigures) + std::size(detail::kStoreAndSpotColumns) + std::size(detail::kEvaluationColumns) +
-    std::size(detail::kElasticColumns) + std::size(detail::kElasticPricedColumns) +
-    std::size(detail::kCompiledColumns);
+    std::size(detail::kElasticColumns) + std::size(detail::kElasticPricedColumns) + std::size(detail::kCompiledColumns);
 
 inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
