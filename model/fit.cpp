@@ -356,7 +356,8 @@ CalibrationFit fit_calibration(const CostModel& prior, const std::vector<Observa
         // Every curve is an eager one, which eq. C9 carries to torch.compile; a compiled run would
         // be fitted as eager and move that curve by the compiler's gain.
         if (run.scenario.compiled) {
-            throw InputError(run.origin + ": a torch.compile run (\"compiled\": true) is not fitted: the model's "
+            throw InputError(run.origin +
+                             ": a torch.compile run (\"compiled\": true) is not fitted: the model's "
                              "curves are eager PyTorch's, carried to compiled by eq. C9 (docs/model.md); `epochcast "
                              "validate` predicts it");
         }

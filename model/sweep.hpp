@@ -87,7 +87,7 @@ struct SweepSpec {
     std::vector<Precision> precision{Precision::amp};
     std::vector<SoftwareStack> stack{SoftwareStack::current};
     std::vector<MemoryFormat> memory_format{MemoryFormat::channels_last};
-    std::vector<bool> compiled{false};  ///< PyTorch under torch.compile (Scenario::compiled)
+    std::vector<bool> compiled{false};                      ///< PyTorch under torch.compile (Scenario::compiled)
     std::vector<Loader> loader{Loader::framework_default};  ///< "default": each row's framework's loader
     std::vector<Store> storage{Store::none};
     /// fsx-lustre rows only (the keys need "fsx-lustre" among the stores): capacity in TiB and

@@ -354,12 +354,11 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
     const std::vector<std::string> last(header.end() - 15, header.end());
-    EXPECT_EQ(last, (std::vector<std::string>{"bill_high_usd", "storage", "storage_tib", "storage_tier",
-                                              "first_epoch_bottleneck", "store_bound_epochs",
-                                              "spot_interruptions_per_node_hour", "checkpoint_interval_s",
-                                              "spot_replacement_wait_s", "eval_every_epochs", "eval_images",
-                                              "elastic_time_to_train_s", "elastic_cost_usd", "elastic_spot",
-                                              "compiled"}));
+    EXPECT_EQ(last, (std::vector<std::string>{
+                        "bill_high_usd", "storage", "storage_tib", "storage_tier", "first_epoch_bottleneck",
+                        "store_bound_epochs", "spot_interruptions_per_node_hour", "checkpoint_interval_s",
+                        "spot_replacement_wait_s", "eval_every_epochs", "eval_images", "elastic_time_to_train_s",
+                        "elastic_cost_usd", "elastic_spot", "compiled"}));
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
     for (std::size_t i : {0u, 1u}) {

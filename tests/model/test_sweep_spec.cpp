@@ -302,7 +302,8 @@ TEST(SweepSpec, CompiledCrossesAndIsABooleanList) {
     int compiled = 0;
     for (std::size_t i = 0; i < spec.combinations(); ++i) compiled += spec.scenario_at(i, catalog()).compiled;
     EXPECT_EQ(compiled, 2);
-    EXPECT_NE(error_of(R"({"compiled": ["yes"]})").find("compiled"), std::string::npos) << error_of(R"({"compiled": ["yes"]})");
+    EXPECT_NE(error_of(R"({"compiled": ["yes"]})").find("compiled"), std::string::npos)
+        << error_of(R"({"compiled": ["yes"]})");
 }
 
 }  // namespace
