@@ -68,7 +68,7 @@ TEST(CatalogCli, TablesListInstancesWithPricesAndUnits) {
     // p5e is sold only as capacity blocks, read for us-east-2.
     const std::string p5e = line_starting(prices_table(out), "p5e.48xlarge ");
     EXPECT_TRUE(contains(p5e, "us-east-2")) << p5e;
-    EXPECT_TRUE(contains(p5e, "43.26")) << p5e;
+    EXPECT_TRUE(contains(p5e, "47.76")) << p5e;
     for (const char* column : {"on-demand $/h", "spot $/h", "capacity-block $/h", "reserved-1y $/h", "reserved-3y $/h"})
         EXPECT_TRUE(contains(out, column)) << column;
     EXPECT_TRUE(contains(out, "network Gb/s")) << out;
@@ -163,8 +163,12 @@ TEST(CatalogCli, CloudAzureListsItsNdSeries) {
     const std::string h100 = line_starting(prices_table(out), "Standard_ND96isr_H100_v5 ");
     EXPECT_TRUE(contains(h100, "eastus")) << h100;
     EXPECT_TRUE(contains(h100, "98.32")) << h100;
-    // No price was found for the H200 size: n/a, not a made-up figure.
-    EXPECT_TRUE(contains(line_starting(prices_table(out), "Standard_ND96isr_H200_v5 "), "n/a: no price")) << out;
+    // The H200 size is priced where the Retail Prices API has it (eastus2); no price was found for the
+    // A100 40 GB size: n/a, not a made-up figure.
+    const std::string h200 = line_starting(prices_table(out), "Standard_ND96isr_H200_v5 ");
+    EXPECT_TRUE(contains(h200, "eastus2")) << h200;
+    EXPECT_TRUE(contains(h200, "84.8")) << h200;
+    EXPECT_TRUE(contains(line_starting(prices_table(out), "Standard_ND96asr_v4 "), "n/a: no price")) << out;
     EXPECT_TRUE(contains(out, "infiniband")) << out;
 }
 

@@ -34,12 +34,12 @@ TEST(ImportPricesCli, TheThreeCloudsFilesBecomeOneCatalogFileThatPredictReads) {
     for (const auto& entry : file["instances"]) {
         if (entry["name"] != "Standard_ND96isr_H200_v5") continue;
         h200 = true;
-        EXPECT_EQ(entry["region"], "eastus");
+        EXPECT_EQ(entry["region"], "eastus2");
         EXPECT_EQ(entry["prices"]["on-demand"]["usd_per_hour"], 110.24);
         EXPECT_EQ(entry["prices"]["on-demand"]["read"], "2026-11-28");
     }
     EXPECT_TRUE(h200) << file.dump(2);
-    // The built-in catalog has no price for ND H200 v5; with the file, predict costs it.
+    // With the file, predict costs ND H200 v5 at the file's price, not the built-in 84.80.
     const ProcessResult priced = run_epochcast("predict --instance Standard_ND96isr_H200_v5 --json --catalog " + out);
     ASSERT_EQ(priced.exit_code, 0) << priced.err;
     EXPECT_DOUBLE_EQ(nlohmann::json::parse(priced.out)["cluster_usd_per_hour"].get<double>(), 110.24);

@@ -295,10 +295,10 @@ TEST(PredictCliPricing, AnInstanceNotSoldOnDemandIsRefusedAndItsOwnPricingWorks)
     ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
     const nlohmann::json j = nlohmann::json::parse(blocks.out);
     EXPECT_EQ(j["scenario"]["pricing"], "capacity-block");
-    EXPECT_DOUBLE_EQ(j["cluster_usd_per_hour"].get<double>(), 2 * 43.26);
-    EXPECT_NEAR(j["cost_usd"].get<double>(), j["time_to_train_s"].get<double>() / 3600 * 2 * 43.26, 1e-6);
+    EXPECT_DOUBLE_EQ(j["cluster_usd_per_hour"].get<double>(), 2 * 47.76);
+    EXPECT_NEAR(j["cost_usd"].get<double>(), j["time_to_train_s"].get<double>() / 3600 * 2 * 47.76, 1e-6);
     const auto text = run_epochcast("predict --instance p5e.48xlarge --pricing capacity-block --nodes 2");
-    EXPECT_NE(text.out.find("$86.52 capacity-block"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("$95.52 capacity-block"), std::string::npos) << text.out;
     // Every pricing model is a word --pricing takes.
     const auto reserved = run_epochcast("predict --instance a2-highgpu-8g --pricing reserved-3y --json");
     ASSERT_EQ(reserved.exit_code, 0) << reserved.err;
@@ -622,7 +622,7 @@ TEST(PredictCli, ACapacityBlockPrintsItsBillBesideTheRunsShare) {
     ASSERT_EQ(block.exit_code, 0) << block.err;
     EXPECT_NE(block.out.find("(the run's share)"), std::string::npos) << block.out;
     EXPECT_NE(block.out.find("bill, as sold"), std::string::npos) << block.out;
-    EXPECT_NE(block.out.find("$943.92, a 1-day Capacity Block"), std::string::npos) << block.out;  // 24 x $39.33
+    EXPECT_NE(block.out.find("$996.67, a 1-day Capacity Block"), std::string::npos) << block.out;  // 24 x $41.528
     const testing::ProcessResult on_demand = run_epochcast("predict --instance p5.48xlarge");
     ASSERT_EQ(on_demand.exit_code, 0) << on_demand.err;
     EXPECT_EQ(on_demand.out.find("bill"), std::string::npos) << on_demand.out;

@@ -236,7 +236,7 @@ TEST_F(Window, AnOwnedSystemCostsNaAndEveryPricingModelIsOffered) {
     EXPECT_TRUE(child<QLabel>(window, "instanceInfo")->text().contains("capacity-block"));
     pricing->setCurrentText("capacity-block");
     ASSERT_TRUE(window.prediction());
-    EXPECT_DOUBLE_EQ(window.prediction()->cluster_usd_per_hour, 43.26);
+    EXPECT_DOUBLE_EQ(window.prediction()->cluster_usd_per_hour, 47.76);
 }
 
 TEST_F(Window, ParameterServersTakeARatioOfServersPerNode) {

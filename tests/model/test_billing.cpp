@@ -86,7 +86,7 @@ TEST(Billing, APredictionOnACapacityBlockBillsTheWholeDayBesideTheRunsShare) {
 }
 
 // Fastest within $5,000 on Capacity Blocks: by the run's share a cluster of dozens of p5s fits
-// (each pays minutes), but each of its instances is billed a whole day at $943.92; by the bill
+// (each pays minutes), but each of its instances is billed a whole day at $996.67; by the bill
 // the answer is the fastest cluster whose days fit.
 TEST(Billing, APlanRanksByTheBillUnlessAskedForTheShare) {
     SearchSpace space;

@@ -64,7 +64,7 @@ TEST(PriceImport, AnAzureRetailPageGivesPayAsYouGoSpotAndReservationsPerHour) {
     // A reservation's unitPrice is its whole term's: over 8,760 hours a year.
     EXPECT_DOUBLE_EQ(find(found, h100, Pricing::reserved_1y)->price.usd_per_hour, 525600.0 / 8760.0);
     EXPECT_DOUBLE_EQ(find(found, h100, Pricing::reserved_3y)->price.usd_per_hour, 1051200.0 / (3 * 8760.0));
-    // The built-in catalog has no price for ND H200 v5: the file gives it one (item 6's gap).
+    // ND H200 v5 is read where the catalog sells it (eastus2), at the file's price.
     EXPECT_DOUBLE_EQ(find(found, "Standard_ND96isr_H200_v5", Pricing::on_demand)->price.usd_per_hour, 110.24);
     EXPECT_EQ(find(found, h100, Pricing::on_demand)->price.read, "2026-11-29");
 }
