@@ -21,6 +21,7 @@
 #include "cli/table.hpp"
 #include "model/billing.hpp"
 #include "model/errors.hpp"
+#include "model/iteration.hpp"
 #include "model/search.hpp"
 #include "model/text_io.hpp"
 
@@ -188,7 +189,10 @@ std::string unmet_text(const PlanSearch& search, std::optional<double> deadline_
                (search.unpublished > 0 ? " (" + std::to_string(search.unpublished) +
                                              " have a global batch beyond every published recipe: "
                                              "--allow-unpublished-batch plans them)"
-                                       : std::string());
+                                       : std::string()) +
+               (search.host_short > 0 ? " (" + std::to_string(search.host_short) +
+                                            " are on nodes with fewer vCPUs per GPU than the loader needs)"
+                                      : std::string());
     }
     const Plan& fastest = search.plans[search.front.front()];
     const Plan& cheapest = search.plans[search.front.back()];
@@ -376,6 +380,7 @@ public:
         nlohmann::json j = {{"considered", search_.considered},
                             {"feasible", search_.plans.size()},
                             {"unpublished_batch", search_.unpublished},
+                            {"host_vcpus_short", search_.host_short},
                             {"confidence", o_.confidence},
                             {"pricing", to_string(pricing_of(o_))},
                             {"ranked_by", charge_of(o_) == Charge::bill ? "bill" : "share"},
@@ -385,6 +390,7 @@ public:
                             {"deadline_s", c_.deadline_s ? nlohmann::json(*c_.deadline_s) : nlohmann::json(nullptr)},
                             {"budget_usd", c_.budget_usd ? nlohmann::json(*c_.budget_usd) : nlohmann::json(nullptr)},
                             {"cheapest_within_deadline", plan_json(search_.cheapest_within_deadline)},
+                            {"safer_within_deadline", safer_json()},
                             {"fastest_within_budget", plan_json(search_.fastest_within_budget)}};
         if (o_.elastic) {
             j["elastic_within_deadline"] = search_.elastic_within_deadline
@@ -417,6 +423,13 @@ public:
             out << "; " << format_count(static_cast<double>(search_.unpublished))
                 << " more at a global batch beyond every published recipe left out (--allow-unpublished-batch keeps "
                    "them)";
+        }
+        if (search_.host_short > 0) {
+            out << "; " << format_count(static_cast<double>(search_.host_short))
+                << " more on nodes with fewer vCPUs per GPU than the loader needs beside the training process left "
+                   "out ("
+                << host_vcpus_per_gpu_needed(Loader::dali) << " for DALI, " << host_vcpus_per_gpu_needed(Loader::cpu)
+                << " for a CPU loader)";
         }
         out << ".\n";
         if (billed_whole(pricing_of(o_))) {
@@ -477,6 +490,7 @@ public:
                              ? ""
                              : "the fastest plan takes " + format_duration(fastest().at_confidence.time_to_train_s),
                          search_.elastic_within_deadline, "cheaper within the deadline");
+            print_safer(out);
         }
         if (c_.budget_usd) {
             print_answer(
@@ -527,6 +541,51 @@ private:
     const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
     /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
+    /// The safer answer (PlanSearch::safer_within_deadline) as a plan of its own, its time and cost at
+    /// kSaferConfidence.
+    std::optional<Plan> safer_plan() const {
+        if (!search_.safer_within_deadline) return std::nullopt;
+        Plan plan = search_.plans[*search_.safer_within_deadline];
+        plan.at_confidence = at_confidence(plan.prediction, kSaferConfidence, charge_of(o_));
+        return plan;
+    }
+
+    /// With a deadline given, the cheapest plan meeting it at kSaferConfidence: null where none does
+    /// or the search was at that confidence or above.
+    nlohmann::json safer_json() const {
+        const std::optional<Plan> plan = safer_plan();
+        if (!plan) return nullptr;
+        nlohmann::json j = prediction_json({plan->scenario, plan->prediction});
+        j["at_confidence"] = {{"confidence", kSaferConfidence},
+                              {"time_to_train_s", plan->at_confidence.time_to_train_s},
+                              {"cost_usd", plan->at_confidence.cost_usd}};
+        return j;
+    }
+
+    /// Where the answer's 95% band runs past the deadline, the cheapest plan that meets it nine times
+    /// in ten (an engineer who must finish by then rents that one, or asks --confidence).
+    void print_safer(std::ostream& out) const {
+        if (!search_.cheapest_within_deadline) return;
+        const Plan& answer = search_.plans[*search_.cheapest_within_deadline];
+        if (!(answer.prediction.time_to_train_interval.high > *c_.deadline_s)) return;
+        const std::optional<Plan> safer = safer_plan();
+        const std::string confidence = percent_text(kSaferConfidence);
+        if (!safer) {
+            out << "  Its 95% band runs past the deadline, and no plan meets the deadline at " << confidence
+                << " confidence.\n";
+            return;
+        }
+        const std::string band_end = format_duration(answer.prediction.time_to_train_interval.high);
+        if (*search_.safer_within_deadline == *search_.cheapest_within_deadline) {
+            out << "  Its 95% band runs past the deadline (to " << band_end << "), but it meets the deadline at "
+                << confidence << " confidence.\n";
+            return;
+        }
+        out << "  Its 95% band runs past the deadline (to " << band_end << ").\n";
+        print_plan(out, catalog_, "Cheapest meeting the deadline at " + confidence + " confidence (--confidence 0.9)",
+                   *safer, kSaferConfidence, pricing_of(o_) == Pricing::spot, charge_of(o_));
+    }
+
     void print_answer(std::ostream& out, const std::string& heading, std::optional<std::size_t> plan,
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {

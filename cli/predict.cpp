@@ -12,6 +12,7 @@
 #include "cli/report.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
+#include "model/iteration.hpp"
 #include "model/spot.hpp"
 #include "model/text_io.hpp"
 #include "model/types.hpp"
@@ -171,6 +172,17 @@ private:
                     << " is beyond every published recipe for " << r.scenario.model
                     << " (the largest: " << format_count(model_.convergence().largest_published_batch(r.scenario.model))
                     << "): no published run says what accuracy it reaches.\n";
+                break;
+            }
+        }
+        for (const ScenarioResult& r : results_) {
+            const Prediction& p = r.prediction;
+            if (p.host_vcpus_short) {
+                out << "\nnote: " << r.scenario.instance << " has " << shortest(p.host_vcpus_per_gpu)
+                    << " vCPUs per GPU; the " << to_string(p.loader) << " loader needs "
+                    << host_vcpus_per_gpu_needed(p.loader)
+                    << " beside each GPU's training process (docs/model.md, eq. D3), so this run is unlikely to "
+                       "keep its GPUs fed as predicted; plan leaves such clusters out.\n";
                 break;
             }
         }

@@ -390,6 +390,8 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
         {"gpus", p.gpus},
         {"global_batch", p.global_batch},
         {"global_batch_beyond_published", p.global_batch_beyond_published},
+        {"host_vcpus_per_gpu", p.host_vcpus_per_gpu},
+        {"host_vcpus_short", p.host_vcpus_short},
         {"compute_curve", to_string(result.curve_origin)}};
     // What the run costs around its iterations (issue 45): always the evaluation and the money's
     // parts; the store's figures with a store only (absent otherwise, as `spot` is).

@@ -43,7 +43,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     const ComputeCurveChoice curve = curves_.choose(gpu, scenario, work, covariance_);
     set_compute_curve(r, curve);
     set_framework_profile(r, calibration().framework(scenario.framework), gpu.kind);
-    set_input_pipeline(r, scenario, calibration(), cluster.workers.instance->vcpus, gpu.jpeg_decoder_cores);
+    set_input_pipeline(r, scenario, calibration(), cluster.workers.instance->vcpus, gpu.jpeg_decoder_cores, gpu.kind);
     set_communication(r, cluster, scenario, work, calibration());
     r.sensitivity = field_sensitivities(r, curve.time_per_image, curve.fixed, scenario.framework, cluster,
                                         calibration(), covariance_);

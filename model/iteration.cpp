@@ -107,6 +107,20 @@ double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framew
     return std::numeric_limits<double>::infinity();  // nothing to decode
 }
 
+int host_vcpus_per_gpu_needed(Loader loader) {
+    switch (loader) {
+        case Loader::cpu:
+        case Loader::dali_cpu:
+            return kFrameworkVcpusPerGpu + kCpuLoaderLeastWorkersPerGpu;
+        case Loader::dali:
+            return kFrameworkVcpusPerGpu + kDaliHostThreadsPerGpu;
+        case Loader::synthetic:
+        case Loader::framework_default:
+            break;
+    }
+    return kFrameworkVcpusPerGpu;
+}
+
 void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile, DeviceKind device) {
     const bool cpu_ranks = device == DeviceKind::cpu;
     r.sync_jitter = profile.sync_jitter;
@@ -116,11 +130,13 @@ void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile,
 }
 
 void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus,
-                        int jpeg_decoder_cores) {
+                        int jpeg_decoder_cores, DeviceKind device) {
     r.loader = scenario.loader == Loader::framework_default ? default_loader(scenario.framework, scenario.stack)
                                                             : scenario.loader;
     r.decode_images_per_s_per_gpu =
         decode_rate_per_gpu(calibration, r.loader, scenario.framework, vcpus, r.gpus_per_node, jpeg_decoder_cores);
+    r.host_vcpus_per_gpu = static_cast<double>(vcpus) / r.gpus_per_node;
+    r.host_vcpus_short = device == DeviceKind::gpu && r.host_vcpus_per_gpu < host_vcpus_per_gpu_needed(r.loader);
 }
 
 IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s) {

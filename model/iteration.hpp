@@ -78,17 +78,33 @@ double dali_decode_factor(int jpeg_decoder_cores);
 double decode_rate_per_gpu(const Calibration& calibration, Loader loader, Framework framework, int vcpus,
                            int gpus_per_node, int jpeg_decoder_cores);
 
+/// The host side (eq. D3, issue 58 item 3): each GPU's training process keeps one vCPU busy (its
+/// Python thread launching kernels and the optimizer step), and the loader needs threads of its
+/// own beside it. DALI's host stages (the reader, the JPEG parse and the CUDA path's Huffman
+/// decoding) run on `--dali-threads` CPU threads per GPU: 3 in NVIDIA's MXNet ResNet-50 recipe as
+/// first published (NVIDIA/DeepLearningExamples MxNet/Classification/RN50v1.5/dali.py; 6 in its
+/// current version), the fewest NVIDIA's ResNet-50 recipes give it. A CPU loader decodes at its
+/// calibrated rate per vCPU (eq. D1), so its floor is one worker: fewer vCPUs only slow it.
+inline constexpr int kFrameworkVcpusPerGpu = 1;
+inline constexpr int kDaliHostThreadsPerGpu = 3;
+inline constexpr int kCpuLoaderLeastWorkersPerGpu = 1;
+
+/// Eq. D3: the fewest vCPUs per GPU a node must have for `loader` to run beside the training
+/// process: 1 with nothing to decode (synthetic), 2 for a CPU loader, 4 for DALI on the GPU.
+int host_vcpus_per_gpu_needed(Loader loader);
+
 /// The framework's share of a resolved scenario (eqs. S1, O1): its jitter, the straggler factor of
 /// the cluster's GPUs and the overlap of the backward pass with the strategy's communication (and
 /// with an all-reduce inside one node, for the one-node baseline). CPU ranks (`device` cpu) move
 /// their gradients with the cores that compute: nothing overlaps (docs/model.md, "CPU ranks").
 void set_framework_profile(ResolvedScenario& r, const FrameworkProfile& profile, DeviceKind device);
 
-/// The input pipeline of a resolved scenario (eqs. D1, D2): the loader (the framework's where the
-/// scenario names none) and its decode rate per GPU on a node of `vcpus` for GPUs of
-/// `jpeg_decoder_cores`.
+/// The input pipeline of a resolved scenario (eqs. D1-D3): the loader (the framework's where the
+/// scenario names none), its decode rate per GPU on a node of `vcpus` for GPUs of
+/// `jpeg_decoder_cores`, and whether the node has fewer vCPUs per GPU than the loader needs beside
+/// the training process (never for CPU ranks, `device` cpu, whose cores are the compute).
 void set_input_pipeline(ResolvedScenario& r, const Scenario& scenario, const Calibration& calibration, int vcpus,
-                        int jpeg_decoder_cores);
+                        int jpeg_decoder_cores, DeviceKind device);
 
 /// One iteration's phases (eqs. C1-O1, S1, D1).
 struct IterationTimes {

@@ -109,6 +109,8 @@ struct Prediction {
     EpochsBasis epochs_basis = EpochsBasis::given;  ///< given, a recipe's published runs, or extrapolated
     int epochs_recipe = -1;                      ///< index into the model's Convergence::recipes; -1 for given epochs
     bool global_batch_beyond_published = false;  ///< larger than any recipe for the model was published at
+    double host_vcpus_per_gpu = 0;               ///< the node's vCPUs over the GPUs used on it
+    bool host_vcpus_short = false;               ///< fewer than the loader needs beside the training process (eq. D3)
     double checkpoint_s = 0;                     ///< writing one checkpoint, once per epoch
     double epoch_s = 0;                          ///< dataset_images / throughput + checkpoint_s
     double startup_s = 0;                        ///< launch and warm-up before the first epoch (seed 001: 1.5 min)

@@ -102,6 +102,8 @@ struct ResolvedScenario {
     // Input pipeline
     Loader loader = Loader::cpu;             ///< the loader in use (the framework's where the scenario names none)
     double decode_images_per_s_per_gpu = 0;  ///< JPEG decode + augmentation rate feeding one GPU (infinite: synthetic)
+    double host_vcpus_per_gpu = 0;           ///< the node's vCPUs over the GPUs used on it
+    bool host_vcpus_short = false;           ///< fewer than the loader needs beside the training process (eq. D3)
 
     // Run and money
     double dataset_images = 0;  ///< images per epoch

@@ -193,6 +193,8 @@ void apply_schedule(const ResolvedScenario& s, Prediction& p) noexcept {
     p.epochs_basis = s.epochs_basis;
     p.epochs_recipe = s.epochs_recipe;
     p.global_batch_beyond_published = s.global_batch_beyond_published;
+    p.host_vcpus_per_gpu = s.host_vcpus_per_gpu;
+    p.host_vcpus_short = s.host_vcpus_short;
     // Staging, start-up, the epochs and the evaluation passes (eqs. F4, L1, E1, E2)
     p.time_to_train_s = s.staging_s + s.startup_s + epochs_iterations_s(s, p, s.epochs, p.throughput_images_per_s) +
                         s.epochs * s.checkpoint_s + p.evaluations * p.evaluation_s;

@@ -337,6 +337,10 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         try {
             const ResolvedScenario resolved = model.resolve(s);
             const Prediction p = model.checked_predict(resolved);
+            if (p.host_vcpus_short) {  // eq. D3: not a cluster the loader can run on
+                ++result.host_short;
+                continue;
+            }
             if (space.published_batches_only && p.global_batch_beyond_published) {
                 ++result.unpublished;
                 continue;
@@ -372,6 +376,18 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
     for (std::size_t k : pareto_front(points)) result.front.push_back(ranked[k]);
     // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
     // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
+    // Eq. U1's band beside the deadline: the cheapest plan that meets it nine times in ten, among
+    // the ranked ones (not only the front's: a plan off the front at the point may lead at 0.9).
+    if (deadline_s && space.confidence < kSaferConfidence) {
+        double best_usd = 0;
+        for (std::size_t i : ranked) {
+            const TimeCost safer = at_confidence(result.plans[i].prediction, kSaferConfidence, space.charge);
+            if (safer.time_to_train_s <= *deadline_s && (!result.safer_within_deadline || safer.cost_usd < best_usd)) {
+                result.safer_within_deadline = i;
+                best_usd = safer.cost_usd;
+            }
+        }
+    }
     for (std::size_t i : result.front) {
         const TimeCost& p = result.plans[i].at_confidence;
         if (deadline_s && p.time_to_train_s <= *deadline_s) {

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "model/catalog.hpp"
+#include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/iteration.hpp"
 
@@ -93,6 +95,50 @@ TEST(CostModelTerms, ComputeJitterIsTheRelativeSpreadOfStepsAndIgnoresASlowDrift
     std::vector<double> with_zero(kMinJitterSamples, 1.0);
     with_zero[3] = 0.0;
     EXPECT_THROW(compute_jitter(with_zero), InputError);
+}
+
+// Issue 58, item 3 (eq. D3): a node must hold a vCPU for each GPU's training process and the
+// loader's threads beside it, DALI's 3 per GPU, a CPU loader's one worker; a thin node is flagged,
+// and CPU ranks, whose cores are the compute, never are.
+TEST(HostSide, AThinNodeIsShortOfVcpusForItsLoaderAndCpuRanksNeverAre) {
+    EXPECT_EQ(host_vcpus_per_gpu_needed(Loader::dali), 4);
+    EXPECT_EQ(host_vcpus_per_gpu_needed(Loader::cpu), 2);
+    EXPECT_EQ(host_vcpus_per_gpu_needed(Loader::dali_cpu), 2);
+    EXPECT_EQ(host_vcpus_per_gpu_needed(Loader::synthetic), 1);
+
+    Catalog catalog = Catalog::built_in();
+    catalog.merge(Catalog::parse(
+        R"({"schema": "epochcast.catalog/1", "instances": [{"name": "l4.thin", "gpu": "L4", "gpus": 4, "vcpus": 12,
+        "memory_gib": 64, "intra_node_GBps": 32, "network_gbps": 25, "prices": {}, "source": "test"}]})",
+        "thin.json", catalog));
+    const CostModel model(catalog, Calibration::built_in());
+    Scenario s;
+    s.instance = "l4.thin";
+    s.framework = Framework::pytorch;
+    s.precision = Precision::amp;
+    s.batch_per_gpu = 128;
+    s.gpus_per_node = 4;
+    s.loader = Loader::dali;  // 3 vCPUs per GPU: one short of DALI's floor
+    ResolvedScenario r = model.resolve(s);
+    EXPECT_DOUBLE_EQ(r.host_vcpus_per_gpu, 3.0);
+    EXPECT_TRUE(r.host_vcpus_short);
+    EXPECT_TRUE(model.predict(r).host_vcpus_short);
+    s.gpus_per_node = 3;  // 4 vCPUs per GPU used: enough
+    EXPECT_FALSE(model.resolve(s).host_vcpus_short);
+    s.gpus_per_node = 4;
+    s.loader = Loader::cpu;  // a CPU loader on 3 per GPU: slow, not short
+    EXPECT_FALSE(model.resolve(s).host_vcpus_short);
+    s.loader = Loader::synthetic;
+    EXPECT_FALSE(model.resolve(s).host_vcpus_short);
+
+    // Every GPU instance of the built-in catalog has room for DALI on all its GPUs, and so every
+    // published run, each on one of them.
+    const Catalog built_in = Catalog::built_in();
+    for (const InstanceSpec& instance : built_in.instances()) {
+        if (instance.gpus == 0) continue;
+        EXPECT_GE(static_cast<double>(instance.vcpus) / instance.gpus, host_vcpus_per_gpu_needed(Loader::dali))
+            << instance.name;
+    }
 }
 
 }  // namespace
