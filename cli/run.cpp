@@ -462,7 +462,7 @@ void print_comparison(const Observation& run, const json& raw, const Prediction&
     Table table({"", "predicted", "measured", "error"});
     auto row = [&](const std::string& label, double predicted, std::optional<double> measured, int decimals) {
         table.add_row({label, format_number(predicted, decimals), measured ? format_number(*measured, decimals) : "-",
-                       measured && *measured > 0 ? format_number(percent_error(predicted, *measured), 1) + " %" : "-"});
+                       error_cell(predicted, measured, decimals)});
     };
     row("throughput (img/s)", p.throughput_images_per_s, run.throughput_images_per_s, 2);
     row("iteration (s)", p.iteration_s, run.iteration_s, 4);

@@ -138,6 +138,11 @@ std::string format_number(double value, int max_decimals) {
     return text;
 }
 
+std::string error_cell(double predicted, std::optional<double> measured, int decimals) {
+    if (!measured || !(*measured > 0) || format_number(*measured, decimals) == format_number(0.0, decimals)) return "-";
+    return format_number(percent_error(predicted, *measured), 1) + " %";
+}
+
 std::string format_chance(double probability) {
     if (probability > 0 && probability < 0.0005) return "< 0.1%";
     if (probability < 1 && probability >= 0.9995) return "> 99.9%";

@@ -3,6 +3,7 @@
 // are left-aligned. Columns are separated by two spaces; a dashed rule follows the header.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,6 +34,11 @@ private:
 /// `value` in fixed notation with at most `max_decimals` decimals and no trailing zeros
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
+
+/// The error of `predicted` against `measured` as a table beside both at `decimals` shows it:
+/// "4.5 %" (one decimal), or "-" where nothing was measured or the measurement prints as 0 (issue
+/// 59, item 15: "-100 %" stood beside two zeros, a percentage of a figure too small to show).
+std::string error_cell(double predicted, std::optional<double> measured, int decimals);
 
 /// A probability as a percentage with one decimal ("97.7%"), saying "> 99.9%" or "< 0.1%" rather
 /// than rounding a chance that is not certain to 100% or 0%.

@@ -50,14 +50,39 @@ std::int64_t header_integer(const nlohmann::json& value, const std::filesystem::
     return *n;
 }
 
-/// A tensor's element count from the header: an integer from 0 to what the file could hold.
-std::int64_t element_count(const nlohmann::json& value, std::size_t file_bytes, const std::filesystem::path& file) {
+/// A tensor's element count from the header: an integer from 0 to what the file could hold. Past
+/// that, a file whose checksum holds (`intact`: written so, or re-signed) has a header that does
+/// not describe it; any other is truncated.
+std::int64_t element_count(const nlohmann::json& value, std::size_t file_bytes, const std::filesystem::path& file,
+                           bool intact) {
     const auto count = header_integer(value, file, "element count");
-    if (count < 0 || static_cast<std::uint64_t>(count) > file_bytes / sizeof(float)) {
-        throw InputError("checkpoint '" + file.string() + "' is truncated (its header announces " +
-                         std::to_string(count) + " values)");
+    if (count < 0) {
+        throw InputError("checkpoint '" + file.string() + "' has a malformed element count (" + std::to_string(count) +
+                         "; a whole number from 0 expected)");
+    }
+    if (static_cast<std::uint64_t>(count) > file_bytes / sizeof(float)) {
+        throw InputError("checkpoint '" + file.string() + "' " +
+                         (intact ? "does not match its header" : "is truncated") + " (its header announces " +
+                         std::to_string(count) + " values" +
+                         (intact ? ", more than its " + std::to_string(file_bytes) + " bytes hold)" : ")"));
     }
     return count;
+}
+
+/// The header's "state": a list of {"name": text, "elements": count}; anything else is named.
+const nlohmann::json& state_list(const nlohmann::json& header, const std::filesystem::path& file) {
+    const nlohmann::json& state = header.at("state");
+    const auto malformed = [&](const nlohmann::json& what) {
+        return InputError("checkpoint '" + file.string() + "' has a malformed state (" +
+                          escape_for_message(what.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)) +
+                          "; a list of {\"name\", \"elements\"} expected)");
+    };
+    if (!state.is_array()) throw malformed(state);
+    for (const nlohmann::json& entry : state) {
+        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("elements"))
+            throw malformed(entry);
+    }
+    return state;
 }
 
 /// Reads `count` floats at `offset` of `payload` (whose size the caller has checked).
@@ -176,18 +201,30 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
         checkpoint.run = header.at("run");
         checkpoint.next_step = header_integer(header.at("next_step"), file, "next_step");
         if (checkpoint.next_step < 0) throw InputError("checkpoint '" + file.string() + "' has a negative next_step");
+        // Whether the checksum holds decides what a size that disagrees means: a file changed or cut
+        // after it was written, or (the checksum holding) a header that does not describe its file.
+        const bool intact =
+            payload.size() >= end_of_header + 1 + kChecksumBytes &&
+            fnv1a64(std::string_view(payload).substr(0, payload.size() - kChecksumBytes)) == stored_checksum(payload);
         // The sizes the header announces, against the file's, before anything is read.
-        const std::int64_t parameters = element_count(header.at("parameters"), payload.size(), file);
+        const std::int64_t parameters = element_count(header.at("parameters"), payload.size(), file, intact);
         std::uint64_t values = 2 * static_cast<std::uint64_t>(parameters);
         std::vector<std::int64_t> state_elements;
-        for (const nlohmann::json& entry : header.at("state")) {
-            state_elements.push_back(element_count(entry.at("elements"), payload.size(), file));
+        const nlohmann::json& state = state_list(header, file);
+        for (const nlohmann::json& entry : state) {
+            state_elements.push_back(element_count(entry.at("elements"), payload.size(), file, intact));
             values += static_cast<std::uint64_t>(state_elements.back());
         }
         const std::uint64_t expected = end_of_header + 1 + values * sizeof(float) + kChecksumBytes;
+        if (payload.size() != expected && intact) {
+            throw InputError("checkpoint '" + file.string() + "' does not match its header: it announces " +
+                             std::to_string(values) + " values (" + std::to_string(expected) +
+                             " bytes with the header and checksum), the file holds " + std::to_string(payload.size()) +
+                             " bytes");
+        }
         if (payload.size() < expected) throw InputError("checkpoint '" + file.string() + "' is truncated");
         if (payload.size() > expected) throw InputError("checkpoint '" + file.string() + "' has trailing bytes");
-        if (fnv1a64(std::string_view(payload).substr(0, payload.size() - kChecksumBytes)) != stored_checksum(payload)) {
+        if (!intact) {
             throw InputError("checkpoint '" + file.string() +
                              "' is damaged: its checksum does not match its contents (changed or truncated after "
                              "it was written); it cannot be resumed");
@@ -196,7 +233,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& directory) {
         checkpoint.weights = take_floats(payload, offset, parameters, file, "weights");
         checkpoint.momentum = take_floats(payload, offset, parameters, file, "momentum");
         std::size_t index = 0;
-        for (const nlohmann::json& entry : header.at("state")) {
+        for (const nlohmann::json& entry : state) {
             NamedTensor tensor{entry.at("name").get<std::string>(), {}};
             tensor.values = take_floats(payload, offset, state_elements[index++], file, "state '" + tensor.name + "'");
             checkpoint.state.push_back(std::move(tensor));

@@ -272,6 +272,19 @@ def _text(value, files, name):
     return str(value)
 
 
+def _encoded(text, where):
+    """`text` as the bytes the command line is given: UTF-8, and the undecodable bytes of a file name
+    (which Python holds as lone surrogates U+DC80-U+DCFF, os.fsdecode's "surrogateescape") as they
+    were. Any other lone surrogate is no character: an InputError naming `where` (pybind11's
+    "incompatible function arguments" said nothing of which argument)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        raise InputError(f"{where} holds a lone surrogate (U+{code:04X}), which is no character: give it as text "
+                         "or, for a file name, as os.fsdecode gives it") from None
+
+
 def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=(), given=()):
     """The command line of ``epochcast SUBCOMMAND`` for `keywords`: each is its flag, underscores for
     dashes (None: left out; a list: the flag once for each item; True: a flag given); then the
@@ -295,12 +308,12 @@ def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=
             if option["flag"] and item is True:
                 arguments.append(f"--{name}")
             elif not (option["flag"] and item is False):
-                arguments.append(f"--{name}={_text(item, files, name)}")
+                arguments.append(_encoded(f"--{name}={_text(item, files, name)}", f"{key}="))
     arguments.extend(given)
     if positionals:
         arguments.append("--")
-        arguments.extend(positionals)
-    return arguments
+        arguments.extend(_encoded(item, f"{function}()'s file") for item in positionals)
+    return [_encoded(a, function) if isinstance(a, str) else a for a in arguments]
 
 
 def _keywords(subcommand, leave_out=()):

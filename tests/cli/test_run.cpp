@@ -1220,5 +1220,17 @@ TEST_F(FakePrograms, BadClusterFlagsAreBadInput) {
     }
 }
 
+// Issue 59, item 15: run's comparison printed "-100 %" where a phase's predicted and measured
+// seconds both showed as 0 (a measurement too small for the column); it prints "-" there.
+TEST(RunComparison, AnErrorAgainstAFigureThatPrintsAsZeroIsADash) {
+    EXPECT_EQ(cli::error_cell(0.0, 0.00003, 4), "-");  // 0.0000 beside 0.0000, not -100 %
+    EXPECT_EQ(cli::error_cell(0.00001, 0.00004, 4), "-");
+    EXPECT_EQ(cli::error_cell(1.0, std::nullopt, 4), "-");  // nothing measured
+    EXPECT_EQ(cli::error_cell(1.0, 0.0, 4), "-");
+    EXPECT_EQ(cli::error_cell(0.0, 0.5, 4), "-100 %");  // a measurement that shows: the error stands
+    EXPECT_EQ(cli::error_cell(104.5, 100.0, 2), "4.5 %");
+    EXPECT_EQ(cli::error_cell(0.0001, 0.0001, 4), "0 %");
+}
+
 }  // namespace
 }  // namespace epochcast

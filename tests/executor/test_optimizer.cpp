@@ -392,7 +392,7 @@ TEST_F(CheckpointTest, HeadersTheFuzzerFoundAreOneLineErrorsOrRead) {
     // undefined out of range (UBSan); a fraction or a count past 2^63 is refused the same way.
     const std::pair<const char*, const char*> refused[] = {
         {R"({"next_step":1,"parameters":4611686018427387904)",
-         "truncated (its header announces 4611686018427387904 values)"},
+         "does not match its header (its header announces 4611686018427387904 values, more than its "},
         {R"({"next_step":"seven","parameters":1)", "malformed next_step (\"seven\"; a whole number expected)"},
         {R"({"next_step":711111111111111111111111111,"parameters":1)",
          "malformed next_step (7.111111111111111e+26; a whole number expected)"},
@@ -442,6 +442,33 @@ TEST_F(CheckpointTest, ResumingADifferentRunNamesTheKeyThatDiffers) {
         EXPECT_NE(std::string(error.what()).find("batch_per_gpu 16, this run has 32"), std::string::npos)
             << error.what();
     }
+}
+
+// Issue 59, item 15: a re-signed header whose counts disagree with its whole file was called
+// "truncated" or "has trailing bytes"; a negative count was "truncated" too, and a state that is
+// no list was read as one (an object's values) or met a generic "malformed header".
+TEST_F(CheckpointTest, AHeaderThatDoesNotDescribeItsFileIsRefusedSayingSo) {
+    std::filesystem::create_directories(directory);
+    const std::filesystem::path file = directory / kCheckpointFile;
+    const std::string head = R"({"next_step":1,"parameters":)";
+    const std::string tail = R"(,"run":{},"schema":"epochcast.checkpoint/2","state":[]})";
+    write_file_bytes(file, checksummed_checkpoint(head + "2" + tail, {1, 2, 3, 4, 5, 6}));
+    expect_refused(directory, "does not match its header: it announces 4 values");
+    write_file_bytes(file, checksummed_checkpoint(head + "2" + tail, {1, 2}));
+    expect_refused(directory, "does not match its header: it announces 4 values");
+    write_file_bytes(file, checksummed_checkpoint(head + "100" + tail, {1, 2}));
+    expect_refused(directory, "does not match its header (its header announces 100 values, more than its ");
+    write_file_bytes(file, checksummed_checkpoint(head + "-1" + tail, {1, 2}));
+    expect_refused(directory, "malformed element count (-1; a whole number from 0 expected)");
+    const std::string state_head =
+        R"({"next_step":1,"parameters":1,"run":{},"schema":"epochcast.checkpoint/2","state":)";
+    write_file_bytes(file, checksummed_checkpoint(state_head + R"({"a":{"name":"bn","elements":1}}})", {1, 2, 3}));
+    expect_refused(directory, "malformed state ({\"a\":{\"elements\":1,\"name\":\"bn\"}}; a list of");
+    write_file_bytes(file, checksummed_checkpoint(state_head + "[5]}", {1, 2, 3}));
+    expect_refused(directory, "malformed state (5; a list of");
+    // The same header intact, with its state a list: read.
+    write_file_bytes(file, checksummed_checkpoint(state_head + R"([{"name":"bn","elements":1}]})", {1, 2, 3}));
+    EXPECT_EQ(read_checkpoint(directory).state.at(0).values, std::vector<float>{3});
 }
 
 }  // namespace

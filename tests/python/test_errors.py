@@ -129,6 +129,17 @@ def test_an_empty_list_or_a_dict_where_no_document_goes_is_an_input_error():
         epochcast.predict(nodes={})
 
 
+def test_a_lone_surrogate_is_an_input_error_naming_the_keyword():
+    # Issue 59, item 14: a lone surrogate gave pybind11's raw "incompatible function arguments".
+    with pytest.raises(epochcast.InputError, match=r"^instance= holds a lone surrogate \(U\+D800\), which is no "
+                                                    r"character"):
+        epochcast.predict(instance="p5\ud800.48xlarge")
+    # U+DC80-U+DCFF stand for a file name's undecodable bytes (os.fsdecode): passed on as those bytes,
+    # which the command names as it names any such byte.
+    with pytest.raises(epochcast.InputError, match=r"^unknown instance 'p5\\x80'"):
+        epochcast.predict(instance="p5\udc80")
+
+
 def test_nothing_is_printed(capfd):
     for call in [lambda: epochcast.predict(nodes=0), lambda: epochcast.plan(deadline="soon")]:
         with pytest.raises(epochcast.InputError):
