@@ -38,9 +38,6 @@ namespace {
 /// Jitter draws are clamped here: no GPU computes more than ten times faster than calibrated,
 /// whatever the normal draw (relevant only for jitter above about 0.3).
 constexpr double kMinJitterFactor = 0.1;
-/// Stack of each actor, in KiB (SimGrid's default is 8 MiB of address space per actor, too much
-/// for 4,096 GPU actors; ours keep little on the stack).
-constexpr int kActorStackKiB = 256;
 
 /// Gradients that a group of GPUs (all of them for all-reduce, one node's for parameter servers)
 /// have ready: a prefix of the backward-order list, advanced as the slowest GPU publishes.
@@ -734,6 +731,13 @@ SimulationResult Simulation::run() {
 }
 
 }  // namespace
+
+long actors_of(const ResolvedScenario& s) {
+    const long gpus = static_cast<long>(s.nodes) * s.gpus_per_node;
+    if (s.strategy != Strategy::ps) return gpus + 1;
+    const long servers = s.ps_colocated ? s.nodes : s.ps_nodes;
+    return gpus + 2L * s.nodes + 2L * servers;
+}
 
 long step_transfers_per_bucket(const ResolvedScenario& s) {
     const long m = s.nodes, k = s.gpus_per_node, n = m * k;

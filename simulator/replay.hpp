@@ -35,6 +35,15 @@ struct RunInput {
     std::function<void(int iteration)> on_iteration;
 };
 
+/// Stack of each SimGrid actor, in KiB (SimGrid's default is 8 MiB of address space per actor, too
+/// much for 4,096 GPU actors; ours keep little on the stack).
+inline constexpr int kActorStackKiB = 256;
+
+/// The SimGrid actors a simulation of `scenario` creates, at most: one per GPU; for parameter
+/// servers two per worker node (its worker and its pull receiver) and two per server (coarse: its
+/// server and its pull; step: one), else one communicator.
+long actors_of(const ResolvedScenario& scenario);
+
 /// Point-to-point transfers of one bucket's collective at step granularity (to choose the
 /// granularity); for parameter servers, of one release (intra-node rings, pushes and pulls).
 long step_transfers_per_bucket(const ResolvedScenario& scenario);

@@ -2,6 +2,7 @@
 #include "simulator/simulation.hpp"
 
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,7 @@ namespace {
 using nlohmann::json;
 
 constexpr double kKiBPerMiB = 1024.0;
+constexpr double kBytesPerKiB = 1024.0;
 
 json result_to_json(const SimulationResult& r) {
     return {{"iteration_s", r.iteration_s},
@@ -126,10 +129,52 @@ std::string read_reply(int fd, pid_t child, const SimulationOptions& options, in
     return reply + pending;
 }
 
+/// The address space this process has mapped now, in bytes (/proc/self/statm's first figure); 0
+/// where it cannot be read.
+double mapped_bytes() {
+    std::FILE* statm = std::fopen("/proc/self/statm", "r");
+    if (!statm) return 0;
+    unsigned long pages = 0;
+    const bool read = std::fscanf(statm, "%lu", &pages) == 1;
+    std::fclose(statm);
+    return read ? static_cast<double>(pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) : 0.0;
+}
+
+/// The address-space limit (ulimit -v) in bytes, or nullopt where there is none.
+std::optional<double> address_space_limit_bytes() {
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+    return static_cast<double>(limit.rlim_cur);
+}
+
+/// What the child wrote on its standard error (kept in `fd`, a memory file), at most 64 KiB.
+std::string child_stderr(int fd) {
+    std::string text;
+    if (fd < 0 || ::lseek(fd, 0, SEEK_SET) != 0) return text;
+    char buffer[4096];
+    ssize_t n = 0;
+    while (text.size() < 65536 && ((n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR))) {
+        if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+    }
+    return text;
+}
+
+/// SimGrid's own word on why the child failed: the text of its first CRITICAL log line ("Failed to
+/// allocate stack."), without the backtrace that follows it; empty where it wrote none.
+std::string simgrid_reason(const std::string& text) {
+    const std::size_t at = text.find("[root/CRITICAL] ");
+    if (at == std::string::npos) return "";
+    const std::size_t begin = at + std::string_view("[root/CRITICAL] ").size();
+    return escape_for_message(text.substr(begin, text.find('\n', begin) - begin));
+}
+
 /// Run `input` in a forked child; the child sends its progress and its result (or its error) back.
+/// Its standard error is kept apart: SimGrid's abort writes a backtrace there, which the parent
+/// turns into one line (and passes on whole only when the run succeeds).
 SimulationResult run_in_child(RunInput input, const SimulationOptions& options) {
     int fds[2];
     if (::pipe(fds) != 0) throw RunError("cannot create a pipe for the simulation");
+    const int err_fd = ::memfd_create("epochcast-simulation-stderr", MFD_CLOEXEC);
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
@@ -147,6 +192,7 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(1);
         ::close(fds[0]);
+        if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
         const int out = fds[1];
         input.on_iteration = [out](int iteration) {
             write_all(out, std::string(kProgressPrefix) + std::to_string(iteration + 1) + "\n");
@@ -172,15 +218,24 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
     struct rusage usage {};
     while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
     }
+    const std::string errors = child_stderr(err_fd);
+    if (err_fd >= 0) ::close(err_fd);
     if (cancelled) {
         // The child writes its timeline atomically (temporary file, then rename): none is left half-written.
         throw SimulationCancelled();
     }
     if (!WIFEXITED(status) || text.empty()) {
-        throw RunError(WIFSIGNALED(status)
-                           ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
-                           : "the simulation process ended without a result");
+        const std::string reason = simgrid_reason(errors);
+        const std::optional<double> limit = address_space_limit_bytes();
+        throw RunError((WIFSIGNALED(status)
+                            ? "the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")"
+                            : std::string("the simulation process ended without a result")) +
+                       (reason.empty() ? std::string() : ": SimGrid says \"" + reason + "\"") +
+                       (limit ? " (this process's address-space limit, ulimit -v, is " + format_gib(*limit) +
+                                    " GiB: a larger simulation needs more)"
+                              : std::string()));
     }
+    std::cerr << errors;
     const json reply = parse_json_or_discarded(text);
     if (reply.is_object() && reply.contains("error")) {
         const std::string message = reply.value("message", std::string("no message"));
@@ -293,6 +348,24 @@ void check_cost(const ResolvedScenario& s, const ReplayPlan& plan, Granularity g
     if (granularity == Granularity::step && coarse_allowed) advice += ", --granularity coarse";
     throw InputError("simulate would run for about " + wall_time_text(total_s) + ", over its limit of " +
                      wall_time_text(kMaxEstimatedWallS) + ": " + advice + ", or predict");
+}
+
+/// Issue 59, item 7: under `ulimit -v` SimGrid aborted with a backtrace when an actor's stack could
+/// not be mapped (2,048 nodes, co-located servers: 24,576 actors). Each actor maps its stack and a
+/// guard page; refuse a run whose stacks alone do not fit what the limit leaves.
+void check_address_space(const ResolvedScenario& s) {
+    const std::optional<double> limit = address_space_limit_bytes();
+    if (!limit) return;
+    constexpr double kGuardKiB = 8;  // the guard page, and the rounding of each mapping
+    const long actors = actors_of(s);
+    const double needed = static_cast<double>(actors) * (kActorStackKiB + kGuardKiB) * kBytesPerKiB;
+    const double left = *limit - mapped_bytes();
+    if (needed <= left) return;
+    throw InputError("simulate would map about " + format_gib(needed) + " GiB of stacks for its " +
+                     format_count(static_cast<double>(actors)) + " simulated actors (" +
+                     std::to_string(kActorStackKiB) + " KiB each), more than the " + format_gib(std::max(left, 0.0)) +
+                     " GiB this process's address-space limit (ulimit -v, " + format_gib(*limit) +
+                     " GiB) leaves: simulate fewer --nodes, raise the limit, or predict");
 }
 
 double percentile(std::vector<double> sorted, double q) {
@@ -484,6 +557,7 @@ SimulationResult simulate(const CostModel& model, const Scenario& scenario, cons
     PreparedRun prepared = prepare(model, scenario, options);
     const RunInput& input = prepared.input;
     check_cost(input.scenario, input.plan, input.granularity, input.iterations, prepared.coarse_allowed);
+    check_address_space(input.scenario);
     return run_in_child(std::move(prepared.input), options);
 }
 

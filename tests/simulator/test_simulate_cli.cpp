@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -208,6 +209,29 @@ TEST(SimulateCli, ASignalOrAKillOfSimulateEndsTheSimulationsProcess) {
                 << err;
         }
     }
+}
+
+// Issue 59, item 7: under `ulimit -v 6000000` a simulation of 2,048 nodes with co-located servers
+// (24,576 actors) aborted in SimGrid with a multi-line backtrace. The actors' stacks are counted
+// against the limit up front: one line, exit 2, before any simulating.
+TEST(SimulateCli, ActorsWhoseStacksDoNotFitTheAddressSpaceLimitAreRefusedUpFront) {
+#ifdef EPOCHCAST_SANITIZED_BUILD
+    GTEST_SKIP() << "ulimit -v and a sanitizer's shadow memory do not mix";
+#endif
+    const std::string cli = "'" + testing::test_program(EPOCHCAST_CLI_PATH) + "'";
+    const testing::ProcessResult r = testing::run_command(
+        "( ulimit -v 6000000; " + cli + " simulate --nodes 2048 --batch-per-gpu 1 --strategy ps --ps-colocated )");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("epochcast: error: simulate would map about ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(" GiB of stacks for its 24,576 simulated actors (256 KiB each), more than the "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("(ulimit -v, 5.72 GiB) leaves: simulate fewer --nodes, raise the limit, or predict\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 }  // namespace

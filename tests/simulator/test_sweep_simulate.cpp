@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,24 @@ TEST(SweepSimulate, ASignalStopsTheSimulationInFlight) {
     std::filesystem::remove(output);
     EXPECT_NE(rows.find("# interrupted: 0 of 2 rows written"), std::string::npos) << rows;
     EXPECT_FALSE(std::filesystem::exists(partial));
+}
+
+// Issue 59, item 2, its estimate: `sweep --simulate` started with no estimate of its work, however
+// many rows and iterations it was given. This process's rows are estimated as simulate estimates
+// one run, and a sweep estimated past simulate's limit is refused before any row, writing nothing.
+TEST(SweepSimulate, ASweepEstimatedPastAnHourIsRefusedBeforeAnyRow) {
+    // Each row alone within the hour (about 30 and 45 minutes), the two together past it.
+    TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [12, 16], "batch_per_gpu": 64})");
+    const std::string output = spec.path() + ".csv";
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --simulate --iterations 250000 -o " + output);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("epochcast: error: sweep --simulate would run for more than ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(" rows): give fewer --iterations or combinations, spread the rows over mpirun ranks, or "
+                         "sweep without --simulate\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(output));
 }
 
 #ifdef EPOCHCAST_MPIEXEC
