@@ -212,10 +212,33 @@ Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const
         s.ps_colocated = colocated;
         if (!colocated) {
             s.ps_instance = server_instance;
-            s.ps_nodes = ratio > 0 ? clamped_count(std::ceil(ratio * s.nodes - 1e-9)) : servers;
+            // A positive ratio is at least one server (1e-300 of 4 nodes gave none: issue 59, item 15).
+            s.ps_nodes = ratio > 0 ? std::max(1, clamped_count(std::ceil(ratio * s.nodes - 1e-9))) : servers;
         }
     }
     return s;
+}
+
+std::string in_spec_terms(std::string_view message) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < message.size()) {
+        const std::size_t at = message.find("--", i);
+        if (at == std::string_view::npos) break;
+        std::size_t end = at + 2;
+        while (end < message.size() && ((message[end] >= 'a' && message[end] <= 'z') || message[end] == '-')) ++end;
+        std::string key(message.substr(at + 2, end - at - 2));
+        std::replace(key.begin(), key.end(), '-', '_');
+        out.append(message.substr(i, at - i));
+        if (!key.empty() && std::find(kSweepFields.begin(), kSweepFields.end(), key) != kSweepFields.end()) {
+            out += "\"" + key + "\"";
+        } else {
+            out.append(message.substr(at, end - at));
+        }
+        i = end;
+    }
+    out.append(message.substr(std::min(i, message.size())));
+    return out;
 }
 
 SweepSpec parse_sweep_spec(std::string_view json_text, std::string_view origin, const Catalog& catalog) {

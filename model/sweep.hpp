@@ -131,6 +131,11 @@ struct SweepSpec {
     Scenario scenario_at(std::size_t index, const Catalog& catalog) const;
 };
 
+/// A model error's text as a sweep row gives it: each command-line flag that is a spec key
+/// ("--ps-instance") named as the key ("\"ps_instance\""), since the spec, not a flag, set it
+/// (issue 59, item 15: a row was refused "for flags the user never gave"); other text unchanged.
+std::string in_spec_terms(std::string_view message);
+
 /// Parse spec JSON; `origin` names it in errors. Throws InputError naming the origin, the key and
 /// the offending value: malformed JSON, not an object, an unknown key, an empty list, a value of
 /// the wrong type, a count that is zero or negative, an unknown instance/model/precision/strategy/

@@ -418,7 +418,7 @@ TEST(SweepCli, ElasticSpotKeyPricesSpotRowsElastic) {
     EXPECT_EQ(elastic.at("nodes"), "8");
     EXPECT_EQ(waiting_one.at("feasible"), "true");
     EXPECT_EQ(elastic_one.at("feasible"), "false");
-    EXPECT_NE(elastic_one.at("reason").find("--elastic-spot needs 2 nodes or more"), std::string::npos)
+    EXPECT_NE(elastic_one.at("reason").find("\"elastic_spot\" needs 2 nodes or more"), std::string::npos)
         << elastic_one.at("reason");
     EXPECT_EQ(elastic_one.at("elastic_spot"), "true");
     EXPECT_EQ(elastic.at("time_to_train_s"), waiting.at("elastic_time_to_train_s"));

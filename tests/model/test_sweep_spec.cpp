@@ -97,6 +97,21 @@ TEST(SweepSpec, ParameterServerKeysApplyToPsOnlyAndRatioScalesWithNodes) {
     EXPECT_EQ(colocated.scenario_at(0, catalog()).ps_nodes, 0);
 }
 
+// Issue 59, item 15: a tiny ps_ratio (1e-300 of 4 nodes) gave no server, and its row was refused
+// "needs parameter servers: --ps-nodes N ... or --ps-colocated", flags a spec never gives. A positive
+// ratio is at least one server, and a row's reason names the spec's keys.
+TEST(SweepSpec, ATinyRatioIsOneServerAndARowsReasonNamesTheSpecsKeys) {
+    const SweepSpec spec = parse(R"({"strategy": "ps", "ps_instance": "m4.16xlarge", "ps_ratio": [1e-300, 1e-9],
+                                     "nodes": 4})");
+    for (std::size_t i = 0; i < spec.combinations(); ++i) EXPECT_EQ(spec.scenario_at(i, catalog()).ps_nodes, 1) << i;
+    EXPECT_EQ(in_spec_terms("--strategy ps with --ps-nodes needs --ps-instance (e.g. m4.16xlarge)"),
+              "\"strategy\" ps with \"ps_nodes\" needs \"ps_instance\" (e.g. m4.16xlarge)");
+    EXPECT_EQ(in_spec_terms("--elastic-spot needs 2 nodes or more"), "\"elastic_spot\" needs 2 nodes or more");
+    // What is no spec key stays as written: a flag of another command, a dash in text.
+    EXPECT_EQ(in_spec_terms("use --granularity coarse, or 1--2 nodes --"),
+              "use --granularity coarse, or 1--2 nodes --");
+}
+
 TEST(SweepSpec, ErrorsNameTheKeyAndTheValue) {
     EXPECT_NE(error_of(R"({"instance": ["p3.16xlarge", "p9.huge"]})").find("\"instance\" value \"p9.huge\""),
               std::string::npos);
