@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/billing.hpp"
 #include "model/embedded.hpp"
 #include "model/errors.hpp"
 #include "model/spot.hpp"
@@ -248,15 +249,8 @@ bool is_word(std::string_view text) {
 }
 
 /// YYYY-MM-DD with a month 01-12 and a day 01-31.
-bool is_date(std::string_view text) {
-    if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
-    for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-        if (text[i] < '0' || text[i] > '9') return false;
-    }
-    const int month = (text[5] - '0') * 10 + (text[6] - '0');
-    const int day = (text[8] - '0') * 10 + (text[9] - '0');
-    return month >= 1 && month <= 12 && day >= 1 && day <= 31;
-}
+/// A day of the calendar, YYYY-MM-DD (2026-02-30 is none): the one date reader, billing's.
+bool is_date(std::string_view text) { return parse_date(text).has_value(); }
 
 std::string pricing_names() {
     std::string names;

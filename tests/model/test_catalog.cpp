@@ -143,6 +143,28 @@ TEST(Catalog, EveryBuiltInPriceHasItsSourceDateAndPricingAndEveryInstanceItsClou
     EXPECT_EQ(catalog.instance("a2-highgpu-1g").pricings_text(), "on-demand, spot, reserved-1y, reserved-3y");
 }
 
+// A price's read date is a day of the calendar: 2026-02-30 and 2026-04-31 passed the check of
+// digits and ranges, and then never aged (issue 58's staleness reads them by parse_date).
+TEST(Catalog, AReadDateThatIsNoDayOfTheCalendarIsRefused) {
+    for (const char* date : {"2026-02-30", "2026-04-31", "2025-02-29", "2026-13-01", "2026-1-21"}) {
+        const std::string text =
+            with_instance(std::string(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128,
+            "network_gbps": 50, "cloud": "my-lab", "region": "eu-west-9", "source": "test",
+            "prices": {"on-demand": {"usd_per_hour": 1.25, "read": ")") +
+                          date + R"("}})");
+        try {
+            Catalog::parse(text, "test.json");
+            ADD_FAILURE() << date << " was taken";
+        } catch (const InputError& error) {
+            EXPECT_NE(std::string(error.what()).find("must be a date YYYY-MM-DD"), std::string::npos) << error.what();
+        }
+    }
+    EXPECT_NO_THROW(Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32,
+        "memory_gib": 128, "network_gbps": 50, "cloud": "my-lab", "region": "eu-west-9", "source": "test",
+        "prices": {"on-demand": {"usd_per_hour": 1.25, "read": "2028-02-29"}})"),
+                                   "test.json"));
+}
+
 TEST(Catalog, PricesAreReadByPricingModelAndTheOlderKeysStillWork) {
     const Catalog catalog =
         Catalog::parse(with_instance(R"("name": "x1.big", "gpu": "X1", "gpus": 4, "vcpus": 32, "memory_gib": 128,
