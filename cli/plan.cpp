@@ -540,7 +540,6 @@ private:
     const Plan& fastest() const { return search_.plans[search_.front.front()]; }
     const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
-    /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
     /// The safer answer (PlanSearch::safer_within_deadline) as a plan of its own, its time and cost at
     /// kSaferConfidence.
     std::optional<Plan> safer_plan() const {
@@ -565,7 +564,8 @@ private:
     /// Where the answer's 95% band runs past the deadline, the cheapest plan that meets it nine times
     /// in ten (an engineer who must finish by then rents that one, or asks --confidence).
     void print_safer(std::ostream& out) const {
-        if (!search_.cheapest_within_deadline) return;
+        // At kSaferConfidence or above the answer is already that safe: nothing to add.
+        if (!search_.cheapest_within_deadline || o_.confidence >= kSaferConfidence) return;
         const Plan& answer = search_.plans[*search_.cheapest_within_deadline];
         if (!(answer.prediction.time_to_train_interval.high > *c_.deadline_s)) return;
         const std::optional<Plan> safer = safer_plan();
@@ -586,6 +586,7 @@ private:
                    *safer, kSaferConfidence, pricing_of(o_) == Pricing::spot, charge_of(o_));
     }
 
+    /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
     void print_answer(std::ostream& out, const std::string& heading, std::optional<std::size_t> plan,
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {

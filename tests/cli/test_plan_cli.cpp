@@ -711,6 +711,9 @@ TEST(PlanCli, AnAnswerWhoseBandRunsPastTheDeadlineComesWithOneThatMeetsItNineTim
     const nlohmann::json k = nlohmann::json::parse(at_90.out);
     EXPECT_TRUE(k["safer_within_deadline"].is_null());
     EXPECT_EQ(k["cheapest_within_deadline"]["scenario"], safer["scenario"]);
+    const ProcessResult at_90_text = run_epochcast("plan --deadline 70min --confidence 0.9");
+    ASSERT_EQ(at_90_text.exit_code, 0) << at_90_text.err;
+    EXPECT_EQ(at_90_text.out.find("Its 95% band runs past the deadline"), std::string::npos) << at_90_text.out;
 }
 
 }  // namespace
