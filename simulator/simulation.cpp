@@ -183,6 +183,7 @@ SimulationResult run_in_child(RunInput input, const SimulationOptions& options) 
     if (pid < 0) {
         ::close(fds[0]);
         ::close(fds[1]);
+        if (err_fd >= 0) ::close(err_fd);
         throw RunError("cannot fork the simulation process");
     }
     if (pid == 0) {
