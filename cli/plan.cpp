@@ -582,7 +582,9 @@ private:
             return;
         }
         out << "  Its 95% band runs past the deadline (to " << band_end << ").\n";
-        print_plan(out, catalog_, "Cheapest meeting the deadline at " + confidence + " confidence (--confidence 0.9)",
+        print_plan(out, catalog_,
+                   "Cheapest meeting the deadline at " + confidence + " confidence (--confidence " +
+                       shortest(kSaferConfidence) + ")",
                    *safer, kSaferConfidence, pricing_of(o_) == Pricing::spot, charge_of(o_));
     }
 

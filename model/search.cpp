@@ -374,8 +374,6 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         points.push_back(plan.at_confidence);
     }
     for (std::size_t k : pareto_front(points)) result.front.push_back(ranked[k]);
-    // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
-    // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
     // Eq. U1's band beside the deadline: the cheapest plan that meets it nine times in ten, among
     // the ranked ones (not only the front's: a plan off the front at the point may lead at 0.9).
     if (deadline_s && space.confidence < kSaferConfidence) {
@@ -388,6 +386,8 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             }
         }
     }
+    // Both answers lie on the front: the cheapest point meeting a deadline is not beaten by a point
+    // that is as fast and cheaper, and likewise for the budget. Ties keep the first enumerated.
     for (std::size_t i : result.front) {
         const TimeCost& p = result.plans[i].at_confidence;
         if (deadline_s && p.time_to_train_s <= *deadline_s) {
