@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
+#include <utility>
 
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -32,20 +34,33 @@ bool is_host_name(std::string_view name) {
     });
 }
 
-/// Adds `slots` to `host` in `hosts` (its first place), or appends it.
-void add_slots(std::vector<HostSlots>& hosts, const std::string& host, int slots, const std::string& where) {
-    const auto found = std::find_if(hosts.begin(), hosts.end(), [&](const HostSlots& h) { return h.name == host; });
-    if (found == hosts.end()) {
-        if (hosts.size() >= static_cast<std::size_t>(kMaxHosts)) {
-            throw InputError(where + ": more than " + std::to_string(kMaxHosts) + " hosts");
+/// Hosts in the order first named, a host named again adding to its slots (Open MPI's count); an
+/// index by name keeps a list of kMaxHosts lines linear, not quadratic, in its length.
+class HostTally {
+public:
+    /// Adds `slots` to `host` (its first place), or appends it; throws InputError naming `where`.
+    void add(const std::string& host, int slots, const std::string& where) {
+        const auto [found, added] = index_.try_emplace(host, hosts_.size());
+        if (added) {
+            if (hosts_.size() >= static_cast<std::size_t>(kMaxHosts)) {
+                throw InputError(where + ": more than " + std::to_string(kMaxHosts) + " hosts");
+            }
+            hosts_.push_back({host, slots});
+            return;
         }
-        hosts.push_back({host, slots});
-    } else if (found->slots + slots > kMaxSlotsPerHost) {
-        throw InputError(where + ": " + host + " has more than " + std::to_string(kMaxSlotsPerHost) + " slots");
-    } else {
-        found->slots += slots;
+        HostSlots& known = hosts_[found->second];
+        if (known.slots + slots > kMaxSlotsPerHost) {
+            throw InputError(where + ": " + host + " has more than " + std::to_string(kMaxSlotsPerHost) + " slots");
+        }
+        known.slots += slots;
     }
-}
+    bool empty() const { return hosts_.empty(); }
+    std::vector<HostSlots> hosts() && { return std::move(hosts_); }
+
+private:
+    std::vector<HostSlots> hosts_;
+    std::unordered_map<std::string, std::size_t> index_;
+};
 
 std::string slots_text(const std::vector<HostSlots>& hosts) {
     std::string text;
@@ -77,7 +92,7 @@ std::vector<HostSlots> parse_hostfile(std::string_view text, std::string_view or
     // A byte-order mark, as Windows editors write one at a file's start, is no part of a host name.
     constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
     if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(kByteOrderMark.size());
-    std::vector<HostSlots> hosts;
+    HostTally hosts;
     std::istringstream lines{std::string(text)};
     std::string line;
     int number = 0;
@@ -118,14 +133,14 @@ std::vector<HostSlots> parse_hostfile(std::string_view text, std::string_view or
             throw InputError(where + ": max_slots=" + std::to_string(*max_slots) +
                              " is less than slots=" + std::to_string(*slots));
         }
-        add_slots(hosts, host, static_cast<int>(*slots), where);
+        hosts.add(host, static_cast<int>(*slots), where);
     }
     if (hosts.empty()) throw InputError(std::string(origin) + ": the hostfile names no host");
-    return hosts;
+    return std::move(hosts).hosts();
 }
 
 std::vector<HostSlots> parse_host_list(std::string_view list) {
-    std::vector<HostSlots> hosts;
+    HostTally hosts;
     std::string entry;
     std::istringstream entries{std::string(list)};
     while (std::getline(entries, entry, ',')) {
@@ -154,10 +169,10 @@ std::vector<HostSlots> parse_host_list(std::string_view list) {
             throw InputError(where + ": the slots after ':' are missing (HOST:SLOTS, or HOST alone for 1)");
         }
         if (!is_host_name(host)) throw InputError(where + ": not HOST or HOST:SLOTS");
-        add_slots(hosts, host, static_cast<int>(slots), "--host");
+        hosts.add(host, static_cast<int>(slots), "--host");
     }
     if (hosts.empty()) throw InputError("--host names no host (expected h1:N,h2:N)");
-    return hosts;
+    return std::move(hosts).hosts();
 }
 
 std::vector<std::string> expand_slurm_hostlist(std::string_view list) {

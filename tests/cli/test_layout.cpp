@@ -51,6 +51,22 @@ TEST(Hostfile, BadLinesAreNamedWithTheirLine) {
     EXPECT_EQ(input_error_of([] { cli::parse_hostfile("# nothing\n\n", "h"); }), "h: the hostfile names no host");
 }
 
+// A hostfile may name up to kMaxHosts hosts, each once or more (their slots summed in the place of
+// the first line); one more is refused, naming the line. (The tally is indexed by name: 65,536
+// lines took seconds when each line searched the hosts before it.)
+TEST(Hostfile, HoldsUpToTheMostHostsAndSumsRepeatsInPlace) {
+    std::string text;
+    for (int i = 0; i < cli::kMaxHosts; ++i) text += "n" + std::to_string(i) + " slots=1\n";
+    text += "n7 slots=3\nn0 slots=2\n";
+    const std::vector<HostSlots> hosts = cli::parse_hostfile(text, "hosts");
+    ASSERT_EQ(hosts.size(), static_cast<std::size_t>(cli::kMaxHosts));
+    EXPECT_EQ(hosts[0], (HostSlots{"n0", 3}));
+    EXPECT_EQ(hosts[7], (HostSlots{"n7", 4}));
+    EXPECT_EQ(hosts.back(), (HostSlots{"n65535", 1}));
+    EXPECT_EQ(input_error_of([&] { cli::parse_hostfile(text + "extra slots=1\n", "hosts"); }),
+              "hosts: line 65539: more than 65536 hosts");
+}
+
 // Issue 59, item 15: a hostfile saved with a byte-order mark (as Windows editors write one) is
 // read as without it; a host name of 100,000 characters is named cut, not echoed whole.
 TEST(Hostfile, AByteOrderMarkIsNoPartOfTheFirstHostAndALongNameIsCut) {
