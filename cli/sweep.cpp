@@ -323,38 +323,6 @@ Prediction simulated(const PreparedSweep& sweep, const Scenario& s) {
 #endif
 }
 
-/// Issue 59, item 2: a simulated sweep started with no estimate of its work (`--simulate
-/// --iterations 1000000` was still running after 12 minutes). This process's share of the rows
-/// (`rows`: its block under mpirun) is estimated as simulate estimates one run
-/// (sim::estimated_simulation_s), and a share estimated over simulate's own limit is refused before
-/// anything runs; a combination that cannot be simulated is left to its row's error.
-void check_simulated_work(const PreparedSweep& sweep, IndexRange rows) {
-#ifdef EPOCHCAST_WITH_SIMULATOR
-    sim::SimulationOptions options;
-    options.iterations = sweep.iterations;
-    double total_s = 0;
-    for (std::size_t i = rows.first; i < rows.last; ++i) {
-        try {
-            total_s +=
-                sim::estimated_simulation_s(sweep.model, sweep.spec.scenario_at(i, sweep.model.catalog()), options);
-        } catch (const InputError&) {
-            continue;
-        }
-        if (total_s > sim::kMaxEstimatedWallS) {
-            throw InputError("sweep --simulate would run for more than " +
-                             sim::wall_time_text(sim::kMaxEstimatedWallS) + " (about " + sim::wall_time_text(total_s) +
-                             " for the first " + format_count(static_cast<double>(i - rows.first + 1)) + " of its " +
-                             format_count(static_cast<double>(rows.last - rows.first)) +
-                             " rows): give fewer --iterations or combinations, spread the rows over mpirun ranks, "
-                             "or sweep without --simulate");
-        }
-    }
-#else
-    (void)sweep;
-    (void)rows;
-#endif
-}
-
 /// --jobs and --iterations within their bounds; InputError naming the flag otherwise.
 void check_counts(const SweepOptions& o) {
     if ((o.jobs_option != nullptr && o.jobs_option->count() > 0 && o.jobs < 1) || o.jobs < 0 || o.jobs > kMaxJobs) {
@@ -386,7 +354,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
     }
     const PreparedSweep sweep = prepare_sweep(o);
     const std::size_t total = sweep.spec.combinations();
-    if (sweep.simulate) check_simulated_work(sweep, block_of(total, world->rank(), world->size()));
+    check_simulated_work(sweep, block_of(total, world->rank(), world->size()));
     const bool keep_plot = !o.plot.empty();
     std::vector<PlotPoint> plot;
     std::size_t feasible = 0;
@@ -468,6 +436,37 @@ void add_sweep_flags(CLI::App& cmd, SweepOptions& options) {
     add_catalog_option(cmd, options.catalogs);
     add_calibration_option(cmd, options.calibration);
     add_target_flags(cmd, options.target, nullptr);
+}
+
+// Issue 59, item 2: a simulated sweep started with no estimate of its work (`--simulate
+// --iterations 1000000` was still running after 12 minutes); estimated as simulate estimates one
+// run (sim::estimated_simulation_s).
+void check_simulated_work(const PreparedSweep& sweep, IndexRange rows) {
+    if (!sweep.simulate) return;
+#ifdef EPOCHCAST_WITH_SIMULATOR
+    sim::SimulationOptions options;
+    options.iterations = sweep.iterations;
+    double total_s = 0;
+    for (std::size_t i = rows.first; i < rows.last; ++i) {
+        try {
+            total_s +=
+                sim::estimated_simulation_s(sweep.model, sweep.spec.scenario_at(i, sweep.model.catalog()), options);
+        } catch (const InputError&) {
+            continue;
+        }
+        if (total_s > sim::kMaxEstimatedWallS) {
+            throw InputError("sweep --simulate would run for more than " +
+                             sim::wall_time_text(sim::kMaxEstimatedWallS) + " (about " + sim::wall_time_text(total_s) +
+                             " for the first " + format_count(static_cast<double>(i - rows.first + 1)) + " of its " +
+                             format_count(static_cast<double>(rows.last - rows.first)) +
+                             " rows): give fewer --iterations or combinations, spread the rows over mpirun ranks, "
+                             "or sweep without --simulate");
+        }
+    }
+#else
+    (void)sweep;
+    (void)rows;
+#endif
 }
 
 PreparedSweep prepare_sweep(const SweepOptions& o) {

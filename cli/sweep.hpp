@@ -67,6 +67,12 @@ PreparedSweep prepare_sweep(const SweepOptions& options);
 /// then only names in errors.
 PreparedSweep prepare_sweep(const std::vector<std::string>& args, const std::optional<std::string>& spec_text);
 
+/// Refuses, before anything runs, a simulated sweep whose rows `rows` (a process's share: its block
+/// under mpirun, or all of them) are estimated to take longer than `simulate`'s own limit
+/// (sim::kMaxEstimatedWallS), with an InputError saying how long and what to change; a combination
+/// that cannot be simulated is left to its row's error. Does nothing for a sweep without --simulate.
+void check_simulated_work(const PreparedSweep& sweep, IndexRange rows);
+
 /// Evaluates combinations of a prepared sweep.
 class SweepEvaluator {
 public:

@@ -220,6 +220,7 @@ py::tuple sweep_columns(const std::vector<std::string>& args, const std::optiona
         py::gil_scoped_release release;
         const cli::PreparedSweep sweep = cli::prepare_sweep(args, spec_text);
         rows = sweep.spec.combinations();
+        cli::check_simulated_work(sweep, {0, rows});
         for (const cli::SweepColumn& column : kColumns) {
             auto data = std::make_shared<ColumnData>();
             data->type = column.type;

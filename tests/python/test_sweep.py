@@ -129,6 +129,8 @@ def test_flag_errors_are_the_command_lines(spec_file, tmp_path):
         ("--recipe lamb --target-top1 75", dict(recipe="lamb", target_top1=75)),
         ("--recipe goyal2017", dict(recipe="goyal2017")),
         ("--calibration /nonexistent/cal.json", dict(calibration="/nonexistent/cal.json")),
+        # Issue 59, item 2: estimated and refused before anything runs, as the command line does.
+        ("--simulate --iterations 1000000", dict(simulate=True, iterations=1000000)),
     ]:
         with pytest.raises(epochcast.InputError) as raised:
             epochcast.sweep(path, **keywords)
