@@ -48,9 +48,10 @@ long actors_of(const ResolvedScenario& scenario);
 /// granularity); for parameter servers, of one release (intra-node rings, pushes and pulls).
 long step_transfers_per_bucket(const ResolvedScenario& scenario);
 
-/// Transfers one iteration simulates at `granularity` (step or coarse), roughly: buckets (or
-/// parameter-server releases, one per backward segment of `plan`) times the transfers of each.
-/// For simulate()'s estimate of its own cost.
+/// Transfers one iteration simulates at `granularity` (step or coarse), at most about: buckets (one
+/// per backward segment of `plan` that publishes gradients, plus the gradients' cuts at the fusion
+/// size; or parameter-server releases, one per backward segment) times the transfers of each. For
+/// simulate()'s estimate of its own cost, which must not fall short of it.
 double transfers_per_iteration(const ResolvedScenario& scenario, const ReplayPlan& plan, Granularity granularity);
 
 /// One flow of the coarse parameter-server form: worker node `node` pushes `fraction` of each of

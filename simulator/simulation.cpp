@@ -314,17 +314,19 @@ Granularity chosen_granularity(const ResolvedScenario& resolved, const Simulatio
 }
 
 /// A rough wall time of the simulation on the development machine (docs/performance.md): each
-/// compute step and transfer costs about 1 us plus 6 ns per GPU (SimGrid's sharing solver touches
-/// the flows in flight, so the cost per step grows with the GPUs), plus 1 us per server for
-/// the per-pair parameter-server form, whose messages SimGrid scans in lists, or 0.22 us times the
-/// servers to the power 0.77 for the coarse form (8 nodes of 8 GPUs: 15, 20, 32 and 77 us a transfer
-/// at 250, 500, 1,000 and 2,000 servers, on an Intel Xeon, 2026-12-02; 2 nodes at 2,000: 126 us).
-/// Only to refuse runs of hours up front: it is within a factor of about 2 of the measured cases.
+/// compute step and transfer costs about 2 us plus 1.1 ns per GPU (SimGrid's sharing solver touches
+/// the flows in flight, so the cost per step grows with the GPUs: p4d.24xlarge, 2.0 us at 64 to 512
+/// GPUs, 2.9 at 1,024, 3.7 at 2,048, 7.1 at 4,096 and 10.8 at 8,192, on an Intel Xeon,
+/// 2026-12-02), plus 1 us per server for the per-pair parameter-server form, whose messages SimGrid
+/// scans in lists, or 0.22 us times the servers to the power 0.77 for the coarse form (8 nodes of 8
+/// GPUs: 15, 20, 32 and 77 us a transfer at 250, 500, 1,000 and 2,000 servers, same machine and
+/// day; 2 nodes at 2,000: 126 us). Only to refuse runs of hours up front: with the transfers counted
+/// at most (transfers_per_iteration) it is from about 0.7 to 3 times the measured cases.
 double estimated_wall_s(const ResolvedScenario& s, const ReplayPlan& plan, Granularity granularity, int iterations) {
     const double gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
     const double steps =
         gpus * static_cast<double>(plan.backward.size() + 1) + transfers_per_iteration(s, plan, granularity);
-    double per_step_s = 1e-6 + 6e-9 * gpus;
+    double per_step_s = 2e-6 + 1.1e-9 * gpus;
     if (s.strategy == Strategy::ps) {
         const double servers = s.ps_colocated ? s.nodes : s.ps_nodes;
         per_step_s += granularity == Granularity::step ? 1e-6 * servers : 0.22e-6 * std::pow(servers, 0.77);
