@@ -1,6 +1,7 @@
 #include "model/collectives.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -9,25 +10,59 @@
 
 namespace epochcast {
 
-double ring_allreduce_s(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
-    if (ranks <= 1) return 0.0;
+namespace {
+
+/// The time of a formula with one latency part and one bandwidth part, and its derivatives.
+AlphaBetaTime one_link(double latency_part, double bytes_part) {
+    AlphaBetaTime t;
+    t.seconds = latency_part + bytes_part;
+    t.per_log_latency[0] = latency_part;
+    t.per_log_bandwidth[0] = -bytes_part;
+    return t;
+}
+
+}  // namespace
+
+AlphaBetaTime ring_allreduce_time(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
+    if (ranks <= 1) return {};
     const double n = ranks;
-    return 2.0 * (n - 1.0) * latency_s + 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps;
+    return one_link(2.0 * (n - 1.0) * latency_s, 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps);
+}
+
+double ring_allreduce_s(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
+    return ring_allreduce_time(bytes, ranks, latency_s, bandwidth_Bps).seconds;
+}
+
+AlphaBetaTime ring_reduce_scatter_time(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
+    if (ranks <= 1) return {};
+    const double n = ranks;
+    return one_link((n - 1.0) * latency_s, (n - 1.0) / n * bytes / bandwidth_Bps);
 }
 
 double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
-    if (ranks <= 1) return 0.0;
-    const double n = ranks;
-    return (n - 1.0) * latency_s + (n - 1.0) / n * bytes / bandwidth_Bps;
+    return ring_reduce_scatter_time(bytes, ranks, latency_s, bandwidth_Bps).seconds;
+}
+
+AlphaBetaTime nccl_ring_allreduce_time(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                                       double inter_latency_s, double bandwidth_Bps) {
+    AlphaBetaTime t;
+    const double n = static_cast<double>(nodes) * gpus_per_node;
+    if (n <= 1) return t;
+    const double steps = 2.0 * (n - 1.0);
+    const double inter_steps = 2.0 * (nodes - 1.0);
+    const double intra_part = (steps - inter_steps) * intra_latency_s;
+    const double inter_part = inter_steps * inter_latency_s;
+    const double bytes_part = steps / n * bytes / bandwidth_Bps;
+    t.seconds = intra_part + inter_part + bytes_part;
+    t.per_log_latency = {intra_part, inter_part};
+    t.per_log_bandwidth[0] = -bytes_part;
+    return t;
 }
 
 double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
                              double bandwidth_Bps) {
-    const double n = static_cast<double>(nodes) * gpus_per_node;
-    if (n <= 1) return 0.0;
-    const double steps = 2.0 * (n - 1.0);
-    const double inter_steps = 2.0 * (nodes - 1.0);
-    return (steps - inter_steps) * intra_latency_s + inter_steps * inter_latency_s + steps / n * bytes / bandwidth_Bps;
+    return nccl_ring_allreduce_time(bytes, nodes, gpus_per_node, intra_latency_s, inter_latency_s, bandwidth_Bps)
+        .seconds;
 }
 
 double tree_network_bytes_factor(int nodes) {
@@ -35,35 +70,73 @@ double tree_network_bytes_factor(int nodes) {
     return nodes == 2 ? 1.0 : 2.0;
 }
 
-double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
-                             double network_Bps, double node_Bps) {
-    if (static_cast<double>(nodes) * gpus_per_node <= 1) return 0.0;
-    const double depth = std::floor(std::log2(static_cast<double>(nodes)));
-    const double latency = 2.0 * ((gpus_per_node - 1.0) * intra_latency_s + depth * inter_latency_s);
+AlphaBetaTime nccl_tree_allreduce_time(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                                       double inter_latency_s, double network_Bps, double node_Bps) {
+    AlphaBetaTime t;
+    if (static_cast<double>(nodes) * gpus_per_node <= 1) return t;
+    // floor(log2 M) of a whole M >= 1, as its bit width less one (a log2 call took a tenth of predict()).
+    const double depth = std::bit_width(static_cast<unsigned>(nodes)) - 1;
+    const double intra_part = 2.0 * ((gpus_per_node - 1.0) * intra_latency_s);
+    const double inter_part = 2.0 * (depth * inter_latency_s);
     const double network_s =
         nodes > 1 ? tree_network_bytes_factor(nodes) * bytes / (kTreeBandwidthFactor * network_Bps) : 0.0;
     const double node_s = gpus_per_node > 1 ? 2.0 * bytes / node_Bps : 0.0;
-    return latency + std::max(network_s, node_s);
+    t.seconds = (intra_part + inter_part) + std::max(network_s, node_s);
+    t.per_log_latency = {intra_part, inter_part};
+    if (network_s < node_s) {
+        t.per_log_bandwidth[1] = -node_s;
+    } else {
+        t.per_log_bandwidth[0] = -network_s;
+    }
+    return t;
+}
+
+double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
+                             double network_Bps, double node_Bps) {
+    return nccl_tree_allreduce_time(bytes, nodes, gpus_per_node, intra_latency_s, inter_latency_s, network_Bps,
+                                    node_Bps)
+        .seconds;
+}
+
+AlphaBetaTime nvls_allreduce_time(double bytes, int gpus, double latency_s, double bandwidth_Bps) {
+    if (gpus <= 1) return {};
+    const double n = gpus;
+    return one_link(2.0 * latency_s, 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps);
 }
 
 double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwidth_Bps) {
-    if (gpus <= 1) return 0.0;
-    const double n = gpus;
-    return 2.0 * latency_s + 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps;
+    return nvls_allreduce_time(bytes, gpus, latency_s, bandwidth_Bps).seconds;
+}
+
+AlphaBetaTime ps_push_pull_time(double bytes, int workers, int servers, double latency_s, double worker_bandwidth_Bps,
+                                double server_bandwidth_Bps) {
+    AlphaBetaTime t;
+    const double worker_s = bytes / worker_bandwidth_Bps;
+    const double server_s =
+        static_cast<double>(workers) * bytes / (static_cast<double>(servers) * server_bandwidth_Bps);
+    t.seconds = 2.0 * latency_s + std::max(worker_s, server_s);
+    t.per_log_latency[0] = 2.0 * latency_s;
+    if (worker_s < server_s) {
+        t.per_log_bandwidth[1] = -server_s;
+    } else {
+        t.per_log_bandwidth[0] = -worker_s;
+    }
+    return t;
 }
 
 double ps_push_pull_s(double bytes, int workers, int servers, double latency_s, double worker_bandwidth_Bps,
                       double server_bandwidth_Bps) {
-    const double worker_s = bytes / worker_bandwidth_Bps;
-    const double server_s =
-        static_cast<double>(workers) * bytes / (static_cast<double>(servers) * server_bandwidth_Bps);
-    return 2.0 * latency_s + std::max(worker_s, server_s);
+    return ps_push_pull_time(bytes, workers, servers, latency_s, worker_bandwidth_Bps, server_bandwidth_Bps).seconds;
+}
+
+AlphaBetaTime ps_colocated_time(double bytes, int hosts, double latency_s, double bandwidth_Bps) {
+    if (hosts <= 1) return {};
+    const double n = hosts;
+    return one_link(2.0 * latency_s, 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps);
 }
 
 double ps_colocated_s(double bytes, int hosts, double latency_s, double bandwidth_Bps) {
-    if (hosts <= 1) return 0.0;
-    const double n = hosts;
-    return 2.0 * latency_s + 2.0 * (n - 1.0) / n * bytes / bandwidth_Bps;
+    return ps_colocated_time(bytes, hosts, latency_s, bandwidth_Bps).seconds;
 }
 
 double allreduce_bus_factor(int ranks) {
@@ -145,65 +218,143 @@ double tree_node_Bps(const ResolvedScenario& s) {
     return s.nvls_bandwidth_Bps > 0 && k > 1 ? s.nvls_bandwidth_Bps * k / (k - 1.0) : s.intra_bandwidth_Bps;
 }
 
-double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
+namespace {
+
+/// Credits a formula's latency or bandwidth part to `field`, `times` over (a synchronisation's
+/// phase that runs twice, a bucket's all-reduce).
+void credit(NetworkTime& t, SensitiveField field, double per_log, double times = 1.0) {
+    t.per_log_field[static_cast<std::size_t>(field)] += times * per_log;
+}
+
+/// A formula's time and parts into `t`: its latencies are `latency_fields`' (none: SensitiveField::count, a
+/// latency that is no field), its bandwidths `bandwidth_fields`'.
+void add(NetworkTime& t, const AlphaBetaTime& formula, std::array<SensitiveField, 2> latency_fields,
+         std::array<SensitiveField, 2> bandwidth_fields, double times = 1.0) {
+    for (std::size_t i = 0; i < 2; ++i) {
+        if (latency_fields[i] != SensitiveField::count) credit(t, latency_fields[i], formula.per_log_latency[i], times);
+        if (bandwidth_fields[i] != SensitiveField::count) {
+            credit(t, bandwidth_fields[i], formula.per_log_bandwidth[i], times);
+        }
+    }
+}
+
+constexpr SensitiveField kNoField = SensitiveField::count;
+
+}  // namespace
+
+NetworkTime allreduce_time(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
     const int k = s.gpus_per_node;
     const int m = s.nodes;
     const double f = protocol.bandwidth_factor;
     const double intra_Bps = f * s.intra_bandwidth_Bps;
     const double inter_Bps = f * s.inter_bandwidth_Bps;
-    // The slowest link of a ring or tree through every GPU: the NIC across nodes, NVLink/PCIe
-    // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
-    const double bandwidth = m == 1 ? intra_Bps : k > 1 ? std::min(intra_Bps, inter_Bps) : inter_Bps;
+    // The latency of a hop across nodes moves with inter_latency_s unless it is Simple's.
+    const SensitiveField hop_latency = protocol.simple ? kNoField : SensitiveField::inter_latency;
+    NetworkTime t;
     switch (algorithm) {
-        case Algorithm::ring:
-            return nccl_ring_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, bandwidth);
-        case Algorithm::tree:
-            return nccl_tree_allreduce_s(bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps,
-                                         f * tree_node_Bps(s));
-        case Algorithm::nvls:
-            return nvls_allreduce_s(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
-        case Algorithm::hierarchical:
+        case Algorithm::ring: {
+            // The slowest link of a ring through every GPU: the NIC across nodes, NVLink/PCIe
+            // inside; nodes of one GPU have no link inside (a p3.2xlarge's intra_node_GBps is 0).
+            const bool inside = m == 1 || (k > 1 && !(inter_Bps < intra_Bps));
+            const AlphaBetaTime ring = nccl_ring_allreduce_time(
+                bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inside ? intra_Bps : inter_Bps);
+            t.seconds = ring.seconds;
+            add(t, ring, {SensitiveField::intra_latency, hop_latency},
+                {inside ? SensitiveField::intra_bandwidth : SensitiveField::inter_bandwidth, kNoField});
+            return t;
+        }
+        case Algorithm::tree: {
+            const bool nvls_tree = s.nvls_bandwidth_Bps > 0 && k > 1;  // tree_node_Bps's choice
+            const AlphaBetaTime tree = nccl_tree_allreduce_time(
+                bytes, m, k, s.intra_latency_s, protocol.inter_latency_s, inter_Bps, f * tree_node_Bps(s));
+            t.seconds = tree.seconds;
+            add(t, tree, {SensitiveField::intra_latency, hop_latency},
+                {SensitiveField::inter_bandwidth,
+                 nvls_tree ? SensitiveField::nvls_bandwidth : SensitiveField::intra_bandwidth});
+            return t;
+        }
+        case Algorithm::nvls: {
+            const AlphaBetaTime nvls = nvls_allreduce_time(bytes, k, s.intra_latency_s, s.nvls_bandwidth_Bps);
+            t.seconds = nvls.seconds;
+            add(t, nvls, {SensitiveField::intra_latency, kNoField}, {SensitiveField::nvls_bandwidth, kNoField});
+            return t;
+        }
+        case Algorithm::hierarchical: {
             // Inside a node: reduce-scatter, then all-gather over NVLink/PCIe (half a ring each way).
-            return 2.0 * ring_reduce_scatter_s(bytes, k, s.intra_latency_s, s.intra_bandwidth_Bps) +
-                   ring_allreduce_s(bytes, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+            const AlphaBetaTime inside = ring_reduce_scatter_time(bytes, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+            const AlphaBetaTime across = ring_allreduce_time(bytes, m, s.inter_latency_s, s.inter_bandwidth_Bps);
+            t.seconds = 2.0 * inside.seconds + across.seconds;
+            add(t, inside, {SensitiveField::intra_latency, kNoField}, {SensitiveField::intra_bandwidth, kNoField}, 2.0);
+            add(t, across, {SensitiveField::inter_latency, kNoField}, {SensitiveField::inter_bandwidth, kNoField});
+            return t;
+        }
         case Algorithm::none:
         case Algorithm::push_pull:
             break;
     }
-    return 0.0;
+    return t;
 }
 
-Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
+    return allreduce_time(s, algorithm, bytes, protocol).seconds;
+}
+
+namespace {
+
+/// An all-reduce's protocol (eq. N3) and its time with it: nccl_protocol's choice, timed once.
+struct TimedProtocol {
+    Protocol protocol;
+    double seconds = 0;
+};
+
+TimedProtocol timed_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
     const Protocol single{s.inter_latency_s, 1.0};
     const bool two =
         s.inter_simple_latency_s > 0 && s.nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
-    if (!two) return single;
+    if (!two) return {single, allreduce_time_s(s, algorithm, bytes, single)};
     const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
-    const Protocol simple{s.inter_simple_latency_s, 1.0};
-    return allreduce_time_s(s, algorithm, bytes, low_latency) < allreduce_time_s(s, algorithm, bytes, simple)
-               ? low_latency
-               : simple;
+    const Protocol simple{s.inter_simple_latency_s, 1.0, true};
+    const double low_latency_s = allreduce_time_s(s, algorithm, bytes, low_latency);
+    const double simple_s = allreduce_time_s(s, algorithm, bytes, simple);
+    return low_latency_s < simple_s ? TimedProtocol{low_latency, low_latency_s} : TimedProtocol{simple, simple_s};
 }
 
-double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
-    return allreduce_time_s(s, algorithm, bytes, nccl_protocol(s, algorithm, bytes));
-}
+/// The algorithm one all-reduce of `bytes` runs, its protocol and its time: what communication()
+/// and node_allreduce_s() ask of nccl_algorithm() and algorithm_for() without timing it twice.
+struct AllReduceChoice {
+    Algorithm algorithm = Algorithm::none;
+    TimedProtocol timed;
+};
 
-Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) {
-    if (s.nodes * s.gpus_per_node <= 1) return Algorithm::none;
-    Algorithm best = Algorithm::ring;
-    double best_s = allreduce_time_s(s, Algorithm::ring, bytes);
+AllReduceChoice nccl_choice(const ResolvedScenario& s, double bytes) {
+    if (s.nodes * s.gpus_per_node <= 1) return {};
+    AllReduceChoice best{Algorithm::ring, timed_protocol(s, Algorithm::ring, bytes)};
     auto consider = [&](Algorithm algorithm) {
-        const double t = allreduce_time_s(s, algorithm, bytes);
-        if (t < best_s) {
-            best = algorithm;
-            best_s = t;
-        }
+        const TimedProtocol t = timed_protocol(s, algorithm, bytes);
+        if (t.seconds < best.timed.seconds) best = {algorithm, t};
     };
     if (s.nodes > 1) consider(Algorithm::tree);
     if (s.nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
     return best;
 }
+
+AllReduceChoice allreduce_choice(const ResolvedScenario& s, double bytes) {
+    if (s.strategy == Strategy::nccl) return nccl_choice(s, bytes);
+    const Algorithm algorithm = algorithm_for(s, bytes);
+    return {algorithm, timed_protocol(s, algorithm, bytes)};
+}
+
+}  // namespace
+
+Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    return timed_protocol(s, algorithm, bytes).protocol;
+}
+
+double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    return timed_protocol(s, algorithm, bytes).seconds;
+}
+
+Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) { return nccl_choice(s, bytes).algorithm; }
 
 Algorithm algorithm_for(const ResolvedScenario& s, double bytes) {
     switch (s.strategy) {
@@ -226,22 +377,31 @@ Communication communication(const ResolvedScenario& s) {
     const int k = s.gpus_per_node;
     const int m = s.nodes;
     Communication c;
+    NetworkTime t;
     if (s.strategy == Strategy::ps) {
         // Keys are pipelined: one push/pull round per iteration, after the reduce inside the node.
         c.algorithm = Algorithm::push_pull;
         c.buckets = 1;
-        const double intra = 2.0 * ring_reduce_scatter_s(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
-        c.seconds = intra + (s.ps_colocated ? ps_colocated_s(g, m, s.inter_latency_s, s.inter_bandwidth_Bps)
-                                            : ps_push_pull_s(g, m, s.ps_nodes, s.inter_latency_s, s.inter_bandwidth_Bps,
-                                                             s.server_bandwidth_Bps));
+        const AlphaBetaTime inside = ring_reduce_scatter_time(g, k, s.intra_latency_s, s.intra_bandwidth_Bps);
+        const AlphaBetaTime across = s.ps_colocated ? ps_colocated_time(g, m, s.inter_latency_s, s.inter_bandwidth_Bps)
+                                                    : ps_push_pull_time(g, m, s.ps_nodes, s.inter_latency_s,
+                                                                        s.inter_bandwidth_Bps, s.server_bandwidth_Bps);
+        c.seconds = 2.0 * inside.seconds + across.seconds;
+        add(t, inside, {SensitiveField::intra_latency, kNoField}, {SensitiveField::intra_bandwidth, kNoField}, 2.0);
+        add(t, across, {SensitiveField::inter_latency, kNoField},
+            {SensitiveField::inter_bandwidth, SensitiveField::server_bandwidth});
+        c.per_log_field = t.per_log_field;
         return c;
     }
     if (m * k <= 1) return c;
     // Eq. B1: the gradients leave in equal buckets of at most the fusion buffer, one all-reduce each.
     c.buckets = std::max(1, static_cast<int>(std::ceil(g / s.bucket_bytes)));
     const double bucket = g / c.buckets;
-    c.algorithm = algorithm_for(s, bucket);
-    c.seconds = c.buckets * allreduce_time_s(s, c.algorithm, bucket);
+    const AllReduceChoice choice = allreduce_choice(s, bucket);
+    c.algorithm = choice.algorithm;
+    t = allreduce_time(s, c.algorithm, bucket, choice.timed.protocol);
+    c.seconds = c.buckets * t.seconds;
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) c.per_log_field[f] = c.buckets * t.per_log_field[f];
     return c;
 }
 
@@ -294,8 +454,8 @@ AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObser
 double node_allreduce_s(const ResolvedScenario& s) {
     ResolvedScenario node = s;
     node.nodes = 1;
-    const Algorithm algorithm = s.strategy == Strategy::nccl ? nccl_algorithm(node, s.gradient_bytes) : Algorithm::ring;
-    return algorithm == Algorithm::none ? 0.0 : allreduce_time_s(node, algorithm, s.gradient_bytes);
+    if (s.strategy == Strategy::nccl) return nccl_choice(node, s.gradient_bytes).timed.seconds;  // 0 for one GPU
+    return allreduce_time_s(node, Algorithm::ring, s.gradient_bytes);
 }
 
 }  // namespace epochcast

@@ -10,6 +10,9 @@
 // the time of one iteration's synchronisation (eq. B1) or of one nccl-tests all-reduce.
 #pragma once
 
+#include <array>
+#include <cstddef>
+
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
 #include "model/observation.hpp"
@@ -21,14 +24,27 @@ namespace epochcast {
 struct Cluster;
 struct Workload;
 
+/// One formula's time with its derivatives (eq. U1's network part, docs/model.md "The interval's
+/// gradient"): each part of an alpha-beta time is proportional to one latency or to the inverse of
+/// one bandwidth, so d t / d ln(alpha) is that latency's part and d t / d ln(bandwidth) minus that
+/// bandwidth's part. Of a max, the larger side's part (the first named where they tie). The
+/// formulas below give their time as the `seconds` of their `_time` twin.
+struct AlphaBetaTime {
+    double seconds = 0;
+    std::array<double, 2> per_log_latency{};    ///< d t / d ln(alpha): the formula's first, second latency
+    std::array<double, 2> per_log_bandwidth{};  ///< d t / d ln(bandwidth): its first, second bandwidth
+};
+
 /// Ring all-reduce of `bytes` over `ranks` participants: 2(n-1) steps, each moving bytes/n
 /// over every link at once (Patarasuk and Yuan 2009; NCCL's ring).
 /// t = 2(n-1) alpha + 2(n-1)/n x bytes / bandwidth. Zero for one rank.
 double ring_allreduce_s(double bytes, int ranks, double latency_s, double bandwidth_Bps);
+AlphaBetaTime ring_allreduce_time(double bytes, int ranks, double latency_s, double bandwidth_Bps);
 
 /// Reduce-scatter (or all-gather) half of a ring: (n-1) steps of bytes/n.
 /// t = (n-1) alpha + (n-1)/n x bytes / bandwidth. Zero for one rank.
 double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double bandwidth_Bps);
+AlphaBetaTime ring_reduce_scatter_time(double bytes, int ranks, double latency_s, double bandwidth_Bps);
 
 /// NCCL's ring across `nodes` nodes of `gpus_per_node` GPUs (eq. R3): one pipelined ring through
 /// all N = nodes x gpus_per_node GPUs. As NCCL's tuning model counts it (src/graph/tuning.cc,
@@ -38,6 +54,8 @@ double ring_reduce_scatter_s(double bytes, int ranks, double latency_s, double b
 /// Zero for one GPU.
 double nccl_ring_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
                              double bandwidth_Bps);
+AlphaBetaTime nccl_ring_allreduce_time(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                                       double inter_latency_s, double bandwidth_Bps);
 
 /// The share of a link's bandwidth NCCL's tree reaches against its ring (src/graph/tuning.cc: the
 /// tree's bus bandwidth is the ring's x 0.92).
@@ -65,11 +83,14 @@ double tree_network_bytes_factor(int nodes);
 /// (infinite for one GPU per node). Zero for one GPU.
 double nccl_tree_allreduce_s(double bytes, int nodes, int gpus_per_node, double intra_latency_s, double inter_latency_s,
                              double network_Bps, double node_Bps);
+AlphaBetaTime nccl_tree_allreduce_time(double bytes, int nodes, int gpus_per_node, double intra_latency_s,
+                                       double inter_latency_s, double network_Bps, double node_Bps);
 
 /// NVLink SHARP in one node (eq. V1): every GPU writes its buffer into the NVSwitch, which
 /// reduces, and reads the sum back; one latency each way, the bytes at NVLS's bus bandwidth.
 /// t = 2 alpha + 2(n-1)/n x bytes / bandwidth. Zero for one GPU.
 double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwidth_Bps);
+AlphaBetaTime nvls_allreduce_time(double bytes, int gpus, double latency_s, double bandwidth_Bps);
 
 /// Parameter servers on `servers` dedicated hosts, `workers` worker hosts: each worker pushes its
 /// whole gradient and pulls the whole model (full duplex, keys pipelined so push and pull overlap);
@@ -77,11 +98,14 @@ double nvls_allreduce_s(double bytes, int gpus, double latency_s, double bandwid
 /// t = 2 alpha + max(bytes / worker_bandwidth, workers x bytes / (servers x server_bandwidth)).
 double ps_push_pull_s(double bytes, int workers, int servers, double latency_s, double worker_bandwidth_Bps,
                       double server_bandwidth_Bps);
+AlphaBetaTime ps_push_pull_time(double bytes, int workers, int servers, double latency_s, double worker_bandwidth_Bps,
+                                double server_bandwidth_Bps);
 
 /// Parameter servers co-located with the workers (one per worker host, each holding 1/n of the
 /// model): every host sends (n-1)/n of its gradient to the other servers and serves its shard to
 /// the n-1 other workers. t = 2 alpha + 2(n-1)/n x bytes / bandwidth. Zero for one host.
 double ps_colocated_s(double bytes, int hosts, double latency_s, double bandwidth_Bps);
+AlphaBetaTime ps_colocated_time(double bytes, int hosts, double latency_s, double bandwidth_Bps);
 
 /// nccl-tests' bus bandwidth factor for all-reduce, 2(n-1)/n: bus bandwidth = algorithm bandwidth
 /// x this, which makes figures comparable across rank counts (nccl-tests doc/PERFORMANCE.md).
@@ -146,6 +170,7 @@ double tree_node_Bps(const ResolvedScenario& s);
 struct Protocol {
     double inter_latency_s = 0;   ///< per inter-node hop
     double bandwidth_factor = 1;  ///< of every bandwidth the algorithm uses
+    bool simple = false;          ///< the hop's latency is Simple's (inter_simple_latency_s), not inter_latency_s
 };
 Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes);
 
@@ -155,6 +180,18 @@ double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double b
 
 /// The same with the protocol given.
 double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol);
+
+/// A time on the resolved cluster and its derivatives d t / d ln(field) for each of the scenario's
+/// network fields it moves with (SensitiveField: the links' and fabric's latencies and bandwidths,
+/// the servers', NVLS's), 0 for every other field (eq. U1).
+struct NetworkTime {
+    double seconds = 0;
+    std::array<double, kSensitiveFields> per_log_field{};
+};
+
+/// allreduce_time_s with its derivatives: each formula's parts (AlphaBetaTime) credited to the
+/// field its latency or bandwidth is (the slower link of a ring; Simple's latency is no field).
+NetworkTime allreduce_time(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol);
 
 /// The algorithm NCCL picks by default for one all-reduce of `bytes` on the resolved cluster: the
 /// cheapest of ring, tree (several nodes) and NVLS (one node with NVLink SHARP), as NCCL's own
@@ -192,6 +229,9 @@ struct Communication {
     Algorithm algorithm = Algorithm::none;
     int buckets = 0;     ///< all-reduces per iteration: ceil(gradient bytes / bucket bytes)
     double seconds = 0;  ///< the whole synchronisation (eq. B1)
+    /// d seconds / d ln(field) for the network's fields (NetworkTime's), the algorithm, protocol and
+    /// buckets held as chosen: what eq. U1's gradient takes instead of timing the moved cluster again.
+    std::array<double, kSensitiveFields> per_log_field{};
 };
 Communication communication(const ResolvedScenario& s);
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "model/collectives.hpp"
+
 namespace epochcast {
 
 CostModel::CostModel(Catalog catalog, Calibration calibration)
@@ -59,8 +61,9 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {
     Prediction p;
-    apply_iteration(s, p);
-    p.interval = throughput_band(s, p, covariance_, calibration().uncertainty.model_sigma);
+    const Communication comm = communication(s);
+    apply_iteration(s, comm, p);
+    p.interval = throughput_band(s, comm, p, covariance_, calibration().uncertainty.model_sigma);
     apply_schedule(s, p);
     return p;
 }

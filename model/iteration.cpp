@@ -71,8 +71,25 @@ double pipelined_s(double step_s, double data_s) {
     double power = std::min(step_s, data_s) / larger;
     for (int i = 0; i < kPipelineSmoothnessLog2; ++i) power *= power;
     double root = 1.0 + power;
+    // Below a ratio of about 0.32 the power is lost beside 1, and so are the roots: the larger alone.
+    if (root == 1.0) return larger;
     for (int i = 0; i < kPipelineSmoothnessLog2; ++i) root = std::sqrt(root);
     return larger * root;
+}
+
+PipelinedSlopes pipelined_slopes(double step_s, double data_s, double pipelined) {
+    if (!(data_s > 0)) return {1.0, 0.0};
+    // d/da (a^p + b^p)^(1/p) = (a / t)^(p-1), t the pipelined time: a^(p-1) = a a^2 a^4 a^8 a^16.
+    auto power_less_one = [](double ratio) {
+        double result = ratio;
+        double square = ratio;
+        for (int i = 1; i < kPipelineSmoothnessLog2; ++i) {
+            square *= square;
+            result *= square;
+        }
+        return result;
+    };
+    return {power_less_one(step_s / pipelined), power_less_one(data_s / pipelined)};
 }
 
 namespace {
@@ -154,6 +171,34 @@ IterationTimes iteration_times_with(const ResolvedScenario& s, double communicat
 
 IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
 
+std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedScenario& s, const Communication& comm,
+                                                                 const IterationTimes& t) noexcept {
+    // d step / d ln(field), field by field, through eqs. C1, C2, S1 and O1; then eq. I1's slopes.
+    std::array<double, kSensitiveFields> step{};
+    auto at = [&step](SensitiveField f) -> double& { return step[static_cast<std::size_t>(f)]; };
+    const double sync_per_compute = s.sync_jitter * s.straggler_factor;
+    const double batch_s = s.batch_per_gpu * s.time_per_image_s;  // d compute / d ln(t_img)
+    const bool exposed = t.exposed_communication_s > 0;
+    // d exposed / d ln(overlap) = d exposed / d ln(t_img)'s backward share = -overlap x backward
+    const double hidden_s = exposed ? -s.overlap * backward_time_s(s.time_per_image_s, s.batch_per_gpu) : 0.0;
+    at(SensitiveField::fixed) = s.fixed_s * (1.0 + sync_per_compute);
+    at(SensitiveField::time_per_image) = batch_s * (1.0 + sync_per_compute) + hidden_s;
+    at(SensitiveField::sync_jitter) = t.sync_s;
+    at(SensitiveField::overlap) = hidden_s;
+    if (exposed) {
+        for (std::size_t f = 0; f < kSensitiveFields; ++f) step[f] += comm.per_log_field[f];
+    }
+    // d data / d ln(decode) = -data where the decoding, not the store, is the slower input.
+    const double data_per_log_decode = s.decode_images_per_s_per_gpu < s.storage_images_per_s_per_gpu ? -t.data_s : 0.0;
+
+    const PipelinedSlopes slopes =
+        pipelined_slopes(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s, t.iteration_s);
+    std::array<double, kSensitiveFields> result{};
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) result[f] = slopes.per_step * step[f] / t.iteration_s;
+    result[static_cast<std::size_t>(SensitiveField::decode)] += slopes.per_data * data_per_log_decode / t.iteration_s;
+    return result;
+}
+
 Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept {
     if (data_s >= compute_s + sync_s + exposed_communication_s) return Bottleneck::data;
     // Time in the collective, its own or waiting there for the slowest worker, beyond the compute.
@@ -177,12 +222,11 @@ double one_gpu_images_per_s(int batch, double compute_s, double data_s) {
 
 double input_efficiency(double compute_s, double data_s) { return compute_s / pipelined_s(compute_s, data_s); }
 
-void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept {
+void apply_iteration(const ResolvedScenario& s, const Communication& comm, Prediction& p) noexcept {
     p.nodes = s.nodes;
     p.gpus = s.nodes * s.gpus_per_node;
     p.global_batch = p.gpus * s.batch_per_gpu;
 
-    const Communication comm = communication(s);
     const IterationTimes times = iteration_times_with(s, comm.seconds);
     p.interconnect = s.interconnect;
     p.algorithm = comm.algorithm;
@@ -203,8 +247,10 @@ void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept {
 
     p.throughput_images_per_s = p.global_batch / p.iteration_s;
     p.per_gpu_images_per_s = p.throughput_images_per_s / p.gpus;
-    p.scaling_efficiency = p.per_gpu_images_per_s / one_gpu_images_per_s(s.batch_per_gpu, p.compute_s, p.data_s);
-    p.input_efficiency = input_efficiency(p.compute_s, p.data_s);
+    // One GPU alone under the same input (one_gpu_images_per_s and input_efficiency, eq. I1 once).
+    const double one_gpu_s = pipelined_s(p.compute_s, p.data_s);
+    p.scaling_efficiency = p.per_gpu_images_per_s / (s.batch_per_gpu / one_gpu_s);
+    p.input_efficiency = p.compute_s / one_gpu_s;
     // One node alone (node_allreduce_s), its iteration pipelined with the same input.
     const double node_step_s =
         p.compute_s + straggler_wait_s(p.compute_s, s.sync_jitter, s.gpus_per_node) +

@@ -5,10 +5,12 @@
 // docs/model.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <vector>
 
 #include "model/calibration.hpp"
+#include "model/collectives.hpp"
 #include "model/prediction.hpp"
 #include "model/resolved_scenario.hpp"
 #include "model/scenario.hpp"
@@ -53,6 +55,15 @@ inline constexpr double kPipelineSmoothness = 1 << kPipelineSmoothnessLog2;
 /// runs dry now and then), and differentiable, so that a fit reaches a run at the boundary from
 /// both sides. `step_s` alone where there is no pipeline time.
 double pipelined_s(double step_s, double data_s);
+
+/// Eq. I1's partial derivatives at a step of `step_s` and an input time of `data_s` whose
+/// pipelined time is `pipelined` (pipelined_s's): d t / d step = (step / t)^(p-1) and d t / d data
+/// = (data / t)^(p-1); 1 and 0 where there is no input time.
+struct PipelinedSlopes {
+    double per_step = 1;
+    double per_data = 0;
+};
+PipelinedSlopes pipelined_slopes(double step_s, double data_s, double pipelined);
 
 /// Eq. D2's figures: DALI's GPU decoding splits the images between the hardware JPEG decoder and
 /// nvJPEG's CUDA (hybrid) path, a share kDaliHardwareShare to the hardware (DALI's documented
@@ -121,6 +132,15 @@ IterationTimes iteration_times(const ResolvedScenario& s);
 /// eq. U1's gradient re-evaluates with the all-reduce kept where no network field moves.
 IterationTimes iteration_times_with(const ResolvedScenario& s, double communication_s);
 
+/// Eq. U1's derivatives of one iteration: d ln(iteration) / d ln(field) for each SensitiveField of
+/// `s`, whose synchronisation is `comm` (communication(s), with its network derivatives) and whose
+/// iteration is `t` (iteration_times_with(s, comm.seconds)), by the chain rule through eqs. C1, C2,
+/// S1, O1, D1 and I1 (docs/model.md, "The interval's gradient"). The branches are held as `t`
+/// has them: communication the backward pass hides wholly moves nothing, and the decoding moves
+/// the input only where it, not the store, is the slower.
+std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedScenario& s, const Communication& comm,
+                                                                 const IterationTimes& t) noexcept;
+
 /// The rate at which the input pipeline feeds one GPU (eqs. D1, F3): the lower of the loader's
 /// decoding and what the store delivers, in images/s.
 double input_images_per_s_per_gpu(const ResolvedScenario& s);
@@ -144,9 +164,9 @@ double one_gpu_images_per_s(int batch, double compute_s, double data_s);
 double input_efficiency(double compute_s, double data_s);
 
 /// The prediction's iteration (CostModel::predict's first step): the cluster's shape, the
-/// communication (its algorithm, buckets and bandwidths), the phases of one iteration, what bounds
-/// it, the throughput, the scaling efficiencies against one GPU and against one node alone (each
-/// under the same per-GPU input pipeline), and the input's own bound (input_efficiency).
-void apply_iteration(const ResolvedScenario& s, Prediction& p) noexcept;
+/// communication `comm` (communication(s): its algorithm, buckets and bandwidths), the phases of one iteration, what
+/// bounds it, the throughput, the scaling efficiencies against one GPU and against one node alone (each under the same
+/// per-GPU input pipeline), and the input's own bound (input_efficiency).
+void apply_iteration(const ResolvedScenario& s, const Communication& comm, Prediction& p) noexcept;
 
 }  // namespace epochcast

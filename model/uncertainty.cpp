@@ -116,107 +116,120 @@ std::array<FieldSensitivity, kSensitiveFields> field_sensitivities(
 
 namespace {
 
-bool changes_communication(SensitiveField f) {
-    switch (f) {
-        case SensitiveField::intra_bandwidth:
-        case SensitiveField::intra_latency:
-        case SensitiveField::inter_bandwidth:
-        case SensitiveField::inter_latency:
-        case SensitiveField::server_bandwidth:
-        case SensitiveField::nvls_bandwidth:
-            return true;
-        default:
-            return false;
-    }
+/// d ln(throughput) / d ln(field) of `s`, whose synchronisation is `comm`: minus the iteration's
+/// (eq. U1; log_iteration_per_log_field's analytic derivatives).
+std::array<double, kSensitiveFields> log_throughput_per_log_field(const ResolvedScenario& s, const Communication& comm,
+                                                                  const IterationTimes& t) noexcept {
+    std::array<double, kSensitiveFields> d = log_iteration_per_log_field(s, comm, t);
+    for (double& x : d) x = -x;
+    return d;
 }
 
-/// d ln(iteration) / d ln(field) by a forward difference (eq. U1), around the iteration of
-/// `base_s` seconds whose all-reduce takes `communication_s`; the all-reduce is recomputed only
-/// for the network's fields. `moved` is a copy of the scenario, left as it was found.
-double log_iteration_per_log_field(ResolvedScenario& moved, SensitiveField field, double base_s,
-                                   double communication_s) noexcept {
-    constexpr double kStep = 1e-4;
-    double& value = moved.field(field);
-    const double saved = value;
-    value *= 1.0 + kStep;
-    const double moved_communication_s = changes_communication(field) ? communication_time_s(moved) : communication_s;
-    const double d_log_iteration =
-        (iteration_times_with(moved, moved_communication_s).iteration_s / base_s - 1.0) / kStep;
-    value = saved;
-    return d_log_iteration;
+std::array<double, kSensitiveFields> log_throughput_per_log_field(const ResolvedScenario& s,
+                                                                  const Communication& comm) noexcept {
+    return log_throughput_per_log_field(s, comm, iteration_times_with(s, comm.seconds));
 }
 
-}  // namespace
+/// The iteration a prediction's phases give (apply_iteration's, iteration_times_with's).
+IterationTimes times_of(const Prediction& p) noexcept {
+    IterationTimes t;
+    t.compute_s = p.compute_s;
+    t.data_s = p.data_s;
+    t.communication_s = p.communication_s;
+    t.exposed_communication_s = p.exposed_communication_s;
+    t.sync_s = p.sync_s;
+    t.iteration_s = p.iteration_s;
+    return t;
+}
 
-std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) noexcept {
-    // d ln(throughput) = -d ln(iteration), through each field a parameter scales (eq. U1).
-    const double communication_s = communication_time_s(s);
-    const double base = iteration_times_with(s, communication_s).iteration_s;
+/// The gradient over the parameters' coordinates from the log-derivatives `per_log_field`.
+std::array<double, kSensitiveFields> gradient_of(const ResolvedScenario& s,
+                                                 const std::array<double, kSensitiveFields>& per_log_field) noexcept {
     std::array<double, kSensitiveFields> gradient{};
-    ResolvedScenario moved = s;
     for (std::size_t f = 0; f < kSensitiveFields; ++f) {
         const FieldSensitivity& sensitivity = s.sensitivity[f];
         if (sensitivity.parameter < 0 || sensitivity.log_field_per_coordinate == 0) continue;
-        gradient[f] = -log_iteration_per_log_field(moved, static_cast<SensitiveField>(f), base, communication_s) *
-                      sensitivity.log_field_per_coordinate;
+        gradient[f] = per_log_field[f] * sensitivity.log_field_per_coordinate;
     }
     return gradient;
 }
 
-double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept {
-    const double communication_s = communication_time_s(s);
-    ResolvedScenario moved = s;
-    return -log_iteration_per_log_field(moved, SensitiveField::time_per_image,
-                                        iteration_times_with(s, communication_s).iteration_s, communication_s);
-}
-
-double compiled_variance(const ResolvedScenario& s) noexcept {
+bool has_compiled_shifts(const ResolvedScenario& s) noexcept {
     const LogShift& split = s.compiled_split;
     const LogShift& ratio = s.compiled_ratio;
-    if (split.log_fixed == 0 && split.log_time_per_image == 0 && ratio.log_fixed == 0 &&
-        ratio.log_time_per_image == 0) {
-        return 0.0;
-    }
-    const double communication_s = communication_time_s(s);
-    const double base = iteration_times_with(s, communication_s).iteration_s;
-    ResolvedScenario moved = s;
-    const double per_log_fixed = -log_iteration_per_log_field(moved, SensitiveField::fixed, base, communication_s);
-    const double per_log_image =
-        -log_iteration_per_log_field(moved, SensitiveField::time_per_image, base, communication_s);
+    return split.log_fixed != 0 || split.log_time_per_image != 0 || ratio.log_fixed != 0 ||
+           ratio.log_time_per_image != 0;
+}
+
+/// compiled_variance from the log-derivatives `per_log_field`.
+double compiled_variance_of(const ResolvedScenario& s,
+                            const std::array<double, kSensitiveFields>& per_log_field) noexcept {
+    if (!has_compiled_shifts(s)) return 0.0;
+    const double per_log_fixed = per_log_field[static_cast<std::size_t>(SensitiveField::fixed)];
+    const double per_log_image = per_log_field[static_cast<std::size_t>(SensitiveField::time_per_image)];
     double variance = 0;
-    for (const LogShift& shift : {split, ratio}) {
+    for (const LogShift& shift : {s.compiled_split, s.compiled_ratio}) {
         const double d = per_log_fixed * shift.log_fixed + per_log_image * shift.log_time_per_image;
         variance += d * d;
     }
     return variance;
 }
 
-double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
-                                 double model_sigma) noexcept {
+/// throughput_relative_sigma of `s` whose synchronisation is `comm` and iteration `t`.
+double relative_sigma(const ResolvedScenario& s, const Communication& comm, const IterationTimes& t,
+                      const ParameterCovariance& covariance, double model_sigma) noexcept {
     // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
-    const std::array<double, kSensitiveFields> gradient = throughput_gradient(s);
+    const std::array<double, kSensitiveFields> per_log_field = log_throughput_per_log_field(s, comm, t);
+    const std::array<double, kSensitiveFields> gradient = gradient_of(s, per_log_field);
     const std::size_t n = covariance.parameters().size() + 1;
     const std::vector<double>& matrix = covariance.matrix();
-    double variance = model_sigma * model_sigma + compiled_variance(s);
+    double variance = model_sigma * model_sigma + compiled_variance_of(s, per_log_field);
     if (s.transfer_sigma > 0) {
         // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
-        const double transfer = throughput_per_log_time_per_image(s) * s.transfer_sigma;
+        const double transfer =
+            per_log_field[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
         variance += transfer * transfer;
     }
-    for (std::size_t a = 0; a < kSensitiveFields; ++a) {
-        if (gradient[a] == 0) continue;
-        for (std::size_t b = 0; b < kSensitiveFields; ++b) {
-            if (gradient[b] == 0) continue;
-            const auto row = static_cast<std::size_t>(s.sensitivity[a].parameter);
-            const auto column = static_cast<std::size_t>(s.sensitivity[b].parameter);
-            variance += gradient[a] * gradient[b] * matrix[row * n + column];
-        }
+    // The fields that move, gathered first, so that the double sum runs without a test.
+    std::array<double, kSensitiveFields> moving{};
+    std::array<std::size_t, kSensitiveFields> rows{};
+    std::size_t count = 0;
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) {
+        if (gradient[f] == 0) continue;
+        moving[count] = gradient[f];
+        rows[count++] = static_cast<std::size_t>(s.sensitivity[f].parameter);
+    }
+    for (std::size_t a = 0; a < count; ++a) {
+        const double* row = &matrix[rows[a] * n];
+        for (std::size_t b = 0; b < count; ++b) variance += moving[a] * moving[b] * row[rows[b]];
     }
     // A covariance too large for a double (1e308 in a calibration file) gives no band: an infinite
     // sigma, which check_prediction() refuses, rather than a NaN that prints as "0 - -0".
     if (!std::isfinite(variance)) return std::numeric_limits<double>::infinity();
     return std::sqrt(std::max(variance, 0.0));
+}
+
+}  // namespace
+
+std::array<double, kSensitiveFields> throughput_gradient(const ResolvedScenario& s) noexcept {
+    // d ln(throughput) = -d ln(iteration), through each field a parameter scales (eq. U1).
+    return gradient_of(s, log_throughput_per_log_field(s, communication(s)));
+}
+
+double throughput_per_log_time_per_image(const ResolvedScenario& s) noexcept {
+    return log_throughput_per_log_field(s, communication(s))[static_cast<std::size_t>(SensitiveField::time_per_image)];
+}
+
+double compiled_variance(const ResolvedScenario& s) noexcept {
+    if (!has_compiled_shifts(s)) return 0.0;
+    return compiled_variance_of(s, log_throughput_per_log_field(s, communication(s)));
+}
+
+double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
+                                 double model_sigma) noexcept {
+    const Communication comm = communication(s);
+    return relative_sigma(s, comm, iteration_times_with(s, comm.seconds), covariance, model_sigma);
 }
 
 Interval throughput_interval(double throughput, double sigma) noexcept {
@@ -227,17 +240,20 @@ namespace {
 
 /// The band of an eager curve's throughput `p` for `s`: its fast end no faster than the same
 /// cluster's with no input bound (throughput_band's first rule).
-Interval band_no_faster_than_unbound(const ResolvedScenario& s, const Prediction& p,
+Interval band_no_faster_than_unbound(const ResolvedScenario& s, const Communication& comm, const Prediction& p,
                                      const ParameterCovariance& covariance, double model_sigma) noexcept {
     const double throughput = p.throughput_images_per_s;
-    Interval band = throughput_interval(throughput, throughput_relative_sigma(s, covariance, model_sigma));
+    Interval band = throughput_interval(throughput, relative_sigma(s, comm, times_of(p), covariance, model_sigma));
     const double unbound_throughput = p.global_batch / (p.compute_s + p.sync_s + p.exposed_communication_s);
     if (!(band.high > unbound_throughput)) return band;
     ResolvedScenario unbound = s;
     unbound.decode_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
     unbound.storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
     const double unbound_high =
-        throughput_interval(unbound_throughput, throughput_relative_sigma(unbound, covariance, model_sigma)).high;
+        throughput_interval(
+            unbound_throughput,
+            relative_sigma(unbound, comm, iteration_times_with(unbound, comm.seconds), covariance, model_sigma))
+            .high;
     band.high = std::max(throughput, std::min(band.high, unbound_high));
     return band;
 }
@@ -245,29 +261,30 @@ Interval band_no_faster_than_unbound(const ResolvedScenario& s, const Prediction
 /// The band of `s` with its compute curve at eq. C9's split end `end` (k = 0 or 1) of the eager
 /// curve, its fixed and per-image times `eager_fixed_s` and `eager_time_per_image_s`: the
 /// measured ratio's sigma kept, the split's left out (at an end it is no longer unknown).
-Interval band_at_split_end(const ResolvedScenario& s, const Prediction& p, const CompiledExecution& end,
-                           double eager_fixed_s, double eager_time_per_image_s, const ParameterCovariance& covariance,
-                           double model_sigma) noexcept {
+Interval band_at_split_end(const ResolvedScenario& s, const Communication& comm, const Prediction& p,
+                           const CompiledExecution& end, double eager_fixed_s, double eager_time_per_image_s,
+                           const ParameterCovariance& covariance, double model_sigma) noexcept {
     ResolvedScenario at = s;
     at.compiled = false;
     at.compiled_split = {};
     at.compiled_ratio = end.ratio;
     at.fixed_s = end.fixed_factor * eager_fixed_s;
     at.time_per_image_s = end.time_per_image_factor * eager_time_per_image_s;
-    const IterationTimes t = iteration_times_with(at, communication_time_s(at));
+    const IterationTimes t = iteration_times_with(at, comm.seconds);  // the split moves no network field
     Prediction q = p;
     q.throughput_images_per_s = p.global_batch / t.iteration_s;
     q.compute_s = t.compute_s;
     q.sync_s = t.sync_s;
     q.exposed_communication_s = t.exposed_communication_s;
-    return band_no_faster_than_unbound(at, q, covariance, model_sigma);
+    q.iteration_s = t.iteration_s;
+    return band_no_faster_than_unbound(at, comm, q, covariance, model_sigma);
 }
 
 }  // namespace
 
-Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
-                         double model_sigma) noexcept {
-    Interval band = band_no_faster_than_unbound(s, p, covariance, model_sigma);
+Interval throughput_band(const ResolvedScenario& s, const Communication& comm, const Prediction& p,
+                         const ParameterCovariance& covariance, double model_sigma) noexcept {
+    Interval band = band_no_faster_than_unbound(s, comm, p, covariance, model_sigma);
     if (!s.compiled) return band;
     // Eq. C9's split k is a range, [0, 1], not a bell: for every value of the parameters the
     // compiled step lies between the one that keeps the whole fixed time (k = 1, faster than eager
@@ -280,9 +297,9 @@ Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const P
     const double eager_time_per_image_s = s.time_per_image_s / middle.time_per_image_factor;
     const double throughput = p.throughput_images_per_s;
     const Interval slow_end =
-        band_at_split_end(s, p, kept, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
+        band_at_split_end(s, comm, p, kept, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
     const Interval fast_end =
-        band_at_split_end(s, p, none, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
+        band_at_split_end(s, comm, p, none, eager_fixed_s, eager_time_per_image_s, covariance, model_sigma);
     band.low = std::min(throughput, std::max(band.low, slow_end.low));
     band.high = std::max(throughput, std::min(band.high, fast_end.high));
     return band;

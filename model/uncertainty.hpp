@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/calibration.hpp"
+#include "model/collectives.hpp"
 #include "model/parameters.hpp"
 #include "model/prediction.hpp"
 #include "model/resolved_scenario.hpp"
@@ -81,7 +82,8 @@ Interval throughput_interval(double throughput, double sigma) noexcept;
 /// evaluated only where the bound band's fast end passes that run's point. Under torch.compile
 /// (eq. C9) the band lies within the ends of its split's range: its slow end no slower than the
 /// run that keeps the whole fixed time, its fast end no faster than the one that keeps none.
-Interval throughput_band(const ResolvedScenario& s, const Prediction& p, const ParameterCovariance& covariance,
-                         double model_sigma) noexcept;
+/// `comm` is s's synchronisation (communication(s)), which none of the band's variants moves.
+Interval throughput_band(const ResolvedScenario& s, const Communication& comm, const Prediction& p,
+                         const ParameterCovariance& covariance, double model_sigma) noexcept;
 
 }  // namespace epochcast
