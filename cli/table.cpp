@@ -1,10 +1,9 @@
 #include "cli/table.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -112,18 +111,23 @@ void append_significant(std::string& out, double value) {
     }
     int used = kDigits;
     while (used > 1 && used > exponent + 1 && digits[used - 1] == '0') --used;  // trailing zeros after the point
-    if (value < 0) out += '-';
+    // Composed here and appended once: at most a sign, "0.", 3 zeros and 7 digits.
+    char text[16];
+    char* end = text;
+    if (value < 0) *end++ = '-';
     if (exponent >= 0) {
-        out.append(digits, static_cast<std::size_t>(exponent + 1));
+        end = std::copy(digits, digits + exponent + 1, end);
         if (used > exponent + 1) {
-            out += '.';
-            out.append(digits + exponent + 1, static_cast<std::size_t>(used - exponent - 1));
+            *end++ = '.';
+            end = std::copy(digits + exponent + 1, digits + used, end);
         }
     } else {
-        out += "0.";
-        out.append(static_cast<std::size_t>(-exponent - 1), '0');
-        out.append(digits, static_cast<std::size_t>(used));
+        *end++ = '0';
+        *end++ = '.';
+        end = std::fill_n(end, -exponent - 1, '0');
+        end = std::copy(digits, digits + used, end);
     }
+    out.append(text, end);
 }
 
 std::string format_number(double value, int max_decimals) {
