@@ -141,9 +141,11 @@ std::string format_dollars(double usd) {
 
 std::string format_cost(double usd, bool priced) { return priced ? format_dollars(usd) : "n/a"; }
 
-std::string prediction_csv_header() {
+std::string prediction_csv_header(const ColumnSelection& columns) {
     std::string header;
+    std::size_t k = 0;
     for (const SweepColumn& column : sweep_columns()) {
+        if (!columns[k++]) continue;
         header += column.name;
         header += ',';
     }
@@ -151,16 +153,31 @@ std::string prediction_csv_header() {
     return header;
 }
 
-void append_prediction_csv(std::string& row, const ScenarioResult& result) {
+namespace {
+
+/// `write` (feasible_row or infeasible_row) into `row` as CSV: straight where every column is
+/// selected, else through SelectedCells.
+template <typename Write>
+void append_csv_row(std::string& row, const ColumnSelection& columns, Write write) {
     CsvCells cells{row};
-    feasible_row(result, cells);
+    if (columns.all()) {
+        write(cells);
+    } else {
+        SelectedCells<CsvCells> selected{cells, columns};
+        write(selected);
+    }
     cells.end();
 }
 
-void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason) {
-    CsvCells cells{row};
-    infeasible_row(scenario, reason, cells);
-    cells.end();
+}  // namespace
+
+void append_prediction_csv(std::string& row, const ScenarioResult& result, const ColumnSelection& columns) {
+    append_csv_row(row, columns, [&](auto& cells) { feasible_row(result, cells); });
+}
+
+void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason,
+                           const ColumnSelection& columns) {
+    append_csv_row(row, columns, [&](auto& cells) { infeasible_row(scenario, reason, cells); });
 }
 
 nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason) {

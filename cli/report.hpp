@@ -113,19 +113,6 @@ std::string format_dollars(double usd);
 /// false: a machine you own), whose cost is no $0.00.
 std::string format_cost(double usd, bool priced);
 
-/// The CSV header of a sweep: the scenario's fields, `feasible`, `reason`, then every field of
-/// a Prediction under its JSON name (interval as interval_low/interval_high), `compute_curve`.
-std::string prediction_csv_header();
-
-/// Append one CSV row (with '\n') for a feasible result, matching prediction_csv_header().
-/// Numbers go through append_significant (cli/table.hpp: 7 significant digits, as printf's "%.7g"; counts
-/// exactly), with no thousands separators: no allocation beyond `row`'s growth.
-void append_prediction_csv(std::string& row, const ScenarioResult& result);
-
-/// Append one CSV row for a combination the model rejected, with `reason` quoted and the
-/// prediction's columns empty.
-void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason);
-
 /// The JSON of a rejected combination: the scenario echoed, "feasible": false and the reason.
 nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason);
 

@@ -96,8 +96,9 @@ void remove_abandoned_partials(const std::filesystem::path& path) {
 /// throws InputError at once (ReaderGone when stdout's reader left).
 class RowWriter {
 public:
-    RowWriter(const std::string& path, Format format, std::size_t total, std::ostream& out)
-        : path_(path), format_(format), total_(total), out_(out) {
+    RowWriter(const std::string& path, Format format, std::size_t total, const ColumnSelection& columns,
+              std::ostream& out)
+        : path_(path), format_(format), total_(total), columns_(columns), out_(out) {
         if (!path_.empty()) {
             remove_abandoned_partials(path_);
             // A new file (O_EXCL | O_NOFOLLOW): a link planted at the name is never written through.
@@ -173,7 +174,7 @@ private:
     void put_header() {
         if (header_written_) return;
         header_written_ = true;
-        put(format_ == Format::csv ? prediction_csv_header()
+        put(format_ == Format::csv ? prediction_csv_header(columns_)
                                    : "{\"schema\": \"epochcast.sweep/1\", \"combinations\": " + std::to_string(total_) +
                                          ",\n\"rows\": [\n");
     }
@@ -196,6 +197,7 @@ private:
     std::filesystem::path partial_;
     Format format_;
     std::size_t total_;
+    ColumnSelection columns_;
     std::ostream& out_;
     std::FILE* file_ = nullptr;
     std::size_t written_ = 0;
@@ -231,14 +233,14 @@ private:
 /// Evaluates combinations into row text.
 class RowText {
 public:
-    RowText(const PreparedSweep& sweep, Format format) : evaluator_(sweep), format_(format) {}
+    RowText(const PreparedSweep& sweep, Format format) : evaluator_(sweep), format_(format), columns_(sweep.columns) {}
 
     /// Append combination `index`'s row; a feasible one also goes to `plot` when it is given.
     /// Returns whether it was feasible.
     bool append_row(std::size_t index, std::string& text, std::vector<PlotPoint>* plot) {
         if (!evaluator_.evaluate(index, result_, reason_)) {  // the row says why
             if (format_ == Format::csv) {
-                append_infeasible_csv(text, result_.scenario, reason_);
+                append_infeasible_csv(text, result_.scenario, reason_, columns_);
             } else {
                 text += ",\n";
                 text += infeasible_json(result_.scenario, reason_)
@@ -247,7 +249,7 @@ public:
             return false;
         }
         if (format_ == Format::csv) {
-            append_prediction_csv(text, result_);
+            append_prediction_csv(text, result_, columns_);
         } else {
             nlohmann::json row = prediction_json(result_);
             row["feasible"] = true;
@@ -261,6 +263,7 @@ public:
 private:
     SweepEvaluator evaluator_;
     Format format_;
+    ColumnSelection columns_;
     ScenarioResult result_;
     std::string reason_;
 };
@@ -340,6 +343,10 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
 
     const Format format = format_of(o.output);
     check_counts(o);
+    if (format == Format::json && o.columns != "all") {
+        throw InputError("--columns chooses a CSV's columns; -o '" + escape_for_message(o.output) +
+                         "' is JSON, whose rows hold every figure");
+    }
     if (!o.plot.empty()) check_plot_path(o.plot);
     // Every output is checked before any work: nothing is computed, printed or written for a sweep
     // whose rows or plot cannot be written, or that would overwrite what it reads.
@@ -377,13 +384,13 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
             feasible += std::stoull(feasible_counts.substr(pos, end - pos));
             pos = end + 1;
         }
-        RowWriter writer(o.output, format, total, out);
+        RowWriter writer(o.output, format, total, sweep.columns, out);
         writer.write(all, total);
         writer.finish(false);
     } else {
         InterruptGuard guard;          // before the temporary file exists, so that no signal leaves it behind
         g_simulation_stopped = false;  // this sweep's, not an earlier one's in the same process
-        RowWriter writer(o.output, format, total, out);
+        RowWriter writer(o.output, format, total, sweep.columns, out);
         Progress progress(total);
         const bool interrupted = evaluate_text(sweep, format, {0, total}, keep_plot, true, [&](Chunk& chunk) {
             writer.write(chunk.text, chunk.rows);
@@ -433,6 +440,10 @@ void add_sweep_flags(CLI::App& cmd, SweepOptions& options) {
     cmd.add_flag("--simulate", options.simulate,
                  "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
     cmd.add_option("--iterations", options.iterations, "Iterations simulated per combination with --simulate");
+    cmd.add_option("--columns", options.columns,
+                   "The CSV's columns: names and groups, comma-separated: all (the default: every column), scenario "
+                   "(its inputs, feasible and reason), results (GPUs, global batch, throughput, time to train, cost "
+                   "and bill with their bands, epochs, bottleneck); written in the full set's order");
     add_catalog_option(cmd, options.catalogs);
     add_calibration_option(cmd, options.calibration);
     add_target_flags(cmd, options.target, nullptr);
@@ -469,8 +480,44 @@ void check_simulated_work(const PreparedSweep& sweep, IndexRange rows) {
 #endif
 }
 
+ColumnSelection parse_columns(std::string_view list) {
+    static constexpr std::string_view kResults[] = {
+        "gpus",          "global_batch",    "throughput_images_per_s", "interval_low",
+        "interval_high", "time_to_train_s", "time_to_train_low_s",     "time_to_train_high_s",
+        "cost_usd",      "cost_low_usd",    "cost_high_usd",           "bill_usd",
+        "bill_low_usd",  "bill_high_usd",   "epochs_to_train",         "bottleneck"};
+    constexpr auto kColumns = sweep_columns();
+    auto place = [&](std::string_view name) -> std::size_t {
+        for (std::size_t k = 0; k < kColumns.size(); ++k) {
+            if (kColumns[k].name == name) return k;
+        }
+        return kColumns.size();
+    };
+    ColumnSelection selected;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string_view name = list.substr(start, comma - start);
+        start = comma + 1;
+        if (name == "all") {
+            selected.set();
+        } else if (name == "scenario") {
+            for (std::size_t k = 0; k < std::size(detail::kScenarioColumns); ++k) selected.set(k);
+        } else if (name == "results") {
+            for (std::string_view result : kResults) selected.set(place(result));
+        } else if (const std::size_t k = place(name); k < kColumns.size()) {
+            selected.set(k);
+        } else {
+            throw InputError("--columns: no column or group '" + escape_for_message(name) +
+                             "' (groups: all, scenario, results; the columns are the header of a sweep's CSV)");
+        }
+    }
+    return selected;
+}
+
 PreparedSweep prepare_sweep(const SweepOptions& o) {
     check_counts(o);
+    const ColumnSelection columns = parse_columns(o.columns);
 #ifndef EPOCHCAST_WITH_SIMULATOR
     if (o.simulate) {
         throw InputError(kNoSimulator);
@@ -492,8 +539,8 @@ PreparedSweep prepare_sweep(const SweepOptions& o) {
     const int jobs = o.simulate   ? 1
                      : o.jobs > 0 ? o.jobs
                                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    return {std::move(model), std::move(spec), jobs, o.simulate ? std::size_t{1} : std::size_t{4096},
-            o.simulate,       o.iterations};
+    return {std::move(model), std::move(spec), jobs,   o.simulate ? std::size_t{1} : std::size_t{4096},
+            o.simulate,       o.iterations,    columns};
 }
 
 PreparedSweep prepare_sweep(const std::vector<std::string>& args, const std::optional<std::string>& spec_text) {

@@ -22,6 +22,7 @@
 #include "cli/common.hpp"
 #include "cli/mpi_world.hpp"
 #include "cli/report.hpp"
+#include "cli/sweep_row.hpp"
 #include "model/cost_model.hpp"
 #include "model/errors.hpp"
 #include "model/sweep.hpp"
@@ -40,8 +41,16 @@ struct SweepOptions {
     std::vector<std::string> catalogs;
     std::string calibration = "built-in";
     std::string plot;
+    std::string columns = "all";  ///< --columns: names and groups (parse_columns)
     TargetFlags target;
 };
+
+/// `--columns`: a comma-separated list of column names (sweep_columns()) and groups: `all` (every
+/// column, the default), `scenario` (the scenario's columns with `feasible` and `reason`) and
+/// `results` (the GPUs, global batch, throughput, time to train, cost and bill with their bands,
+/// the epochs and the bottleneck). They are written in sweep_columns()' order whatever the list's.
+/// InputError naming an unknown name, and the groups.
+ColumnSelection parse_columns(std::string_view list);
 
 /// Register SPEC, --jobs, --simulate, --iterations, --catalog, --calibration, --target-top1 and
 /// --recipe: every flag but the outputs (-o, --plot).
@@ -55,6 +64,7 @@ struct PreparedSweep {
     std::size_t chunk_rows = 1;  ///< rows a thread evaluates at a time
     bool simulate = false;
     int iterations = 10;
+    ColumnSelection columns = all_columns();  ///< what the rows hold (--columns)
 };
 
 /// Check `options` as `epochcast sweep` does (--jobs, --iterations, --simulate where SimGrid is not

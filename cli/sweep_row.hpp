@@ -3,8 +3,10 @@
 #pragma once
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <string_view>
 
 #include "cli/report.hpp"
@@ -220,5 +222,50 @@ void infeasible_row(const Scenario& scenario, std::string_view reason, Cells& ce
     detail::elastic_priced_cell(scenario, cells);
     cells.flag(scenario.compiled);
 }
+
+/// Which of sweep_columns() a sweep writes (`--columns`), by their places there.
+using ColumnSelection = std::bitset<kSweepColumnCount>;
+
+/// Every column: today's full set, the `all` group and the default.
+inline ColumnSelection all_columns() { return ColumnSelection{}.set(); }
+
+/// A row's cells as `cells` takes them, but only the selected columns' (the others are skipped,
+/// their text never formatted): what a sweep of `--columns` writes.
+template <typename Cells>
+struct SelectedCells {
+    Cells& cells;
+    const ColumnSelection& selected;
+    std::size_t column = 0;
+
+    void text(std::string_view value) {
+        if (selected[column++]) cells.text(value);
+    }
+    void count(std::int64_t value) {
+        if (selected[column++]) cells.count(value);
+    }
+    void number(double value) {
+        if (selected[column++]) cells.number(value);
+    }
+    void flag(bool value) {
+        if (selected[column++]) cells.flag(value);
+    }
+    void none() {
+        if (selected[column++]) cells.none();
+    }
+};
+
+/// The CSV header of a sweep: the selected columns' names in sweep_columns()' order.
+std::string prediction_csv_header(const ColumnSelection& columns = all_columns());
+
+/// Append one CSV row (with '\n') for a feasible result, its selected columns (feasible_row's
+/// cells), matching prediction_csv_header(). Numbers go through append_significant (cli/table.hpp:
+/// 7 significant digits, as printf's "%.7g"; counts exactly), with no thousands separators: no
+/// allocation beyond `row`'s growth.
+void append_prediction_csv(std::string& row, const ScenarioResult& result, const ColumnSelection& columns);
+
+/// Append one CSV row for a combination the model rejected (infeasible_row's cells), with `reason`
+/// quoted and the prediction's columns empty.
+void append_infeasible_csv(std::string& row, const Scenario& scenario, std::string_view reason,
+                           const ColumnSelection& columns);
 
 }  // namespace epochcast::cli

@@ -212,7 +212,8 @@ const char* type_name(cli::ColumnType type) {
 /// 0, -1 for none), "text" (int32 codes into categories, -1 for none). Ctrl-C stops it between
 /// chunks of rows with KeyboardInterrupt.
 py::tuple sweep_columns(const std::vector<std::string>& args, const std::optional<std::string>& spec_text) {
-    constexpr auto kColumns = cli::sweep_columns();
+    constexpr auto kAllColumns = cli::sweep_columns();
+    std::vector<cli::SweepColumn> kColumns;  // the selected ones (--columns), in the full set's order
     std::vector<std::shared_ptr<ColumnData>> columns;
     std::size_t rows = 0;
     bool interrupted = false;
@@ -221,6 +222,9 @@ py::tuple sweep_columns(const std::vector<std::string>& args, const std::optiona
         const cli::PreparedSweep sweep = cli::prepare_sweep(args, spec_text);
         rows = sweep.spec.combinations();
         cli::check_simulated_work(sweep, {0, rows});
+        for (std::size_t k = 0; k < kAllColumns.size(); ++k) {
+            if (sweep.columns[k]) kColumns.push_back(kAllColumns[k]);
+        }
         for (const cli::SweepColumn& column : kColumns) {
             auto data = std::make_shared<ColumnData>();
             data->type = column.type;
@@ -250,7 +254,8 @@ py::tuple sweep_columns(const std::vector<std::string>& args, const std::optiona
                 cli::ScenarioResult result;
                 std::string reason;
                 for (std::size_t i = first; i < last; ++i) {
-                    ColumnCells cells{columns, chunk.dictionaries, i};
+                    ColumnCells inner{columns, chunk.dictionaries, i};
+                    cli::SelectedCells<ColumnCells> cells{inner, sweep.columns};
                     if (evaluator.evaluate(i, result, reason)) {
                         cli::feasible_row(result, cells);
                     } else {

@@ -126,6 +126,57 @@ TEST(SweepCli, CsvHasARowForEveryCombinationWithEveryPredictionField) {
     EXPECT_EQ(infeasible, 12);
 }
 
+// --columns (issue 60): the chosen columns, in the full set's order whatever the list's, each cell
+// as the full set writes it; groups and names mix; an unknown name, or a JSON output, is refused
+// with nothing written.
+TEST(SweepCli, ColumnsWritesTheChosenColumnsAsTheFullSetWritesThem) {
+    TempFile spec(kSpec);
+    Folder folder;
+    const ProcessResult full = run_epochcast("sweep " + spec.path() + " -o " + (folder / "full.csv"));
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    const ProcessResult part =
+        run_epochcast("sweep " + spec.path() + " --columns reason,results,instance -o " + (folder / "part.csv"));
+    ASSERT_EQ(part.exit_code, 0) << part.err;
+    const std::vector<std::string> full_lines = lines_of(read_text(folder / "full.csv"));
+    const std::vector<std::string> part_lines = lines_of(read_text(folder / "part.csv"));
+    ASSERT_EQ(part_lines.size(), full_lines.size());
+    const std::vector<std::string> full_header = fields_of(full_lines[0]);
+    const std::vector<std::string> header = fields_of(part_lines[0]);
+    ASSERT_EQ(header.size(), 18u);  // the 16 results, instance and reason
+    EXPECT_EQ(header[0], "instance");
+    EXPECT_EQ(header[1], "reason");
+    EXPECT_EQ(header[2], "gpus");
+    std::vector<std::size_t> places;
+    for (const std::string& name : header) {
+        const auto at = std::find(full_header.begin(), full_header.end(), name);
+        ASSERT_NE(at, full_header.end()) << name;
+        places.push_back(static_cast<std::size_t>(at - full_header.begin()));
+    }
+    EXPECT_TRUE(std::is_sorted(places.begin(), places.end()));
+    for (std::size_t i = 1; i < part_lines.size(); ++i) {
+        const std::vector<std::string> full_row = fields_of(full_lines[i]);
+        const std::vector<std::string> row = fields_of(part_lines[i]);
+        ASSERT_EQ(row.size(), header.size()) << part_lines[i];
+        for (std::size_t k = 0; k < header.size(); ++k) EXPECT_EQ(row[k], full_row[places[k]]) << header[k];
+    }
+    // `all` is the full set, as with no --columns.
+    const ProcessResult all = run_epochcast("sweep " + spec.path() + " --columns all");
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    EXPECT_EQ(all.out, read_text(folder / "full.csv"));
+
+    for (const std::string& bad : {std::string("--columns results,bogus -o ") + (folder / "bad.csv"),
+                                   std::string("--columns '' -o ") + (folder / "bad.csv"),
+                                   std::string("--columns results -o ") + (folder / "bad.json")}) {
+        const ProcessResult r = run_epochcast("sweep " + spec.path() + " " + bad);
+        EXPECT_EQ(r.exit_code, 2) << bad;
+        EXPECT_NE(r.err.find("--columns"), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    EXPECT_NE(run_epochcast("sweep " + spec.path() + " --columns bogus").err.find("'bogus'"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(folder / "bad.csv"));
+    EXPECT_FALSE(std::filesystem::exists(folder / "bad.json"));
+}
+
 TEST(SweepCli, JsonRowsAreThePredictContract) {
     TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [2, 8], "strategy": "ring", "framework": "tensorflow"})");
     Folder folder;

@@ -56,6 +56,7 @@ def spec_file(tmp_path):
     (SPEC, "", {}),
     (GLOBAL_BATCH_SPEC, "", {}),
     (GLOBAL_BATCH_SPEC, "--target-top1 75 --jobs 1", dict(target_top1=75, jobs=1)),
+    (SPEC, "--columns results,nodes,elastic_spot", dict(columns="results,nodes,elastic_spot")),
     ({"instance": ["p5.48xlarge", "dgx-a100"], "nodes": [1, 2, 16]}, "--calibration data-free",
      dict(calibration="data-free")),
 ])
