@@ -21,6 +21,17 @@ AlphaBetaTime one_link(double latency_part, double bytes_part) {
     return t;
 }
 
+/// The larger of two bandwidths' times, each proportional to the inverse of its bandwidth, as the
+/// part of `t` that those bandwidths move: the first's where they tie (AlphaBetaTime's rule).
+double larger_bandwidth_part(AlphaBetaTime& t, double first_s, double second_s) {
+    if (first_s < second_s) {
+        t.per_log_bandwidth[1] = -second_s;
+    } else {
+        t.per_log_bandwidth[0] = -first_s;
+    }
+    return std::max(first_s, second_s);
+}
+
 }  // namespace
 
 AlphaBetaTime ring_allreduce_time(double bytes, int ranks, double latency_s, double bandwidth_Bps) {
@@ -81,13 +92,8 @@ AlphaBetaTime nccl_tree_allreduce_time(double bytes, int nodes, int gpus_per_nod
     const double network_s =
         nodes > 1 ? tree_network_bytes_factor(nodes) * bytes / (kTreeBandwidthFactor * network_Bps) : 0.0;
     const double node_s = gpus_per_node > 1 ? 2.0 * bytes / node_Bps : 0.0;
-    t.seconds = (intra_part + inter_part) + std::max(network_s, node_s);
+    t.seconds = (intra_part + inter_part) + larger_bandwidth_part(t, network_s, node_s);
     t.per_log_latency = {intra_part, inter_part};
-    if (network_s < node_s) {
-        t.per_log_bandwidth[1] = -node_s;
-    } else {
-        t.per_log_bandwidth[0] = -network_s;
-    }
     return t;
 }
 
@@ -114,13 +120,8 @@ AlphaBetaTime ps_push_pull_time(double bytes, int workers, int servers, double l
     const double worker_s = bytes / worker_bandwidth_Bps;
     const double server_s =
         static_cast<double>(workers) * bytes / (static_cast<double>(servers) * server_bandwidth_Bps);
-    t.seconds = 2.0 * latency_s + std::max(worker_s, server_s);
+    t.seconds = 2.0 * latency_s + larger_bandwidth_part(t, worker_s, server_s);
     t.per_log_latency[0] = 2.0 * latency_s;
-    if (worker_s < server_s) {
-        t.per_log_bandwidth[1] = -server_s;
-    } else {
-        t.per_log_bandwidth[0] = -worker_s;
-    }
     return t;
 }
 
