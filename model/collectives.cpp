@@ -302,22 +302,24 @@ double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double b
 
 namespace {
 
-/// An all-reduce's protocol (eq. N3) and its time with it: nccl_protocol's choice, timed once.
+/// An all-reduce's protocol (eq. N3) and its time with it, derivatives and all: nccl_protocol's
+/// choice, timed once.
 struct TimedProtocol {
     Protocol protocol;
-    double seconds = 0;
+    NetworkTime time;
 };
 
 TimedProtocol timed_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
     const Protocol single{s.inter_latency_s, 1.0};
     const bool two =
         s.inter_simple_latency_s > 0 && s.nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
-    if (!two) return {single, allreduce_time_s(s, algorithm, bytes, single)};
+    if (!two) return {single, allreduce_time(s, algorithm, bytes, single)};
     const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
     const Protocol simple{s.inter_simple_latency_s, 1.0, true};
-    const double low_latency_s = allreduce_time_s(s, algorithm, bytes, low_latency);
-    const double simple_s = allreduce_time_s(s, algorithm, bytes, simple);
-    return low_latency_s < simple_s ? TimedProtocol{low_latency, low_latency_s} : TimedProtocol{simple, simple_s};
+    const NetworkTime low_latency_time = allreduce_time(s, algorithm, bytes, low_latency);
+    const NetworkTime simple_time = allreduce_time(s, algorithm, bytes, simple);
+    return low_latency_time.seconds < simple_time.seconds ? TimedProtocol{low_latency, low_latency_time}
+                                                          : TimedProtocol{simple, simple_time};
 }
 
 /// The algorithm one all-reduce of `bytes` runs, its protocol and its time: what communication()
@@ -332,7 +334,7 @@ AllReduceChoice nccl_choice(const ResolvedScenario& s, double bytes) {
     AllReduceChoice best{Algorithm::ring, timed_protocol(s, Algorithm::ring, bytes)};
     auto consider = [&](Algorithm algorithm) {
         const TimedProtocol t = timed_protocol(s, algorithm, bytes);
-        if (t.seconds < best.timed.seconds) best = {algorithm, t};
+        if (t.time.seconds < best.timed.time.seconds) best = {algorithm, t};
     };
     if (s.nodes > 1) consider(Algorithm::tree);
     if (s.nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
@@ -352,7 +354,7 @@ Protocol nccl_protocol(const ResolvedScenario& s, Algorithm algorithm, double by
 }
 
 double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
-    return timed_protocol(s, algorithm, bytes).seconds;
+    return timed_protocol(s, algorithm, bytes).time.seconds;
 }
 
 Algorithm nccl_algorithm(const ResolvedScenario& s, double bytes) { return nccl_choice(s, bytes).algorithm; }
@@ -400,7 +402,7 @@ Communication communication(const ResolvedScenario& s) {
     const double bucket = g / c.buckets;
     const AllReduceChoice choice = allreduce_choice(s, bucket);
     c.algorithm = choice.algorithm;
-    t = allreduce_time(s, c.algorithm, bucket, choice.timed.protocol);
+    t = choice.timed.time;
     c.seconds = c.buckets * t.seconds;
     for (std::size_t f = 0; f < kSensitiveFields; ++f) c.per_log_field[f] = c.buckets * t.per_log_field[f];
     return c;
@@ -455,7 +457,7 @@ AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObser
 double node_allreduce_s(const ResolvedScenario& s) {
     ResolvedScenario node = s;
     node.nodes = 1;
-    if (s.strategy == Strategy::nccl) return nccl_choice(node, s.gradient_bytes).timed.seconds;  // 0 for one GPU
+    if (s.strategy == Strategy::nccl) return nccl_choice(node, s.gradient_bytes).timed.time.seconds;  // 0 for one GPU
     return allreduce_time_s(node, Algorithm::ring, s.gradient_bytes);
 }
 

@@ -1,6 +1,7 @@
 #include "model/iteration.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -61,18 +62,49 @@ double exposed_communication_s(double communication_s, double backward_s, double
 
 double data_time_s(int batch, double decode_images_per_s) { return batch / decode_images_per_s; }
 
+namespace {
+
+/// Eq. I1's root near 1: (1 + x)^(1/p) - 1 for x at most kRootSeriesMaxPower, by the binomial
+/// series to x^8, whose coefficients c_k = c_(k-1) (1/p - k + 1) / k are computed here once. The
+/// first term left out is |c_9| x^9 < 0.0045 x 2^-54 = 2.5e-19, far below half a double's step
+/// at 1 (1.1e-16), so the sum agrees with the five square roots to their rounding; eight
+/// multiply-adds, not five square roots one after another.
+constexpr int kRootSeriesTerms = 8;
+constexpr double kRootSeriesMaxPower = 1.0 / 64;
+
+constexpr std::array<double, kRootSeriesTerms> root_series() {
+    std::array<double, kRootSeriesTerms> c{};
+    const double exponent = 1.0 / kPipelineSmoothness;
+    double coefficient = 1.0;
+    for (int k = 1; k <= kRootSeriesTerms; ++k) {
+        coefficient *= (exponent - (k - 1)) / k;
+        c[static_cast<std::size_t>(k - 1)] = coefficient;
+    }
+    return c;
+}
+
+double root_less_one_by_series(double power) {
+    static constexpr std::array<double, kRootSeriesTerms> c = root_series();
+    double sum = c[kRootSeriesTerms - 1];
+    for (int k = kRootSeriesTerms - 2; k >= 0; --k) sum = c[static_cast<std::size_t>(k)] + power * sum;
+    return power * sum;
+}
+
+}  // namespace
+
 double pipelined_s(double step_s, double data_s) {
     if (!(data_s > 0)) return step_s;
     // (a^p + b^p)^(1/p) = larger x (1 + r^p)^(1/p), r = smaller / larger in [0, 1], so that no
-    // power overflows. p = 2^5: r^p is five squarings and the root five square roots, not three
-    // pow() calls, which took half of predict()'s time (eq. U1's gradient evaluates eq. I1 once for
-    // each parameter it moves).
+    // power overflows. p = 2^5: r^p is five squarings; the root, near 1, the binomial series, and
+    // where r^p passes 1/64 (r > 0.88, near balance) five square roots (pow() took half of
+    // predict()'s time).
     const double larger = std::max(step_s, data_s);
     double power = std::min(step_s, data_s) / larger;
     for (int i = 0; i < kPipelineSmoothnessLog2; ++i) power *= power;
     double root = 1.0 + power;
-    // Below a ratio of about 0.32 the power is lost beside 1, and so are the roots: the larger alone.
+    // Below a ratio of about 0.32 the power is lost beside 1, and so is the root: the larger alone.
     if (root == 1.0) return larger;
+    if (power <= kRootSeriesMaxPower) return larger + larger * root_less_one_by_series(power);
     for (int i = 0; i < kPipelineSmoothnessLog2; ++i) root = std::sqrt(root);
     return larger * root;
 }
@@ -171,10 +203,11 @@ IterationTimes iteration_times_with(const ResolvedScenario& s, double communicat
 
 IterationTimes iteration_times(const ResolvedScenario& s) { return iteration_times_with(s, communication_time_s(s)); }
 
-std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedScenario& s, const Communication& comm,
-                                                                 const IterationTimes& t) noexcept {
-    // d step / d ln(field), field by field, through eqs. C1, C2, S1 and O1; then eq. I1's slopes.
-    std::array<double, kSensitiveFields> step{};
+StepDerivatives step_derivatives(const ResolvedScenario& s, const Communication& comm,
+                                 const IterationTimes& t) noexcept {
+    // d step / d ln(field), field by field, through eqs. C1, C2, S1 and O1.
+    StepDerivatives d;
+    std::array<double, kSensitiveFields>& step = d.step_s_per_log_field;
     auto at = [&step](SensitiveField f) -> double& { return step[static_cast<std::size_t>(f)]; };
     const double sync_per_compute = s.sync_jitter * s.straggler_factor;
     const double batch_s = s.batch_per_gpu * s.time_per_image_s;  // d compute / d ln(t_img)
@@ -189,14 +222,33 @@ std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedS
         for (std::size_t f = 0; f < kSensitiveFields; ++f) step[f] += comm.per_log_field[f];
     }
     // d data / d ln(decode) = -data where the decoding, not the store, is the slower input.
-    const double data_per_log_decode = s.decode_images_per_s_per_gpu < s.storage_images_per_s_per_gpu ? -t.data_s : 0.0;
+    d.data_s_per_log_decode = s.decode_images_per_s_per_gpu < s.storage_images_per_s_per_gpu ? -t.data_s : 0.0;
+    return d;
+}
 
+std::array<double, kSensitiveFields> log_iteration_per_log_field(const StepDerivatives& d,
+                                                                 const IterationTimes& t) noexcept {
     const PipelinedSlopes slopes =
         pipelined_slopes(t.compute_s + t.sync_s + t.exposed_communication_s, t.data_s, t.iteration_s);
     std::array<double, kSensitiveFields> result{};
-    for (std::size_t f = 0; f < kSensitiveFields; ++f) result[f] = slopes.per_step * step[f] / t.iteration_s;
-    result[static_cast<std::size_t>(SensitiveField::decode)] += slopes.per_data * data_per_log_decode / t.iteration_s;
+    for (std::size_t f = 0; f < kSensitiveFields; ++f)
+        result[f] = slopes.per_step * d.step_s_per_log_field[f] / t.iteration_s;
+    result[static_cast<std::size_t>(SensitiveField::decode)] +=
+        slopes.per_data * d.data_s_per_log_decode / t.iteration_s;
     return result;
+}
+
+std::array<double, kSensitiveFields> log_step_per_log_field(const StepDerivatives& d,
+                                                            const IterationTimes& t) noexcept {
+    const double step_s = t.compute_s + t.sync_s + t.exposed_communication_s;
+    std::array<double, kSensitiveFields> result{};
+    for (std::size_t f = 0; f < kSensitiveFields; ++f) result[f] = d.step_s_per_log_field[f] / step_s;
+    return result;
+}
+
+std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedScenario& s, const Communication& comm,
+                                                                 const IterationTimes& t) noexcept {
+    return log_iteration_per_log_field(step_derivatives(s, comm, t), t);
 }
 
 Bottleneck bottleneck_of(double compute_s, double sync_s, double exposed_communication_s, double data_s) noexcept {

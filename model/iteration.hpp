@@ -141,6 +141,25 @@ IterationTimes iteration_times_with(const ResolvedScenario& s, double communicat
 std::array<double, kSensitiveFields> log_iteration_per_log_field(const ResolvedScenario& s, const Communication& comm,
                                                                  const IterationTimes& t) noexcept;
 
+/// The parts of log_iteration_per_log_field before eq. I1 joins them: d step / d ln(field), the
+/// step being compute, the wait for the slowest worker and the exposed communication (eqs. C1,
+/// C2, S1, O1), and d data / d ln(decode) (eq. D1), in seconds, at `t`'s branches.
+struct StepDerivatives {
+    std::array<double, kSensitiveFields> step_s_per_log_field{};
+    double data_s_per_log_decode = 0;
+};
+StepDerivatives step_derivatives(const ResolvedScenario& s, const Communication& comm,
+                                 const IterationTimes& t) noexcept;
+
+/// d ln(iteration) / d ln(field) from `d` (step_derivatives(s, comm, t)): eq. I1's slopes at `t`.
+std::array<double, kSensitiveFields> log_iteration_per_log_field(const StepDerivatives& d,
+                                                                 const IterationTimes& t) noexcept;
+
+/// The same for the iteration with no input to wait for (eq. I1 with no data time, the step
+/// alone): d ln(step) / d ln(field), what log_iteration_per_log_field gives for `s` with an
+/// infinitely fast loader and store.
+std::array<double, kSensitiveFields> log_step_per_log_field(const StepDerivatives& d, const IterationTimes& t) noexcept;
+
 /// The rate at which the input pipeline feeds one GPU (eqs. D1, F3): the lower of the loader's
 /// decoding and what the store delivers, in images/s.
 double input_images_per_s_per_gpu(const ResolvedScenario& s);

@@ -164,13 +164,13 @@ void check_spot_limits(const Scenario& scenario) {
     }
 }
 
-void check_prediction(const Prediction& p) {
-    auto figures = [](auto&&... lists) {
-        std::vector<PredictionFigure> all;
-        (all.insert(all.end(), std::begin(lists), std::end(lists)), ...);
-        return all;
-    };
-    for (const PredictionFigure& figure : figures(kPredictionFigures, kRunCostFigures)) {
+namespace {
+
+/// Throws InfeasibleError naming the first of `figures` that `p` gives as no finite,
+/// non-negative number.
+template <std::size_t N>
+void check_figures(const Prediction& p, const PredictionFigure (&figures)[N]) {
+    for (const PredictionFigure& figure : figures) {
         const double value = figure.get(p);
         if (std::isfinite(value) && value >= 0) continue;
         const std::string name = figure.name;
@@ -181,6 +181,14 @@ void check_prediction(const Prediction& p) {
         throw InfeasibleError("the model gives " + name + " " + shortest(value) +
                               " for this scenario, not a finite, non-negative figure");
     }
+}
+
+}  // namespace
+
+void check_prediction(const Prediction& p) {
+    // Every sweep row passes here: the two lists in turn, with nothing allocated.
+    check_figures(p, kPredictionFigures);
+    check_figures(p, kRunCostFigures);
     if (!(p.throughput_images_per_s > 0)) throw InfeasibleError("the model gives no throughput for this scenario");
     if (!(p.interval.low <= p.throughput_images_per_s && p.throughput_images_per_s <= p.interval.high)) {
         throw InfeasibleError("the calibration's uncertainty gives a throughput band (" + shortest(p.interval.low) +

@@ -149,7 +149,8 @@ std::size_t SweepSpec::combinations() const {
 
 Scenario SweepSpec::scenario_at(std::size_t index, const Catalog& catalog) const {
     // Mixed radix, last field fastest: peel the digits off from the back.
-    auto digit = [&index](std::size_t radix) {
+    auto digit = [&index](std::size_t radix) -> std::size_t {
+        if (radix == 1) return 0;  // most fields hold one value: no division (issue 60)
         const std::size_t d = index % radix;
         index /= radix;
         return d;

@@ -116,18 +116,17 @@ std::array<FieldSensitivity, kSensitiveFields> field_sensitivities(
 
 namespace {
 
-/// d ln(throughput) / d ln(field) of `s`, whose synchronisation is `comm`: minus the iteration's
-/// (eq. U1; log_iteration_per_log_field's analytic derivatives).
-std::array<double, kSensitiveFields> log_throughput_per_log_field(const ResolvedScenario& s, const Communication& comm,
-                                                                  const IterationTimes& t) noexcept {
-    std::array<double, kSensitiveFields> d = log_iteration_per_log_field(s, comm, t);
+/// d ln(throughput) / d ln(field) from d ln(iteration) / d ln(field): its negation (eq. U1).
+std::array<double, kSensitiveFields> negated(std::array<double, kSensitiveFields> d) noexcept {
     for (double& x : d) x = -x;
     return d;
 }
 
+/// d ln(throughput) / d ln(field) of `s`, whose synchronisation is `comm` (eq. U1;
+/// log_iteration_per_log_field's analytic derivatives).
 std::array<double, kSensitiveFields> log_throughput_per_log_field(const ResolvedScenario& s,
                                                                   const Communication& comm) noexcept {
-    return log_throughput_per_log_field(s, comm, iteration_times_with(s, comm.seconds));
+    return negated(log_iteration_per_log_field(s, comm, iteration_times_with(s, comm.seconds)));
 }
 
 /// The iteration a prediction's phases give (apply_iteration's, iteration_times_with's).
@@ -175,20 +174,20 @@ double compiled_variance_of(const ResolvedScenario& s,
     return variance;
 }
 
-/// throughput_relative_sigma of `s` whose synchronisation is `comm` and iteration `t`.
-double relative_sigma(const ResolvedScenario& s, const Communication& comm, const IterationTimes& t,
+/// throughput_relative_sigma of `s` from its log-derivatives `per_log_throughput`
+/// (log_throughput_per_log_field's).
+double relative_sigma(const ResolvedScenario& s, const std::array<double, kSensitiveFields>& per_log_throughput,
                       const ParameterCovariance& covariance, double model_sigma) noexcept {
     // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
-    const std::array<double, kSensitiveFields> per_log_field = log_throughput_per_log_field(s, comm, t);
-    const std::array<double, kSensitiveFields> gradient = gradient_of(s, per_log_field);
+    const std::array<double, kSensitiveFields> gradient = gradient_of(s, per_log_throughput);
     const std::size_t n = covariance.parameters().size() + 1;
     const std::vector<double>& matrix = covariance.matrix();
-    double variance = model_sigma * model_sigma + compiled_variance_of(s, per_log_field);
+    double variance = model_sigma * model_sigma + compiled_variance_of(s, per_log_throughput);
     if (s.transfer_sigma > 0) {
         // A borrowed curve's own uncertainty acts on the whole time per image, whatever share of it
         // a parameter moves: d ln(throughput) / d ln(t_img) times its relative sigma.
         const double transfer =
-            per_log_field[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
+            per_log_throughput[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
         variance += transfer * transfer;
     }
     // The fields that move, gathered first, so that the double sum runs without a test.
@@ -200,10 +199,16 @@ double relative_sigma(const ResolvedScenario& s, const Communication& comm, cons
         moving[count] = gradient[f];
         rows[count++] = static_cast<std::size_t>(s.sensitivity[f].parameter);
     }
+    // C is symmetric (a calibration's covariance must be): each row's diagonal term and twice its
+    // terms left of the diagonal, each row's sum its own, so that the adds need not wait in one line.
+    double quadratic = 0;
     for (std::size_t a = 0; a < count; ++a) {
         const double* row = &matrix[rows[a] * n];
-        for (std::size_t b = 0; b < count; ++b) variance += moving[a] * moving[b] * row[rows[b]];
+        double left = 0;
+        for (std::size_t b = 0; b < a; ++b) left += moving[b] * row[rows[b]];
+        quadratic += moving[a] * (moving[a] * row[rows[a]] + 2.0 * left);
     }
+    variance += quadratic;
     // A covariance too large for a double (1e308 in a calibration file) gives no band: an infinite
     // sigma, which check_prediction() refuses, rather than a NaN that prints as "0 - -0".
     if (!std::isfinite(variance)) return std::numeric_limits<double>::infinity();
@@ -228,12 +233,12 @@ double compiled_variance(const ResolvedScenario& s) noexcept {
 
 double throughput_relative_sigma(const ResolvedScenario& s, const ParameterCovariance& covariance,
                                  double model_sigma) noexcept {
-    const Communication comm = communication(s);
-    return relative_sigma(s, comm, iteration_times_with(s, comm.seconds), covariance, model_sigma);
+    return relative_sigma(s, log_throughput_per_log_field(s, communication(s)), covariance, model_sigma);
 }
 
 Interval throughput_interval(double throughput, double sigma) noexcept {
-    return {throughput * std::exp(-kInterval95Sigmas * sigma), throughput * std::exp(kInterval95Sigmas * sigma)};
+    const double spread = std::exp(kInterval95Sigmas * sigma);  // one exp(), its inverse a division
+    return {throughput / spread, throughput * spread};
 }
 
 namespace {
@@ -243,16 +248,17 @@ namespace {
 Interval band_no_faster_than_unbound(const ResolvedScenario& s, const Communication& comm, const Prediction& p,
                                      const ParameterCovariance& covariance, double model_sigma) noexcept {
     const double throughput = p.throughput_images_per_s;
-    Interval band = throughput_interval(throughput, relative_sigma(s, comm, times_of(p), covariance, model_sigma));
+    const IterationTimes t = times_of(p);
+    const StepDerivatives d = step_derivatives(s, comm, t);
+    Interval band = throughput_interval(
+        throughput, relative_sigma(s, negated(log_iteration_per_log_field(d, t)), covariance, model_sigma));
     const double unbound_throughput = p.global_batch / (p.compute_s + p.sync_s + p.exposed_communication_s);
     if (!(band.high > unbound_throughput)) return band;
-    ResolvedScenario unbound = s;
-    unbound.decode_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
-    unbound.storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+    // The same cluster with an infinitely fast loader and store: the step alone, whose derivatives
+    // are the same step's.
     const double unbound_high =
-        throughput_interval(
-            unbound_throughput,
-            relative_sigma(unbound, comm, iteration_times_with(unbound, comm.seconds), covariance, model_sigma))
+        throughput_interval(unbound_throughput,
+                            relative_sigma(s, negated(log_step_per_log_field(d, t)), covariance, model_sigma))
             .high;
     band.high = std::max(throughput, std::min(band.high, unbound_high));
     return band;

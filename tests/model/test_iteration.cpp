@@ -39,6 +39,12 @@ TEST(Prediction, PipelinedIsTheSmoothMaximumOfStepAndData) {
             EXPECT_EQ(pipelined_s(step, data), pipelined_s(data, step));
         }
     }
+    // Either side of where the root turns from the binomial series to square roots (r^32 = 1/64,
+    // r = 2^(-6/32) = 0.8787): both within a few of a double's steps of pow()'s, in long double.
+    for (const double ratio : {0.5, 0.75, 0.87, 0.8786, 0.8787, 0.8788, 0.89, 0.99}) {
+        const long double exact = std::pow(1.0L + std::pow(static_cast<long double>(ratio), 32.0L), 1.0L / 32.0L);
+        EXPECT_NEAR(pipelined_s(1.0, ratio), static_cast<double>(exact), 4e-16) << ratio;
+    }
     EXPECT_NEAR(pipelined_s(0.2, 0.2), 0.2 * std::pow(2.0, 1.0 / 32.0), 1e-16);
     EXPECT_EQ(pipelined_s(0.3, 0.09), 0.3);  // 0.3^32 = 2e-17: below a double's resolution at 1
     EXPECT_EQ(pipelined_s(0.3, 0.0), 0.3);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "model/collectives.hpp"
@@ -95,6 +96,19 @@ TEST(IntervalGradient, TheAnalyticDerivativesAreTheIterationsFiniteDifferences) 
                             const Communication comm = communication(r);
                             const std::array<double, kSensitiveFields> analytic =
                                 log_iteration_per_log_field(r, comm, iteration_times_with(r, comm.seconds));
+                            // With no input to wait for, the step's own derivatives: what the band's
+                            // fast end reads (log_step_per_log_field), exactly those of the same
+                            // cluster given an infinitely fast loader and store.
+                            const IterationTimes times = iteration_times_with(r, comm.seconds);
+                            ResolvedScenario unbound = r;
+                            unbound.decode_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+                            unbound.storage_images_per_s_per_gpu = std::numeric_limits<double>::infinity();
+                            const std::array<double, kSensitiveFields> step_only =
+                                log_step_per_log_field(step_derivatives(r, comm, times), times);
+                            const std::array<double, kSensitiveFields> unbound_analytic =
+                                log_iteration_per_log_field(unbound, comm, iteration_times_with(unbound, comm.seconds));
+                            for (std::size_t f = 0; f < kSensitiveFields; ++f)
+                                EXPECT_EQ(step_only[f], unbound_analytic[f]) << instance << " field " << f;
                             const double base = std::log(iteration_times(r).iteration_s);
                             for (std::size_t f = 0; f < kSensitiveFields; ++f) {
                                 const auto field = static_cast<SensitiveField>(f);
