@@ -241,11 +241,10 @@ void add(NetworkTime& t, const AlphaBetaTime& formula, std::array<SensitiveField
 
 constexpr SensitiveField kNoField = SensitiveField::count;
 
-}  // namespace
-
-NetworkTime allreduce_time(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
+/// allreduce_time over `m` nodes of `s`'s (its own, or one alone for node_allreduce_s).
+NetworkTime allreduce_time_on(const ResolvedScenario& s, int m, Algorithm algorithm, double bytes,
+                              const Protocol& protocol) {
     const int k = s.gpus_per_node;
-    const int m = s.nodes;
     const double f = protocol.bandwidth_factor;
     const double intra_Bps = f * s.intra_bandwidth_Bps;
     const double inter_Bps = f * s.inter_bandwidth_Bps;
@@ -296,6 +295,12 @@ NetworkTime allreduce_time(const ResolvedScenario& s, Algorithm algorithm, doubl
     return t;
 }
 
+}  // namespace
+
+NetworkTime allreduce_time(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
+    return allreduce_time_on(s, s.nodes, algorithm, bytes, protocol);
+}
+
 double allreduce_time_s(const ResolvedScenario& s, Algorithm algorithm, double bytes, const Protocol& protocol) {
     return allreduce_time(s, algorithm, bytes, protocol).seconds;
 }
@@ -309,17 +314,22 @@ struct TimedProtocol {
     NetworkTime time;
 };
 
-TimedProtocol timed_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+/// The protocol and time of one all-reduce over `nodes` of `s`'s nodes.
+TimedProtocol timed_protocol_on(const ResolvedScenario& s, int nodes, Algorithm algorithm, double bytes) {
     const Protocol single{s.inter_latency_s, 1.0};
     const bool two =
-        s.inter_simple_latency_s > 0 && s.nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
-    if (!two) return {single, allreduce_time(s, algorithm, bytes, single)};
+        s.inter_simple_latency_s > 0 && nodes > 1 && (algorithm == Algorithm::ring || algorithm == Algorithm::tree);
+    if (!two) return {single, allreduce_time_on(s, nodes, algorithm, bytes, single)};
     const Protocol low_latency{s.inter_latency_s, kLowLatencyBandwidthFactor};
     const Protocol simple{s.inter_simple_latency_s, 1.0, true};
-    const NetworkTime low_latency_time = allreduce_time(s, algorithm, bytes, low_latency);
-    const NetworkTime simple_time = allreduce_time(s, algorithm, bytes, simple);
+    const NetworkTime low_latency_time = allreduce_time_on(s, nodes, algorithm, bytes, low_latency);
+    const NetworkTime simple_time = allreduce_time_on(s, nodes, algorithm, bytes, simple);
     return low_latency_time.seconds < simple_time.seconds ? TimedProtocol{low_latency, low_latency_time}
                                                           : TimedProtocol{simple, simple_time};
+}
+
+TimedProtocol timed_protocol(const ResolvedScenario& s, Algorithm algorithm, double bytes) {
+    return timed_protocol_on(s, s.nodes, algorithm, bytes);
 }
 
 /// The algorithm one all-reduce of `bytes` runs, its protocol and its time: what communication()
@@ -329,17 +339,20 @@ struct AllReduceChoice {
     TimedProtocol timed;
 };
 
-AllReduceChoice nccl_choice(const ResolvedScenario& s, double bytes) {
-    if (s.nodes * s.gpus_per_node <= 1) return {};
-    AllReduceChoice best{Algorithm::ring, timed_protocol(s, Algorithm::ring, bytes)};
+/// NCCL's choice for one all-reduce over `nodes` of `s`'s nodes (eq. A1).
+AllReduceChoice nccl_choice_on(const ResolvedScenario& s, int nodes, double bytes) {
+    if (nodes * s.gpus_per_node <= 1) return {};
+    AllReduceChoice best{Algorithm::ring, timed_protocol_on(s, nodes, Algorithm::ring, bytes)};
     auto consider = [&](Algorithm algorithm) {
-        const TimedProtocol t = timed_protocol(s, algorithm, bytes);
+        const TimedProtocol t = timed_protocol_on(s, nodes, algorithm, bytes);
         if (t.time.seconds < best.timed.time.seconds) best = {algorithm, t};
     };
-    if (s.nodes > 1) consider(Algorithm::tree);
-    if (s.nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
+    if (nodes > 1) consider(Algorithm::tree);
+    if (nodes == 1 && s.nvls_bandwidth_Bps > 0) consider(Algorithm::nvls);
     return best;
 }
+
+AllReduceChoice nccl_choice(const ResolvedScenario& s, double bytes) { return nccl_choice_on(s, s.nodes, bytes); }
 
 AllReduceChoice allreduce_choice(const ResolvedScenario& s, double bytes) {
     if (s.strategy == Strategy::nccl) return nccl_choice(s, bytes);
@@ -455,10 +468,9 @@ AllReducePrediction predict_allreduce(const Catalog& catalog, const NetworkObser
 }
 
 double node_allreduce_s(const ResolvedScenario& s) {
-    ResolvedScenario node = s;
-    node.nodes = 1;
-    if (s.strategy == Strategy::nccl) return nccl_choice(node, s.gradient_bytes).timed.time.seconds;  // 0 for one GPU
-    return allreduce_time_s(node, Algorithm::ring, s.gradient_bytes);
+    // One node of the cluster alone: its all-reduce over one node, with no copy of the scenario.
+    if (s.strategy == Strategy::nccl) return nccl_choice_on(s, 1, s.gradient_bytes).timed.time.seconds;  // 0: one GPU
+    return timed_protocol_on(s, 1, Algorithm::ring, s.gradient_bytes).time.seconds;
 }
 
 }  // namespace epochcast

@@ -29,9 +29,24 @@ double compute_time_s(double fixed_s, double time_per_image_s, int batch) { retu
 
 double backward_time_s(double time_per_image_s, int batch) { return 2.0 / 3.0 * batch * time_per_image_s; }
 
+namespace {
+
+double straggler_factor_of(int workers) { return std::sqrt(2.0 * std::log(static_cast<double>(workers))); }
+
+/// Workers up to which straggler_factor reads a table: every cluster of up to 128 eight-GPU nodes
+/// (predict() asks for one node's workers every time, resolve() for the cluster's).
+constexpr int kTabledWorkers = 1024;
+
+}  // namespace
+
 double straggler_factor(int workers) {
     if (workers <= 1) return 0.0;
-    return std::sqrt(2.0 * std::log(static_cast<double>(workers)));
+    static const std::array<double, kTabledWorkers + 1> table = [] {
+        std::array<double, kTabledWorkers + 1> t{};
+        for (int n = 2; n <= kTabledWorkers; ++n) t[static_cast<std::size_t>(n)] = straggler_factor_of(n);
+        return t;
+    }();
+    return workers <= kTabledWorkers ? table[static_cast<std::size_t>(workers)] : straggler_factor_of(workers);
 }
 
 double compute_jitter(const std::vector<double>& step_seconds) {
@@ -83,11 +98,16 @@ constexpr std::array<double, kRootSeriesTerms> root_series() {
     return c;
 }
 
-double root_less_one_by_series(double power) {
+double root_less_one_by_series(double x) {
     static constexpr std::array<double, kRootSeriesTerms> c = root_series();
-    double sum = c[kRootSeriesTerms - 1];
-    for (int k = kRootSeriesTerms - 2; k >= 0; --k) sum = c[static_cast<std::size_t>(k)] + power * sum;
-    return power * sum;
+    static_assert(kRootSeriesTerms == 8);
+    // x (c1 + c2 x + ... + c8 x^7) in pairs (Estrin's scheme): four short sums side by side, not
+    // seven multiply-adds each waiting for the last.
+    const double x2 = x * x;
+    const double x4 = x2 * x2;
+    const double low = (c[0] + c[1] * x) + x2 * (c[2] + c[3] * x);
+    const double high = (c[4] + c[5] * x) + x2 * (c[6] + c[7] * x);
+    return x * (low + x4 * high);
 }
 
 }  // namespace

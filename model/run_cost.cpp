@@ -133,7 +133,7 @@ RunMoney run_money(const ResolvedScenario& s, double time_s, double epochs, doub
     // What the store serves (eqs. F7, F8): the epochs' worth of training reads that miss the page
     // caches, and every evaluation after the first read at the warm miss share.
     const double miss = 1.0 - s.page_cache_hit_fraction;
-    const double epoch_reads = cached_epochs_s(epochs, s.nodes, 1.0, miss);
+    const double epoch_reads = s.storage == Store::none ? 0.0 : cached_epochs_s(epochs, s.nodes, 1.0, miss);
     const double eval_reads = std::fmin(passes, 1.0) + std::fmax(passes - 1.0, 0.0) * miss;
     m.transfer_usd =
         s.staging_usd +
