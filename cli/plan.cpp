@@ -15,6 +15,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/job_files.hpp"
 #include "cli/output.hpp"
 #include "cli/plot.hpp"
 #include "cli/report.hpp"
@@ -29,6 +30,7 @@ namespace epochcast::cli {
 namespace {
 
 struct PlanOptions {
+    EmitFlags emit;  ///< --emit: the answer as a launch file
     std::string deadline;
     double budget_usd = 0;
     CLI::Option* budget_option = nullptr;  ///< given: a budget, which must be positive (0 is not "none")
@@ -649,6 +651,8 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     std::vector<std::string> inputs = o.catalogs;
     inputs.push_back(calibration_file(o.calibration));
     check_outputs({{"--plot", o.plot}}, inputs);
+    check_emit_flags(o.emit, inputs);
+    if (!o.emit.output.empty() && o.emit.output == o.plot) throw InputError("-o and --plot name the same file");
 
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
     const SearchSpace space = search_space(o, model);
@@ -657,6 +661,15 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     if (!o.plot.empty()) plot_plans(o, model.catalog(), search, constraints, epochs);
     write_report(PlanReport(o, model.catalog(), search, constraints, epochs), format, out);
     require_answers(search, constraints, out);
+    // The answer as a launch file: the cheapest meeting the deadline, else the fastest within the budget.
+    if (const std::optional<std::size_t> answer =
+            search.cheapest_within_deadline ? search.cheapest_within_deadline : search.fastest_within_budget;
+        answer && !o.emit.format.empty()) {
+        const Plan& plan = search.plans[*answer];
+        write_job_file(o.emit, model, plan.scenario, model.resolve(plan.scenario), plan.prediction, o.catalogs);
+        if (format == OutputFormat::text) out << "\nlaunch file (" << o.emit.format << "): " << o.emit.output << "\n";
+        check_written(out);
+    }
 }
 
 }  // namespace
@@ -670,6 +683,7 @@ void register_plan(CLI::App& app, std::ostream& out) {
         "and the fastest within --budget, and print the Pareto front of time against cost. Exit code 3 (after the "
         "output) when no configuration meets the deadline or the budget: stderr says which, and how close the "
         "fastest or the cheapest comes.");
+    add_emit_flags(*cmd, o->emit);
     cmd->add_option("--deadline", o->deadline, "Time to train at most, e.g. 2h, 90min, 1h30m (a bare number is hours)");
     o->budget_option =
         without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));

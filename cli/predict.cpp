@@ -9,6 +9,8 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/job_files.hpp"
+#include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "cli/table.hpp"
 #include "model/errors.hpp"
@@ -28,6 +30,7 @@ struct PredictOptions {
     std::vector<std::string> catalogs;
     std::string calibration = "built-in";
     bool json = false;
+    EmitFlags emit;
 };
 
 /// Seed 000's two set-ups on 8 x p3.16xlarge (64 V100, batch 256 per GPU, mixed precision):
@@ -278,6 +281,12 @@ private:
 void run_predict(const PredictOptions& o, std::ostream& out) {
     std::optional<double> deadline_s;
     if (!o.deadline.empty()) deadline_s = parse_duration_s(o.deadline, "--deadline");
+    std::vector<std::string> inputs = o.catalogs;
+    inputs.push_back(calibration_file(o.calibration));
+    check_emit_flags(o.emit, inputs);
+    if (!o.emit.format.empty() && !o.flags.any_given()) {
+        throw InputError("--emit: a launch file is for one configuration: name it (--instance, --nodes, ...)");
+    }
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
 
     // No scenario flag: today's default beside the seeds' two set-ups, --pricing applied to all
@@ -303,8 +312,13 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     for (const Scenario& s : scenarios) {
         const ResolvedScenario resolved = model.resolve(s);
         results.push_back({s, model.checked_predict(resolved), resolved.curve_origin});
+        write_job_file(o.emit, model, s, resolved, results.back().prediction, o.catalogs);
     }
     write_report(PredictReport(model, std::move(results), seed_cluster, deadline_s), output_format(o.json), out);
+    if (!o.emit.format.empty() && !o.json) {
+        out << "\nlaunch file (" << o.emit.format << "): " << o.emit.output << "\n";
+        check_written(out);
+    }
 }
 
 }  // namespace
@@ -328,6 +342,7 @@ void register_predict(CLI::App& app, std::ostream& out) {
     add_catalog_option(*cmd, options->catalogs);
     add_calibration_option(*cmd, options->calibration);
     add_json_flag(*cmd, options->json, "one JSON object per configuration (a list of three with no scenario flag)");
+    add_emit_flags(*cmd, options->emit);
     cmd->callback([options, &out] { run_predict(*options, out); });
 }
 

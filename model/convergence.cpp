@@ -82,6 +82,18 @@ Recipe parse_recipe(const json& entry, const std::string& where) {
         r.eval_every_epochs = static_cast<int>(every);
         r.eval_source = string_field(entry, "eval_source", here);
     }
+    if (const auto rate = entry.find("learning_rate"); rate != entry.end()) {
+        const std::string at = here + " learning_rate";
+        if (!rate->is_object()) throw InputError(at + ": must be an object");
+        r.learning_rate.per_256_images = number_field(*rate, "per_256_images", at, 0, 1e3);
+        const auto warmup = rate->find("warmup_epochs");
+        if (warmup == rate->end() || !warmup->is_number() || !(warmup->get<double>() >= 0) ||
+            !(warmup->get<double>() <= 1e4)) {
+            throw InputError(at + ": 'warmup_epochs' must be a number from 0 to 10,000");
+        }
+        r.learning_rate.warmup_epochs = warmup->get<double>();
+        r.learning_rate.source = string_field(*rate, "source", at);
+    }
     // One published result is a recipe at that batch; eq. K2 needs two to carry it further.
     const std::size_t least = r.extrapolate ? 2 : 1;
     const auto points = entry.find("points");

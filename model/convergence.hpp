@@ -37,6 +37,18 @@ struct NoiseScaleLaw {
 };
 NoiseScaleLaw fit_noise_scale_law(const std::vector<RecipePoint>& points);
 
+/// How a recipe sets its learning rate for a global batch (what a launch file passes the training
+/// script): per_256_images x global batch / 256, Goyal et al.'s linear scaling rule, after
+/// warmup_epochs of linear warm-up. None given (0) where the recipe sets it otherwise (MLPerf's
+/// LARS, per global batch in its own code).
+struct LearningRateRule {
+    double per_256_images = 0;
+    double warmup_epochs = 0;
+    std::string source;
+    bool given() const { return per_256_images > 0; }
+    double at(double global_batch) const { return per_256_images * global_batch / 256.0; }
+};
+
 /// A training recipe (optimizer, schedule, hyper-parameters rescaled with the batch) and what it is
 /// published to reach.
 struct Recipe {
@@ -52,6 +64,7 @@ struct Recipe {
     /// publishes one (the default of --eval-every with --target-top1: eq. E2); 0: none published.
     int eval_every_epochs = 0;
     std::string eval_source;          ///< where that cadence is published
+    LearningRateRule learning_rate;   ///< its learning rate at a global batch, where the file gives one
     std::vector<RecipePoint> points;  ///< increasing global batch, at least two
     NoiseScaleLaw law;                ///< eq. K2 fitted to the points once, when `extrapolate`
 

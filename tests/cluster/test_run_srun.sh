@@ -7,7 +7,8 @@
 # each node is measured, and the trace records the srun line, the layout and each node; every PMIx
 # fence of those steps, MPI_Init's barrier among them, runs as a ring through the nodes. Then a
 # job step Slurm refuses (4 ranks on nodes of 2 CPUs): one line naming it, exit 2, no process, job
-# or run folder left. Last, `epochcast sweep` under srun shares its rows between the tasks.
+# or run folder left. Then a launch file from `predict --emit sbatch`, checked by sbatch --test-only
+# and run. Last, `epochcast sweep` under srun shares its rows between the tasks.
 # Figures are printed, never asserted: the machine is shared and busy.
 source "$(dirname "$0")/lib.sh"
 [ ${#cluster_hosts[@]} -ge 3 ] || fail "needs 3 hosts (cluster.sh -n 3 --slurm)"
@@ -74,6 +75,32 @@ echo "sbatch, 3 nodes (${nodes[*]}, 1 rank each): measured $measured img/s, pred
     "by the built-in calibration ($error %)"
 no_job_left
 expect_ring_fences "run under salloc and sbatch"
+
+# A launch file (issue 61): `predict --emit sbatch` for the three hosts as the catalog has them
+# (epochcast-train --describe-host), accepted by Slurm's own check (sbatch --test-only), then run
+# for real with `epochcast run` as its training command; the trace the job writes goes back through
+# `epochcast calibrate`, the check the file's comments give.
+on "$head_host" "$build/epochcast-train" --describe-host --threads 1 >host.json 2>describe.err ||
+    fail "describe-host exited $?: $(cat describe.err)"
+train_cmd="'$epochcast' run {launcher} --model {model} --image-size {image_size} --batch-per-gpu {batch}"
+train_cmd+=" --precision {precision} --threads 1 --steps 4 --network-test-max-mib 1"
+train_cmd+=" --host-catalog '$PWD/host.json' --trace-out '$PWD/emitted.json'"
+"$epochcast" predict --catalog host.json --instance local-cpu --nodes 3 --framework epochcast --model resnet18 \
+    --image-size 32 --batch-per-gpu 4 --precision fp32 --epochs 1 --emit sbatch -o emitted.sh \
+    --train-cmd "$train_cmd" >emit.out 2>&1 || fail "predict --emit sbatch exited $?: $(cat emit.out)"
+expect_in emitted.sh "#SBATCH --nodes=3"
+expect_in emitted.sh "epochcast predict --instance local-cpu --nodes 3"
+on "$head_host" sbatch --test-only emitted.sh >test-only.out 2>&1 ||
+    fail "sbatch --test-only refused the launch file ($?): $(cat test-only.out)"
+expect_in test-only.out "to start at"
+on "$head_host" sbatch --wait emitted.sh >emitted.submitted 2>&1 ||
+    fail "the emitted job exited $?: $(cat emitted.submitted) $(tail -n 30 epochcast-*.out 2>/dev/null)"
+[ -s emitted.json ] || fail "the emitted job wrote no trace: $(tail -n 30 epochcast-*.out)"
+"$epochcast" calibrate emitted.json --catalog host.json -o emitted-calibration.json >calibrate.out 2>&1 ||
+    fail "calibrate of the emitted job's trace exited $?: $(cat calibrate.out)"
+echo "predict --emit sbatch: $(tr -d '\n' <test-only.out | cut -c1-100); the job ran on 3 nodes and its" \
+    "trace calibrates ($(grep -c . calibrate.out) lines)"
+no_job_left
 
 # A step the allocation cannot hold: 8 ranks, 4 on each node of 2 CPUs. Slurm refuses it, and
 # `run` names the refusal in one line, exit 2, before any rank starts.

@@ -202,6 +202,21 @@ TEST(Convergence, ARecipeAppliesOnlyToWhatItWasPublishedFor) {
         EXPECT_THROW(needed(lars(), 1024, bad), InputError) << bad;
 }
 
+TEST(Convergence, TheRecipesLearningRatesFollowTheirPublishedRules) {
+    const Convergence& c = Convergence::built_in();
+    // Goyal et al.: 0.1 x B / 256 after 5 warm-up epochs; 3.2 at their 8k batch.
+    const LearningRateRule& goyal = c.recipe("goyal2017", "resnet50").learning_rate;
+    ASSERT_TRUE(goyal.given());
+    EXPECT_DOUBLE_EQ(goyal.at(8192), 3.2);
+    EXPECT_EQ(goyal.warmup_epochs, 5);
+    // torchvision's script: 0.1 at its 256, no warm-up.
+    const LearningRateRule& torchvision = c.recipe("torchvision", "resnet18").learning_rate;
+    EXPECT_DOUBLE_EQ(torchvision.at(256), 0.1);
+    EXPECT_EQ(torchvision.warmup_epochs, 0);
+    // MLPerf's LARS sets its own per batch: none given.
+    EXPECT_FALSE(c.recipe("mlperf-lars", "resnet50").learning_rate.given());
+}
+
 TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
     auto error = [](const std::string& text) { return error_of([&] { Convergence::parse(text, "r.json"); }); };
     const std::string point = R"({"global_batch": 256, "epochs": 90, "top1_percent": 76, "source": "s"})";
@@ -232,6 +247,19 @@ TEST(Convergence, MalformedRecipeFilesAreRefusedByName) {
                   .find("'eval_every_epochs' must be a whole number"),
               std::string::npos);
     EXPECT_NE(error(file(both, "a", R"("eval_every_epochs": 4, )")).find("'eval_source'"), std::string::npos);
+    // A learning-rate rule (issue 61): a positive rate per 256 images, warm-up epochs from 0, a source.
+    EXPECT_EQ(
+        error(file(both, "a", R"("learning_rate": {"per_256_images": 0.1, "warmup_epochs": 0, "source": "s"}, )")), "");
+    EXPECT_NE(error(file(both, "a", R"("learning_rate": {"per_256_images": 0, "warmup_epochs": 5, "source": "s"}, )"))
+                  .find("'per_256_images' must be above 0"),
+              std::string::npos);
+    EXPECT_NE(
+        error(file(both, "a", R"("learning_rate": {"per_256_images": 0.1, "warmup_epochs": -1, "source": "s"}, )"))
+            .find("'warmup_epochs' must be a number from 0 to 10,000"),
+        std::string::npos);
+    EXPECT_NE(error(file(both, "a", R"("learning_rate": {"per_256_images": 0.1, "warmup_epochs": 5}, )"))
+                  .find("learning_rate: 'source'"),
+              std::string::npos);
     std::string negative = later;
     negative.replace(negative.find("90"), 2, "-9");
     EXPECT_NE(error(file(point + "," + negative)).find("'epochs' must be above 0"), std::string::npos);
