@@ -340,7 +340,8 @@ std::string sbatch_file(const JobRequest& r, const LearningRate& lr, const std::
         out << command << "\n";
     } else if (pytorch) {
         // One torchrun a node, meeting at the first node by c10d's rendezvous: no node needs its rank.
-        out << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
+        out << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\n";  // reads it all: no SIGPIPE
+                                                                                         // under pipefail
         out << "srun --ntasks-per-node=1 torchrun --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc-per-node="
             << std::max(1, gpus) << " --rdzv-id=\"$SLURM_JOB_ID\" --rdzv-backend=c10d --rdzv-endpoint=\"$head:29500\" "
             << command << "\n";
@@ -388,7 +389,7 @@ std::string skypilot_file(const JobRequest& r, const LearningRate& lr, const std
     for (const auto& [name, value] : fabric_environment(*r.instance).variables) {
         if (name == "LD_LIBRARY_PATH") out << "  export LD_LIBRARY_PATH=\"" << value << "\"\n";
     }
-    out << "  head=$(echo \"$SKYPILOT_NODE_IPS\" | head -n 1)\n";
+    out << "  head=$(echo \"$SKYPILOT_NODE_IPS\" | sed -n 1p)\n";  // reads it all: no SIGPIPE under pipefail
     if (epochcast) {
         // epochcast run starts every rank from the first node, over mpirun and ssh.
         out << "  if [ \"$SKYPILOT_NODE_RANK\" = 0 ]; then\n";

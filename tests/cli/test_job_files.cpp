@@ -95,7 +95,9 @@ TEST(JobFiles, ASbatchScriptOnP5AsksForThePlansNodesAndItsBandsSlowEnd) {
     // bash reads it, and run under stand-ins srun starts one torchrun a node meeting at the first.
     const std::string path = folder / "job.sbatch";
     EXPECT_EQ(run_command("bash -n '" + path + "'").exit_code, 0);
-    stand_in(folder, "scontrol", "printf 'ec-a\\nec-b\\nec-c\\nec-d\\n'");
+    // A long host list: a reader that stops at the first line would leave scontrol to SIGPIPE,
+    // which the script's pipefail turns into a failed job.
+    stand_in(folder, "scontrol", "printf 'ec-a\\nec-b\\nec-c\\nec-d\\n'; seq 200000");
     stand_in(folder, "srun", "echo \"srun $* FI_PROVIDER=$FI_PROVIDER DATA=$DATA\"");
     const testing::ProcessResult run = run_command(
         "cd '" + folder.path.string() + "' && PATH='" + folder.path.string() +
