@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -89,8 +90,6 @@ const FabricEnvironment kTcpxo{
 const FabricEnvironment kRoce{"RoCE (NCCL's IB transport on Ethernet)",
                               {{"NCCL_IB_DISABLE", "0"}},
                               "NCCL User Guide, 'Environment Variables' (NCCL_IB_DISABLE, NCCL_IB_GID_INDEX)"};
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 /// The text of `value` as a launch file writes a figure: 7 significant digits, no exponent for
 /// everyday sizes (3.2, 8192, 0.0125).
@@ -380,13 +379,14 @@ std::string skypilot_file(const JobRequest& r, const LearningRate& lr, const std
     const bool synthetic = epochcast && r.scenario.storage != Store::s3;
     out << "  DATA: " << (synthetic ? "synthetic" : "/data/imagenet")
         << "  # the images: a folder with one subfolder per class on every node (sky launch --env DATA=...)\n";
-    for (const auto& [name, value] : fabric_environment(*r.instance).variables) {
+    const FabricEnvironment& fabric = fabric_environment(*r.instance);
+    for (const auto& [name, value] : fabric.variables) {
         if (name == "LD_LIBRARY_PATH") continue;  // extended in run, where the shell expands it
         out << "  " << name << ": " << yaml_quoted(value) << "\n";
     }
     out << "run: |\n";
     out << "  set -euo pipefail\n";
-    for (const auto& [name, value] : fabric_environment(*r.instance).variables) {
+    for (const auto& [name, value] : fabric.variables) {
         if (name == "LD_LIBRARY_PATH") out << "  export LD_LIBRARY_PATH=\"" << value << "\"\n";
     }
     out << "  head=$(echo \"$SKYPILOT_NODE_IPS\" | sed -n 1p)\n";  // reads it all: no SIGPIPE under pipefail
@@ -431,11 +431,10 @@ const FabricEnvironment& fabric_environment(const InstanceSpec& instance) {
         case Interconnect::efa:
             return kEfa;
         case Interconnect::infiniband:
-            return instance.cloud == "azure" && starts_with(instance.name, "Standard_ND96isr_H100_v5")
-                       ? kAzureInfiniBand
-                       : kInfiniBand;
+            return instance.cloud == "azure" && instance.name.starts_with("Standard_ND96isr_H100_v5") ? kAzureInfiniBand
+                                                                                                      : kInfiniBand;
         case Interconnect::tcpx:
-            return starts_with(instance.name, "a3-megagpu") ? kTcpxo : kTcpx;
+            return instance.name.starts_with("a3-megagpu") ? kTcpxo : kTcpx;
         case Interconnect::roce:
             return kRoce;
         case Interconnect::tcp:
