@@ -27,6 +27,7 @@ std::unique_ptr<CLI::App> make_app(std::ostream& out, std::ostream& progress) {
     register_catalog(*app, out);
     register_predict(*app, out);
     register_import_nccl(*app, out);
+    register_import_log(*app, out);
     register_calibrate(*app, out);
     register_validate(*app, out);
     register_plan_calibration(*app, out);

@@ -221,6 +221,27 @@ std::string cluster_text(const JobRequest& r) {
     return text;
 }
 
+/// The commands that check the run against the prediction afterwards, as comment lines: epochcast's
+/// own training writes a trace; another script's log becomes one with `epochcast import-log`.
+std::string check_commands(const JobRequest& r, JobFormat format) {
+    std::string out = "# Check the run against the prediction afterwards";
+    if (r.scenario.framework == Framework::epochcast) {
+        out += ": its trace (epochcast run --trace-out) to\n";
+    } else {
+        const char* log = format == JobFormat::sbatch     ? "epochcast-JOBID.out"
+                          : format == JobFormat::skypilot ? "train.log (sky logs CLUSTER > train.log)"
+                                                          : "train.log (the first node's output)";
+        // torchvision's train.py is the default script; --format auto reads a command of the user's.
+        const char* format_flag = r.train_command.empty() ? " --format torchvision" : "";
+        out += ": its log, " + std::string(log) + ", to a trace, then\n";
+        out += "#   epochcast import-log LOG" + std::string(format_flag) + " " + r.predict_flags + r.catalog_flags +
+               " -o run-trace.json\n";
+    }
+    out += "#   epochcast calibrate run-trace.json" + r.catalog_flags + " -o calibration.json\n";
+    out += "#   epochcast predict " + r.predict_flags + r.catalog_flags + " --calibration calibration.json\n";
+    return out;
+}
+
 /// What the plan assumed, as comment lines ("# ...").
 std::string header(const JobRequest& r, const LearningRate& lr, JobFormat format) {
     const Prediction& p = r.prediction;
@@ -264,9 +285,7 @@ std::string header(const JobRequest& r, const LearningRate& lr, JobFormat format
     const FabricEnvironment& fabric = fabric_environment(*r.instance);
     out << "#   fabric:        " << fabric.name << (fabric.source.empty() ? "" : "; " + std::string(fabric.source))
         << "\n";
-    out << "# Check the run against the prediction afterwards: its trace (epochcast run --trace-out) to\n"
-        << "#   epochcast calibrate TRACE" << r.catalog_flags << " -o calibration.json\n"
-        << "#   epochcast predict " << r.predict_flags << r.catalog_flags << " --calibration calibration.json\n";
+    out << check_commands(r, format);
     return out.str();
 }
 

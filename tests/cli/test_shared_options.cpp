@@ -39,11 +39,11 @@ std::string option_help(const std::string& help, const std::string& flag) {
     return squeezed;
 }
 
-const std::vector<std::string> kCalibrationCommands = {"predict",  "plan", "sweep",           "validate",
-                                                       "simulate", "run",  "plan-calibration"};
-const std::vector<std::string> kCatalogCommands = {"catalog",   "predict",    "plan", "sweep",
-                                                   "validate",  "simulate",   "run",  "plan-calibration",
-                                                   "calibrate", "import-nccl"};
+const std::vector<std::string> kCalibrationCommands = {
+    "predict", "plan", "sweep", "validate", "simulate", "run", "plan-calibration", "import-log"};
+const std::vector<std::string> kCatalogCommands = {"catalog",   "predict",     "plan",      "sweep",
+                                                   "validate",  "simulate",    "run",       "plan-calibration",
+                                                   "calibrate", "import-nccl", "import-log"};
 
 TEST(SharedOptions, CalibrationHasTheSameWordsHelpAndDefaultEverywhere) {
     const std::string reference = option_help(help_of("predict"), "--calibration");
