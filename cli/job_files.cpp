@@ -180,6 +180,12 @@ std::string training_command(JobFormat format, const JobRequest& r, const Learni
         {"launcher", format == JobFormat::sbatch ? "--launcher srun" : ""},
         {"checkpoint_every_steps", std::to_string(checkpoint_every_steps(r))},
         {"amp", r.scenario.precision == Precision::amp ? "--amp" : ""},
+        // A requeued or restarted job goes on from its checkpoint, tested for as it starts (nothing
+        // on a first start): train.py's checkpoints/checkpoint.pth (saved each epoch), or
+        // epochcast-train's checkpoints/checkpoint.ecp.
+        {"resume", r.scenario.framework == Framework::epochcast
+                       ? "$(test -f checkpoints/checkpoint.ecp && echo --resume)"
+                       : "$(test -f checkpoints/checkpoint.pth && echo --resume checkpoints/checkpoint.pth)"},
         {"precision", r.scenario.framework == Framework::epochcast ? epochcast_precision(r)
                                                                    : std::string(to_string(r.scenario.precision))},
     };
@@ -468,12 +474,12 @@ std::string default_train_command(Framework framework) {
             // torchvision's references/classification/train.py: --batch-size is per GPU, --lr as used.
             return "train.py --model {model} --data-path {data} --batch-size {batch} --epochs {epochs} --lr {lr} "
                    "--lr-warmup-epochs {warmup_epochs} --lr-warmup-method linear --train-crop-size {image_size} "
-                   "{amp} --output-dir checkpoints";
+                   "{amp} --output-dir checkpoints {resume}";
         case Framework::epochcast:
             // epochcast-train scales its learning rate linearly itself (0.1 x global batch / 256).
             return "epochcast run {launcher} --instance {instance} --model {model} --image-size {image_size} "
                    "--batch-per-gpu {batch} --epochs {epochs} --precision {precision} --warmup-epochs {warmup_epochs} "
-                   "--data {data} --checkpoint-dir checkpoints --checkpoint-every {checkpoint_every_steps} "
+                   "--data {data} --checkpoint-dir checkpoints --checkpoint-every {checkpoint_every_steps} {resume} "
                    "--trace-out run-trace.json";
         case Framework::mxnet:
         case Framework::tensorflow:

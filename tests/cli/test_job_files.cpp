@@ -109,6 +109,16 @@ TEST(JobFiles, ASbatchScriptOnP5AsksForThePlansNodesAndItsBandsSlowEnd) {
                     "--data-path /images "))
         << run.out;
     EXPECT_TRUE(has(run.out, "FI_PROVIDER=efa DATA=/images")) << run.out;
+    // A first start resumes nothing; a requeued one goes on from train.py's last checkpoint.
+    EXPECT_TRUE(has(run.out, "--output-dir checkpoints FI_PROVIDER=efa")) << run.out;
+    std::filesystem::create_directories(folder.path / "checkpoints");
+    std::ofstream(folder / "checkpoints/checkpoint.pth") << "saved";
+    const testing::ProcessResult requeued = run_command(
+        "cd '" + folder.path.string() + "' && PATH='" + folder.path.string() +
+        "':$PATH SLURM_JOB_NODELIST=ec-[a-d] SLURM_JOB_NUM_NODES=4 SLURM_JOB_ID=7 DATA=/images bash '" + path + "'");
+    EXPECT_EQ(requeued.exit_code, 0) << requeued.err;
+    EXPECT_TRUE(has(requeued.out, "--output-dir checkpoints --resume checkpoints/checkpoint.pth FI_PROVIDER=efa"))
+        << requeued.out;
     // Without the images' folder it stops before anything starts, saying so.
     const testing::ProcessResult unset = run_command("PATH='" + folder.path.string() + "':$PATH bash '" + path + "'");
     EXPECT_NE(unset.exit_code, 0);
