@@ -26,6 +26,7 @@ std::unique_ptr<CLI::App> make_app(std::ostream& out, std::ostream& progress) {
         "or the budget.");
     register_catalog(*app, out);
     register_predict(*app, out);
+    register_compare(*app, out);
     register_import_nccl(*app, out);
     register_import_log(*app, out);
     register_calibrate(*app, out);

@@ -49,6 +49,7 @@ void register_catalog(CLI::App& app, std::ostream& out);
 void register_predict(CLI::App& app, std::ostream& out);
 void register_import_nccl(CLI::App& app, std::ostream& out);
 void register_import_log(CLI::App& app, std::ostream& out);
+void register_compare(CLI::App& app, std::ostream& out);
 void register_calibrate(CLI::App& app, std::ostream& out);
 void register_validate(CLI::App& app, std::ostream& out);
 void register_plan_calibration(CLI::App& app, std::ostream& out);

@@ -2,6 +2,7 @@
 // today's default beside seed 000's cluster of 8 x p3.16xlarge under both of its set-ups.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "cli/table.hpp"
 #include "model/errors.hpp"
 #include "model/iteration.hpp"
+#include "model/scenario_file.hpp"
 #include "model/spot.hpp"
 #include "model/text_io.hpp"
 #include "model/types.hpp"
@@ -31,6 +33,10 @@ struct PredictOptions {
     std::string calibration = "built-in";
     bool json = false;
     EmitFlags emit;
+    std::string scenario_file;  ///< --scenario: the configurations, instead of the scenario flags
+    std::string save_scenario;  ///< --save-scenario: where to write the configurations predicted
+    /// The flags a scenario file replaces (scenario, spot and run-cost flags): none may come with --scenario.
+    std::vector<const CLI::Option*> configuration_flags;
 };
 
 /// Seed 000's two set-ups on 8 x p3.16xlarge (64 V100, batch 256 per GPU, mixed precision):
@@ -59,7 +65,7 @@ public:
 
     /// One object for a configuration; the default's three as a list of three.
     void print_json(std::ostream& out) const override {
-        if (!seed_cluster_) return print_json_document(one_json(results_.front()), out);
+        if (results_.size() == 1) return print_json_document(one_json(results_.front()), out);
         nlohmann::json all = nlohmann::json::array();
         for (const ScenarioResult& r : results_) all.push_back(one_json(r));
         print_json_document(all, out);
@@ -283,17 +289,36 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     if (!o.deadline.empty()) deadline_s = parse_duration_s(o.deadline, "--deadline");
     std::vector<std::string> inputs = o.catalogs;
     inputs.push_back(calibration_file(o.calibration));
+    const bool from_file = !o.scenario_file.empty();
+    if (from_file) {
+        inputs.push_back(o.scenario_file);
+        for (const CLI::Option* flag : o.configuration_flags) {
+            if (flag->count() > 0) {
+                throw InputError(flag->get_name() + ": the configuration comes from --scenario " + o.scenario_file +
+                                 " (give it there, or leave --scenario out)");
+            }
+        }
+    }
     check_emit_flags(o.emit, inputs);
-    if (!o.emit.format.empty() && !o.flags.any_given()) {
+    if (!o.save_scenario.empty()) check_outputs({{"--save-scenario", o.save_scenario}}, inputs);
+    if (!o.emit.format.empty() && !from_file && !o.flags.any_given()) {
         throw InputError("--emit: a launch file is for one configuration: name it (--instance, --nodes, ...)");
     }
     const CostModel model(load_catalog(o.catalogs), load_calibration(o.calibration));
 
     // No scenario flag: today's default beside the seeds' two set-ups, --pricing applied to all
     // three and --stack to the seeds'.
-    const bool seed_cluster = !o.flags.any_given();
+    const bool seed_cluster = !from_file && !o.flags.any_given();
     std::vector<Scenario> scenarios;
-    if (seed_cluster) {
+    if (from_file) {
+        for (const NamedScenario& named : read_scenario_file(o.scenario_file, model.catalog())) {
+            scenarios.push_back(named.scenario);
+        }
+        if (!o.emit.format.empty() && scenarios.size() > 1) {
+            throw InputError("--emit: a launch file is for one configuration; " + o.scenario_file + " holds " +
+                             std::to_string(scenarios.size()));
+        }
+    } else if (seed_cluster) {
         scenarios.push_back(Scenario{});
         for (Scenario& s : seed_cluster_setups()) {
             s.stack = parse_software_stack(o.flags.stack, "--stack");
@@ -303,9 +328,11 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     } else {
         scenarios.push_back(o.flags.to_scenario());
     }
-    for (Scenario& s : scenarios) {
-        o.spot.apply(s);
-        s.spot_elastic = o.elastic_spot;
+    if (!from_file) {
+        for (Scenario& s : scenarios) {
+            o.spot.apply(s);
+            s.spot_elastic = o.elastic_spot;
+        }
     }
 
     std::vector<ScenarioResult> results;
@@ -313,6 +340,12 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
         const ResolvedScenario resolved = model.resolve(s);
         results.push_back({s, model.checked_predict(resolved), resolved.curve_origin});
         write_job_file(o.emit, model, s, resolved, results.back().prediction, o.catalogs);
+    }
+    if (!o.save_scenario.empty()) {
+        std::vector<NamedScenario> saved;
+        for (const Scenario& s : scenarios) saved.push_back({"", s});
+        if (from_file) saved = read_scenario_file(o.scenario_file, model.catalog());  // their names kept
+        write_text_file_atomically(o.save_scenario, scenario_file_json(saved), "scenario file");
     }
     write_report(PredictReport(model, std::move(results), seed_cluster, deadline_s), output_format(o.json), out);
     if (!o.emit.format.empty() && !o.json) {
@@ -341,8 +374,23 @@ void register_predict(CLI::App& app, std::ostream& out) {
                     "interruptions; docs/model.md, eq. X6)");
     add_catalog_option(*cmd, options->catalogs);
     add_calibration_option(*cmd, options->calibration);
-    add_json_flag(*cmd, options->json, "one JSON object per configuration (a list of three with no scenario flag)");
+    add_json_flag(*cmd, options->json,
+                  "one JSON object per configuration (a list of three with no scenario flag, or of a --scenario "
+                  "file's several)");
     add_emit_flags(*cmd, options->emit);
+    // Every flag so far but these describes the configuration: a scenario file replaces them all.
+    for (const CLI::Option* option : cmd->get_options()) {
+        static const std::vector<std::string> kept = {"--help", "--help-all", "--catalog",   "--calibration", "--json",
+                                                      "--emit", "--output",   "--train-cmd", "--deadline"};
+        if (std::find(kept.begin(), kept.end(), option->get_name()) == kept.end()) {
+            options->configuration_flags.push_back(option);
+        }
+    }
+    cmd->add_option("--scenario", options->scenario_file,
+                    "Predict the configurations of a scenario file (epochcast.scenario/1: one, or a \"scenarios\" "
+                    "list) instead of the scenario flags");
+    cmd->add_option("--save-scenario", options->save_scenario,
+                    "Also write the configurations predicted as a scenario file, to predict or compare again");
     cmd->callback([options, &out] { run_predict(*options, out); });
 }
 

@@ -100,6 +100,9 @@ struct Scenario {
     /// "Evaluation")
     std::optional<int> eval_every_epochs;
     double startup_s = -1;  ///< launch to first iteration, seconds; -1: eq. L1's for the cluster
+
+    /// Every field equal (a scenario file read back is the Scenario written).
+    friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 
 }  // namespace epochcast

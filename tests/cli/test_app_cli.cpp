@@ -28,7 +28,7 @@ TEST(AppCli, AnUnknownSubcommandIsNamedWithTheValidOnes) {
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(count_lines(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find("unknown subcommand 'frobnicate'"), std::string::npos) << r.err;
-    for (const char* name : {"catalog", "predict", "import-nccl", "import-log", "calibrate", "validate",
+    for (const char* name : {"catalog", "predict", "compare", "import-nccl", "import-log", "calibrate", "validate",
                              "plan-calibration", "simulate", "run", "sweep", "plan"}) {
         EXPECT_NE(r.err.find(name), std::string::npos) << name << " missing from: " << r.err;
     }

@@ -64,7 +64,7 @@ TEST(DocsCli, TheHelpParsersFindTheFlagsTheyShould) {
     const ProcessResult top = run_epochcast("--help");
     ASSERT_EQ(top.exit_code, 0) << top.err;
     const std::vector<std::string> names = subcommands(top.out);
-    EXPECT_EQ(names.size(), 11u) << top.out;
+    EXPECT_EQ(names.size(), 12u) << top.out;
     const std::set<std::string> predict = long_flags(run_epochcast("predict --help").out);
     for (const char* flag : {"--instance", "--nodes", "--target-top1", "--catalog", "--json", "--help"}) {
         EXPECT_EQ(predict.count(flag), 1u) << flag;

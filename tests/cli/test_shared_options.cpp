@@ -40,10 +40,10 @@ std::string option_help(const std::string& help, const std::string& flag) {
 }
 
 const std::vector<std::string> kCalibrationCommands = {
-    "predict", "plan", "sweep", "validate", "simulate", "run", "plan-calibration", "import-log"};
+    "predict", "plan", "sweep", "validate", "simulate", "run", "plan-calibration", "import-log", "compare"};
 const std::vector<std::string> kCatalogCommands = {"catalog",   "predict",     "plan",      "sweep",
                                                    "validate",  "simulate",    "run",       "plan-calibration",
-                                                   "calibrate", "import-nccl", "import-log"};
+                                                   "calibrate", "import-nccl", "import-log", "compare"};
 
 TEST(SharedOptions, CalibrationHasTheSameWordsHelpAndDefaultEverywhere) {
     const std::string reference = option_help(help_of("predict"), "--calibration");

@@ -6,6 +6,7 @@
 
 #include "model/calibration.hpp"
 #include "model/catalog.hpp"
+#include "model/scenario_file.hpp"
 #include "model/sweep.hpp"
 #include "tests/support/docs_text.hpp"
 
@@ -71,6 +72,18 @@ TEST(DocsFormatsModel, TheCalibrationExampleTakesWhatItLeavesOutFromThePrior) {
     EXPECT_DOUBLE_EQ(c.network.relative_sigma, 0.3);
     EXPECT_DOUBLE_EQ(c.startup_s, 90.0);
     EXPECT_TRUE(c.uncertainty.parameters.empty());
+}
+
+TEST(DocsFormatsModel, TheScenarioExampleIsTheNamedListItShows) {
+    const std::string text = example("## Scenario (`epochcast.scenario/1`)");
+    ASSERT_FALSE(text.empty()) << "docs/formats.md, \"## Scenario\", has no ```json example";
+    const std::vector<NamedScenario> list = parse_scenario_file(text, "docs/formats.md", Catalog::built_in());
+    ASSERT_EQ(list.size(), 2u);
+    EXPECT_EQ(list[0].name, "p5, a day");
+    EXPECT_EQ(list[0].scenario.instance, "p5.48xlarge");
+    EXPECT_DOUBLE_EQ(list[0].scenario.target_top1_percent, 75.9);
+    EXPECT_EQ(list[1].scenario.pricing, Pricing::spot);
+    EXPECT_DOUBLE_EQ(list[1].scenario.checkpoint_interval_s, 1800);
 }
 
 TEST(DocsFormatsModel, TheSweepSpecExampleIsTheCrossProductItShows) {
