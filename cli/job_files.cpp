@@ -9,6 +9,7 @@
 #include "cli/output.hpp"
 #include "cli/report.hpp"
 #include "model/errors.hpp"
+#include "model/scenario_file.hpp"
 #include "model/text_io.hpp"
 #include "model/types.hpp"
 
@@ -527,23 +528,6 @@ void check_emit_flags(const EmitFlags& flags, const std::vector<std::string>& in
     check_outputs({{"-o", flags.output}}, inputs);
 }
 
-std::string predict_flags(const Scenario& s) {
-    std::string out = "--instance " + s.instance + " --nodes " + std::to_string(s.nodes);
-    if (s.gpus_per_node > 0) out += " --gpus-per-node " + std::to_string(s.gpus_per_node);
-    out += " --batch-per-gpu " + std::to_string(s.batch_per_gpu);
-    out += " --model " + s.model + " --image-size " + std::to_string(s.image_size);
-    out += " --framework " + std::string(to_string(s.framework)) + " --precision " +
-           std::string(to_string(s.precision)) + " --strategy " + std::string(to_string(s.strategy));
-    if (s.target_top1_percent > 0) {
-        out += " --target-top1 " + shortest(s.target_top1_percent);
-        if (!s.recipe.empty()) out += " --recipe " + s.recipe;
-    } else {
-        out += " --epochs " + shortest(s.epochs);
-    }
-    if (s.pricing != Pricing::on_demand) out += " --pricing " + std::string(to_string(s.pricing));
-    return out;
-}
-
 void write_job_file(const EmitFlags& flags, const CostModel& model, const Scenario& scenario,
                     const ResolvedScenario& resolved, const Prediction& prediction,
                     const std::vector<std::string>& catalogs) {
@@ -568,7 +552,7 @@ void write_job_file(const EmitFlags& flags, const CostModel& model, const Scenar
         }
     }
     request.train_command = flags.train_command;
-    request.predict_flags = predict_flags(request.scenario);
+    request.predict_flags = scenario_flags(request.scenario);
     for (const std::string& file : catalogs) request.catalog_flags += " --catalog " + file;
     write_text_file_atomically(flags.output, job_file(parse_job_format(flags.format), request), "launch");
 }

@@ -49,7 +49,7 @@ struct JobRequest {
     const Recipe* recipe = nullptr;
     /// --train-cmd with its placeholders; empty: default_train_command's.
     std::string train_command;
-    /// The predict flags that give this configuration again, for the check at the end of the run.
+    /// The predict flags that give this configuration again (scenario_flags), for the check at the end of the run.
     std::string predict_flags;
     /// " --catalog FILE" for each catalog file it was predicted with (calibrate needs them too).
     std::string catalog_flags;
@@ -76,9 +76,6 @@ void add_emit_flags(CLI::App& command, EmitFlags& flags);
 /// Before any work: a format it knows, -o with --emit and only with it (and --train-cmd too), the
 /// file writable and none of `inputs`. Throws InputError naming the flag.
 void check_emit_flags(const EmitFlags& flags, const std::vector<std::string>& inputs);
-
-/// The predict flags that give `scenario` again ("--instance p5.48xlarge --nodes 4 ...").
-std::string predict_flags(const Scenario& scenario);
 
 /// Writes --emit's file for `scenario` (as `resolved` has it) and its `prediction` to -o, whole or
 /// not at all; `catalogs`, the --catalog files it was predicted with, go into the check's commands.

@@ -141,7 +141,41 @@ nlohmann::ordered_json configuration_json(const NamedScenario& named, bool with_
     return o;
 }
 
+/// `text` as a POSIX shell word: as it is where it holds only characters no shell treats specially.
+std::string shell_word(const std::string& text) {
+    const bool plain = !text.empty() && text.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-/:+@%,=") == std::string::npos;
+    if (plain) return text;
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 }  // namespace
+
+std::string scenario_flags(const Scenario& scenario) {
+    std::string out;
+    const nlohmann::ordered_json keys = configuration_json({"", scenario}, false);  // outlives the loop
+    for (const auto& [key, value] : keys.items()) {
+        const std::string flag = key == "compiled" ? "--compile" : "--" + [&] {
+            std::string dashed = key;
+            for (char& c : dashed) c = c == '_' ? '-' : c;
+            return dashed;
+        }();
+        if (!out.empty()) out += ' ';
+        if (value.is_boolean()) {
+            out += flag;  // configuration_json writes a flag only when it is true
+        } else if (value.is_string()) {
+            out += flag + " " + shell_word(value.get<std::string>());
+        } else if (value.is_number_integer()) {
+            out += flag + " " + std::to_string(value.get<std::int64_t>());
+        } else {
+            out += flag + " " + shortest(value.get<double>());
+        }
+    }
+    return out;
+}
 
 std::vector<NamedScenario> parse_scenario_file(std::string_view json_text, std::string_view origin,
                                                const Catalog& catalog) {

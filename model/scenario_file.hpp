@@ -36,6 +36,13 @@ std::vector<NamedScenario> parse_scenario_file(std::string_view json_text, std::
 /// Read and parse a file; a missing or unreadable file is an InputError naming the path.
 std::vector<NamedScenario> read_scenario_file(const std::filesystem::path& path, const Catalog& catalog);
 
+/// The `epochcast predict` flags that give `scenario` again, as one shell-ready string
+/// ("--instance p5.48xlarge --nodes 4 --batch-per-gpu 256 ..."): the keys scenario_file_json writes,
+/// each as its flag (underscores as dashes; "compiled" is --compile; a true flag alone), values
+/// quoted for a POSIX shell where they need it. The GUI's "Copy as command" and the launch files'
+/// check lines use it.
+std::string scenario_flags(const Scenario& scenario);
+
 /// The scenario file's text for `scenarios`: one configuration as the object itself, more as a
 /// "scenarios" list. Keys at their defaults are left out, except those a reader looks for first
 /// (instance, nodes, the batch, precision, strategy, framework, model, image size, the epochs or

@@ -90,7 +90,7 @@ TEST(JobFiles, ASbatchScriptOnP5AsksForThePlansNodesAndItsBandsSlowEnd) {
     EXPECT_TRUE(has(script,
                     "#   epochcast predict --instance p5.48xlarge --nodes 4 --gpus-per-node 8 "
                     "--batch-per-gpu 256"));
-    EXPECT_TRUE(has(script, "--target-top1 75.9 --calibration calibration.json\n"));
+    EXPECT_TRUE(has(script, "--target-top1 75.9 --pricing on-demand --calibration calibration.json\n")) << script;
 
     // bash reads it, and run under stand-ins srun starts one torchrun a node meeting at the first.
     const std::string path = folder / "job.sbatch";

@@ -41,8 +41,8 @@ std::string option_help(const std::string& help, const std::string& flag) {
 
 const std::vector<std::string> kCalibrationCommands = {
     "predict", "plan", "sweep", "validate", "simulate", "run", "plan-calibration", "import-log", "compare"};
-const std::vector<std::string> kCatalogCommands = {"catalog",   "predict",     "plan",      "sweep",
-                                                   "validate",  "simulate",    "run",       "plan-calibration",
+const std::vector<std::string> kCatalogCommands = {"catalog",   "predict",     "plan",       "sweep",
+                                                   "validate",  "simulate",    "run",        "plan-calibration",
                                                    "calibrate", "import-nccl", "import-log", "compare"};
 
 TEST(SharedOptions, CalibrationHasTheSameWordsHelpAndDefaultEverywhere) {

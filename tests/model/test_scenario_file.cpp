@@ -22,24 +22,45 @@ using testing::input_error_of;
 /// The fields of two Scenarios that differ, by name, for a failure's message.
 std::string differences(const Scenario& a, const Scenario& b) {
     std::string out;
-#define EPOCHCAST_FIELD(f) \
-    if (!(a.f == b.f)) out += " " #f;
-    EPOCHCAST_FIELD(model)
-    EPOCHCAST_FIELD(image_size) EPOCHCAST_FIELD(classes) EPOCHCAST_FIELD(dataset_images) EPOCHCAST_FIELD(epochs)
-        EPOCHCAST_FIELD(target_top1_percent) EPOCHCAST_FIELD(recipe) EPOCHCAST_FIELD(instance) EPOCHCAST_FIELD(nodes)
-            EPOCHCAST_FIELD(gpus_per_node) EPOCHCAST_FIELD(batch_per_gpu) EPOCHCAST_FIELD(global_batch)
-                EPOCHCAST_FIELD(precision) EPOCHCAST_FIELD(strategy) EPOCHCAST_FIELD(framework) EPOCHCAST_FIELD(stack)
-                    EPOCHCAST_FIELD(memory_format) EPOCHCAST_FIELD(loader) EPOCHCAST_FIELD(compiled)
-                        EPOCHCAST_FIELD(ps_instance) EPOCHCAST_FIELD(ps_nodes) EPOCHCAST_FIELD(ps_colocated)
-                            EPOCHCAST_FIELD(efa_adapters) EPOCHCAST_FIELD(pricing)
-                                EPOCHCAST_FIELD(spot_interruptions_per_node_hour) EPOCHCAST_FIELD(checkpoint_interval_s)
-                                    EPOCHCAST_FIELD(spot_replacement_wait_s) EPOCHCAST_FIELD(spot_elastic)
-                                        EPOCHCAST_FIELD(fusion_threshold_MiB) EPOCHCAST_FIELD(storage)
-                                            EPOCHCAST_FIELD(storage_tib) EPOCHCAST_FIELD(storage_tier_MBps_per_TiB)
-                                                EPOCHCAST_FIELD(eval_images) EPOCHCAST_FIELD(eval_every_epochs)
-                                                    EPOCHCAST_FIELD(startup_s)
-#undef EPOCHCAST_FIELD
-                                                        return out;
+    auto field = [&out](const char* name, bool equal) {
+        if (!equal) out += std::string(" ") + name;
+    };
+    field("model", a.model == b.model);
+    field("image_size", a.image_size == b.image_size);
+    field("classes", a.classes == b.classes);
+    field("dataset_images", a.dataset_images == b.dataset_images);
+    field("epochs", a.epochs == b.epochs);
+    field("target_top1_percent", a.target_top1_percent == b.target_top1_percent);
+    field("recipe", a.recipe == b.recipe);
+    field("instance", a.instance == b.instance);
+    field("nodes", a.nodes == b.nodes);
+    field("gpus_per_node", a.gpus_per_node == b.gpus_per_node);
+    field("batch_per_gpu", a.batch_per_gpu == b.batch_per_gpu);
+    field("global_batch", a.global_batch == b.global_batch);
+    field("precision", a.precision == b.precision);
+    field("strategy", a.strategy == b.strategy);
+    field("framework", a.framework == b.framework);
+    field("stack", a.stack == b.stack);
+    field("memory_format", a.memory_format == b.memory_format);
+    field("loader", a.loader == b.loader);
+    field("compiled", a.compiled == b.compiled);
+    field("ps_instance", a.ps_instance == b.ps_instance);
+    field("ps_nodes", a.ps_nodes == b.ps_nodes);
+    field("ps_colocated", a.ps_colocated == b.ps_colocated);
+    field("efa_adapters", a.efa_adapters == b.efa_adapters);
+    field("pricing", a.pricing == b.pricing);
+    field("spot_interruptions_per_node_hour", a.spot_interruptions_per_node_hour == b.spot_interruptions_per_node_hour);
+    field("checkpoint_interval_s", a.checkpoint_interval_s == b.checkpoint_interval_s);
+    field("spot_replacement_wait_s", a.spot_replacement_wait_s == b.spot_replacement_wait_s);
+    field("spot_elastic", a.spot_elastic == b.spot_elastic);
+    field("fusion_threshold_MiB", a.fusion_threshold_MiB == b.fusion_threshold_MiB);
+    field("storage", a.storage == b.storage);
+    field("storage_tib", a.storage_tib == b.storage_tib);
+    field("storage_tier_MBps_per_TiB", a.storage_tier_MBps_per_TiB == b.storage_tier_MBps_per_TiB);
+    field("eval_images", a.eval_images == b.eval_images);
+    field("eval_every_epochs", a.eval_every_epochs == b.eval_every_epochs);
+    field("startup_s", a.startup_s == b.startup_s);
+    return out;
 }
 
 std::vector<Scenario> varied_scenarios() {
