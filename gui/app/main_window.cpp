@@ -4,6 +4,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -13,8 +14,10 @@
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
 #include <QPainter>
@@ -41,6 +44,7 @@
 #include "model/convergence.hpp"
 #include "model/errors.hpp"
 #include "model/observation.hpp"
+#include "model/scenario_file.hpp"
 #include "model/text_io.hpp"
 #include "model/types.hpp"
 
@@ -161,6 +165,10 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent)
     setCentralWidget(splitter);
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open scenario..."), QKeySequence::Open, this, &MainWindow::openScenarioDialog);
+    file->addAction(tr("&Save scenario..."), QKeySequence::Save, this, &MainWindow::saveScenarioDialog);
+    file->addAction(tr("Copy as co&mmand"), this, &MainWindow::copyScenarioCommand);
+    file->addSeparator();
     file->addAction(tr("Open &trace..."), this, &MainWindow::openTraceDialog);
     file->addAction(tr("Open &calibration..."), this, &MainWindow::openCalibrationDialog);
     file->addSeparator();
@@ -557,7 +565,7 @@ void MainWindow::onStrategyChanged() {
 }
 
 Scenario MainWindow::scenario() const {
-    Scenario s;
+    Scenario s = base_;
     s.instance = instance_->currentText().toStdString();
     s.nodes = nodes_->value();
     s.gpus_per_node = gpus_per_node_->value();
@@ -591,6 +599,7 @@ Scenario MainWindow::scenario() const {
 void MainWindow::setScenario(const Scenario& s) {
     const bool was = updating_;
     updating_ = true;
+    base_ = s;
     instance_->setCurrentText(QString::fromStdString(s.instance));
     onInstanceChanged();
     const int gpus = model_->catalog().instance(s.instance).gpus;
@@ -1170,6 +1179,60 @@ void MainWindow::onSimulationDone(std::optional<Prediction> simulated, QString e
     if (!simulation_dir_.isEmpty()) QDir(simulation_dir_).removeRecursively();
     simulation_dir_.clear();
     emit simulationFinished(simulated.has_value());
+}
+
+bool MainWindow::saveScenario(const QString& path) {
+    QSaveFile file(path);  // written to a temporary file, renamed on commit: nothing half-written
+    const std::string text = scenario_file_json({{"", scenario()}});
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text) ||
+        file.write(text.data(), static_cast<qint64>(text.size())) < 0 || !file.commit()) {
+        setMessage(tr("Cannot write %1: %2").arg(path, file.errorString()), true);
+        return false;
+    }
+    statusBar()->showMessage(tr("Scenario written to %1").arg(path), 5000);
+    return true;
+}
+
+bool MainWindow::openScenario(const QString& path) {
+    std::vector<NamedScenario> scenarios;
+    try {
+        scenarios = read_scenario_file(path.toStdString(), model_->catalog());
+    } catch (const InputError& error) {
+        setMessage(tr("Scenario not opened: %1").arg(error.what()), true);
+        return false;
+    }
+    // The others first, each pinned, then the first as the inputs.
+    clearPins();
+    for (std::size_t i = 1; i < scenarios.size() && pinCount() < kMaxPins; ++i) {
+        setScenario(scenarios[i].scenario);
+        pinCurrent();
+    }
+    setScenario(scenarios[0].scenario);
+    statusBar()->showMessage(scenarios.size() > 1
+                                 ? tr("Opened %1: %2 configurations, the others pinned").arg(path).arg(scenarios.size())
+                                 : tr("Opened %1").arg(path),
+                             5000);
+    return true;
+}
+
+QString MainWindow::scenarioCommand() const {
+    return QString::fromStdString("epochcast predict " + scenario_flags(scenario()));
+}
+
+void MainWindow::copyScenarioCommand() {
+    QGuiApplication::clipboard()->setText(scenarioCommand());
+    statusBar()->showMessage(tr("Copied: %1").arg(scenarioCommand()), 5000);
+}
+
+void MainWindow::saveScenarioDialog() {
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save scenario"), "scenario.json", tr("Scenario (*.json)"));
+    if (!path.isEmpty()) saveScenario(path);
+}
+
+void MainWindow::openScenarioDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open scenario"), QString(), tr("Scenario (*.json)"));
+    if (!path.isEmpty()) openScenario(path);
 }
 
 void MainWindow::openCalibrationDialog() {

@@ -71,6 +71,19 @@ public:
     /// Load a trace file: its runs are compared with predictions and overlaid on the scaling chart.
     bool loadTrace(const QString& path);
 
+    /// Write the current configuration as a scenario file (epochcast.scenario/1), whole or not at
+    /// all; false, the message line saying why, when it cannot be written.
+    bool saveScenario(const QString& path);
+    /// Open a scenario file: its first configuration becomes the inputs; with a list, each of the
+    /// others is pinned beside it first (up to kMaxPins). A bad file changes nothing: false, the
+    /// message line naming what is wrong. Keys the window has no input for (a store's size, the
+    /// evaluation, a spot rate) are kept with the configuration and saved with it again.
+    bool openScenario(const QString& path);
+    /// The `epochcast predict` line that gives the current configuration (model/scenario_file.hpp).
+    QString scenarioCommand() const;
+    /// Put scenarioCommand() on the clipboard.
+    void copyScenarioCommand();
+
     /// Pin the current configuration (false when there are already kMaxPins or no prediction).
     bool pinCurrent();
     void clearPins();
@@ -132,11 +145,16 @@ private:
     void openTraceDialog();
     void exportViewDialog();
     void exportCsvDialog();
+    void saveScenarioDialog();
+    void openScenarioDialog();
     void setMessage(const QString& text, bool error);
 
     std::unique_ptr<CostModel> model_;
     std::vector<std::string> catalogs_;
     bool updating_ = false;  ///< inputs being set programmatically: no recompute per field
+    /// The fields the inputs do not show, as the last scenario set (opened) had them: scenario()
+    /// starts from it.
+    Scenario base_;
 
     // Inputs
     QComboBox* instance_ = nullptr;

@@ -6,8 +6,10 @@
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QFile>
+#include <QGuiApplication>
 #include <QImage>
 #include <QLabel>
 #include <QProcess>
@@ -21,9 +23,12 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "gui/app/main_window.hpp"
 #include "gui/app/timeline_view.hpp"
 #include "model/errors.hpp"
+#include "model/scenario_file.hpp"
 #include "model/text_io.hpp"
 #include "tests/support/temp_file.hpp"
 #include "tests/support/temp_folder.hpp"
@@ -521,6 +526,79 @@ TEST(Screenshot, WritesANonBlankPngAndExits) {
                                                QString::fromStdString(folder / "y.png")});
     ASSERT_TRUE(bad_calibration.waitForFinished(60000));
     EXPECT_EQ(bad_calibration.exitCode(), 2);
+}
+
+/// `epochcast ARGS` (the built CLI) run by the shell, its stdout.
+QString cli_output(const QString& arguments) {
+    QProcess process;
+    process.start("/bin/sh", {"-c", QString(EPOCHCAST_CLI_PATH) + " " + arguments});
+    EXPECT_TRUE(process.waitForFinished(60000));
+    EXPECT_EQ(process.exitCode(), 0) << process.readAllStandardError().toStdString();
+    return QString::fromUtf8(process.readAllStandardOutput());
+}
+
+double throughput_of(const QString& json) {
+    return nlohmann::json::parse(json.toStdString())["throughput_images_per_s"].get<double>();
+}
+
+TEST_F(Window, SavesOpensAndCopiesItsScenarioAsTheCommandLineReadsIt) {
+    // A configuration with keys the window shows no input for (the store's size, the evaluation).
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 2;
+    s.storage = Store::fsx_lustre;
+    s.storage_tib = 4.8;
+    s.eval_every_epochs = 2;
+    s.pricing = Pricing::spot;
+    window.setScenario(s);
+    ASSERT_TRUE(window.prediction().has_value()) << window.message().toStdString();
+    const double shown = window.prediction()->throughput_images_per_s;
+
+    // Saved, the file is the window's configuration, hidden keys and all, and the CLI predicts it.
+    const TempFolder folder;
+    const QString path = QString::fromStdString(folder / "saved.json");
+    ASSERT_TRUE(window.saveScenario(path));
+    const std::vector<NamedScenario> saved = read_scenario_file(path.toStdString(), window.model().catalog());
+    ASSERT_EQ(saved.size(), 1u);
+    EXPECT_TRUE(saved[0].scenario == window.scenario());
+    EXPECT_DOUBLE_EQ(saved[0].scenario.storage_tib, 4.8);
+    EXPECT_DOUBLE_EQ(throughput_of(cli_output("predict --scenario '" + path + "' --json")), shown);
+
+    // Copy as command: the clipboard's line, run, predicts the same.
+    window.copyScenarioCommand();
+    const QString command = QGuiApplication::clipboard()->text();
+    EXPECT_EQ(command, window.scenarioCommand());
+    ASSERT_TRUE(command.startsWith("epochcast predict --instance p4d.24xlarge --nodes 2 ")) << command.toStdString();
+    EXPECT_TRUE(command.contains("--storage fsx-lustre --storage-tib 4.8")) << command.toStdString();
+    EXPECT_DOUBLE_EQ(throughput_of(cli_output(command.mid(QString("epochcast ").size()) + " --json")), shown);
+
+    // A list opens as its first configuration, the others pinned beside it.
+    const QString list = QString::fromStdString(folder / "list.json");
+    {
+        QFile file(list);
+        ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+        file.write(R"({"schema": "epochcast.scenario/1", "scenarios": [
+            {"name": "a", "instance": "p5.48xlarge", "nodes": 2},
+            {"name": "b", "instance": "p5.48xlarge", "nodes": 4},
+            {"name": "c", "instance": "a3-highgpu-8g", "nodes": 1}]})");
+    }
+    ASSERT_TRUE(window.openScenario(list));
+    EXPECT_EQ(window.pinCount(), 2);
+    EXPECT_EQ(window.scenario().nodes, 2);
+    EXPECT_EQ(window.scenario().instance, "p5.48xlarge");
+    EXPECT_EQ(window.scenario().storage, Store::none);  // the file's configuration, not the last one's
+
+    // A bad file changes nothing and says what is wrong.
+    const QString bad = QString::fromStdString(folder / "bad.json");
+    {
+        QFile file(bad);
+        ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+        file.write(R"({"schema": "epochcast.scenario/1", "nodes": [1, 2]})");
+    }
+    const Scenario before = window.scenario();
+    EXPECT_FALSE(window.openScenario(bad));
+    EXPECT_TRUE(window.scenario() == before);
+    EXPECT_TRUE(window.message().contains("\"nodes\" is a list")) << window.message().toStdString();
 }
 
 }  // namespace
