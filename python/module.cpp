@@ -15,6 +15,7 @@
 #include <streambuf>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -24,6 +25,8 @@
 #include "cli/sweep_row.hpp"
 #include "model/catalog.hpp"
 #include "model/errors.hpp"
+#include "model/scenario_file.hpp"
+#include "model/sweep.hpp"
 
 namespace py = pybind11;
 
@@ -314,6 +317,32 @@ py::tuple sweep_columns(const std::vector<std::string>& args, const std::optiona
     return py::make_tuple(rows, described);
 }
 
+/// A scenario file's text read as `predict --scenario` reads it, with the --catalog files given:
+/// for each configuration (name, the predict flags that give it, its keys as the file writes them,
+/// without "schema"). A bad file raises InputError with the CLI's message.
+py::list scenario_file(const std::string& text, const std::vector<std::string>& catalogs) {
+    std::vector<std::tuple<std::string, std::string, std::string>> read;
+    {
+        py::gil_scoped_release release;
+        const Catalog catalog = load_catalog(catalogs);
+        for (const NamedScenario& s : parse_scenario_file(text, "scenario", catalog)) {
+            read.emplace_back(s.name, scenario_flags(s.scenario), scenario_file_json({{"", s.scenario}}));
+        }
+    }
+    py::list out;
+    for (const auto& [name, flags, json] : read) out.append(py::make_tuple(to_str(name), to_str(flags), to_str(json)));
+    return out;
+}
+
+/// The keys a scenario file takes besides "schema" and "name" (the sweep spec's, then target_top1, recipe).
+py::list scenario_keys() {
+    py::list out;
+    for (std::string_view key : kSweepFields) out.append(std::string(key));
+    out.append("target_top1");
+    out.append("recipe");
+    return out;
+}
+
 }  // namespace
 }  // namespace epochcast::python
 
@@ -344,6 +373,9 @@ PYBIND11_MODULE(_epochcast, m) {
     });
     m.def("run", &run, py::arg("args"), "epochcast ARGS in process: (stdout, None or plan's unmet line)");
     m.def("options", &options, py::arg("subcommand"), "A subcommand's options, as --help lists them");
+    m.def("scenario_file", &scenario_file, py::arg("text"), py::arg("catalogs") = std::vector<std::string>{},
+          "A scenario file's configurations as [(name, predict flags, keys as JSON)]");
+    m.def("scenario_keys", &scenario_keys, "The keys a scenario file takes besides schema and name");
     m.def("sweep_columns", &sweep_columns, py::arg("args"), py::arg("spec_text") = py::none(),
           "epochcast sweep ARGS as (rows, columns)");
 }

@@ -32,6 +32,9 @@ __all__ = [
     "validate",
     "catalog",
     "simulate",
+    "compare",
+    "Scenario",
+    "write_scenarios",
     "Record",
     "Prediction",
     "Plan",
@@ -197,6 +200,135 @@ class Simulation(Prediction):
     __slots__ = ()
 
 
+class Scenario:
+    """One configuration kept as a scenario file (``epochcast.scenario/1``, docs/formats.md,
+    "Scenario"): the sweep spec's keys, each one value, with ``target_top1``, ``recipe`` and a
+    ``name``. ``Scenario(instance="p5.48xlarge", nodes=4)`` is checked as the command line checks the
+    file (TypeError for a key it does not take or a list, ValueError for a value it refuses);
+    ``Scenario.read(path)`` gives a file's (a list where it holds a "scenarios" list), ``write(path)``
+    writes one (``write_scenarios`` several), ``predict()`` predicts it and ``command()`` is the
+    ``epochcast predict`` line that gives it. Its keys are those the file would hold, defaults
+    written where ``predict --save-scenario`` writes them."""
+
+    __slots__ = ("_keys", "_flags")
+
+    def __init__(self, name=None, *, catalog=None, **keys):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Scenario() name= must be a str, not {type(name).__name__}")
+        known = _native.scenario_keys()
+        for key, value in keys.items():
+            if key not in known:
+                raise TypeError(f"Scenario() got an unexpected keyword argument {key!r}; it takes name, "
+                                + ", ".join(known))
+            if isinstance(value, (list, tuple, set, Mapping)):
+                raise TypeError(f"Scenario() {key}= takes one value, not a {type(value).__name__}: a scenario is one "
+                                "configuration (sweep() takes lists)")
+        document = {"schema": "epochcast.scenario/1"}
+        if name:
+            document["name"] = name
+        for key, value in keys.items():
+            if value is not None:
+                document[key] = f"{value.total_seconds()!r}s" if isinstance(value, datetime.timedelta) else value
+        (read,) = _read_scenarios(json.dumps(document), catalog)
+        self._set(*read)
+
+    def _set(self, name, flags, text):
+        keys = json.loads(text)
+        keys.pop("schema", None)
+        if name:
+            keys = {"name": name, **keys}
+        object.__setattr__(self, "_keys", keys)
+        object.__setattr__(self, "_flags", flags)
+
+    @classmethod
+    def _of(cls, name, flags, text):
+        scenario = cls.__new__(cls)
+        scenario._set(name, flags, text)
+        return scenario
+
+    @classmethod
+    def read(cls, path, catalog=None):
+        """The configuration of scenario file `path`, or the list of them where it holds a "scenarios" list."""
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        scenarios = [cls._of(*read) for read in _read_scenarios(text, catalog)]
+        return scenarios if "scenarios" in json.loads(text) else scenarios[0]
+
+    def text(self):
+        """The scenario file's text, as ``epochcast predict --save-scenario`` writes it."""
+        return json.dumps({"schema": "epochcast.scenario/1", **self._keys}, indent=2, ensure_ascii=False) + "\n"
+
+    def write(self, path):
+        """Write the scenario file to `path` (whole, or not at all)."""
+        _write_atomically(path, self.text())
+
+    def to_dict(self):
+        """The file's keys (without "schema") as a dict (a copy)."""
+        return copy.deepcopy(self._keys)
+
+    @property
+    def name(self):
+        return self._keys.get("name")
+
+    def __getattr__(self, key):
+        keys = object.__getattribute__(self, "_keys")
+        if key in keys:
+            return keys[key]
+        raise AttributeError(f"Scenario has no key {key!r} (a key at its default is left out); its keys are "
+                             + ", ".join(keys))
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Scenario is read-only; Scenario(**{**s.to_dict(), key: value}) makes a changed one")
+
+    def command(self):
+        """The ``epochcast predict`` line that gives this configuration."""
+        return "epochcast predict " + self._flags
+
+    def predict(self, **options):
+        """``predict(scenario=self, **options)``: a Prediction."""
+        return predict(scenario=self, **options)
+
+    def __eq__(self, other):
+        return isinstance(other, Scenario) and self._keys == other._keys
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Scenario({', '.join(f'{k}={v!r}' for k, v in self._keys.items())})"
+
+
+def _read_scenarios(text, catalog):
+    with _Files() as files:
+        catalogs = [] if catalog is None else [_text(c, files, "catalog")
+                                               for c in (catalog if isinstance(catalog, (list, tuple)) else [catalog])]
+        return _native.scenario_file(text, catalogs)
+
+
+def _write_atomically(path, text):
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".epochcast-", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def write_scenarios(path, scenarios):
+    """Write `scenarios` (Scenario objects) to `path` as one scenario file with a "scenarios" list,
+    which ``compare()``, ``predict(scenario=path)`` and the GUI's Open read."""
+    scenarios = list(scenarios)
+    for s in scenarios:
+        if not isinstance(s, Scenario):
+            raise TypeError(f"write_scenarios() takes Scenario objects, not {type(s).__name__}")
+    document = {"schema": "epochcast.scenario/1", "scenarios": [s.to_dict() for s in scenarios]}
+    _write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
 # ---- arguments --------------------------------------------------------------------------------
 
 
@@ -261,6 +393,8 @@ def _text(value, files, name):
         return f"{value.total_seconds()!r}s"
     if isinstance(value, Calibration):
         return files.write("calibration.json", value.text)
+    if isinstance(value, Scenario):
+        return files.write("scenario.json", value.text())
     if isinstance(value, Mapping):  # a document: a catalog, a calibration
         if name not in _DOCUMENT_FLAGS:
             # nodes={} was written to a file whose temporary path the error then named.
@@ -335,11 +469,28 @@ def _json(arguments):
 def predict(**scenario):
     with _Files() as files:
         given = ["--json"]
-        if scenario.get("instance") is None:
+        if scenario.get("instance") is None and scenario.get("scenario") is None:
             # One scenario always: with no scenario flag the command compares three set-ups.
             given.append(f"--instance={_options('predict')['instance']['default']}")
         data, _ = _json(_arguments("predict", "predict", scenario, files, given=given))
-    return Prediction(data)
+    return [Prediction(d) for d in data] if isinstance(data, list) else Prediction(data)
+
+
+def compare(*scenarios, **options):
+    """Predict scenarios side by side, as ``epochcast compare``: a list of Predictions, each with its
+    ``label`` (the scenario's name, else its file). Each argument is a Scenario or a scenario file's
+    path; two configurations at least."""
+    with _Files() as files:
+        paths = []
+        for i, s in enumerate(scenarios):
+            if isinstance(s, Scenario):
+                paths.append(files.write(f"{s.name or 'scenario-' + str(i + 1)}.json".replace(os.sep, "-"), s.text()))
+            elif isinstance(s, (str, os.PathLike)):
+                paths.append(os.fspath(s))
+            else:
+                raise TypeError(f"compare() takes Scenario objects or scenario files' paths, not {type(s).__name__}")
+        data, _ = _json(_arguments("compare", "compare", options, files, paths, given=["--json"]))
+    return [Prediction(d) for d in data]
 
 
 def sweep(spec, **options):
@@ -477,6 +628,12 @@ _SUMMARIES = {
         (),
     ),
     catalog: ("catalog", "The GPUs and instances known: a Record of the epochcast.catalog/1 JSON.", ()),
+    compare: (
+        "compare",
+        "Predict Scenarios (or scenario files) side by side: a list of Predictions, each with its `label`\n"
+        "(`epochcast compare --json`).",
+        (),
+    ),
     simulate: (
         "simulate",
         "Simulate training iterations with SimGrid: a Simulation (`epochcast simulate --json`). Where this\n"
