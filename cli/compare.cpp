@@ -41,9 +41,9 @@ std::string difference_text(double value, double reference) {
 /// One row of the table: what it shows of a prediction, as text and as the number compared.
 struct Figure {
     std::string name;
-    std::string (*text)(const Prediction&);
-    double (*value)(const Prediction&);  ///< null: not compared in percent
-    bool money = false;                  ///< compared only where both configurations are priced
+    std::string (*text)(const Prediction&);  ///< null: the memory row (memory_text, which needs the model)
+    double (*value)(const Prediction&);      ///< null: not compared in percent
+    bool money = false;                      ///< compared only where both configurations are priced
 };
 
 std::string band(const Interval& interval, std::string (*format)(double)) {
@@ -90,15 +90,15 @@ const std::vector<Figure>& figures() {
                              : std::string("no price");
          },
          [](const Prediction& p) { return p.bill_usd; }, true},
-        {"memory per GPU (GiB)", [](const Prediction& p) { return format_number(p.memory_per_gpu_GiB, 1); },
-         [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
+        {"memory per GPU (GiB)", nullptr, [](const Prediction& p) { return p.memory_per_gpu_GiB; }},
     };
     return rows;
 }
 
 class CompareReport : public Report {
 public:
-    explicit CompareReport(std::vector<Compared> compared) : compared_(std::move(compared)) {}
+    CompareReport(const CostModel& model, std::vector<Compared> compared)
+        : model_(model), compared_(std::move(compared)) {}
 
     void print_text(std::ostream& out, bool markdown) const override {
         std::vector<std::string> header{"figure"};
@@ -108,7 +108,10 @@ public:
         Table table(header);
         for (const Figure& f : figures()) {
             std::vector<std::string> row{f.name};
-            for (const Compared& c : compared_) row.push_back(f.text(c.result.prediction));
+            for (const Compared& c : compared_) {
+                row.push_back(f.text ? f.text(c.result.prediction)
+                                     : memory_text(model_, c.result.scenario, c.result.prediction));
+            }
             for (std::size_t i = 1; i < compared_.size(); ++i) {
                 const Prediction& a = compared_[0].result.prediction;
                 const Prediction& b = compared_[i].result.prediction;
@@ -141,6 +144,7 @@ public:
     }
 
 private:
+    const CostModel& model_;
     std::vector<Compared> compared_;
 };
 
@@ -161,7 +165,7 @@ void run_compare(const CompareOptions& o, std::ostream& out) {
         throw InputError("compare: " + std::to_string(compared.size()) +
                          " configuration in the files; it takes two or more (a file may hold a \"scenarios\" list)");
     }
-    write_report(CompareReport(std::move(compared)), output_format(o.json), out);
+    write_report(CompareReport(model, std::move(compared)), output_format(o.json), out);
 }
 
 }  // namespace

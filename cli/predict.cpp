@@ -79,7 +79,7 @@ public:
                                                                             : " on today's tuned software")
                 << ":\n\n";
         }
-        print_prediction_table(results_, model_.catalog(), out);
+        print_prediction_table(results_, model_, out);
         for (const ScenarioResult& r : results_) print_spot(r, out);
         print_notes(out);
     }

@@ -13,6 +13,7 @@
 #include "model/spot.hpp"
 #include "model/storage.hpp"
 #include "model/text_io.hpp"
+#include "model/workload.hpp"
 #include "traces/trace.hpp"
 
 namespace epochcast::cli {
@@ -424,7 +425,19 @@ nlohmann::json prediction_json(const ScenarioResult& result) {
     return j;
 }
 
-void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out) {
+std::string memory_text(const CostModel& model, const Scenario& s, const Prediction& p) {
+    const Catalog& catalog = model.catalog();
+    const InstanceSpec& instance = catalog.instance(s.instance);
+    if (catalog.device_kind(instance) != DeviceKind::gpu) return fixed(p.memory_per_gpu_GiB, 1);
+    const GpuSpec& gpu = catalog.gpu_of(instance);
+    const int fits = largest_batch_that_fits(model.workload(s.model, s.image_size, s.classes), s.precision,
+                                             gpu.memory_gib * kBytesPerGiB);
+    return fixed(p.memory_per_gpu_GiB, 1) + " of the GPU's " + format_number(gpu.memory_gib, 1) +
+           " (a batch of up to " + format_count(fits) + " fits)";
+}
+
+void print_prediction_table(const std::vector<ScenarioResult>& results, const CostModel& model, std::ostream& out) {
+    const Catalog& catalog = model.catalog();
     std::vector<std::string> header{""};
     for (const ScenarioResult& r : results) {
         header.push_back(std::string(to_string(r.scenario.framework)) + " / " +
@@ -490,9 +503,7 @@ void print_prediction_table(const std::vector<ScenarioResult>& results, const Ca
         return fixed(1e3 * p.data_s, 1) + ", " + std::string(to_string(p.loader));
     });
     row("bottleneck", [](const Scenario&, const Prediction& p) { return bottleneck_text(p); });
-    row("memory per GPU (GiB)", [](const Scenario&, const Prediction& p) {
-        return fixed(p.memory_per_gpu_GiB, 2) + ", " + fixed(p.memory_headroom_GiB, 2) + " of it headroom";
-    });
+    row("memory per GPU (GiB)", [&](const Scenario& s, const Prediction& p) { return memory_text(model, s, p); });
     row("epoch", [](const Scenario&, const Prediction& p) { return format_duration(p.epoch_s); });
     row("epochs", [](const Scenario&, const Prediction& p) {
         std::string text = format_number(p.epochs, 3);

@@ -116,7 +116,12 @@ std::string format_cost(double usd, bool priced);
 /// The JSON of a rejected combination: the scenario echoed, "feasible": false and the reason.
 nlohmann::json infeasible_json(const Scenario& scenario, std::string_view reason);
 
-/// An aligned table, one column per result, with units in the row labels.
-void print_prediction_table(const std::vector<ScenarioResult>& results, const Catalog& catalog, std::ostream& out);
+/// An aligned table, one column per result, with units in the row labels. `model` gives the
+/// catalog and each model's workload (the largest batch that fits the GPU's memory).
+void print_prediction_table(const std::vector<ScenarioResult>& results, const CostModel& model, std::ostream& out);
+
+/// The memory row's text: what one GPU needs of its capacity and the largest batch that fits it,
+/// "14.7 of the GPU's 16 (a batch of up to 279 fits)"; on a CPU worker, what it needs alone.
+std::string memory_text(const CostModel& model, const Scenario& scenario, const Prediction& prediction);
 
 }  // namespace epochcast::cli

@@ -141,12 +141,12 @@ void print_elastic(const sim::ElasticReport& r, std::ostream& out) {
 /// What simulate found: the simulated prediction, the iteration times, the closed form's figures
 /// beside them, and the elastic schedule's phases when one was given.
 struct SimulateReport : Report {
-    SimulateReport(const SimulateOptions& o, const sim::SimulationOptions& options, const Catalog& catalog,
+    SimulateReport(const SimulateOptions& o, const sim::SimulationOptions& options, const CostModel& model,
                    const ResolvedScenario& resolved, const sim::SimulationResult& result, const Prediction& analytic,
                    const ScenarioResult& reported, const std::optional<sim::ElasticReport>& elastic)
         : o(o),
           options(options),
-          catalog(catalog),
+          model(model),
           resolved(resolved),
           result(result),
           analytic(analytic),
@@ -185,7 +185,7 @@ struct SimulateReport : Report {
     }
 
     void print_text(std::ostream& out, bool) const override {
-        print_prediction_table({reported}, catalog, out);
+        print_prediction_table({reported}, model, out);
         const sim::Distribution d = sim::describe(result.iteration_s);
         out << "\nsimulated " << options.iterations << " iterations (SimGrid, " << to_string(result.network_model)
             << ", " << to_string(result.granularity)
@@ -200,7 +200,7 @@ struct SimulateReport : Report {
 
     const SimulateOptions& o;
     const sim::SimulationOptions& options;
-    const Catalog& catalog;
+    const CostModel& model;
     const ResolvedScenario& resolved;
     const sim::SimulationResult& result;
     const Prediction& analytic;
@@ -279,7 +279,7 @@ void run_simulate(SimulateOptions& o, std::ostream& out, std::ostream& progress_
     const Prediction analytic = model.predict(resolved);
     const ScenarioResult reported{s, prediction, resolved.curve_origin};
 
-    write_report(SimulateReport{o, options, model.catalog(), resolved, result, analytic, reported, elastic},
+    write_report(SimulateReport{o, options, model, resolved, result, analytic, reported, elastic},
                  output_format(o.json), out);
 }
 

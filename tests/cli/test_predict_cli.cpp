@@ -425,7 +425,7 @@ TEST(PredictCliLimits, SweepRowsPastTheLimitsAreInfeasibleWithTheReason) {
         << result.out;
 }
 
-TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
+TEST(PredictCliLimits, TheMemoryFigureHoldsTheHeadroomAndSaysWhatFits) {
     // "A batch that leaves 30 MiB of a 16 GiB GPU free 'fits'": the figure holds the CUDA context
     // (781 MiB) and 2% of the tensors for the allocator (docs/model.md, eq. M1), and says so.
     const auto json =
@@ -434,7 +434,8 @@ TEST(PredictCliLimits, TheMemoryFigureSaysHowMuchOfItIsHeadroom) {
     EXPECT_NEAR(json["memory_headroom_GiB"].get<double>(), 781.0 / 1024 + 0.02 * tensors_GiB, 1e-9);
     EXPECT_NEAR(json["memory_per_gpu_GiB"].get<double>(), 1.02 * tensors_GiB + 781.0 / 1024, 1e-9);
     const std::string table = run_in_process({"predict", "--instance", "p3.16xlarge", "--nodes", "1"});
-    EXPECT_NE(table.find("14.72, 1.04 of it headroom"), std::string::npos) << table;
+    // The table says it as the GUI does: what the run needs of the GPU's memory, and the largest batch that fits.
+    EXPECT_NE(table.find("14.7 of the GPU's 16 (a batch of up to 279 fits)"), std::string::npos) << table;
     // The largest batch that fits a 16 GiB V100 at amp is 279; the refusal counts the headroom.
     expect_bad_input("predict --instance p3.16xlarge --nodes 1 --batch-per-gpu 280",
                      "with the CUDA context and the allocator's slack, more than the 16 GiB of a V100-SXM2-16GB (the "
