@@ -6,10 +6,12 @@
 // systems (model/fit.hpp). Published comparisons (speedups, epoch-time ratios) are checked too.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -67,11 +69,13 @@ std::string short_origin(const std::string& origin) { return std::filesystem::pa
 
 std::string describe(const Scenario& s) {
     std::string text = std::to_string(s.nodes) + " x " + s.instance;
-    if (s.gpus_per_node > 0) text += " (" + std::to_string(s.gpus_per_node) + " GPUs each)";
+    if (s.gpus_per_node > 0)
+        text += " (" + std::to_string(s.gpus_per_node) + (s.gpus_per_node == 1 ? " GPU" : " GPUs") + " each)";
     text += ", " + std::string(to_string(s.framework)) + "/" + std::string(to_string(s.strategy));
     if (s.efa_adapters >= 0) text += ", " + std::to_string(s.efa_adapters) + " EFA";
     text += ", " + s.model + " b" + std::to_string(s.batch_per_gpu) + " " + std::string(to_string(s.precision));
     if (s.compiled) text += ", compiled";
+    if (s.loader != Loader::framework_default) text += ", " + std::string(to_string(s.loader)) + " loader";
     return text;
 }
 
@@ -215,17 +219,24 @@ json checks_json(const std::vector<RunCheck>& runs, const std::vector<Comparison
 /// What validate found: the runs, comparisons and network measurements beside their predictions.
 struct ValidateReport : Report {
     ValidateReport(const std::vector<RunCheck>& r, const std::vector<ComparisonCheck>& c,
-                   const std::vector<NetworkCheck>& n, std::string h)
-        : runs(r), comparisons(c), networks(n), held_out(std::move(h)) {}
+                   const std::vector<NetworkCheck>& n, std::string h, int in_sample)
+        : runs(r), comparisons(c), networks(n), held_out(std::move(h)), in_sample_runs(in_sample) {}
 
     void print_text(std::ostream& out, bool markdown) const override {
         print_tables(runs, comparisons, held_out, markdown, out);
+        if (in_sample_runs > 0) {
+            out << (markdown ? "\n" : "") << "In sample: " << in_sample_runs << " of the " << runs.size()
+                << " runs are among those the calibration was fitted to (by file and index), so their error "
+                   "measures the fit, not a prediction; --hold-out system predicts each system from a fit without "
+                   "it.\n";
+        }
         if (!networks.empty() && !runs.empty()) out << '\n';
         print_networks(networks, markdown, out);
     }
 
     void print_json(std::ostream& out) const override {
         json report = checks_json(runs, comparisons, !held_out.empty());
+        report["in_sample_runs"] = in_sample_runs;
         report["networks"] = json::array();
         for (const NetworkCheck& c : networks) {
             report["networks"].push_back(
@@ -244,8 +255,23 @@ struct ValidateReport : Report {
     const std::vector<RunCheck>& runs;
     const std::vector<ComparisonCheck>& comparisons;
     const std::vector<NetworkCheck>& networks;
-    std::string held_out;  ///< how the predictions were held out (print_tables); empty in-sample
+    std::string held_out;    ///< how the predictions were held out (print_tables); empty in-sample
+    int in_sample_runs = 0;  ///< runs the calibration was fitted to (by-one-calibration checks only)
 };
+
+/// The runs among `fitted_from` (the calibration's "file#index"), matched by the file's name and
+/// the index, so that a path given another way (absolute, from another folder) still matches.
+int count_in_sample(const std::vector<RunCheck>& runs, const std::vector<std::string>& fitted_from) {
+    auto key = [](const std::string& origin) {
+        const std::size_t hash = origin.rfind('#');
+        const std::string file = origin.substr(0, hash);
+        return std::filesystem::path(file).filename().string() + (hash == std::string::npos ? "" : origin.substr(hash));
+    };
+    std::set<std::string> fitted;
+    for (const std::string& origin : fitted_from) fitted.insert(key(origin));
+    return static_cast<int>(std::count_if(runs.begin(), runs.end(),
+                                          [&](const RunCheck& c) { return fitted.count(key(c.run.origin)) > 0; }));
+}
 
 void run_validate(const ValidateOptions& o, std::ostream& out) {
     const OutputFormat format = output_format(o.json_output, o.markdown);
@@ -259,6 +285,7 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
     std::vector<ComparisonCheck> comparisons;
     std::vector<NetworkCheck> networks;
     const bool held_out = o.leave_one_out || !o.hold_out.empty();
+    int in_sample = 0;
     if (!held_out) {
         const CostModel model(catalog, load_calibration(o.calibration));
         for (const NetworkObservation& n : evidence.networks) networks.push_back(network_check(model, n));
@@ -270,6 +297,7 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
             }
         }
         for (const Comparison& c : evidence.comparisons) comparisons.push_back({c, predicted_ratio(model, c)});
+        in_sample = count_in_sample(runs, model.calibration().fitted_from);
     } else {
         HoldOut mode = HoldOut::run;
         if (o.hold_out == "system") mode = HoldOut::system;
@@ -300,7 +328,7 @@ void run_validate(const ValidateOptions& o, std::ostream& out) {
                                       : o.hold_out == "system"   ? "Leave-one-system-out"
                                       : o.hold_out == "two-runs" ? "Two-run calibration"
                                                                  : "Leave-one-out";
-    write_report(ValidateReport{runs, comparisons, networks, held_out_name}, format, out);
+    write_report(ValidateReport{runs, comparisons, networks, held_out_name, in_sample}, format, out);
 }
 
 }  // namespace

@@ -158,6 +158,25 @@ TEST(ValidateCli, JsonReportsEveryRunAndTheMeanError) {
     EXPECT_NEAR(json["mape_percent"].get<double>(), sum / 4, 1e-9);
 }
 
+TEST(ValidateCli, RunsTheCalibrationWasFittedToAreSaidToBeInSample) {
+    // The built-in calibration was fitted to seed 001's four runs: the text says the error is the fit's.
+    const auto built_in = run_epochcast("validate '" + kSeed001 + "'");
+    ASSERT_EQ(built_in.exit_code, 0) << built_in.err;
+    EXPECT_NE(built_in.out.find("In sample: 4 of the 4 runs are among those the calibration was fitted to"),
+              std::string::npos)
+        << built_in.out;
+    EXPECT_EQ(nlohmann::json::parse(run_epochcast("validate '" + kSeed001 + "' --json").out)["in_sample_runs"], 4);
+    // The data-free prior was fitted to none of them; held-out predictions are out of sample by design.
+    const auto prior = run_epochcast("validate '" + kSeed001 + "' --calibration data-free");
+    EXPECT_EQ(prior.out.find("In sample"), std::string::npos) << prior.out;
+    const auto held_out = run_epochcast("validate '" + kSeed001 + "' --hold-out two-runs");
+    EXPECT_EQ(held_out.out.find("In sample"), std::string::npos) << held_out.out;
+    // A path given another way names the same runs.
+    const auto other_path =
+        run_epochcast("validate '" EPOCHCAST_SOURCE_DIR "/traces/../traces/published/seed001_horovod_256_gpus.json'");
+    EXPECT_NE(other_path.out.find("In sample: 4 of the 4"), std::string::npos) << other_path.out;
+}
+
 TEST(ValidateCli, HoldOutTwoRunsPredictsTheRestAndAnUnknownModeIsExitCode2) {
     const auto two = run_epochcast("validate '" + kSeed001 + "' --hold-out two-runs --json");
     ASSERT_EQ(two.exit_code, 0) << two.err;
