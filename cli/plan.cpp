@@ -97,12 +97,16 @@ std::string strategy_text(const Scenario& s) {
     return "ps, " + std::to_string(s.ps_nodes) + " x " + s.ps_instance;
 }
 
-/// The strategy with what ran over which fabric: "nccl (tree over infiniband)".
-std::string strategy_text(const Plan& plan) {
+/// The strategy with what ran over which link: "nccl (tree over infiniband)" between nodes; on one
+/// node the GPUs' own link, "nccl (nvls over nvswitch)", since nothing crosses the fabric.
+std::string strategy_text(const Catalog& catalog, const Plan& plan) {
     const Prediction& p = plan.prediction;
     std::string text = strategy_text(plan.scenario);
     if (p.algorithm == Algorithm::none) return text;
-    return text + " (" + std::string(to_string(p.algorithm)) + " over " + std::string(to_string(p.interconnect)) + ")";
+    const std::string link = p.nodes > 1
+                                 ? std::string(to_string(p.interconnect))
+                                 : std::string(to_string(catalog.instance(plan.scenario.instance).intra_link()));
+    return text + " (" + std::string(to_string(p.algorithm)) + " over " + link + ")";
 }
 
 /// A plan's epochs with what the table flags: "35", "97 (extrapolated) [global batch beyond published recipes]".
@@ -119,8 +123,8 @@ std::string percent_text(double confidence) { return format_number(100 * confide
 void print_plan(std::ostream& out, const Catalog& catalog, const std::string& heading, const Plan& plan,
                 double confidence, bool with_pricing, Charge charge) {
     const Prediction& p = plan.prediction;
-    out << heading << ":\n  " << cluster_text(catalog, plan, with_pricing) << ", " << strategy_text(plan) << ", batch "
-        << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
+    out << heading << ":\n  " << cluster_text(catalog, plan, with_pricing) << ", " << strategy_text(catalog, plan)
+        << ", batch " << batch_per_gpu(plan.prediction) << " per GPU (global " << format_count(p.global_batch) << "), "
         << epochs_cell(p) << " epochs"
         << (p.epochs_basis == EpochsBasis::given ? std::string() : ", " + epochs_source_of(p)) << "\n  time to train "
         << format_duration(p.time_to_train_s) << " (" << format_duration(p.time_to_train_interval.low) << " - "
@@ -528,7 +532,7 @@ public:
                 row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
             }
             for (std::string cell :
-                 {cluster_text(catalog_, plan, pricing_of(o_) == Pricing::spot), strategy_text(plan),
+                 {cluster_text(catalog_, plan, pricing_of(o_) == Pricing::spot), strategy_text(catalog_, plan),
                   format_count(batch_per_gpu(plan.prediction)), epochs_cell(p), format_count(p.throughput_images_per_s),
                   format_cost(p.cluster_usd_per_hour, p.priced)})
                 row.push_back(std::move(cell));

@@ -52,6 +52,17 @@ TEST(PlanCli, TextNamesTheAnswersAndTheFront) {
     EXPECT_EQ(r.out.find("p4d"), std::string::npos) << "only the instances asked for";
 }
 
+TEST(PlanCli, AOneNodePlanNamesTheGpusLinkNotTheFabric) {
+    // Nothing crosses EFA on one p5.48xlarge: its all-reduce runs over NVSwitch.
+    const ProcessResult one = run_epochcast("plan --deadline 2h --instance p5.48xlarge --nodes 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.out.find("nccl (nvls over nvswitch)"), std::string::npos) << one.out;
+    EXPECT_EQ(one.out.find("over efa"), std::string::npos) << one.out;
+    const ProcessResult four = run_epochcast("plan --deadline 2h --instance p5.48xlarge --nodes 4");
+    ASSERT_EQ(four.exit_code, 0) << four.err;
+    EXPECT_NE(four.out.find(" over efa)"), std::string::npos) << four.out;
+}
+
 TEST(PlanCli, TheTextSaysWhatTheJsonSaysWithThousandsSeparators) {
     const ProcessResult text = run_epochcast("plan --deadline 1h --budget 500");
     const ProcessResult json = run_epochcast("plan --deadline 1h --budget 500 --json");
