@@ -157,7 +157,8 @@ inline constexpr std::array<SweepColumn, kSweepColumnCount> sweep_columns() {
     std::array<SweepColumn, kSweepColumnCount> columns{};
     std::size_t i = 0;
     for (const SweepColumn& c : detail::kScenarioColumns) columns[i++] = c;
-    for (const PredictionFigure& f : kPredictionFigures) columns[i++] = {f.name, ColumnType::number};
+    for (const PredictionFigure& f : kPredictionFigures)
+        columns[i++] = {f.name, f.whole ? ColumnType::count : ColumnType::number};
     for (const SweepColumn& c : detail::kOutcomeColumns) columns[i++] = c;
     for (const PredictionFigure& f : kRunCostFigures) columns[i++] = {f.name, ColumnType::number};
     for (const SweepColumn& c : detail::kStoreAndSpotColumns) columns[i++] = c;
@@ -178,7 +179,11 @@ void feasible_row(const ScenarioResult& result, Cells& cells) {
     cells.flag(true);
     cells.none();  // reason
     for (const PredictionFigure& figure : kPredictionFigures) {
-        p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
+        if (figure.whole) {
+            cells.count(static_cast<std::int64_t>(figure.get(p)));
+        } else {
+            p.priced || !is_money_figure(figure) ? cells.number(figure.get(p)) : cells.none();
+        }
     }
     cells.text(to_string(p.bottleneck));
     cells.text(to_string(result.curve_origin));

@@ -174,13 +174,14 @@ inline constexpr double kInterval95Sigmas = 1.96;
 struct PredictionFigure {
     const char* name;
     double (*get)(const Prediction&);
+    bool whole = false;  ///< a count (GPUs, images, buckets): the sweep's column holds whole numbers
 };
 
 /// Every numeric figure of a Prediction, in the sweep CSV's column order. Each is finite and not
 /// negative in a prediction that check_prediction() (model/limits.hpp) accepts.
 inline constexpr PredictionFigure kPredictionFigures[] = {
-    {"gpus", [](const Prediction& p) { return double(p.gpus); }},
-    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }},
+    {"gpus", [](const Prediction& p) { return double(p.gpus); }, true},
+    {"global_batch", [](const Prediction& p) { return double(p.global_batch); }, true},
     {"throughput_images_per_s", [](const Prediction& p) { return p.throughput_images_per_s; }},
     {"interval_low", [](const Prediction& p) { return p.interval.low; }},
     {"interval_high", [](const Prediction& p) { return p.interval.high; }},
@@ -193,7 +194,7 @@ inline constexpr PredictionFigure kPredictionFigures[] = {
     {"sync_s", [](const Prediction& p) { return p.sync_s; }},
     {"algorithm_bandwidth_GBps", [](const Prediction& p) { return p.algorithm_bandwidth_GBps; }},
     {"bus_bandwidth_GBps", [](const Prediction& p) { return p.bus_bandwidth_GBps; }},
-    {"buckets", [](const Prediction& p) { return double(p.buckets); }},
+    {"buckets", [](const Prediction& p) { return double(p.buckets); }, true},
     {"checkpoint_s", [](const Prediction& p) { return p.checkpoint_s; }},
     {"epoch_s", [](const Prediction& p) { return p.epoch_s; }},
     {"startup_s", [](const Prediction& p) { return p.startup_s; }},
