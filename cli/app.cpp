@@ -101,6 +101,12 @@ std::vector<OptionInfo> subcommand_options(const std::string& name) {
         info.flag = option->get_items_expected_max() == 0;
         info.repeatable = option->get_items_expected_max() > 1;
         info.required = option->get_required();
+        const std::string type = option->get_type_name();
+        if (type.find("FLOAT") != std::string::npos) {
+            info.value_kind = "float";
+        } else if (type.find("INT") != std::string::npos) {
+            info.value_kind = "int";  // INT and UINT
+        }
         info.default_text = option->get_default_str();
         info.help = option->get_description();
         options.push_back(std::move(info));

@@ -36,7 +36,8 @@ struct OptionInfo {
     bool flag = false;        ///< takes no value (--json)
     bool repeatable = false;  ///< takes several values (--catalog A --catalog B)
     bool required = false;
-    std::string default_text;  ///< what --help shows as the default ("" for none)
+    std::string value_kind = "text";  ///< what a value must be: "int", "float" (CLI11's INT, FLOAT) or "text"
+    std::string default_text;         ///< what --help shows as the default ("" for none)
     std::string help;
 };
 

@@ -79,6 +79,7 @@ py::list options(const std::string& subcommand) {
         option["flag"] = o.flag;
         option["repeatable"] = o.repeatable;
         option["required"] = o.required;
+        option["kind"] = o.value_kind;
         option["default"] = to_str(o.default_text);
         option["help"] = to_str(o.help);
         list.append(option);

@@ -7,17 +7,22 @@ take, for notebooks and pipelines (docs/python.md).
 
 Each function is a subcommand of the ``epochcast`` command line run in this process, over the same
 C++ model: its flags are keyword arguments (``--batch-per-gpu 512`` is ``batch_per_gpu=512``) with
-the same defaults, its answer is what ``--json`` prints (keys with their units in their names), and
-bad input raises InputError, a ValueError, with the one line the command prints for the same input
-(after ``epochcast: error:``). Nothing prints.
+the same defaults, its answer is what ``--json`` prints (keys with their units in their names), a
+value of the wrong type raises TypeError, and bad input raises InputError, a ValueError, with the
+one line the command prints for the same input (after ``epochcast: error:``), its flags named as
+keywords (``--batch-per-gpu`` as ``batch_per_gpu=``). Nothing prints.
 """
 
 import copy
 import datetime
 import functools
 import json
+import numbers
 import os
+import re
+import sys
 import tempfile
+import warnings
 from collections.abc import Mapping
 
 from . import _epochcast as _native
@@ -120,6 +125,16 @@ def _figure(value):
     return f"{value:.6g}" if isinstance(value, float) else repr(value)
 
 
+class _Band(str):
+    """A figure with its 95% band, as a repr shows it: 75280.1 (68494.3-82738.1)."""
+
+
+def _banded(value, band):
+    if value is None or not isinstance(band, Mapping) or band.get("low") is None:
+        return value
+    return _Band(f"{_figure(value)} ({_figure(band['low'])}-{_figure(band['high'])})")
+
+
 class Prediction(Record):
     """What the model says about one scenario: the keys of ``epochcast predict --json``
     (docs/cli.md, "predict"): ``throughput_images_per_s``, ``epoch_s``, ``time_to_train_s``,
@@ -141,13 +156,13 @@ class Prediction(Record):
             "strategy": s.get("strategy"),
             "precision": s.get("precision"),
             "batch_per_gpu": s.get("batch_per_gpu"),
-            "throughput_images_per_s": d.get("throughput_images_per_s"),
+            "throughput_images_per_s": _banded(d.get("throughput_images_per_s"), d.get("interval")),
             "epoch_s": d.get("epoch_s"),
-            "time_to_train_s": d.get("time_to_train_s"),
-            "cost_usd": d.get("cost_usd"),
+            "time_to_train_s": _banded(d.get("time_to_train_s"), d.get("time_to_train_interval")),
+            "cost_usd": _banded(d.get("cost_usd"), d.get("cost_interval")),
             "bottleneck": d.get("bottleneck"),
         }
-        return f"{type(self).__name__}({', '.join(f'{k}={_figure(v)}' for k, v in shown.items())})"
+        return f"{type(self).__name__}({', '.join(f'{k}={v if isinstance(v, _Band) else _figure(v)}' for k, v in shown.items())})"
 
 
 class Plan(Record):
@@ -301,7 +316,7 @@ def _read_scenarios(text, catalog):
     with _Files() as files:
         catalogs = [] if catalog is None else [_text(c, files, "catalog")
                                                for c in (catalog if isinstance(catalog, (list, tuple)) else [catalog])]
-        return _native.scenario_file(text, catalogs)
+        return _native_call(_native.scenario_file, text, catalogs)
 
 
 def _write_atomically(path, text):
@@ -438,7 +453,10 @@ def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=
         if isinstance(value, (list, tuple)) and not value:
             # An empty list left the flag out: plan(nodes=[]) searched the default node counts.
             raise InputError(f"{key}=[] gives no value; leave {key} out (or None) for the default")
+        if isinstance(value, (list, tuple)) and not option["repeatable"]:
+            raise TypeError(f"{function}() {key}= takes one value, not a {type(value).__name__}")
         for item in value if isinstance(value, (list, tuple)) else [value]:
+            _check_type(function, key, option, item)
             if option["flag"] and item is True:
                 arguments.append(f"--{name}")
             elif not (option["flag"] and item is False):
@@ -450,6 +468,42 @@ def _arguments(function, subcommand, keywords, files, positionals=(), leave_out=
     return [_encoded(a, function) if isinstance(a, str) else a for a in arguments]
 
 
+def _check_type(function, key, option, item):
+    """A TypeError naming the keyword where `item` is not what the flag takes: True or False for a
+    flag, a whole number (int) for a count, a number for a figure (bool is neither)."""
+    if isinstance(item, Mapping):
+        return  # a document, or a dict where none goes: _text says which
+    kind = "flag" if option["flag"] else option.get("kind", "text")
+    if kind == "flag":
+        ok, wanted = isinstance(item, bool), "True or False"
+    elif kind == "int":
+        ok, wanted = isinstance(item, numbers.Integral) and not isinstance(item, bool), "a whole number (int)"
+    elif kind == "float":
+        ok, wanted = isinstance(item, numbers.Real) and not isinstance(item, bool), "a number"
+    else:
+        ok, wanted = not isinstance(item, bool), "text"
+    if not ok:
+        raise TypeError(f"{function}() {key}= takes {wanted}, not {type(item).__name__} {item!r}")
+
+
+# A flag the command line names in a message, as a Python caller names it: --batch-per-gpu is
+# batch_per_gpu= (the module's own flags, --json and --output, are left as they are).
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def _python_words(message):
+    return _FLAG.sub(lambda m: m.group(0) if m.group(1) in _SET_BY_THE_MODULE else m.group(1).replace("-", "_") + "=",
+                     message)
+
+
+def _native_call(call, *arguments):
+    """`call(*arguments)` of the native half, its InputError's message in Python's words."""
+    try:
+        return call(*arguments)
+    except InputError as error:
+        raise type(error)(_python_words(str(error))) from None
+
+
 def _keywords(subcommand, leave_out=()):
     return [
         o["name"].replace("-", "_")
@@ -459,7 +513,7 @@ def _keywords(subcommand, leave_out=()):
 
 
 def _json(arguments):
-    text, unmet = _native.run(arguments)
+    text, unmet = _native_call(_native.run, arguments)
     return json.loads(text), unmet
 
 
@@ -500,9 +554,13 @@ def sweep(spec, **options):
         else:
             name, text = os.fspath(spec), None
         arguments = _arguments("sweep", "sweep", options, files, [name], leave_out={"plot"})
-        _, columns = _native.sweep_columns(arguments[1:], text)
+        _, columns = _native_call(_native.sweep_columns, arguments[1:], text)
     pandas = _pandas()
-    return _records(columns) if pandas is None else _frame(pandas, columns)
+    if pandas is None:
+        warnings.warn(f"pandas is not installed for this Python ({sys.executable}): sweep() returns a list of dicts, "
+                      "one a row (install pandas, Debian's python3-pandas, for a DataFrame)", stacklevel=2)
+        return _records(columns)
+    return _frame(pandas, columns)
 
 
 def _pandas():
@@ -563,7 +621,8 @@ def calibrate(runs_or_trace_files, **options):
     with _Files() as files:
         traces = files.traces(runs_or_trace_files)
         output = files.path("fitted-calibration.json")
-        _native.run(_arguments("calibrate", "calibrate", options, files, traces, given=[f"--output={output}"]))
+        _native_call(_native.run,
+                     _arguments("calibrate", "calibrate", options, files, traces, given=[f"--output={output}"]))
         with open(output, encoding="utf-8") as file:
             return Calibration(file.read())
 

@@ -5,6 +5,7 @@ EPOCHCAST_SOURCE_DIR (tests/CMakeLists.txt) and PYTHONPATH to the built module."
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 
@@ -37,6 +38,16 @@ def cli_error(arguments, code=2):
     prefix = "epochcast: error: " if code == 2 else "epochcast: "
     assert lines[0].startswith(prefix), lines[0]
     return lines[0][len(prefix) :]
+
+
+def python_words(message):
+    """A command-line message as Python's functions say it: each flag it names, --batch-per-gpu, as
+    the keyword, batch_per_gpu= (but --json and --output, which the module gives itself)."""
+    return re.sub(
+        r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)",
+        lambda m: m.group(0) if m.group(1) in ("json", "output", "markdown") else m.group(1).replace("-", "_") + "=",
+        message,
+    )
 
 
 def keywords(flags):

@@ -8,7 +8,7 @@ import tempfile
 import pytest
 
 import epochcast
-from support import K80_TRACE, cli, cli_error, cli_json, keywords
+from support import K80_TRACE, cli, cli_error, cli_json, keywords, python_words
 
 
 INSTANCES = ["p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge"]
@@ -121,4 +121,4 @@ def test_simulate_is_the_commands_where_simgrid_is_built():
     message = cli_error("simulate --iterations 0")
     with pytest.raises(epochcast.InputError) as raised:
         epochcast.simulate(iterations=0)
-    assert str(raised.value) == message
+    assert str(raised.value) == python_words(message)

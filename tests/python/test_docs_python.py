@@ -46,7 +46,7 @@ def test_the_pages_python_runs_and_prints_what_it_shows(tmp_path, monkeypatch):
 def test_the_one_line_import_prints_what_the_page_says():
     with open(PAGE, encoding="utf-8") as file:
         text = file.read()
-    line = re.search(r"^    PYTHONPATH=build/python python3 -c \"(.*)\"$", text, re.M).group(1)
+    line = re.search(r"^    PYTHONPATH=build/python /usr/bin/python3 -c \"(.*)\"$", text, re.M).group(1)
     shown = re.search(r"which prints\n\n```text\n(.*?)```", text, re.S).group(1)
     done = subprocess.run([sys.executable, "-c", line], capture_output=True, text=True, check=True)
     assert done.stdout == shown and done.stderr == ""

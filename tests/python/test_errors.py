@@ -1,11 +1,12 @@
 """Bad input raises InputError (a ValueError) with exactly the line the command prints after
-"epochcast: error: " for the same input: the cases of the CLI's own tests (tests/cli), keyword
-arguments as a Python user writes them."""
+"epochcast: error: " for the same input, its flags named as keywords (support.python_words): the
+cases of the CLI's own tests (tests/cli), keyword arguments as a Python user writes them; a value of
+the wrong type is a TypeError naming the keyword."""
 
 import pytest
 
 import epochcast
-from support import K80_TRACE, cli_error, keywords
+from support import K80_TRACE, cli_error, keywords, python_words
 
 # tests/cli/test_predict_cli.cpp's cases; each is also called as keyword arguments (support.keywords:
 # numbers as numbers, "inf" and "nan" as floats, a repeated flag as a list).
@@ -13,7 +14,6 @@ PREDICT = [
     "--instance p9.large",
     "--nodes 0",
     "--batch-per-gpu -8",
-    "--batch-per-gpu lots",
     "--batch-per-gpu 2048",
     "--gpus-per-node 16",
     "--strategy allgather",
@@ -45,11 +45,8 @@ PREDICT = [
     "--instance p4d.24xlarge --efa-adapters 99",
     "--ps-nodes 0",
     "--global-batch 0",
-    "--global-batch inf",
-    "--classes nan",
     "--dataset-images -5",
     "--dataset-images 9223372036854775807",
-    "--nodes 1 --nodes 2",
     "--deadline soon",
     "--pricing spot --spot-interruptions-per-node-hour -1",
 ]
@@ -60,8 +57,38 @@ def test_predict(flags):
     message = cli_error("predict " + flags)
     with pytest.raises(epochcast.InputError) as raised:
         epochcast.predict(**keywords(flags))
-    assert str(raised.value) == message
+    assert str(raised.value) == python_words(message)
     assert isinstance(raised.value, ValueError)
+
+
+def test_a_message_names_the_keywords():
+    with pytest.raises(epochcast.InputError, match=r"^nodes= must be at least 1 \(got 0\)$"):
+        epochcast.predict(nodes=0)
+    with pytest.raises(epochcast.InputError, match=r"^batch_per_gpu= must be at least 1"):
+        epochcast.predict(batch_per_gpu=-8)
+
+
+# The command line refuses these as text it cannot read; Python, before running it, as the wrong type.
+WRONG_TYPES = [
+    (dict(batch_per_gpu="lots"), r"predict\(\) batch_per_gpu= takes a whole number \(int\), not str 'lots'"),
+    (dict(nodes="4"), r"predict\(\) nodes= takes a whole number \(int\), not str '4'"),
+    (dict(nodes=2.5), r"predict\(\) nodes= takes a whole number \(int\), not float 2.5"),
+    (dict(nodes=True), r"predict\(\) nodes= takes a whole number \(int\), not bool True"),
+    (dict(global_batch=float("inf")), r"global_batch= takes a whole number \(int\), not float inf"),
+    (dict(classes=float("nan")), r"classes= takes a whole number \(int\), not float nan"),
+    (dict(nodes=[1, 2]), r"predict\(\) nodes= takes one value, not a list"),
+    (dict(epochs="ninety"), r"predict\(\) epochs= takes a number, not str 'ninety'"),
+    (dict(ps_colocated="yes"), r"predict\(\) ps_colocated= takes True or False, not str 'yes'"),
+    (dict(instance=True), r"predict\(\) instance= takes text, not bool True"),
+]
+
+
+@pytest.mark.parametrize("keywords_, expected", WRONG_TYPES)
+def test_a_value_of_the_wrong_type_is_a_type_error_naming_the_keyword(keywords_, expected):
+    with pytest.raises(TypeError, match=expected):
+        epochcast.predict(**keywords_)
+    # Still a number where the flag takes one: numpy's, a whole float for a figure.
+    assert epochcast.predict(nodes=2, epochs=45).gpus == 16
 
 
 def test_a_configuration_that_cannot_run_is_an_infeasible_error():
@@ -86,7 +113,7 @@ def test_other_subcommands(command):
     message = cli_error(command)
     with pytest.raises(epochcast.InputError) as raised:
         getattr(epochcast, subcommand)(**keywords(flags))
-    assert str(raised.value) == message
+    assert str(raised.value) == python_words(message)
 
 
 def test_traces(tmp_path):
@@ -99,7 +126,7 @@ def test_traces(tmp_path):
     ]:
         with pytest.raises(epochcast.InputError) as raised:
             call()
-        assert str(raised.value) == cli_error(command)
+        assert str(raised.value) == python_words(cli_error(command))
 
 
 def test_a_run_given_as_a_dict_is_checked_as_a_trace_run():
