@@ -103,10 +103,8 @@ std::string strategy_text(const Catalog& catalog, const Plan& plan) {
     const Prediction& p = plan.prediction;
     std::string text = strategy_text(plan.scenario);
     if (p.algorithm == Algorithm::none) return text;
-    const std::string link = p.nodes > 1
-                                 ? std::string(to_string(p.interconnect))
-                                 : std::string(to_string(catalog.instance(plan.scenario.instance).intra_link()));
-    return text + " (" + std::string(to_string(p.algorithm)) + " over " + link + ")";
+    const std::string_view link = catalog.instance(plan.scenario.instance).gradient_link(p.nodes, p.interconnect);
+    return text + " (" + std::string(to_string(p.algorithm)) + " over " + std::string(link) + ")";
 }
 
 /// A plan's epochs with what the table flags: "35", "97 (extrapolated) [global batch beyond published recipes]".

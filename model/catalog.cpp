@@ -127,6 +127,10 @@ IntraLink InstanceSpec::intra_link() const {
     return intra_node_link.rfind("nvlink", 0) == 0 ? IntraLink::nvlink : IntraLink::pcie;
 }
 
+std::string_view InstanceSpec::gradient_link(int nodes, Interconnect fabric) const {
+    return nodes > 1 ? to_string(fabric) : to_string(intra_link());
+}
+
 namespace {
 
 std::string lowercase(std::string_view text) {

@@ -116,6 +116,9 @@ struct InstanceSpec {
 
     /// The efficiency class of the node's GPU-to-GPU link.
     IntraLink intra_link() const;
+    /// What a gradient all-reduce over `nodes` of these crosses, by name: `fabric` (the
+    /// interconnect the prediction used) between nodes; on one node the GPUs' own link ("nvswitch").
+    std::string_view gradient_link(int nodes, Interconnect fabric) const;
     /// NVLink SHARP: NVSwitch with NVLink 4 or later (H100, H200, B200 nodes).
     bool has_nvls() const { return nvswitch && nvlink_generation >= 4; }
 };

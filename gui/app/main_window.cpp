@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
+#include <QCompleter>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
@@ -19,6 +20,7 @@
 #include <QHeaderView>
 #include <QKeySequence>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QPainter>
 #include <QProgressBar>
@@ -28,9 +30,11 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QSvgGenerator>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QVBoxLayout>
@@ -272,7 +276,12 @@ void MainWindow::buildInputs(QWidget* panel) {
     ps_ratio_->setValue(2);  // seed 000's MXNet cluster: 16 servers for 8 worker nodes
     ps_colocated_ = new QCheckBox(tr("co-located (one server per worker node)"));
     ps_colocated_->setObjectName("psColocated");
+    instance_search_ = new QLineEdit;
+    instance_search_->setObjectName("instanceSearch");
+    instance_search_->setPlaceholderText(tr("Find: H100, azure, p5, a3-mega..."));
+    instance_search_->setClearButtonEnabled(true);
     form->addRow(tr("Instance type"), instance_);
+    form->addRow(QString(), instance_search_);
     form->addRow(instance_info_);
     form->addRow(tr("Nodes"), nodes_);
     form->addRow(tr("GPUs per node"), gpus_per_node_);
@@ -468,25 +477,111 @@ void MainWindow::buildOutputs(QWidget* panel) {
     layout->addWidget(tabs_, 1);
 }
 
+namespace {
+
+/// The order the instance picker groups clouds in: the three large ones, any other, owned systems last.
+int cloud_rank(const std::string& cloud) {
+    if (cloud == "aws") return 0;
+    if (cloud == "azure") return 1;
+    if (cloud == "gcp") return 2;
+    return cloud.empty() || cloud == "owned" ? 4 : 3;
+}
+
+QString cloud_heading(const std::string& cloud) {
+    if (cloud == "aws") return QObject::tr("AWS");
+    if (cloud == "azure") return QObject::tr("Azure");
+    if (cloud == "gcp") return QObject::tr("Google Cloud");
+    if (cloud.empty() || cloud == "owned") return QObject::tr("Owned systems (no hourly price)");
+    return QString::fromStdString(cloud);
+}
+
+}  // namespace
+
 void MainWindow::fillInstanceLists() {
     const QString current = instance_->currentText(), current_ps = ps_instance_->currentText();
     const bool was = updating_;
     updating_ = true;
-    instance_->clear();
-    ps_instance_->clear();
-    for (const InstanceSpec& i : model_->catalog().instances()) {
-        if (i.gpus > 0) instance_->addItem(QString::fromStdString(i.name));
+    const Catalog& catalog = model_->catalog();
+    // Workers: grouped by cloud (owned systems apart, last), then by GPU, each with its GPUs and its
+    // on-demand price; a group's heading is a row that cannot be chosen. The item's text is the
+    // instance's name (what the combo box shows and scenario() reads), its data the name too.
+    std::vector<const InstanceSpec*> workers;
+    for (const InstanceSpec& i : catalog.instances()) {
+        if (i.gpus > 0) workers.push_back(&i);
     }
+    std::stable_sort(workers.begin(), workers.end(), [&](const InstanceSpec* a, const InstanceSpec* b) {
+        const int ra = cloud_rank(a->cloud), rb = cloud_rank(b->cloud);
+        if (ra != rb) return ra < rb;
+        if (a->cloud != b->cloud) return a->cloud < b->cloud;
+        if (a->gpu != b->gpu) return a->gpu < b->gpu;
+        const double pa = a->usd_per_hour(Pricing::on_demand), pb = b->usd_per_hour(Pricing::on_demand);
+        if (pa != pb) return pa < pb;
+        return a->name < b->name;
+    });
+    auto* items = new QStandardItemModel(0, 3, instance_);
+    QStringList searchable;
+    std::string group = "\x01";
+    for (const InstanceSpec* i : workers) {
+        const std::string cloud = cloud_rank(i->cloud) == 4 ? "owned" : i->cloud;
+        if (cloud != group) {
+            group = cloud;
+            auto* heading = new QStandardItem(cloud_heading(cloud));
+            heading->setFlags(Qt::NoItemFlags);  // not a choice
+            QFont bold = heading->font();
+            bold.setBold(true);
+            heading->setFont(bold);
+            items->appendRow({heading, new QStandardItem, new QStandardItem});
+        }
+        const QString name = QString::fromStdString(i->name);
+        auto* item = new QStandardItem(name);
+        item->setData(name, Qt::UserRole);
+        const double usd = i->usd_per_hour(Pricing::on_demand);
+        const QString gpus = QString("%1 x %2").arg(i->gpus).arg(QString::fromStdString(catalog.gpu_of(*i).name));
+        const QString price = usd > 0 ? QString("$%1/h").arg(usd, 0, 'f', 2) : tr("no price");
+        item->setToolTip(gpus + ", " + price);
+        items->appendRow({item, new QStandardItem(gpus), new QStandardItem(price)});
+        searchable << name + "  " + gpus + "  " + cloud_heading(cloud) + "  " + price;
+    }
+    instance_->setModel(items);
+    auto* view = new QTableView;
+    view->horizontalHeader()->hide();
+    view->verticalHeader()->hide();
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setShowGrid(false);
+    instance_->setView(view);
+    view->resizeColumnsToContents();
+    view->setMinimumWidth(view->horizontalHeader()->length() + 24);
+    instance_->setModelColumn(0);
+    // The search box completes on any part of a name, GPU, cloud or price; a choice selects it.
+    auto* completer = new QCompleter(searchable, instance_search_);
+    completer->setFilterMode(Qt::MatchContains);
+    completer->setCaseSensitivity(Qt::CaseInsensitive);
+    instance_search_->setCompleter(completer);
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& text) {
+        instance_->setCurrentText(text.section("  ", 0, 0));
+        instance_search_->clear();
+    });
+
     // Servers: CPU-only instances first (their usual role), then the rest.
-    for (const InstanceSpec& i : model_->catalog().instances()) {
+    ps_instance_->clear();
+    for (const InstanceSpec& i : catalog.instances()) {
         if (i.gpus == 0) ps_instance_->addItem(QString::fromStdString(i.name));
     }
-    for (const InstanceSpec& i : model_->catalog().instances()) {
+    for (const InstanceSpec& i : catalog.instances()) {
         if (i.gpus > 0) ps_instance_->addItem(QString::fromStdString(i.name));
     }
-    if (!current.isEmpty()) instance_->setCurrentText(current);
+    instance_->setCurrentText(current.isEmpty() ? QString::fromStdString(Scenario{}.instance) : current);
     if (!current_ps.isEmpty()) ps_instance_->setCurrentText(current_ps);
     updating_ = was;
+}
+
+QStringList MainWindow::instanceChoices() const {
+    QStringList names;
+    for (int row = 0; row < instance_->count(); ++row) {
+        const QString name = instance_->itemData(row, Qt::UserRole).toString();
+        names << (name.isEmpty() ? "# " + instance_->itemText(row) : name);
+    }
+    return names;
 }
 
 void MainWindow::connectInputs() {
@@ -531,8 +626,8 @@ void MainWindow::connectInputs() {
 }
 
 void MainWindow::onInstanceChanged() {
-    const std::string name = instance_->currentText().toStdString();
-    if (name.empty()) return;
+    const std::string name = instance_->currentData(Qt::UserRole).toString().toStdString();
+    if (name.empty()) return;  // a group's heading, or nothing yet
     const InstanceSpec& i = model_->catalog().instance(name);
     const GpuSpec& gpu = model_->catalog().gpu_of(i);
     instance_info_->setText(
@@ -687,7 +782,7 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
     QString epochs = p.epochs_interval.high > p.epochs_interval.low
                          ? banded(QString::number(p.epochs, 'f', 1), QString::number(p.epochs_interval.low, 'f', 1),
                                   QString::number(p.epochs_interval.high, 'f', 1))
-                         : QString::number(p.epochs, 'g', 6);
+                         : QString::number(p.epochs, 'f', p.epochs == std::round(p.epochs) ? 0 : 1);
     if (p.epochs_basis != EpochsBasis::given) {
         epochs += " " + tr("by %1").arg(QString::fromStdString(
                             epochs_source(model_->convergence(), p.epochs_recipe, p.epochs_basis)));
@@ -716,12 +811,13 @@ void MainWindow::showOutputs(const ResolvedScenario&) {
         efficiency += tr("; the input pipeline feeds %1 % of a GPU's rate").arg(100 * p.input_efficiency, 0, 'f', 1);
     }
     efficiency_->setText(efficiency);
-    collective_->setText(QString("%1 x %2 over %3: %4 ms, %5 ms exposed")
-                             .arg(q(to_string(p.algorithm)))
-                             .arg(p.buckets)
-                             .arg(q(to_string(p.interconnect)))
-                             .arg(p.communication_s * 1e3, 0, 'f', 2)
-                             .arg(p.exposed_communication_s * 1e3, 0, 'f', 2));
+    collective_->setText(
+        QString("%1 x %2 over %3: %4 ms, %5 ms exposed")
+            .arg(q(to_string(p.algorithm)))
+            .arg(p.buckets)
+            .arg(q(model_->catalog().instance(scenario().instance).gradient_link(p.nodes, p.interconnect)))
+            .arg(p.communication_s * 1e3, 0, 'f', 2)
+            .arg(p.exposed_communication_s * 1e3, 0, 'f', 2));
     bottleneck_->setText(QString("<b>%1</b> (%2 GPUs, %3 images per iteration, %4)")
                              .arg(q(to_string(p.bottleneck)))
                              .arg(p.gpus)

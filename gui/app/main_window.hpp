@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QStringList>
 
 #include <atomic>
 #include <memory>
@@ -23,6 +24,7 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -59,6 +61,10 @@ public:
     Scenario scenario() const;
     /// Set every input from `scenario` (one recompute at the end).
     void setScenario(const Scenario& scenario);
+
+    /// The instance picker's rows in order: each worker instance's name, and "# " and the heading
+    /// for each group's heading row (a cloud, or owned systems).
+    QStringList instanceChoices() const;
 
     /// The current prediction, or none when the inputs are rejected (message() says why).
     const std::optional<Prediction>& prediction() const { return prediction_; }
@@ -158,6 +164,7 @@ private:
 
     // Inputs
     QComboBox* instance_ = nullptr;
+    QLineEdit* instance_search_ = nullptr;  ///< finds an instance by any part of its name, GPU or cloud
     QLabel* instance_info_ = nullptr;
     QSpinBox* nodes_ = nullptr;
     QSpinBox* gpus_per_node_ = nullptr;

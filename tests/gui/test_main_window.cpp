@@ -8,13 +8,16 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
+#include <QCompleter>
 #include <QFile>
 #include <QGuiApplication>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -599,6 +602,89 @@ TEST_F(Window, SavesOpensAndCopiesItsScenarioAsTheCommandLineReadsIt) {
     EXPECT_FALSE(window.openScenario(bad));
     EXPECT_TRUE(window.scenario() == before);
     EXPECT_TRUE(window.message().contains("\"nodes\" is a list")) << window.message().toStdString();
+}
+
+TEST_F(Window, TheInstancePickerGroupsByCloudWithOwnedSystemsApartAndFindsAnyPartOfAName) {
+    const QStringList rows = window.instanceChoices();
+    ASSERT_FALSE(rows.isEmpty());
+    EXPECT_EQ(rows.front(), "# AWS");
+    const int owned = static_cast<int>(rows.indexOf("# Owned systems (no hourly price)"));
+    ASSERT_GT(owned, 0);
+    const Catalog& catalog = window.model().catalog();
+    // Each row under a heading belongs to its group; owned systems only after theirs, and last.
+    QString heading;
+    for (int i = 0; i < rows.size(); ++i) {
+        if (rows[i].startsWith("# ")) {
+            heading = rows[i];
+            continue;
+        }
+        const InstanceSpec& instance = catalog.instance(rows[i].toStdString());
+        EXPECT_GT(instance.gpus, 0) << rows[i].toStdString();
+        const bool is_owned = instance.cloud.empty() || instance.cloud == "owned";
+        EXPECT_EQ(is_owned, i > owned) << rows[i].toStdString() << " under " << heading.toStdString();
+        if (heading == "# AWS") {
+            EXPECT_EQ(instance.cloud, "aws") << rows[i].toStdString();
+        }
+        if (heading == "# Azure") {
+            EXPECT_EQ(instance.cloud, "azure") << rows[i].toStdString();
+        }
+        if (heading == "# Google Cloud") {
+            EXPECT_EQ(instance.cloud, "gcp") << rows[i].toStdString();
+        }
+    }
+    // What the popup shows beside a name: its GPUs and its on-demand price, as the catalog has them.
+    auto* picker = child<QComboBox>(window, "instance");
+    const int p5 = picker->findText("p5.48xlarge");
+    ASSERT_GE(p5, 0);
+    const QString price = picker->model()->index(p5, 2).data().toString();
+    EXPECT_EQ(price, QString("$%1/h").arg(catalog.instance("p5.48xlarge").usd_per_hour(Pricing::on_demand), 0, 'f', 2));
+    EXPECT_TRUE(picker->model()->index(p5, 1).data().toString().startsWith("8 x H100")) << price.toStdString();
+    // A heading cannot be chosen.
+    EXPECT_EQ(picker->model()->flags(picker->model()->index(0, 0)), Qt::NoItemFlags);
+
+    // The search box finds by any part, in any case: "h200" lists every H200 instance, and a choice selects it.
+    auto* search = child<QLineEdit>(window, "instanceSearch");
+    QCompleter* completer = search->completer();
+    ASSERT_NE(completer, nullptr);
+    completer->setCompletionPrefix("h200");
+    ASSERT_GT(completer->completionCount(), 0);
+    for (int i = 0; i < completer->completionCount(); ++i) {
+        completer->setCurrentRow(i);
+        EXPECT_TRUE(completer->currentCompletion().contains("H200")) << completer->currentCompletion().toStdString();
+    }
+    // One sold by the hour on demand (p5e is sold only as a Capacity Block: the window says so, as predict does).
+    QString chosen;
+    for (int i = 0; i < completer->completionCount() && chosen.isEmpty(); ++i) {
+        completer->setCurrentRow(i);
+        if (!completer->currentCompletion().contains("no price")) chosen = completer->currentCompletion();
+    }
+    ASSERT_FALSE(chosen.isEmpty());
+    emit completer->activated(chosen);
+    EXPECT_EQ(window.scenario().instance, chosen.section("  ", 0, 0).toStdString());
+    EXPECT_TRUE(window.prediction().has_value()) << window.message().toStdString();
+}
+
+TEST_F(Window, EpochsOfARecipeReadRounded) {
+    Scenario s;
+    s.nodes = 4;
+    s.target_top1_percent = 75.9;
+    s.recipe = "mlperf-lars";
+    window.setScenario(s);
+    const QString epochs = child<QLabel>(window, "epochsTrained")->text();
+    EXPECT_TRUE(epochs.contains("by mlperf-lars")) << epochs.toStdString();
+    // No figure with more than one decimal, as a person writes epochs.
+    EXPECT_FALSE(epochs.contains(QRegularExpression("\\d\\.\\d\\d"))) << epochs.toStdString();
+}
+
+TEST_F(Window, GradientsOnOneNodeCrossTheGpusLinkNotTheFabric) {
+    Scenario s;  // 1 x p5.48xlarge: NVLS over NVSwitch; EFA only between nodes
+    window.setScenario(s);
+    const QString one = child<QLabel>(window, "collective")->text();
+    EXPECT_TRUE(one.contains(" over nvswitch:")) << one.toStdString();
+    s.nodes = 4;
+    window.setScenario(s);
+    const QString four = child<QLabel>(window, "collective")->text();
+    EXPECT_TRUE(four.contains(" over efa:")) << four.toStdString();
 }
 
 }  // namespace
