@@ -157,12 +157,11 @@ std::string shell_word(const std::string& text) {
 std::string scenario_flags(const Scenario& scenario) {
     std::string out;
     const nlohmann::ordered_json keys = configuration_json({"", scenario}, false);  // outlives the loop
-    for (const auto& [key, value] : keys.items()) {
-        const std::string flag = key == "compiled" ? "--compile" : "--" + [&] {
-            std::string dashed = key;
-            for (char& c : dashed) c = c == '_' ? '-' : c;
-            return dashed;
-        }();
+    for (auto item = keys.begin(); item != keys.end(); ++item) {
+        const nlohmann::ordered_json& value = item.value();
+        std::string flag = "--" + item.key();
+        for (char& c : flag) c = c == '_' ? '-' : c;
+        if (item.key() == "compiled") flag = "--compile";
         if (!out.empty()) out += ' ';
         if (value.is_boolean()) {
             out += flag;  // configuration_json writes a flag only when it is true
