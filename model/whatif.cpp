@@ -54,8 +54,9 @@ std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& 
             p = model.checked_predict(with_nodes(scenario, n));
         } catch (const InputError&) {
             // With the global batch fixed, a size it does not divide, or whose per-GPU share does
-            // not fit in memory, has no point on the curve.
-            if (scenario.global_batch > 0) continue;
+            // not fit in memory, has no point on the curve; with a target accuracy, neither has a
+            // size whose global batch the recipe does not reach the target at.
+            if (scenario.global_batch > 0 || scenario.target_top1_percent > 0) continue;
             throw;
         }
         ScalingPoint point;

@@ -45,7 +45,9 @@ struct ScalingPoint {
 /// The scenario at 1, 2, 4, ... worker nodes up to max(max_nodes, the scenario's own), with the
 /// scenario's own node count included, in increasing order. Throws what CostModel::resolve throws
 /// for the scenario itself (other sizes resolve the same way, parameter servers scaled), and
-/// check_max_nodes's error past kMaxNodes. Every point passes check_prediction.
+/// check_max_nodes's error past kMaxNodes. Every point passes check_prediction. With a fixed global
+/// batch, a size it cannot be split over has no point; with a target accuracy, a size whose global
+/// batch the recipe does not reach it at has none.
 std::vector<ScalingPoint> scaling_curve(const CostModel& model, const Scenario& scenario, int max_nodes);
 
 /// One configuration of the scatter across instance types.

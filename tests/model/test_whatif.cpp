@@ -78,6 +78,25 @@ TEST(WhatIf, ScalingCurveOfABadScenarioThrows) {
     EXPECT_THROW(scaling_curve(built_in_model(), s, 8), InputError);
 }
 
+TEST(WhatIf, ASizeWhoseGlobalBatchMissesTheTargetHasNoPointOnTheCurve) {
+    // goyal2017 reaches 75.9% top-1 up to some global batch: the curve stops there instead of
+    // throwing (the GUI drew it outside any try and an unreached target escaped the window).
+    const CostModel model = built_in_model();
+    Scenario s;
+    s.instance = "p4d.24xlarge";
+    s.nodes = 2;
+    s.target_top1_percent = 75.9;
+    const std::vector<ScalingPoint> curve = scaling_curve(model, s, 64);
+    ASSERT_FALSE(curve.empty());
+    EXPECT_EQ(curve.front().nodes, 1);
+    for (const ScalingPoint& p : curve) {
+        EXPECT_NO_THROW(model.predict(with_nodes(s, p.nodes))) << p.nodes;
+    }
+    // The sizes left out are those the recipe does not reach the target at.
+    EXPECT_LT(curve.back().nodes, 64);
+    EXPECT_THROW(model.predict(with_nodes(s, 64)), InputError);
+}
+
 TEST(WhatIf, AcrossInstancesCoversEveryGpuInstanceAndMatchesTheModel) {
     const CostModel model = built_in_model();
     Scenario base;
