@@ -663,7 +663,9 @@ Scenario MainWindow::scenario() const {
     Scenario s = base_;
     s.instance = instance_->currentText().toStdString();
     s.nodes = nodes_->value();
-    s.gpus_per_node = gpus_per_node_->value();
+    // "All the instance's GPUs" (0) stays so while the box shows all of them, as the CLI leaves the flag out.
+    const bool all_gpus = base_.gpus_per_node == 0 && gpus_per_node_->value() == gpus_per_node_->maximum();
+    s.gpus_per_node = all_gpus ? 0 : gpus_per_node_->value();
     s.batch_per_gpu = batch_->value();
     s.global_batch = global_batch_->value();
     s.precision = parse_precision(precision_->currentText().toStdString());
@@ -684,7 +686,9 @@ Scenario MainWindow::scenario() const {
     s.epochs = epochs_->value();
     if (target_->value() > 0) {
         s.target_top1_percent = target_->value();
-        s.recipe = recipe_->currentText().toStdString();
+        // The model's default recipe stays "the default" (no recipe named) where none was named.
+        const std::string recipe = recipe_->currentText().toStdString();
+        s.recipe = base_.recipe.empty() && recipe == model_->convergence().default_recipe_for(s.model) ? "" : recipe;
     }
     s.pricing = parse_pricing(pricing_->currentText().toStdString());
     s.spot_elastic = s.pricing == Pricing::spot && spot_elastic_->isChecked();

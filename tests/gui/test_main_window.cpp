@@ -15,6 +15,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -319,8 +320,10 @@ TEST_F(Window, InstanceInfoShowsItsGpuVcpusNetworkAndPrice) {
     EXPECT_TRUE(info.contains("V100")) << info.toStdString();
     EXPECT_TRUE(info.contains("vCPUs"));
     EXPECT_TRUE(info.contains("$3.06/h")) << info.toStdString();
-    EXPECT_EQ(window.scenario().gpus_per_node, 1);
+    // The box shows the instance's one GPU; the scenario says "all of them" (0), as the CLI's default does.
+    EXPECT_EQ(child<QSpinBox>(window, "gpusPerNode")->value(), 1);
     EXPECT_EQ(child<QSpinBox>(window, "gpusPerNode")->maximum(), 1);
+    EXPECT_EQ(window.scenario().gpus_per_node, 0);
 }
 
 TEST_F(Window, ClickingAScatterPointLoadsThatConfiguration) {
@@ -685,6 +688,41 @@ TEST_F(Window, GradientsOnOneNodeCrossTheGpusLinkNotTheFabric) {
     window.setScenario(s);
     const QString four = child<QLabel>(window, "collective")->text();
     EXPECT_TRUE(four.contains(" over efa:")) << four.toStdString();
+}
+
+TEST_F(Window, AScenarioGoesFromTheCliThroughTheWindowAndPythonBackToTheCliUnchanged) {
+    const TempFolder folder;
+    const QString cli_file = QString::fromStdString(folder / "cli.json");
+    const QString flags =
+        "--instance p4d.24xlarge --nodes 2 --target-top1 75.9 --pricing spot --storage fsx-lustre --storage-tib 4.8";
+    const QString by_flags = cli_output("predict " + flags + " --save-scenario '" + cli_file + "' --json");
+
+    // The window opens what the CLI saved and saves it again: the same file, byte for byte.
+    ASSERT_TRUE(window.openScenario(cli_file)) << window.message().toStdString();
+    const QString gui_file = QString::fromStdString(folder / "gui.json");
+    ASSERT_TRUE(window.saveScenario(gui_file));
+    EXPECT_EQ(read_text_file(gui_file.toStdString(), "gui"), read_text_file(cli_file.toStdString(), "cli"));
+    EXPECT_DOUBLE_EQ(window.prediction()->throughput_images_per_s, throughput_of(by_flags));
+
+    QString last = gui_file;
+#ifdef EPOCHCAST_PYTHON
+    // Python reads the window's file and writes its own.
+    const QString python_file = QString::fromStdString(folder / "python.json");
+    QProcess python;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert("PYTHONPATH", EPOCHCAST_PYTHON_PATH);
+    python.setProcessEnvironment(environment);
+    python.start(EPOCHCAST_PYTHON,
+                 {"-c", "import sys, epochcast; epochcast.Scenario.read(sys.argv[1]).write(sys.argv[2])", gui_file,
+                  python_file});
+    ASSERT_TRUE(python.waitForFinished(60000));
+    ASSERT_EQ(python.exitCode(), 0) << python.readAllStandardError().toStdString();
+    EXPECT_EQ(read_text_file(python_file.toStdString(), "python"), read_text_file(cli_file.toStdString(), "cli"));
+    last = python_file;
+#endif
+    // And the CLI predicts the last file as its flags did, to the last digit.
+    EXPECT_EQ(nlohmann::json::parse(cli_output("predict --scenario '" + last + "' --json").toStdString()),
+              nlohmann::json::parse(by_flags.toStdString()));
 }
 
 }  // namespace
