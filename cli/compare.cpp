@@ -57,7 +57,9 @@ std::string dollars_text(double value) { return format_dollars(value); }
 const std::vector<Figure>& figures() {
     static const std::vector<Figure> rows = {
         {"cluster",
-         [](const Prediction& p) { return format_count(p.nodes) + " nodes, " + format_count(p.gpus) + " GPUs"; },
+         [](const Prediction& p) {
+             return format_count(p.nodes) + (p.nodes == 1 ? " node, " : " nodes, ") + format_count(p.gpus) + " GPUs";
+         },
          [](const Prediction& p) { return static_cast<double>(p.gpus); }},
         {"global batch", [](const Prediction& p) { return format_count(p.global_batch); },
          [](const Prediction& p) { return static_cast<double>(p.global_batch); }},

@@ -104,7 +104,8 @@ TEST(ScenarioCli, ANamedListIsPredictedInOrderAndComparedUnderItsNames) {
     std::ostringstream text;
     cli::run({"compare", list}, text);
     EXPECT_NE(text.str().find("large vs small"), std::string::npos) << text.str();
-    EXPECT_NE(text.str().find("1 nodes, 8 GPUs"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("1 node, 8 GPUs"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("8 nodes, 64 GPUs"), std::string::npos) << text.str();
 }
 
 TEST(ScenarioCli, MixesThatCannotMeanOneThingAreRefused) {
