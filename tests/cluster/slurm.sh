@@ -83,6 +83,7 @@ MpiDefault=pmix
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
+GresTypes=gpu
 SlurmdParameters=config_overrides
 ReturnToService=2
 EnforcePartLimits=ALL
@@ -91,11 +92,17 @@ SlurmdLogFile=$dir/log/slurmd-debug_%n.log
 SlurmdDebug=debug
 EOF
         for name in "${names[@]}"; do
-            echo "NodeName=$name NodeAddr=$(slurm_address "$name") NodeHostname=$name $hardware State=UNKNOWN"
+            echo "NodeName=$name NodeAddr=$(slurm_address "$name") NodeHostname=$name $hardware Gres=gpu:8 State=UNKNOWN"
         done
         echo "PartitionName=ec Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
     } >"$conf"
     : >"$s/plugstack.conf"
+    # Eight GPUs a node for Slurm to count (no job here uses them): a launch file's
+    # --gpus-per-node=8 is then a request it can place (sbatch --test-only of the GPU clusters'
+    # scripts, test_run_srun.sh). Slurm drops a GPU without a device file, and does not open it
+    # without a cgroup device constraint: empty files in the cluster's folder stand in.
+    for g in 0 1 2 3 4 5 6 7; do : >"$s/gpu$g"; done
+    echo "Name=gpu File=$s/gpu[0-7]" >"$s/gres.conf"
     echo "CgroupPlugin=cgroup/v1" >"$s/cgroup.conf"
     export SLURM_CONF="$conf"
 

@@ -102,6 +102,21 @@ echo "predict --emit sbatch: $(tr -d '\n' <test-only.out | cut -c1-100); the job
     "trace calibrates ($(grep -c . calibrate.out) lines)"
 no_job_left
 
+# The launch files for today's GPU clusters, each accepted by Slurm's own check: the test cluster's
+# nodes declare 8 GPUs each (tests/cluster/slurm.sh), so a script's --gpus-per-node=8 is a request
+# Slurm can place; --test-only schedules it without running it.
+for instance in p5.48xlarge a3-highgpu-8g Standard_ND96isr_H100_v5; do
+    "$epochcast" predict --instance "$instance" --nodes 2 --emit sbatch -o "gpu-$instance.sbatch" >gpu-emit.out 2>&1 ||
+        fail "predict --emit sbatch for $instance exited $?: $(cat gpu-emit.out)"
+    expect_in "gpu-$instance.sbatch" "#SBATCH --gpus-per-node=8"
+    on "$head_host" sbatch --test-only "gpu-$instance.sbatch" >gpu-test-only.out 2>&1 ||
+        fail "sbatch --test-only refused the $instance launch file ($?): $(cat gpu-test-only.out)"
+    expect_in gpu-test-only.out "to start at"
+done
+echo "predict --emit sbatch for 2 x p5.48xlarge, a3-highgpu-8g and Standard_ND96isr_H100_v5: each accepted" \
+    "by sbatch --test-only"
+no_job_left
+
 # A step the allocation cannot hold: 8 ranks, 4 on each node of 2 CPUs. Slurm refuses it, and
 # `run` names the refusal in one line, exit 2, before any rank starts.
 on "$head_host" salloc -N 2 -n 2 --exclude="$head_host" \
