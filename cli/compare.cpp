@@ -34,8 +34,7 @@ struct Compared {
 /// "+12.3 %" of `value` against `reference`; "" where the reference is zero.
 std::string difference_text(double value, double reference) {
     if (!(reference != 0)) return "";
-    const double percent = 100.0 * (value / reference - 1.0);
-    return (percent >= 0 ? "+" : "") + format_number(percent, 1) + " %";
+    return format_signed_percent(100.0 * (value / reference - 1.0));
 }
 
 /// One row of the table: what it shows of a prediction, as text and as the number compared.

@@ -34,15 +34,6 @@ struct ImportLogOptions {
     std::vector<const CLI::Option*> batch_given;  ///< --batch-per-gpu, --global-batch: one of them is needed
 };
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-/// "+4.2 %" or "-3.1 %": how far the prediction is from the measurement.
-std::string signed_percent(double percent) { return (percent >= 0 ? "+" : "") + format_number(percent, 1) + " %"; }
-
 void run_import_log(const ImportLogOptions& o, std::ostream& out) {
     std::vector<std::string> inputs = o.catalogs;
     inputs.push_back(o.log);
@@ -93,7 +84,7 @@ void run_import_log(const ImportLogOptions& o, std::ostream& out) {
         const double epoch_images = static_cast<double>(log.steps_per_epoch) * static_cast<double>(global_batch);
         if (std::fabs(epoch_images - static_cast<double>(scenario.dataset_images)) <=
             static_cast<double>(global_batch)) {
-            run.epoch_s = median(log.epoch_s);
+            run.epoch_s = median_of(log.epoch_s);
         } else {
             epoch_note = "epoch time left out: the log's epochs held " + format_count(log.steps_per_epoch) +
                          " steps of " + format_count(global_batch) + " images, the scenario's " +
@@ -122,7 +113,7 @@ void run_import_log(const ImportLogOptions& o, std::ostream& out) {
                    format_number(measured.iteration_s, 4), format_count(measured.throughput_images_per_s),
                    format_count(p.throughput_images_per_s),
                    format_count(p.interval.low) + " - " + format_count(p.interval.high),
-                   signed_percent(percent_error(p.throughput_images_per_s, measured.throughput_images_per_s))});
+                   format_signed_percent(percent_error(p.throughput_images_per_s, measured.throughput_images_per_s))});
     table.print(out);
     if (!epoch_note.empty()) out << epoch_note << '\n';
     out << "wrote " << o.output << " (calibrate it: epochcast calibrate " << o.output << " -o calibration.json)\n";

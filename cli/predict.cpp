@@ -310,10 +310,10 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
     // three and --stack to the seeds'.
     const bool seed_cluster = !from_file && !o.flags.any_given();
     std::vector<Scenario> scenarios;
+    std::vector<NamedScenario> named;  // the file's, names kept for --save-scenario
     if (from_file) {
-        for (const NamedScenario& named : read_scenario_file(o.scenario_file, model.catalog())) {
-            scenarios.push_back(named.scenario);
-        }
+        named = read_scenario_file(o.scenario_file, model.catalog());
+        for (const NamedScenario& n : named) scenarios.push_back(n.scenario);
         if (!o.emit.format.empty() && scenarios.size() > 1) {
             throw InputError("--emit: a launch file is for one configuration; " + o.scenario_file + " holds " +
                              std::to_string(scenarios.size()));
@@ -342,10 +342,10 @@ void run_predict(const PredictOptions& o, std::ostream& out) {
         write_job_file(o.emit, model, s, resolved, results.back().prediction, o.catalogs);
     }
     if (!o.save_scenario.empty()) {
-        std::vector<NamedScenario> saved;
-        for (const Scenario& s : scenarios) saved.push_back({"", s});
-        if (from_file) saved = read_scenario_file(o.scenario_file, model.catalog());  // their names kept
-        write_text_file_atomically(o.save_scenario, scenario_file_json(saved), "scenario file");
+        if (!from_file) {
+            for (const Scenario& s : scenarios) named.push_back({"", s});
+        }
+        write_text_file_atomically(o.save_scenario, scenario_file_json(named), "scenario file");
     }
     write_report(PredictReport(model, std::move(results), seed_cluster, deadline_s), output_format(o.json), out);
     if (!o.emit.format.empty() && !o.json) {

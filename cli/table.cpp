@@ -130,6 +130,13 @@ void append_significant(std::string& out, double value) {
     out.append(text, end);
 }
 
+std::string format_signed_percent(double percent) {
+    std::string text(percent >= 0 ? "+" : "");  // appended, not "+" + string: GCC 12 warns (-Wrestrict) on that
+    text += format_number(percent, 1);
+    text += " %";
+    return text;
+}
+
 std::string format_number(double value, int max_decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", std::max(0, max_decimals), value);

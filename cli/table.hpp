@@ -35,6 +35,9 @@ private:
 /// (24.48 -> "24.48", 8 -> "8", 0.918 -> "0.918").
 std::string format_number(double value, int max_decimals = 4);
 
+/// A difference in percent with its sign and one decimal: "+4.2 %", "-3.1 %", "+0 %".
+std::string format_signed_percent(double percent);
+
 /// The error of `predicted` against `measured` as a table beside both at `decimals` shows it:
 /// "4.5 %" (one decimal), or "-" where nothing was measured or the measurement prints as 0 (issue
 /// 59, item 15: "-100 %" stood beside two zeros, a percentage of a figure too small to show).

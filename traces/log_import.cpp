@@ -316,6 +316,14 @@ TrainingLog read_training_log(std::string_view text, std::string_view origin, st
     return log;
 }
 
+double median_of(std::vector<double> values) {
+    const std::size_t mid = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+    const double upper = values[mid];
+    if (values.size() % 2 == 1) return upper;
+    return (upper + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
 LogThroughput steady_throughput(const TrainingLog& log, long skip_steps, long images_per_step,
                                 std::string_view origin) {
     if (skip_steps < 0) throw InputError("--skip-steps must be 0 or more (got " + std::to_string(skip_steps) + ")");
@@ -335,17 +343,12 @@ LogThroughput steady_throughput(const TrainingLog& log, long skip_steps, long im
                          "an epoch's first " +
                          std::to_string(skip_steps) + " steps (--skip-steps): a longer log, or fewer steps skipped");
     }
-    const std::size_t mid = values.size() / 2;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-    double median = values[mid];
-    if (values.size() % 2 == 0) {
-        median = (median + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-    }
+    out.figures_used = static_cast<int>(values.size());
+    const double median = median_of(std::move(values));
     const double images = static_cast<double>(images_per_step);
     const bool by_images = log.format == TrainingLogFormat::dllogger;
     out.throughput_images_per_s = by_images ? median : images / median;
     out.iteration_s = by_images ? images / median : median;
-    out.figures_used = static_cast<int>(values.size());
     return out;
 }
 

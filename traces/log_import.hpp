@@ -60,6 +60,9 @@ struct TrainingLog {
 TrainingLog read_training_log(std::string_view text, std::string_view origin,
                               std::optional<TrainingLogFormat> format = std::nullopt);
 
+/// The median of `values` (the mean of the middle two for an even count); `values` is not empty.
+double median_of(std::vector<double> values);
+
 /// The steady throughput of a log.
 struct LogThroughput {
     double throughput_images_per_s = 0;  ///< over all ranks
