@@ -343,7 +343,7 @@ void run_sweep(SweepOptions& o, std::ostream& out) {
 
     const Format format = format_of(o.output);
     check_counts(o);
-    if (format == Format::json && o.columns != "all") {
+    if (format == Format::json && o.columns != "all" && o.columns != "default") {
         throw InputError("--columns chooses a CSV's columns; -o '" + escape_for_message(o.output) +
                          "' is JSON, whose rows hold every figure");
     }
@@ -441,9 +441,10 @@ void add_sweep_flags(CLI::App& cmd, SweepOptions& options) {
                  "Simulate each combination with SimGrid instead of the closed form (one at a time per process)");
     cmd.add_option("--iterations", options.iterations, "Iterations simulated per combination with --simulate");
     cmd.add_option("--columns", options.columns,
-                   "The CSV's columns: names and groups, comma-separated: all (the default: every column), scenario "
-                   "(its inputs, feasible and reason), results (GPUs, global batch, throughput, time to train, cost "
-                   "and bill with their bands, epochs, bottleneck); written in the full set's order");
+                   "The CSV's columns: names and groups, comma-separated: default (scenario and results), all "
+                   "(every column: the phases, bandwidths, efficiencies, memory, storage, spot, ...), scenario (its "
+                   "inputs, feasible and reason), results (GPUs, global batch, throughput, time to train, cost and "
+                   "bill with their bands, epochs, bottleneck); written in the full set's order");
     add_catalog_option(cmd, options.catalogs);
     add_calibration_option(cmd, options.calibration);
     add_target_flags(cmd, options.target, nullptr);
@@ -499,17 +500,23 @@ ColumnSelection parse_columns(std::string_view list) {
         const std::size_t comma = std::min(list.find(',', start), list.size());
         const std::string_view name = list.substr(start, comma - start);
         start = comma + 1;
+        const bool scenario = name == "scenario" || name == "default";
+        const bool results = name == "results" || name == "default";
         if (name == "all") {
             selected.set();
-        } else if (name == "scenario") {
-            for (std::size_t k = 0; k < std::size(detail::kScenarioColumns); ++k) selected.set(k);
-        } else if (name == "results") {
-            for (std::string_view result : kResults) selected.set(place(result));
+        } else if (scenario || results) {
+            if (scenario) {
+                for (std::size_t k = 0; k < std::size(detail::kScenarioColumns); ++k) selected.set(k);
+            }
+            if (results) {
+                for (std::string_view result : kResults) selected.set(place(result));
+            }
         } else if (const std::size_t k = place(name); k < kColumns.size()) {
             selected.set(k);
         } else {
             throw InputError("--columns: no column or group '" + escape_for_message(name) +
-                             "' (groups: all, scenario, results; the columns are the header of a sweep's CSV)");
+                             "' (groups: default, all, scenario, results; the columns are the header of a sweep's "
+                             "CSV)");
         }
     }
     return selected;
@@ -561,7 +568,12 @@ bool SweepEvaluator::evaluate(std::size_t index, ScenarioResult& result, std::st
     result.scenario = sweep_.spec.scenario_at(index, sweep_.model.catalog());
     const Scenario& s = result.scenario;
     try {
-        const ResolvedScenario resolved = sweep_.model.resolve(s);
+        // Most infeasible rows are batches too large for the GPU's memory: said without an exception.
+        ResolvedScenario resolved;
+        if (!sweep_.model.resolve_feasible(s, resolved, reason)) {
+            reason = in_spec_terms(reason);
+            return false;
+        }
         // A row marked feasible holds finite, non-negative figures; the closed form's check also
         // says why a spot run never finishes, as predict does.
         if (sweep_.simulate) {
@@ -583,7 +595,8 @@ void register_sweep(CLI::App& app, std::ostream& out) {
     CLI::App* cmd = app.add_subcommand(
         "sweep",
         "Predict every combination of a sweep spec (a JSON object of Scenario fields, each a value or a list; "
-        "docs/formats.md, \"Sweep spec\"). One row per combination, with every Prediction field; an infeasible "
+        "docs/formats.md, \"Sweep spec\"). One row per combination: its scenario and results (--columns all: every "
+        "Prediction field); an infeasible "
         "one says why. CSV to "
         "stdout unless -o names a .csv or .json file. Under mpirun the ranks share the rows and rank 0 writes.");
     add_sweep_flags(*cmd, *options);

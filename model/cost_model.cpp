@@ -1,8 +1,10 @@
 #include "model/cost_model.hpp"
 
+#include <string>
 #include <utility>
 
 #include "model/collectives.hpp"
+#include "model/errors.hpp"
 
 namespace epochcast {
 
@@ -25,17 +27,30 @@ const Workload& CostModel::workload(const std::string& model, int image_size, in
 }
 
 ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
+    ResolvedScenario r;
+    std::string infeasible;
+    if (!resolve_into(scenario, r, infeasible)) throw InfeasibleError(infeasible);
+    return r;
+}
+
+bool CostModel::resolve_feasible(const Scenario& scenario, ResolvedScenario& resolved, std::string& infeasible) const {
+    resolved = ResolvedScenario{};
+    infeasible.clear();
+    return resolve_into(scenario, resolved, infeasible);
+}
+
+bool CostModel::resolve_into(const Scenario& scenario, ResolvedScenario& r, std::string& infeasible) const {
     // What epochcast accepts, before any look-up (model/limits.hpp).
     check_scenario_limits(scenario);
 
     // The cluster as the catalog has it; the architecture, and whether its batch fits a GPU.
-    ResolvedScenario r;
     const Cluster cluster = resolve_cluster(*catalog_, scenario);
     set_cluster(r, cluster, scenario);
     const GpuSpec& gpu = *cluster.workers.gpu;
     const Workload& work = workloads_->get(scenario.model, scenario.image_size, scenario.classes);
     const MemoryEstimate memory =
-        checked_training_memory(work, scenario.model, scenario.precision, cluster.batch_per_gpu, gpu);
+        training_memory_on(work, scenario.model, scenario.precision, cluster.batch_per_gpu, gpu, infeasible);
+    if (!infeasible.empty()) return false;
     r.memory_per_gpu_bytes = memory.total_bytes();
     r.memory_headroom_bytes = memory.context_bytes + memory.slack_bytes;
     const double checkpoint = checkpoint_bytes(work);
@@ -56,7 +71,7 @@ ResolvedScenario CostModel::resolve(const Scenario& scenario) const {
     set_run_schedule(r, scenario, calibration(), checkpoint);
     set_price(r, scenario, cluster);
     set_storage(r, scenario, *cluster.workers.instance, checkpoint);
-    return r;
+    return true;
 }
 
 Prediction CostModel::predict(const ResolvedScenario& s) const noexcept {

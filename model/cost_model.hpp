@@ -54,6 +54,11 @@ public:
     /// range, ps without servers, ...) and InfeasibleError when the batch does not fit in memory.
     ResolvedScenario resolve(const Scenario& scenario) const;
 
+    /// resolve() into `resolved`, except that a batch that does not fit in memory returns false with
+    /// `infeasible` saying why (InfeasibleError's text) rather than throwing: a sweep's infeasible
+    /// row costs no exception. Bad input still throws InputError.
+    bool resolve_feasible(const Scenario& scenario, ResolvedScenario& resolved, std::string& infeasible) const;
+
     /// The closed form. No allocation, no exception.
     Prediction predict(const ResolvedScenario& scenario) const noexcept;
 
@@ -90,6 +95,9 @@ public:
     const std::vector<double>& covariance() const { return covariance_.matrix(); }
 
 private:
+    /// resolve_feasible() into a default-constructed `r` and an empty `infeasible`.
+    bool resolve_into(const Scenario& scenario, ResolvedScenario& r, std::string& infeasible) const;
+
     std::shared_ptr<const Catalog> catalog_;
     const Convergence* convergence_ = &Convergence::built_in();
     std::shared_ptr<const Calibration> calibration_;

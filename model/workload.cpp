@@ -148,19 +148,27 @@ int largest_batch_that_fits(const Workload& workload, Precision precision, doubl
     return batch >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(batch);
 }
 
-MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
-                                       int batch_per_gpu, const GpuSpec& gpu) {
+MemoryEstimate training_memory_on(const Workload& work, const std::string& model, Precision precision,
+                                  int batch_per_gpu, const GpuSpec& gpu, std::string& infeasible) {
     const MemoryEstimate memory = training_memory(work, precision, batch_per_gpu);
     const double capacity = gpu.memory_gib * kBytesPerGiB;
     if (memory.total_bytes() > capacity) {
         const int fits = largest_batch_that_fits(work, precision, capacity);
-        throw InfeasibleError("batch " + std::to_string(batch_per_gpu) + " per GPU of " + model + " at " +
-                              std::string(to_string(precision)) + " needs " + format_gib(memory.total_bytes()) +
-                              " GiB with the CUDA context and the allocator's slack, more than the " +
-                              format_gib(capacity) + " GiB of a " + gpu.name +
-                              (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
-                                        : " (not even a batch of 1 fits)"));
+        infeasible = "batch " + std::to_string(batch_per_gpu) + " per GPU of " + model + " at " +
+                     std::string(to_string(precision)) + " needs " + format_gib(memory.total_bytes()) +
+                     " GiB with the CUDA context and the allocator's slack, more than the " + format_gib(capacity) +
+                     " GiB of a " + gpu.name +
+                     (fits > 0 ? " (the largest batch that fits is " + std::to_string(fits) + ")"
+                               : " (not even a batch of 1 fits)");
     }
+    return memory;
+}
+
+MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
+                                       int batch_per_gpu, const GpuSpec& gpu) {
+    std::string infeasible;
+    const MemoryEstimate memory = training_memory_on(work, model, precision, batch_per_gpu, gpu, infeasible);
+    if (!infeasible.empty()) throw InfeasibleError(infeasible);
     return memory;
 }
 

@@ -106,8 +106,13 @@ int largest_batch_that_fits(const Workload& workload, Precision precision, doubl
 
 struct GpuSpec;
 
-/// One GPU's training memory for the batch (eq. M1). Throws InfeasibleError when it exceeds the
-/// GPU's memory, naming the model, the GiB both ways and the largest batch that fits.
+/// One GPU's training memory for the batch (eq. M1). Where it exceeds the GPU's memory,
+/// `infeasible` becomes why, naming the model, the GiB both ways and the largest batch that fits
+/// (left empty where it fits), so that a sweep's infeasible row costs no exception.
+MemoryEstimate training_memory_on(const Workload& work, const std::string& model, Precision precision,
+                                  int batch_per_gpu, const GpuSpec& gpu, std::string& infeasible);
+
+/// training_memory_on(), throwing InfeasibleError with the reason where the batch does not fit.
 MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
                                        int batch_per_gpu, const GpuSpec& gpu);
 

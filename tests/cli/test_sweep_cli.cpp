@@ -75,7 +75,7 @@ const char* kSpec = R"({"instance": ["p3.16xlarge", "p3.2xlarge"], "nodes": [1, 
 
 TEST(SweepCli, CsvHasARowForEveryCombinationWithEveryPredictionField) {
     TempFile spec(kSpec);
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> lines = lines_of(r.out);
     ASSERT_EQ(lines.size(), 1u + 2 * 3 * 2 * 2);
@@ -132,7 +132,7 @@ TEST(SweepCli, CsvHasARowForEveryCombinationWithEveryPredictionField) {
 TEST(SweepCli, ColumnsWritesTheChosenColumnsAsTheFullSetWritesThem) {
     TempFile spec(kSpec);
     Folder folder;
-    const ProcessResult full = run_epochcast("sweep " + spec.path() + " -o " + (folder / "full.csv"));
+    const ProcessResult full = run_epochcast("sweep " + spec.path() + " --columns all -o " + (folder / "full.csv"));
     ASSERT_EQ(full.exit_code, 0) << full.err;
     const ProcessResult part =
         run_epochcast("sweep " + spec.path() + " --columns reason,results,instance -o " + (folder / "part.csv"));
@@ -159,10 +159,28 @@ TEST(SweepCli, ColumnsWritesTheChosenColumnsAsTheFullSetWritesThem) {
         ASSERT_EQ(row.size(), header.size()) << part_lines[i];
         for (std::size_t k = 0; k < header.size(); ++k) EXPECT_EQ(row[k], full_row[places[k]]) << header[k];
     }
-    // `all` is the full set, as with no --columns.
-    const ProcessResult all = run_epochcast("sweep " + spec.path() + " --columns all");
-    ASSERT_EQ(all.exit_code, 0) << all.err;
-    EXPECT_EQ(all.out, read_text(folder / "full.csv"));
+    // With no --columns, the default group: the scenario's columns and the results, in the full
+    // set's order (38 of its 89 columns), as `--columns default` and `scenario,results` write them.
+    const ProcessResult plain = run_epochcast("sweep " + spec.path());
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out, run_epochcast("sweep " + spec.path() + " --columns default").out);
+    EXPECT_EQ(plain.out, run_epochcast("sweep " + spec.path() + " --columns results,scenario").out);
+    const std::vector<std::string> plain_header = fields_of(lines_of(plain.out)[0]);
+    ASSERT_EQ(plain_header.size(), 38u);
+    EXPECT_EQ(plain_header.front(), full_header.front());  // model
+    EXPECT_EQ(plain_header[21], "reason");
+    EXPECT_EQ(plain_header[22], "gpus");
+    EXPECT_EQ(plain_header.back(), "bill_high_usd");
+    for (const char* left_out : {"compute_s", "communication_s", "memory_per_gpu_GiB", "compiled"}) {
+        EXPECT_EQ(std::find(plain_header.begin(), plain_header.end(), left_out), plain_header.end()) << left_out;
+    }
+    // A JSON output holds every figure, with or without the default named.
+    for (const char* columns : {"", " --columns default", " --columns all"}) {
+        const ProcessResult json = run_epochcast("sweep " + spec.path() + columns + " -o " + (folder / "rows.json"));
+        ASSERT_EQ(json.exit_code, 0) << columns << json.err;
+        EXPECT_NE(read_text(folder / "rows.json").find("\"compute_s\""), std::string::npos) << columns;
+    }
+    fs::remove(folder / "rows.json");
 
     for (const std::string& bad : {std::string("--columns results,bogus -o ") + (folder / "bad.csv"),
                                    std::string("--columns '' -o ") + (folder / "bad.csv"),
@@ -313,7 +331,7 @@ void expect_cell(const std::string& cell, double expected, const std::string& wh
 std::vector<std::map<std::string, std::string>> local_and_fsx_rows(const std::string& instance, int nodes) {
     TempFile spec(R"({"instance": ")" + instance + R"(", "nodes": )" + std::to_string(nodes) +
                   R"(, "storage": ["local-nvme", "fsx-lustre"], "storage_tib": 1.2})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return csv_rows(r.out);
 }
@@ -401,7 +419,7 @@ TEST(SweepCli, AStoreThatBoundsOnlyTheColdEpochsSaysSoInItsColumns) {
 TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
     TempFile spec(R"({"instance": "p3.16xlarge", "nodes": 4, "pricing": "spot",
                       "spot_interruptions_per_node_hour": [0.5, 60], "checkpoint_every": ["10min", "30min"]})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<std::string> header = fields_of(lines_of(r.out)[0]);
     const std::vector<std::string> last(header.end() - 15, header.end());
@@ -448,7 +466,7 @@ TEST(SweepCli, SpotKeysAreCrossedAndTheirColumnsComeLast) {
 TEST(SweepCli, ElasticSpotKeyPricesSpotRowsElastic) {
     TempFile spec(R"({"instance": "p3.16xlarge", "nodes": [1, 8], "pricing": ["on-demand", "spot"],
                       "spot_interruptions_per_node_hour": 0.13, "elastic_spot": [false, true]})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto rows = csv_rows(r.out);
     // The cross product: pricing varies slowest of the three, then elastic_spot, then nodes. The
@@ -490,7 +508,7 @@ TEST(SweepCli, ElasticSpotKeyPricesSpotRowsElastic) {
 TEST(SweepCli, EvaluationKeysAndColumns) {
     TempFile spec(R"({"instance": "p4d.24xlarge", "nodes": 2, "eval_every": [0, 1], "eval_images": 10000,
                       "startup": ["0", "10min"]})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 4u);
@@ -502,7 +520,8 @@ TEST(SweepCli, EvaluationKeysAndColumns) {
     EXPECT_EQ(rows[2].at("evaluations"), "90");
     EXPECT_EQ(rows[2].at("eval_images"), "10000");
     TempFile target(R"({"instance": "p4d.24xlarge", "nodes": 2})");
-    const ProcessResult t = run_epochcast("sweep " + target.path() + " --target-top1 75.9 --recipe mlperf-lars");
+    const ProcessResult t =
+        run_epochcast("sweep " + target.path() + " --target-top1 75.9 --recipe mlperf-lars --columns all");
     ASSERT_EQ(t.exit_code, 0) << t.err;
     const auto recipe = csv_rows(t.out);
     ASSERT_EQ(recipe.size(), 1u);
@@ -730,7 +749,7 @@ TEST(AppendSignificant, WritesWhatPrintfPercentPoint7gWrites) {
 TEST(SweepCli, CompiledRowsArePredictsCompileAndSaySo) {
     TempFile spec(R"({"instance": "p5.48xlarge", "gpus_per_node": 1, "batch_per_gpu": 32, "loader": "synthetic",
                       "compiled": [false, true]})");
-    const ProcessResult r = run_epochcast("sweep " + spec.path());
+    const ProcessResult r = run_epochcast("sweep " + spec.path() + " --columns all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto rows = csv_rows(r.out);
     ASSERT_EQ(rows.size(), 2u);

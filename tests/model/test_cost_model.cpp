@@ -270,5 +270,38 @@ TEST(CostModelErrors, BatchTooLargeForMemoryIsInfeasible) {
     EXPECT_NO_THROW(model().resolve(s));
 }
 
+// A sweep's infeasible rows cost no exception (issue 60): resolve_feasible() says what resolve()
+// throws for a batch too large, and resolves the rest to the same numbers; bad input still throws.
+TEST(CostModelErrors, ResolveFeasibleSaysWhatResolveThrows) {
+    Scenario s = seed000_horovod();
+    s.batch_per_gpu = 512;
+    std::string thrown;
+    try {
+        model().resolve(s);
+    } catch (const InfeasibleError& error) {
+        thrown = error.what();
+    }
+    ASSERT_FALSE(thrown.empty());
+    ResolvedScenario resolved;
+    std::string reason = "left from an earlier row";
+    EXPECT_FALSE(model().resolve_feasible(s, resolved, reason));
+    EXPECT_EQ(reason, thrown);
+
+    s.batch_per_gpu = 128;  // the same ResolvedScenario and reason, reused as a sweep does
+    ASSERT_TRUE(model().resolve_feasible(s, resolved, reason));
+    EXPECT_TRUE(reason.empty());
+    const Prediction expected = model().predict(model().resolve(s));
+    const Prediction got = model().predict(resolved);
+    EXPECT_EQ(got.throughput_images_per_s, expected.throughput_images_per_s);
+    EXPECT_EQ(got.interval.low, expected.interval.low);
+    EXPECT_EQ(got.interval.high, expected.interval.high);
+    EXPECT_EQ(got.cost_usd, expected.cost_usd);
+    EXPECT_EQ(got.time_to_train_s, expected.time_to_train_s);
+    EXPECT_EQ(resolved.memory_per_gpu_bytes, model().resolve(s).memory_per_gpu_bytes);
+
+    s.model = "resnet49";
+    EXPECT_THROW(model().resolve_feasible(s, resolved, reason), InputError);
+}
+
 }  // namespace
 }  // namespace epochcast

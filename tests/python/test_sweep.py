@@ -85,7 +85,7 @@ def test_without_pandas_it_is_a_list_of_dicts_of_the_same_values(spec_file, monk
 
 
 def test_the_columns_types(spec_file):
-    frame = epochcast.sweep(SPEC)
+    frame = epochcast.sweep(SPEC, columns="all")
     assert str(frame["throughput_images_per_s"].dtype) == "float64"
     assert str(frame["nodes"].dtype) == "int64"
     # Counts the model gives are counts too (issue 62: they were float64); an infeasible row leaves them empty.
