@@ -179,7 +179,6 @@ double compiled_variance_of(const ResolvedScenario& s,
 double relative_sigma(const ResolvedScenario& s, const std::array<double, kSensitiveFields>& per_log_throughput,
                       const ParameterCovariance& covariance, double model_sigma) noexcept {
     // Delta method (eq. U1): g' C g over the parameters the scenario uses, plus the model's own scatter.
-    const std::array<double, kSensitiveFields> gradient = gradient_of(s, per_log_throughput);
     const std::size_t n = covariance.parameters().size() + 1;
     const std::vector<double>& matrix = covariance.matrix();
     double variance = model_sigma * model_sigma + compiled_variance_of(s, per_log_throughput);
@@ -190,14 +189,18 @@ double relative_sigma(const ResolvedScenario& s, const std::array<double, kSensi
             per_log_throughput[static_cast<std::size_t>(SensitiveField::time_per_image)] * s.transfer_sigma;
         variance += transfer * transfer;
     }
-    // The fields that move, gathered first, so that the double sum runs without a test.
-    std::array<double, kSensitiveFields> moving{};
-    std::array<std::size_t, kSensitiveFields> rows{};
+    // The gradient's fields that move (gradient_of's), gathered first, so that the double sum runs
+    // without a test; only the first `count` entries are read, so they need no zeroing.
+    std::array<double, kSensitiveFields> moving;
+    std::array<std::size_t, kSensitiveFields> rows;
     std::size_t count = 0;
     for (std::size_t f = 0; f < kSensitiveFields; ++f) {
-        if (gradient[f] == 0) continue;
-        moving[count] = gradient[f];
-        rows[count++] = static_cast<std::size_t>(s.sensitivity[f].parameter);
+        const FieldSensitivity& sensitivity = s.sensitivity[f];
+        if (sensitivity.parameter < 0 || sensitivity.log_field_per_coordinate == 0) continue;
+        const double g = per_log_throughput[f] * sensitivity.log_field_per_coordinate;
+        if (g == 0) continue;
+        moving[count] = g;
+        rows[count++] = static_cast<std::size_t>(sensitivity.parameter);
     }
     // C is symmetric (a calibration's covariance must be): each row's diagonal term and twice its
     // terms left of the diagonal, each row's sum its own, so that the adds need not wait in one line.
