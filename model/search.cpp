@@ -339,10 +339,19 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
     }
     PlanSearch result;
     result.unsold = unsold_instances(space, model.catalog());
-    for (Scenario& s : enumerate_space(space, model.catalog())) {
+    ResolvedScenario resolved;
+    std::string too_large;  // a batch the GPU cannot hold: no exception for the commonest infeasible configuration
+    std::vector<Scenario> scenarios = enumerate_space(space, model.catalog());
+    // Room for every configuration at once: the plans (1 KB each) are not copied as they grow, and
+    // the pages of those left out are never touched.
+    result.plans.reserve(scenarios.size());
+    for (Scenario& s : scenarios) {
         ++result.considered;
         try {
-            const ResolvedScenario resolved = model.resolve(s);
+            if (!model.resolve_feasible(s, resolved, too_large)) {
+                ++result.infeasible;
+                continue;
+            }
             const Prediction p = model.checked_predict(resolved);
             if (p.host_vcpus_short) {  // eq. D3: not a cluster the loader can run on
                 ++result.host_short;
