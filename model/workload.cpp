@@ -164,14 +164,6 @@ MemoryEstimate training_memory_on(const Workload& work, const std::string& model
     return memory;
 }
 
-MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
-                                       int batch_per_gpu, const GpuSpec& gpu) {
-    std::string infeasible;
-    const MemoryEstimate memory = training_memory_on(work, model, precision, batch_per_gpu, gpu, infeasible);
-    if (!infeasible.empty()) throw InfeasibleError(infeasible);
-    return memory;
-}
-
 double checkpoint_bytes(const Workload& workload) { return workload.parameters * kCheckpointBytesPerParameter; }
 
 const Workload& Workloads::get(const std::string& model, int image_size, int classes) {

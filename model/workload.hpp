@@ -108,13 +108,10 @@ struct GpuSpec;
 
 /// One GPU's training memory for the batch (eq. M1). Where it exceeds the GPU's memory,
 /// `infeasible` becomes why, naming the model, the GiB both ways and the largest batch that fits
-/// (left empty where it fits), so that a sweep's infeasible row costs no exception.
+/// (untouched where it fits): CostModel::resolve() throws it as an InfeasibleError, and
+/// resolve_feasible() returns it, so that a sweep's infeasible row costs no exception.
 MemoryEstimate training_memory_on(const Workload& work, const std::string& model, Precision precision,
                                   int batch_per_gpu, const GpuSpec& gpu, std::string& infeasible);
-
-/// training_memory_on(), throwing InfeasibleError with the reason where the batch does not fit.
-MemoryEstimate checked_training_memory(const Workload& work, const std::string& model, Precision precision,
-                                       int batch_per_gpu, const GpuSpec& gpu);
 
 /// A checkpoint holds the fp32 weights and the fp32 momentum: 8 bytes per parameter.
 inline constexpr double kCheckpointBytesPerParameter = 8.0;
