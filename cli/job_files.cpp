@@ -8,6 +8,7 @@
 
 #include "cli/output.hpp"
 #include "cli/report.hpp"
+#include "cli/table.hpp"
 #include "model/errors.hpp"
 #include "model/scenario_file.hpp"
 #include "model/text_io.hpp"
@@ -95,13 +96,6 @@ const FabricEnvironment kRoce{"RoCE (NCCL's IB transport on Ethernet)",
 /// The text of `value` as a launch file writes a figure: 7 significant digits, no exponent for
 /// everyday sizes (3.2, 8192, 0.0125).
 std::string figure(double value) { return shortest(value); }
-
-/// A rate a person reads: three significant digits ("0.000394", "0.05").
-std::string significant(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", value);
-    return text;
-}
 
 /// ceil(seconds) as Slurm's time limit, D-HH:MM:SS.
 std::string slurm_time(double seconds) {
@@ -292,7 +286,7 @@ std::string header(const JobRequest& r, const LearningRate& lr, JobFormat format
     if (p.spot.modelled) {
         out << "#   checkpoints:   every " << format_duration(p.spot.checkpoint_interval_s)
             << " of work on spot (Young's interval " << format_duration(p.spot.recommended_checkpoint_interval_s)
-            << " for " << significant(p.spot.interruptions_per_node_hour) << " interruptions per node-hour)\n";
+            << " for " << format_significant(p.spot.interruptions_per_node_hour) << " interruptions per node-hour)\n";
     } else {
         out << "#   checkpoints:   once an epoch\n";
     }

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/preflight.hpp"
+#include "cli/table.hpp"
 #include "executor/progress.hpp"
 #include "model/errors.hpp"
 #include "model/text_io.hpp"
@@ -50,13 +51,6 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 std::string read_whole_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-/// "1.5" for 1.5, "12" for 12.0: seconds as people write them.
-std::string seconds_text(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", seconds);
-    return text;
 }
 
 /// The N of "<prefix>N<suffix>" when `name` is exactly that, else -1.
@@ -405,8 +399,8 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     }
     const RankState& state = named->second;
     const std::string rank = "rank " + std::to_string(named->first);
-    const std::string silent = seconds_text(seconds_between(state.changed, now));
-    const std::string deadline = seconds_text(deadline_for(state));
+    const std::string silent = format_significant(seconds_between(state.changed, now));
+    const std::string deadline = format_significant(deadline_for(state));
     if (state.steps < 0) {
         return rank + " made no progress for " + silent + " s: it has not started (no progress report; the " +
                "start-up allowance is " + deadline + " s)";
@@ -415,7 +409,8 @@ std::optional<std::string> Watchdog::check(Clock::time_point now) {
     for (const auto& [index, other] : ranks_) slowest = std::max(slowest, other.slowest_step_s);
     return rank + " on host " + state.host + " made no progress for " + silent + " s (deadline " + deadline + " s; " +
            std::to_string(state.steps) + " step" + (state.steps == 1 ? "" : "s") + " done" +
-           (state.steps > 0 ? ", the slowest step so far took " + seconds_text(slowest) + " s" : ", still starting") +
+           (state.steps > 0 ? ", the slowest step so far took " + format_significant(slowest) + " s"
+                            : ", still starting") +
            (named_stopped ? "; its process " + std::to_string(state.pid) + " is stopped" : "") + ")";
 }
 

@@ -137,6 +137,12 @@ std::string format_signed_percent(double percent) {
     return text;
 }
 
+std::string format_significant(double value, int digits) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*g", std::max(1, digits), value);
+    return text;
+}
+
 std::string format_number(double value, int max_decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", std::max(0, max_decimals), value);

@@ -38,6 +38,10 @@ std::string format_number(double value, int max_decimals = 4);
 /// A difference in percent with its sign and one decimal: "+4.2 %", "-3.1 %", "+0 %".
 std::string format_signed_percent(double percent);
 
+/// `value` to `digits` significant digits as printf's %g writes it, trailing zeros dropped: a
+/// rate or a time a person reads ("0.000394", "1.5", "12" at 3 digits).
+std::string format_significant(double value, int digits = 3);
+
 /// The error of `predicted` against `measured` as a table beside both at `decimals` shows it:
 /// "4.5 %" (one decimal), or "-" where nothing was measured or the measurement prints as 0 (issue
 /// 59, item 15: "-100 %" stood beside two zeros, a percentage of a figure too small to show).
