@@ -5,6 +5,7 @@
 // output and exits with code 3 (cli/output.hpp).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <memory>
@@ -71,8 +72,8 @@ constexpr double kMaxBudgetUsd = 1e12;
 double parse_deadline_s(const std::string& text) { return parse_duration_s(text, "--deadline"); }
 
 /// "8 x p3.16xlarge = 64 x V100-SXM2-16GB", with how it is sold when `with_pricing` (a spot search,
-/// which weighs elastic and on-demand twins): ", spot (0.12 interruptions)", ", spot elastic (0.12
-/// interruptions)" or ", on-demand".
+/// which weighs elastic and on-demand twins, or one of several pricings): ", spot (0.12
+/// interruptions)", ", spot elastic (0.12 interruptions)", ", on-demand", ", capacity-block".
 std::string cluster_text(const Catalog& catalog, const Plan& plan, bool with_pricing = false) {
     const Scenario& s = plan.scenario;
     const Prediction& p = plan.prediction;
@@ -85,8 +86,8 @@ std::string cluster_text(const Catalog& catalog, const Plan& plan, bool with_pri
         text += p.spot.modelled ? std::string(p.spot.elastic_priced ? ", spot elastic (" : ", spot (") +
                                       format_number(p.spot.expected_interruptions, 2) + " interruptions)"
                                 : ", spot (interruptions unknown)";
-    } else if (s.pricing == Pricing::on_demand) {
-        text += ", on-demand";
+    } else {
+        text += ", " + std::string(to_string(s.pricing));
     }
     return text;
 }
@@ -243,13 +244,49 @@ Constraints read_constraints(const PlanOptions& o) {
     return c;
 }
 
-/// --pricing, or spot for --spot (its older spelling); InputError when the two disagree.
-Pricing pricing_of(const PlanOptions& o) {
-    const Pricing pricing = parse_pricing(o.pricing, "--pricing");
-    if (o.spot && pricing != Pricing::spot && o.pricing != "on-demand") {
+/// --pricing: one pricing, a comma-separated list or `all` (every pricing, in kAllPricings' order),
+/// or spot for --spot (its older spelling); InputError for an unknown or repeated name, or when --spot
+/// and --pricing disagree.
+std::vector<Pricing> pricings_of(const PlanOptions& o) {
+    std::vector<Pricing> pricings;
+    if (o.pricing == "all") {
+        pricings.assign(std::begin(kAllPricings), std::end(kAllPricings));
+    } else {
+        std::string_view rest = o.pricing;
+        while (true) {
+            const std::size_t comma = rest.find(',');
+            const std::string_view name = rest.substr(0, comma);
+            if (name == "all") throw InputError("--pricing: all names every pricing, alone (got '" + o.pricing + "')");
+            Pricing pricing = Pricing::on_demand;
+            try {
+                pricing = parse_pricing(name, "--pricing");
+            } catch (const InputError&) {
+                throw InputError("--pricing: unknown value '" + std::string(name) +
+                                 "' (expected on-demand, spot, capacity-block, reserved-1y or reserved-3y, several "
+                                 "separated by commas, or all)");
+            }
+            if (std::find(pricings.begin(), pricings.end(), pricing) != pricings.end()) {
+                throw InputError("--pricing names " + std::string(to_string(pricing)) + " twice");
+            }
+            pricings.push_back(pricing);
+            if (comma == std::string_view::npos) break;
+            rest.remove_prefix(comma + 1);
+        }
+    }
+    if (o.spot && pricings != std::vector<Pricing>{Pricing::spot} && o.pricing != "on-demand") {
         throw InputError("--spot and --pricing " + o.pricing + " contradict each other (--spot means --pricing spot)");
     }
-    return o.spot ? Pricing::spot : pricing;
+    return o.spot ? std::vector<Pricing>{Pricing::spot} : pricings;
+}
+
+bool searches(const std::vector<Pricing>& pricings, Pricing pricing) {
+    return std::find(pricings.begin(), pricings.end(), pricing) != pricings.end();
+}
+
+/// Whether some plan may be bought whole, a block or a term (eq. H1): then the bill and the run's
+/// share differ.
+bool any_billed_whole(const std::vector<Pricing>& pricings) {
+    return std::any_of(pricings.begin(), pricings.end(), [](Pricing p) { return billed_whole(p); });
 }
 
 /// --rank-by: what plans are ranked and held to the budget by (eq. H1).
@@ -272,8 +309,9 @@ SearchSpace search_space(const PlanOptions& o, const CostModel& model) {
     space.base.loader = parse_loader(o.loader, "--loader");
     space.base.memory_format = parse_memory_format(o.memory_format, "--memory-format");
     space.base.compiled = o.compiled;
-    space.base.pricing = pricing_of(o);
-    space.spot_with_on_demand = space.base.pricing == Pricing::spot;
+    space.pricings = pricings_of(o);
+    space.base.pricing = space.pricings.front();
+    space.spot_with_on_demand = searches(space.pricings, Pricing::spot);
     space.charge = charge_of(o);
     o.spot_flags.apply(space.base);
     o.run_costs.apply(space.base);
@@ -370,7 +408,8 @@ public:
           search_(search),
           c_(constraints),
           epochs_(std::move(epochs)),
-          unrated_(unrated_spot_instances(catalog, search)) {}
+          unrated_(unrated_spot_instances(catalog, search)),
+          pricings_(pricings_of(o)) {}
 
     void print_json(std::ostream& out) const override {
         auto plan_json = [&](std::optional<std::size_t> i) {
@@ -386,7 +425,8 @@ public:
                             {"unpublished_batch", search_.unpublished},
                             {"host_vcpus_short", search_.host_short},
                             {"confidence", o_.confidence},
-                            {"pricing", to_string(pricing_of(o_))},
+                            {"pricing", pricing_flag_text()},
+                            {"pricings", pricing_names()},
                             {"ranked_by", charge_of(o_) == Charge::bill ? "bill" : "share"},
                             {"cloud", o_.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(o_.cloud)},
                             {"not_sold", search_.unsold},
@@ -419,8 +459,9 @@ public:
             << o_.precision << ", " << o_.framework
             << (o_.loader == "default" ? std::string() : ", " + o_.loader + " loader")
             << (o_.memory_format == "channels_last" ? std::string() : ", " + o_.memory_format)
-            << (o_.compiled ? ", torch.compile" : "") << ", " << to_string(pricing_of(o_)) << " prices"
-            << (pricing_of(o_) == Pricing::spot ? " beside on-demand" : "")
+            << (o_.compiled ? ", torch.compile" : "") << ", " << pricings_text(pricings_, "and") << " prices"
+            << (searches(pricings_, Pricing::spot) && !searches(pricings_, Pricing::on_demand) ? " beside on-demand"
+                                                                                               : "")
             << (o_.cloud.empty() ? std::string() : ", cloud " + o_.cloud)
             << "): " << format_count(static_cast<double>(search_.plans.size())) << " feasible";
         if (search_.unpublished > 0) {
@@ -436,14 +477,32 @@ public:
                 << " for a CPU loader)";
         }
         out << ".\n";
-        if (billed_whole(pricing_of(o_))) {
+        if (any_billed_whole(pricings_)) {
+            // What each pricing searched bills: a block's whole days, a term, or (beside those) the seconds
+            // the run takes; each named by its pricings where the search holds several.
+            std::vector<Pricing> blocks, terms, seconds;
+            for (Pricing pricing : pricings_) {
+                (pricing == Pricing::capacity_block ? blocks
+                 : billed_whole(pricing)            ? terms
+                                                    : seconds)
+                    .push_back(pricing);
+            }
+            const bool several = pricings_.size() > 1;
+            std::string text;
+            auto add = [&](const std::vector<Pricing>& which, const char* bill) {
+                if (which.empty()) return;
+                if (!text.empty()) text += "; ";
+                if (several) text += "for " + pricings_text(which, "and") + " ";
+                text += bill;
+            };
+            add(blocks,
+                "each instance's whole Capacity Block, sold by the day up to 14 days and by the week up to 182");
+            add(terms, "each instance's whole term, billed whether it runs or not");
+            add(seconds, "the run's own seconds");
             out << (charge_of(o_) == Charge::bill ? "Ranked by the bill: "
                                                   : "Ranked by the run's share (--rank-by share): a block or a "
                                                     "commitment already held; the bill is ")
-                << (pricing_of(o_) == Pricing::capacity_block
-                        ? "each instance's whole Capacity Block, sold by the day up to 14 days and by the week up to "
-                          "182"
-                        : "each instance's whole term, billed whether it runs or not")
+                << text
                 << (charge_of(o_) == Charge::bill ? " (--rank-by share ranks by the run's share of it).\n" : ".\n");
         }
         if (o_.confidence != 0.5) {
@@ -457,13 +516,13 @@ public:
             for (const std::string& name : search_.unsold) {
                 names += (names.empty() ? "" : ", ") + name + " (" + catalog_.instance(name).pricings_text() + ")";
             }
-            out << "Not sold " << to_string(pricing_of(o_)) << ", left out: "
+            out << "Not sold " << pricings_text(pricings_) << ", left out: "
                 << (search_.unsold.size() <= kNamed
                         ? names
                         : std::to_string(search_.unsold.size()) + " GPU instances (--json names them)")
                 << ".\n";
         }
-        if (pricing_of(o_) == Pricing::spot) {
+        if (searches(pricings_, Pricing::spot)) {
             out << "Spot capacity: " << kSpotAvailabilityNote << ".\n";
         }
         if (!unrated_.empty()) {
@@ -480,7 +539,7 @@ public:
             for (const std::string& name : search_.unpriced_instances) names += (names.empty() ? "" : ", ") + name;
             const Plan& fastest_unpriced = search_.plans[*search_.fastest_unpriced];
             const bool one = search_.unpriced_instances.size() == 1;
-            out << "No price by the hour for " << names << " (under " << to_string(pricing_of(o_))
+            out << "No price by the hour for " << names << " (under " << pricings_text(pricings_)
                 << "): " << (one ? "its " : "their ") << format_count(static_cast<double>(search_.unpriced.size()))
                 << " plans are left out of the ranking, their cost unknown (a --catalog file can price "
                 << (one ? "it" : "them") << "); the fastest, " << cluster_text(catalog_, fastest_unpriced)
@@ -508,7 +567,7 @@ public:
         const bool quantile = o_.confidence != 0.5;
         // The money column is what the plans are ranked by: the bill or the run's share where a block or a
         // term is sold whole, else the cost (the two are one).
-        const std::string money = !billed_whole(pricing_of(o_))   ? "cost"
+        const std::string money = !any_billed_whole(pricings_)    ? "cost"
                                   : charge_of(o_) == Charge::bill ? "bill"
                                                                   : "run's share";
         std::vector<std::string> header{"time to train", money};
@@ -530,7 +589,7 @@ public:
                 row.push_back(format_cost(plan.at_confidence.cost_usd, p.priced));
             }
             for (std::string cell :
-                 {cluster_text(catalog_, plan, pricing_of(o_) == Pricing::spot), strategy_text(catalog_, plan),
+                 {cluster_text(catalog_, plan, with_pricing()), strategy_text(catalog_, plan),
                   format_count(batch_per_gpu(plan.prediction)), epochs_cell(p), format_count(p.throughput_images_per_s),
                   format_cost(p.cluster_usd_per_hour, p.priced)})
                 row.push_back(std::move(cell));
@@ -542,6 +601,24 @@ public:
 
 private:
     const Plan& fastest() const { return search_.plans[search_.front.front()]; }
+
+    /// Whether a plan says how it is bought: where plans bought differently are ranked together (a spot
+    /// search, which holds on-demand twins, or several pricings).
+    bool with_pricing() const { return pricings_.size() > 1 || searches(pricings_, Pricing::spot); }
+
+    /// --pricing as the JSON names it: "on-demand", "all", "on-demand,spot".
+    std::string pricing_flag_text() const {
+        if (pricings_.size() == kPricingCount) return "all";
+        std::string text;
+        for (Pricing pricing : pricings_) text += (text.empty() ? "" : ",") + std::string(to_string(pricing));
+        return text;
+    }
+
+    std::vector<std::string> pricing_names() const {
+        std::vector<std::string> names;
+        for (Pricing pricing : pricings_) names.emplace_back(to_string(pricing));
+        return names;
+    }
     const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
     /// The safer answer (PlanSearch::safer_within_deadline) as a plan of its own, its time and cost at
@@ -589,7 +666,7 @@ private:
         print_plan(out, catalog_,
                    "Cheapest meeting the deadline at " + confidence + " confidence (--confidence " +
                        shortest(kSaferConfidence) + ")",
-                   *safer, kSaferConfidence, pricing_of(o_) == Pricing::spot, charge_of(o_));
+                   *safer, kSaferConfidence, with_pricing(), charge_of(o_));
     }
 
     /// One answer: the plan, or what comes closest, then the elastic schedule when asked for.
@@ -597,8 +674,7 @@ private:
                       const std::string& closest, const std::optional<ElasticPlan>& elastic,
                       const std::string& elastic_heading) const {
         if (plan) {
-            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence, pricing_of(o_) == Pricing::spot,
-                       charge_of(o_));
+            print_plan(out, catalog_, heading, search_.plans[*plan], o_.confidence, with_pricing(), charge_of(o_));
         } else {
             out << heading << ": none; " << (search_.front.empty() ? "no plan is feasible" : closest) << "\n";
         }
@@ -615,6 +691,7 @@ private:
     const Constraints& c_;
     std::string epochs_;
     std::vector<std::string> unrated_;  ///< unrated_spot_instances
+    std::vector<Pricing> pricings_;     ///< pricings_of: what the search bought the instances as
 };
 
 /// Draw every feasible plan, the front and the answers into --plot.
@@ -690,8 +767,9 @@ void register_plan(CLI::App& app, std::ostream& out) {
     o->budget_option =
         without_default(cmd->add_option("--budget", o->budget_usd, "Cost to train at most, in US dollars"));
     cmd->add_option("--pricing", o->pricing,
-                    "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y "
-                    "(instances not sold that way are left out)");
+                    "How the instances are sold: on-demand, spot, capacity-block, reserved-1y or reserved-3y, "
+                    "several separated by commas, or all (each instance under each way it is sold, ranked "
+                    "together; instances sold none of those ways are left out)");
     cmd->add_option("--rank-by", o->rank_by,
                     "What plans are ranked and held to --budget by: bill (what is paid: a Capacity Block's whole "
                     "days, a reservation's whole term) or share (the run's hours of a block or commitment already "

@@ -113,19 +113,45 @@ bool in_cloud(const SearchSpace& space, const InstanceSpec& instance) {
     return space.cloud.empty() || instance.cloud == space.cloud;
 }
 
-/// What can be rented at the space's pricing: a price under it. A machine without any price by the
+/// What can be rented under one of `pricings`: a price under it. A machine without any price by the
 /// hour (an owned DGX, the local host) would always be the cheapest plan: named with --instance only.
-bool sold(const SearchSpace& space, const InstanceSpec& instance) {
-    return instance.price(space.base.pricing) != nullptr;
+bool sold(const std::vector<Pricing>& pricings, const InstanceSpec& instance) {
+    return std::any_of(pricings.begin(), pricings.end(),
+                       [&](Pricing pricing) { return instance.price(pricing) != nullptr; });
 }
 
 }  // namespace
 
+std::string pricings_text(const std::vector<Pricing>& pricings, std::string_view conjunction) {
+    std::string text;
+    for (std::size_t i = 0; i < pricings.size(); ++i) {
+        if (i > 0 && i + 1 == pricings.size()) {
+            text.append(" ").append(conjunction).append(" ");
+        } else if (i > 0) {
+            text.append(", ");
+        }
+        text.append(to_string(pricings[i]));
+    }
+    return text;
+}
+
+std::vector<Pricing> searched_pricings(const SearchSpace& space) {
+    if (space.pricings.empty()) return {space.base.pricing};
+    for (std::size_t i = 0; i < space.pricings.size(); ++i) {
+        if (std::find(space.pricings.begin(), space.pricings.begin() + static_cast<std::ptrdiff_t>(i),
+                      space.pricings[i]) != space.pricings.begin() + static_cast<std::ptrdiff_t>(i)) {
+            throw InputError("pricing " + std::string(to_string(space.pricings[i])) + " is named twice");
+        }
+    }
+    return space.pricings;
+}
+
 std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalog& catalog) {
     std::vector<std::string> names;
     if (!space.instances.empty()) return names;
+    const std::vector<Pricing> pricings = searched_pricings(space);
     for (const InstanceSpec& instance : catalog.instances()) {
-        if (instance.gpus > 0 && in_cloud(space, instance) && instance.priced() && !sold(space, instance)) {
+        if (instance.gpus > 0 && in_cloud(space, instance) && instance.priced() && !sold(pricings, instance)) {
             names.push_back(instance.name);
         }
     }
@@ -149,10 +175,12 @@ std::vector<int> gpus_per_node_choices(const SearchSpace& space, const InstanceS
 
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog) {
     if (!space.cloud.empty()) catalog.check_cloud(space.cloud, "cloud");
+    const std::vector<Pricing> pricings = searched_pricings(space);
     std::vector<const InstanceSpec*> workers;
     if (space.instances.empty()) {
         for (const InstanceSpec& instance : catalog.instances()) {
-            if (instance.gpus > 0 && in_cloud(space, instance) && sold(space, instance)) workers.push_back(&instance);
+            if (instance.gpus > 0 && in_cloud(space, instance) && sold(pricings, instance))
+                workers.push_back(&instance);
         }
     } else {
         for (const std::string& name : space.instances) {
@@ -165,23 +193,39 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
                                  (instance.cloud.empty() ? std::string("(none)") : instance.cloud) + "', not '" +
                                  space.cloud + "'");
             }
-            if (instance.priced() && !sold(space, instance)) {
-                throw InputError("instance '" + name + "' is not sold " + std::string(to_string(space.base.pricing)) +
+            if (instance.priced() && !sold(pricings, instance)) {
+                throw InputError("instance '" + name + "' is not sold " + pricings_text(pricings) +
                                  " (it is sold as: " + instance.pricings_text() + ")");
             }
             workers.push_back(&instance);
         }
     }
+    // The dedicated servers: those named, under every pricing; else the catalog's CPU-only instances,
+    // each under the pricings it is sold under.
     std::vector<std::string> servers = space.ps_instances;
     if (servers.empty()) {
         for (const InstanceSpec& instance : catalog.instances()) {
-            if (instance.gpus == 0 && in_cloud(space, instance) && sold(space, instance)) {
+            if (instance.gpus == 0 && in_cloud(space, instance) && sold(pricings, instance)) {
                 servers.push_back(instance.name);
             }
         }
     } else {
         for (const std::string& name : servers) catalog.instance(name);  // throws for an unknown name
     }
+    // A worker under `pricing`: sold so, or, with no price at all (named), under the first pricing only.
+    auto planned_under = [&](const InstanceSpec& instance, Pricing pricing) {
+        return instance.priced() ? instance.price(pricing) != nullptr : pricing == pricings.front();
+    };
+    auto servers_under = [&](Pricing pricing) {
+        std::vector<std::string> out;
+        for (const std::string& server : servers) {
+            if (!space.ps_instances.empty() || catalog.instance(server).price(pricing) != nullptr)
+                out.push_back(server);
+        }
+        return out;
+    };
+    const bool spot_twins =
+        space.spot_with_on_demand && std::find(pricings.begin(), pricings.end(), Pricing::spot) != pricings.end();
 
     // Counted before any is built (each holds about 2 KB once predicted): ten --nodes values up to
     // 100,000 and twenty batches grew to 20 GB before "out of memory".
@@ -189,17 +233,22 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
     const double per_choice =
         static_cast<double>(space.nodes.size()) *
         static_cast<double>(space.base.global_batch > 0 ? std::size_t{1} : space.batch_per_gpu.size());
-    for (const InstanceSpec* instance : workers) {
-        const double gpu_counts = static_cast<double>(gpus_per_node_choices(space, *instance).size());
-        for (Strategy strategy : space.strategies) {
-            const double choices =
-                strategy == Strategy::ps
-                    ? static_cast<double>(servers.size() * space.ps_ratios.size()) + (space.ps_colocated ? 1 : 0)
-                    : 1;
-            count += gpu_counts * choices * per_choice;
+    for (Pricing pricing : pricings) {
+        const double server_count = static_cast<double>(servers_under(pricing).size());
+        // Spot's configurations may each have an elastic and an on-demand twin.
+        const double copies = spot_twins && pricing == Pricing::spot ? 3 : 1;
+        for (const InstanceSpec* instance : workers) {
+            if (!planned_under(*instance, pricing)) continue;
+            const double gpu_counts = static_cast<double>(gpus_per_node_choices(space, *instance).size());
+            for (Strategy strategy : space.strategies) {
+                const double choices =
+                    strategy == Strategy::ps
+                        ? server_count * static_cast<double>(space.ps_ratios.size()) + (space.ps_colocated ? 1 : 0)
+                        : 1;
+                count += copies * gpu_counts * choices * per_choice;
+            }
         }
     }
-    if (space.spot_with_on_demand && space.base.pricing == Pricing::spot) count *= 3;  // elastic and on-demand twins
     if (count > static_cast<double>(kMaxPlanConfigurations)) {
         throw InputError("the search would hold " + format_count(count) + " configurations, over its limit of " +
                          format_count(static_cast<double>(kMaxPlanConfigurations)) +
@@ -207,68 +256,79 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
     }
 
     std::vector<Scenario> out;
-    for (const InstanceSpec* instance : workers) {
-        for (int k : gpus_per_node_choices(space, *instance)) {
-            if (k < 1 || k > instance->gpus) continue;
-            for (Strategy strategy : space.strategies) {
-                if (strategy == Strategy::hierarchical && k == 1) continue;
-                // (server instance, ratio) pairs for ps; one empty entry otherwise; co-located last.
-                struct Servers {
-                    std::string instance;
-                    double ratio = 0;
-                    bool colocated = false;
-                };
-                std::vector<Servers> choices;
-                if (strategy == Strategy::ps) {
-                    for (const std::string& server : servers) {
-                        for (double ratio : space.ps_ratios) choices.push_back({server, ratio, false});
+    for (Pricing pricing : pricings) {
+        const std::vector<std::string> pricing_servers = servers_under(pricing);
+        for (const InstanceSpec* instance : workers) {
+            if (!planned_under(*instance, pricing)) continue;
+            for (int k : gpus_per_node_choices(space, *instance)) {
+                if (k < 1 || k > instance->gpus) continue;
+                for (Strategy strategy : space.strategies) {
+                    if (strategy == Strategy::hierarchical && k == 1) continue;
+                    // (server instance, ratio) pairs for ps; one empty entry otherwise; co-located last.
+                    struct Servers {
+                        std::string instance;
+                        double ratio = 0;
+                        bool colocated = false;
+                    };
+                    std::vector<Servers> choices;
+                    if (strategy == Strategy::ps) {
+                        for (const std::string& server : pricing_servers) {
+                            for (double ratio : space.ps_ratios) choices.push_back({server, ratio, false});
+                        }
+                        if (space.ps_colocated) choices.push_back({"", 0, true});
+                    } else {
+                        choices.push_back({});
                     }
-                    if (space.ps_colocated) choices.push_back({"", 0, true});
-                } else {
-                    choices.push_back({});
-                }
-                for (const Servers& choice : choices) {
-                    // A fixed global batch takes the per-GPU batch from the GPUs: one entry per size.
-                    const std::vector<int> batches =
-                        space.base.global_batch > 0 ? std::vector<int>{0} : space.batch_per_gpu;
-                    for (int nodes : space.nodes) {
-                        for (int batch : batches) {
-                            Scenario s = space.base;
-                            s.instance = instance->name;
-                            s.gpus_per_node = k;
-                            s.strategy = strategy;
-                            s.nodes = nodes;
-                            if (batch > 0) s.batch_per_gpu = batch;
-                            s.ps_instance.clear();
-                            s.ps_nodes = 0;
-                            s.ps_colocated = false;
-                            if (strategy == Strategy::ps) {
-                                s.ps_colocated = choice.colocated;
-                                if (!choice.colocated) {
-                                    s.ps_instance = choice.instance;
-                                    s.ps_nodes = std::max(1, clamped_count(std::ceil(choice.ratio * nodes - 1e-9)));
+                    for (const Servers& choice : choices) {
+                        // A fixed global batch takes the per-GPU batch from the GPUs: one entry per size.
+                        const std::vector<int> batches =
+                            space.base.global_batch > 0 ? std::vector<int>{0} : space.batch_per_gpu;
+                        for (int nodes : space.nodes) {
+                            for (int batch : batches) {
+                                Scenario s = space.base;
+                                s.pricing = pricing;
+                                s.instance = instance->name;
+                                s.gpus_per_node = k;
+                                s.strategy = strategy;
+                                s.nodes = nodes;
+                                if (batch > 0) s.batch_per_gpu = batch;
+                                s.ps_instance.clear();
+                                s.ps_nodes = 0;
+                                s.ps_colocated = false;
+                                if (strategy == Strategy::ps) {
+                                    s.ps_colocated = choice.colocated;
+                                    if (!choice.colocated) {
+                                        s.ps_instance = choice.instance;
+                                        s.ps_nodes = std::max(1, clamped_count(std::ceil(choice.ratio * nodes - 1e-9)));
+                                    }
                                 }
+                                out.push_back(std::move(s));
                             }
-                            out.push_back(std::move(s));
                         }
                     }
                 }
             }
         }
     }
-    if (space.spot_with_on_demand && space.base.pricing == Pricing::spot) {
-        const std::size_t spot = out.size();
+    if (spot_twins) {
+        const std::size_t searched = out.size();
         // Each spot cluster that can shrink also elastic (eq. X7, seed 003's dynamic training): it
         // goes on without a lost node until its replacement joins; where it cannot, it is left out.
-        for (std::size_t i = 0; i < spot; ++i) {
+        for (std::size_t i = 0; i < searched; ++i) {
             const Scenario& s = out[i];
-            if (s.nodes < kElasticSpotMinNodes || (s.strategy == Strategy::ps && !s.ps_colocated)) continue;
+            if (s.pricing != Pricing::spot || s.nodes < kElasticSpotMinNodes ||
+                (s.strategy == Strategy::ps && !s.ps_colocated))
+                continue;
             Scenario elastic = s;
             elastic.spot_elastic = true;
             out.push_back(std::move(elastic));
         }
-        for (std::size_t i = 0; i < spot; ++i) {
+        // Each on demand, where it is sold so and on demand is not searched itself.
+        const bool on_demand_searched =
+            std::find(pricings.begin(), pricings.end(), Pricing::on_demand) != pricings.end();
+        for (std::size_t i = 0; i < searched && !on_demand_searched; ++i) {
             const Scenario& s = out[i];
+            if (s.pricing != Pricing::spot) continue;
             const bool worker_sold = catalog.instance(s.instance).price(Pricing::on_demand) != nullptr;
             const bool server_sold =
                 s.ps_instance.empty() || catalog.instance(s.ps_instance).price(Pricing::on_demand) != nullptr;
@@ -420,7 +480,7 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
         }
     }
     // Two phases are billed by the second; a block or a term is bought whole for the run as one.
-    if (elastic && !billed_whole(space.base.pricing)) {
+    if (elastic) {
         // A split improves on the best so far (elastic, else fixed) on the axis the limit is not on.
         auto improve = [&](std::optional<ElasticPlan>& best, std::optional<std::size_t> fixed, std::size_t a,
                            std::size_t b, double limit, bool deadline) {
@@ -435,6 +495,7 @@ PlanSearch search_plans(const CostModel& model, const SearchSpace& space, std::o
             if (other_axis(plan->time_to_train_s, plan->cost_usd) < incumbent) best = plan;
         };
         for (const std::vector<std::size_t>& group : elastic_groups(result.plans)) {
+            if (billed_whole(result.plans[group.front()].scenario.pricing)) continue;  // one pricing a group
             for (std::size_t a : group) {
                 for (std::size_t b : group) {
                     if (a == b) continue;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/billing.hpp"
@@ -48,17 +49,30 @@ struct SearchSpace {
     /// in [0.5, 1): 0.5 is the point prediction, 0.95 the time and cost a run stays within 19
     /// times in 20 (at_confidence).
     double confidence = 0.5;
-    /// With base.pricing spot: also every spot cluster that can shrink priced elastic
+    /// How the instances may be bought, searched in one run (issue 60): each worker is planned under
+    /// each of these it is sold under, and plans bought one way are ranked against plans bought
+    /// another by `charge` (a Capacity Block's whole days against on demand's seconds, say). Empty:
+    /// base.pricing alone. Given, base.pricing is not read.
+    std::vector<Pricing> pricings;
+    /// With spot searched: also every spot cluster that can shrink priced elastic
     /// (Scenario::spot_elastic, eq. X7), and every configuration on demand where its instances are
     /// sold so, so that a plan whose interruptions eat the spot discount loses to its on-demand twin
-    /// (docs/model.md, "Spot interruptions"). The elastic twins follow the spot ones, then the
-    /// on-demand twins.
+    /// (docs/model.md, "Spot interruptions"), unless on demand is searched itself. The elastic twins
+    /// follow the searched configurations, then the on-demand twins.
     bool spot_with_on_demand = false;
     /// What plans are ranked, met against the budget and put on the front by: the bill (a Capacity
     /// Block's whole days, a reservation's term; eq. H1), or the run's share of it (a block or a
     /// commitment already held). The same under on-demand and spot, billed by the second.
     Charge charge = Charge::bill;
 };
+
+/// The pricings the space searches, in its order: SearchSpace::pricings, else base.pricing alone.
+/// Throws InputError for a pricing listed twice.
+std::vector<Pricing> searched_pricings(const SearchSpace& space);
+
+/// The pricings as a reader lists them: "on-demand", "on-demand or spot", "on-demand, spot and
+/// capacity-block" (`conjunction` "and").
+std::string pricings_text(const std::vector<Pricing>& pricings, std::string_view conjunction = "or");
 
 /// The standard normal distribution's quantile: z with Phi(z) = probability, for probability in
 /// (0, 1). Throws InputError outside it.
@@ -72,7 +86,7 @@ double normal_quantile(double probability);
 /// those epochs (its interruptions counted). At 0.5, the point prediction.
 TimeCost at_confidence(const Prediction& prediction, double confidence, Charge charge = Charge::bill);
 
-/// The GPU instances (in the space's cloud) that have prices but none under the space's pricing,
+/// The GPU instances (in the space's cloud) that have prices but none under the space's pricings,
 /// which the search leaves out (p5e.48xlarge, sold only as capacity blocks, from an on-demand
 /// search); empty when the space names its instances.
 std::vector<std::string> unsold_instances(const SearchSpace& space, const Catalog& catalog);
@@ -85,13 +99,16 @@ inline constexpr double kSaferConfidence = 0.9;
 /// The most configurations a search holds (about 2 KB each once predicted: 2 GB).
 inline constexpr std::size_t kMaxPlanConfigurations = 1'000'000;
 
-/// Every Scenario of the space, in a fixed order: instance, GPUs per node, strategy (with, for ps,
-/// each server instance and ratio, then co-located), node count, batch. Hierarchical and tree
+/// Every Scenario of the space, in a fixed order: pricing (searched_pricings' order), instance, GPUs
+/// per node, strategy (with, for ps, each server instance sold that way and ratio, then co-located),
+/// node count, batch; then spot's twins (SearchSpace::spot_with_on_demand). An instance is planned
+/// under each pricing it is sold under; one with no price at all (named) once, under the first.
+/// Hierarchical and tree
 /// all-reduce are left out with one GPU per node (they are the ring there, hierarchical exactly;
 /// tree is kept across nodes). GPU counts above the instance's are left out. Throws InputError for
 /// a space of more than kMaxPlanConfigurations (counted before any is built), a cloud no instance
 /// names (listing the clouds), or a named worker of another cloud or with
-/// prices but none under the space's pricing (naming the pricings it has).
+/// prices but none under the space's pricings (naming the pricings it has).
 std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& catalog);
 
 /// One feasible configuration and its prediction.
@@ -139,7 +156,7 @@ struct PlanSearch {
 
 /// Search the space. A deadline in seconds and a budget in US dollars are each optional (the front
 /// is found either way); `elastic` also considers two-phase schedules (billed by the second: none
-/// under a pricing sold whole, a Capacity Block or a reservation). The front and both answers
+/// of plans under a pricing sold whole, a Capacity Block or a reservation). The front and both answers
 /// are at the space's confidence (Plan::at_confidence). Throws InputError for a deadline or budget
 /// that is not positive, a confidence outside [0.5, 1), elastic schedules at a confidence other
 /// than 0.5, a name in the space the catalog does not know, or what enumerate_space refuses.

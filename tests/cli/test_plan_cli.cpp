@@ -251,6 +251,70 @@ TEST(PlanCli, AnOnDemandSearchNeverReturnsAnInstanceSoldOnlyAsCapacityBlocks) {
     EXPECT_DOUBLE_EQ(cheapest["cluster_usd_per_hour"].get<double>(), 2 * 47.76);
 }
 
+// Issue 60: every way of buying the instances in one run, ranked against each other by what is paid.
+TEST(PlanCli, EveryPricingIsSearchedInOneRunAndRankedByWhatIsPaid) {
+    const std::string space =
+        "plan --deadline 2h --budget 400 --instance p5.48xlarge --instance a2-highgpu-8g --instance g6.12xlarge "
+        "--nodes 1,2,4,8 --batch-per-gpu 128,256 --pricing all";
+    const ProcessResult bill = run_epochcast(space + " --json");
+    ASSERT_EQ(bill.exit_code, 0) << bill.err;
+    const nlohmann::json b = nlohmann::json::parse(bill.out);
+    EXPECT_EQ(b["pricing"], "all");
+    EXPECT_EQ(b["pricings"],
+              nlohmann::json::array({"on-demand", "spot", "capacity-block", "reserved-1y", "reserved-3y"}));
+    EXPECT_TRUE(b["not_sold"].empty());
+    // 8 x p5 is the fastest within $400: by the bill on demand (eight whole days of a block are $8,000),
+    // by the run's share on the Capacity Block, whose rate is lower.
+    EXPECT_EQ(b["fastest_within_budget"]["scenario"]["instance"], "p5.48xlarge");
+    EXPECT_EQ(b["fastest_within_budget"]["scenario"]["pricing"], "on-demand");
+    const ProcessResult share = run_epochcast(space + " --rank-by share --json");
+    ASSERT_EQ(share.exit_code, 0) << share.err;
+    const nlohmann::json s = nlohmann::json::parse(share.out);
+    EXPECT_EQ(s["fastest_within_budget"]["scenario"]["instance"], "p5.48xlarge");
+    EXPECT_EQ(s["fastest_within_budget"]["scenario"]["pricing"], "capacity-block");
+    EXPECT_LT(s["fastest_within_budget"]["cost_usd"].get<double>(), 400);
+    EXPECT_GT(s["fastest_within_budget"]["bill_usd"].get<double>(), 400);
+
+    // The text names the pricings searched, how each is billed, and each plan's.
+    const ProcessResult text = run_epochcast(space + " --rank-by share");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("on-demand, spot, capacity-block, reserved-1y and reserved-3y prices): "),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("the bill is for capacity-block each instance's whole Capacity Block"), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("for on-demand and spot the run's own seconds."), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("8 x p5.48xlarge = 64 x H100-SXM5-80GB, capacity-block, "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("run's share"), std::string::npos) << text.out;
+
+    // A list of pricings: what is sold none of those ways is left out, named.
+    const ProcessResult two =
+        run_epochcast("plan --deadline 2h --pricing on-demand,capacity-block --batch-per-gpu 256");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_NE(two.out.find("Not sold on-demand or capacity-block, left out: a4-highgpu-8g (spot)."), std::string::npos)
+        << two.out;
+
+    struct Case {
+        const char* arguments;
+        const char* error;
+    };
+    for (const Case& c : {Case{"--pricing on-demand,on-demand", "--pricing names on-demand twice"},
+                          Case{"--pricing all,spot", "--pricing: all names every pricing, alone (got 'all,spot')"},
+                          Case{"--pricing on-demand,",
+                               "--pricing: unknown value '' (expected on-demand, spot, "
+                               "capacity-block, reserved-1y or reserved-3y, several separated "
+                               "by commas, or all)"},
+                          Case{"--spot --pricing all", "--spot and --pricing all contradict each other"},
+                          Case{"--instance p5e.48xlarge --pricing on-demand,spot",
+                               "instance 'p5e.48xlarge' is not sold on-demand or spot (it is sold as: "
+                               "capacity-block)"}}) {
+        const ProcessResult r = run_epochcast(std::string("plan --deadline 2h ") + c.arguments);
+        EXPECT_EQ(r.exit_code, 2) << c.arguments;
+        EXPECT_NE(r.err.find(c.error), std::string::npos) << c.arguments << ": " << r.err;
+        EXPECT_TRUE(r.out.empty()) << c.arguments;
+    }
+}
+
 TEST(PlanCli, PricingAndCloudNarrowTheSearch) {
     // --spot is the older spelling of --pricing spot.
     const ProcessResult spot = run_epochcast("plan --deadline 3h --instance p3.16xlarge --pricing spot --json");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "model/errors.hpp"
 #include "model/search.hpp"
@@ -344,6 +345,129 @@ TEST(PlanSearch, SpotPricesMakeTheSamePlanCheaper) {
     ASSERT_TRUE(on_demand.cheapest_within_deadline && spot.cheapest_within_deadline);
     EXPECT_LT(spot.plans[*spot.cheapest_within_deadline].prediction.cost_usd,
               on_demand.plans[*on_demand.cheapest_within_deadline].prediction.cost_usd);
+}
+
+// Issue 60: every pricing in one search. Its plans are each pricing's own search's, in the order of
+// the pricings, and its answers are those a reader gets by pooling the single searches' plans and
+// ranking them by what is paid (a Capacity Block's whole day against on demand's seconds).
+TEST(PlanSearch, EveryPricingInOneSearchIsEachPricingsSearchRankedTogether) {
+    SearchSpace space;
+    space.instances = {"p5.48xlarge", "a2-highgpu-8g", "g6.12xlarge"};
+    space.strategies = {Strategy::nccl};
+    space.nodes = {1, 2, 4, 8};
+    space.batch_per_gpu = {128, 256};
+    space.pricings.assign(std::begin(kAllPricings), std::end(kAllPricings));
+    const double deadline_s = 2 * 3600.0;
+    const double budget_usd = 400;
+    for (const Charge charge : {Charge::bill, Charge::run_share}) {
+        space.charge = charge;
+        const PlanSearch all = search_plans(model(), space, deadline_s, budget_usd);
+        std::vector<Plan> pooled;
+        for (const Pricing pricing : kAllPricings) {
+            SearchSpace one = space;
+            one.pricings.clear();
+            one.base.pricing = pricing;
+            // Each instance under the pricings it is sold under, none under the others.
+            std::size_t sold = 0;
+            for (const std::string& name : space.instances)
+                sold += model().catalog().instance(name).price(pricing) != nullptr ? 1 : 0;
+            if (sold == 0) continue;
+            one.instances.clear();
+            for (const std::string& name : space.instances)
+                if (model().catalog().instance(name).price(pricing) != nullptr) one.instances.push_back(name);
+            const PlanSearch single = search_plans(model(), one, deadline_s, budget_usd);
+            for (const Plan& plan : single.plans) pooled.push_back(plan);
+        }
+        ASSERT_EQ(all.plans.size(), pooled.size());
+        for (std::size_t i = 0; i < pooled.size(); ++i) {
+            ASSERT_TRUE(all.plans[i].scenario == pooled[i].scenario) << i;
+            EXPECT_EQ(all.plans[i].at_confidence.cost_usd, pooled[i].at_confidence.cost_usd) << i;
+        }
+        // Every pricing the three instances are sold under is planned: p5 as capacity blocks, the A2s
+        // on commitments.
+        for (const Pricing pricing : kAllPricings) {
+            EXPECT_TRUE(std::any_of(all.plans.begin(), all.plans.end(), [&](const Plan& plan) {
+                return plan.scenario.pricing == pricing;
+            })) << to_string(pricing);
+        }
+        // The answers by a plain scan of the pooled plans, by what is ranked (the bill or the share).
+        std::optional<std::size_t> cheapest, fastest;
+        for (std::size_t i = 0; i < pooled.size(); ++i) {
+            const TimeCost& tc = pooled[i].at_confidence;
+            if (tc.time_to_train_s <= deadline_s &&
+                (!cheapest || tc.cost_usd < pooled[*cheapest].at_confidence.cost_usd))
+                cheapest = i;
+            if (tc.cost_usd <= budget_usd &&
+                (!fastest || tc.time_to_train_s < pooled[*fastest].at_confidence.time_to_train_s))
+                fastest = i;
+        }
+        ASSERT_TRUE(cheapest && all.cheapest_within_deadline);
+        ASSERT_TRUE(fastest && all.fastest_within_budget);
+        EXPECT_EQ(all.plans[*all.cheapest_within_deadline].at_confidence.cost_usd,
+                  pooled[*cheapest].at_confidence.cost_usd);
+        EXPECT_EQ(all.plans[*all.fastest_within_budget].at_confidence.time_to_train_s,
+                  pooled[*fastest].at_confidence.time_to_train_s);
+        // No plan of the pool beats a point of the front on both axes.
+        for (const std::size_t f : all.front) {
+            const TimeCost& p = all.plans[f].at_confidence;
+            for (const Plan& plan : pooled) {
+                const TimeCost& q = plan.at_confidence;
+                EXPECT_FALSE(q.time_to_train_s <= p.time_to_train_s && q.cost_usd <= p.cost_usd &&
+                             (q.time_to_train_s < p.time_to_train_s || q.cost_usd < p.cost_usd));
+            }
+        }
+        // The fastest within $400 is 8 x p5: by the bill on demand (eight whole days of a Capacity Block
+        // are $8,000), by the share on the block, whose rate is below on demand's.
+        const Scenario& fastest_plan = all.plans[*all.fastest_within_budget].scenario;
+        EXPECT_EQ(fastest_plan.instance, "p5.48xlarge");
+        EXPECT_EQ(fastest_plan.pricing, charge == Charge::bill ? Pricing::on_demand : Pricing::capacity_block)
+            << to_string(fastest_plan.pricing);
+    }
+}
+
+// With on demand searched itself, spot's on-demand twins would be its plans a second time: only the
+// elastic twins are added. A named instance without a price is planned once, under the first pricing.
+TEST(PlanSearch, SeveralPricingsAddNoTwinTwiceAndPlanAnUnpricedInstanceOnce) {
+    SearchSpace space;
+    space.instances = {"p4d.24xlarge", "dgx-a100"};
+    space.strategies = {Strategy::nccl};
+    space.nodes = {1, 2, 4};
+    space.batch_per_gpu = {256};
+    space.pricings = {Pricing::on_demand, Pricing::spot};
+    space.spot_with_on_demand = true;
+    const std::vector<Scenario> scenarios = enumerate_space(space, model().catalog());
+    auto count = [&](auto&& keep) { return std::count_if(scenarios.begin(), scenarios.end(), keep); };
+    const std::ptrdiff_t gpu_counts = 4;  // 1, 2, 4 and 8 GPUs a node
+    EXPECT_EQ(count([](const Scenario& s) { return s.instance == "dgx-a100"; }), gpu_counts * 3);
+    EXPECT_EQ(count([](const Scenario& s) { return s.instance == "dgx-a100" && s.pricing != Pricing::on_demand; }), 0);
+    EXPECT_EQ(count([](const Scenario& s) { return s.instance == "p4d.24xlarge" && s.pricing == Pricing::on_demand; }),
+              gpu_counts * 3);
+    EXPECT_EQ(count([](const Scenario& s) {
+                  return s.instance == "p4d.24xlarge" && s.pricing == Pricing::spot && !s.spot_elastic;
+              }),
+              gpu_counts * 3);
+    // Elastic twins of the spot clusters of two nodes or more.
+    EXPECT_EQ(count([](const Scenario& s) { return s.spot_elastic; }), gpu_counts * 2);
+    // Spot alone keeps its on-demand twins.
+    space.pricings = {Pricing::spot};
+    const std::vector<Scenario> spot = enumerate_space(space, model().catalog());
+    EXPECT_EQ(std::count_if(
+                  spot.begin(), spot.end(),
+                  [](const Scenario& s) { return s.instance == "p4d.24xlarge" && s.pricing == Pricing::on_demand; }),
+              gpu_counts * 3);
+    // A pricing listed twice, and a named instance sold none of the ways asked, are refused.
+    space.pricings = {Pricing::spot, Pricing::spot};
+    EXPECT_THROW(enumerate_space(space, model().catalog()), InputError);
+    space.pricings = {Pricing::reserved_1y, Pricing::capacity_block};
+    space.instances = {"p4d.24xlarge"};
+    try {
+        enumerate_space(space, model().catalog());
+        ADD_FAILURE() << "p4d.24xlarge is sold neither way";
+    } catch (const InputError& error) {
+        EXPECT_STREQ(error.what(),
+                     "instance 'p4d.24xlarge' is not sold reserved-1y or capacity-block (it is sold as: on-demand, "
+                     "spot)");
+    }
 }
 
 TEST(PlanSearch, UnreachableDeadlineHasNoAnswerAndBadLimitsAreErrors) {
