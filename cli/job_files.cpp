@@ -304,12 +304,14 @@ std::string exports(const FabricEnvironment& fabric, std::string_view indent) {
     return out;
 }
 
-/// The torchrun line every node runs, NODE_RANK and HEAD its shell's.
+/// The torchrun line every node runs, NODE_RANK and HEAD its shell's. Its flags are spelt with
+/// underscores, which every torchrun takes; torch 2 added the hyphens, which torch 1.13 (Debian 12's
+/// python3-torch) refuses.
 std::string torchrun_line(const JobRequest& r, const std::string& command, const std::string& nodes,
                           const std::string& node_rank, const std::string& head) {
-    return "torchrun --nnodes=" + nodes + " --node-rank=" + node_rank +
-           " --nproc-per-node=" + std::to_string(std::max(1, gpus_per_node(r))) + " --master-addr=" + head +
-           " --master-port=29500 " + command;
+    return "torchrun --nnodes=" + nodes + " --node_rank=" + node_rank +
+           " --nproc_per_node=" + std::to_string(std::max(1, gpus_per_node(r))) + " --master_addr=" + head +
+           " --master_port=29500 " + command;
 }
 
 void require_launchable(JobFormat format, const JobRequest& r) {
@@ -368,8 +370,8 @@ std::string sbatch_file(const JobRequest& r, const LearningRate& lr, const std::
         // One torchrun a node, meeting at the first node by c10d's rendezvous: no node needs its rank.
         out << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\n";  // reads it all: no SIGPIPE
                                                                                          // under pipefail
-        out << "srun --ntasks-per-node=1 torchrun --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc-per-node="
-            << std::max(1, gpus) << " --rdzv-id=\"$SLURM_JOB_ID\" --rdzv-backend=c10d --rdzv-endpoint=\"$head:29500\" "
+        out << "srun --ntasks-per-node=1 torchrun --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc_per_node="
+            << std::max(1, gpus) << " --rdzv_id=\"$SLURM_JOB_ID\" --rdzv_backend=c10d --rdzv_endpoint=\"$head:29500\" "
             << command << "\n";
     } else {
         out << "srun " << command << "\n";
@@ -420,8 +422,11 @@ std::string skypilot_file(const JobRequest& r, const LearningRate& lr, const std
     if (epochcast) {
         // epochcast run starts every rank from the first node, over mpirun and ssh.
         out << "  if [ \"$SKYPILOT_NODE_RANK\" = 0 ]; then\n";
-        out << "    hosts=$(echo \"$SKYPILOT_NODE_IPS\" | sed \"s/$/:${SKYPILOT_NUM_GPUS_PER_NODE:-1}/\" | paste "
-               "-sd,)\n";
+        // The plan's GPUs a node, not $SKYPILOT_NUM_GPUS_PER_NODE: SkyPilot counts the accelerators its
+        // catalog gives the instance type (12 for Standard_ND96isr_H100_v5, which has 8), and a plan
+        // may use fewer than the instance has.
+        out << "    hosts=$(echo \"$SKYPILOT_NODE_IPS\" | sed \"s/$/:" << std::max(1, gpus_per_node(r))
+            << "/\" | paste -sd,)\n";
         out << "    " << command << " --host \"$hosts\"\n";
         out << "  fi\n";
     } else {

@@ -146,7 +146,8 @@ void read_torchvision(const Segment& seg, std::string_view origin, TrainingLog& 
         const double seconds = read_clock_s(s, p + 11);
         if (seconds < 0)
             fail(origin, "line " + std::to_string(seg.line) + ": an epoch's total time that is no H:MM:SS");
-        log.epoch_s.push_back(seconds);
+        // train.py prints whole seconds: an epoch under one second reads 0:00:00, which says nothing of its time.
+        if (seconds > 0) log.epoch_s.push_back(seconds);
         return;
     }
     long step = 0;

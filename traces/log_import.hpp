@@ -47,7 +47,7 @@ struct TrainingLog {
     TrainingLogFormat format = TrainingLogFormat::torchvision;
     std::vector<LogFigure> figures;  ///< in the order printed
     long steps_per_epoch = 0;        ///< the "N" of "I/N" (torchvision, Lightning); 0 where not printed
-    std::vector<double> epoch_s;     ///< each complete epoch's training seconds, where printed
+    std::vector<double> epoch_s;     ///< each complete epoch's training seconds, where printed (not 0:00:00)
     int batch_per_gpu = 0;           ///< the script's own batch size per rank, where it prints it; else 0
     int world_size = 0;              ///< the script's own rank count, where it prints it; else 0
 };

@@ -104,8 +104,8 @@ TEST(JobFiles, ASbatchScriptOnP5AsksForThePlansNodesAndItsBandsSlowEnd) {
         "':$PATH SLURM_JOB_NODELIST=ec-[a-d] SLURM_JOB_NUM_NODES=4 SLURM_JOB_ID=7 DATA=/images bash '" + path + "'");
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_TRUE(has(run.out,
-                    "srun --ntasks-per-node=1 torchrun --nnodes=4 --nproc-per-node=8 --rdzv-id=7 "
-                    "--rdzv-backend=c10d --rdzv-endpoint=ec-a:29500 train.py --model resnet50 "
+                    "srun --ntasks-per-node=1 torchrun --nnodes=4 --nproc_per_node=8 --rdzv_id=7 "
+                    "--rdzv_backend=c10d --rdzv_endpoint=ec-a:29500 train.py --model resnet50 "
                     "--data-path /images "))
         << run.out;
     EXPECT_TRUE(has(run.out, "FI_PROVIDER=efa DATA=/images")) << run.out;
@@ -135,8 +135,8 @@ TEST(JobFiles, ASkyPilotTaskOnGcpA3NamesTheCloudTheInstanceSpotAndTcpx) {
     EXPECT_TRUE(has(task, "\n  NCCL_GPUDIRECTTCPX_SOCKET_IFNAME: \"eth1,eth2,eth3,eth4\"\n"));
     EXPECT_TRUE(has(task, "export LD_LIBRARY_PATH=\"/usr/local/tcpx/lib64:${LD_LIBRARY_PATH:-}\""));
     EXPECT_TRUE(has(task,
-                    "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node-rank=\"$SKYPILOT_NODE_RANK\" "
-                    "--nproc-per-node=8 --master-addr=\"$head\" "));
+                    "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node_rank=\"$SKYPILOT_NODE_RANK\" "
+                    "--nproc_per_node=8 --master_addr=\"$head\" "));
     EXPECT_EQ(p["global_batch"].get<double>(), 2 * 8 * 256);
     EXPECT_TRUE(has(task, "--lr " + figure(0.1 * 4096 / 256) + " "));
     // On demand it is not spot.
@@ -161,16 +161,40 @@ TEST(JobFiles, ASkyPilotTaskOnGcpA3NamesTheCloudTheInstanceSpotAndTcpx) {
     EXPECT_TRUE(has(aws, "--host \"$hosts\""));  // epochcast run starts every rank from the first node
 }
 
+// epochcast run's hosts get the plan's GPUs a node as their slots, not $SKYPILOT_NUM_GPUS_PER_NODE:
+// SkyPilot counts the accelerators its catalog gives the instance type, 12 for the ND H100 v5
+// (tests/fixtures/skypilot-catalog/README.md), and a plan may use fewer GPUs than the instance has.
+TEST(JobFiles, ASkyPilotTaskGivesEpochcastRunThePlansGpusANode) {
+    TempFolder folder;
+    for (const int gpus : {8, 4}) {
+        const std::string task = emitted({"predict", "--instance", "Standard_ND96isr_H100_v5", "--nodes", "2",
+                                          "--gpus-per-node", std::to_string(gpus), "--framework", "epochcast"},
+                                         "skypilot", folder);
+        const std::size_t start = task.find("hosts=");
+        ASSERT_NE(start, std::string::npos) << task;
+        const std::string line = task.substr(start, task.find('\n', start) - start);
+        EXPECT_FALSE(has(line, "SKYPILOT_NUM_GPUS_PER_NODE")) << line;
+        // Run by bash as SkyPilot's nodes would, with two nodes' addresses and SkyPilot's count of 12.
+        std::ofstream(folder / "hosts.sh") << line << "\necho \"$hosts\"\n";
+        const testing::ProcessResult r = run_command(
+            "SKYPILOT_NODE_IPS=\"$(printf '10.0.0.1\\n10.0.0.2')\" "
+            "SKYPILOT_NUM_GPUS_PER_NODE=12 bash '" +
+            (folder / "hosts.sh") + "'");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, "10.0.0.1:" + std::to_string(gpus) + ",10.0.0.2:" + std::to_string(gpus) + "\n") << line;
+    }
+}
+
 TEST(JobFiles, TorchrunLinesOnAzureNdH100HaveOneLineANodeAndAzuresTopologyFile) {
     TempFolder folder;
     const std::string lines =
         emitted({"predict", "--instance", "Standard_ND96isr_H100_v5", "--nodes", "3"}, "torchrun", folder);
     for (int node = 0; node < 3; ++node) {
-        EXPECT_TRUE(has(lines, "  " + std::to_string(node) + ") torchrun --nnodes=3 --node-rank=" +
-                                   std::to_string(node) + " --nproc-per-node=8 --master-addr=\"$HEAD\" "))
+        EXPECT_TRUE(has(lines, "  " + std::to_string(node) + ") torchrun --nnodes=3 --node_rank=" +
+                                   std::to_string(node) + " --nproc_per_node=8 --master_addr=\"$HEAD\" "))
             << lines;
     }
-    EXPECT_FALSE(has(lines, "--node-rank=3"));
+    EXPECT_FALSE(has(lines, "--node_rank=3"));
     EXPECT_TRUE(has(lines, "export NCCL_TOPO_FILE=\"/opt/microsoft/ndv5-topo.xml\"\n"));
 
     // Node 2's line is the one node 2 runs, with the fabric's settings in its environment.
@@ -180,7 +204,7 @@ TEST(JobFiles, TorchrunLinesOnAzureNdH100HaveOneLineANodeAndAzuresTopologyFile) 
     const testing::ProcessResult node2 =
         run_command(path_env + " HEAD=10.0.0.1 NODE_RANK=2 DATA=/images bash '" + path + "'");
     EXPECT_EQ(node2.exit_code, 0) << node2.err;
-    EXPECT_TRUE(has(node2.out, "--node-rank=2 --nproc-per-node=8 --master-addr=10.0.0.1 --master-port=29500 train.py"))
+    EXPECT_TRUE(has(node2.out, "--node_rank=2 --nproc_per_node=8 --master_addr=10.0.0.1 --master_port=29500 train.py"))
         << node2.out;
     EXPECT_TRUE(has(node2.out, "topology=/opt/microsoft/ndv5-topo.xml"));
     // A node the plan has not: refused by the script itself.

@@ -179,5 +179,19 @@ TEST(LogImport, EpochTimesOfADayOrMoreReadAsPythonWritesThem) {
     EXPECT_DOUBLE_EQ(log.epoch_s[0], 86400 + 2 * 3600 + 3 * 60 + 4);
 }
 
+// train.py prints an epoch's time in whole seconds: a short epoch (a test's, a tiny model's) reads
+// 0:00:00, which is no time at all; it is left out rather than recorded as an epoch of 0 s, which a
+// trace may not hold (the torchrun test's real log, tests/cli/torchrun_lines.sh, had one).
+TEST(LogImport, AnEpochPrintedAsNoTimeIsNotAnEpochTime) {
+    const std::string text =
+        "Epoch: [0]  [ 0/100]  eta: 0:00:01  time: 0.0100  data: 0.0010\n"
+        "Epoch: [0] Total time: 0:00:00\n"
+        "Epoch: [1]  [ 0/100]  eta: 0:00:01  time: 0.0100  data: 0.0010\n"
+        "Epoch: [1] Total time: 0:00:02\n";
+    const TrainingLog log = read_training_log(text, "short.log");
+    ASSERT_EQ(log.epoch_s.size(), 1u);
+    EXPECT_DOUBLE_EQ(log.epoch_s[0], 2);
+}
+
 }  // namespace
 }  // namespace epochcast
