@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The torchrun lines `predict --emit torchrun` writes, started for real on this machine: the file
+# The torchrun lines `predict --emit torchrun` and `--emit sbatch` write for today's GPU clusters,
+# read by torchrun's own argument parser (below), then started for real on this machine: the file
 # for 2 x p3.2xlarge (one GPU, so one process, a node) run twice, NODE_RANK=0 and NODE_RANK=1, both
 # with HEAD=127.0.0.1, so that two torchrun agents meet by their static rendezvous at node 0's port
 # and their two processes train tests/cli/torchrun_train.py together over gloo (PyTorch on the
@@ -68,6 +69,43 @@ from torch.distributed.elastic.multiprocessing.api import Std
 sys.exit(Std.from_str("0") is not None)'; then
   export PET_REDIRECTS=9:0 PET_TEE=9:0
 fi
+
+# The torchrun lines of today's GPU clusters, 2 x p5.48xlarge, a3-highgpu-8g and
+# Standard_ND96isr_H100_v5 with their fabrics' variables and the default train.py command, each
+# node's line of the torchrun file and the batch script's srun line, given to torchrun's own
+# argument parser and launch configuration (torch.distributed.run's, as torchrun reads them before it
+# starts the processes; 8 a node cannot start on this machine). The batch script runs with stand-ins
+# for srun (its own flags dropped) and scontrol (two hosts). torchrun runs the script with Python's -u:
+# the script and its first argument follow it.
+mkdir "$work/check" "$work/check/bin"
+cat >"$work/check/bin/torchrun" <<EOF_TORCHRUN
+#!/bin/sh
+OMP_NUM_THREADS=1 exec $(printf %q "$python") -c 'import sys
+from torch.distributed.run import config_from_args, get_args_parser
+config, program, arguments = config_from_args(get_args_parser().parse_args(sys.argv[1:]))
+print("torchrun: nodes %d, %d a node, rendezvous %s at %s, %s" % (config.max_nodes, config.nproc_per_node,
+      config.rdzv_backend, config.rdzv_endpoint, " ".join(arguments[1:3])))' "\$@"
+EOF_TORCHRUN
+printf '#!/bin/sh\nwhile [ "${1#--}" != "$1" ]; do shift; done\nexec "$@"\n' >"$work/check/bin/srun"
+printf '#!/bin/sh\nprintf "%%s\\n" ec-a ec-b\n' >"$work/check/bin/scontrol"
+chmod +x "$work/check/bin/"*
+for instance in p5.48xlarge a3-highgpu-8g Standard_ND96isr_H100_v5; do
+  for format in torchrun sbatch; do
+    "$epochcast" predict --instance "$instance" --nodes 2 --emit "$format" -o "$work/check/$instance.$format" \
+      >/dev/null || fail "predict --instance $instance --emit $format: exit $?"
+  done
+  for node in 0 1; do
+    out=$(cd "$work/check" && PATH="$work/check/bin:$PATH" HEAD=10.0.0.1 NODE_RANK=$node DATA=/data \
+      bash "$instance.torchrun" 2>&1) || fail "$instance's torchrun line for node $node: $out"
+    [ "$out" = "torchrun: nodes 2, 8 a node, rendezvous static at 10.0.0.1:29500, train.py --model" ] ||
+      fail "$instance's torchrun line for node $node reads as: $out"
+  done
+  out=$(cd "$work/check" && PATH="$work/check/bin:$PATH" SLURM_JOB_NODELIST="ec-[a-b]" SLURM_JOB_NUM_NODES=2 \
+    SLURM_JOB_ID=7 DATA=/data bash "$instance.sbatch" 2>&1) || fail "$instance's batch script: $out"
+  [ "$out" = "torchrun: nodes 2, 8 a node, rendezvous c10d at ec-a:29500, train.py --model" ] ||
+    fail "$instance's batch script's torchrun reads as: $out"
+done
+echo "torchrun's own parser takes the lines for 2 x p5.48xlarge, a3-highgpu-8g and Standard_ND96isr_H100_v5"
 
 # Under torchrun the command is the script and its arguments: torchrun starts it with its Python.
 command="$(printf %q "$here/torchrun_train.py") --data {data} --image-size {image_size}"
