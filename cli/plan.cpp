@@ -601,6 +601,7 @@ public:
 
 private:
     const Plan& fastest() const { return search_.plans[search_.front.front()]; }
+    const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
     /// Whether a plan says how it is bought: where plans bought differently are ranked together (a spot
     /// search, which holds on-demand twins, or several pricings).
@@ -619,7 +620,6 @@ private:
         for (Pricing pricing : pricings_) names.emplace_back(to_string(pricing));
         return names;
     }
-    const Plan& cheapest() const { return search_.plans[search_.front.back()]; }
 
     /// The safer answer (PlanSearch::safer_within_deadline) as a plan of its own, its time and cost at
     /// kSaferConfidence.
