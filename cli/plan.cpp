@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/app.hpp"
@@ -265,7 +266,7 @@ std::vector<Pricing> pricings_of(const PlanOptions& o) {
                                  "' (expected on-demand, spot, capacity-block, reserved-1y or reserved-3y, several "
                                  "separated by commas, or all)");
             }
-            if (std::find(pricings.begin(), pricings.end(), pricing) != pricings.end()) {
+            if (searches(pricings, pricing)) {
                 throw InputError("--pricing names " + std::string(to_string(pricing)) + " twice");
             }
             pricings.push_back(pricing);
@@ -277,10 +278,6 @@ std::vector<Pricing> pricings_of(const PlanOptions& o) {
         throw InputError("--spot and --pricing " + o.pricing + " contradict each other (--spot means --pricing spot)");
     }
     return o.spot ? std::vector<Pricing>{Pricing::spot} : pricings;
-}
-
-bool searches(const std::vector<Pricing>& pricings, Pricing pricing) {
-    return std::find(pricings.begin(), pricings.end(), pricing) != pricings.end();
 }
 
 /// Whether some plan may be bought whole, a block or a term (eq. H1): then the bill and the run's
@@ -402,14 +399,14 @@ std::vector<std::string> unrated_spot_instances(const Catalog& catalog, const Pl
 class PlanReport : public Report {
 public:
     PlanReport(const PlanOptions& o, const Catalog& catalog, const PlanSearch& search, const Constraints& constraints,
-               std::string epochs)
+               std::string epochs, std::vector<Pricing> pricings)
         : o_(o),
           catalog_(catalog),
           search_(search),
           c_(constraints),
           epochs_(std::move(epochs)),
           unrated_(unrated_spot_instances(catalog, search)),
-          pricings_(pricings_of(o)) {}
+          pricings_(std::move(pricings)) {}
 
     void print_json(std::ostream& out) const override {
         auto plan_json = [&](std::optional<std::size_t> i) {
@@ -691,7 +688,7 @@ private:
     const Constraints& c_;
     std::string epochs_;
     std::vector<std::string> unrated_;  ///< unrated_spot_instances
-    std::vector<Pricing> pricings_;     ///< pricings_of: what the search bought the instances as
+    std::vector<Pricing> pricings_;     ///< SearchSpace::pricings: what the search bought the instances as
 };
 
 /// Draw every feasible plan, the front and the answers into --plot.
@@ -738,7 +735,7 @@ void run_plan(const PlanOptions& o, std::ostream& out) {
     const std::string epochs = epochs_text(space, model);
     const PlanSearch search = search_plans(model, space, constraints.deadline_s, constraints.budget_usd, o.elastic);
     if (!o.plot.empty()) plot_plans(o, model.catalog(), search, constraints, epochs);
-    write_report(PlanReport(o, model.catalog(), search, constraints, epochs), format, out);
+    write_report(PlanReport(o, model.catalog(), search, constraints, epochs, space.pricings), format, out);
     require_answers(search, constraints, out);
     // The answer as a launch file: the cheapest meeting the deadline, else the fastest within the budget.
     if (const std::optional<std::size_t> answer =

@@ -135,6 +135,10 @@ std::string pricings_text(const std::vector<Pricing>& pricings, std::string_view
     return text;
 }
 
+bool searches(const std::vector<Pricing>& pricings, Pricing pricing) {
+    return std::find(pricings.begin(), pricings.end(), pricing) != pricings.end();
+}
+
 std::vector<Pricing> searched_pricings(const SearchSpace& space) {
     if (space.pricings.empty()) return {space.base.pricing};
     for (std::size_t i = 0; i < space.pricings.size(); ++i) {
@@ -224,8 +228,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
         }
         return out;
     };
-    const bool spot_twins =
-        space.spot_with_on_demand && std::find(pricings.begin(), pricings.end(), Pricing::spot) != pricings.end();
+    const bool spot_twins = space.spot_with_on_demand && searches(pricings, Pricing::spot);
 
     // Counted before any is built (each holds about 2 KB once predicted): ten --nodes values up to
     // 100,000 and twenty batches grew to 20 GB before "out of memory".
@@ -324,8 +327,7 @@ std::vector<Scenario> enumerate_space(const SearchSpace& space, const Catalog& c
             out.push_back(std::move(elastic));
         }
         // Each on demand, where it is sold so and on demand is not searched itself.
-        const bool on_demand_searched =
-            std::find(pricings.begin(), pricings.end(), Pricing::on_demand) != pricings.end();
+        const bool on_demand_searched = searches(pricings, Pricing::on_demand);
         for (std::size_t i = 0; i < searched && !on_demand_searched; ++i) {
             const Scenario& s = out[i];
             if (s.pricing != Pricing::spot) continue;

@@ -70,6 +70,9 @@ struct SearchSpace {
 /// Throws InputError for a pricing listed twice.
 std::vector<Pricing> searched_pricings(const SearchSpace& space);
 
+/// Whether `pricings` holds `pricing`.
+bool searches(const std::vector<Pricing>& pricings, Pricing pricing);
+
 /// The pricings as a reader lists them: "on-demand", "on-demand or spot", "on-demand, spot and
 /// capacity-block" (`conjunction` "and").
 std::string pricings_text(const std::vector<Pricing>& pricings, std::string_view conjunction = "or");
